@@ -1,0 +1,44 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layers, each depending only on those below it:
+//   CLevelDB   – the LevelDB C API, as a system library (no logic)
+//   LevelDB    – a typed, safe Swift skin over it, usable on its own
+//   BuriCodec  – a fast CBOR (RFC 8949) Encoder/Decoder for Codable values
+//   Buri       – the on-disk format, buckets, indexes and queries
+//   buri       – the command-line tool; buri-demo – the runnable tour
+// The throughput benchmark lives in its own package under Benchmarks/ so that
+// library users never resolve its dependencies (GRDB).
+let package = Package(
+    name: "Buri",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Buri", targets: ["Buri"]),
+        .library(name: "LevelDB", targets: ["LevelDB"]),
+        .library(name: "BuriCodec", targets: ["BuriCodec"]),
+        .executable(name: "buri", targets: ["BuriTool"]),
+        .executable(name: "buri-demo", targets: ["BuriDemo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLevelDB",
+            providers: [.apt(["libleveldb-dev", "libsnappy-dev"]), .brew(["leveldb"])]
+        ),
+        .target(name: "LevelDB", dependencies: ["CLevelDB"]),
+        .target(name: "BuriCodec"),
+        .target(name: "Buri", dependencies: ["LevelDB", "BuriCodec"]),
+        .executableTarget(
+            name: "BuriTool",
+            dependencies: ["Buri", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "BuriDemo", dependencies: ["Buri"]),
+        .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
+        .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
+        .testTarget(name: "BuriTests", dependencies: ["Buri"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

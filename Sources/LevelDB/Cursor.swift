@@ -1,0 +1,216 @@
+import CLevelDB
+
+/// A position in a ``Database`` that moves through the keys of a ``KeyRange``, forward or in
+/// reverse, and never past the range's ends.
+///
+/// The cursor starts *before* its first entry. Each ``next()`` moves onto the next entry and
+/// returns `false` once the range is exhausted (the C iterator is released then, or by ``close()``,
+/// or when the cursor is deallocated, whichever comes first).
+///
+/// ```swift
+/// let cursor = try db.cursor(in: .prefix(Array("user:".utf8)))
+/// while try cursor.next() {
+///     let key = cursor.key                  // a copy
+///     let size = cursor.withValue { $0.count }  // no copy
+/// }
+/// ```
+public final class Cursor {
+    private enum State { case unpositioned, positionedUnread, onEntry, finished }
+
+    private var iterator: OpaquePointer?
+    private let handle: Handle
+    private let readOptions: CReadOptions
+    /// The range this cursor is confined to.
+    public let range: KeyRange
+    /// Whether the cursor moves from the last key to the first.
+    public let isReverse: Bool
+    private var state: State = .unpositioned
+
+    init(handle: Handle, options: ReadOptions, range: KeyRange, reverse: Bool) {
+        self.handle = handle
+        self.readOptions = CReadOptions(options)
+        self.range = range
+        self.isReverse = reverse
+        self.iterator = leveldb_create_iterator(handle.db, readOptions.pointer)
+        if range.isEmpty { close() }
+    }
+
+    deinit { close() }
+
+    /// Releases the C iterator now. The cursor then reports no more entries.
+    public func close() {
+        if let iterator {
+            leveldb_iter_destroy(iterator)
+            self.iterator = nil
+        }
+        state = .finished
+    }
+
+    /// Moves onto the next entry of the range. Returns `false` when there is none.
+    /// - Throws: ``LevelDBError`` if LevelDB met an I/O error or corruption while moving.
+    @discardableResult
+    public func next() throws(LevelDBError) -> Bool {
+        guard let iterator else { return false }
+        switch state {
+        case .finished:
+            return false
+        case .unpositioned:
+            positionAtStart(iterator)
+        case .positionedUnread:
+            break
+        case .onEntry:
+            if isReverse { leveldb_iter_prev(iterator) } else { leveldb_iter_next(iterator) }
+        }
+        return try settle(iterator)
+    }
+
+    /// Positions the cursor so that the following ``next()`` returns the first entry at or after
+    /// `key` (in reverse: the last entry at or before `key`), clamped to the range.
+    public func seek(_ key: [UInt8]) {
+        guard let iterator else { return }
+        if isReverse {
+            if let end = range.end, compareBytes(key, end) >= 0 {
+                positionAtStart(iterator)
+            } else {
+                withCBytes(key) { leveldb_iter_seek(iterator, $0, $1) }
+                if leveldb_iter_valid(iterator) != 0 {
+                    var length = 0
+                    let current = leveldb_iter_key(iterator, &length)
+                    if compareBytes(UnsafeRawBufferPointer(start: current, count: length), key) > 0 {
+                        leveldb_iter_prev(iterator)
+                    }
+                } else {
+                    leveldb_iter_seek_to_last(iterator)
+                }
+            }
+        } else {
+            if let start = range.start, compareBytes(key, start) < 0 {
+                positionAtStart(iterator)
+            } else {
+                withCBytes(key) { leveldb_iter_seek(iterator, $0, $1) }
+            }
+        }
+        state = .positionedUnread
+    }
+
+    private func positionAtStart(_ iterator: OpaquePointer) {
+        if isReverse {
+            if let end = range.end {
+                withCBytes(end) { leveldb_iter_seek(iterator, $0, $1) }
+                if leveldb_iter_valid(iterator) != 0 {
+                    leveldb_iter_prev(iterator)
+                } else {
+                    leveldb_iter_seek_to_last(iterator)
+                }
+            } else {
+                leveldb_iter_seek_to_last(iterator)
+            }
+        } else {
+            if let start = range.start {
+                withCBytes(start) { leveldb_iter_seek(iterator, $0, $1) }
+            } else {
+                leveldb_iter_seek_to_first(iterator)
+            }
+        }
+    }
+
+    /// Checks the C iterator after a move: inside the range, past it, or failed.
+    private func settle(_ iterator: OpaquePointer) throws(LevelDBError) -> Bool {
+        guard leveldb_iter_valid(iterator) != 0 else {
+            var error: UnsafeMutablePointer<CChar>? = nil
+            leveldb_iter_get_error(iterator, &error)
+            close()
+            if let error {
+                let message = String(cString: error)
+                leveldb_free(error)
+                throw LevelDBError(statusMessage: message, path: handle.path)
+            }
+            return false
+        }
+        var length = 0
+        let current = UnsafeRawBufferPointer(start: leveldb_iter_key(iterator, &length), count: length)
+        let inside: Bool
+        if isReverse {
+            inside = range.start.map { compareBytes(current, $0) >= 0 } ?? true
+        } else {
+            inside = range.end.map { compareBytes(current, $0) < 0 } ?? true
+        }
+        guard inside else {
+            close()
+            return false
+        }
+        state = .onEntry
+        return true
+    }
+
+    /// Whether the cursor is on an entry (the last ``next()`` returned `true`).
+    public var isOnEntry: Bool { state == .onEntry && iterator != nil }
+
+    /// The current entry's key (empty when not on an entry).
+    public var key: [UInt8] { withKey { [UInt8]($0) } }
+
+    /// The current entry's value (empty when not on an entry).
+    public var value: [UInt8] { withValue { [UInt8]($0) } }
+
+    /// Lends the current key to `body` without copying. Valid only inside `body` and only until
+    /// the cursor moves. Empty when not on an entry.
+    public func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard state == .onEntry, let iterator else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        var length = 0
+        let pointer = leveldb_iter_key(iterator, &length)
+        return try body(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+
+    /// Lends the current value to `body` without copying. Valid only inside `body` and only until
+    /// the cursor moves. Empty when not on an entry.
+    public func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard state == .onEntry, let iterator else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        var length = 0
+        let pointer = leveldb_iter_value(iterator, &length)
+        return try body(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+}
+
+/// One key and its value, copied out of the database.
+public struct Entry: Sendable, Hashable {
+    public var key: [UInt8]
+    public var value: [UInt8]
+
+    public init(key: [UInt8], value: [UInt8]) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// The entries of a range as a Swift `Sequence`. Each iteration opens its own C iterator and
+/// releases it when the range is exhausted or the iterator is dropped.
+///
+/// ```swift
+/// let keys = try db.entries(in: .prefix(prefix), reverse: true).map(\.key)
+/// ```
+public struct Entries: Sequence {
+    let handle: Handle
+    let options: ReadOptions
+    let range: KeyRange
+    let reverse: Bool
+
+    public func makeIterator() -> Iterator {
+        Iterator(cursor: Cursor(handle: handle, options: options, range: range, reverse: reverse))
+    }
+
+    public struct Iterator: IteratorProtocol {
+        let cursor: Cursor
+        /// The error that ended the iteration early, if any.
+        public private(set) var error: LevelDBError?
+
+        public mutating func next() -> Entry? {
+            do {
+                guard try cursor.next() else { return nil }
+                return Entry(key: cursor.key, value: cursor.value)
+            } catch {
+                self.error = error
+                return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import CLevelDB
+
+/// How to open a database. Every field maps to one LevelDB option.
+///
+/// ```swift
+/// var options = Options()
+/// options.blockCacheSize = 64 << 20      // 64 MiB LRU cache
+/// options.bloomFilterBitsPerKey = 10     // fewer disk reads for missing keys
+/// let db = try Database(path: "/tmp/app.ldb", options: options)
+/// ```
+public struct Options: Sendable, Equatable {
+    /// Create the database if it does not exist. Default `true`.
+    public var createIfMissing: Bool = true
+    /// Fail with ``LevelDBError/Code/invalidArgument`` if the database already exists. Default `false`.
+    public var errorIfExists: Bool = false
+    /// Check data aggressively and stop at the first sign of corruption. Default `false`.
+    public var paranoidChecks: Bool = false
+    /// Compress blocks with Snappy. Default `true`.
+    public var compression: Bool = true
+    /// Capacity in bytes of the LRU block cache; `nil` uses LevelDB's built-in 8 MiB cache.
+    public var blockCacheSize: Int? = nil
+    /// Bits per key of a bloom filter policy; `nil` means no filter. 10 is a good value.
+    public var bloomFilterBitsPerKey: Int? = nil
+    /// Bytes of writes buffered in memory before they are sorted into a table file. `nil` = LevelDB's 4 MiB.
+    public var writeBufferSize: Int? = nil
+    /// Number of table files LevelDB may keep open. `nil` = LevelDB's 1000.
+    public var maxOpenFiles: Int? = nil
+    /// Approximate size of a data block. `nil` = LevelDB's 4 KiB.
+    public var blockSize: Int? = nil
+    /// Approximate size of a table file. `nil` = LevelDB's 2 MiB.
+    public var maxFileSize: Int? = nil
+
+    public init() {}
+}
+
+/// Options for one read.
+///
+/// ```swift
+/// let snapshot = try db.snapshot()
+/// let value = try db.get(key, options: ReadOptions(snapshot: snapshot, verifyChecksums: true))
+/// ```
+public struct ReadOptions: Sendable {
+    /// Verify the checksum of every block read. Default `false`.
+    public var verifyChecksums: Bool = false
+    /// Put blocks read into the block cache. Turn off for bulk scans. Default `true`.
+    public var fillCache: Bool = true
+    /// Read the database as it was when this snapshot was taken; `nil` reads the current state.
+    public var snapshot: Snapshot? = nil
+
+    public init(snapshot: Snapshot? = nil, verifyChecksums: Bool = false, fillCache: Bool = true) {
+        self.snapshot = snapshot
+        self.verifyChecksums = verifyChecksums
+        self.fillCache = fillCache
+    }
+
+    var isDefault: Bool { !verifyChecksums && fillCache && snapshot == nil }
+}
+
+/// Options for one write.
+///
+/// A *sync* write returns only after the operating system has flushed it to disk, so it survives a
+/// machine crash. A non-sync write survives a process crash (it is in the OS buffers) but can be lost
+/// if the machine loses power.
+///
+/// ```swift
+/// try db.put(key, value, options: .sync)
+/// ```
+public struct WriteOptions: Sendable, Equatable {
+    /// Flush to stable storage before returning. Default `false`.
+    public var sync: Bool
+
+    public init(sync: Bool = false) { self.sync = sync }
+
+    /// A write that is flushed to disk before the call returns.
+    public static let sync = WriteOptions(sync: true)
+    /// A write that is handed to the operating system and returns at once.
+    public static let async = WriteOptions(sync: false)
+}
+
+/// Owns a `leveldb_readoptions_t` for the duration of one call or cursor.
+final class CReadOptions {
+    let pointer: OpaquePointer
+    /// Kept so that the snapshot outlives the C options that point at it.
+    let snapshot: Snapshot?
+
+    init(_ options: ReadOptions) {
+        pointer = leveldb_readoptions_create()
+        leveldb_readoptions_set_verify_checksums(pointer, options.verifyChecksums ? 1 : 0)
+        leveldb_readoptions_set_fill_cache(pointer, options.fillCache ? 1 : 0)
+        snapshot = options.snapshot
+        if let snapshot = options.snapshot {
+            leveldb_readoptions_set_snapshot(pointer, snapshot.pointer)
+        }
+    }
+
+    deinit { leveldb_readoptions_destroy(pointer) }
+}

@@ -1,0 +1,78 @@
+import CLevelDB
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A list of puts and deletes that ``Database/write(_:options:)`` applies atomically.
+///
+/// Operations apply in the order they were added, so a later put of the same key wins.
+///
+/// ```swift
+/// let batch = WriteBatch()
+/// batch.put(Array("a".utf8), Array("1".utf8))
+/// batch.delete(Array("b".utf8))
+/// try db.write(batch, options: .sync)
+/// ```
+public final class WriteBatch {
+    let pointer: OpaquePointer
+
+    /// The number of put and delete operations in the batch.
+    public private(set) var count: Int = 0
+
+    /// The size in bytes of the batch's serialized form, as LevelDB lays it out in its log
+    /// (a 12-byte header, then each operation with varint-prefixed key and value).
+    public private(set) var byteSize: Int = WriteBatch.headerSize
+
+    static let headerSize = 12
+
+    public init() { pointer = leveldb_writebatch_create() }
+
+    deinit { leveldb_writebatch_destroy(pointer) }
+
+    /// Whether the batch has no operations.
+    public var isEmpty: Bool { count == 0 }
+
+    /// Adds a put of `value` under `key`.
+    public func put(_ key: some ContiguousBytes, _ value: some ContiguousBytes) {
+        withCBytes(key) { keyPointer, keyCount in
+            withCBytes(value) { valuePointer, valueCount in
+                leveldb_writebatch_put(pointer, keyPointer, keyCount, valuePointer, valueCount)
+                count += 1
+                byteSize += 1 + varintLength(keyCount) + keyCount + varintLength(valueCount) + valueCount
+            }
+        }
+    }
+
+    /// Adds a delete of `key`.
+    public func delete(_ key: some ContiguousBytes) {
+        withCBytes(key) { keyPointer, keyCount in
+            leveldb_writebatch_delete(pointer, keyPointer, keyCount)
+            count += 1
+            byteSize += 1 + varintLength(keyCount) + keyCount
+        }
+    }
+
+    /// Removes every operation.
+    public func clear() {
+        leveldb_writebatch_clear(pointer)
+        count = 0
+        byteSize = WriteBatch.headerSize
+    }
+
+    /// Adds every operation of `other`, after this batch's own.
+    public func append(_ other: WriteBatch) {
+        leveldb_writebatch_append(pointer, other.pointer)
+        count += other.count
+        byteSize += other.byteSize - WriteBatch.headerSize
+    }
+}
+
+@inline(__always)
+private func varintLength(_ value: Int) -> Int {
+    var length = 1
+    var rest = UInt(value) >> 7
+    while rest != 0 { length += 1; rest >>= 7 }
+    return length
+}
