@@ -1,0 +1,388 @@
+import BuriCodec
+import LevelDB
+
+/// A bucket of `T` objects with their secondary indexes: the heart of Buri.
+///
+/// Every store and delete changes an object and all its index entries in one atomic LevelDB
+/// batch. Every query reads from one snapshot, so a concurrent writer can never make it return an
+/// object that does not match. Results come in index order: by value, then by key.
+///
+/// ```swift
+/// let db = try BuriDatabase(path: "people.buri")
+/// let people = try db.bucket(Person.self)
+///
+/// try people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
+/// let dirk = try people.object(forKey: "p1")
+/// let englishKeys = try people.keys(index: "locale", equalTo: "EN")
+/// let twenties = try people.objects(index: "age", in: 20...29)
+/// let oldest = try people.objects(.index("age", in: 18...).descending().limit(10))
+/// try people.delete(key: "p1")
+/// ```
+///
+/// ## Topics
+/// - Reading one: ``object(forKey:)``, ``contains(key:)``
+/// - Writing: ``store(_:)-(T)``, ``store(_:)-(some Sequence<T>)``, ``delete(key:)``, ``delete(_:)``, ``deleteAll()``
+/// - Queries: ``keys(_:)``, ``objects(_:)``, ``count(_:)``, ``page(_:size:)``, ``cursor(_:)``, ``lazyObjects(_:)``, ``lazyKeys(_:)``
+/// - The original API: ``keys(index:equalTo:)``, ``objects(index:equalTo:)``, ``keys(index:in:)``, ``objects(index:in:)``, ``allKeys()``, ``allObjects()``
+public final class Bucket<T: BuriSupport>: Sendable {
+    /// The untyped bucket underneath, for tools and advanced use.
+    public let raw: RawBucket
+    let declared: [(definition: IndexDefinition, index: BuriIndex<T>)]
+    let schema: BuriSchema<T>
+
+    init(raw: RawBucket, schema: BuriSchema<T>) {
+        self.raw = raw
+        self.schema = schema
+        var declared: [(IndexDefinition, BuriIndex<T>)] = []
+        for index in schema.indexes {
+            if let definition = raw.descriptor.index(named: index.name) { declared.append((definition, index)) }
+        }
+        self.declared = declared
+    }
+
+    /// The bucket's name.
+    public var name: String { raw.name }
+
+    // MARK: Encoding
+
+    /// The header (index entries) and complete record value for `object`.
+    func prepare(_ object: T) throws(BuriError) -> RawBucket.RecordWrite {
+        let key = object[keyPath: schema.key]
+        try raw.validateKey(key)
+        var entries: [RecordHeader.Entry] = []
+        for (definition, index) in declared {
+            let tuples: [[IndexValue]]
+            do {
+                tuples = try index.tuples(object)
+            } catch let BuriError.invalidIndexValue(_, _, _, reason) {
+                throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
+            }
+            for tuple in tuples {
+                guard tuple.count == definition.components.count,
+                      zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
+                    throw .invalidIndexValue(bucket: name, key: key, index: index.name,
+                                             reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
+                }
+                let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
+                if encoded.count > Keyspace.maxTupleLength {
+                    throw .invalidIndexValue(bucket: name, key: key, index: index.name,
+                                             reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
+                }
+                let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
+                if !entries.contains(entry) { entries.append(entry) }
+            }
+        }
+        let header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
+        var value: [UInt8] = []
+        value.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count + 4 })
+        header.append(to: &value)
+        do {
+            try CBOREncoder().encode(object, appendingTo: &value)
+        } catch {
+            throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
+        }
+        return RawBucket.RecordWrite(key: key, header: header, value: value)
+    }
+
+    @inline(__always)
+    func decode(_ payload: UnsafeRawBufferPointer, key: String) throws(BuriError) -> T {
+        do {
+            return try CBORDecoder().decode(T.self, from: payload)
+        } catch {
+            throw .decodingFailed(bucket: name, key: key, type: String(describing: T.self), reason: String(describing: error))
+        }
+    }
+
+    // MARK: Reading one
+
+    /// The object stored under `key`, or `nil`.
+    public func object(forKey key: String) throws(BuriError) -> T? {
+        let result: Result<T, BuriError>? = try raw.withRecord(forKey: key, snapshot: nil) { _, payload in
+            Result { () throws(BuriError) -> T in try decode(payload, key: key) }
+        }
+        return try result?.get()
+    }
+
+    /// Whether an object is stored under `key`.
+    public func contains(key: String) throws(BuriError) -> Bool { try raw.contains(key: key) }
+
+    // MARK: Writing
+
+    /// Stores `object` under its key, replacing any previous version and moving its index entries,
+    /// atomically.
+    /// - Throws: ``BuriError/emptyKey(bucket:)``, ``BuriError/invalidIndexValue(bucket:key:index:reason:)``
+    ///   (NaN), ``BuriError/uniqueViolation(bucket:index:value:holder:)``; nothing is written then.
+    public func store(_ object: T) throws(BuriError) {
+        try raw.write([prepare(object)])
+    }
+
+    /// Stores every object in one atomic batch: all of them or, on any error, none.
+    /// A key that appears twice ends up with its last object.
+    public func store(_ objects: some Sequence<T>) throws(BuriError) {
+        var writes: [RawBucket.RecordWrite] = []
+        writes.reserveCapacity(objects.underestimatedCount)
+        for object in objects { writes.append(try prepare(object)) }
+        if !writes.isEmpty { try raw.write(writes) }
+    }
+
+    /// Deletes the object stored under `key` and all its index entries. Returns whether there was one.
+    @discardableResult
+    public func delete(key: String) throws(BuriError) -> Bool {
+        try raw.delete(keys: [key]) > 0
+    }
+
+    /// Deletes the objects stored under `keys` in one atomic batch. Returns how many there were.
+    @discardableResult
+    public func delete(keys: [String]) throws(BuriError) -> Int {
+        try raw.delete(keys: keys)
+    }
+
+    /// Deletes the stored object with `object`'s key. The index entries removed are those recorded
+    /// when it was stored, not ones computed from `object`, so nothing is left behind even if
+    /// `object` was changed since.
+    @discardableResult
+    public func delete(_ object: T) throws(BuriError) -> Bool {
+        try delete(key: object[keyPath: schema.key])
+    }
+
+    /// Deletes every object and index entry of the bucket, atomically. Returns how many objects there were.
+    @discardableResult
+    public func deleteAll() throws(BuriError) -> Int { try raw.deleteAll() }
+
+    // MARK: Queries
+
+    /// The number of objects in the bucket.
+    public func count() throws(BuriError) -> Int { try raw.count() }
+
+    /// The number of objects matching `query`, from index entries alone.
+    public func count(_ query: Query) throws(BuriError) -> Int { try raw.count(query) }
+
+    /// The keys of the objects matching `query`, without reading the objects.
+    public func keys(_ query: Query) throws(BuriError) -> [String] { try raw.keys(query) }
+
+    /// The objects matching `query`.
+    public func objects(_ query: Query) throws(BuriError) -> [T] {
+        let cursor = try cursor(query)
+        var objects: [T] = []
+        while let object = try cursor.next() { objects.append(object) }
+        return objects
+    }
+
+    /// The keys and objects matching `query`.
+    public func entries(_ query: Query) throws(BuriError) -> [(key: String, object: T)] {
+        let cursor = try cursor(query)
+        var entries: [(key: String, object: T)] = []
+        while let entry = try cursor.nextEntry() { entries.append(entry) }
+        return entries
+    }
+
+    /// One page of at most `size` objects matching `query`, and a token for the next page.
+    public func page(_ query: Query, size: Int) throws(BuriError) -> Page<T> {
+        let cursor = try cursor(query.limit(size + 1))
+        var items: [T] = []
+        var token: ContinuationToken?
+        while let object = try cursor.next() {
+            if items.count == size { return Page(items: items, next: token) }
+            items.append(object)
+            token = cursor.raw.continuation
+        }
+        return Page(items: items, next: nil)
+    }
+
+    /// One page of at most `size` keys matching `query`, and a token for the next page.
+    public func keyPage(_ query: Query, size: Int) throws(BuriError) -> Page<String> {
+        let cursor = try raw.makeCursor(query.limit(size + 1))
+        var items: [String] = []
+        var token: ContinuationToken?
+        while let key = try cursor.nextKey() {
+            if items.count == size { return Page(items: items, next: token) }
+            items.append(key)
+            token = cursor.continuation
+        }
+        return Page(items: items, next: nil)
+    }
+
+    /// A streaming cursor over the objects matching `query`: bounded memory, one snapshot.
+    public func cursor(_ query: Query) throws(BuriError) -> ObjectCursor<T> {
+        ObjectCursor(bucket: self, raw: try raw.makeCursor(query))
+    }
+
+    /// The objects matching `query` as a lazy `Sequence` that streams from LevelDB.
+    /// See ``ObjectSequence`` for how errors surface.
+    public func lazyObjects(_ query: Query = .all) -> ObjectSequence<T> { ObjectSequence(bucket: self, query: query) }
+
+    /// The keys matching `query` as a lazy `Sequence` that streams from LevelDB.
+    public func lazyKeys(_ query: Query = .all) -> KeySequence { KeySequence(raw: raw, query: query) }
+
+    /// The smallest value of a numeric or binary index (its first component), read from the index alone.
+    public func min(index: String) throws(BuriError) -> IndexValue? { try raw.extremeValue(index: index, last: false) }
+
+    /// The largest value of an index (its first component), read from the index alone.
+    public func max(index: String) throws(BuriError) -> IndexValue? { try raw.extremeValue(index: index, last: true) }
+
+    // MARK: The original Buri API
+
+    /// All keys, in key order.
+    public func allKeys() throws(BuriError) -> [String] { try keys(.all) }
+
+    /// All objects, in key order.
+    public func allObjects() throws(BuriError) -> [T] { try objects(.all) }
+
+    /// Keys of the objects whose index `index` equals `value` exactly ("E" never matches "EN").
+    public func keys(index: String, equalTo value: IndexValue) throws(BuriError) -> [String] {
+        try keys(.index(index, equals: value))
+    }
+
+    /// Objects whose index `index` equals `value` exactly.
+    public func objects(index: String, equalTo value: IndexValue) throws(BuriError) -> [T] {
+        try objects(.index(index, equals: value))
+    }
+
+    /// Keys of the objects whose index value lies in `range`, both bounds included.
+    public func keys(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [String] {
+        try keys(.index(index, in: range))
+    }
+
+    /// Objects whose index value lies in `range`, both bounds included.
+    public func objects(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [T] {
+        try objects(.index(index, in: range))
+    }
+
+    /// Keys of the objects whose binary index value begins with `prefix`.
+    public func keys(index: String, prefix: String) throws(BuriError) -> [String] {
+        try keys(.index(index, prefix: prefix))
+    }
+
+    /// Objects whose binary index value begins with `prefix`.
+    public func objects(index: String, prefix: String) throws(BuriError) -> [T] {
+        try objects(.index(index, prefix: prefix))
+    }
+}
+
+/// Streams the objects of one query, from one snapshot, decoding each as it is reached.
+///
+/// ```swift
+/// let cursor = try people.cursor(.index("age", in: 22...24))
+/// while let person = try cursor.next() { print(person.name) }
+/// ```
+public final class ObjectCursor<T: BuriSupport> {
+    let bucket: Bucket<T>
+    let raw: RawQueryCursor
+
+    init(bucket: Bucket<T>, raw: RawQueryCursor) {
+        self.bucket = bucket
+        self.raw = raw
+    }
+
+    /// The next object, or `nil` at the end.
+    public func next() throws(BuriError) -> T? {
+        try nextEntry()?.object
+    }
+
+    /// The next key and object, or `nil` at the end.
+    public func nextEntry() throws(BuriError) -> (key: String, object: T)? {
+        let result: Result<(key: String, object: T), BuriError>? = try raw.nextRecord { key, _, payload in
+            Result { () throws(BuriError) -> (key: String, object: T) in (key, try bucket.decode(payload, key: key)) }
+        }
+        return try result?.get()
+    }
+
+    /// A token that resumes the query right after the last object returned.
+    public var continuation: ContinuationToken? { raw.continuation }
+}
+
+/// The objects of a query as a `Sequence`. Each iteration takes its own snapshot and streams in
+/// bounded memory. A `for` loop cannot throw, so an error (a damaged record, an I/O error) ends the
+/// iteration early and is kept in ``error``; check it after the loop, or use ``Bucket/cursor(_:)``.
+///
+/// ```swift
+/// let everyone = people.lazyObjects()
+/// for person in everyone { total += person.age }
+/// if let error = everyone.error { throw error }
+/// ```
+public struct ObjectSequence<T: BuriSupport>: Sequence {
+    let bucket: Bucket<T>
+    let query: Query
+    private let errorBox = ErrorBox()
+
+    init(bucket: Bucket<T>, query: Query) {
+        self.bucket = bucket
+        self.query = query
+    }
+
+    /// The error that ended the most recent iteration early, if any.
+    public var error: BuriError? { errorBox.error }
+
+    public func makeIterator() -> Iterator {
+        errorBox.error = nil
+        do {
+            return Iterator(cursor: try bucket.cursor(query), errorBox: errorBox)
+        } catch {
+            errorBox.error = error
+            return Iterator(cursor: nil, errorBox: errorBox)
+        }
+    }
+
+    public struct Iterator: IteratorProtocol {
+        var cursor: ObjectCursor<T>?
+        let errorBox: ErrorBox
+
+        public mutating func next() -> T? {
+            guard let current = cursor else { return nil }
+            do {
+                if let object = try current.next() { return object }
+            } catch {
+                errorBox.error = error
+            }
+            cursor = nil  // releases the LevelDB iterator and snapshot now
+            return nil
+        }
+    }
+}
+
+/// The keys of a query as a `Sequence`; errors behave as in ``ObjectSequence``.
+public struct KeySequence: Sequence {
+    let raw: RawBucket
+    let query: Query
+    private let errorBox = ErrorBox()
+
+    init(raw: RawBucket, query: Query) {
+        self.raw = raw
+        self.query = query
+    }
+
+    /// The error that ended the most recent iteration early, if any.
+    public var error: BuriError? { errorBox.error }
+
+    public func makeIterator() -> Iterator {
+        errorBox.error = nil
+        do {
+            return Iterator(cursor: try raw.makeCursor(query), errorBox: errorBox)
+        } catch {
+            errorBox.error = error
+            return Iterator(cursor: nil, errorBox: errorBox)
+        }
+    }
+
+    public struct Iterator: IteratorProtocol {
+        var cursor: RawQueryCursor?
+        let errorBox: ErrorBox
+
+        public mutating func next() -> String? {
+            guard let current = cursor else { return nil }
+            do {
+                if let key = try current.nextKey() { return key }
+            } catch {
+                errorBox.error = error
+            }
+            cursor = nil
+            return nil
+        }
+    }
+}
+
+/// Where a sequence's iterator leaves the error that stopped it.
+public final class ErrorBox: @unchecked Sendable {
+    // @unchecked: a sequence and its iterators are used on one thread at a time.
+    var error: BuriError?
+}

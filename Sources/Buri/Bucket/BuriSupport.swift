@@ -1,0 +1,188 @@
+/// A `Codable` type that can be stored in a ``Bucket``: it names its key and its indexes.
+///
+/// ```swift
+/// struct Person: BuriSupport {
+///     var objectId: String
+///     var name: String
+///     var locale: String
+///     var age: Int
+///
+///     static let buri = BuriSchema<Person>(
+///         key: \.objectId,
+///         indexes: [.binary("locale", \.locale), .numeric("age", \.age)]
+///     )
+/// }
+/// ```
+public protocol BuriSupport: Codable {
+    /// The key, indexes and bucket name of this type.
+    static var buri: BuriSchema<Self> { get }
+}
+
+/// How a ``BuriSupport`` type is stored: the property holding each object's key, the indexes
+/// kept for it, the bucket's default name and the schema version written into each record.
+///
+/// ```swift
+/// static let buri = BuriSchema<Note>(key: \.id, indexes: [.binary("tags", \.tags)], bucket: "notes")
+/// ```
+public struct BuriSchema<T>: Sendable {
+    /// Reads an object's key (a non-empty `String` of at most 4096 UTF-8 bytes).
+    public let key: KeyPath<T, String> & Sendable
+    /// The indexes kept for every object.
+    public let indexes: [BuriIndex<T>]
+    /// The bucket name used when none is given; defaults to the type's name.
+    public let bucketName: String
+    /// A number you raise when the type's shape changes, stored in every record's header.
+    public let schemaVersion: Int
+    /// The name of the key property in the object's encoded form, when you want tools to know it.
+    public let keyField: String?
+
+    public init(
+        key: KeyPath<T, String> & Sendable,
+        indexes: [BuriIndex<T>] = [],
+        bucket: String? = nil,
+        schemaVersion: Int = 0,
+        keyField: String? = nil
+    ) {
+        self.key = key
+        self.indexes = indexes
+        self.bucketName = bucket ?? String(describing: T.self)
+        self.schemaVersion = schemaVersion
+        self.keyField = keyField
+    }
+}
+
+/// One secondary index of a ``BuriSupport`` type: a name and how to read its value(s) from an object.
+///
+/// ```swift
+/// .binary("locale", \.locale)                 // a string property
+/// .numeric("age", \.age)                      // any integer or floating-point property
+/// .numeric("score", \.score)                  // an optional: no entry when nil
+/// .binary("tags", \.tags)                     // an array: one entry per distinct element
+/// .binary("email", \.email, unique: true)     // at most one object per value
+/// .compound("locale_age", .binary(\.locale), .numeric(\.age))
+/// ```
+public struct BuriIndex<T>: Sendable {
+    /// The name queries use.
+    public let name: String
+    /// The kind of each component.
+    public let components: [IndexKind]
+    /// Whether a value may belong to one object only.
+    public let isUnique: Bool
+    /// Whether an object may have several entries.
+    public let isMultiValued: Bool
+    /// Raise it to rebuild the index when how its values are computed changes.
+    public let version: Int
+    /// The object's value tuples for this index (one per entry).
+    let tuples: @Sendable (T) throws(BuriError) -> [[IndexValue]]
+
+    init(name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int, tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) {
+        self.name = name
+        self.components = components
+        self.isUnique = unique
+        self.isMultiValued = multi
+        self.version = version
+        self.tuples = tuples
+    }
+
+    var definition: IndexDefinition {
+        IndexDefinition(id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version)
+    }
+
+    // MARK: Binary
+
+    /// A binary index over a string or bytes property.
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version) { object in
+            [[object[keyPath: keyPath].binaryIndexValue]]
+        }
+    }
+
+    /// A binary index over an optional property; objects where it is `nil` have no entry.
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version) { object in
+            object[keyPath: keyPath].map { [[$0.binaryIndexValue]] } ?? []
+        }
+    }
+
+    /// A multi-valued binary index over an array property: one entry per distinct element.
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.binary], unique: unique, multi: true, version: version) { object in
+            object[keyPath: keyPath].map { [$0.binaryIndexValue] }
+        }
+    }
+
+    // MARK: Numeric
+
+    /// A numeric index over an integer or floating-point property.
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version) { object throws(BuriError) in
+            [[try object[keyPath: keyPath].numericIndexValue()]]
+        }
+    }
+
+    /// A numeric index over an optional property; objects where it is `nil` have no entry.
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version) { object throws(BuriError) in
+            guard let value = object[keyPath: keyPath] else { return [] }
+            return [[try value.numericIndexValue()]]
+        }
+    }
+
+    /// A multi-valued numeric index over an array property: one entry per distinct element.
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: [.numeric], unique: unique, multi: true, version: version) { object throws(BuriError) in
+            var tuples: [[IndexValue]] = []
+            for element in object[keyPath: keyPath] { tuples.append([try element.numericIndexValue()]) }
+            return tuples
+        }
+    }
+
+    // MARK: Compound and custom
+
+    /// A compound index over several properties, ordered by the first, then the second, …
+    /// Query it by equality on leading components and a range or prefix on the next.
+    public static func compound(_ name: String, _ parts: IndexComponent<T>..., unique: Bool = false, version: Int = 0) -> BuriIndex {
+        BuriIndex(name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version) { object throws(BuriError) in
+            var tuple: [IndexValue] = []
+            tuple.reserveCapacity(parts.count)
+            for part in parts {
+                guard let value = try part.value(object) else { return [] }
+                tuple.append(value)
+            }
+            return [tuple]
+        }
+    }
+
+    /// An index whose values a closure computes: return one tuple per entry (none to skip the object).
+    /// Each tuple must have one value per component, of the component's kind.
+    public static func computed(_ name: String, components: [IndexKind], unique: Bool = false, version: Int = 0,
+                                _ tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) -> BuriIndex {
+        BuriIndex(name: name, components: components, unique: unique, multi: true, version: version, tuples: tuples)
+    }
+}
+
+/// One component of a compound index.
+public struct IndexComponent<T>: Sendable {
+    let kind: IndexKind
+    let value: @Sendable (T) throws(BuriError) -> IndexValue?
+
+    /// A string or bytes property.
+    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V> & Sendable) -> IndexComponent {
+        IndexComponent(kind: .binary) { $0[keyPath: keyPath].binaryIndexValue }
+    }
+
+    /// An optional string or bytes property (objects where it is `nil` get no entry).
+    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V?> & Sendable) -> IndexComponent {
+        IndexComponent(kind: .binary) { $0[keyPath: keyPath]?.binaryIndexValue }
+    }
+
+    /// An integer or floating-point property.
+    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V> & Sendable) -> IndexComponent {
+        IndexComponent(kind: .numeric) { object throws(BuriError) in try object[keyPath: keyPath].numericIndexValue() }
+    }
+
+    /// An optional integer or floating-point property (objects where it is `nil` get no entry).
+    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V?> & Sendable) -> IndexComponent {
+        IndexComponent(kind: .numeric) { object throws(BuriError) in try object[keyPath: keyPath]?.numericIndexValue() }
+    }
+}

@@ -1,0 +1,208 @@
+import BuriCodec
+import LevelDB
+
+/// Progress of bringing a bucket's stored index entries in line with its declared indexes.
+public struct IndexBuildProgress: Sendable {
+    /// The bucket being reindexed.
+    public var bucket: String
+    /// Indexes being built.
+    public var building: [String]
+    /// Indexes being dropped.
+    public var dropping: [String]
+    /// Objects processed so far.
+    public var processed: Int
+    /// Objects in the bucket.
+    public var total: Int
+}
+
+extension BuriDatabase {
+    /// Opens the bucket for `T`, creating it on first use.
+    ///
+    /// If `T`'s declared indexes differ from those stored in the catalog (added, removed or
+    /// redefined — a changed kind, uniqueness or `version`), the stored entries are brought in line
+    /// first, in batches of `batchSize` objects: new indexes are built from the objects, removed
+    /// ones are deleted. `progress` is called after each batch.
+    ///
+    /// ```swift
+    /// let people = try db.bucket(Person.self)
+    /// let archive = try db.bucket(Person.self, named: "people-2025")
+    /// ```
+    public func bucket<T: BuriSupport>(
+        _ type: T.Type = T.self,
+        named name: String? = nil,
+        batchSize: Int = 1000,
+        progress: (@Sendable (IndexBuildProgress) -> Void)? = nil
+    ) throws(BuriError) -> Bucket<T> {
+        let schema = T.buri
+        let bucketName = name ?? schema.bucketName
+        try validateBucketName(bucketName)
+        return try writeLock.withLock { _ throws(BuriError) -> Bucket<T> in
+            let stored = try bucketInfo(named: bucketName)
+            var descriptor: BucketDescriptor
+            if let stored {
+                descriptor = stored
+            } else {
+                descriptor = BucketDescriptor(id: try nextBucketIdLocked(), name: bucketName, keyField: schema.keyField)
+            }
+            var kept: [IndexDefinition] = []
+            var toBuild: [IndexDefinition] = []
+            var nextId = descriptor.nextIndexId
+            for index in schema.indexes {
+                var wanted = index.definition
+                if let existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+                    kept.append(existing)
+                } else {
+                    wanted.id = nextId
+                    nextId += 1
+                    toBuild.append(wanted)
+                }
+            }
+            let keptIds = Set(kept.map(\.id))
+            let dropped = descriptor.indexes.filter { !keptIds.contains($0.id) }
+            var updated = descriptor
+            updated.indexes = schema.indexes.compactMap { index in
+                (kept + toBuild).first { $0.name == index.name }
+            }
+            updated.nextIndexId = nextId
+            updated.schemaVersion = UInt64(max(0, schema.schemaVersion))
+            if updated.keyField == nil { updated.keyField = schema.keyField }
+            try validate(updated)
+
+            if stored != nil, !(toBuild.isEmpty && dropped.isEmpty) {
+                let building = RawBucket(database: self, descriptor: updated)
+                let bucket = Bucket<T>(raw: building, schema: schema)
+                try reindex(bucket: bucket, from: descriptor, building: toBuild, dropping: dropped, batchSize: max(1, batchSize), progress: progress)
+            }
+            if stored != updated {
+                try saveDescriptor(updated, batch: nil)
+                descriptor = updated
+            }
+            return Bucket(raw: RawBucket(database: self, descriptor: descriptor), schema: schema)
+        }
+    }
+
+    /// Rewrites every record's header (and index entries) for the new index set. Callers hold the write lock.
+    private func reindex<T: BuriSupport>(
+        bucket: Bucket<T>, from old: BucketDescriptor, building: [IndexDefinition], dropping: [IndexDefinition],
+        batchSize: Int, progress: (@Sendable (IndexBuildProgress) -> Void)?
+    ) throws(BuriError) {
+        let raw = bucket.raw
+        let buildIds = Set(building.map(\.id))
+        let dropIds = Set(dropping.map(\.id))
+        try run {
+            // Clear the spaces of dropped indexes and any leftovers of an interrupted earlier build.
+            for id in dropIds.union(buildIds) {
+                let batch = WriteBatch()
+                let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: old.id, index: id)), options: ReadOptions(fillCache: false))
+                while try cursor.next() {
+                    cursor.withKey { batch.delete($0) }
+                    if batch.count >= batchSize * 4 {
+                        try storage.write(batch)
+                        batch.clear()
+                    }
+                }
+                try storage.write(batch)
+            }
+        }
+        let total = try raw.count()
+        var report = IndexBuildProgress(bucket: old.name, building: building.map(\.name), dropping: dropping.map(\.name), processed: 0, total: total)
+        var resumeAfter: [UInt8]? = nil
+        while true {
+            var range = KeyRange.prefix(raw.recordPrefix)
+            if let resumeAfter { range.start = resumeAfter + [0] }
+            let batch = WriteBatch()
+            var processed = 0
+            var lastKey: [UInt8]? = nil
+            try run {
+                let cursor = try storage.cursor(in: range, options: ReadOptions(fillCache: false))
+                while processed < batchSize, try cursor.next() {
+                    let recordKey = cursor.key
+                    let key = try cursor.withKey { raw throws -> String in
+                        do { return try Keyspace.objectKey(fromRecordKey: raw) } catch {
+                            throw BuriError.corruption(bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
+                        }
+                    }
+                    let rewritten = try cursor.withValue { value throws -> [UInt8] in
+                        let header: RecordHeader
+                        let offset: Int
+                        do { (header, offset) = try RecordHeader.parse(value) } catch {
+                            throw BuriError.corruption(bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
+                        }
+                        var entries = header.entries.filter { !dropIds.contains($0.index) && !buildIds.contains($0.index) }
+                        if !buildIds.isEmpty {
+                            let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
+                            let fresh = try bucket.prepare(object)
+                            for entry in fresh.header.entries where buildIds.contains(entry.index) {
+                                entries.append(entry)
+                                batch.put(raw.entryKey(entry, objectKey: key), [UInt8]())
+                            }
+                        }
+                        var out: [UInt8] = []
+                        RecordHeader(schemaVersion: header.schemaVersion, entries: entries).append(to: &out)
+                        out.append(contentsOf: value[offset...])
+                        return out
+                    }
+                    batch.put(recordKey, rewritten)
+                    processed += 1
+                    lastKey = recordKey
+                }
+            }
+            if processed == 0 { break }
+            try run { try storage.write(batch) }
+            report.processed += processed
+            progress?(report)
+            resumeAfter = lastKey
+        }
+        if buildIds.isEmpty == false || dropIds.isEmpty == false {
+            // Unique indexes built over existing data must actually be unique.
+            for definition in building where definition.unique {
+                try verifyUnique(raw: raw, index: definition)
+            }
+        }
+    }
+
+    private func verifyUnique(raw: RawBucket, index: IndexDefinition) throws(BuriError) {
+        try run {
+            let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
+            var previous: (tuple: [UInt8], key: String)? = nil
+            while try cursor.next() {
+                let (tuple, key) = try cursor.withKey { bytes throws -> ([UInt8], String) in
+                    let parts = try Keyspace.splitIndexEntry(bytes, arity: index.components.count)
+                    return (Array(bytes[parts.tuple]), try Keyspace.string(bytes, parts.objectKey))
+                }
+                if let previous, previous.tuple == tuple {
+                    throw BuriError.uniqueViolation(bucket: raw.name, index: index.name,
+                                                    value: IndexTuple.split(tuple).map(\.description).joined(separator: ", "),
+                                                    holder: "\(previous.key)' and '\(key)")
+                }
+                previous = (tuple, key)
+            }
+        }
+    }
+
+    func nextBucketIdLocked() throws(BuriError) -> UInt32 {
+        let ids = try allBucketInfo().map(\.id)
+        return (ids.max() ?? 0) + 1
+    }
+}
+
+extension RawBucket {
+    /// The first (or last) value of an index's first component, from the index alone.
+    func extremeValue(index name: String, last: Bool) throws(BuriError) -> IndexValue? {
+        guard let index = descriptor.index(named: name) else {
+            throw .unknownIndex(bucket: self.name, index: name, known: descriptor.indexes.map(\.name))
+        }
+        return try database.run {
+            let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
+            guard try cursor.next() else { return nil }
+            return try cursor.withKey { raw throws -> IndexValue in
+                do {
+                    let length = try ValueEncoding.elementLength(raw, at: Keyspace.indexPrefixLength)
+                    return IndexValue(encoded: Array(raw[Keyspace.indexPrefixLength..<(Keyspace.indexPrefixLength + length)]))
+                } catch {
+                    throw BuriError.corruption(bucket: self.name, key: nil, index: name, reason: "index entry: \(error)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import LevelDB
+
+/// Everything that can go wrong in Buri, each case naming the bucket, key, index or path
+/// involved and saying what to do about it.
+///
+/// ```swift
+/// do {
+///     try people.store(person)
+/// } catch BuriError.uniqueViolation(let bucket, let index, let value, let holder) {
+///     print("\(value) in \(bucket).\(index) already belongs to \(holder)")
+/// }
+/// ```
+public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An object's key is the empty string.
+    case emptyKey(bucket: String)
+    /// An object's key is longer than the format allows.
+    case keyTooLong(bucket: String, keyPrefix: String, length: Int, limit: Int)
+    /// A value cannot be indexed (NaN, a value too long, the wrong kind for the index).
+    case invalidIndexValue(bucket: String?, key: String?, index: String?, reason: String)
+    /// A query or definition names an index the bucket does not have.
+    case unknownIndex(bucket: String, index: String, known: [String])
+    /// A query does not fit the index it names (a string bound on a numeric index, too many values for its arity).
+    case invalidQuery(bucket: String, index: String?, reason: String)
+    /// Storing the object would give a unique index a second holder of one value. Nothing was written.
+    case uniqueViolation(bucket: String, index: String, value: String, holder: String)
+    /// A stored record's payload does not decode as the requested Swift type.
+    case decodingFailed(bucket: String, key: String, type: String, reason: String)
+    /// An object could not be encoded.
+    case encodingFailed(bucket: String, key: String, reason: String)
+    /// Bytes on disk do not follow Buri's format: a damaged record or index entry.
+    case corruption(bucket: String?, key: String?, index: String?, reason: String)
+    /// The directory holds a LevelDB database that Buri did not create.
+    case notABuriDatabase(path: String)
+    /// The database was written by a newer Buri whose format this version cannot read.
+    case unsupportedFormat(path: String, found: Int, supported: Int)
+    /// A bucket name is empty or not allowed.
+    case invalidBucketName(name: String, reason: String)
+    /// The bucket does not exist (for read-only access to a bucket by name).
+    case unknownBucket(name: String, known: [String])
+    /// An index declaration conflicts with itself or the stored catalog.
+    case invalidIndexDefinition(bucket: String, index: String, reason: String)
+    /// The database has been closed.
+    case databaseClosed(path: String)
+    /// LevelDB reported an error (I/O, locking, corruption of its own files).
+    case storage(LevelDBError)
+
+    public var description: String {
+        switch self {
+        case .emptyKey(let bucket):
+            return "bucket '\(bucket)': an object's key is empty; give every object a non-empty key"
+        case let .keyTooLong(bucket, keyPrefix, length, limit):
+            return "bucket '\(bucket)': key '\(keyPrefix)…' is \(length) bytes, over the limit of \(limit); use a shorter key (a hash or UUID)"
+        case let .invalidIndexValue(bucket, key, index, reason):
+            let place = [bucket.map { "bucket '\($0)'" }, key.map { "key '\($0)'" }, index.map { "index '\($0)'" }]
+                .compactMap { $0 }.joined(separator: ", ")
+            return (place.isEmpty ? "" : place + ": ") + "cannot index this value: " + reason
+        case let .unknownIndex(bucket, index, known):
+            let list = known.isEmpty ? "it has no indexes" : "its indexes are " + known.map { "'\($0)'" }.joined(separator: ", ")
+            return "bucket '\(bucket)' has no index '\(index)'; \(list)"
+        case let .invalidQuery(bucket, index, reason):
+            return "bucket '\(bucket)'" + (index.map { ", index '\($0)'" } ?? "") + ": invalid query: " + reason
+        case let .uniqueViolation(bucket, index, value, holder):
+            return "bucket '\(bucket)': unique index '\(index)' already holds \(value) for key '\(holder)'; nothing was written"
+        case let .decodingFailed(bucket, key, type, reason):
+            return "bucket '\(bucket)', key '\(key)': the stored object does not decode as \(type) (\(reason)); is the bucket opened with the right type?"
+        case let .encodingFailed(bucket, key, reason):
+            return "bucket '\(bucket)', key '\(key)': the object could not be encoded: \(reason)"
+        case let .corruption(bucket, key, index, reason):
+            let place = [bucket.map { "bucket '\($0)'" }, key.map { "key '\($0)'" }, index.map { "index '\($0)'" }]
+                .compactMap { $0 }.joined(separator: ", ")
+            return (place.isEmpty ? "" : place + ": ") + "corrupted data: \(reason); run `buri check --repair` to rebuild indexes"
+        case .notABuriDatabase(let path):
+            return "'\(path)' is a LevelDB database that Buri did not create; open a Buri database or an empty directory"
+        case let .unsupportedFormat(path, found, supported):
+            return "'\(path)' uses Buri format version \(found), but this Buri reads up to version \(supported); upgrade Buri"
+        case let .invalidBucketName(name, reason):
+            return "bucket name '\(name)' is not allowed: \(reason)"
+        case let .unknownBucket(name, known):
+            let list = known.isEmpty ? "the database has no buckets" : "its buckets are " + known.map { "'\($0)'" }.joined(separator: ", ")
+            return "there is no bucket '\(name)'; \(list)"
+        case let .invalidIndexDefinition(bucket, index, reason):
+            return "bucket '\(bucket)', index '\(index)': \(reason)"
+        case .databaseClosed(let path):
+            return "the Buri database at '\(path)' has been closed; open it again"
+        case .storage(let error):
+            return error.description
+        }
+    }
+}
+
+extension BuriError {
+    /// Wraps any error from a lower layer, keeping `BuriError`s as they are.
+    static func wrap(_ error: any Error) -> BuriError {
+        if let error = error as? BuriError { return error }
+        if let error = error as? LevelDBError { return .storage(error) }
+        return .corruption(bucket: nil, key: nil, index: nil, reason: String(describing: error))
+    }
+}

@@ -1,0 +1,303 @@
+import LevelDB
+
+/// A bucket seen without its Swift type: records as header plus CBOR payload, index entries as
+/// value tuples. ``Bucket`` is built on it; the `buri` tool uses it directly.
+///
+/// ```swift
+/// let raw = try db.rawBucket(named: "Person")
+/// for key in try raw.keys(.index("locale", equals: "EN")) { print(key) }
+/// ```
+public final class RawBucket: Sendable {
+    /// The bucket's catalog entry as of when this view was made.
+    public let descriptor: BucketDescriptor
+    let database: BuriDatabase
+    let recordPrefix: [UInt8]
+    /// Each index's key prefix, by index id.
+    let indexPrefixes: [UInt32: [UInt8]]
+
+    init(database: BuriDatabase, descriptor: BucketDescriptor) {
+        self.database = database
+        self.descriptor = descriptor
+        recordPrefix = Keyspace.recordPrefix(bucket: descriptor.id)
+        var prefixes: [UInt32: [UInt8]] = [:]
+        for index in descriptor.indexes { prefixes[index.id] = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) }
+        indexPrefixes = prefixes
+    }
+
+    /// The bucket's name.
+    public var name: String { descriptor.name }
+
+    var storage: Database { database.storage }
+
+    // MARK: Keys
+
+    func validateKey(_ key: String) throws(BuriError) {
+        if key.isEmpty { throw .emptyKey(bucket: name) }
+        let length = key.utf8.count
+        if length > Keyspace.maxObjectKeyLength {
+            throw .keyTooLong(bucket: name, keyPrefix: String(key.prefix(32)), length: length, limit: Keyspace.maxObjectKeyLength)
+        }
+    }
+
+    @inline(__always)
+    func recordKey(_ key: String) -> [UInt8] { Keyspace.recordKey(bucket: descriptor.id, key: key) }
+
+    // MARK: Writing
+
+    /// One object to write: its key, its header (index entries) and the complete record value.
+    struct RecordWrite {
+        var key: String
+        var header: RecordHeader
+        var value: [UInt8]
+    }
+
+    /// Writes records and their index entries in one atomic batch, replacing each object's previous
+    /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
+    func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
+        try database.writeLock.withLock { _ throws(BuriError) in
+            let batch = WriteBatch()
+            /// Headers as they will be once the batch is applied, for keys written earlier in it.
+            var pending: [String: RecordHeader?] = [:]
+            /// Unique values claimed by objects earlier in this batch.
+            var claims: [RecordHeader.Entry: String] = [:]
+            let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
+            for write in writes {
+                let old: RecordHeader?
+                if let known = pending[write.key] {
+                    old = known
+                } else {
+                    old = descriptor.indexes.isEmpty ? nil : try currentHeader(forKey: write.key)
+                }
+                let oldEntries = old?.entries ?? []
+                for entry in oldEntries where !write.header.entries.contains(entry) {
+                    batch.delete(entryKey(entry, objectKey: write.key))
+                    if claims[entry] == write.key { claims[entry] = nil }
+                }
+                for entry in write.header.entries where !oldEntries.contains(entry) {
+                    if uniqueIds.contains(entry.index) {
+                        try checkUnique(entry, for: write.key, pending: pending, claims: claims)
+                        claims[entry] = write.key
+                    }
+                    batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
+                }
+                batch.put(recordKey(write.key), write.value)
+                pending[write.key] = .some(write.header)
+            }
+            try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+        }
+    }
+
+    /// Deletes objects and every index entry their stored headers list, in one atomic batch.
+    /// Keys that are not there are ignored. Returns how many objects were deleted.
+    @discardableResult
+    public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
+        try database.writeLock.withLock { _ throws(BuriError) -> Int in
+            let batch = WriteBatch()
+            var deleted = Set<String>()
+            for key in keys where !deleted.contains(key) {
+                guard let header = try currentHeader(forKey: key) else { continue }
+                for entry in header.entries { batch.delete(entryKey(entry, objectKey: key)) }
+                batch.delete(recordKey(key))
+                deleted.insert(key)
+            }
+            if !batch.isEmpty {
+                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+            }
+            return deleted.count
+        }
+    }
+
+    /// Deletes every object and index entry of the bucket in one atomic batch; keeps the bucket
+    /// and its index definitions. Returns how many objects were deleted.
+    @discardableResult
+    public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
+        try database.writeLock.withLock { _ throws(BuriError) -> Int in
+            try database.run {
+                let batch = WriteBatch()
+                var count = 0
+                let records = try storage.cursor(in: .prefix(recordPrefix), options: ReadOptions(fillCache: false))
+                while try records.next() {
+                    records.withKey { batch.delete($0) }
+                    count += 1
+                }
+                let entries = try storage.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id)), options: ReadOptions(fillCache: false))
+                while try entries.next() { entries.withKey { batch.delete($0) } }
+                if !batch.isEmpty {
+                    try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions)
+                }
+                return count
+            }
+        }
+    }
+
+    @inline(__always)
+    func entryKey(_ entry: RecordHeader.Entry, objectKey: String) -> [UInt8] {
+        let prefix = indexPrefixes[entry.index] ?? Keyspace.indexPrefix(bucket: descriptor.id, index: entry.index)
+        return Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
+    }
+
+    /// The header of the stored object `key`, read from the current state (writers hold the lock).
+    func currentHeader(forKey key: String) throws(BuriError) -> RecordHeader? {
+        try database.run {
+            try storage.withValue(forKey: recordKey(key)) { buffer throws -> RecordHeader? in
+                guard let buffer else { return nil }
+                do {
+                    return try RecordHeader.parse(buffer).0
+                } catch {
+                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+                }
+            }
+        }
+    }
+
+    private func checkUnique(_ entry: RecordHeader.Entry, for key: String, pending: [String: RecordHeader?], claims: [RecordHeader.Entry: String]) throws(BuriError) {
+        let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+        func violation(_ holder: String) -> BuriError {
+            var offset = 0
+            let shown = entry.tuple.withUnsafeBytes { raw -> String in
+                var parts: [String] = []
+                while offset < raw.count, let element = try? ValueEncoding.decodeElement(raw, at: &offset) {
+                    if case .bytes = element { parts.append("\"\(element)\"") } else { parts.append(element.description) }
+                }
+                return parts.joined(separator: ", ")
+            }
+            return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: holder)
+        }
+        if let holder = claims[entry], holder != key { throw violation(holder) }
+        let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
+        try database.run {
+            let cursor = try storage.cursor(in: .prefix(prefix))
+            while try cursor.next() {
+                let holder = try cursor.withKey { raw throws -> String in
+                    try Keyspace.string(raw, prefix.count..<raw.count)
+                }
+                if holder == key { continue }
+                // Released earlier in this batch?
+                if let after = pending[holder], !(after?.entries.contains(entry) ?? false) { continue }
+                throw violation(holder)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads a consistent snapshot for one query.
+    func snapshot() throws(BuriError) -> Snapshot {
+        try database.run { try storage.snapshot() }
+    }
+
+    /// Lends the stored record of `key` (header and payload bytes) to `body`; `nil` if absent.
+    func withRecord<R>(forKey key: String, snapshot: Snapshot?, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
+        try database.run {
+            try storage.withValue(forKey: recordKey(key), options: ReadOptions(snapshot: snapshot)) { buffer throws -> R? in
+                guard let buffer else { return nil }
+                let header: RecordHeader
+                let offset: Int
+                do {
+                    (header, offset) = try RecordHeader.parse(buffer)
+                } catch {
+                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+                }
+                return try body(header, UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            }
+        }
+    }
+
+    /// The stored payload (CBOR bytes) and header of object `key`, or `nil`.
+    public func record(forKey key: String) throws(BuriError) -> StoredRecord? {
+        try withRecord(forKey: key, snapshot: nil) { header, payload in
+            StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(payload))
+        }
+    }
+
+    /// Whether object `key` exists.
+    public func contains(key: String) throws(BuriError) -> Bool {
+        try database.run { try storage.contains(recordKey(key)) }
+    }
+
+    /// The number of objects in the bucket.
+    public func count() throws(BuriError) -> Int {
+        try countEntries(in: .prefix(recordPrefix), snapshot: nil, cap: nil)
+    }
+
+    /// Counts the keys in `range`, stopping at `cap`.
+    func countEntries(in range: KeyRange, snapshot: Snapshot?, cap: Int?) throws(BuriError) -> Int {
+        try database.run {
+            let cursor = try storage.cursor(in: range, options: ReadOptions(snapshot: snapshot, fillCache: false))
+            var count = 0
+            while try cursor.next() {
+                count += 1
+                if let cap, count >= cap { break }
+            }
+            return count
+        }
+    }
+
+    /// The decoded index values of a header, by index name.
+    func indexValues(of header: RecordHeader) -> [String: [[IndexValue]]] {
+        var result: [String: [[IndexValue]]] = [:]
+        for entry in header.entries {
+            let name = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+            result[name, default: []].append(IndexTuple.split(entry.tuple))
+        }
+        return result
+    }
+
+    // MARK: Queries
+
+    /// The keys of the objects matching `query`, in index order. Reads only index entries (or
+    /// record keys), never record values, unless the query has more than one condition.
+    public func keys(_ query: Query) throws(BuriError) -> [String] {
+        let cursor = try makeCursor(query)
+        var keys: [String] = []
+        while let key = try cursor.nextKey() { keys.append(key) }
+        return keys
+    }
+
+    /// The number of objects matching `query`, counted from index entries without decoding objects.
+    public func count(_ query: Query) throws(BuriError) -> Int {
+        if query.conditions.isEmpty, query.offset == 0, query.limit == nil, query.continuation == nil { return try count() }
+        let cursor = try makeCursor(query)
+        var count = 0
+        while try cursor.nextKey() != nil { count += 1 }
+        return count
+    }
+
+    /// A streaming cursor over the results of `query`, reading from one snapshot.
+    public func makeCursor(_ query: Query) throws(BuriError) -> RawQueryCursor {
+        let snapshot = try snapshot()
+        let plan = try QueryPlan(query, bucket: self, snapshot: snapshot)
+        return try RawQueryCursor(bucket: self, plan: plan, snapshot: snapshot)
+    }
+}
+
+/// A stored object as raw data: its key, schema version, index values and CBOR payload.
+public struct StoredRecord: Sendable, Hashable {
+    public var key: String
+    public var schemaVersion: UInt64
+    /// The object's index values as stored, by index name (one tuple per entry).
+    public var indexValues: [String: [[IndexValue]]]
+    /// The CBOR encoding of the object.
+    public var payload: [UInt8]
+}
+
+/// Splitting encoded tuples into their elements.
+enum IndexTuple {
+    static func split(_ tuple: [UInt8]) -> [IndexValue] {
+        tuple.withUnsafeBytes { raw in
+            var values: [IndexValue] = []
+            var offset = 0
+            while offset < raw.count, let length = try? ValueEncoding.elementLength(raw, at: offset) {
+                values.append(IndexValue(encoded: Array(raw[offset..<(offset + length)])))
+                offset += length
+            }
+            return values
+        }
+    }
+
+    static func join(_ values: [IndexValue]) -> [UInt8] {
+        var out: [UInt8] = []
+        for value in values { out.append(contentsOf: value.encoded) }
+        return out
+    }
+}

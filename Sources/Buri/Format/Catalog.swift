@@ -1,0 +1,88 @@
+import BuriCodec
+
+/// The kind of one component of an index.
+public enum IndexKind: String, Codable, Sendable, Hashable {
+    /// Strings (as UTF-8) and raw bytes, ordered bytewise.
+    case binary
+    /// Integers and floating-point numbers on one exact, ordered number line.
+    case numeric
+}
+
+/// How one index of a bucket is defined, as recorded in the bucket catalog
+/// (`docs/FORMAT.md`, "Bucket catalog").
+///
+/// ```swift
+/// let info = try db.bucketInfo(named: "Person")
+/// for index in info.indexes { print(index.name, index.components, index.isUnique) }
+/// ```
+public struct IndexDefinition: Codable, Sendable, Hashable {
+    /// The id under which its entries are stored; never reused within a bucket.
+    public var id: UInt32
+    /// The name queries use.
+    public var name: String
+    /// The kinds of the values in its tuples: one for a plain index, several for a compound index.
+    public var components: [IndexKind]
+    /// Whether a value tuple may belong to one object at most.
+    public var unique: Bool
+    /// Whether an object may have several entries (an index over an array).
+    public var multiValued: Bool
+    /// The declaration's version; changing it rebuilds the index.
+    public var version: Int
+    /// For each component, the object field (a top-level key of the object's JSON/CBOR form) it
+    /// reads, when known. Buckets made by `buri import` record them; Swift declarations may.
+    public var fields: [String]?
+
+    public init(id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false, version: Int = 0, fields: [String]? = nil) {
+        self.id = id
+        self.name = name
+        self.components = components
+        self.unique = unique
+        self.multiValued = multiValued
+        self.version = version
+        self.fields = fields
+    }
+
+    /// Whether two definitions describe the same index entries (ignoring the id).
+    func hasSameShape(as other: IndexDefinition) -> Bool {
+        name == other.name && components == other.components && unique == other.unique
+            && multiValued == other.multiValued && version == other.version
+    }
+
+    public var isUnique: Bool { unique }
+}
+
+/// A bucket's entry in the catalog: its id, name and index definitions.
+public struct BucketDescriptor: Codable, Sendable, Hashable {
+    /// The id that prefixes all its record and index keys.
+    public var id: UInt32
+    /// Its name.
+    public var name: String
+    /// The object field holding each object's key, when known.
+    public var keyField: String?
+    /// The schema version of the objects last declared for it.
+    public var schemaVersion: UInt64
+    /// Its indexes.
+    public var indexes: [IndexDefinition]
+    /// The id the next new index will get (ids are never reused).
+    public var nextIndexId: UInt32
+
+    public init(id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [], nextIndexId: UInt32 = 1) {
+        self.id = id
+        self.name = name
+        self.keyField = keyField
+        self.schemaVersion = schemaVersion
+        self.indexes = indexes
+        self.nextIndexId = nextIndexId
+    }
+
+    /// The index called `name`, if any.
+    public func index(named name: String) -> IndexDefinition? {
+        indexes.first { $0.name == name }
+    }
+
+    func encoded() throws -> [UInt8] { try CBOREncoder().encode(self) }
+
+    static func decode(_ bytes: [UInt8]) throws -> BucketDescriptor {
+        try CBORDecoder().decode(BucketDescriptor.self, from: bytes)
+    }
+}

@@ -1,0 +1,193 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One value of a secondary index: a number or a byte string, held in its order-preserving
+/// encoding (see `docs/FORMAT.md`, "Index values").
+///
+/// Numbers of every Swift type share one exact scale: `IndexValue(20) == IndexValue(20.0)`,
+/// `-0.0 == 0.0`, and `9007199254740993` (2⁵³+1) is greater than `9007199254740992.0`.
+/// Byte strings (and `String`s, as UTF-8) compare bytewise. Every number sorts before every byte string.
+///
+/// ```swift
+/// let age: IndexValue = 42                 // an integer literal
+/// let ratio = try IndexValue(0.75)         // Doubles throw for NaN
+/// let locale: IndexValue = "EN"            // a string literal
+/// assert(IndexValue(20) == (try IndexValue(20.0)))
+/// ```
+public struct IndexValue: Sendable, Hashable, Comparable {
+    /// The element's encoding as it appears inside index keys; equality and order are those of these bytes.
+    public let encoded: [UInt8]
+
+    init(encoded: [UInt8]) { self.encoded = encoded }
+
+    /// A byte-string value.
+    public init(bytes: some Sequence<UInt8>) {
+        var out: [UInt8] = []
+        ValueEncoding.appendBinary(Array(bytes), to: &out)
+        encoded = out
+    }
+
+    /// A string value: its UTF-8 bytes.
+    public init(_ string: String) {
+        var out: [UInt8] = []
+        out.reserveCapacity(string.utf8.count + 3)
+        ValueEncoding.appendBinary(string.utf8, to: &out)
+        encoded = out
+    }
+
+    /// A byte-string value from `Data`.
+    public init(_ data: Data) { self.init(bytes: data) }
+
+    /// An integer value of any width up to 64 bits, exactly.
+    public init<I: BinaryInteger>(_ integer: I) {
+        var out: [UInt8] = []
+        if let value = Int64(exactly: integer) {
+            ValueEncoding.appendInteger(value, to: &out)
+        } else if let value = UInt64(exactly: integer) {
+            ValueEncoding.appendUnsigned(value, to: &out)
+        } else {
+            // Wider than 64 bits: fall back to the nearest double, which still orders correctly.
+            ValueEncoding.appendFiniteDouble(Double(integer), to: &out)
+        }
+        encoded = out
+    }
+
+    /// A floating-point value. Infinities are allowed and sort at the ends of the number line.
+    /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for NaN, which has no place in an order.
+    public init(_ double: Double) throws(BuriError) {
+        guard !double.isNaN else {
+            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: "NaN cannot be indexed: it has no place in numeric order")
+        }
+        var out: [UInt8] = []
+        ValueEncoding.appendDouble(double, to: &out)
+        encoded = out
+    }
+
+    /// A `Float` value, widened exactly to `Double`.
+    public init(_ float: Float) throws(BuriError) { try self.init(Double(float)) }
+
+    /// Whether this is a number (as opposed to a byte string).
+    public var isNumeric: Bool { encoded.first.map { $0 != ValueEncoding.binaryCode } ?? false }
+
+    /// The value decoded back into Swift terms.
+    public var decoded: Decoded {
+        var offset = 0
+        return (try? ValueEncoding.decodeElement(encoded, at: &offset)) ?? .bytes(encoded)
+    }
+
+    /// An index value as Swift sees it: the canonical form of a number (the smallest integer type
+    /// that holds it exactly, else `Double`) or bytes.
+    public enum Decoded: Sendable, Hashable, CustomStringConvertible {
+        case integer(Int64)
+        case unsigned(UInt64)
+        case double(Double)
+        case bytes([UInt8])
+
+        public var description: String {
+            switch self {
+            case .integer(let value): return String(value)
+            case .unsigned(let value): return String(value)
+            case .double(let value): return String(value)
+            case .bytes(let bytes):
+                if let string = String(validating: bytes, as: UTF8.self) { return string }
+                return "0x" + bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            }
+        }
+    }
+
+    public static func < (lhs: IndexValue, rhs: IndexValue) -> Bool {
+        lhs.encoded.lexicographicallyPrecedes(rhs.encoded)
+    }
+}
+
+extension IndexValue: CustomStringConvertible {
+    public var description: String {
+        switch decoded {
+        case .bytes: return "\"\(decoded)\""
+        default: return decoded.description
+        }
+    }
+}
+
+extension IndexValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByStringLiteral {
+    public init(integerLiteral value: Int64) { self.init(value) }
+
+    public init(floatLiteral value: Double) {
+        // A literal cannot be NaN, so this cannot fail.
+        var out: [UInt8] = []
+        ValueEncoding.appendDouble(value, to: &out)
+        self.init(encoded: out)
+    }
+
+    public init(stringLiteral value: String) { self.init(value) }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}
+
+/// A type whose values can be stored in a **binary** index: strings (as UTF-8) and raw bytes.
+///
+/// ```swift
+/// static let indexes: [BuriIndex<Person>] = [.binary("locale", \.locale)]
+/// ```
+public protocol BinaryIndexable {
+    /// The index value for this instance.
+    var binaryIndexValue: IndexValue { get }
+}
+
+extension String: BinaryIndexable {
+    public var binaryIndexValue: IndexValue { IndexValue(self) }
+}
+extension Substring: BinaryIndexable {
+    public var binaryIndexValue: IndexValue { IndexValue(String(self)) }
+}
+extension Array: BinaryIndexable where Element == UInt8 {
+    public var binaryIndexValue: IndexValue { IndexValue(bytes: self) }
+}
+extension Data: BinaryIndexable {
+    public var binaryIndexValue: IndexValue { IndexValue(self) }
+}
+extension UUID: BinaryIndexable {
+    /// A UUID indexes as its canonical upper-case string, as it encodes in records.
+    public var binaryIndexValue: IndexValue { IndexValue(uuidString) }
+}
+
+/// A type whose values can be stored in a **numeric** index: every integer and floating-point type.
+///
+/// ```swift
+/// static let indexes: [BuriIndex<Person>] = [.numeric("age", \.age)]
+/// ```
+public protocol NumericIndexable {
+    /// The index value for this instance. Throws for NaN.
+    func numericIndexValue() throws(BuriError) -> IndexValue
+}
+
+extension NumericIndexable where Self: BinaryInteger {
+    public func numericIndexValue() throws(BuriError) -> IndexValue { IndexValue(self) }
+}
+extension Int: NumericIndexable {}
+extension Int8: NumericIndexable {}
+extension Int16: NumericIndexable {}
+extension Int32: NumericIndexable {}
+extension Int64: NumericIndexable {}
+extension UInt: NumericIndexable {}
+extension UInt8: NumericIndexable {}
+extension UInt16: NumericIndexable {}
+extension UInt32: NumericIndexable {}
+extension UInt64: NumericIndexable {}
+extension Double: NumericIndexable {
+    public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(self) }
+}
+extension Float: NumericIndexable {
+    public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(Double(self)) }
+}
+extension Date: NumericIndexable {
+    /// A date indexes as seconds since 1970 (a Double), so date ranges are numeric ranges.
+    public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(timeIntervalSince1970) }
+}

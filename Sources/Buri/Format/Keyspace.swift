@@ -1,0 +1,174 @@
+import LevelDB
+
+/// The one place that builds and parses LevelDB keys and fixed values, following
+/// `docs/FORMAT.md` byte for byte. Nothing else in Buri assembles a key by hand.
+///
+/// Every key starts with a one-byte tag naming its space:
+///
+/// | tag  | space          | rest of the key                                              | value                 |
+/// |------|----------------|--------------------------------------------------------------|-----------------------|
+/// | 0x00 | database       | ASCII `format`                                               | database header       |
+/// | 0x01 | bucket catalog | bucket name, UTF-8                                           | bucket descriptor (CBOR) |
+/// | 0x02 | records        | bucket id (u32 BE), object key (UTF-8)                       | record (header + CBOR) |
+/// | 0x03 | index entries  | bucket id (u32 BE), index id (u32 BE), value tuple, object key | empty                 |
+///
+/// Buckets and indexes are named by fixed-width numeric ids, so no name, however spelled,
+/// can reach into another bucket's or index's keys.
+enum Keyspace {
+    static let databaseTag: UInt8 = 0x00
+    static let catalogTag: UInt8 = 0x01
+    static let recordTag: UInt8 = 0x02
+    static let indexTag: UInt8 = 0x03
+
+    /// The current format version, written at creation and checked at every open.
+    static let formatVersion: UInt16 = 1
+    static let magic: [UInt8] = Array("BURI".utf8)
+    static let headerKey: [UInt8] = [databaseTag] + Array("format".utf8)
+
+    /// Object keys are limited so that index keys stay small enough for LevelDB to handle well.
+    static let maxObjectKeyLength = 4096
+    /// Encoded index value tuples are limited for the same reason.
+    static let maxTupleLength = 65536
+
+    // MARK: Database header
+
+    /// `BURI` then the format version as u16 BE.
+    static func headerValue(version: UInt16 = formatVersion) -> [UInt8] {
+        magic + [UInt8(version >> 8), UInt8(version & 0xFF)]
+    }
+
+    /// The format version in a header value, or `nil` if the value is not a Buri header.
+    static func parseHeader(_ value: [UInt8]) -> UInt16? {
+        guard value.count >= 6, Array(value[0..<4]) == magic else { return nil }
+        return UInt16(value[4]) << 8 | UInt16(value[5])
+    }
+
+    // MARK: Catalog
+
+    static func catalogKey(bucket name: String) -> [UInt8] {
+        var key: [UInt8] = [catalogTag]
+        key.append(contentsOf: name.utf8)
+        return key
+    }
+
+    static let catalogRange = KeyRange.prefix([catalogTag])
+
+    static func bucketName(fromCatalogKey key: [UInt8]) -> String? {
+        guard key.first == catalogTag else { return nil }
+        return String(validating: key.dropFirst(), as: UTF8.self)
+    }
+
+    // MARK: Records
+
+    @inline(__always)
+    static func appendBigEndian(_ value: UInt32, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: value >> 24))
+        out.append(UInt8(truncatingIfNeeded: value >> 16))
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    static func readBigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+    }
+
+    /// `0x02` + bucket id: the prefix of every record of a bucket.
+    static func recordPrefix(bucket: UInt32) -> [UInt8] {
+        var key: [UInt8] = [recordTag]
+        appendBigEndian(bucket, to: &key)
+        return key
+    }
+
+    static let recordPrefixLength = 5
+
+    @inline(__always)
+    static func recordKey(bucket: UInt32, key: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(recordPrefixLength + key.utf8.count)
+        out.append(recordTag)
+        appendBigEndian(bucket, to: &out)
+        out.append(contentsOf: key.utf8)
+        return out
+    }
+
+    /// The object key of a record key of `bucket`.
+    static func objectKey(fromRecordKey key: UnsafeRawBufferPointer) throws(FormatError) -> String {
+        guard key.count > recordPrefixLength, key[0] == recordTag else {
+            throw FormatError("record key of \(key.count) bytes is not a record key")
+        }
+        guard let string = String(validating: key[recordPrefixLength...], as: UTF8.self) else {
+            throw FormatError("record key holds an object key that is not valid UTF-8")
+        }
+        return string
+    }
+
+    // MARK: Index entries
+
+    /// `0x03` + bucket id: the prefix of every index entry of a bucket.
+    static func indexSpacePrefix(bucket: UInt32) -> [UInt8] {
+        var key: [UInt8] = [indexTag]
+        appendBigEndian(bucket, to: &key)
+        return key
+    }
+
+    /// `0x03` + bucket id + index id: the prefix of every entry of one index.
+    static func indexPrefix(bucket: UInt32, index: UInt32) -> [UInt8] {
+        var key = indexSpacePrefix(bucket: bucket)
+        appendBigEndian(index, to: &key)
+        return key
+    }
+
+    static let indexPrefixLength = 9
+
+    /// An entry's full key: index prefix, the encoded value tuple, the object key.
+    @inline(__always)
+    static func indexEntryKey(prefix: [UInt8], tuple: [UInt8], objectKey: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(prefix.count + tuple.count + objectKey.utf8.count)
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: tuple)
+        out.append(contentsOf: objectKey.utf8)
+        return out
+    }
+
+    /// Splits an index entry key into its tuple and object key, given the index's arity.
+    /// Returns the byte ranges (relative to `key`) of the tuple and the object key.
+    static func splitIndexEntry(_ key: UnsafeRawBufferPointer, arity: Int) throws(FormatError) -> (tuple: Range<Int>, objectKey: Range<Int>) {
+        guard key.count > indexPrefixLength, key[0] == indexTag else {
+            throw FormatError("index entry key of \(key.count) bytes is too short or has the wrong tag")
+        }
+        var offset = indexPrefixLength
+        for _ in 0..<arity {
+            offset += try ValueEncoding.elementLength(key, at: offset)
+        }
+        guard offset < key.count else { throw FormatError("index entry has no object key") }
+        return (indexPrefixLength..<offset, offset..<key.count)
+    }
+
+    static func bucketAndIndex(ofEntry key: UnsafeRawBufferPointer) -> (bucket: UInt32, index: UInt32)? {
+        guard key.count >= indexPrefixLength, key[0] == indexTag else { return nil }
+        return (readBigEndian(key, at: 1), readBigEndian(key, at: 5))
+    }
+
+    static func string(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) throws(FormatError) -> String {
+        guard let string = String(validating: bytes[range], as: UTF8.self) else {
+            throw FormatError("object key is not valid UTF-8")
+        }
+        return string
+    }
+}
+
+extension String {
+    /// `String(validating:as:)` for slices of raw buffers.
+    init?(validating bytes: Slice<UnsafeRawBufferPointer>, as encoding: UTF8.Type) {
+        self.init(validating: UnsafeRawBufferPointer(rebasing: bytes).bindMemoryAsUInt8(), as: encoding)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The same bytes seen as `UInt8`s (raw memory is always valid to read as bytes).
+    func bindMemoryAsUInt8() -> UnsafeBufferPointer<UInt8> {
+        guard let base = baseAddress else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
+    }
+}

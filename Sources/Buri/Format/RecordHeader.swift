@@ -1,0 +1,68 @@
+/// The header in front of every record's payload (`docs/FORMAT.md`, "Record values"):
+///
+/// ```
+/// u8      layout version (1)
+/// u8      payload codec (1 = CBOR)
+/// varint  schema version of the object
+/// varint  number of index entries n
+/// n ×     varint index id, varint tuple length L, L bytes of encoded value tuple
+/// …       payload
+/// ```
+///
+/// It lets Buri delete or rebuild an object's index entries from what is stored, without decoding
+/// the payload or knowing the Swift type.
+struct RecordHeader: Equatable, Sendable {
+    static let layoutVersion: UInt8 = 1
+    static let cborCodec: UInt8 = 1
+
+    /// One index entry of the object: the index's id and the encoded value tuple.
+    struct Entry: Hashable, Sendable {
+        var index: UInt32
+        var tuple: [UInt8]
+    }
+
+    var schemaVersion: UInt64
+    var entries: [Entry]
+
+    func append(to out: inout [UInt8]) {
+        out.append(RecordHeader.layoutVersion)
+        out.append(RecordHeader.cborCodec)
+        Varint.append(schemaVersion, to: &out)
+        Varint.append(UInt64(entries.count), to: &out)
+        for entry in entries {
+            Varint.append(UInt64(entry.index), to: &out)
+            Varint.append(UInt64(entry.tuple.count), to: &out)
+            out.append(contentsOf: entry.tuple)
+        }
+    }
+
+    /// Parses the header at the front of `value`; returns it and the offset where the payload starts.
+    static func parse(_ value: UnsafeRawBufferPointer) throws(FormatError) -> (RecordHeader, payloadOffset: Int) {
+        guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
+        guard value[0] == layoutVersion else {
+            throw FormatError("record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
+        }
+        guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
+        var offset = 2
+        let schema = try Varint.read(value, at: &offset)
+        let count = try Varint.read(value, at: &offset)
+        // Each entry takes at least two bytes, which bounds the count before anything is allocated.
+        guard count <= UInt64(value.count - offset) / 2 else { throw FormatError("record header claims \(count) index entries") }
+        var entries: [Entry] = []
+        entries.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            let index = try Varint.read(value, at: &offset)
+            let length = try Varint.read(value, at: &offset)
+            guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
+            guard length <= UInt64(value.count - offset) else { throw FormatError("index value of \(length) bytes runs past the record") }
+            let end = offset + Int(length)
+            // Each tuple must be a well-formed sequence of elements.
+            var check = offset
+            while check < end { check += try ValueEncoding.elementLength(value, at: check) }
+            guard check == end else { throw FormatError("index value tuple is malformed") }
+            entries.append(Entry(index: UInt32(index), tuple: Array(value[offset..<end])))
+            offset = end
+        }
+        return (RecordHeader(schemaVersion: schema, entries: entries), offset)
+    }
+}
