@@ -32,13 +32,16 @@ let package = Package(
         .target(name: "Buri", dependencies: ["LevelDB", "BuriCodec"]),
         .executableTarget(
             name: "BuriTool",
-            dependencies: ["Buri", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Buri", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "BuriDemo", dependencies: ["Buri"]),
+        // A child process for the reliability tests: writes in a loop and is killed mid-write.
+        .executableTarget(name: "BuriStress", dependencies: ["Buri"]),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriCodec"]),
+        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "LevelDB"]),
     ],
     swiftLanguageModes: [.v6]
 )

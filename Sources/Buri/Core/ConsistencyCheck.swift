@@ -1,0 +1,234 @@
+import BuriCodec
+import LevelDB
+
+/// One inconsistency found by ``BuriDatabase/check(repair:progress:)``.
+public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// An index entry whose object does not exist.
+        case danglingEntry
+        /// An index entry whose object's stored index values do not include it.
+        case staleEntry
+        /// An object's stored index value with no index entry.
+        case missingEntry
+        /// An index entry or header entry for an index the catalog does not define.
+        case unknownIndex
+        /// A key in a bucket space whose bucket is not in the catalog, or a key Buri cannot parse.
+        case strayKey
+        /// A record whose header or payload cannot be read.
+        case corruptRecord
+        /// A catalog entry that does not decode.
+        case corruptCatalog
+        /// A unique index value held by more than one object.
+        case uniqueConflict
+    }
+
+    public var kind: Kind
+    public var bucket: String?
+    public var key: String?
+    public var index: String?
+    public var detail: String
+    /// Whether `check(repair: true)` fixed it.
+    public var repaired: Bool = false
+
+    public var description: String {
+        var parts = [kind.rawValue]
+        if let bucket { parts.append("bucket '\(bucket)'") }
+        if let key { parts.append("key '\(key)'") }
+        if let index { parts.append("index '\(index)'") }
+        return parts.joined(separator: " ") + ": " + detail + (repaired ? " [repaired]" : "")
+    }
+}
+
+/// What a consistency check found.
+public struct ConsistencyReport: Sendable {
+    public var buckets = 0
+    public var objects = 0
+    public var indexEntries = 0
+    public var problems: [ConsistencyProblem] = []
+    /// Whether no problem was found (or every problem found was repaired).
+    public var isConsistent: Bool { problems.allSatisfy(\.repaired) }
+}
+
+extension BuriDatabase {
+    /// Checks that every index entry points to an existing object whose stored index values include
+    /// it, that every object's stored index values have their entries, that every record decodes,
+    /// and that unique indexes hold each value once. With `repair`, rebuilds the entries from the
+    /// record headers (deleting dangling, stale and unknown entries, adding missing ones) in one
+    /// atomic batch; damaged records are reported, never deleted.
+    ///
+    /// ```swift
+    /// let report = try db.check()
+    /// if !report.isConsistent { report.problems.forEach { print($0) } }
+    /// ```
+    public func check(repair: Bool = false, progress: ((Int) -> Void)? = nil) throws(BuriError) -> ConsistencyReport {
+        try writeLock.withLock { _ throws(BuriError) -> ConsistencyReport in
+            try run { try checkLocked(repair: repair, progress: progress) }
+        }
+    }
+
+    private func checkLocked(repair: Bool, progress: ((Int) -> Void)?) throws -> ConsistencyReport {
+        var report = ConsistencyReport()
+        let snapshot = try storage.snapshot()
+        let read = ReadOptions(snapshot: snapshot, fillCache: false)
+        let fixes = WriteBatch()
+        var buckets: [UInt32: BucketDescriptor] = [:]
+
+        // Catalog.
+        let catalog = try storage.cursor(in: Keyspace.catalogRange, options: read)
+        while try catalog.next() {
+            let key = catalog.key
+            let name = Keyspace.bucketName(fromCatalogKey: key) ?? "(invalid UTF-8)"
+            do {
+                let descriptor = try BucketDescriptor.decode(catalog.value)
+                buckets[descriptor.id] = descriptor
+            } catch {
+                report.problems.append(ConsistencyProblem(kind: .corruptCatalog, bucket: name, key: nil, index: nil, detail: "\(error)"))
+            }
+        }
+        report.buckets = buckets.count
+        var processed = 0
+
+        // Records: each must parse, decode as CBOR, and have every entry its header lists.
+        for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
+            let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+            let raw = RawBucket(database: self, descriptor: descriptor)
+            let records = try storage.cursor(in: .prefix(raw.recordPrefix), options: read)
+            while try records.next() {
+                report.objects += 1
+                processed += 1
+                if processed % 10_000 == 0 { progress?(processed) }
+                let objectKey: String
+                do {
+                    objectKey = try records.withKey { try Keyspace.objectKey(fromRecordKey: $0) }
+                } catch {
+                    report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: descriptor.name, key: nil, index: nil, detail: "record key: \(error)"))
+                    continue
+                }
+                let parsed: (RecordHeader, Int)
+                do {
+                    parsed = try records.withValue { value throws -> (RecordHeader, Int) in
+                        let result = try RecordHeader.parse(value)
+                        _ = try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[result.payloadOffset...]))
+                        return result
+                    }
+                } catch {
+                    report.problems.append(ConsistencyProblem(kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil, detail: "\(error)"))
+                    continue
+                }
+                for entry in parsed.0.entries {
+                    guard let indexName = names[entry.index] else {
+                        report.problems.append(ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: objectKey, index: "#\(entry.index)",
+                                                                  detail: "the record lists an entry for an index the catalog does not define"))
+                        continue
+                    }
+                    let entryKey = raw.entryKey(entry, objectKey: objectKey)
+                    if try storage.get(entryKey, options: read) == nil {
+                        var problem = ConsistencyProblem(kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
+                                                         detail: "no entry for value \(IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", "))")
+                        if repair {
+                            fixes.put(entryKey, [UInt8]())
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                    }
+                }
+            }
+        }
+
+        // Index entries: each must belong to a known bucket and index and match its record's header.
+        let entries = try storage.cursor(in: .prefix([Keyspace.indexTag]), options: read)
+        var headers: [String: RecordHeader?] = [:]
+        var previousUnique: (index: UInt32, tuple: [UInt8], key: String)? = nil
+        while try entries.next() {
+            report.indexEntries += 1
+            let key = entries.key
+            let ids = key.withUnsafeBytes { Keyspace.bucketAndIndex(ofEntry: $0) }
+            guard let ids, let descriptor = buckets[ids.bucket] else {
+                var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
+                                                 detail: "index entry for unknown bucket id \(ids.map { String($0.bucket) } ?? "?")")
+                if repair { fixes.delete(key); problem.repaired = true }
+                report.problems.append(problem)
+                continue
+            }
+            guard let definition = descriptor.indexes.first(where: { $0.id == ids.index }) else {
+                var problem = ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
+                                                 detail: "index entry for an index the catalog does not define")
+                if repair { fixes.delete(key); problem.repaired = true }
+                report.problems.append(problem)
+                continue
+            }
+            let split: (tuple: [UInt8], objectKey: String)
+            do {
+                split = try key.withUnsafeBytes { raw throws -> ([UInt8], String) in
+                    let parts = try Keyspace.splitIndexEntry(raw, arity: definition.components.count)
+                    return (Array(raw[parts.tuple]), try Keyspace.string(raw, parts.objectKey))
+                }
+            } catch {
+                var problem = ConsistencyProblem(kind: .strayKey, bucket: descriptor.name, key: nil, index: definition.name, detail: "index entry key: \(error)")
+                if repair { fixes.delete(key); problem.repaired = true }
+                report.problems.append(problem)
+                continue
+            }
+            let cacheKey = "\(descriptor.id):\(split.objectKey)"
+            let header: RecordHeader?
+            if let cached = headers[cacheKey] {
+                header = cached
+            } else {
+                let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey)
+                header = try storage.withValue(forKey: recordKey, options: read) { value in
+                    value.flatMap { try? RecordHeader.parse($0).0 }
+                }
+                if headers.count > 4096 { headers.removeAll(keepingCapacity: true) }
+                headers[cacheKey] = .some(header)
+            }
+            let shown = IndexTuple.split(split.tuple).map(\.description).joined(separator: ", ")
+            if header == nil {
+                let exists = try storage.contains(Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey), options: read)
+                if exists { continue }  // the record is damaged; reported with the records
+                var problem = ConsistencyProblem(kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
+                                                 detail: "entry for value \(shown) points to an object that does not exist")
+                if repair { fixes.delete(key); problem.repaired = true }
+                report.problems.append(problem)
+                continue
+            }
+            if !(header?.entries.contains(RecordHeader.Entry(index: definition.id, tuple: split.tuple)) ?? false) {
+                var problem = ConsistencyProblem(kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
+                                                 detail: "entry for value \(shown) is not among the object's stored index values")
+                if repair { fixes.delete(key); problem.repaired = true }
+                report.problems.append(problem)
+                continue
+            }
+            if definition.unique {
+                if let previous = previousUnique, previous.index == definition.id, previous.tuple == split.tuple {
+                    report.problems.append(ConsistencyProblem(kind: .uniqueConflict, bucket: descriptor.name, key: split.objectKey, index: definition.name,
+                                                              detail: "value \(shown) is also held by '\(previous.key)'"))
+                }
+                previousUnique = (definition.id, split.tuple, split.objectKey)
+            }
+        }
+
+        // Anything else outside the known spaces.
+        let stray = try storage.cursor(in: KeyRange(start: [Keyspace.indexTag + 1]), options: read)
+        while try stray.next() {
+            report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
+                                                      detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
+        }
+        let records = try storage.cursor(in: .prefix([Keyspace.recordTag]), options: read)
+        while try records.next() {
+            let bucketId = records.withKey { $0.count >= 5 ? Keyspace.readBigEndian($0, at: 1) : UInt32.max }
+            if buckets[bucketId] == nil {
+                report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
+                                                          detail: "record for unknown bucket id \(bucketId)"))
+            }
+            // Each bucket's records were checked above: jump to the next bucket id.
+            if bucketId == UInt32.max { break }
+            records.seek(Keyspace.recordPrefix(bucket: bucketId + 1))
+        }
+
+        if repair, !fixes.isEmpty {
+            try storage.write(fixes, options: .sync)
+        }
+        progress?(processed)
+        return report
+    }
+}

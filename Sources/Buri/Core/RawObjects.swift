@@ -1,0 +1,73 @@
+import BuriCodec
+
+/// An object given as raw data, for tools that store objects without their Swift type
+/// (`buri import`): its key, CBOR payload and index values by index name.
+///
+/// ```swift
+/// let payload = try CBORValue(json: #"{"id":"p1","age":20}"#).encoded()
+/// try raw.store([RawObject(key: "p1", payload: payload, indexValues: ["age": [[20]]])])
+/// ```
+public struct RawObject: Sendable, Hashable {
+    public var key: String
+    /// The object's CBOR encoding.
+    public var payload: [UInt8]
+    /// For each index, the value tuples of the object's entries (one-element tuples for a plain index).
+    /// Indexes not named get no entry.
+    public var indexValues: [String: [[IndexValue]]]
+    public var schemaVersion: UInt64
+
+    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64 = 0) {
+        self.key = key
+        self.payload = payload
+        self.indexValues = indexValues
+        self.schemaVersion = schemaVersion
+    }
+}
+
+extension RawBucket {
+    /// Stores raw objects in one atomic batch, exactly as ``Bucket/store(_:)-(some Sequence<T>)`` does
+    /// for typed ones: each object's old index entries are replaced, unique indexes are checked, and
+    /// on any error nothing is written.
+    /// - Throws: ``BuriError/unknownIndex(bucket:index:known:)`` for an index the bucket lacks,
+    ///   ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for a tuple of the wrong shape,
+    ///   ``BuriError/corruption(bucket:key:index:reason:)`` for a payload that is not one CBOR item.
+    public func store(_ objects: [RawObject], sync: Bool? = nil) throws(BuriError) {
+        var writes: [RecordWrite] = []
+        writes.reserveCapacity(objects.count)
+        for object in objects {
+            try validateKey(object.key)
+            do {
+                _ = try CBORValue(decoding: object.payload)
+            } catch {
+                throw .encodingFailed(bucket: name, key: object.key, reason: "the payload is not one CBOR item: \(error)")
+            }
+            var entries: [RecordHeader.Entry] = []
+            for (indexName, tuples) in object.indexValues.sorted(by: { $0.key < $1.key }) {
+                guard let definition = descriptor.index(named: indexName) else {
+                    throw .unknownIndex(bucket: name, index: indexName, known: descriptor.indexes.map(\.name))
+                }
+                for tuple in tuples {
+                    guard tuple.count == definition.components.count,
+                          zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
+                        throw .invalidIndexValue(bucket: name, key: object.key, index: indexName,
+                                                 reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
+                    }
+                    let encoded = IndexTuple.join(tuple)
+                    if encoded.count > Keyspace.maxTupleLength {
+                        throw .invalidIndexValue(bucket: name, key: object.key, index: indexName,
+                                                 reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
+                    }
+                    let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
+                    if !entries.contains(entry) { entries.append(entry) }
+                }
+            }
+            let header = RecordHeader(schemaVersion: object.schemaVersion, entries: entries)
+            var value: [UInt8] = []
+            value.reserveCapacity(object.payload.count + 32)
+            header.append(to: &value)
+            value.append(contentsOf: object.payload)
+            writes.append(RecordWrite(key: object.key, header: header, value: value))
+        }
+        if !writes.isEmpty { try write(writes, sync: sync) }
+    }
+}
