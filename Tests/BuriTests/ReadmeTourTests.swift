@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import Buri
+
+/// The README's tour, compiled and run. `readmeShowsExactlyThisCode` keeps the two identical.
+enum Tour {
+    // BEGIN README TOUR
+    struct Person: BuriSupport {
+        var objectId: String
+        var name: String
+        var locale: String
+        var age: Int
+
+        // The key and the indexes, checked by the compiler: no property names in strings.
+        static let buri = BuriSchema<Person>(
+            key: \.objectId,
+            indexes: [.binary("locale", \.locale), .numeric("age", \.age)]
+        )
+    }
+
+    static func tour(path: String) throws -> [String: String] {
+        let db = try BuriDatabase(path: path)        // creates the directory on first use
+        defer { db.close() }
+        let people = try db.bucket(Person.self)      // the bucket "Person"
+
+        // Store one object, or many in one atomic batch. Index entries follow automatically.
+        try people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
+        try people.store([
+            Person(objectId: "p2", name: "Anna", locale: "NL", age: 31),
+            Person(objectId: "p3", name: "Lars", locale: "EN", age: 5),
+            Person(objectId: "p4", name: "Chen", locale: "EN-GB", age: -1),
+        ])
+
+        // Fetch by key, by exact index value, by range (inclusive, half-open or one-sided), by prefix.
+        let dirk = try people.object(forKey: "p1")
+        let english = try people.keys(index: "locale", equalTo: "EN")          // ["p1", "p3"]: "EN", not "EN-GB"
+        let twenties = try people.objects(index: "age", in: 20...29)           // Dirk
+        let adults = try people.keys(.index("age", in: 18...).descending())    // ["p2", "p1"]
+        let english2 = try people.count(.index("locale", prefix: "EN"))        // 3
+
+        // Combine conditions, page through results, stream a bucket larger than memory.
+        let both = try people.keys(Query.index("locale", equals: "EN").and(.index("age", in: ..<18)))
+        let page = try people.page(.index("age", in: 0...), size: 2)           // page.next resumes after it
+        var total = 0
+        for person in people.lazyObjects() { total += person.age }
+
+        // Delete by key, or by object: the entries removed are the stored ones.
+        try people.delete(key: "p4")
+        let left = try people.count()
+
+        return [
+            "dirk": dirk?.name ?? "-", "english": english.joined(separator: ","),
+            "twenties": twenties.map(\.name).joined(separator: ","), "adults": adults.joined(separator: ","),
+            "english2": String(english2), "both": both.joined(separator: ","),
+            "page": page.items.map(\.objectId).joined(separator: ","), "hasNext": String(page.next != nil),
+            "total": String(total), "left": String(left),
+        ]
+    }
+    // END README TOUR
+}
+
+@Suite("README tour")
+struct ReadmeTourTests {
+    @Test func tourRunsAndFindsWhatTheCommentsSay() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tour-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try Tour.tour(path: directory.path)
+        #expect(result["dirk"] == "Dirk")
+        #expect(result["english"] == "p1,p3")
+        #expect(result["twenties"] == "Dirk")
+        #expect(result["adults"] == "p2,p1")
+        #expect(result["english2"] == "3")
+        #expect(result["both"] == "p3")
+        #expect(result["page"] == "p3,p1")
+        #expect(result["hasNext"] == "true")
+        #expect(result["total"] == "57")
+        #expect(result["left"] == "3")
+    }
+
+    @Test func readmeShowsExactlyThisCode() throws {
+        let here = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
+        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = try String(contentsOf: here, encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let begin = "    // BEGIN README TOUR\n"
+        let end = "    // END README TOUR"
+        let start = try #require(source.range(of: begin))
+        let stop = try #require(source.range(of: end, range: start.upperBound..<source.endIndex))
+        let code = source[start.upperBound..<stop.lowerBound]
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }
+            .joined(separator: "\n")
+        #expect(readme.contains("```swift\nimport Buri\n\n" + code + "```"), "README.md's tour differs from ReadmeTourTests.swift")
+    }
+}
