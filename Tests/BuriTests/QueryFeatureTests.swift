@@ -84,6 +84,18 @@ struct IndexKindTests {
         #expect(try notes.keys(index: "email", equalTo: "a@x.org") == ["mallory"])
     }
 
+    @Test func canonicallyEquivalentKeysAreDistinctObjects() throws {
+        // "é" precomposed and decomposed are equal Swift Strings but different keys on disk.
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        try notes.store([Note(composed, email: "same")])
+        #expect(throws: BuriError.self) { try notes.store(Note(decomposed, email: "same")) }
+        try notes.store([Note(decomposed, email: "other", age: 2)])
+        #expect(try notes.count() == 2)
+        #expect(try notes.object(forKey: composed)?.age == 0)
+        #expect(try notes.delete(keys: [composed, decomposed]) == 2)
+        #expect(try t.db.check().isConsistent)
+    }
+
     @Test func uniqueValuesCanMoveBetweenObjectsInOneBatch() throws {
         try notes.store([Note("a", email: "one"), Note("b", email: "two")])
         try notes.store([Note("a", email: "three"), Note("b", email: "one")])

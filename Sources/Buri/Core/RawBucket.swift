@@ -56,14 +56,17 @@ public final class RawBucket: Sendable {
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
         try database.writeLock.withLock { _ throws(BuriError) in
             let batch = WriteBatch()
+            // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
+            // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
             /// Headers as they will be once the batch is applied, for keys written earlier in it.
-            var pending: [String: RecordHeader?] = [:]
+            var pending: [[UInt8]: RecordHeader?] = [:]
             /// Unique values claimed by objects earlier in this batch.
-            var claims: [RecordHeader.Entry: String] = [:]
+            var claims: [RecordHeader.Entry: [UInt8]] = [:]
             let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
             for write in writes {
+                let keyBytes = Array(write.key.utf8)
                 let old: RecordHeader?
-                if let known = pending[write.key] {
+                if let known = pending[keyBytes] {
                     old = known
                 } else {
                     old = descriptor.indexes.isEmpty ? nil : try currentHeader(forKey: write.key)
@@ -71,17 +74,17 @@ public final class RawBucket: Sendable {
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {
                     batch.delete(entryKey(entry, objectKey: write.key))
-                    if claims[entry] == write.key { claims[entry] = nil }
+                    if claims[entry] == keyBytes { claims[entry] = nil }
                 }
                 for entry in write.header.entries where !oldEntries.contains(entry) {
                     if uniqueIds.contains(entry.index) {
-                        try checkUnique(entry, for: write.key, pending: pending, claims: claims)
-                        claims[entry] = write.key
+                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims)
+                        claims[entry] = keyBytes
                     }
                     batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
                 }
                 batch.put(recordKey(write.key), write.value)
-                pending[write.key] = .some(write.header)
+                pending[keyBytes] = .some(write.header)
             }
             try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
         }
@@ -93,12 +96,12 @@ public final class RawBucket: Sendable {
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
         try database.writeLock.withLock { _ throws(BuriError) -> Int in
             let batch = WriteBatch()
-            var deleted = Set<String>()
-            for key in keys where !deleted.contains(key) {
+            var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
+            for key in keys where !deleted.contains(Array(key.utf8)) {
                 guard let header = try currentHeader(forKey: key) else { continue }
                 for entry in header.entries { batch.delete(entryKey(entry, objectKey: key)) }
                 batch.delete(recordKey(key))
-                deleted.insert(key)
+                deleted.insert(Array(key.utf8))
             }
             if !batch.isEmpty {
                 try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
@@ -150,27 +153,18 @@ public final class RawBucket: Sendable {
         }
     }
 
-    private func checkUnique(_ entry: RecordHeader.Entry, for key: String, pending: [String: RecordHeader?], claims: [RecordHeader.Entry: String]) throws(BuriError) {
+    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [[UInt8]: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]]) throws(BuriError) {
         let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
-        func violation(_ holder: String) -> BuriError {
-            var offset = 0
-            let shown = entry.tuple.withUnsafeBytes { raw -> String in
-                var parts: [String] = []
-                while offset < raw.count, let element = try? ValueEncoding.decodeElement(raw, at: &offset) {
-                    if case .bytes = element { parts.append("\"\(element)\"") } else { parts.append(element.description) }
-                }
-                return parts.joined(separator: ", ")
-            }
-            return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: holder)
+        func violation(_ holder: [UInt8]) -> BuriError {
+            let shown = IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", ")
+            return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
         let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
         try database.run {
             let cursor = try storage.cursor(in: .prefix(prefix))
             while try cursor.next() {
-                let holder = try cursor.withKey { raw throws -> String in
-                    try Keyspace.string(raw, prefix.count..<raw.count)
-                }
+                let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
                 if holder == key { continue }
                 // Released earlier in this batch?
                 if let after = pending[holder], !(after?.entries.contains(entry) ?? false) { continue }
