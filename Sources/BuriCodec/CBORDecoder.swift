@@ -1,0 +1,831 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Decodes `Decodable` values from CBOR (RFC 8949) written by ``CBOREncoder``
+/// or by any other well-formed producer.
+///
+/// ```swift
+/// struct Person: Codable { var name: String; var age: Int }
+///
+/// let bytes = try CBOREncoder().encode(Person(name: "Dirk", age: 20))
+/// let person = try CBORDecoder().decode(Person.self, from: bytes)
+///
+/// // Copy-free, straight out of a buffer someone else owns:
+/// let again = try bytes.withUnsafeBytes { try CBORDecoder().decode(Person.self, from: $0) }
+/// ```
+///
+/// The input is treated as untrusted: every read is bounds-checked, lengths
+/// are checked against the remaining input before anything is allocated,
+/// nesting is limited (512 arrays/maps/tags, 256 nested `init(from:)`), text
+/// must be valid UTF-8, and bytes after the single top-level item are an
+/// error. Indefinite-length items are rejected with the error kind
+/// `.unsupported` (``CBORValue`` reads them). All
+/// failures throw ``CBORError`` with the byte offset and coding path.
+///
+/// Decoding is lenient where that loses nothing: integer fields accept
+/// integral floats that fit, `Double`/`Float` fields accept integers that
+/// convert exactly (and the texts `"NaN"`, `"Infinity"`, `"-Infinity"`),
+/// `Float` fields accept wider floats rounded to nearest, `Data` accepts a
+/// byte string, an array of bytes or base64 text, `URL` accepts tag 32 or
+/// plain text, and tags in front of any value are skipped.
+///
+/// `superDecoder()` needs the `"super"` entry that `superEncoder()` writes; a
+/// missing one is a `.keyNotFound` error. The `Decoder` handed to
+/// `init(from:)` reads the caller's buffer directly; it must not be kept
+/// after `decode` returns.
+///
+/// ## Topics
+/// - ``decode(_:from:)``
+/// - ``userInfo``
+public struct CBORDecoder: Sendable {
+    /// Values handed to the `Decodable` types through `Decoder.userInfo`.
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+
+    /// Creates a decoder.
+    public init() {}
+
+    /// Decodes a `T` from `bytes`, which must hold exactly one CBOR item.
+    public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try bytes.withUnsafeBytes { try decode(type, from: $0) }
+    }
+
+    /// Decodes a `T` straight out of `bytes` without copying them.
+    public func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+        guard let raw = bytes.baseAddress, bytes.count > 0 else {
+            throw CBORError(.unexpectedEnd, "the input is empty", offset: 0)
+        }
+        let input = _CBORInput(base: raw.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        // One cheap pass over the heads proves the item is well-formed and
+        // ends exactly at the end of the input.
+        let end = try input.skip(0)
+        guard end == input.count else {
+            throw CBORError(
+                .trailingBytes, "\(input.count - end) bytes follow the top-level item", offset: end)
+        }
+        let state = _CBORDecodingState(input: input, userInfo: userInfo)
+        var pos = 0
+        if let value = try state.decodePrimitive(T.self, at: &pos) { return value }
+        return try state.decodeNested(T.self, at: 0, path: [], key: nil)
+    }
+}
+
+/// The `Decoder` handed to `init(from:)`.
+final class _CBORDecodingState: Decoder {
+    let input: _CBORInput
+    /// Where the value being decoded starts.
+    var offset = 0
+    var recursion = 0
+    var codingPath: [any CodingKey] = []
+    let sendableUserInfo: [CodingUserInfoKey: any Sendable]
+
+    init(input: _CBORInput, userInfo: [CodingUserInfoKey: any Sendable]) {
+        self.input = input
+        self.sendableUserInfo = userInfo
+    }
+
+    var userInfo: [CodingUserInfoKey: Any] { sendableUserInfo }
+
+    // MARK: Values
+
+    /// Reads primitives, `Data` and `URL` directly; nil for other types.
+    @inline(__always)
+    func decodePrimitive<T: Decodable>(_ type: T.Type, at pos: inout Int) throws -> T? {
+        if T.self == String.self {
+            return unsafeBitCast(try input.readString(&pos), to: T.self)
+        } else if T.self == Int.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: Int.self), to: T.self)
+        } else if T.self == Bool.self {
+            return unsafeBitCast(try input.readBool(&pos), to: T.self)
+        } else if T.self == Double.self {
+            return unsafeBitCast(try input.readDouble(&pos), to: T.self)
+        } else if T.self == Float.self {
+            return unsafeBitCast(try input.readFloat(&pos), to: T.self)
+        } else if T.self == Int64.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: Int64.self), to: T.self)
+        } else if T.self == UInt64.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: UInt64.self), to: T.self)
+        } else if T.self == UInt.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: UInt.self), to: T.self)
+        } else if T.self == Int32.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: Int32.self), to: T.self)
+        } else if T.self == UInt32.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: UInt32.self), to: T.self)
+        } else if T.self == Int16.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: Int16.self), to: T.self)
+        } else if T.self == UInt16.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: UInt16.self), to: T.self)
+        } else if T.self == Int8.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: Int8.self), to: T.self)
+        } else if T.self == UInt8.self {
+            return unsafeBitCast(try input.readInteger(&pos, as: UInt8.self), to: T.self)
+        } else if T.self == Data.self {
+            return unsafeBitCast(try input.readData(&pos), to: T.self)
+        } else if T.self == URL.self {
+            return unsafeBitCast(try input.readURL(&pos), to: T.self)
+        }
+        return nil
+    }
+
+    /// Runs `T(from: self)` on the item at `pos`.
+    func decodeNested<T: Decodable>(_ type: T.Type, at pos: Int, path: [any CodingKey], key: (any CodingKey)?) throws -> T {
+        guard recursion < _Limits.codableRecursion else {
+            var full = path
+            if let key { full.append(key) }
+            throw CBORError(
+                .depthLimitExceeded, "values nest deeper than \(_Limits.codableRecursion) levels",
+                offset: pos, codingPath: _renderCodingPath(full))
+        }
+        let savedOffset = offset
+        var savedPath: [any CodingKey]?
+        if let key, codingPath.count == path.count {
+            codingPath.append(key)
+        } else if key != nil || codingPath.count != path.count {
+            savedPath = codingPath
+            codingPath = path
+            if let key { codingPath.append(key) }
+        }
+        recursion += 1
+        offset = pos
+        defer {
+            recursion -= 1
+            offset = savedOffset
+            if let savedPath {
+                codingPath = savedPath
+            } else if key != nil {
+                codingPath.removeLast()
+            }
+        }
+        return try T(from: self)
+    }
+
+    // MARK: Containers
+
+    func makeKeyedContainer<Key: CodingKey>(
+        _ type: Key.Type, at start: Int, path: [any CodingKey]
+    ) throws -> KeyedDecodingContainer<Key> {
+        var pos = start
+        let (initial, argument) = try input.readValueHead(&pos)
+        guard initial >> 5 == _Major.map else { throw input.mismatch(initial, at: start, expected: "map") }
+        let count = try input.checkedCount(argument, perItem: 2, at: pos, headStart: start)
+        return KeyedDecodingContainer(_CBORKeyedDecodingContainer<Key>(
+            state: self, codingPath: path, firstEntry: pos, count: count))
+    }
+
+    func makeUnkeyedContainer(at start: Int, path: [any CodingKey]) throws -> _CBORUnkeyedDecodingContainer {
+        var pos = start
+        let (initial, argument) = try input.readValueHead(&pos)
+        guard initial >> 5 == _Major.array else { throw input.mismatch(initial, at: start, expected: "array") }
+        let count = try input.checkedCount(argument, perItem: 1, at: pos, headStart: start)
+        return _CBORUnkeyedDecodingContainer(state: self, codingPath: path, count: count, position: pos)
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        do {
+            return try makeKeyedContainer(type, at: offset, path: codingPath)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath)
+        }
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        do {
+            return try makeUnkeyedContainer(at: offset, path: codingPath)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath)
+        }
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        _CBORSingleValueDecodingContainer(state: self, offset: offset, codingPath: codingPath)
+    }
+
+    /// A separate decoder for a super class's value at `pos`.
+    func makeSuperDecoder(at pos: Int, path: [any CodingKey]) -> _CBORDecodingState {
+        let decoder = _CBORDecodingState(input: input, userInfo: sendableUserInfo)
+        decoder.offset = pos
+        decoder.codingPath = path
+        decoder.recursion = recursion + 1
+        return decoder
+    }
+}
+
+// MARK: - Keyed
+
+/// Looks keys up with a cursor: keys asked for in encoding order are found
+/// by checking the next entry only. Any other order builds an index of the
+/// map's entries once and scans it. Keys are compared as UTF-8 bytes.
+final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    private struct Entry {
+        /// Offset of the key's head.
+        var head: Int
+        /// Offset and length of a text key's bytes; length -1 for other keys.
+        var keyStart: Int
+        var keyLength: Int
+        var value: Int
+    }
+
+    let state: _CBORDecodingState
+    let codingPath: [any CodingKey]
+    private let input: _CBORInput
+    private let firstEntry: Int
+    private let count: Int
+    /// The entry the cursor points at and the offset of its key head, or
+    /// (if `pendingSkip` >= 0) the value to skip to get there.
+    private var cursorIndex = 0
+    private var cursorOffset: Int
+    private var pendingSkip = -1
+    private var entries: [Entry]?
+
+    init(state: _CBORDecodingState, codingPath: [any CodingKey], firstEntry: Int, count: Int) {
+        self.state = state
+        self.input = state.input
+        self.codingPath = codingPath
+        self.firstEntry = firstEntry
+        self.count = count
+        self.cursorOffset = firstEntry
+    }
+
+    // MARK: Lookup
+
+    @inline(__always)
+    private func find(_ key: Key) throws -> (entry: Int, value: Int)? {
+        var name = key.stringValue
+        return try name.withUTF8 { try find(utf8: $0) }
+    }
+
+    private func find(utf8 name: UnsafeBufferPointer<UInt8>) throws -> (entry: Int, value: Int)? {
+        if cursorIndex < count {
+            if pendingSkip >= 0 {
+                cursorOffset = try input.skip(pendingSkip)
+                pendingSkip = -1
+            }
+            var pos = cursorOffset
+            let (initial, argument) = try input.readHead(&pos)
+            if initial >> 5 == _Major.text, argument == UInt64(name.count), name.count <= input.count - pos,
+               _bytesEqual(input.base + pos, name) {
+                return (cursorIndex, pos + name.count)
+            }
+        }
+        let entries = try self.entries ?? buildIndex()
+        for index in entries.indices {
+            let entry = entries[index]
+            if entry.keyLength == name.count && _bytesEqual(input.base + entry.keyStart, name) {
+                return (index, entry.value)
+            }
+        }
+        return nil
+    }
+
+    private func buildIndex() throws -> [Entry] {
+        var result: [Entry] = []
+        result.reserveCapacity(count)
+        var pos = firstEntry
+        for _ in 0..<count {
+            let head = pos
+            let (initial, argument) = try input.readHead(&pos)
+            if initial >> 5 == _Major.text {
+                let length = try input.checkedLength(argument, at: pos, headStart: head)
+                result.append(Entry(head: head, keyStart: pos, keyLength: length, value: pos + length))
+                pos += length
+            } else {
+                pos = try input.skip(head)
+                result.append(Entry(head: head, keyStart: head, keyLength: -1, value: pos))
+            }
+            pos = try input.skip(pos)
+        }
+        entries = result
+        return result
+    }
+
+    /// Moves the cursor past `entry`, whose value starts at `value` and ends
+    /// at `end` (-1 if not known yet).
+    @inline(__always)
+    private func advance(past entry: Int, value: Int, end: Int) {
+        cursorIndex = entry + 1
+        if end >= 0 {
+            cursorOffset = end
+            pendingSkip = -1
+        } else if let entries, cursorIndex < count {
+            cursorOffset = entries[cursorIndex].head
+            pendingSkip = -1
+        } else {
+            pendingSkip = value
+        }
+    }
+
+    private func keyNotFound(_ key: some CodingKey) -> CBORError {
+        CBORError(.keyNotFound, "no value for key \"\(key.stringValue)\"")
+    }
+
+    @inline(__always)
+    private func decodeScalar<T>(_ key: Key, _ read: (inout Int) throws -> T) throws -> T {
+        do {
+            guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
+            var pos = value
+            let result = try read(&pos)
+            advance(past: entry, value: value, end: pos)
+            return result
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    @inline(__always)
+    private func decodeScalarIfPresent<T>(_ key: Key, _ read: (inout Int) throws -> T) throws -> T? {
+        do {
+            guard let (entry, value) = try find(key) else { return nil }
+            if let end = input.nilEnd(at: value) {
+                advance(past: entry, value: value, end: end)
+                return nil
+            }
+            var pos = value
+            let result = try read(&pos)
+            advance(past: entry, value: value, end: pos)
+            return result
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    // MARK: KeyedDecodingContainerProtocol
+
+    var allKeys: [Key] {
+        guard let entries = try? (self.entries ?? buildIndex()) else { return [] }
+        return entries.compactMap { entry in
+            guard entry.keyLength >= 0,
+                  let name = String(
+                    validating: UnsafeBufferPointer(start: input.base + entry.keyStart, count: entry.keyLength),
+                    as: UTF8.self)
+            else { return nil }
+            return Key(stringValue: name)
+        }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        (try? find(key)) != nil
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        do {
+            guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
+            guard let end = input.nilEnd(at: value) else { return false }
+            advance(past: entry, value: value, end: end)
+            return true
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        let input = input
+        return try decodeScalar(key) { try input.readBool(&$0) }
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        let input = input
+        return try decodeScalar(key) { try input.readString(&$0) }
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        let input = input
+        return try decodeScalar(key) { try input.readDouble(&$0) }
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        let input = input
+        return try decodeScalar(key) { try input.readFloat(&$0) }
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: Int.self) }
+    }
+
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: Int8.self) }
+    }
+
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: Int16.self) }
+    }
+
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: Int32.self) }
+    }
+
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: Int64.self) }
+    }
+
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: UInt.self) }
+    }
+
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: UInt8.self) }
+    }
+
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: UInt16.self) }
+    }
+
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: UInt32.self) }
+    }
+
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        let input = input
+        return try decodeScalar(key) { try input.readInteger(&$0, as: UInt64.self) }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        do {
+            guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
+            return try decodeEntry(type, entry: entry, value: value, key: key)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    @inline(__always)
+    private func decodeEntry<T: Decodable>(_ type: T.Type, entry: Int, value: Int, key: Key) throws -> T {
+        var pos = value
+        if let primitive = try state.decodePrimitive(T.self, at: &pos) {
+            advance(past: entry, value: value, end: pos)
+            return primitive
+        }
+        let result = try state.decodeNested(T.self, at: value, path: codingPath, key: key)
+        advance(past: entry, value: value, end: -1)
+        return result
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readBool(&$0) }
+    }
+
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readString(&$0) }
+    }
+
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readDouble(&$0) }
+    }
+
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readFloat(&$0) }
+    }
+
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: Int.self) }
+    }
+
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: Int8.self) }
+    }
+
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: Int16.self) }
+    }
+
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: Int32.self) }
+    }
+
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: Int64.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: UInt.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: UInt8.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: UInt16.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: UInt32.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readInteger(&$0, as: UInt64.self) }
+    }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        do {
+            guard let (entry, value) = try find(key) else { return nil }
+            if let end = input.nilEnd(at: value) {
+                advance(past: entry, value: value, end: end)
+                return nil
+            }
+            return try decodeEntry(type, entry: entry, value: value, key: key)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        do {
+            guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
+            let container = try state.makeKeyedContainer(type, at: value, path: codingPath + [key])
+            advance(past: entry, value: value, end: -1)
+            return container
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        do {
+            guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
+            let container = try state.makeUnkeyedContainer(at: value, path: codingPath + [key])
+            advance(past: entry, value: value, end: -1)
+            return container
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+
+    func superDecoder() throws -> any Decoder {
+        try superDecoder(name: "super", key: _CBORSuperKey())
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        try superDecoder(name: key.stringValue, key: key)
+    }
+
+    private func superDecoder(name: String, key: some CodingKey) throws -> any Decoder {
+        do {
+            var name = name
+            guard let (entry, value) = try name.withUTF8({ try find(utf8: $0) }) else { throw keyNotFound(key) }
+            advance(past: entry, value: value, end: -1)
+            return state.makeSuperDecoder(at: value, path: codingPath + [key])
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: key)
+        }
+    }
+}
+
+// MARK: - Unkeyed
+
+struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
+    let state: _CBORDecodingState
+    let codingPath: [any CodingKey]
+    private let input: _CBORInput
+    private let elementCount: Int
+    private(set) var currentIndex = 0
+    /// Offset of the current element, or (if `pendingSkip` >= 0) the
+    /// previous element to skip to get there.
+    private var position: Int
+    private var pendingSkip = -1
+
+    init(state: _CBORDecodingState, codingPath: [any CodingKey], count: Int, position: Int) {
+        self.state = state
+        self.input = state.input
+        self.codingPath = codingPath
+        self.elementCount = count
+        self.position = position
+    }
+
+    var count: Int? { elementCount }
+    var isAtEnd: Bool { currentIndex >= elementCount }
+
+    /// The offset of the current element; throws at the end.
+    private mutating func current() throws -> Int {
+        guard currentIndex < elementCount else {
+            throw CBORError(
+                .valueNotFound, "the unkeyed container has no element \(currentIndex), it holds \(elementCount)",
+                expected: "another element")
+        }
+        if pendingSkip >= 0 {
+            position = try input.skip(pendingSkip)
+            pendingSkip = -1
+        }
+        return position
+    }
+
+    @inline(__always)
+    private mutating func decodeScalar<T>(_ read: (inout Int) throws -> T) throws -> T {
+        do {
+            var pos = try current()
+            let result = try read(&pos)
+            position = pos
+            currentIndex += 1
+            return result
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        do {
+            let pos = try current()
+            guard let end = input.nilEnd(at: pos) else { return false }
+            position = end
+            currentIndex += 1
+            return true
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        let input = input
+        return try decodeScalar { try input.readBool(&$0) }
+    }
+
+    mutating func decode(_ type: String.Type) throws -> String {
+        let input = input
+        return try decodeScalar { try input.readString(&$0) }
+    }
+
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        let input = input
+        return try decodeScalar { try input.readDouble(&$0) }
+    }
+
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        let input = input
+        return try decodeScalar { try input.readFloat(&$0) }
+    }
+
+    mutating func decode(_ type: Int.Type) throws -> Int {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: Int.self) }
+    }
+
+    mutating func decode(_ type: Int8.Type) throws -> Int8 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: Int8.self) }
+    }
+
+    mutating func decode(_ type: Int16.Type) throws -> Int16 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: Int16.self) }
+    }
+
+    mutating func decode(_ type: Int32.Type) throws -> Int32 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: Int32.self) }
+    }
+
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: Int64.self) }
+    }
+
+    mutating func decode(_ type: UInt.Type) throws -> UInt {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: UInt.self) }
+    }
+
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: UInt8.self) }
+    }
+
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: UInt16.self) }
+    }
+
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: UInt32.self) }
+    }
+
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 {
+        let input = input
+        return try decodeScalar { try input.readInteger(&$0, as: UInt64.self) }
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            let start = try current()
+            var pos = start
+            if let primitive = try state.decodePrimitive(T.self, at: &pos) {
+                position = pos
+                currentIndex += 1
+                return primitive
+            }
+            let result = try state.decodeNested(T.self, at: start, path: codingPath, key: _CBORIndexKey(currentIndex))
+            pendingSkip = start
+            currentIndex += 1
+            return result
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        do {
+            let start = try current()
+            let container = try state.makeKeyedContainer(type, at: start, path: codingPath + [_CBORIndexKey(currentIndex)])
+            pendingSkip = start
+            currentIndex += 1
+            return container
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        do {
+            let start = try current()
+            let container = try state.makeUnkeyedContainer(at: start, path: codingPath + [_CBORIndexKey(currentIndex)])
+            pendingSkip = start
+            currentIndex += 1
+            return container
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        do {
+            let start = try current()
+            let decoder = state.makeSuperDecoder(at: start, path: codingPath + [_CBORIndexKey(currentIndex)])
+            pendingSkip = start
+            currentIndex += 1
+            return decoder
+        } catch let error as CBORError {
+            throw error.withPath(codingPath, appending: _CBORIndexKey(currentIndex))
+        }
+    }
+}
+
+// MARK: - Single value
+
+struct _CBORSingleValueDecodingContainer: SingleValueDecodingContainer {
+    let state: _CBORDecodingState
+    let offset: Int
+    let codingPath: [any CodingKey]
+
+    @inline(__always)
+    private func read<T>(_ body: (inout Int) throws -> T) throws -> T {
+        do {
+            var pos = offset
+            return try body(&pos)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath)
+        }
+    }
+
+    func decodeNil() -> Bool { state.input.nilEnd(at: offset) != nil }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try read { try state.input.readBool(&$0) } }
+    func decode(_ type: String.Type) throws -> String { try read { try state.input.readString(&$0) } }
+    func decode(_ type: Double.Type) throws -> Double { try read { try state.input.readDouble(&$0) } }
+    func decode(_ type: Float.Type) throws -> Float { try read { try state.input.readFloat(&$0) } }
+    func decode(_ type: Int.Type) throws -> Int { try read { try state.input.readInteger(&$0, as: Int.self) } }
+    func decode(_ type: Int8.Type) throws -> Int8 { try read { try state.input.readInteger(&$0, as: Int8.self) } }
+    func decode(_ type: Int16.Type) throws -> Int16 { try read { try state.input.readInteger(&$0, as: Int16.self) } }
+    func decode(_ type: Int32.Type) throws -> Int32 { try read { try state.input.readInteger(&$0, as: Int32.self) } }
+    func decode(_ type: Int64.Type) throws -> Int64 { try read { try state.input.readInteger(&$0, as: Int64.self) } }
+    func decode(_ type: UInt.Type) throws -> UInt { try read { try state.input.readInteger(&$0, as: UInt.self) } }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try read { try state.input.readInteger(&$0, as: UInt8.self) } }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try read { try state.input.readInteger(&$0, as: UInt16.self) } }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try read { try state.input.readInteger(&$0, as: UInt32.self) } }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try read { try state.input.readInteger(&$0, as: UInt64.self) } }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            var pos = offset
+            if let primitive = try state.decodePrimitive(T.self, at: &pos) { return primitive }
+            return try state.decodeNested(T.self, at: offset, path: codingPath, key: nil)
+        } catch let error as CBORError {
+            throw error.withPath(codingPath)
+        }
+    }
+}
