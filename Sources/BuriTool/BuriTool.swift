@@ -1,0 +1,84 @@
+import ArgumentParser
+import Buri
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `buri` command: looks inside any Buri database without the app's Swift types.
+struct BuriCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "buri",
+        abstract: "Inspect, query, export, import and maintain Buri databases.",
+        discussion: """
+        Works on any Buri database from its bucket catalog and self-describing CBOR records; \
+        objects are shown as JSON. Read-only commands never create a database.
+
+        Exit codes:
+          0  success
+          1  `buri check` found problems
+          2  usage error: bad arguments, or a query value that does not fit its index
+          3  failure: I/O error, storage error, damaged data
+          4  not a Buri database: missing path, other files, a newer format
+          5  the database is in use by another process
+          6  not found: unknown bucket, index or key
+          7  invalid input: `buri import` data rejected (nothing was written)
+        """,
+        subcommands: [
+            Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
+            Export.self, Import.self, Check.self, Stats.self, Compact.self,
+        ]
+    )
+}
+
+@main
+enum BuriMain {
+    static func main() {
+        var command: any ParsableCommand
+        do {
+            command = try BuriCommand.parseAsRoot()
+        } catch {
+            if BuriCommand.exitCode(for: error) == .success {
+                BuriCommand.exit(withError: error)  // --help: prints to stdout, exits 0
+            }
+            usageFailure(error)
+        }
+        do {
+            try command.run()
+        } catch let error as ToolError {
+            fail(error)
+        } catch let error as BuriError {
+            fail(ToolError(error))
+        } catch let code as ExitCode {
+            exit(code.rawValue)
+        } catch let error as ValidationError {
+            fail(ToolError(.usage, error.message))
+        } catch {
+            if BuriCommand.exitCode(for: error) == .success {
+                BuriCommand.exit(withError: error)  // `buri` alone: prints help, exits 0
+            }
+            fail(ToolError(.failure, String(describing: error)))
+        }
+        exit(ExitStatus.ok.rawValue)
+    }
+
+    /// Prints an ArgumentParser error as one line and exits with status 2.
+    static func usageFailure(_ error: any Error) -> Never {
+        var message = BuriCommand.message(for: error)
+        let full = BuriCommand.fullMessage(for: error)
+        if let start = full.range(of: "See '") {
+            let rest = full[start.upperBound...]
+            if let end = rest.firstIndex(of: "'") { message += " (see '\(rest[..<end])')" }
+        } else {
+            message += " (see 'buri --help')"
+        }
+        fail(ToolError(.usage, message))
+    }
+
+    static func fail(_ error: ToolError) -> Never {
+        let line = "buri: " + oneLine(error.message) + "\n"
+        writeAll(2, Array(line.utf8))
+        exit(error.status.rawValue)
+    }
+}

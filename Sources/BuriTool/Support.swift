@@ -1,0 +1,272 @@
+import ArgumentParser
+import Buri
+import BuriCodec
+import Foundation
+import LevelDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Errors and exit codes
+
+/// The process exit codes, documented in `buri --help`.
+enum ExitStatus: Int32 {
+    case ok = 0
+    case problemsFound = 1
+    case usage = 2
+    case failure = 3
+    case notADatabase = 4
+    case inUse = 5
+    case notFound = 6
+    case invalidInput = 7
+}
+
+/// An error the tool reports as `buri: <message>` with a specific exit code.
+struct ToolError: Error, CustomStringConvertible {
+    let status: ExitStatus
+    let message: String
+
+    init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    /// Classifies a library error.
+    init(_ error: BuriError, path: String? = nil) {
+        switch error {
+        case .unknownBucket, .unknownIndex:
+            self.init(.notFound, error.description)
+        case .notABuriDatabase, .unsupportedFormat:
+            self.init(.notADatabase, error.description)
+        case .storage(let storage) where storage.code == .databaseInUse:
+            let place = path ?? storage.path ?? "the given path"
+            self.init(.inUse, "the database at '\(place)' is in use by another process (LevelDB lets one process open it at a time); close it there and retry")
+        case .invalidQuery:
+            self.init(.usage, error.description)
+        case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName, .invalidIndexDefinition:
+            self.init(.invalidInput, error.description)
+        default:
+            self.init(.failure, error.description)
+        }
+    }
+
+    var description: String { message }
+}
+
+/// Runs `body`, turning library errors into tool errors that name `path`.
+func mapErrors<R>(path: String, _ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let error as BuriError {
+        throw ToolError(error, path: path)
+    }
+}
+
+func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+}
+
+// MARK: - Opening databases
+
+/// The `DB` argument every command takes.
+struct DatabaseArgument: ParsableArguments {
+    @Argument(help: ArgumentHelp("Path of the database directory.", valueName: "db"))
+    var database: String
+}
+
+/// What is at a path, as far as opening a database goes.
+enum PathState {
+    case missing
+    case emptyDirectory
+    case database
+    case file
+    case otherDirectory
+}
+
+func pathState(_ path: String) -> PathState {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
+    guard isDirectory.boolValue else { return .file }
+    if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("CURRENT")) { return .database }
+    let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return contents.isEmpty ? .emptyDirectory : .otherDirectory
+}
+
+/// Opens an existing database without ever creating one (nor any file in a directory that
+/// holds none): a path that is not a database gives a one-line error.
+func openExisting(_ path: String) throws -> BuriDatabase {
+    switch pathState(path) {
+    case .missing:
+        throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")
+    case .file:
+        throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
+    case .emptyDirectory, .otherDirectory:
+        throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
+    case .database:
+        var options = BuriOptions()
+        options.createIfMissing = false
+        return try mapErrors(path: path) { try BuriDatabase(path: path, options: options) }
+    }
+}
+
+/// The sum of the sizes of the files in the database directory.
+func sizeOnDisk(_ path: String) -> UInt64 {
+    let manager = FileManager.default
+    guard let names = try? manager.contentsOfDirectory(atPath: path) else { return 0 }
+    var total: UInt64 = 0
+    for name in names {
+        let attributes = try? manager.attributesOfItem(atPath: (path as NSString).appendingPathComponent(name))
+        if let size = attributes?[.size] as? NSNumber { total += size.uint64Value }
+    }
+    return total
+}
+
+func formatBytes(_ bytes: UInt64) -> String {
+    let units = ["KiB", "MiB", "GiB", "TiB"]
+    guard bytes >= 1024 else { return "\(bytes) bytes" }
+    var value = Double(bytes)
+    var unit = -1
+    while value >= 1024, unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return "\(bytes) bytes (\(String(format: "%.1f", value)) \(units[unit]))"
+}
+
+/// An open bucket, or a one-line error naming it and listing the known ones.
+func openBucket(_ db: BuriDatabase, _ name: String) throws -> RawBucket {
+    try mapErrors(path: db.path) { try db.rawBucket(named: name) }
+}
+
+// MARK: - Output
+
+/// Writes every byte to a file descriptor, retrying short writes.
+@discardableResult
+func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            guard let base = raw.baseAddress else { return true }
+            let written = write(fd, base + offset, raw.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// Buffered output to standard output or a file.
+final class Output {
+    private let fd: Int32
+    private let name: String
+    private var buffer: [UInt8] = []
+    private let ownsDescriptor: Bool
+
+    private init(fd: Int32, name: String, owns: Bool) {
+        self.fd = fd
+        self.name = name
+        ownsDescriptor = owns
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    static func standardOutput() -> Output { Output(fd: 1, name: "standard output", owns: false) }
+
+    /// Creates (or truncates) `path` for writing.
+    static func file(_ path: String) throws -> Output {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else {
+            throw ToolError(.failure, "cannot create '\(path)': \(String(cString: strerror(errno)))")
+        }
+        return Output(fd: fd, name: "'\(path)'", owns: true)
+    }
+
+    func write(_ text: String) throws {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    func line(_ text: String) throws {
+        buffer.append(contentsOf: text.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    func flush() throws {
+        guard !buffer.isEmpty else { return }
+        let ok = writeAll(fd, buffer)
+        buffer.removeAll(keepingCapacity: true)
+        if !ok { throw ToolError(.failure, "cannot write to \(name): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Flushes, and closes a file opened by ``file(_:)``.
+    func close() throws {
+        try flush()
+        if ownsDescriptor, closeDescriptor(fd) != 0 {
+            throw ToolError(.failure, "cannot write to \(name): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
+
+/// Progress on standard error, shown only when standard error is a terminal.
+final class Progress {
+    let enabled = isatty(2) != 0
+    private var shown = false
+    private var lastUpdate = Date.distantPast
+
+    /// Shows `text` in place of the previous message (at most ten times a second).
+    func update(_ text: @autoclosure () -> String, force: Bool = false) {
+        guard enabled else { return }
+        let now = Date()
+        guard force || now.timeIntervalSince(lastUpdate) >= 0.1 else { return }
+        lastUpdate = now
+        writeAll(2, Array(("\r\u{1B}[K" + text()).utf8))
+        shown = true
+    }
+
+    /// Clears the message.
+    func finish() {
+        guard enabled, shown else { return }
+        writeAll(2, Array("\r\u{1B}[K".utf8))
+        shown = false
+    }
+}
+
+// MARK: - JSON
+
+/// The JSON text of a CBOR payload.
+func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: String) throws -> String {
+    do {
+        return try CBORValue(decoding: payload).jsonString(pretty: pretty)
+    } catch {
+        throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
+    }
+}
+
+/// A string as a JSON string literal.
+func jsonString(_ text: String) -> String { CBORValue.text(text).jsonString() }
+
+// MARK: - Index values from the command line
+
+/// Parses a command-line value for an index component of `kind`: numbers as integers
+/// (Int64, else UInt64) or doubles, binary values as UTF-8 strings.
+func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: String) throws -> IndexValue {
+    switch kind {
+    case .binary:
+        return IndexValue(text)
+    case .numeric:
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let value = Int64(trimmed) { return IndexValue(value) }
+        if let value = UInt64(trimmed) { return IndexValue(value) }
+        if let value = Double(trimmed), !value.isNaN {
+            return try mapErrors(path: "") { try IndexValue(value) }
+        }
+        throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
+    }
+}
