@@ -40,8 +40,8 @@ let package = Package(
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriCodec"]),
-        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "LevelDB"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriCodec", "LevelDB"]),
+        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]
 )
