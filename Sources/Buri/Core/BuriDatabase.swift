@@ -9,7 +9,8 @@ import Synchronization
 /// let db = try BuriDatabase(path: "people.buri", options: options)
 /// ```
 public struct BuriOptions: Sendable {
-    /// Create the database if the directory has none. Default `true`.
+    /// Create the database if the directory has none (or holds an empty LevelDB database).
+    /// With `false`, opening anything but an existing Buri database fails and writes nothing. Default `true`.
     public var createIfMissing: Bool = true
     /// Flush every write to stable storage before returning (see the README's durability model).
     /// Default `false`: writes survive a process crash but the last few may be lost in a power cut.
@@ -84,6 +85,9 @@ public final class BuriDatabase: Sendable {
             } else {
                 let cursor = try database.cursor()
                 if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
+                // An empty LevelDB database becomes a Buri database only when creating is allowed,
+                // so read-only tools never write into a directory they were merely pointed at.
+                guard options.createIfMissing else { throw BuriError.notABuriDatabase(path: path) }
                 try database.put(Keyspace.headerKey, Keyspace.headerValue(), options: .sync)
                 formatVersion = Int(Keyspace.formatVersion)
             }
