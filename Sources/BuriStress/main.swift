@@ -1,1 +1,259 @@
-print("placeholder")
+// BuriStress: a child process for Buri's reliability tests (Tests/BuriReliabilityTests).
+//
+//   BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S]
+//       Opens the database and, until killed (or S seconds pass, default 120), stores, updates
+//       (changing indexed values), and deletes objects of bucket "stress", one at a time and in
+//       batches. Before each write it prints   begin <seq> <op> <json>
+//       and once the write has returned        ok <seq> <op> <json>
+//       where <op> is store / storemany (json: array of objects) / delete (json: array of keys).
+//       Every line is written with one write(2) call, unbuffered, so a line that is in the output
+//       file was printed after the write it reports completed. "ready" is printed once the
+//       database is open. Writes are synchronous (BuriOptions.syncWrites) unless --async.
+//
+//   BuriStress evolve <db-path> <age-index-version>
+//       Opens bucket "stress" with the "age" index declared at the given version, which makes Buri
+//       rebuild that index (in batches of 100, printing "progress <n>" after each), then prints
+//       "evolved". The index-evolution kill test kills it in the middle of the rebuild.
+//
+//   BuriStress open <db-path>
+//       Opens the database, stores one object and prints "stored" — or "error <BuriError>" and
+//       exits 1. The read-only-directory test runs it as an unprivileged user.
+//
+// The seed makes every run's choice of operations reproducible.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Buri
+import Foundation
+
+/// The objects the stress writer stores: a binary, a numeric and a multi-valued index, plus a
+/// numeric index over a Double.
+struct StressItem: BuriSupport, Equatable {
+    var id: String
+    var name: String
+    var age: Int
+    var tags: [String]
+    var score: Double
+    /// Which run and operation wrote this version ("<seed>-<seq>"), so every version is distinct.
+    var writer: String
+    var note: String
+
+    static let buri = BuriSchema<StressItem>(
+        key: \.id,
+        indexes: [.binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)],
+        bucket: "stress"
+    )
+}
+
+/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Writes one whole line to stdout with a single write(2): no buffering to lose on SIGKILL.
+func emit(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { buffer in
+            write(1, UnsafeRawBufferPointer(rebasing: buffer[offset...]).baseAddress, buffer.count - offset)
+        }
+        if written <= 0 {
+            if errno == EINTR { continue }
+            exit(3)
+        }
+        offset += written
+    }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data(("BuriStress: " + message + "\n").utf8))
+    exit(2)
+}
+
+let encoder: JSONEncoder = {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return encoder
+}()
+
+func json(_ value: some Encodable) -> String {
+    guard let data = try? encoder.encode(value) else { fail("cannot encode \(value) as JSON") }
+    return String(decoding: data, as: UTF8.self)
+}
+
+func openDatabase(_ path: String, sync: Bool) -> BuriDatabase {
+    var options = BuriOptions()
+    options.syncWrites = sync
+    // Small memtables: table files are written and compacted often, so kills land in the middle of them too.
+    options.storage.writeBufferSize = 64 << 10
+    options.storage.maxFileSize = 256 << 10
+    do {
+        return try BuriDatabase(path: path, options: options)
+    } catch {
+        fail("cannot open \(path): \(error)")
+    }
+}
+
+func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: Double) {
+    var random = SeededGenerator(seed: seed)
+    let db = openDatabase(path, sync: sync)
+    let bucket: Bucket<StressItem>
+    do {
+        bucket = try db.bucket(StressItem.self)
+    } catch {
+        fail("cannot open bucket: \(error)")
+    }
+    emit("ready pid=\(getpid()) seed=\(seed) sync=\(sync)")
+
+    let names = ["ann", "bob", "cid", "dee", "E\u{0}N", "émile", "zoë"]
+    let tagPool = ["red", "green", "blue", "x", "y", "🙂"]
+    var seq = 0
+    func makeItem(_ key: String) -> StressItem {
+        seq += 1
+        var tags: [String] = []
+        for _ in 0..<Int.random(in: 0...3, using: &random) {
+            let tag = tagPool[Int.random(in: 0..<tagPool.count, using: &random)]
+            if !tags.contains(tag) { tags.append(tag) }
+        }
+        let noteLength = Int.random(in: 0..<8, using: &random) == 0 ? Int.random(in: 200...3000, using: &random) : Int.random(in: 0...20, using: &random)
+        return StressItem(
+            id: key,
+            name: names[Int.random(in: 0..<names.count, using: &random)],
+            age: Int.random(in: 0..<100, using: &random),
+            tags: tags,
+            score: Double(Int.random(in: -400...400, using: &random)) / 4,
+            writer: "\(seed)-\(seq)",
+            note: String(repeating: "n", count: noteLength)
+        )
+    }
+    func randomKey() -> String { "k\(Int.random(in: 0..<keyCount, using: &random))" }
+
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let roll = Int.random(in: 0..<100, using: &random)
+        do {
+            switch roll {
+            case 0..<60:
+                let item = makeItem(randomKey())
+                let text = json(item)
+                emit("begin \(seq) store \(text)")
+                try bucket.store(item)
+                emit("ok \(seq) store \(text)")
+            case 60..<75:
+                var items: [StressItem] = []
+                for _ in 0..<Int.random(in: 2...5, using: &random) { items.append(makeItem(randomKey())) }
+                let text = json(items)
+                emit("begin \(seq) storemany \(text)")
+                try bucket.store(items)
+                emit("ok \(seq) storemany \(text)")
+            case 75..<95:
+                seq += 1
+                let key = randomKey()
+                let text = json([key])
+                emit("begin \(seq) delete \(text)")
+                try bucket.delete(key: key)
+                emit("ok \(seq) delete \(text)")
+            default:
+                seq += 1
+                var keys: [String] = []
+                for _ in 0..<Int.random(in: 2...4, using: &random) { keys.append(randomKey()) }
+                let text = json(keys)
+                emit("begin \(seq) delete \(text)")
+                try bucket.delete(keys: keys)
+                emit("ok \(seq) delete \(text)")
+            }
+        } catch {
+            fail("write \(seq) failed: \(error)")
+        }
+    }
+    db.close()
+    emit("done")
+}
+
+/// The age index's version for `evolve` (from the command line; 0 otherwise).
+let evolveVersion = CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "evolve" ? Int(CommandLine.arguments[3]) ?? 0 : 0
+
+/// StressItem with the "age" index at a version chosen on the command line.
+struct EvolvingItem: BuriSupport {
+    var id: String
+    var name: String
+    var age: Int
+    var tags: [String]
+    var score: Double
+    var writer: String
+    var note: String
+
+    static var buri: BuriSchema<EvolvingItem> {
+        BuriSchema(
+            key: \.id,
+            indexes: [.binary("name", \.name), .numeric("age", \.age, version: evolveVersion), .binary("tags", \.tags), .numeric("score", \.score)],
+            bucket: "stress"
+        )
+    }
+}
+
+func runEvolve(path: String) -> Never {
+    let db = openDatabase(path, sync: false)
+    emit("ready pid=\(getpid()) version=\(evolveVersion)")
+    do {
+        _ = try db.bucket(EvolvingItem.self, batchSize: 100) { progress in emit("progress \(progress.processed)") }
+    } catch {
+        fail("evolve failed: \(error)")
+    }
+    db.close()
+    emit("evolved")
+    exit(0)
+}
+
+func runOpen(path: String) -> Never {
+    do {
+        let db = try BuriDatabase(path: path)
+        let bucket = try db.bucket(StressItem.self)
+        try bucket.store(StressItem(id: "probe", name: "probe", age: 1, tags: [], score: 0, writer: "open", note: ""))
+        db.close()
+        emit("stored")
+        exit(0)
+    } catch {
+        emit("error \(error)")
+        exit(1)
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    fail("usage: BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] | evolve <db-path> <version> | open <db-path>")
+}
+switch arguments[1] {
+case "open":
+    runOpen(path: arguments[2])
+case "evolve":
+    runEvolve(path: arguments[2])
+case "stress":
+    guard arguments.count >= 4, let seed = UInt64(arguments[3]) else { fail("stress needs <db-path> <seed>") }
+    var sync = true
+    var keyCount = 64
+    var seconds = 120.0
+    var rest = arguments.dropFirst(4).makeIterator()
+    while let option = rest.next() {
+        switch option {
+        case "--async": sync = false
+        case "--keys": keyCount = rest.next().flatMap(Int.init).map { max(1, $0) } ?? keyCount
+        case "--seconds": seconds = rest.next().flatMap(Double.init) ?? seconds
+        default: fail("unknown option \(option)")
+        }
+    }
+    runStress(path: arguments[2], seed: seed, sync: sync, keyCount: keyCount, seconds: seconds)
+default:
+    fail("unknown mode \(arguments[1])")
+}

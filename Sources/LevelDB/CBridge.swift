@@ -50,6 +50,24 @@ func withCBytes<R, E: Error>(
     return try result.get()
 }
 
+/// ``withCBytes(_:_:)`` for a byte array, without the generic `ContiguousBytes` path: called from
+/// another module, that path is not specialized and looks up generic metadata on every call, which
+/// costs more than the LevelDB operation itself for small keys (batch puts, point gets).
+@inline(__always)
+func withCBytes<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>, Int) -> R) -> R {
+    bytes.withUnsafeBufferPointer { buffer in
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return body(UnsafePointer(emptyBuffer), 0) }
+        return body(UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), buffer.count)
+    }
+}
+
+/// ``withCBytes(_:_:)`` for borrowed raw bytes (no copy, no generic dispatch).
+@inline(__always)
+func withCBytes<R>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafePointer<CChar>, Int) -> R) -> R {
+    guard let base = bytes.baseAddress, bytes.count > 0 else { return body(UnsafePointer(emptyBuffer), 0) }
+    return body(base.assumingMemoryBound(to: CChar.self), bytes.count)
+}
+
 /// Copies a `(const char*, size_t)` pair LevelDB owns into a Swift array.
 @inline(__always)
 func copyBytes(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> [UInt8] {

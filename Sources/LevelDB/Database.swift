@@ -95,6 +95,53 @@ public final class Database: Sendable {
         return try body(UnsafeRawBufferPointer(start: pointer, count: length))
     }
 
+    /// The value stored for `key`, or `nil`: ``get(_:options:)`` for byte arrays without generic
+    /// dispatch.
+    public func get(_ key: [UInt8], options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [UInt8]? {
+        guard let (pointer, length) = try rawGet(bytes: key, options: options) else { return nil }
+        defer { leveldb_free(pointer) }
+        return copyBytes(pointer, length)
+    }
+
+    /// ``withValue(forKey:options:_:)`` for byte-array keys without generic dispatch: the form
+    /// point reads take in hot loops.
+    public func withValue<R>(
+        forKey key: [UInt8],
+        options: ReadOptions = ReadOptions(),
+        _ body: (UnsafeRawBufferPointer?) throws -> R
+    ) throws -> R {
+        guard let (pointer, length) = try rawGet(bytes: key, options: options) else { return try body(nil) }
+        defer { leveldb_free(pointer) }
+        return try body(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+
+    /// Whether a value is stored for `key` (byte-array form).
+    public func contains(_ key: [UInt8], options: ReadOptions = ReadOptions()) throws(LevelDBError) -> Bool {
+        guard let (pointer, _) = try rawGet(bytes: key, options: options) else { return false }
+        leveldb_free(pointer)
+        return true
+    }
+
+    /// `leveldb_get` for a byte-array key, with no generic dispatch on the way.
+    private func rawGet(bytes key: [UInt8], options: ReadOptions) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
+        let handle = try handle()
+        var error: UnsafeMutablePointer<CChar>? = nil
+        var length = 0
+        let pointer = handle.withReadOptionsPointer(options) { readOptions in
+            withCBytes(key) { keyPointer, keyCount in
+                leveldb_get(handle.db, readOptions, keyPointer, keyCount, &length, &error)
+            }
+        }
+        if let error {
+            let message = String(cString: error)
+            leveldb_free(error)
+            if let pointer { leveldb_free(pointer) }
+            throw LevelDBError(statusMessage: message, path: path)
+        }
+        guard let pointer else { return nil }
+        return (pointer, length)
+    }
+
     /// `leveldb_get`: a malloc'd buffer the caller must `leveldb_free`, or `nil` when absent.
     private func rawGet(_ key: some ContiguousBytes, options: ReadOptions) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
         let handle = try handle()
@@ -360,8 +407,19 @@ final class Handle: @unchecked Sendable {
     @inline(__always)
     func withReadOptions<R>(_ options: ReadOptions, _ body: (OpaquePointer) throws(LevelDBError) -> R) throws(LevelDBError) -> R {
         if options.isDefault { return try body(defaultRead) }
+        if let snapshot = options.snapshot, options.isDefaultApartFromSnapshot { return try body(snapshot.readOptions) }
         let cOptions = CReadOptions(options)
         return try withExtendedLifetime(cOptions) { () throws(LevelDBError) -> R in try body(cOptions.pointer) }
+    }
+
+    /// ``withReadOptions(_:_:)`` for a body that cannot throw. Reads at a snapshot with otherwise
+    /// default options use C options the snapshot owns, so point reads allocate nothing here.
+    @inline(__always)
+    func withReadOptionsPointer<R>(_ options: ReadOptions, _ body: (OpaquePointer) -> R) -> R {
+        if options.isDefault { return body(defaultRead) }
+        if let snapshot = options.snapshot, options.isDefaultApartFromSnapshot { return body(snapshot.readOptions) }
+        let cOptions = CReadOptions(options)
+        return withExtendedLifetime(cOptions) { body(cOptions.pointer) }
     }
 
     deinit {

@@ -49,7 +49,10 @@ public struct LevelDBError: Error, Sendable, Equatable, CustomStringConvertible 
     init(statusMessage: String, path: String?) {
         self.message = statusMessage
         self.path = path
-        if statusMessage.hasPrefix("IO error: lock ") || statusMessage.contains("/LOCK: ") {
+        // A held lock reads "IO error: lock <dir>/LOCK: already held by process" (this process) or
+        // "IO error: lock <dir>/LOCK: <errno text>" (another); failing to open the LOCK file at all
+        // ("IO error: <dir>/LOCK: Permission denied", a read-only directory) is a plain I/O error.
+        if statusMessage.hasPrefix("IO error: lock ") {
             self.code = .databaseInUse
         } else if statusMessage.hasPrefix("NotFound: ") {
             self.code = .notFound

@@ -54,6 +54,8 @@ public struct ReadOptions: Sendable {
     }
 
     var isDefault: Bool { !verifyChecksums && fillCache && snapshot == nil }
+    /// Whether the options differ from the defaults by their snapshot at most.
+    var isDefaultApartFromSnapshot: Bool { !verifyChecksums && fillCache }
 }
 
 /// Options for one write.

@@ -13,11 +13,19 @@ public final class Snapshot: @unchecked Sendable {
     // @unchecked: a LevelDB snapshot is immutable and may be read from any thread.
     let pointer: OpaquePointer
     private let handle: Handle
+    /// C read options with this snapshot and otherwise default settings, made once, so point reads
+    /// at the snapshot need not create and destroy options each time.
+    let readOptions: OpaquePointer
 
     init(handle: Handle) {
         self.handle = handle
         self.pointer = leveldb_create_snapshot(handle.db)
+        readOptions = leveldb_readoptions_create()
+        leveldb_readoptions_set_snapshot(readOptions, pointer)
     }
 
-    deinit { leveldb_release_snapshot(handle.db, pointer) }
+    deinit {
+        leveldb_readoptions_destroy(readOptions)
+        leveldb_release_snapshot(handle.db, pointer)
+    }
 }

@@ -54,6 +54,47 @@ public final class WriteBatch {
         }
     }
 
+    /// Adds a put of `value` under `key`: the same as the generic ``put(_:_:)``, for byte arrays
+    /// without generic dispatch (the common case, and the hot one in bulk writes).
+    public func put(_ key: [UInt8], _ value: [UInt8]) {
+        withCBytes(key) { keyPointer, keyCount in
+            withCBytes(value) { valuePointer, valueCount in
+                leveldb_writebatch_put(pointer, keyPointer, keyCount, valuePointer, valueCount)
+                count += 1
+                byteSize += 1 + varintLength(keyCount) + keyCount + varintLength(valueCount) + valueCount
+            }
+        }
+    }
+
+    /// Adds a put of borrowed bytes (copied into the batch before this returns).
+    public func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        withCBytes(key) { keyPointer, keyCount in
+            withCBytes(value) { valuePointer, valueCount in
+                leveldb_writebatch_put(pointer, keyPointer, keyCount, valuePointer, valueCount)
+                count += 1
+                byteSize += 1 + varintLength(keyCount) + keyCount + varintLength(valueCount) + valueCount
+            }
+        }
+    }
+
+    /// Adds a delete of `key`: the generic ``delete(_:)`` for byte arrays, without generic dispatch.
+    public func delete(_ key: [UInt8]) {
+        withCBytes(key) { keyPointer, keyCount in
+            leveldb_writebatch_delete(pointer, keyPointer, keyCount)
+            count += 1
+            byteSize += 1 + varintLength(keyCount) + keyCount
+        }
+    }
+
+    /// Adds a delete of a borrowed key, such as one lent by ``Cursor/withKey(_:)``.
+    public func delete(_ key: UnsafeRawBufferPointer) {
+        withCBytes(key) { keyPointer, keyCount in
+            leveldb_writebatch_delete(pointer, keyPointer, keyCount)
+            count += 1
+            byteSize += 1 + varintLength(keyCount) + keyCount
+        }
+    }
+
     /// Removes every operation.
     public func clear() {
         leveldb_writebatch_clear(pointer)

@@ -89,6 +89,9 @@ extension BuriDatabase {
         let raw = bucket.raw
         let buildIds = Set(building.map(\.id))
         let dropIds = Set(dropping.map(\.id))
+        // Building an index decodes every object (a wrong type, a NaN, a repeated unique value
+        // fails it). Find out before writing anything, so a failed build leaves the bucket as it was.
+        if !buildIds.isEmpty { try validateBuild(bucket: bucket, from: old, building: building) }
         try run {
             // Clear the spaces of dropped indexes and any leftovers of an interrupted earlier build.
             for id in dropIds.union(buildIds) {
@@ -157,6 +160,40 @@ extension BuriDatabase {
             // Unique indexes built over existing data must actually be unique.
             for definition in building where definition.unique {
                 try verifyUnique(raw: raw, index: definition)
+            }
+        }
+    }
+
+    /// Decodes every object of the bucket and computes its entries for the indexes being built,
+    /// writing nothing; throws what the build would throw (including a unique value held twice).
+    private func validateBuild<T: BuriSupport>(bucket: Bucket<T>, from old: BucketDescriptor, building: [IndexDefinition]) throws(BuriError) {
+        let uniqueIds = Set(building.filter(\.unique).map(\.id))
+        let buildIds = Set(building.map(\.id))
+        var claimed: [RecordHeader.Entry: String] = [:]
+        try run {
+            let cursor = try storage.cursor(in: .prefix(bucket.raw.recordPrefix), options: ReadOptions(fillCache: false))
+            while try cursor.next() {
+                let key = try cursor.withKey { raw throws -> String in
+                    do { return try Keyspace.objectKey(fromRecordKey: raw) } catch {
+                        throw BuriError.corruption(bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
+                    }
+                }
+                let entries = try cursor.withValue { value throws -> [RecordHeader.Entry] in
+                    let offset: Int
+                    do { offset = try RecordHeader.parse(value).1 } catch {
+                        throw BuriError.corruption(bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
+                    }
+                    let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
+                    return try bucket.prepare(object).header.entries.filter { buildIds.contains($0.index) }
+                }
+                for entry in entries where uniqueIds.contains(entry.index) {
+                    if let holder = claimed.updateValue(key, forKey: entry) {
+                        let index = building.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+                        throw BuriError.uniqueViolation(bucket: old.name, index: index,
+                                                        value: IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", "),
+                                                        holder: "\(holder)' and '\(key)")
+                    }
+                }
             }
         }
     }

@@ -59,14 +59,16 @@ public final class RawBucket: Sendable {
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
             // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
             /// Headers as they will be once the batch is applied, for keys written earlier in it.
-            var pending: [[UInt8]: RecordHeader?] = [:]
+            var pending: [ObjectKeyBytes: RecordHeader?] = [:]
+            pending.reserveCapacity(writes.count)
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
             let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
             for write in writes {
                 let keyBytes = Array(write.key.utf8)
+                let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
-                if let known = pending[keyBytes] {
+                if let known = pending[pendingKey] {
                     old = known
                 } else {
                     old = descriptor.indexes.isEmpty ? nil : try currentHeader(forKey: write.key)
@@ -84,7 +86,7 @@ public final class RawBucket: Sendable {
                     batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
                 }
                 batch.put(recordKey(write.key), write.value)
-                pending[keyBytes] = .some(write.header)
+                pending[pendingKey] = .some(write.header)
             }
             try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
         }
@@ -140,20 +142,42 @@ public final class RawBucket: Sendable {
     }
 
     /// The header of the stored object `key`, read from the current state (writers hold the lock).
+    /// If the record is damaged so that its header cannot be read, the header is rebuilt from the
+    /// index entries that name `key`, so a damaged record can still be deleted or overwritten
+    /// without leaving entries behind.
     func currentHeader(forKey key: String) throws(BuriError) -> RecordHeader? {
+        let header = try database.run {
+            try storage.withValue(forKey: recordKey(key)) { buffer -> RecordHeader?? in
+                guard let buffer else { return .some(nil) }
+                return (try? RecordHeader.parse(buffer).0).map { .some($0) }
+            }
+        }
+        if let header { return header }
+        return try entriesNaming(key)
+    }
+
+    /// A header listing every index entry of this bucket that names object `key`, found by scanning
+    /// the bucket's indexes (entries that do not parse are skipped). For damaged records only.
+    private func entriesNaming(_ key: String) throws(BuriError) -> RecordHeader {
+        let objectKey = Array(key.utf8)
+        var entries: [RecordHeader.Entry] = []
         try database.run {
-            try storage.withValue(forKey: recordKey(key)) { buffer throws -> RecordHeader? in
-                guard let buffer else { return nil }
-                do {
-                    return try RecordHeader.parse(buffer).0
-                } catch {
-                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+            for index in descriptor.indexes {
+                let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), options: ReadOptions(fillCache: false))
+                while try cursor.next() {
+                    let tuple = cursor.withKey { raw -> [UInt8]? in
+                        guard let parts = try? Keyspace.splitIndexEntry(raw, arity: index.components.count),
+                              raw[parts.objectKey].elementsEqual(objectKey) else { return nil }
+                        return Array(raw[parts.tuple])
+                    }
+                    if let tuple { entries.append(RecordHeader.Entry(index: index.id, tuple: tuple)) }
                 }
             }
         }
+        return RecordHeader(schemaVersion: 0, entries: entries)
     }
 
-    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [[UInt8]: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]]) throws(BuriError) {
+    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]]) throws(BuriError) {
         let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
             let shown = IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", ")
@@ -167,7 +191,7 @@ public final class RawBucket: Sendable {
                 let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
                 if holder == key { continue }
                 // Released earlier in this batch?
-                if let after = pending[holder], !(after?.entries.contains(entry) ?? false) { continue }
+                if let after = pending[ObjectKeyBytes(holder)], !(after?.entries.contains(entry) ?? false) { continue }
                 throw violation(holder)
             }
         }
@@ -193,6 +217,25 @@ public final class RawBucket: Sendable {
                     throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
                 }
                 return try body(header, UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            }
+        }
+    }
+
+    /// Lends the payload (CBOR bytes) of object `key` to `body`; returns `false`, without calling
+    /// it, if there is no such object. Checks the header without building it.
+    @discardableResult
+    func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
+        try database.run {
+            try storage.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
+                guard let buffer else { return false }
+                let offset: Int
+                do {
+                    offset = try RecordHeader.payloadOffset(buffer)
+                } catch {
+                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+                }
+                body(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+                return true
             }
         }
     }
@@ -294,4 +337,19 @@ enum IndexTuple {
         for value in values { out.append(contentsOf: value.encoded) }
         return out
     }
+}
+
+/// An object key as UTF-8 bytes, for the write path's bookkeeping: equal only when the bytes are
+/// (never by String canonical equivalence), hashed in one call over the bytes rather than one
+/// `Hasher.combine` per byte as `[UInt8]` does, which cost more than the LevelDB put it guarded.
+struct ObjectKeyBytes: Hashable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    static func == (a: ObjectKeyBytes, b: ObjectKeyBytes) -> Bool { a.bytes == b.bytes }
 }

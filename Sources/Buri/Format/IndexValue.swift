@@ -44,6 +44,7 @@ public struct IndexValue: Sendable, Hashable, Comparable {
     /// An integer value of any width up to 64 bits, exactly.
     public init<I: BinaryInteger>(_ integer: I) {
         var out: [UInt8] = []
+        out.reserveCapacity(ValueEncoding.finiteLength)
         if let value = Int64(exactly: integer) {
             ValueEncoding.appendInteger(value, to: &out)
         } else if let value = UInt64(exactly: integer) {
@@ -62,6 +63,7 @@ public struct IndexValue: Sendable, Hashable, Comparable {
             throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: "NaN cannot be indexed: it has no place in numeric order")
         }
         var out: [UInt8] = []
+        out.reserveCapacity(ValueEncoding.finiteLength)
         ValueEncoding.appendDouble(double, to: &out)
         encoded = out
     }

@@ -36,6 +36,33 @@ struct RecordHeader: Equatable, Sendable {
         }
     }
 
+    /// The offset where the payload of `value` starts, after checking the header exactly as
+    /// ``parse(_:)`` does but without building it: reading an object needs only its payload, and
+    /// this allocates nothing.
+    static func payloadOffset(_ value: UnsafeRawBufferPointer) throws(FormatError) -> Int {
+        guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
+        guard value[0] == layoutVersion else {
+            throw FormatError("record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
+        }
+        guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
+        var offset = 2
+        _ = try Varint.read(value, at: &offset)
+        let count = try Varint.read(value, at: &offset)
+        guard count <= UInt64(value.count - offset) / 2 else { throw FormatError("record header claims \(count) index entries") }
+        for _ in 0..<count {
+            let index = try Varint.read(value, at: &offset)
+            let length = try Varint.read(value, at: &offset)
+            guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
+            guard length <= UInt64(value.count - offset) else { throw FormatError("index value of \(length) bytes runs past the record") }
+            let end = offset + Int(length)
+            var check = offset
+            while check < end { check += try ValueEncoding.elementLength(value, at: check) }
+            guard check == end else { throw FormatError("index value tuple is malformed") }
+            offset = end
+        }
+        return offset
+    }
+
     /// Parses the header at the front of `value`; returns it and the offset where the payload starts.
     static func parse(_ value: UnsafeRawBufferPointer) throws(FormatError) -> (RecordHeader, payloadOffset: Int) {
         guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }

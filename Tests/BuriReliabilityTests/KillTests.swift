@@ -1,0 +1,292 @@
+import Foundation
+import Testing
+@testable import Buri
+
+/// The object type of the BuriStress child (Sources/BuriStress/main.swift), field for field.
+struct StressItem: BuriSupport, Equatable, Sendable {
+    var id: String
+    var name: String
+    var age: Int
+    var tags: [String]
+    var score: Double
+    var writer: String
+    var note: String
+
+    static let buri = BuriSchema<StressItem>(
+        key: \.id,
+        indexes: [.binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)],
+        bucket: "stress"
+    )
+}
+
+/// The BuriStress executable, built next to the test bundle (`swift build --build-tests` builds it:
+/// it is a target of this package). BURI_STRESS_BINARY overrides the location.
+func stressBinary() throws -> URL {
+    let environment = ProcessInfo.processInfo.environment
+    if let override = environment["BURI_STRESS_BINARY"] { return URL(fileURLWithPath: override) }
+    var directories: [URL] = []
+    // Linux: the test bundle is an executable in the build products directory.
+    directories.append(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent())
+    if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+    // macOS: <products>/BuriPackageTests.xctest is a bundle inside the products directory.
+    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+        directories.append(bundle.bundleURL.deletingLastPathComponent())
+    }
+    for directory in directories {
+        let candidate = directory.appendingPathComponent("BuriStress")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+    }
+    throw StressError("""
+        the BuriStress executable is not next to the test bundle (looked in \(directories.map(\.path).joined(separator: ", "))); \
+        build it with `swift build --build-tests` or set BURI_STRESS_BINARY
+        """)
+}
+
+struct StressError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What the child reported: the writes it completed, and the one it had begun when it was killed.
+struct StressLog {
+    enum Write: Equatable {
+        case store([StressItem])
+        case delete([String])
+    }
+    var completed: [Write] = []
+    var inFlight: Write?
+    var ready = false
+    var lines = 0
+
+    init(text: String) throws {
+        let decoder = JSONDecoder()
+        var begun: (seq: Substring, write: Write)?
+        // A SIGKILL can cut the last line short: only lines ending in a newline count.
+        var complete = text.split(separator: "\n", omittingEmptySubsequences: false)
+        complete.removeLast()
+        for line in complete {
+            lines += 1
+            if line.hasPrefix("ready") { ready = true; continue }
+            let parts = line.split(separator: " ", maxSplits: 3)
+            guard parts.count == 4 else { throw StressError("unreadable line: \(line)") }
+            let json = Data(parts[3].utf8)
+            let write: Write
+            switch parts[2] {
+            case "store": write = .store([try decoder.decode(StressItem.self, from: json)])
+            case "storemany": write = .store(try decoder.decode([StressItem].self, from: json))
+            case "delete": write = .delete(try decoder.decode([String].self, from: json))
+            default: throw StressError("unknown operation in line: \(line)")
+            }
+            switch parts[0] {
+            case "begin":
+                if let begun { throw StressError("write \(begun.seq) began but never completed before \(line)") }
+                begun = (parts[1], write)
+            case "ok":
+                guard let started = begun, started.seq == parts[1], started.write == write else {
+                    throw StressError("completion without a matching begin: \(line)")
+                }
+                completed.append(write)
+                begun = nil
+            default:
+                throw StressError("unreadable line: \(line)")
+            }
+        }
+        inFlight = begun?.write
+    }
+}
+
+extension [String: StressItem] {
+    func applying(_ write: StressLog.Write) -> [String: StressItem] {
+        var copy = self
+        switch write {
+        case .store(let items): for item in items { copy[item.id] = item }
+        case .delete(let keys): for key in keys { copy[key] = nil }
+        }
+        return copy
+    }
+}
+
+/// StressItem with its "age" index at version 1 or 2: opening the bucket as the other one
+/// rebuilds that index.
+struct EvolveOne: BuriSupport, Equatable, Sendable {
+    var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
+    static let buri = BuriSchema<EvolveOne>(
+        key: \.id, indexes: [.binary("name", \.name), .numeric("age", \.age, version: 1), .binary("tags", \.tags), .numeric("score", \.score)],
+        bucket: "stress")
+}
+
+struct EvolveTwo: BuriSupport, Equatable, Sendable {
+    var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
+    static let buri = BuriSchema<EvolveTwo>(
+        key: \.id, indexes: [.binary("name", \.name), .numeric("age", \.age, version: 2), .binary("tags", \.tags), .numeric("score", \.score)],
+        bucket: "stress")
+}
+
+/// Kills a BuriStress child at random moments and proves, after every kill, that the database
+/// opens, passes `check()`, decodes completely, and holds exactly the writes the child reported —
+/// plus, atomically, possibly the one write it had begun but not reported.
+struct KillTests {
+    @Test("SIGKILL during synchronous writes loses no reported write and corrupts nothing")
+    func killDuringSyncWrites() throws {
+        try runKillRounds(rounds: fullTests ? 60 : 5, seed: 0x5EED_0001, async: false)
+    }
+
+    @Test("SIGKILL during asynchronous writes loses no reported write either (a process crash keeps the OS's buffers)")
+    func killDuringAsyncWrites() throws {
+        try runKillRounds(rounds: fullTests ? 30 : 3, seed: 0x5EED_0002, async: true)
+    }
+
+    @Test("SIGKILL during an index rebuild: the next open with the new type finishes it, and nothing is lost")
+    func killDuringIndexRebuild() throws {
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill-evolve")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: 0xE7_0E)
+        let originals = (0..<3000).map { n in
+            StressItem(id: String(format: "e%05d", n), name: "n\(n % 13)", age: n % 100, tags: n % 4 == 0 ? ["red"] : [], score: Double(n % 40) / 4,
+                       writer: "setup", note: "")
+        }
+        do {
+            let db = try BuriDatabase(path: dbPath)
+            try db.bucket(StressItem.self).store(originals)
+            db.close()
+        }
+        var interrupted = 0
+        for round in 0..<(fullTests ? 20 : 3) {
+            let version = round % 2 + 1
+            let outputPath = directory.path("evolve-\(round).out")
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["evolve", dbPath, String(version)]
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Kill once the rebuild has written its first batches.
+            var waited = 0
+            while process.isRunning, waited < 30_000,
+                  !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("progress") ?? false) {
+                usleep(1_000)
+                waited += 1
+            }
+            usleep(UInt32.random(in: 0...20_000, using: &random))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            #expect(output.contains("progress"), "round \(round): the rebuild never started: \(output)")
+            if !output.contains("evolved") { interrupted += 1 }
+
+            // Opening with the same new type finishes the rebuild; then everything is consistent.
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            let ages: [String]
+            let objects: [StressItem]
+            if version == 1 {
+                let bucket = try db.bucket(EvolveOne.self)
+                ages = try bucket.keys(.index("age", in: 10...19))
+                objects = try bucket.allObjects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+            } else {
+                let bucket = try db.bucket(EvolveTwo.self)
+                ages = try bucket.keys(.index("age", in: 10...19))
+                objects = try bucket.allObjects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+            }
+            let report = try db.check()
+            #expect(report.problems.isEmpty, "round \(round): \(report.summary)")
+            #expect(objects == originals, "round \(round): the rebuild changed objects")
+            #expect(Set(ages) == Set(originals.filter { (10...19).contains($0.age) }.map(\.id)), "round \(round): the rebuilt age index")
+            #expect(try db.bucketInfo(named: "stress")?.index(named: "age")?.version == version)
+        }
+        print("index rebuild kills: \(interrupted) interrupted mid-rebuild")
+    }
+
+    func runKillRounds(rounds: Int, seed: UInt64, async: Bool) throws {
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: seed)
+        var expected: [String: StressItem] = [:]
+        var totalCompleted = 0
+        var inFlightApplied = 0
+
+        for round in 0..<rounds {
+            let outputPath = directory.path("round-\(round).out")
+            let errorPath = directory.path("round-\(round).err")
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["stress", dbPath, String(seed &+ UInt64(round))] + (async ? ["--async"] : [])
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
+            try process.run()
+            let pid = process.processIdentifier
+
+            // Every fifth round is killed without waiting for "ready": during open and recovery.
+            if round % 5 == 4 {
+                usleep(UInt32.random(in: 0...40_000, using: &random))
+            } else {
+                var waited = 0
+                while !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.hasPrefix("ready") ?? false) {
+                    guard process.isRunning else { break }
+                    guard waited < 30_000 else { break }
+                    usleep(2_000)
+                    waited += 2
+                }
+                usleep(UInt32.random(in: 50_000...500_000, using: &random))
+            }
+            let wasRunning = process.isRunning
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+            let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            // The child never exits by itself within the round: anything else is a failure in it.
+            #expect(wasRunning, "round \(round): BuriStress exited on its own (status \(process.terminationStatus)): \(stderr)")
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round): BuriStress was not killed: \(stderr)")
+
+            let log = try StressLog(text: String(contentsOfFile: outputPath, encoding: .utf8))
+            for write in log.completed { expected = expected.applying(write) }
+            totalCompleted += log.completed.count
+
+            // Reopen: the database must open, check clean, decode completely and hold what was reported.
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            let report = try db.check()
+            #expect(report.problems.isEmpty, "round \(round): check found problems after the kill:\n\(report.summary)")
+            let bucket = try db.bucket(StressItem.self)
+            let objects = try bucket.allObjects()
+            let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(actual.count == objects.count)
+
+            var allowed = [expected]
+            if let inFlight = log.inFlight { allowed.append(expected.applying(inFlight)) }
+            if actual == allowed[0] {
+                // The unreported write, if any, did not land.
+            } else if allowed.count == 2, actual == allowed[1] {
+                inFlightApplied += 1
+            } else {
+                let keys = Set(actual.keys).union(expected.keys).sorted()
+                let differences = keys.filter { actual[$0] != expected[$0] }.prefix(10).map { key in
+                    "\(key): stored \(actual[key].map { "\($0)" } ?? "nothing"), reported \(expected[key].map { "\($0)" } ?? "deleted")"
+                }
+                Issue.record("""
+                    round \(round): the database does not hold exactly the reported writes \
+                    (\(log.completed.count) completed this round, in flight: \(log.inFlight.map { "\($0)" } ?? "none")):
+                    \(differences.joined(separator: "\n"))
+                    """)
+                return
+            }
+            expected = actual
+
+            // The indexes answer queries exactly as the objects say.
+            let red = try bucket.keys(.index("tags", equals: "red"))
+            #expect(red == actual.values.filter { $0.tags.contains("red") }.map(\.id).sorted(), "round \(round): tags index")
+            let young = try bucket.count(.index("age", in: 0...49))
+            #expect(young == actual.values.filter { $0.age < 50 }.count, "round \(round): age index")
+            let byScore = try bucket.objects(.index("score", in: (-20.0)...20.0))
+            #expect(Set(byScore.map(\.id)) == Set(actual.values.filter { (-20...20).contains($0.score) }.map(\.id)), "round \(round): score index")
+            #expect(byScore.map(\.score) == byScore.map(\.score).sorted(), "round \(round): score order")
+        }
+        // The rounds did real work (not a run of kills before the first write).
+        #expect(totalCompleted > rounds * 5, "only \(totalCompleted) writes completed in \(rounds) rounds")
+        print("kill rounds: \(rounds), writes reported: \(totalCompleted), unreported writes that landed: \(inFlightApplied), objects at the end: \(expected.count)")
+    }
+}
