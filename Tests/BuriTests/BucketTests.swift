@@ -198,7 +198,7 @@ struct BucketQueryTests {
         let values: [(String, Double, Int64, UInt64)] = [
             ("m1", -1e300, .min, 0), ("m2", -0.5, -1, 1), ("m3", -0.0, 0, UInt64(Int64.max)),
             ("m4", 0.25, 9_007_199_254_740_993, UInt64(Int64.max) + 1), ("m5", .infinity, .max, .max),
-            ("m6", -.infinity, 9_007_199_254_740_992, 42), ("m7", 5e-324, 20, 20),
+            ("m6", -.infinity, 9_007_199_254_740_992, 42), ("m7", Double.leastNonzeroMagnitude, 20, 20),
         ]
         try bucket.store(values.map { Measurement(id: $0.0, value: $0.1, count: $0.2, big: $0.3, label: nil) })
         #expect(try bucket.keys(.index("value", in: ...IndexValue.init(floatLiteral: 1e308))) == ["m6", "m1", "m2", "m3", "m7", "m4"])

@@ -138,7 +138,7 @@ extension String {
 /// ```swift
 /// static let indexes: [BuriIndex<Person>] = [.binary("locale", \.locale)]
 /// ```
-public protocol BinaryIndexable {
+public protocol BinaryIndexable: SendableMetatype {
     /// The index value for this instance.
     var binaryIndexValue: IndexValue { get }
 }
@@ -165,7 +165,7 @@ extension UUID: BinaryIndexable {
 /// ```swift
 /// static let indexes: [BuriIndex<Person>] = [.numeric("age", \.age)]
 /// ```
-public protocol NumericIndexable {
+public protocol NumericIndexable: SendableMetatype {
     /// The index value for this instance. Throws for NaN.
     func numericIndexValue() throws(BuriError) -> IndexValue
 }
