@@ -1,0 +1,78 @@
+import Buri
+
+/// Buri through its public typed API, as an app would use it.
+final class BuriSystem: System {
+    static let name = "Buri"
+    let database: BuriDatabase
+    let tokens: Bucket<Token>
+    let people: Bucket<Person>
+    let workload: Workload
+
+    init(path: String, workload: Workload) throws {
+        database = try BuriDatabase(path: path)
+        tokens = try database.bucket(Token.self)
+        people = try database.bucket(Person.self)
+        self.workload = workload
+    }
+
+    func run(_ row: Row) throws -> Int {
+        switch row {
+        case .simpleFill: try simpleFill()
+        case .complexFill: try complexFill()
+        case .sequential: try sequential()
+        case .indexKeys: try indexKeys()
+        case .indexObjects: try indexObjects()
+        case .rangeObjects: try rangeObjects()
+        case .pointFetch: try pointFetch()
+        case .complexRefill: try complexRefill()
+        case .deleteAll: try deleteAll()
+        }
+    }
+
+    // One method per row, never inlined, so a profiler can single each one out
+    // (valgrind --toggle-collect='*BuriSystemC10sequential*').
+
+    @inline(never) func simpleFill() throws -> Int {
+        try tokens.store(workload.tokens)  // one atomic batch
+        return workload.tokens.count
+    }
+
+    @inline(never) func complexFill() throws -> Int {
+        try people.store(workload.people)
+        return workload.people.count
+    }
+
+    @inline(never) func sequential() throws -> Int {
+        try people.allObjects().count
+    }
+
+    @inline(never) func indexKeys() throws -> Int {
+        try people.keys(index: "locale", equalTo: "EN").count
+    }
+
+    @inline(never) func indexObjects() throws -> Int {
+        try people.objects(index: "locale", equalTo: "EN").count
+    }
+
+    @inline(never) func rangeObjects() throws -> Int {
+        let range = Workload.ageRange
+        return try people.objects(index: "age", in: IndexValue(range.lowerBound)...IndexValue(range.upperBound)).count
+    }
+
+    @inline(never) func pointFetch() throws -> Int {
+        var found = 0
+        for key in workload.shuffledKeys where try people.object(forKey: key) != nil { found += 1 }
+        return found
+    }
+
+    @inline(never) func complexRefill() throws -> Int {
+        try people.store(workload.changed)
+        return workload.changed.count
+    }
+
+    @inline(never) func deleteAll() throws -> Int {
+        try people.deleteAll()
+    }
+
+    func close() { database.close() }
+}

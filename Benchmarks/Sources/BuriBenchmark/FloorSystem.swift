@@ -1,0 +1,250 @@
+import Buri
+import Foundation
+import LevelDB
+
+/// The exact bytes Buri writes for each object, learned by storing sample objects with Buri and
+/// reading its LevelDB directory back, so the floor's keys and values have Buri's sizes (and
+/// contents) without the benchmark re-implementing the format.
+struct FloorLayout: Sendable {
+    /// Bytes in front of the object key in a `Token` record key.
+    var tokenRecordPrefix: [UInt8] = []
+    var tokenValue: Template = Template()
+    var personRecordPrefix: [UInt8] = []
+    /// Record values by age.
+    var personValues: [Int: Template] = [:]
+    /// Bytes in front of the object key in a locale = "EN" index entry.
+    var localeEntryPrefix: [UInt8] = []
+    /// Bytes in front of the object key in an age index entry, by age.
+    var ageEntryPrefixes: [Int: [UInt8]] = [:]
+
+    /// A value with the object key at known offsets.
+    struct Template: Sendable {
+        var bytes: [UInt8] = []
+        var keyOffsets: [Int] = []
+
+        func value(forKey key: [UInt8]) -> [UInt8] {
+            var out = bytes
+            for offset in keyOffsets { out.replaceSubrange(offset..<(offset + key.count), with: key) }
+            return out
+        }
+    }
+
+    static func learn(in directory: String) throws -> FloorLayout {
+        let path = directory + "/calibration.buri"
+        let tokenKey = uuidString(-1)
+        let samples = (20..<40).map { Person(objectId: uuidString(-100 - $0), name: "Dirk", locale: "EN", age: $0) }
+        do {
+            let db = try BuriDatabase(path: path)
+            try db.bucket(Token.self).store(Token(objectId: tokenKey))
+            try db.bucket(Person.self).store(samples)
+            db.close()
+        }
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        var layout = FloorLayout()
+        var entryPrefixes: [Int: [[UInt8]]] = [:]  // age -> prefixes of its index entries
+        let storage = try Database(path: path)
+        defer { storage.close() }
+        for entry in try storage.entries() {
+            func split(_ key: String) -> [UInt8]? {
+                let bytes = Array(key.utf8)
+                guard entry.key.count > bytes.count, Array(entry.key.suffix(bytes.count)) == bytes else { return nil }
+                return Array(entry.key.dropLast(bytes.count))
+            }
+            if let prefix = split(tokenKey), !entry.value.isEmpty {
+                layout.tokenRecordPrefix = prefix
+                layout.tokenValue = Template(bytes: entry.value, keyOffsets: offsets(of: Array(tokenKey.utf8), in: entry.value))
+                continue
+            }
+            for sample in samples {
+                guard let prefix = split(sample.objectId) else { continue }
+                if entry.value.isEmpty {
+                    entryPrefixes[sample.age, default: []].append(prefix)
+                } else {
+                    layout.personRecordPrefix = prefix
+                    layout.personValues[sample.age] = Template(bytes: entry.value, keyOffsets: offsets(of: Array(sample.objectId.utf8), in: entry.value))
+                }
+            }
+        }
+        // The locale entry's prefix is the one every sample shares; the other is the age entry.
+        guard let first = entryPrefixes[20], first.count == 2,
+              let shared = first.first(where: { candidate in entryPrefixes.values.allSatisfy { $0.contains(candidate) } })
+        else { throw BenchmarkFailure("calibration: could not tell the index entries apart") }
+        layout.localeEntryPrefix = shared
+        for (age, prefixes) in entryPrefixes {
+            guard prefixes.count == 2, let other = prefixes.first(where: { $0 != shared }) else {
+                throw BenchmarkFailure("calibration: age \(age) has \(prefixes.count) index entries")
+            }
+            layout.ageEntryPrefixes[age] = other
+        }
+        guard !layout.tokenRecordPrefix.isEmpty, layout.personValues.count == 20 else {
+            throw BenchmarkFailure("calibration: records not found")
+        }
+        return layout
+    }
+
+    private static func offsets(of needle: [UInt8], in haystack: [UInt8]) -> [Int] {
+        guard haystack.count >= needle.count else { return [] }
+        return (0...(haystack.count - needle.count)).filter { start in
+            haystack[start..<(start + needle.count)].elementsEqual(needle)
+        }
+    }
+
+    /// The common prefix of every record key of a bucket (tag and bucket id).
+    var personRecordRange: KeyRange { .prefix(personRecordPrefix) }
+}
+
+/// The floor: the LevelDB Swift module alone, doing the storage operations each row needs, on
+/// Buri's exact bytes, prepared before timing (no encoding, no decoding, no object is built).
+///
+/// | row | LevelDB work |
+/// |-----|--------------|
+/// | simple fill | N puts, one batch |
+/// | complex fill | N gets (the old record, which an upsert must read to replace its index entries) + one batch of 3N puts |
+/// | sequential | N entries iterated (key and value touched) |
+/// | 2i keys | N index entries iterated |
+/// | 2i objects, range | M index entries iterated + M gets of the records |
+/// | point fetch | N gets |
+/// | refill | N gets + one batch of N deletes (old age entry) and 2N puts (new age entry, record) |
+/// | delete all | 3N keys iterated + one batch of 3N deletes |
+final class FloorSystem: System {
+    static let name = "LevelDB floor"
+    let storage: Database
+    let workload: Workload
+    let layout: FloorLayout
+    let bytes: Bytes
+
+    /// Every key and value of the workload, built once per process.
+    struct Bytes: Sendable {
+        var tokenRecords: [(key: [UInt8], value: [UInt8])] = []
+        var personRecordKeys: [[UInt8]] = []
+        var personValues: [[UInt8]] = []
+        var localeEntries: [[UInt8]] = []
+        var ageEntries: [[UInt8]] = []
+        var changedValues: [[UInt8]] = []
+        var changedAgeEntries: [[UInt8]] = []
+        var shuffledRecordKeys: [[UInt8]] = []
+
+        init(workload: Workload, layout: FloorLayout) {
+            for token in workload.tokens {
+                let key = Array(token.objectId.utf8)
+                tokenRecords.append((layout.tokenRecordPrefix + key, layout.tokenValue.value(forKey: key)))
+            }
+            for (person, moved) in zip(workload.people, workload.changed) {
+                let key = Array(person.objectId.utf8)
+                personRecordKeys.append(layout.personRecordPrefix + key)
+                personValues.append(layout.personValues[person.age, default: .init()].value(forKey: key))
+                localeEntries.append(layout.localeEntryPrefix + key)
+                ageEntries.append(layout.ageEntryPrefixes[person.age, default: []] + key)
+                changedValues.append(layout.personValues[moved.age, default: .init()].value(forKey: key))
+                changedAgeEntries.append(layout.ageEntryPrefixes[moved.age, default: []] + key)
+            }
+            shuffledRecordKeys = workload.shuffledKeys.map { layout.personRecordPrefix + Array($0.utf8) }
+        }
+    }
+
+    init(path: String, workload: Workload, layout: FloorLayout, bytes: Bytes) throws {
+        // The very LevelDB options Buri opens its databases with.
+        storage = try Database(path: path, options: BuriOptions().storage)
+        self.workload = workload
+        self.layout = layout
+        self.bytes = bytes
+    }
+
+    func run(_ row: Row) throws -> Int {
+        switch row {
+        case .simpleFill:
+            let batch = WriteBatch()
+            for record in bytes.tokenRecords { batch.put(record.key, record.value) }
+            try storage.write(batch)
+            return bytes.tokenRecords.count
+        case .complexFill:
+            let batch = WriteBatch()
+            var found = 0
+            for i in bytes.personRecordKeys.indices {
+                found += try storage.withValue(forKey: bytes.personRecordKeys[i]) { $0 == nil ? 0 : 1 }
+                batch.put(bytes.localeEntries[i], [UInt8]())
+                batch.put(bytes.ageEntries[i], [UInt8]())
+                batch.put(bytes.personRecordKeys[i], bytes.personValues[i])
+            }
+            try storage.write(batch)
+            guard found == 0 else { throw BenchmarkFailure("floor: complex fill found \(found) existing records") }
+            return bytes.personRecordKeys.count
+        case .sequential:
+            let cursor = try storage.cursor(in: layout.personRecordRange)
+            var count = 0
+            var touched = 0
+            while try cursor.next() {
+                touched &+= cursor.withKey { $0.count } &+ cursor.withValue { $0.count }
+                count += 1
+            }
+            return touched > 0 ? count : 0
+        case .indexKeys:
+            let cursor = try storage.cursor(in: .prefix(layout.localeEntryPrefix))
+            var count = 0
+            var touched = 0
+            while try cursor.next() {
+                touched &+= cursor.withKey { $0.count }
+                count += 1
+            }
+            return touched > 0 ? count : 0
+        case .indexObjects:
+            return try indexThenRecords(.prefix(layout.localeEntryPrefix), entryPrefixLength: layout.localeEntryPrefix.count)
+        case .rangeObjects:
+            // Age entries of the range: from the lowest age's prefix up to the successor of the highest's.
+            let range = Workload.ageRange
+            guard let low = layout.ageEntryPrefixes[range.lowerBound], let high = layout.ageEntryPrefixes[range.upperBound],
+                  low.count == high.count else { throw BenchmarkFailure("floor: age prefixes differ in length") }
+            let keyRange = KeyRange(start: low, end: KeyRange.successor(ofPrefix: high))
+            return try indexThenRecords(keyRange, entryPrefixLength: low.count)
+        case .pointFetch:
+            var found = 0
+            for key in bytes.shuffledRecordKeys {
+                found += try storage.withValue(forKey: key) { $0 == nil ? 0 : ($0!.count > 0 ? 1 : 0) }
+            }
+            return found
+        case .complexRefill:
+            let batch = WriteBatch()
+            var found = 0
+            for i in bytes.personRecordKeys.indices {
+                found += try storage.withValue(forKey: bytes.personRecordKeys[i]) { $0 == nil ? 0 : 1 }
+                batch.delete(bytes.ageEntries[i])
+                batch.put(bytes.changedAgeEntries[i], [UInt8]())
+                batch.put(bytes.personRecordKeys[i], bytes.changedValues[i])
+            }
+            try storage.write(batch)
+            return found
+        case .deleteAll:
+            let batch = WriteBatch()
+            var count = 0
+            let records = try storage.cursor(in: layout.personRecordRange, options: ReadOptions(fillCache: false))
+            while try records.next() {
+                records.withKey { batch.delete($0) }
+                count += 1
+            }
+            // Every index entry of the bucket: the prefix shared by its locale and age entries (tag, bucket id).
+            let entries = try storage.cursor(in: .prefix(Array(layout.localeEntryPrefix.prefix(5))), options: ReadOptions(fillCache: false))
+            while try entries.next() { entries.withKey { batch.delete($0) } }
+            try storage.write(batch)
+            return count
+        }
+    }
+
+    /// Walks index entries in `range` and reads each one's record with a point get.
+    private func indexThenRecords(_ range: KeyRange, entryPrefixLength: Int) throws -> Int {
+        let cursor = try storage.cursor(in: range)
+        var recordKey = layout.personRecordPrefix
+        let recordPrefixLength = recordKey.count
+        var count = 0
+        while try cursor.next() {
+            cursor.withKey { entry in
+                recordKey.removeSubrange(recordPrefixLength...)
+                recordKey.append(contentsOf: entry[entryPrefixLength...])
+            }
+            count += try storage.withValue(forKey: recordKey) { $0 == nil ? 0 : 1 }
+        }
+        return count
+    }
+
+    func close() { storage.close() }
+}

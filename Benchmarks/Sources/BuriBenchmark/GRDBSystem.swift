@@ -1,0 +1,75 @@
+import GRDB
+
+/// GRDB 7.10 on SQLite through its record API, set up as a careful app would: WAL journal,
+/// `synchronous = OFF` (Buri's default writes are not synced either: both survive a process crash,
+/// neither a power cut), a 32 MiB page cache (Buri's block cache is 32 MiB), one connection
+/// (`DatabaseQueue`), so reads see a warm cache as Buri's do.
+final class GRDBSystem: System {
+    static let name = "GRDB"
+    let queue: DatabaseQueue
+    let workload: Workload
+
+    init(path: String, workload: Workload) throws {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA cache_size = -32768")
+        }
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        }
+        try queue.write { db in
+            try db.create(table: Token.databaseTableName) { t in
+                t.primaryKey("objectId", .text)
+            }
+            try db.create(table: Person.databaseTableName) { t in
+                t.primaryKey("objectId", .text)
+                t.column("name", .text).notNull()
+                t.column("locale", .text).notNull().indexed()
+                t.column("age", .integer).notNull().indexed()
+            }
+        }
+        self.workload = workload
+    }
+
+    func run(_ row: Row) throws -> Int {
+        switch row {
+        case .simpleFill:
+            try queue.write { db in
+                for token in workload.tokens { try token.insert(db) }
+            }
+            return workload.tokens.count
+        case .complexFill:
+            try queue.write { db in
+                for person in workload.people { try person.insert(db) }
+            }
+            return workload.people.count
+        case .sequential:
+            return try queue.read { db in try Person.fetchAll(db).count }
+        case .indexKeys:
+            return try queue.read { db in
+                try Person.filter(Column("locale") == "EN").select(Column("objectId"), as: String.self).fetchAll(db).count
+            }
+        case .indexObjects:
+            return try queue.read { db in try Person.filter(Column("locale") == "EN").fetchAll(db).count }
+        case .rangeObjects:
+            return try queue.read { db in try Person.filter(Workload.ageRange.contains(Column("age"))).fetchAll(db).count }
+        case .pointFetch:
+            return try queue.read { db in
+                var found = 0
+                for key in workload.shuffledKeys where try Person.fetchOne(db, key: key) != nil { found += 1 }
+                return found
+            }
+        case .complexRefill:
+            try queue.write { db in
+                for person in workload.changed { try person.update(db) }
+            }
+            return workload.changed.count
+        case .deleteAll:
+            return try queue.write { db in try Person.deleteAll(db) }
+        }
+    }
+
+    func close() { try? queue.close() }
+}

@@ -1,0 +1,154 @@
+import Buri
+import Foundation
+import GRDB
+
+/// The original benchmark's "simple" object: nothing but a UUID key, no indexes.
+/// One type serves Buri (`BuriSupport`) and GRDB (`FetchableRecord`, `PersistableRecord`), so both
+/// are handed the very same prebuilt values.
+struct Token: BuriSupport, FetchableRecord, PersistableRecord, Equatable {
+    var objectId: String
+
+    static let buri = BuriSchema<Token>(key: \.objectId, bucket: "Token")
+    static let databaseTableName = "token"
+}
+
+/// The original benchmark's "complex" object: a binary index on `locale`, a numeric one on `age`.
+struct Person: BuriSupport, FetchableRecord, PersistableRecord, Equatable {
+    var objectId: String
+    var name: String
+    var locale: String
+    var age: Int
+
+    static let buri = BuriSchema<Person>(
+        key: \.objectId,
+        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        bucket: "Person"
+    )
+    static let databaseTableName = "person"
+}
+
+/// A UUID string (uppercase, 8-4-4-4-12) that depends only on `seed`, so runs are repeatable.
+/// Successive seeds land all over the key space, as real random UUIDs do.
+func uuidString(_ seed: Int) -> String {
+    var generator = SplitMix64(seed: UInt64(bitPattern: Int64(seed)) &+ 0x5EED)
+    var bytes = [UInt8](repeating: 0, count: 16)
+    for k in stride(from: 0, to: 16, by: 8) {
+        let word = generator.next()
+        for j in 0..<8 { bytes[k + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
+    }
+    bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
+    bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
+    let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    return uuid.uuidString
+}
+
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Everything the rows work on, built once before any timing, identical for every system.
+struct Workload: Sendable {
+    let n: Int
+    let tokens: [Token]
+    /// The complex fill: ages 20 + i % 20.
+    let people: [Person]
+    /// The same keys with every age changed (20 + (i + 7) % 20), so each object moves in the age index.
+    let changed: [Person]
+    /// Every key once, in a fixed pseudo-random order, for point fetches.
+    let shuffledKeys: [String]
+
+    /// The range query of the original benchmark: ages 22...24, both included.
+    static let ageRange = 22...24
+
+    init(n: Int) {
+        self.n = n
+        tokens = (0..<n).map { Token(objectId: uuidString(2 * $0 + 1)) }
+        people = (0..<n).map { Person(objectId: uuidString(2 * $0), name: "Dirk", locale: "EN", age: 20 + $0 % 20) }
+        changed = people.enumerated().map { i, person in
+            var moved = person
+            moved.age = 20 + (i + 7) % 20
+            return moved
+        }
+        var keys = people.map(\.objectId)
+        var generator = SplitMix64(seed: 42)
+        keys.shuffle(using: &generator)
+        shuffledKeys = keys
+    }
+
+    /// How many objects each row handles (the denominator of objects/s).
+    func objects(for row: Row) -> Int {
+        switch row {
+        case .rangeObjects: people.filter { Workload.ageRange.contains($0.age) }.count
+        default: n
+        }
+    }
+}
+
+/// The rows of the table, in the order they run inside each repetition.
+enum Row: Int, CaseIterable, Sendable {
+    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill, deleteAll
+
+    var title: String {
+        switch self {
+        case .simpleFill: "Simple fill (UUID key only, no indexes)"
+        case .complexFill: "Complex fill (Person, 2 indexes)"
+        case .sequential: "Bucket sequential retrieval (all objects)"
+        case .indexKeys: "2i key retrieval (locale = EN)"
+        case .indexObjects: "2i object retrieval (locale = EN)"
+        case .rangeObjects: "2i numeric range (age in 22...24)"
+        case .pointFetch: "Point fetch by key, random order"
+        case .complexRefill: "Complex refill (same keys, ages changed)"
+        case .deleteAll: "Delete all (Person)"
+        }
+    }
+
+    /// A short stable name for JSON.
+    var id: String {
+        switch self {
+        case .simpleFill: "simple_fill"
+        case .complexFill: "complex_fill"
+        case .sequential: "sequential_retrieval"
+        case .indexKeys: "index_key_retrieval"
+        case .indexObjects: "index_object_retrieval"
+        case .rangeObjects: "index_numeric_range"
+        case .pointFetch: "point_fetch_random"
+        case .complexRefill: "complex_refill"
+        case .deleteAll: "delete_all"
+        }
+    }
+
+    /// Whether the "at least half the raw LevelDB floor" target applies (fills and retrievals).
+    var hasFloorTarget: Bool {
+        switch self {
+        case .simpleFill, .complexFill, .sequential, .indexKeys, .indexObjects, .rangeObjects: true
+        case .pointFetch, .complexRefill, .deleteAll: false
+        }
+    }
+}
+
+/// One system under test. Each call does one row's work and returns how many objects it handled,
+/// which the driver checks against the workload so that every system provably does the same work.
+protocol System: AnyObject {
+    static var name: String { get }
+    var name: String { get }
+    func run(_ row: Row) throws -> Int
+    func close()
+}
+
+extension System {
+    var name: String { Self.name }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
