@@ -49,9 +49,18 @@ struct IndexKindTests {
         #expect(try notes.keys(index: "tags", equalTo: "swift") == ["n1"])
         #expect(try notes.keys(index: "tags", equalTo: "db") == ["n1", "n2"])
         #expect(try notes.keys(index: "scores", equalTo: 2.5) == ["n1", "n2"])
-        #expect(try notes.count(.index("tags", prefix: "")) == 3)  // swift, db for n1; db for n2
+        #expect(try notes.count(.index("tags", prefix: "")) == 2)  // n1 and n2, each once
         let record = try notes.raw.record(forKey: "n1")
         #expect(record?.indexValues["tags"]?.count == 2)
+    }
+
+    @Test func anObjectWithSeveralValuesInARangeIsOneResult() throws {
+        try notes.store([Note("n1", tags: ["a", "b", "c"], scores: [1, 2, 3]), Note("n2", tags: ["b"], scores: [2])])
+        #expect(try notes.keys(.index("tags", in: "a"..."c")) == ["n1", "n2"])
+        #expect(try notes.keys(.index("tags", prefix: "")) == ["n1", "n2"])
+        #expect(try notes.objects(.index("scores", in: 1...3).descending()).map(\.id) == ["n1", "n2"])
+        #expect(try notes.count(.index("scores", in: 0...10)) == 2)
+        #expect(try notes.keys(.index("tags", in: "a"..."c").offset(1)) == ["n2"])
     }
 
     @Test func multiValuedUpdateAddsAndRemovesExactlyTheChangedValues() throws {

@@ -35,12 +35,16 @@ public final class RawQueryCursor {
     private var record = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Where the payload starts in `record`.
     private var payloadOffset = 0
+    /// Object keys already returned, when the driving index is multi-valued: an object with several
+    /// values in a range has several entries there but is one result. Grows with the results.
+    private var seenObjects: Set<[UInt8]>?
 
     init(bucket: RawBucket, plan: QueryPlan, snapshot: Snapshot) throws(BuriError) {
         self.bucket = bucket
         self.plan = plan
         self.snapshot = snapshot
         recordKey = bucket.recordPrefix
+        if plan.driver?.index.multiValued == true { seenObjects = [] }
         cursor = try bucket.database.run {
             try bucket.storage.cursor(in: plan.range, reverse: plan.descending, options: ReadOptions(snapshot: snapshot))
         }
@@ -149,6 +153,7 @@ public final class RawQueryCursor {
         let needsRecord = readRecord || !plan.residual.isEmpty
         while try bucket.database.run({ try cursor.next() }) {
             try readCandidateKey()
+            if seenObjects != nil, seenObjects?.insert(Array(candidateKey[objectKeyRange])).inserted == false { continue }
             if needsRecord {
                 guard try locateRecord() else {
                     // Only a key scan with residual conditions tolerates a missing record (it skips it).

@@ -9,7 +9,9 @@ public enum IndexBound: Sendable, Hashable {
 ///
 /// A query names an index and a condition on its values — an exact value, a range (inclusive,
 /// half-open or one-sided, like Swift's own ranges) or a byte prefix — or no index at all, for every
-/// object in key order. Results come in index order: by value, then by key.
+/// object in key order. Results come in index order: by value, then by key. On a multi-valued
+/// index an object whose several values match is returned once, at its first matching value
+/// (within one query or page; a later page may return it again at a later value).
 ///
 /// ```swift
 /// let adults = try people.keys(.index("age", in: 18...))
