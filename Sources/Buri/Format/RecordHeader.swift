@@ -40,31 +40,26 @@ struct RecordHeader: Equatable, Sendable {
     /// ``parse(_:)`` does but without building it: reading an object needs only its payload, and
     /// this allocates nothing.
     static func payloadOffset(_ value: UnsafeRawBufferPointer) throws(FormatError) -> Int {
-        guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
-        guard value[0] == layoutVersion else {
-            throw FormatError("record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
-        }
-        guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
-        var offset = 2
-        _ = try Varint.read(value, at: &offset)
-        let count = try Varint.read(value, at: &offset)
-        guard count <= UInt64(value.count - offset) / 2 else { throw FormatError("record header claims \(count) index entries") }
-        for _ in 0..<count {
-            let index = try Varint.read(value, at: &offset)
-            let length = try Varint.read(value, at: &offset)
-            guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
-            guard length <= UInt64(value.count - offset) else { throw FormatError("index value of \(length) bytes runs past the record") }
-            let end = offset + Int(length)
-            var check = offset
-            while check < end { check += try ValueEncoding.elementLength(value, at: check) }
-            guard check == end else { throw FormatError("index value tuple is malformed") }
-            offset = end
-        }
-        return offset
+        try walk(value) { _, _, _ in }.payloadOffset
     }
 
     /// Parses the header at the front of `value`; returns it and the offset where the payload starts.
     static func parse(_ value: UnsafeRawBufferPointer) throws(FormatError) -> (RecordHeader, payloadOffset: Int) {
+        var entries: [Entry] = []
+        let (schema, offset) = try walk(value) { count, index, tuple in
+            if entries.isEmpty { entries.reserveCapacity(count) }
+            entries.append(Entry(index: index, tuple: Array(value[tuple])))
+        }
+        return (RecordHeader(schemaVersion: schema, entries: entries), offset)
+    }
+
+    /// Validates the header at the front of `value`, calling `visit(entryCount, indexId, tupleRange)`
+    /// for each entry; the one definition of the header's layout that both readers share.
+    @inline(__always)
+    private static func walk(
+        _ value: UnsafeRawBufferPointer,
+        _ visit: (Int, UInt32, Range<Int>) -> Void
+    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int) {
         guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
         guard value[0] == layoutVersion else {
             throw FormatError("record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
@@ -75,8 +70,6 @@ struct RecordHeader: Equatable, Sendable {
         let count = try Varint.read(value, at: &offset)
         // Each entry takes at least two bytes, which bounds the count before anything is allocated.
         guard count <= UInt64(value.count - offset) / 2 else { throw FormatError("record header claims \(count) index entries") }
-        var entries: [Entry] = []
-        entries.reserveCapacity(Int(count))
         for _ in 0..<count {
             let index = try Varint.read(value, at: &offset)
             let length = try Varint.read(value, at: &offset)
@@ -87,9 +80,9 @@ struct RecordHeader: Equatable, Sendable {
             var check = offset
             while check < end { check += try ValueEncoding.elementLength(value, at: check) }
             guard check == end else { throw FormatError("index value tuple is malformed") }
-            entries.append(Entry(index: UInt32(index), tuple: Array(value[offset..<end])))
+            visit(Int(count), UInt32(index), offset..<end)
             offset = end
         }
-        return (RecordHeader(schemaVersion: schema, entries: entries), offset)
+        return (schema, offset)
     }
 }
