@@ -299,6 +299,26 @@ struct IndexEvolutionTests {
         #expect(quiet.all.isEmpty)
     }
 
+    @Test func aBucketOpenedBeforeItWasRedefinedRefusesToWrite() throws {
+        let t = try TestDatabase()
+        let old = try t.db.bucket(EvolvingPerson.self)
+        try old.store(EvolvingPerson(objectId: "p", name: "n", locale: "EN", age: 1))
+        let new = try t.db.bucket(EvolvedPerson.self)
+        do {
+            try old.store(EvolvingPerson(objectId: "q", name: "n", locale: "EN", age: 2))
+            Issue.record("a stale Bucket wrote with index ids the catalog no longer has")
+        } catch {
+            #expect(error.description.contains("open it again"))
+        }
+        #expect(throws: BuriError.self) { try old.delete(key: "p") }
+        try new.store(EvolvedPerson(objectId: "q", name: "m", locale: "NL", age: 2))
+        #expect(try old.object(forKey: "q")?.name == "m")   // reads still work
+        #expect(try t.db.check().isConsistent)
+        // Opening the same declarations again does not invalidate anything.
+        _ = try t.db.bucket(EvolvedPerson.self)
+        try new.store(EvolvedPerson(objectId: "r", name: "m", locale: "NL", age: 3))
+    }
+
     @Test func addingAUniqueIndexOverDuplicatesFailsAndKeepsTheOldDefinition() throws {
         struct Loose: BuriSupport {
             var id: String

@@ -54,6 +54,10 @@ public final class BuriDatabase: Sendable {
     /// Serialises writers so that reading an object's old index entries and replacing them is
     /// atomic with respect to every other writer (LevelDB itself serialises only the batches).
     let writeLock = Mutex<Void>(())
+    /// How many times each bucket's catalog entry has been rewritten or dropped by this process.
+    /// A ``RawBucket`` remembers the count it was made at, so a `Bucket` value opened before its
+    /// bucket was redefined (indexes changed by another `Bucket` type) cannot write stale entries.
+    private let catalogGenerations = Mutex<[String: Int]>([:])
 
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
@@ -188,6 +192,7 @@ public final class BuriDatabase: Sendable {
                 }
                 batch.delete(Keyspace.catalogKey(bucket: name))
                 try storage.write(batch, options: .sync)
+                bumpCatalogGeneration(name)
             }
         }
     }
@@ -228,5 +233,14 @@ public final class BuriDatabase: Sendable {
                 try storage.put(Keyspace.catalogKey(bucket: descriptor.name), bytes, options: .sync)
             }
         }
+        bumpCatalogGeneration(descriptor.name)
+    }
+
+    func catalogGeneration(_ name: String) -> Int {
+        catalogGenerations.withLock { $0[name, default: 0] }
+    }
+
+    func bumpCatalogGeneration(_ name: String) {
+        catalogGenerations.withLock { $0[name, default: 0] += 1 }
     }
 }

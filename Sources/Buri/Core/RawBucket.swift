@@ -15,9 +15,13 @@ public final class RawBucket: Sendable {
     /// Each index's key prefix, by index id.
     let indexPrefixes: [UInt32: [UInt8]]
 
+    /// The catalog generation this view was made at (see `BuriDatabase.catalogGeneration`).
+    let generation: Int
+
     init(database: BuriDatabase, descriptor: BucketDescriptor) {
         self.database = database
         self.descriptor = descriptor
+        generation = database.catalogGeneration(descriptor.name)
         recordPrefix = Keyspace.recordPrefix(bucket: descriptor.id)
         var prefixes: [UInt32: [UInt8]] = [:]
         for index in descriptor.indexes { prefixes[index.id] = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) }
@@ -44,6 +48,15 @@ public final class RawBucket: Sendable {
 
     // MARK: Writing
 
+    /// Refuses to write through a view made before the bucket was redefined or dropped in this
+    /// process: its index ids would no longer match the catalog. Callers hold the write lock.
+    func checkCurrent() throws(BuriError) {
+        guard database.catalogGeneration(name) == generation else {
+            throw .invalidIndexDefinition(bucket: name, index: "*",
+                                          reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
+        }
+    }
+
     /// One object to write: its key, its header (index entries) and the complete record value.
     struct RecordWrite {
         var key: String
@@ -55,6 +68,7 @@ public final class RawBucket: Sendable {
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
         try database.writeLock.withLock { _ throws(BuriError) in
+            try checkCurrent()
             let batch = WriteBatch()
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
             // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
@@ -97,6 +111,7 @@ public final class RawBucket: Sendable {
     @discardableResult
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
         try database.writeLock.withLock { _ throws(BuriError) -> Int in
+            try checkCurrent()
             let batch = WriteBatch()
             var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
             for key in keys where !deleted.contains(Array(key.utf8)) {
@@ -117,7 +132,8 @@ public final class RawBucket: Sendable {
     @discardableResult
     public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
         try database.writeLock.withLock { _ throws(BuriError) -> Int in
-            try database.run {
+            try checkCurrent()
+            return try database.run {
                 let batch = WriteBatch()
                 var count = 0
                 let records = try storage.cursor(in: .prefix(recordPrefix), options: ReadOptions(fillCache: false))
