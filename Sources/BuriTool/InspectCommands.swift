@@ -24,9 +24,7 @@ struct Info: ParsableCommand {
         try mapErrors(path: path) {
             for descriptor in try db.allBucketInfo() {
                 let raw = try db.rawBucket(named: descriptor.name)
-                let entries = try descriptor.indexes.map { index in
-                    try raw.count(.index(index.name, from: .unbounded, to: .unbounded))
-                }
+                let entries = try descriptor.indexes.map { index in try raw.entryCount(index: index.name) }
                 buckets.append((descriptor, try raw.count(), entries))
             }
         }

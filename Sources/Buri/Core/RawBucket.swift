@@ -273,6 +273,15 @@ public final class RawBucket: Sendable {
         try countEntries(in: .prefix(recordPrefix), snapshot: nil, cap: nil)
     }
 
+    /// The number of entries index `index` holds (an object has one per distinct value of a
+    /// multi-valued index), counted from the index alone.
+    public func entryCount(index: String) throws(BuriError) -> Int {
+        guard let definition = descriptor.index(named: index) else {
+            throw .unknownIndex(bucket: name, index: index, known: descriptor.indexes.map(\.name))
+        }
+        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id)), snapshot: nil, cap: nil)
+    }
+
     /// Counts the keys in `range`, stopping at `cap`.
     func countEntries(in range: KeyRange, snapshot: Snapshot?, cap: Int?) throws(BuriError) -> Int {
         try database.run {
