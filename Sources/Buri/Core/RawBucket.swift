@@ -70,6 +70,13 @@ public final class RawBucket: Sendable {
         try database.writeLock.withLock { _ throws(BuriError) in
             try checkCurrent()
             let batch = WriteBatch()
+            if descriptor.indexes.isEmpty {
+                // No index entries to replace (index evolution strips dropped indexes from every
+                // header), so there is nothing to read back or track: each object is one put.
+                for write in writes { batch.put(recordKey(write.key), write.value) }
+                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+                return
+            }
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
             // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
             /// Headers as they will be once the batch is applied, for keys written earlier in it.
@@ -85,7 +92,7 @@ public final class RawBucket: Sendable {
                 if let known = pending[pendingKey] {
                     old = known
                 } else {
-                    old = descriptor.indexes.isEmpty ? nil : try currentHeader(forKey: write.key)
+                    old = try currentHeader(forKey: write.key)
                 }
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {
