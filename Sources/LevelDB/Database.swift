@@ -263,20 +263,18 @@ public final class Database: Sendable {
         let starts = ranges.map { $0.start ?? [] }
         let limits = ranges.map { $0.end ?? top }
         var sizes = [UInt64](repeating: 0, count: ranges.count)
-        let startPointers = starts.map { bytes -> UnsafeMutablePointer<CChar> in
-            let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
-            bytes.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: raw.count) }
+        // The C call takes arrays of pointers; give each key a stable copy for its duration.
+        func copies(_ keys: [[UInt8]]) -> [UnsafeMutablePointer<CChar>] {
+            keys.map { bytes in
+                let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+                bytes.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: raw.count) }
+                }
+                return pointer
             }
-            return pointer
         }
-        let limitPointers = limits.map { bytes -> UnsafeMutablePointer<CChar> in
-            let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
-            bytes.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: raw.count) }
-            }
-            return pointer
-        }
+        let startPointers = copies(starts)
+        let limitPointers = copies(limits)
         defer {
             startPointers.forEach { $0.deallocate() }
             limitPointers.forEach { $0.deallocate() }

@@ -58,20 +58,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
             } catch let BuriError.invalidIndexValue(_, _, _, reason) {
                 throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
             }
-            for tuple in tuples {
-                guard tuple.count == definition.components.count,
-                      zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
-                    throw .invalidIndexValue(bucket: name, key: key, index: index.name,
-                                             reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
-                }
-                let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
-                if encoded.count > Keyspace.maxTupleLength {
-                    throw .invalidIndexValue(bucket: name, key: key, index: index.name,
-                                             reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
-                }
-                let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
-                if !entries.contains(entry) { entries.append(entry) }
-            }
+            for tuple in tuples { try raw.appendEntry(tuple, for: definition, key: key, to: &entries) }
         }
         let header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
         var value: [UInt8] = []

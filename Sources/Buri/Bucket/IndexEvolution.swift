@@ -190,7 +190,7 @@ extension BuriDatabase {
                     if let holder = claimed.updateValue(key, forKey: entry) {
                         let index = building.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
                         throw BuriError.uniqueViolation(bucket: old.name, index: index,
-                                                        value: IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", "),
+                                                        value: IndexTuple.describe(entry.tuple),
                                                         holder: "\(holder)' and '\(key)")
                     }
                 }
@@ -209,7 +209,7 @@ extension BuriDatabase {
                 }
                 if let previous, previous.tuple == tuple {
                     throw BuriError.uniqueViolation(bucket: raw.name, index: index.name,
-                                                    value: IndexTuple.split(tuple).map(\.description).joined(separator: ", "),
+                                                    value: IndexTuple.describe(tuple),
                                                     holder: "\(previous.key)' and '\(key)")
                 }
                 previous = (tuple, key)

@@ -124,7 +124,7 @@ extension BuriDatabase {
                     let entryKey = raw.entryKey(entry, objectKey: objectKey)
                     if try storage.get(entryKey, options: read) == nil {
                         var problem = ConsistencyProblem(kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
-                                                         detail: "no entry for value \(IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", "))")
+                                                         detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
                         if repair {
                             fixes.put(entryKey, [UInt8]())
                             problem.repaired = true
@@ -181,7 +181,7 @@ extension BuriDatabase {
                 if headers.count > 4096 { headers.removeAll(keepingCapacity: true) }
                 headers[cacheKey] = .some(header)
             }
-            let shown = IndexTuple.split(split.tuple).map(\.description).joined(separator: ", ")
+            let shown = IndexTuple.describe(split.tuple)
             if header == nil {
                 let exists = try storage.contains(Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey), options: read)
                 if exists { continue }  // the record is damaged; reported with the records

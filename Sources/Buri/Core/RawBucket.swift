@@ -46,6 +46,24 @@ public final class RawBucket: Sendable {
     @inline(__always)
     func recordKey(_ key: String) -> [UInt8] { Keyspace.recordKey(bucket: descriptor.id, key: key) }
 
+    /// Checks one value tuple against an index's definition (arity, kinds, encoded length) and adds
+    /// its entry to `entries` unless an equal one is there. The one place both writers (typed and
+    /// raw) turn index values into header entries.
+    func appendEntry(_ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]) throws(BuriError) {
+        guard tuple.count == definition.components.count,
+              zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
+            throw .invalidIndexValue(bucket: name, key: key, index: definition.name,
+                                     reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
+        }
+        let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
+        if encoded.count > Keyspace.maxTupleLength {
+            throw .invalidIndexValue(bucket: name, key: key, index: definition.name,
+                                     reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
+        }
+        let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
+        if !entries.contains(entry) { entries.append(entry) }
+    }
+
     // MARK: Writing
 
     /// Refuses to write through a view made before the bucket was redefined or dropped in this
@@ -203,7 +221,7 @@ public final class RawBucket: Sendable {
     private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]]) throws(BuriError) {
         let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
-            let shown = IndexTuple.split(entry.tuple).map(\.description).joined(separator: ", ")
+            let shown = IndexTuple.describe(entry.tuple)
             return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
@@ -362,6 +380,11 @@ enum IndexTuple {
             }
             return values
         }
+    }
+
+    /// An encoded tuple as people read it in messages: `"EN", 20`.
+    static func describe(_ tuple: [UInt8]) -> String {
+        split(tuple).map(\.description).joined(separator: ", ")
     }
 
     static func join(_ values: [IndexValue]) -> [UInt8] {

@@ -46,20 +46,7 @@ extension RawBucket {
                 guard let definition = descriptor.index(named: indexName) else {
                     throw .unknownIndex(bucket: name, index: indexName, known: descriptor.indexes.map(\.name))
                 }
-                for tuple in tuples {
-                    guard tuple.count == definition.components.count,
-                          zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
-                        throw .invalidIndexValue(bucket: name, key: object.key, index: indexName,
-                                                 reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
-                    }
-                    let encoded = IndexTuple.join(tuple)
-                    if encoded.count > Keyspace.maxTupleLength {
-                        throw .invalidIndexValue(bucket: name, key: object.key, index: indexName,
-                                                 reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
-                    }
-                    let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
-                    if !entries.contains(entry) { entries.append(entry) }
-                }
+                for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
             }
             let header = RecordHeader(schemaVersion: object.schemaVersion, entries: entries)
             var value: [UInt8] = []
