@@ -5,6 +5,7 @@ import PackageDescription
 //   CLevelDB   – the LevelDB C API, as a system library (no logic)
 //   LevelDB    – a typed, safe Swift skin over it, usable on its own
 //   BuriCodec  – a fast CBOR (RFC 8949) Encoder/Decoder for Codable values
+//   BuriStorage – the storage interface and its engines (LevelDB, in-memory, temporary)
 //   Buri       – the on-disk format, buckets, indexes and queries
 //   buri       – the command-line tool; buri-demo – the runnable tour
 // The throughput benchmark lives in its own package under Benchmarks/ so that
@@ -16,6 +17,7 @@ let package = Package(
         .library(name: "Buri", targets: ["Buri"]),
         .library(name: "LevelDB", targets: ["LevelDB"]),
         .library(name: "BuriCodec", targets: ["BuriCodec"]),
+        .library(name: "BuriStorage", targets: ["BuriStorage"]),
         .executable(name: "buri", targets: ["BuriTool"]),
         .executable(name: "buri-demo", targets: ["BuriDemo"]),
     ],
@@ -29,6 +31,7 @@ let package = Package(
         ),
         .target(name: "LevelDB", dependencies: ["CLevelDB"]),
         .target(name: "BuriCodec"),
+        .target(name: "BuriStorage", dependencies: ["LevelDB"]),
         .target(name: "Buri", dependencies: ["LevelDB", "BuriCodec"]),
         .executableTarget(
             name: "BuriTool",
@@ -39,6 +42,7 @@ let package = Package(
         .executableTarget(name: "BuriStress", dependencies: ["Buri"]),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
+        .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri"]),
         .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriCodec", "LevelDB"]),
         .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "LevelDB", "BuriCodec"]),

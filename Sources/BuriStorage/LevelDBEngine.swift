@@ -1,0 +1,211 @@
+import LevelDB
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The default engine: one LevelDB database in a directory, opened by this process alone.
+///
+/// Reads verify LevelDB's block checksums, so a damaged block is an error rather than different
+/// data; commits are LevelDB write batches (one log record each, all or nothing across a crash).
+///
+/// ```swift
+/// let engine = try LevelDBEngine(path: "people.buri")
+/// let temporary = try LevelDBEngine.temporary()   // removed again on close
+/// ```
+public final class LevelDBEngine: StorageEngine, Sendable {
+    /// The LevelDB database underneath.
+    public let database: Database
+    public let location: String
+    public var isShared: Bool { false }
+    /// Whether the directory is removed when the engine closes.
+    public let removesDirectoryOnClose: Bool
+
+    /// Opens (or, with `options.createIfMissing`, creates) the LevelDB database in `path`.
+    public init(path: String, options: Options = Options()) throws(StorageError) {
+        do {
+            database = try Database(path: path, options: options)
+        } catch {
+            throw StorageError(error)
+        }
+        location = path
+        removesDirectoryOnClose = false
+    }
+
+    private init(database: Database, path: String, removesDirectoryOnClose: Bool) {
+        self.database = database
+        self.location = path
+        self.removesDirectoryOnClose = removesDirectoryOnClose
+    }
+
+    /// A new database in a fresh directory under the system's temporary directory, removed with
+    /// everything in it when the engine is closed (or released).
+    public static func temporary(options: Options = Options()) throws(StorageError) -> LevelDBEngine {
+        let base = FileManager.default.temporaryDirectory.path
+        let path = base + "/buri-" + UUID().uuidString
+        var options = options
+        options.createIfMissing = true
+        options.errorIfExists = true
+        do {
+            return LevelDBEngine(database: try Database(path: path, options: options), path: path, removesDirectoryOnClose: true)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw StorageError(error)
+        }
+    }
+
+    deinit {
+        if removesDirectoryOnClose { close() }
+    }
+
+    public var isClosed: Bool { database.isClosed }
+
+    public func close() {
+        database.close()
+        if removesDirectoryOnClose {
+            // Readers still alive keep LevelDB's files open; removing the directory unlinks them,
+            // and the space returns when the last one finishes.
+            try? FileManager.default.removeItem(atPath: location)
+        }
+    }
+
+    static let checkedReads = ReadOptions(verifyChecksums: true)
+
+    public func snapshot() throws -> any StorageSnapshot {
+        do {
+            return LevelDBSnapshot(database: database, snapshot: try database.snapshot())
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    public func latest() throws -> any StorageReader { LevelDBReader(database: database, options: Self.checkedReads) }
+
+    public func makeBatch() -> any StorageBatch { LevelDBBatch() }
+
+    public func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
+        // Conditions hold by construction: this process is the only writer, and Buri holds its
+        // writer lock from the reads the conditions name to this commit.
+        guard let batch = batch as? LevelDBBatch else {
+            throw StorageError(code: .invalidArgument, message: "a batch made by another engine", location: location)
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            try database.write(batch.batch, options: sync ? .sync : .async)
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    public func compact(_ range: KeyRange?) throws {
+        do {
+            try database.compact(range.map { LevelDB.KeyRange(start: $0.start, end: $0.end) })
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    public func property(_ name: String) throws -> String? {
+        do {
+            return try database.property(name)
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] {
+        do {
+            return try database.approximateSizes(of: ranges.map { LevelDB.KeyRange(start: $0.start, end: $0.end) })
+        } catch {
+            throw StorageError(error)
+        }
+    }
+}
+
+extension StorageError {
+    /// The engine-neutral form of a LevelDB error, keeping LevelDB's message.
+    public init(_ error: LevelDBError) {
+        let code: Code
+        switch error.code {
+        case .notFound: code = .notFound
+        case .corruption: code = .corruption
+        case .notSupported: code = .notSupported
+        case .invalidArgument: code = .invalidArgument
+        case .ioError: code = .ioError
+        case .databaseInUse: code = .databaseInUse
+        case .databaseClosed: code = .databaseClosed
+        case .unknown: code = .unknown
+        }
+        self.init(code: code, message: error.message, location: error.path)
+    }
+}
+
+/// Reads through LevelDB with fixed read options (a snapshot, or the current state).
+class LevelDBReader: StorageReader, @unchecked Sendable {
+    // @unchecked: Database is thread-safe and the options are immutable.
+    let database: Database
+    let options: ReadOptions
+
+    init(database: Database, options: ReadOptions) {
+        self.database = database
+        self.options = options
+    }
+
+    func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        do {
+            return try database.withValue(forKey: key, options: options, body)
+        } catch let error as LevelDBError {
+            throw StorageError(error)
+        }
+    }
+
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        do {
+            return LevelDBCursor(try database.cursor(in: LevelDB.KeyRange(start: range.start, end: range.end), reverse: reverse, options: options))
+        } catch {
+            throw StorageError(error)
+        }
+    }
+}
+
+final class LevelDBSnapshot: LevelDBReader, StorageSnapshot, @unchecked Sendable {
+    init(database: Database, snapshot: Snapshot) {
+        super.init(database: database, options: ReadOptions(snapshot: snapshot, verifyChecksums: true))
+    }
+}
+
+/// A LevelDB cursor with engine-neutral errors.
+final class LevelDBCursor: StorageCursor {
+    let cursor: Cursor
+
+    init(_ cursor: Cursor) { self.cursor = cursor }
+
+    @inline(__always)
+    func next() throws -> Bool {
+        do {
+            return try cursor.next()
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    func seek(_ key: [UInt8]) { cursor.seek(key) }
+
+    var isOnEntry: Bool { cursor.isOnEntry }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try cursor.withKey(body) }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try cursor.withValue(body) }
+}
+
+/// A LevelDB write batch.
+final class LevelDBBatch: StorageBatch {
+    let batch = WriteBatch()
+    var count: Int { batch.count }
+    var byteSize: Int { batch.byteSize }
+    func put(_ key: [UInt8], _ value: [UInt8]) { batch.put(key, value) }
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) { batch.put(key, value) }
+    func delete(_ key: [UInt8]) { batch.delete(key) }
+    func delete(_ key: UnsafeRawBufferPointer) { batch.delete(key) }
+}

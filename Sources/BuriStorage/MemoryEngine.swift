@@ -1,0 +1,189 @@
+import Synchronization
+
+/// An engine that keeps everything in memory, for tests, previews and caches: ordered, with real
+/// snapshots (a reader never sees a later commit), atomic commits and condition checks. Its data
+/// is gone when the last reference to it goes.
+///
+/// Several Buri databases may share one `MemoryEngine` (``isShared``), each with its own writer
+/// lock, like several clients of one server: their commits are then checked against the keys each
+/// writer read, exactly as a replicated engine checks them.
+///
+/// ```swift
+/// let engine = MemoryEngine()
+/// let batch = engine.makeBatch()
+/// batch.put(Array("k".utf8), Array("v".utf8))
+/// try engine.commit(batch, conditions: nil, sync: false)
+/// ```
+public final class MemoryEngine: StorageEngine, Sendable {
+    struct State {
+        var tree = PersistentTree()
+        var revision: UInt64 = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    public let location: String
+    public let isShared: Bool
+
+    /// A new, empty engine. With `shared`, writers must send conditions (for use by several
+    /// databases at once).
+    public init(name: String = ":memory:", shared: Bool = false) {
+        location = name
+        isShared = shared
+    }
+
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// The number of keys stored.
+    public var keyCount: Int { state.withLock { $0.tree.count } }
+
+    private func closedError() -> StorageError {
+        StorageError(code: .databaseClosed, message: "call made after close()", location: location)
+    }
+
+    public func snapshot() throws -> any StorageSnapshot {
+        let frozen = state.withLock { state -> (PersistentTree, UInt64)? in
+            state.closed ? nil : (state.tree, state.revision)
+        }
+        guard let (tree, revision) = frozen else { throw closedError() }
+        return MemorySnapshot(tree: tree, revision: revision)
+    }
+
+    public func latest() throws -> any StorageReader { try snapshot() }
+
+    public func makeBatch() -> any StorageBatch { MemoryBatch() }
+
+    public func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
+        guard let batch = batch as? MemoryBatch else {
+            throw StorageError(code: .invalidArgument, message: "a batch made by another engine", location: location)
+        }
+        let failure = state.withLock { state -> StorageError? in
+            if state.closed { return closedError() }
+            if let conditions, !conditions.isEmpty {
+                guard let seen = conditions.snapshot as? MemorySnapshot else {
+                    return StorageError(code: .invalidArgument, message: "conditions read from another engine's snapshot", location: location)
+                }
+                if let changed = Self.firstChange(conditions, seen: seen.tree, now: state.tree) {
+                    return StorageError(code: .conflict, message: "key \(changed) changed since it was read", location: location)
+                }
+            }
+            guard !batch.operations.isEmpty else { return nil }
+            state.revision += 1
+            for operation in batch.operations {
+                if let value = operation.value {
+                    state.tree.put(operation.key, value: value, revision: state.revision)
+                } else {
+                    state.tree.remove(operation.key)
+                }
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    public func close() {
+        state.withLock { state in
+            state.closed = true
+            state.tree = PersistentTree()
+        }
+    }
+
+    /// The first key (as hex) among the conditions whose state differs between `seen` and `now`.
+    static func firstChange(_ conditions: StorageConditions, seen: PersistentTree, now: PersistentTree) -> String? {
+        for key in conditions.keys where seen.node(for: key)?.revision != now.node(for: key)?.revision {
+            return hex(key)
+        }
+        for range in conditions.ranges {
+            let before = TreeCursor(root: seen.root, range: range, reverse: false)
+            let after = TreeCursor(root: now.root, range: range, reverse: false)
+            while true {
+                let a = before.next(), b = after.next()
+                if !a && !b { break }
+                guard a, b, let x = before.current, let y = after.current,
+                      compareBytes(x.key.raw, y.key.raw) == 0, x.revision == y.revision else {
+                    return "in range starting \(hex(range.start ?? []))"
+                }
+            }
+        }
+        return nil
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.prefix(48).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + (bytes.count > 48 ? "…" : "")
+    }
+}
+
+/// A frozen view of a ``MemoryEngine``: the tree as it was.
+final class MemorySnapshot: StorageSnapshot, @unchecked Sendable {
+    // @unchecked: the tree it holds is never mutated (persistent).
+    let tree: PersistentTree
+    let revision: UInt64
+
+    init(tree: PersistentTree, revision: UInt64) {
+        self.tree = tree
+        self.revision = revision
+    }
+
+    func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let node = tree.node(for: key), let value = node.value else { return try body(nil) }
+        return try withExtendedLifetime(node) { try body(value.raw) }
+    }
+
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        MemoryCursor(TreeCursor(root: tree.root, range: range, reverse: reverse))
+    }
+}
+
+/// A cursor over a frozen tree; lends keys and values from the nodes, which it keeps alive.
+final class MemoryCursor: StorageCursor {
+    let walker: TreeCursor
+
+    init(_ walker: TreeCursor) { self.walker = walker }
+
+    func next() throws -> Bool {
+        // Deletion markers never appear in an engine's tree, only in pending-write trees, which
+        // are read through OverlayReader.
+        walker.next()
+    }
+
+    func seek(_ key: [UInt8]) { walker.seek(key) }
+
+    var isOnEntry: Bool { walker.current != nil }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let node = walker.current else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(node.key.raw)
+    }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let node = walker.current, let value = node.value else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(value.raw)
+    }
+}
+
+/// Operations in order; the engine applies them under its lock.
+final class MemoryBatch: StorageBatch {
+    struct Operation {
+        var key: [UInt8]
+        var value: [UInt8]?
+    }
+
+    var operations: [Operation] = []
+    private(set) var byteSize = 0
+
+    var count: Int { operations.count }
+
+    func put(_ key: [UInt8], _ value: [UInt8]) {
+        operations.append(Operation(key: key, value: value))
+        byteSize += key.count + value.count
+    }
+
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) { put(Array(key), Array(value)) }
+
+    func delete(_ key: [UInt8]) {
+        operations.append(Operation(key: key, value: nil))
+        byteSize += key.count
+    }
+
+    func delete(_ key: UnsafeRawBufferPointer) { delete(Array(key)) }
+}

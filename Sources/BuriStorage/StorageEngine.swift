@@ -1,0 +1,170 @@
+/// The narrow interface every storage engine gives Buri: an ordered map from byte strings to
+/// byte strings with consistent reads and atomic, optionally conditional, commits.
+///
+/// Buri's buckets, indexes, queries, consistency check and index evolution use nothing else, so
+/// the same database logic runs on LevelDB (``LevelDBEngine``), in memory (``MemoryEngine``) and
+/// on engines whose reads cross a network. Every read happens through a ``StorageReader``:
+/// a ``StorageSnapshot`` (one consistent point in time) or, for a writer on an engine nobody else
+/// writes to, the engine's ``latest()`` state. Every write is one ``StorageBatch`` applied
+/// atomically by ``commit(_:conditions:sync:)``.
+///
+/// ```swift
+/// let engine = MemoryEngine()
+/// let batch = engine.makeBatch()
+/// batch.put(Array("a".utf8), Array("1".utf8))
+/// try engine.commit(batch, conditions: nil, sync: false)
+/// let snapshot = try engine.snapshot()
+/// let value = try snapshot.get(Array("a".utf8))      // [0x31]
+/// ```
+///
+/// ## What an engine promises
+/// - Keys are ordered bytewise; a cursor never leaves its range.
+/// - A snapshot never sees a commit made after it was taken, and sees each earlier commit whole.
+/// - A commit is all or nothing, also across a crash of the process (durable engines) once it returns.
+/// - A commit whose ``StorageConditions`` no longer hold fails with ``StorageError/Code/conflict``
+///   and changes nothing. An engine that only this process writes to (``isShared`` false), under
+///   the caller's writer lock, may treat conditions as always holding.
+/// - A read that meets damaged data throws; it never returns a shorter result as if complete.
+public protocol StorageEngine: AnyObject, Sendable {
+    /// Where the data lives: a directory, `:memory:`, a cluster address.
+    var location: String { get }
+    /// Whether other clients (processes, handles) may commit to the same data concurrently, so
+    /// that writers must send conditions and be ready to retry on ``StorageError/Code/conflict``.
+    var isShared: Bool { get }
+    /// Whether ``close()`` has been called.
+    var isClosed: Bool { get }
+
+    /// A consistent view of the data as it is now.
+    func snapshot() throws -> any StorageSnapshot
+    /// The current data, read without a snapshot: what a writer holding the only writer lock of an
+    /// unshared engine reads before it commits. Engines may return a fresh snapshot.
+    func latest() throws -> any StorageReader
+    /// An empty batch to fill and pass to ``commit(_:conditions:sync:)``.
+    func makeBatch() -> any StorageBatch
+    /// Applies `batch` atomically, if `conditions` (when given) still hold. `sync` asks for the
+    /// commit to be on stable storage before returning.
+    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws
+    /// Releases the engine. Readers already made may finish; later calls throw
+    /// ``StorageError/Code/databaseClosed``. Idempotent.
+    func close()
+
+    /// Rewrites the stored data of `range` (all of it when `nil`) compactly. Engines without
+    /// compaction do nothing.
+    func compact(_ range: KeyRange?) throws
+    /// An engine-specific statistic by name (LevelDB: `leveldb.stats`, `leveldb.sstables`, …).
+    func property(_ name: String) throws -> String?
+    /// The approximate stored size of each range, in bytes (0 where the engine cannot tell).
+    func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64]
+}
+
+extension StorageEngine {
+    public func compact(_ range: KeyRange?) throws {}
+    public func property(_ name: String) throws -> String? { nil }
+    public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { ranges.map { _ in 0 } }
+}
+
+/// Reads of one view of the data: point reads, multi-key reads and ordered range scans.
+///
+/// Values are lent without copying where the engine can: a buffer passed to `body` is valid only
+/// inside it, and a cursor's key and value only until the cursor moves.
+public protocol StorageReader: AnyObject {
+    /// Lends the value stored for `key` (or `nil`) to `body`.
+    func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R
+    /// The values of many keys at once, in the order asked: one round trip on engines that cross a
+    /// network. `nil` where a key has no value.
+    func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?]
+    /// A cursor over `range`, in key order or reversed, positioned before its first entry.
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor
+}
+
+extension StorageReader {
+    /// A copy of the value stored for `key`, or `nil`.
+    public func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try withValue(forKey: key) { $0.map { Array($0) } }
+    }
+
+    /// Whether a value is stored for `key`.
+    public func contains(_ key: [UInt8]) throws -> Bool {
+        try withValue(forKey: key) { $0 != nil }
+    }
+
+    public func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
+        var result: [[UInt8]?] = []
+        result.reserveCapacity(keys.count)
+        for key in keys { result.append(try get(key)) }
+        return result
+    }
+
+    /// A forward cursor over `range`.
+    public func cursor(in range: KeyRange) throws -> any StorageCursor {
+        try cursor(in: range, reverse: false)
+    }
+}
+
+/// A reader fixed at one point in time: it never sees a later commit.
+public protocol StorageSnapshot: StorageReader {}
+
+/// A position that moves through the keys of one range, forward or in reverse, and never past the
+/// range's ends. It starts before its first entry.
+///
+/// ```swift
+/// let cursor = try snapshot.cursor(in: .prefix(prefix), reverse: false)
+/// while try cursor.next() { cursor.withKey { print($0.count) } }
+/// ```
+public protocol StorageCursor: AnyObject {
+    /// Moves onto the next entry; `false` when the range is exhausted. Throws when the engine met
+    /// damaged data or an I/O error while moving: a scan never ends early without an error.
+    func next() throws -> Bool
+    /// Positions the cursor so that the following ``next()`` returns the first entry at or after
+    /// `key` (in reverse: the last entry at or before `key`), clamped to the range.
+    func seek(_ key: [UInt8])
+    /// Whether the cursor is on an entry (the last ``next()`` returned `true`).
+    var isOnEntry: Bool { get }
+    /// Lends the current key to `body` (empty when not on an entry). Valid until the cursor moves.
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+    /// Lends the current value to `body` (empty when not on an entry). Valid until the cursor moves.
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension StorageCursor {
+    /// A copy of the current key.
+    public var key: [UInt8] { withKey { Array($0) } }
+    /// A copy of the current value.
+    public var value: [UInt8] { withValue { Array($0) } }
+}
+
+/// Puts and deletes to apply together. Later operations on a key win over earlier ones.
+public protocol StorageBatch: AnyObject {
+    func put(_ key: [UInt8], _ value: [UInt8])
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer)
+    func delete(_ key: [UInt8])
+    func delete(_ key: UnsafeRawBufferPointer)
+    /// The number of operations.
+    var count: Int { get }
+    /// The bytes of keys and values the batch carries (what engines with request limits count).
+    var byteSize: Int { get }
+}
+
+extension StorageBatch {
+    public var isEmpty: Bool { count == 0 }
+}
+
+/// What a writer read, which must be unchanged when its commit applies: the optimistic
+/// concurrency check that keeps indexes exact when several clients write one database.
+///
+/// `keys` are single keys whose value (or absence) the writer relied on; `ranges` are ranges in
+/// which no key may have been added or changed (a unique index's value, scanned for holders).
+/// Both are judged against `snapshot`, the view the writer read them from.
+public struct StorageConditions {
+    public var snapshot: any StorageSnapshot
+    public var keys: [[UInt8]]
+    public var ranges: [KeyRange]
+
+    public init(snapshot: any StorageSnapshot, keys: [[UInt8]] = [], ranges: [KeyRange] = []) {
+        self.snapshot = snapshot
+        self.keys = keys
+        self.ranges = ranges
+    }
+
+    public var isEmpty: Bool { keys.isEmpty && ranges.isEmpty }
+}
