@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "LevelDB", dependencies: ["CLevelDB"]),
         .target(name: "BuriCodec"),
         .target(name: "BuriStorage", dependencies: ["LevelDB"]),
-        .target(name: "Buri", dependencies: ["LevelDB", "BuriCodec"]),
+        .target(name: "Buri", dependencies: ["BuriStorage", "BuriCodec"]),
         .executableTarget(
             name: "BuriTool",
             dependencies: ["Buri", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -43,9 +43,9 @@ let package = Package(
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
         .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage"]),
-        .testTarget(name: "BuriTests", dependencies: ["Buri"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriCodec", "LevelDB"]),
-        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "LevelDB", "BuriCodec"]),
+        .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB"]),
+        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,6 +5,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
+/// LevelDB's open options (cache, bloom filter, write buffer, …), for ``LevelDBEngine``.
+public typealias LevelDBOptions = LevelDB.Options
+
 /// The default engine: one LevelDB database in a directory, opened by this process alone.
 ///
 /// Reads verify LevelDB's block checksums, so a damaged block is an error rather than different
@@ -21,6 +24,8 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public var isShared: Bool { false }
     /// Whether the directory is removed when the engine closes.
     public let removesDirectoryOnClose: Bool
+    /// Reads the current state; immutable, so one serves every caller.
+    private let current: LevelDBReader
 
     /// Opens (or, with `options.createIfMissing`, creates) the LevelDB database in `path`.
     public init(path: String, options: Options = Options()) throws(StorageError) {
@@ -31,12 +36,14 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         }
         location = path
         removesDirectoryOnClose = false
+        current = LevelDBReader(database: database, options: Self.checkedReads)
     }
 
     private init(database: Database, path: String, removesDirectoryOnClose: Bool) {
         self.database = database
         self.location = path
         self.removesDirectoryOnClose = removesDirectoryOnClose
+        current = LevelDBReader(database: database, options: Self.checkedReads)
     }
 
     /// A new database in a fresh directory under the system's temporary directory, removed with
@@ -61,6 +68,16 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     public var isClosed: Bool { database.isClosed }
 
+    /// Salvages what LevelDB can still read of the damaged database in `path` (LevelDB's repair:
+    /// unreadable data is dropped; damaged files are kept under `lost/`). It must not be open.
+    public static func repair(path: String, options: Options = Options()) throws(StorageError) {
+        do {
+            try Database.repair(path: path, options: options)
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
     public func close() {
         database.close()
         if removesDirectoryOnClose {
@@ -80,7 +97,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         }
     }
 
-    public func latest() throws -> any StorageReader { LevelDBReader(database: database, options: Self.checkedReads) }
+    public func latest() throws -> any StorageReader { current }
 
     public func makeBatch() -> any StorageBatch { LevelDBBatch() }
 

@@ -2,24 +2,47 @@
 /// the transaction's snapshot: how a transaction reads its own writes.
 ///
 /// ```swift
-/// var pending = PendingWrites()
+/// let pending = PendingWrites()
 /// pending.put(key, value)
 /// let reader = pending.reader(over: snapshot)   // sees `value` under `key`
 /// try engine.commit(pending.batch(for: engine), conditions: nil, sync: false)
 /// ```
-public struct PendingWrites: Sendable {
+///
+/// It is itself a ``StorageBatch``, so code that fills a batch can fill a transaction instead.
+public final class PendingWrites: StorageBatch {
     var tree = PersistentTree()
+    public private(set) var byteSize = 0
 
     public init() {}
 
-    /// Whether nothing has been written.
-    public var isEmpty: Bool { tree.count == 0 }
     /// The number of keys written (deletes included).
     public var count: Int { tree.count }
 
-    public mutating func put(_ key: [UInt8], _ value: [UInt8]) { tree.put(key, value: value) }
+    public func put(_ key: [UInt8], _ value: [UInt8]) {
+        tree.put(key, value: value)
+        byteSize += key.count + value.count
+    }
 
-    public mutating func delete(_ key: [UInt8]) { tree.put(key, value: nil) }
+    public func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        tree.put(key, value: value)
+        byteSize += key.count + value.count
+    }
+
+    public func delete(_ key: [UInt8]) {
+        tree.put(key, value: nil)
+        byteSize += key.count
+    }
+
+    public func delete(_ key: UnsafeRawBufferPointer) {
+        tree.put(key, value: nil)
+        byteSize += key.count
+    }
+
+    /// Forgets every write.
+    public func removeAll() {
+        tree = PersistentTree()
+        byteSize = 0
+    }
 
     /// What the transaction wrote for `key`: `.some(nil)` for a delete, `nil` when untouched.
     public func lookup(_ key: [UInt8]) -> [UInt8]?? { tree.lookup(key) }

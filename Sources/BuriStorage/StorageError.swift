@@ -41,6 +41,9 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Where the database lives (a directory, `:memory:`, a cluster address), when known.
     public let location: String?
 
+    /// The location, for code written when it was always a directory.
+    public var path: String? { location }
+
     public init(code: Code, message: String, location: String? = nil) {
         self.code = code
         self.message = message

@@ -366,7 +366,7 @@ struct BadInputTests {
             let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             #expect(process.terminationStatus == 1, "the unprivileged open should fail: \(printed)")
             // LevelDB cannot create its LOCK file: an I/O error naming it, not "in use by another process".
-            #expect(printed.hasPrefix("error LevelDB ioError") && printed.contains("/LOCK: Permission denied"), "\(printed)")
+            #expect(printed.hasPrefix("error storage ioError") && printed.contains("/LOCK: Permission denied"), "\(printed)")
         }
         chmod(path, 0o755)
         #expect(try rawContents(path) == before)

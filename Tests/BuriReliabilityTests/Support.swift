@@ -1,3 +1,4 @@
+import BuriStorage
 import Foundation
 import LevelDB
 @testable import Buri
@@ -99,7 +100,7 @@ func expectedIndexEntries(_ objects: [Person], descriptor: BucketDescriptor) thr
 /// The index-entry keys stored for bucket `id`, read through the open database's storage.
 func storedIndexEntries(_ db: BuriDatabase, bucket id: UInt32) throws -> Set<[UInt8]> {
     var keys = Set<[UInt8]>()
-    let cursor = try db.storage.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: id)))
+    let cursor = try db.engine.snapshot().cursor(in: BuriStorage.KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: id)), reverse: false)
     while try cursor.next() { keys.insert(cursor.key) }
     return keys
 }

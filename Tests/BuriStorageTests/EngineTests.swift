@@ -179,7 +179,7 @@ struct EngineTests {
         }
         try engine.commit(batch, conditions: nil, sync: false)
         let snapshot = try engine.snapshot()
-        var pending = PendingWrites()
+        let pending = PendingWrites()
         for _ in 0..<60 {
             let key = randomKey(&random)
             if Bool.random(using: &random) {

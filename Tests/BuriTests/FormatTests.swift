@@ -1,3 +1,4 @@
+import BuriStorage
 // Tests of Buri's on-disk format (docs/FORMAT.md): golden vectors that pin every byte the
 // document shows, seeded property tests of the index value encodings, and robustness of the
 // parsers against malformed and random input.
@@ -329,7 +330,7 @@ private func varint(_ value: UInt64) -> [UInt8] {
 }
 
 /// The key range a query on the Person bucket scans.
-private func range(_ query: Query) throws -> KeyRange {
+private func range(_ query: Query) throws -> BuriStorage.KeyRange {
     try ConditionPlan(query.conditions[0], in: personQueryDescriptor).range
 }
 
@@ -412,7 +413,7 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
      { try start(.index("locale_age", equals: ["EN"], in: 20...29)) }),
     ("range locale_age \"EN\", 20...29: end", "03 00 00 00 01 00 00 00 03 30 45 4e 00 00 23 04 37 d0 00 00 00 00 00 00 01",
      { try end(.index("locale_age", equals: ["EN"], in: 20...29)) }),
-    ("range all records of bucket 1: end", "02 00 00 00 02", { KeyRange.prefix(Keyspace.recordPrefix(bucket: 1)).end ?? [] }),
+    ("range all records of bucket 1: end", "02 00 00 00 02", { BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: 1)).end ?? [] }),
 ]
 
 @Suite("Format: golden vectors")
@@ -804,7 +805,7 @@ struct FormatQueryRangeTests {
         IndexDefinition(id: 3, name: "c", components: [.binary, .numeric]),
     ], nextIndexId: 4)
 
-    private func plan(_ query: Query) throws -> KeyRange {
+    private func plan(_ query: Query) throws -> BuriStorage.KeyRange {
         try ConditionPlan(query.conditions[0], in: Self.descriptor).range
     }
 
@@ -902,11 +903,11 @@ struct FormatQueryRangeTests {
             let i1 = UInt32(rng.below(300)), i2 = UInt32(rng.below(300))
             let key = rng.objectKey()
             let record = Keyspace.recordKey(bucket: b2, key: key)
-            #expect(KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(record) == (b1 == b2))
+            #expect(BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(record) == (b1 == b2))
             let entry = Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: b2, index: i2), tuple: IndexValue(key).encoded, objectKey: key)
-            #expect(KeyRange.prefix(Keyspace.indexPrefix(bucket: b1, index: i1)).contains(entry) == (b1 == b2 && i1 == i2))
-            #expect(!KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: b1)).contains(record))
-            #expect(!KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(entry))
+            #expect(BuriStorage.KeyRange.prefix(Keyspace.indexPrefix(bucket: b1, index: i1)).contains(entry) == (b1 == b2 && i1 == i2))
+            #expect(!BuriStorage.KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: b1)).contains(record))
+            #expect(!BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(entry))
         }
     }
 }

@@ -1,5 +1,5 @@
 import BuriCodec
-import LevelDB
+import BuriStorage
 
 /// A bucket of `T` objects with their secondary indexes: the heart of Buri.
 ///

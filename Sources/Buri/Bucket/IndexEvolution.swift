@@ -1,5 +1,5 @@
 import BuriCodec
-import LevelDB
+import BuriStorage
 
 /// Progress of bringing a bucket's stored index entries in line with its declared indexes.
 public struct IndexBuildProgress: Sendable {
@@ -36,13 +36,13 @@ extension BuriDatabase {
         let schema = T.buri
         let bucketName = name ?? schema.bucketName
         try validateBucketName(bucketName)
-        return try writeLock.withLock { _ throws(BuriError) -> Bucket<T> in
+        return try withWriteLock { () throws(BuriError) -> Bucket<T> in
             let stored = try bucketInfo(named: bucketName)
             var descriptor: BucketDescriptor
             if let stored {
                 descriptor = stored
             } else {
-                descriptor = BucketDescriptor(id: try nextBucketIdLocked(), name: bucketName, keyField: schema.keyField)
+                descriptor = BucketDescriptor(id: try nextBucketId(reader: currentReader()), name: bucketName, keyField: schema.keyField)
             }
             var kept: [IndexDefinition] = []
             var toBuild: [IndexDefinition] = []
@@ -74,7 +74,9 @@ extension BuriDatabase {
                 try reindex(bucket: bucket, from: descriptor, building: toBuild, dropping: dropped, batchSize: max(1, batchSize), progress: progress)
             }
             if stored != updated {
-                try saveDescriptor(updated, batch: nil)
+                let batch = engine.makeBatch()
+                try saveDescriptor(updated, into: batch)
+                try commitEvolution(batch, sync: true)
                 descriptor = updated
             }
             return Bucket(raw: RawBucket(database: self, descriptor: descriptor), schema: schema)
@@ -95,16 +97,16 @@ extension BuriDatabase {
         try run {
             // Clear the spaces of dropped indexes and any leftovers of an interrupted earlier build.
             for id in dropIds.union(buildIds) {
-                let batch = WriteBatch()
-                let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: old.id, index: id)), options: ReadOptions(fillCache: false))
+                var batch = engine.makeBatch()
+                let cursor = try engine.latest().cursor(in: .prefix(Keyspace.indexPrefix(bucket: old.id, index: id)))
                 while try cursor.next() {
                     cursor.withKey { batch.delete($0) }
                     if batch.count >= batchSize * 4 {
-                        try storage.write(batch)
-                        batch.clear()
+                        try commitEvolution(batch, sync: false)
+                        batch = engine.makeBatch()
                     }
                 }
-                try storage.write(batch)
+                try commitEvolution(batch, sync: false)
             }
         }
         let total = try raw.count()
@@ -113,11 +115,11 @@ extension BuriDatabase {
         while true {
             var range = KeyRange.prefix(raw.recordPrefix)
             if let resumeAfter { range.start = resumeAfter + [0] }
-            let batch = WriteBatch()
+            let batch = engine.makeBatch()
             var processed = 0
             var lastKey: [UInt8]? = nil
             try run {
-                let cursor = try storage.cursor(in: range, options: ReadOptions(fillCache: false))
+                let cursor = try engine.latest().cursor(in: range)
                 while processed < batchSize, try cursor.next() {
                     let recordKey = cursor.key
                     let key = try cursor.withKey { raw throws -> String in
@@ -151,7 +153,7 @@ extension BuriDatabase {
                 }
             }
             if processed == 0 { break }
-            try run { try storage.write(batch) }
+            try commitEvolution(batch, sync: false)
             report.processed += processed
             progress?(report)
             resumeAfter = lastKey
@@ -171,7 +173,7 @@ extension BuriDatabase {
         let buildIds = Set(building.map(\.id))
         var claimed: [RecordHeader.Entry: String] = [:]
         try run {
-            let cursor = try storage.cursor(in: .prefix(bucket.raw.recordPrefix), options: ReadOptions(fillCache: false))
+            let cursor = try engine.latest().cursor(in: .prefix(bucket.raw.recordPrefix))
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in
                     do { return try Keyspace.objectKey(fromRecordKey: raw) } catch {
@@ -200,7 +202,7 @@ extension BuriDatabase {
 
     private func verifyUnique(raw: RawBucket, index: IndexDefinition) throws(BuriError) {
         try run {
-            let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
+            let cursor = try engine.latest().cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
             var previous: (tuple: [UInt8], key: String)? = nil
             while try cursor.next() {
                 let (tuple, key) = try cursor.withKey { bytes throws -> ([UInt8], String) in
@@ -217,9 +219,11 @@ extension BuriDatabase {
         }
     }
 
-    func nextBucketIdLocked() throws(BuriError) -> UInt32 {
-        let ids = try allBucketInfo().map(\.id)
-        return (ids.max() ?? 0) + 1
+    /// Commits one step of an index rebuild. Each step stands alone (a rebuild is resumable, not
+    /// atomic: see docs/DURABILITY.md), so no conditions are sent.
+    private func commitEvolution(_ batch: any StorageBatch, sync: Bool) throws(BuriError) {
+        guard !batch.isEmpty else { return }
+        try run { try engine.commit(batch, conditions: nil, sync: sync) }
     }
 }
 
@@ -229,8 +233,9 @@ extension RawBucket {
         guard let index = descriptor.index(named: name) else {
             throw .unknownIndex(bucket: self.name, index: name, known: descriptor.indexes.map(\.name))
         }
+        let reader = try reader()
         return try database.run {
-            let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
+            let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
             guard try cursor.next() else { return nil }
             return try cursor.withKey { raw throws -> IndexValue in
                 do {

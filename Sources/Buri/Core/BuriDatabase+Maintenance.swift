@@ -1,24 +1,26 @@
-import LevelDB
+import BuriStorage
 
 // Maintenance and inspection calls for tools (`buri stats`, `buri compact`, `buri keys --prefix`)
 // that need the storage layer underneath an open database without opening a second handle.
 
 extension BuriDatabase {
-    /// The value of a LevelDB property of the underlying store, such as `"leveldb.stats"`,
+    /// The value of a property of the storage engine; for LevelDB such as `"leveldb.stats"`,
     /// `"leveldb.sstables"`, `"leveldb.num-files-at-level0"` or `"leveldb.approximate-memory-usage"`;
-    /// `nil` if LevelDB does not know the property.
+    /// `nil` if the engine does not know the property.
     ///
     /// ```swift
     /// print(try db.storageProperty("leveldb.stats") ?? "")
     /// ```
     public func storageProperty(_ name: String) throws(BuriError) -> String? {
-        try run { try storage.property(name) }
+        try checkOpen()
+        return try run { try engine.property(name) }
     }
 
     /// Compacts the whole underlying store: rewrites its table files, dropping deleted and
     /// overwritten data. Blocks until done; reads and writes may continue meanwhile.
     public func compact() throws(BuriError) {
-        try run { try storage.compact() }
+        try checkOpen()
+        try run { try engine.compact(nil) }
     }
 }
 
@@ -31,9 +33,9 @@ extension RawBucket {
     /// ```
     public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
         if let limit, limit <= 0 { return [] }
+        let reader = try reader()
         return try database.run {
-            let cursor = try storage.cursor(in: .prefix(recordPrefix + Array(prefix.utf8)), reverse: reverse,
-                                            options: ReadOptions(fillCache: false))
+            let cursor = try reader.cursor(in: .prefix(recordPrefix + Array(prefix.utf8)), reverse: reverse)
             var keys: [String] = []
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in

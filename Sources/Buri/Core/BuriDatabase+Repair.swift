@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 
 extension BuriDatabase {
     /// Salvages a database whose files are damaged — a truncated or garbled table file, a garbled
@@ -27,16 +27,19 @@ extension BuriDatabase {
         var storageOptions = options.storage
         storageOptions.createIfMissing = false
         do {
-            try Database.repair(path: path, options: storageOptions)
-            let database = try Database(path: path, options: storageOptions)
-            defer { database.close() }
-            if try database.get(Keyspace.headerKey) == nil {
-                let cursor = try database.cursor()
+            try LevelDBEngine.repair(path: path, options: storageOptions)
+            let engine = try LevelDBEngine(path: path, options: storageOptions)
+            defer { engine.close() }
+            let current = try engine.latest()
+            if try current.get(Keyspace.headerKey) == nil {
+                let cursor = try current.cursor(in: .all)
                 while try cursor.next() {
                     let tag = cursor.withKey { $0.first ?? 0xFF }
                     guard (Keyspace.catalogTag...Keyspace.indexTag).contains(tag) else { throw BuriError.notABuriDatabase(path: path) }
                 }
-                try database.put(Keyspace.headerKey, Keyspace.headerValue(), options: .sync)
+                let batch = engine.makeBatch()
+                batch.put(Keyspace.headerKey, Keyspace.headerValue())
+                try engine.commit(batch, conditions: nil, sync: true)
             }
         } catch {
             throw BuriError.wrap(error)

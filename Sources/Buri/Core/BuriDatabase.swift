@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 import Synchronization
 
 /// How to open a Buri database.
@@ -15,12 +15,15 @@ public struct BuriOptions: Sendable {
     /// Flush every write to stable storage before returning (see the README's durability model).
     /// Default `false`: writes survive a process crash but the last few may be lost in a power cut.
     public var syncWrites: Bool = false
-    /// The underlying LevelDB options. Buri's defaults add a 10-bit bloom filter (fast misses when
-    /// storing new objects) and a 32 MiB block cache.
-    public var storage: Options
+    /// The LevelDB options of a database opened by path. Buri's defaults add a 10-bit bloom filter
+    /// (fast misses when storing new objects) and a 32 MiB block cache.
+    public var storage: LevelDBOptions
+    /// How many times a write or transaction is tried on a shared engine when another client's
+    /// commit conflicts with what it read, before ``BuriError/conflict(attempts:detail:)``. Default 8.
+    public var maxCommitAttempts: Int = 8
 
     public init() {
-        var storage = Options()
+        var storage = LevelDBOptions()
         storage.bloomFilterBitsPerKey = 10
         storage.blockCacheSize = 32 << 20
         storage.writeBufferSize = 8 << 20
@@ -28,32 +31,41 @@ public struct BuriOptions: Sendable {
     }
 }
 
-/// An open Buri database: a directory holding buckets of objects and their indexes.
+/// An open Buri database: buckets of objects and their indexes, on a storage engine.
 ///
 /// Open one per path and share it: it is safe to use from many threads at once. LevelDB locks
 /// the directory, so a second `BuriDatabase` on the same path — in this process or another — fails
-/// with ``BuriError/storage(_:)`` carrying ``LevelDBError/Code/databaseInUse``.
+/// with ``BuriError/storage(_:)`` whose code is `databaseInUse`.
 ///
 /// ```swift
-/// let db = try BuriDatabase(path: "people.buri")
+/// let db = try BuriDatabase(path: "people.buri")      // LevelDB in a directory
+/// let scratch = try BuriDatabase.inMemory()                // gone when closed
+/// let temp = try BuriDatabase.temporary()              // LevelDB in a directory removed on close
 /// let people = try db.bucket(Person.self)
 /// try people.store(Person(objectId: "1", name: "Dirk", locale: "EN", age: 20))
 /// db.close()
 /// ```
 ///
 /// ## Topics
+/// - Opening: ``init(path:options:)``, ``inMemory(options:)``, ``temporary(options:)``, ``init(engine:options:closesEngine:)``
 /// - Buckets: ``bucket(_:named:progress:)``, ``bucketNames()``, ``bucketInfo(named:)``, ``rawBucket(named:)``, ``dropBucket(named:)``
+/// - Transactions: ``write(_:)``, ``read(_:)``, ``backup(to:)``
 /// - Life cycle: ``close()``, ``formatVersion``
 public final class BuriDatabase: Sendable {
-    /// The directory of the database.
+    /// Where the database lives: its directory, `:memory:`, or the engine's location.
     public let path: String
     /// The format version the database was written in.
     public let formatVersion: Int
-    let storage: Database
+    /// The storage engine underneath.
+    public let engine: any StorageEngine
     let options: BuriOptions
+    /// Whether ``close()`` closes the engine too.
+    let closesEngine: Bool
     /// Serialises writers so that reading an object's old index entries and replacing them is
     /// atomic with respect to every other writer (LevelDB itself serialises only the batches).
     let writeLock = Mutex<Void>(())
+    /// Set by ``close()`` (the engine may stay open for other databases sharing it).
+    private let closed = Mutex(false)
     /// How many times each bucket's catalog entry has been rewritten or dropped by this process.
     /// A ``RawBucket`` remembers the count it was made at, so a `Bucket` value opened before its
     /// bucket was redefined (indexes changed by another `Bucket` type) cannot write stale entries.
@@ -62,80 +74,166 @@ public final class BuriDatabase: Sendable {
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
 
-    /// Opens the Buri database in directory `path`, creating it if allowed.
+    /// Opens the Buri database in directory `path` (LevelDB), creating it if allowed.
     ///
     /// - Throws: ``BuriError/notABuriDatabase(path:)`` for a LevelDB database Buri did not create,
     ///   ``BuriError/unsupportedFormat(path:found:supported:)`` for one written by a newer Buri
-    ///   (neither writes anything), ``BuriError/storage(_:)`` for LevelDB errors such as a database
+    ///   (neither writes anything), ``BuriError/storage(_:)`` for storage errors such as a database
     ///   in use by another handle or process.
-    public init(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) {
-        self.path = path
-        self.options = options
+    public convenience init(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) {
         var storageOptions = options.storage
         storageOptions.createIfMissing = options.createIfMissing
-        let database: Database
+        let engine: LevelDBEngine
         do {
-            database = try Database(path: path, options: storageOptions)
+            engine = try LevelDBEngine(path: path, options: storageOptions)
         } catch {
             throw .storage(error)
         }
+        try self.init(engine: engine, options: options)
+    }
+
+    /// A new, empty database in memory: nothing touches the disk, and everything is gone when it
+    /// is closed. For tests, previews and caches.
+    ///
+    /// ```swift
+    /// let db = try BuriDatabase.inMemory()
+    /// ```
+    public static func inMemory(options: BuriOptions = BuriOptions()) throws(BuriError) -> BuriDatabase {
+        var options = options
+        options.createIfMissing = true
+        return try BuriDatabase(engine: MemoryEngine(), options: options)
+    }
+
+    /// A new, empty database in a fresh directory under the system's temporary directory,
+    /// removed with everything in it when the database is closed.
+    ///
+    /// ```swift
+    /// let db = try BuriDatabase.temporary()
+    /// defer { db.close() }   // the directory is gone after this
+    /// ```
+    public static func temporary(options: BuriOptions = BuriOptions()) throws(BuriError) -> BuriDatabase {
+        var options = options
+        options.createIfMissing = true
+        let engine: LevelDBEngine
         do {
-            if let header = try database.get(Keyspace.headerKey) {
-                guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
-                guard version <= Keyspace.formatVersion else {
-                    throw BuriError.unsupportedFormat(path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
-                }
-                formatVersion = Int(version)
-            } else {
-                let cursor = try database.cursor()
-                if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
-                // An empty LevelDB database becomes a Buri database only when creating is allowed,
-                // so read-only tools never write into a directory they were merely pointed at.
-                guard options.createIfMissing else { throw BuriError.notABuriDatabase(path: path) }
-                try database.put(Keyspace.headerKey, Keyspace.headerValue(), options: .sync)
-                formatVersion = Int(Keyspace.formatVersion)
-            }
+            engine = try LevelDBEngine.temporary(options: options.storage)
         } catch {
-            database.close()
+            throw .storage(error)
+        }
+        return try BuriDatabase(engine: engine, options: options)
+    }
+
+    /// Opens a Buri database on `engine`, creating its header if the engine is empty and
+    /// `options.createIfMissing` allows. With `closesEngine` (the default), ``close()`` closes the
+    /// engine too; pass `false` to open several databases over one shared engine.
+    ///
+    /// ```swift
+    /// let engine = MemoryEngine(shared: true)
+    /// let a = try BuriDatabase(engine: engine, closesEngine: false)
+    /// let b = try BuriDatabase(engine: engine, closesEngine: false)   // two clients of one store
+    /// ```
+    public init(engine: any StorageEngine, options: BuriOptions = BuriOptions(), closesEngine: Bool = true) throws(BuriError) {
+        self.path = engine.location
+        self.options = options
+        self.engine = engine
+        self.closesEngine = closesEngine
+        do {
+            formatVersion = try Self.openHeader(engine, path: engine.location, create: options.createIfMissing)
+        } catch {
+            if closesEngine { engine.close() }
             throw BuriError.wrap(error)
         }
-        storage = database
+    }
+
+    /// Reads (or, on an empty engine, writes) the database header; returns the format version.
+    private static func openHeader(_ engine: any StorageEngine, path: String, create: Bool) throws -> Int {
+        let snapshot = try engine.snapshot()
+        if let header = try snapshot.get(Keyspace.headerKey) {
+            guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
+            guard version <= Keyspace.formatVersion else {
+                throw BuriError.unsupportedFormat(path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
+            }
+            return Int(version)
+        }
+        let cursor = try snapshot.cursor(in: .all)
+        if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
+        // An empty store becomes a Buri database only when creating is allowed, so read-only
+        // tools never write into a directory they were merely pointed at.
+        guard create else { throw BuriError.notABuriDatabase(path: path) }
+        let batch = engine.makeBatch()
+        batch.put(Keyspace.headerKey, Keyspace.headerValue())
+        // Conditions: on a shared engine, two clients creating one database must not both succeed
+        // in writing different headers (they write the same bytes, but an engine with data must fail).
+        try engine.commit(batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]), sync: true)
+        return Int(Keyspace.formatVersion)
     }
 
     /// Closes the database. Buckets obtained from it stop working; their calls throw
     /// ``BuriError/databaseClosed(path:)``. Idempotent.
-    public func close() { storage.close() }
+    public func close() {
+        closed.withLock { $0 = true }
+        if closesEngine { engine.close() }
+    }
 
     /// Whether ``close()`` has been called.
-    public var isClosed: Bool { storage.isClosed }
+    public var isClosed: Bool { closed.withLock { $0 } || engine.isClosed }
 
-    var writeOptions: WriteOptions { options.syncWrites ? .sync : .async }
-
-    /// Runs a storage call, turning LevelDB errors into Buri's.
+    /// Runs a storage call, turning engine errors into Buri's.
     @inline(__always)
     func run<R>(_ body: () throws -> R) throws(BuriError) -> R {
         do {
             return try body()
-        } catch let error as LevelDBError where error.code == .databaseClosed {
+        } catch let error as StorageError where error.code == .databaseClosed {
             throw .databaseClosed(path: path)
         } catch {
             throw BuriError.wrap(error)
         }
     }
 
+    /// A consistent view for one query (or one check).
+    func snapshot() throws(BuriError) -> any StorageSnapshot {
+        try checkOpen()
+        return try run { try engine.snapshot() }
+    }
+
+    /// The view single point reads use: the current state, without the cost of a snapshot where
+    /// the engine allows.
+    func currentReader() throws(BuriError) -> any StorageReader {
+        try checkOpen()
+        return try run { try engine.latest() }
+    }
+
+    @inline(__always)
+    func checkOpen() throws(BuriError) {
+        if !closesEngine, closed.withLock({ $0 }) { throw .databaseClosed(path: path) }
+    }
+
     // MARK: Catalog
 
     /// The names of all buckets, in bytewise order.
     public func bucketNames() throws(BuriError) -> [String] {
+        try bucketNames(reader: currentReader())
+    }
+
+    func bucketNames(reader: any StorageReader) throws(BuriError) -> [String] {
         try run {
-            try storage.entries(in: Keyspace.catalogRange).compactMap { Keyspace.bucketName(fromCatalogKey: $0.key) }
+            let cursor = try reader.cursor(in: Keyspace.catalogRange)
+            var names: [String] = []
+            while try cursor.next() {
+                if let name = cursor.withKey({ Keyspace.bucketName(fromCatalogKey: Array($0)) }) { names.append(name) }
+            }
+            return names
         }
     }
 
     /// The catalog entry of bucket `name`, or `nil` if there is no such bucket.
     public func bucketInfo(named name: String) throws(BuriError) -> BucketDescriptor? {
+        try bucketInfo(named: name, reader: currentReader())
+    }
+
+    func bucketInfo(named name: String, reader: any StorageReader) throws(BuriError) -> BucketDescriptor? {
         try run {
-            guard let bytes = try storage.get(Keyspace.catalogKey(bucket: name)) else { return nil }
+            guard let bytes = try reader.get(Keyspace.catalogKey(bucket: name)) else { return nil }
             do {
                 return try BucketDescriptor.decode(bytes)
             } catch {
@@ -146,9 +244,13 @@ public final class BuriDatabase: Sendable {
 
     /// Every bucket's catalog entry.
     public func allBucketInfo() throws(BuriError) -> [BucketDescriptor] {
+        try allBucketInfo(reader: currentReader())
+    }
+
+    func allBucketInfo(reader: any StorageReader) throws(BuriError) -> [BucketDescriptor] {
         var result: [BucketDescriptor] = []
-        for name in try bucketNames() {
-            if let info = try bucketInfo(named: name) { result.append(info) }
+        for name in try bucketNames(reader: reader) {
+            if let info = try bucketInfo(named: name, reader: reader) { result.append(info) }
         }
         return result
     }
@@ -166,34 +268,32 @@ public final class BuriDatabase: Sendable {
     /// existing one unchanged.
     public func createBucket(named name: String, keyField: String? = nil, indexes: [IndexDefinition] = []) throws(BuriError) -> RawBucket {
         try validateBucketName(name)
-        return try writeLock.withLock { _ throws(BuriError) -> RawBucket in
-            if let existing = try bucketInfo(named: name) { return RawBucket(database: self, descriptor: existing) }
-            var descriptor = BucketDescriptor(id: try nextBucketIdLocked(), name: name, keyField: keyField)
+        return try performWrite(sync: true) { writer throws(BuriError) -> RawBucket in
+            if let existing = try bucketInfo(named: name, reader: writer.reader) { return RawBucket(database: self, descriptor: existing) }
+            var descriptor = BucketDescriptor(id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField)
             for var index in indexes {
                 index.id = descriptor.nextIndexId
                 descriptor.nextIndexId += 1
                 descriptor.indexes.append(index)
             }
             try validate(descriptor)
-            try saveDescriptor(descriptor, batch: nil)
+            try saveDescriptor(descriptor, into: writer.batch)
             return RawBucket(database: self, descriptor: descriptor)
         }
     }
 
     /// Deletes bucket `name`: its objects, index entries and catalog entry, in one atomic batch.
     public func dropBucket(named name: String) throws(BuriError) {
-        try writeLock.withLock { _ throws(BuriError) in
-            guard let descriptor = try bucketInfo(named: name) else { return }
-            let batch = WriteBatch()
+        try performWrite(sync: true) { writer throws(BuriError) in
+            guard let descriptor = try bucketInfo(named: name, reader: writer.reader) else { return }
             try run {
                 for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: descriptor.id)), .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id))] {
-                    let cursor = try storage.cursor(in: range)
-                    while try cursor.next() { cursor.withKey { batch.delete($0) } }
+                    let cursor = try writer.reader.cursor(in: range)
+                    while try cursor.next() { cursor.withKey { writer.batch.delete($0) } }
                 }
-                batch.delete(Keyspace.catalogKey(bucket: name))
-                try storage.write(batch, options: .sync)
-                bumpCatalogGeneration(name)
             }
+            writer.batch.delete(Keyspace.catalogKey(bucket: name))
+            writer.afterCommit { self.bumpCatalogGeneration(name) }
         }
     }
 
@@ -203,10 +303,10 @@ public final class BuriDatabase: Sendable {
     }
 
     func validate(_ descriptor: BucketDescriptor) throws(BuriError) {
-        var seen = Set<String>()
+        var seen = Set<[UInt8]>()  // names as bytes: canonically equal names are different indexes
         for index in descriptor.indexes {
             if index.name.isEmpty { throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "an index needs a name") }
-            if !seen.insert(index.name).inserted {
+            if !seen.insert(Array(index.name.utf8)).inserted {
                 throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "two indexes have this name")
             }
             if index.components.isEmpty {
@@ -218,22 +318,23 @@ public final class BuriDatabase: Sendable {
         }
     }
 
-    /// Writes a descriptor, into `batch` if given, else on its own. Callers hold the write lock.
-    func saveDescriptor(_ descriptor: BucketDescriptor, batch: WriteBatch?) throws(BuriError) {
+    /// Puts a descriptor into `batch`. Callers hold the write lock; the catalog generation moves
+    /// on here, so views made before it stop writing even if the commit then fails (they reopen).
+    func saveDescriptor(_ descriptor: BucketDescriptor, into batch: any StorageBatch) throws(BuriError) {
         let bytes: [UInt8]
         do {
             bytes = try descriptor.encoded()
         } catch {
             throw .encodingFailed(bucket: descriptor.name, key: "(catalog)", reason: String(describing: error))
         }
-        try run {
-            if let batch {
-                batch.put(Keyspace.catalogKey(bucket: descriptor.name), bytes)
-            } else {
-                try storage.put(Keyspace.catalogKey(bucket: descriptor.name), bytes, options: .sync)
-            }
-        }
+        batch.put(Keyspace.catalogKey(bucket: descriptor.name), bytes)
         bumpCatalogGeneration(descriptor.name)
+    }
+
+    /// The id a new bucket gets: one more than the largest in the catalog.
+    func nextBucketId(reader: any StorageReader) throws(BuriError) -> UInt32 {
+        let ids = try allBucketInfo(reader: reader).map(\.id)
+        return (ids.max() ?? 0) + 1
     }
 
     func catalogGeneration(_ name: String) -> Int {

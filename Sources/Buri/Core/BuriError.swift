@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 
 /// Everything that can go wrong in Buri, each case naming the bucket, key, index or path
 /// involved and saying what to do about it.
@@ -41,8 +41,14 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidIndexDefinition(bucket: String, index: String, reason: String)
     /// The database has been closed.
     case databaseClosed(path: String)
-    /// LevelDB reported an error (I/O, locking, corruption of its own files).
-    case storage(LevelDBError)
+    /// The storage engine reported an error (I/O, locking, damage to its own files, a lost cluster).
+    case storage(StorageError)
+    /// Another client of a shared engine kept changing what a write read; it was tried `attempts`
+    /// times and nothing was written.
+    case conflict(attempts: Int, detail: String)
+    /// A transaction was used outside its closure, written to while only reading, or a write was
+    /// started on a database already writing on this thread.
+    case invalidTransaction(reason: String)
 
     public var description: String {
         switch self {
@@ -84,6 +90,10 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the Buri database at '\(path)' has been closed; open it again"
         case .storage(let error):
             return error.description
+        case let .conflict(attempts, detail):
+            return "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
+        case .invalidTransaction(let reason):
+            return "transaction misuse: \(reason)"
         }
     }
 }
@@ -92,7 +102,7 @@ extension BuriError {
     /// Wraps any error from a lower layer, keeping `BuriError`s as they are.
     static func wrap(_ error: any Error) -> BuriError {
         if let error = error as? BuriError { return error }
-        if let error = error as? LevelDBError { return .storage(error) }
+        if let error = error as? StorageError { return .storage(error) }
         return .corruption(bucket: nil, key: nil, index: nil, reason: String(describing: error))
     }
 }

@@ -1,5 +1,5 @@
 import BuriCodec
-import LevelDB
+import BuriStorage
 
 /// One inconsistency found by ``BuriDatabase/check(repair:progress:)``.
 public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
@@ -61,20 +61,21 @@ extension BuriDatabase {
     /// if !report.isConsistent { report.problems.forEach { print($0) } }
     /// ```
     public func check(repair: Bool = false, progress: ((Int) -> Void)? = nil) throws(BuriError) -> ConsistencyReport {
-        try writeLock.withLock { _ throws(BuriError) -> ConsistencyReport in
+        try withWriteLock { () throws(BuriError) -> ConsistencyReport in
             try run { try checkLocked(repair: repair, progress: progress) }
         }
     }
 
     private func checkLocked(repair: Bool, progress: ((Int) -> Void)?) throws -> ConsistencyReport {
         var report = ConsistencyReport()
-        let snapshot = try storage.snapshot()
-        let read = ReadOptions(snapshot: snapshot, fillCache: false)
-        let fixes = WriteBatch()
+        let snapshot = try engine.snapshot()
+        let fixes = engine.makeBatch()
+        /// On a shared engine, the keys each fix relied on: the fix applies only if they are unchanged.
+        var relied: [[UInt8]] = []
         var buckets: [UInt32: BucketDescriptor] = [:]
 
         // Catalog.
-        let catalog = try storage.cursor(in: Keyspace.catalogRange, options: read)
+        let catalog = try snapshot.cursor(in: Keyspace.catalogRange)
         while try catalog.next() {
             let key = catalog.key
             let name = Keyspace.bucketName(fromCatalogKey: key) ?? "(invalid UTF-8)"
@@ -92,7 +93,7 @@ extension BuriDatabase {
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
             let raw = RawBucket(database: self, descriptor: descriptor)
-            let records = try storage.cursor(in: .prefix(raw.recordPrefix), options: read)
+            let records = try snapshot.cursor(in: .prefix(raw.recordPrefix))
             while try records.next() {
                 report.objects += 1
                 processed += 1
@@ -122,11 +123,13 @@ extension BuriDatabase {
                         continue
                     }
                     let entryKey = raw.entryKey(entry, objectKey: objectKey)
-                    if try storage.get(entryKey, options: read) == nil {
+                    if try snapshot.get(entryKey) == nil {
                         var problem = ConsistencyProblem(kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
                                                          detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
                         if repair {
                             fixes.put(entryKey, [UInt8]())
+                            relied.append(entryKey)
+                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: objectKey))
                             problem.repaired = true
                         }
                         report.problems.append(problem)
@@ -136,7 +139,7 @@ extension BuriDatabase {
         }
 
         // Index entries: each must belong to a known bucket and index and match its record's header.
-        let entries = try storage.cursor(in: .prefix([Keyspace.indexTag]), options: read)
+        let entries = try snapshot.cursor(in: .prefix([Keyspace.indexTag]))
         var headers: [String: RecordHeader?] = [:]
         var previousUnique: (index: UInt32, tuple: [UInt8], key: String)? = nil
         while try entries.next() {
@@ -146,14 +149,14 @@ extension BuriDatabase {
             guard let ids, let descriptor = buckets[ids.bucket] else {
                 var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                  detail: "index entry for unknown bucket id \(ids.map { String($0.bucket) } ?? "?")")
-                if repair { fixes.delete(key); problem.repaired = true }
+                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
             guard let definition = descriptor.indexes.first(where: { $0.id == ids.index }) else {
                 var problem = ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
                                                  detail: "index entry for an index the catalog does not define")
-                if repair { fixes.delete(key); problem.repaired = true }
+                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -165,7 +168,7 @@ extension BuriDatabase {
                 }
             } catch {
                 var problem = ConsistencyProblem(kind: .strayKey, bucket: descriptor.name, key: nil, index: definition.name, detail: "index entry key: \(error)")
-                if repair { fixes.delete(key); problem.repaired = true }
+                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -175,7 +178,7 @@ extension BuriDatabase {
                 header = cached
             } else {
                 let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey)
-                header = try storage.withValue(forKey: recordKey, options: read) { value in
+                header = try snapshot.withValue(forKey: recordKey) { value in
                     value.flatMap { try? RecordHeader.parse($0).0 }
                 }
                 if headers.count > 4096 { headers.removeAll(keepingCapacity: true) }
@@ -183,18 +186,18 @@ extension BuriDatabase {
             }
             let shown = IndexTuple.describe(split.tuple)
             if header == nil {
-                let exists = try storage.contains(Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey), options: read)
+                let exists = try snapshot.contains(Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey))
                 if exists { continue }  // the record is damaged; reported with the records
                 var problem = ConsistencyProblem(kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                                                  detail: "entry for value \(shown) points to an object that does not exist")
-                if repair { fixes.delete(key); problem.repaired = true }
+                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
             if !(header?.entries.contains(RecordHeader.Entry(index: definition.id, tuple: split.tuple)) ?? false) {
                 var problem = ConsistencyProblem(kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                                                  detail: "entry for value \(shown) is not among the object's stored index values")
-                if repair { fixes.delete(key); problem.repaired = true }
+                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -208,12 +211,12 @@ extension BuriDatabase {
         }
 
         // Anything else outside the known spaces.
-        let stray = try storage.cursor(in: KeyRange(start: [Keyspace.indexTag + 1]), options: read)
+        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.indexTag + 1]))
         while try stray.next() {
             report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                       detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
         }
-        let records = try storage.cursor(in: .prefix([Keyspace.recordTag]), options: read)
+        let records = try snapshot.cursor(in: .prefix([Keyspace.recordTag]))
         while try records.next() {
             let bucketId = records.withKey { $0.count >= 5 ? Keyspace.readBigEndian($0, at: 1) : UInt32.max }
             if buckets[bucketId] == nil {
@@ -226,7 +229,10 @@ extension BuriDatabase {
         }
 
         if repair, !fixes.isEmpty {
-            try storage.write(fixes, options: .sync)
+            // Index entries that are deleted were read in this snapshot; on a shared engine they and
+            // the records the fixes relied on must be unchanged when the fixes apply.
+            let conditions = engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied) : nil
+            try engine.commit(fixes, conditions: conditions, sync: true)
         }
         progress?(processed)
         return report

@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 
 /// A bucket seen without its Swift type: records as header plus CBOR payload, index entries as
 /// value tuples. ``Bucket`` is built on it; the `buri` tool uses it directly.
@@ -17,10 +17,13 @@ public final class RawBucket: Sendable {
 
     /// The catalog generation this view was made at (see `BuriDatabase.catalogGeneration`).
     let generation: Int
+    /// The transaction this view reads and writes through, if any.
+    let transaction: BuriTransaction?
 
-    init(database: BuriDatabase, descriptor: BucketDescriptor) {
+    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil) {
         self.database = database
         self.descriptor = descriptor
+        self.transaction = transaction
         generation = database.catalogGeneration(descriptor.name)
         recordPrefix = Keyspace.recordPrefix(bucket: descriptor.id)
         var prefixes: [UInt32: [UInt8]] = [:]
@@ -31,7 +34,23 @@ public final class RawBucket: Sendable {
     /// The bucket's name.
     public var name: String { descriptor.name }
 
-    var storage: Database { database.storage }
+    /// A consistent view for one query: the transaction's, or a fresh snapshot.
+    func reader() throws(BuriError) -> any StorageReader {
+        if let transaction { return try transaction.reader() }
+        return try database.snapshot()
+    }
+
+    /// The view for one point read: the transaction's, or the current state.
+    func pointReader() throws(BuriError) -> any StorageReader {
+        if let transaction { return try transaction.reader() }
+        return try database.currentReader()
+    }
+
+    /// Runs one writer: inside the transaction, or as its own atomic commit.
+    func withWriter<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
+        if let transaction { return try body(transaction.writer()) }
+        return try database.performWrite(sync: sync, body)
+    }
 
     // MARK: Keys
 
@@ -85,14 +104,13 @@ public final class RawBucket: Sendable {
     /// Writes records and their index entries in one atomic batch, replacing each object's previous
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
-        try database.writeLock.withLock { _ throws(BuriError) in
+        try withWriter(sync: sync) { writer throws(BuriError) in
             try checkCurrent()
-            let batch = WriteBatch()
+            let batch = writer.batch
             if descriptor.indexes.isEmpty {
                 // No index entries to replace (index evolution strips dropped indexes from every
                 // header), so there is nothing to read back or track: each object is one put.
                 for write in writes { batch.put(recordKey(write.key), write.value) }
-                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
                 return
             }
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
@@ -110,7 +128,7 @@ public final class RawBucket: Sendable {
                 if let known = pending[pendingKey] {
                     old = known
                 } else {
-                    old = try currentHeader(forKey: write.key)
+                    old = try currentHeader(forKey: write.key, reader: writer.reader)
                 }
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {
@@ -119,7 +137,7 @@ public final class RawBucket: Sendable {
                 }
                 for entry in write.header.entries where !oldEntries.contains(entry) {
                     if uniqueIds.contains(entry.index) {
-                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims)
+                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: writer.reader)
                         claims[entry] = keyBytes
                     }
                     batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
@@ -127,7 +145,6 @@ public final class RawBucket: Sendable {
                 batch.put(recordKey(write.key), write.value)
                 pending[pendingKey] = .some(write.header)
             }
-            try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
         }
     }
 
@@ -135,18 +152,14 @@ public final class RawBucket: Sendable {
     /// Keys that are not there are ignored. Returns how many objects were deleted.
     @discardableResult
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
-        try database.writeLock.withLock { _ throws(BuriError) -> Int in
+        try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent()
-            let batch = WriteBatch()
             var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
             for key in keys where !deleted.contains(Array(key.utf8)) {
-                guard let header = try currentHeader(forKey: key) else { continue }
-                for entry in header.entries { batch.delete(entryKey(entry, objectKey: key)) }
-                batch.delete(recordKey(key))
+                guard let header = try currentHeader(forKey: key, reader: writer.reader) else { continue }
+                for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
+                writer.batch.delete(recordKey(key))
                 deleted.insert(Array(key.utf8))
-            }
-            if !batch.isEmpty {
-                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
             }
             return deleted.count
         }
@@ -156,21 +169,17 @@ public final class RawBucket: Sendable {
     /// and its index definitions. Returns how many objects were deleted.
     @discardableResult
     public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
-        try database.writeLock.withLock { _ throws(BuriError) -> Int in
+        try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent()
             return try database.run {
-                let batch = WriteBatch()
                 var count = 0
-                let records = try storage.cursor(in: .prefix(recordPrefix), options: ReadOptions(fillCache: false))
+                let records = try writer.reader.cursor(in: .prefix(recordPrefix))
                 while try records.next() {
-                    records.withKey { batch.delete($0) }
+                    records.withKey { writer.batch.delete($0) }
                     count += 1
                 }
-                let entries = try storage.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id)), options: ReadOptions(fillCache: false))
-                while try entries.next() { entries.withKey { batch.delete($0) } }
-                if !batch.isEmpty {
-                    try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions)
-                }
+                let entries = try writer.reader.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id)))
+                while try entries.next() { entries.withKey { writer.batch.delete($0) } }
                 return count
             }
         }
@@ -182,29 +191,29 @@ public final class RawBucket: Sendable {
         return Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
     }
 
-    /// The header of the stored object `key`, read from the current state (writers hold the lock).
+    /// The header of the stored object `key`, read through the writer's reader.
     /// If the record is damaged so that its header cannot be read, the header is rebuilt from the
     /// index entries that name `key`, so a damaged record can still be deleted or overwritten
     /// without leaving entries behind.
-    func currentHeader(forKey key: String) throws(BuriError) -> RecordHeader? {
+    func currentHeader(forKey key: String, reader: any StorageReader) throws(BuriError) -> RecordHeader? {
         let header = try database.run {
-            try storage.withValue(forKey: recordKey(key)) { buffer -> RecordHeader?? in
+            try reader.withValue(forKey: recordKey(key)) { buffer -> RecordHeader?? in
                 guard let buffer else { return .some(nil) }
                 return (try? RecordHeader.parse(buffer).0).map { .some($0) }
             }
         }
         if let header { return header }
-        return try entriesNaming(key)
+        return try entriesNaming(key, reader: reader)
     }
 
     /// A header listing every index entry of this bucket that names object `key`, found by scanning
     /// the bucket's indexes (entries that do not parse are skipped). For damaged records only.
-    private func entriesNaming(_ key: String) throws(BuriError) -> RecordHeader {
+    private func entriesNaming(_ key: String, reader: any StorageReader) throws(BuriError) -> RecordHeader {
         let objectKey = Array(key.utf8)
         var entries: [RecordHeader.Entry] = []
         try database.run {
             for index in descriptor.indexes {
-                let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), options: ReadOptions(fillCache: false))
+                let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)))
                 while try cursor.next() {
                     let tuple = cursor.withKey { raw -> [UInt8]? in
                         guard let parts = try? Keyspace.splitIndexEntry(raw, arity: index.components.count),
@@ -218,7 +227,7 @@ public final class RawBucket: Sendable {
         return RecordHeader(schemaVersion: 0, entries: entries)
     }
 
-    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]]) throws(BuriError) {
+    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader) throws(BuriError) {
         let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
             let shown = IndexTuple.describe(entry.tuple)
@@ -227,7 +236,7 @@ public final class RawBucket: Sendable {
         if let holder = claims[entry], holder != key { throw violation(holder) }
         let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
         try database.run {
-            let cursor = try storage.cursor(in: .prefix(prefix))
+            let cursor = try reader.cursor(in: .prefix(prefix))
             while try cursor.next() {
                 let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
                 if holder == key { continue }
@@ -240,15 +249,10 @@ public final class RawBucket: Sendable {
 
     // MARK: Reading
 
-    /// Reads a consistent snapshot for one query.
-    func snapshot() throws(BuriError) -> Snapshot {
-        try database.run { try storage.snapshot() }
-    }
-
     /// Lends the stored record of `key` (header and payload bytes) to `body`; `nil` if absent.
-    func withRecord<R>(forKey key: String, snapshot: Snapshot?, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
+    func withRecord<R>(forKey key: String, reader: any StorageReader, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
         try database.run {
-            try storage.withValue(forKey: recordKey(key), options: ReadOptions(snapshot: snapshot)) { buffer throws -> R? in
+            try reader.withValue(forKey: recordKey(key)) { buffer throws -> R? in
                 guard let buffer else { return nil }
                 let header: RecordHeader
                 let offset: Int
@@ -266,8 +270,9 @@ public final class RawBucket: Sendable {
     /// it, if there is no such object. Checks the header without building it.
     @discardableResult
     func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
-        try database.run {
-            try storage.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
+        let reader = try pointReader()
+        return try database.run {
+            try reader.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
                 guard let buffer else { return false }
                 let offset: Int
                 do {
@@ -283,19 +288,20 @@ public final class RawBucket: Sendable {
 
     /// The stored payload (CBOR bytes) and header of object `key`, or `nil`.
     public func record(forKey key: String) throws(BuriError) -> StoredRecord? {
-        try withRecord(forKey: key, snapshot: nil) { header, payload in
+        try withRecord(forKey: key, reader: pointReader()) { header, payload in
             StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(payload))
         }
     }
 
     /// Whether object `key` exists.
     public func contains(key: String) throws(BuriError) -> Bool {
-        try database.run { try storage.contains(recordKey(key)) }
+        let reader = try pointReader()
+        return try database.run { try reader.contains(recordKey(key)) }
     }
 
     /// The number of objects in the bucket.
     public func count() throws(BuriError) -> Int {
-        try countEntries(in: .prefix(recordPrefix), snapshot: nil, cap: nil)
+        try countEntries(in: .prefix(recordPrefix), reader: reader(), cap: nil)
     }
 
     /// The number of entries index `index` holds (an object has one per distinct value of a
@@ -304,13 +310,13 @@ public final class RawBucket: Sendable {
         guard let definition = descriptor.index(named: index) else {
             throw .unknownIndex(bucket: name, index: index, known: descriptor.indexes.map(\.name))
         }
-        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id)), snapshot: nil, cap: nil)
+        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id)), reader: reader(), cap: nil)
     }
 
     /// Counts the keys in `range`, stopping at `cap`.
-    func countEntries(in range: KeyRange, snapshot: Snapshot?, cap: Int?) throws(BuriError) -> Int {
+    func countEntries(in range: KeyRange, reader: any StorageReader, cap: Int?) throws(BuriError) -> Int {
         try database.run {
-            let cursor = try storage.cursor(in: range, options: ReadOptions(snapshot: snapshot, fillCache: false))
+            let cursor = try reader.cursor(in: range)
             var count = 0
             while try cursor.next() {
                 count += 1
@@ -352,9 +358,9 @@ public final class RawBucket: Sendable {
 
     /// A streaming cursor over the results of `query`, reading from one snapshot.
     public func makeCursor(_ query: Query) throws(BuriError) -> RawQueryCursor {
-        let snapshot = try snapshot()
-        let plan = try QueryPlan(query, bucket: self, snapshot: snapshot)
-        return try RawQueryCursor(bucket: self, plan: plan, snapshot: snapshot)
+        let reader = try reader()
+        let plan = try QueryPlan(query, bucket: self, reader: reader)
+        return try RawQueryCursor(bucket: self, plan: plan, reader: reader)
     }
 }
 

@@ -1,6 +1,6 @@
-import LevelDB
+import BuriStorage
 
-/// Streams the results of one query from one LevelDB snapshot, in bounded memory.
+/// Streams the results of one query from one snapshot, in bounded memory.
 ///
 /// ```swift
 /// let cursor = try raw.makeCursor(.index("age", in: 22...24))
@@ -14,10 +14,10 @@ import LevelDB
 public final class RawQueryCursor {
     let bucket: RawBucket
     let plan: QueryPlan
-    let snapshot: Snapshot
-    private let cursor: Cursor
+    let reader: any StorageReader
+    private let cursor: any StorageCursor
     /// Walks the bucket's records alongside an index scan (made on first use).
-    private var records: Cursor?
+    private var records: (any StorageCursor)?
     /// Scratch space for the record key being looked up.
     private var recordKey: [UInt8]
     private var skipped = 0
@@ -39,14 +39,14 @@ public final class RawQueryCursor {
     /// values in a range has several entries there but is one result. Grows with the results.
     private var seenObjects: Set<[UInt8]>?
 
-    init(bucket: RawBucket, plan: QueryPlan, snapshot: Snapshot) throws(BuriError) {
+    init(bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) {
         self.bucket = bucket
         self.plan = plan
-        self.snapshot = snapshot
+        self.reader = reader
         recordKey = bucket.recordPrefix
         if plan.driver?.index.multiValued == true { seenObjects = [] }
         cursor = try bucket.database.run {
-            try bucket.storage.cursor(in: plan.range, reverse: plan.descending, options: ReadOptions(snapshot: snapshot))
+            try reader.cursor(in: plan.range, reverse: plan.descending)
         }
     }
 
@@ -118,7 +118,7 @@ public final class RawQueryCursor {
                     steps += 1
                 }
             }
-            let records = try self.records ?? bucket.storage.cursor(in: .prefix(bucket.recordPrefix), options: ReadOptions(snapshot: snapshot))
+            let records = try self.records ?? reader.cursor(in: .prefix(bucket.recordPrefix))
             self.records = records
             records.seek(recordKey)
             guard try records.next() else {

@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 
 /// The one place that builds and parses LevelDB keys and fixed values, following
 /// `docs/FORMAT.md` byte for byte. Nothing else in Buri assembles a key by hand.

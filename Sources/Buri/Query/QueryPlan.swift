@@ -1,4 +1,4 @@
-import LevelDB
+import BuriStorage
 
 /// A query condition resolved against a bucket's catalog: the exact LevelDB key range that holds
 /// its matches. Built only here, from `Keyspace` and `ValueEncoding`.
@@ -94,13 +94,13 @@ struct QueryPlan {
     let offset: Int
     let limit: Int?
 
-    init(_ query: Query, bucket: RawBucket, snapshot: Snapshot) throws(BuriError) {
+    init(_ query: Query, bucket: RawBucket, reader: any StorageReader) throws(BuriError) {
         let descriptor = bucket.descriptor
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
         if plans.count > 1 {
             // Drive the scan from the condition with the fewest entries (counted up to a cap).
-            let counts = try plans.map { plan throws(BuriError) in try bucket.countEntries(in: plan.range, snapshot: snapshot, cap: 512) }
+            let counts = try plans.map { plan throws(BuriError) in try bucket.countEntries(in: plan.range, reader: reader, cap: 512) }
             let best = counts.indices.min { counts[$0] < counts[$1] } ?? 0
             driver = plans[best]
             plans.remove(at: best)

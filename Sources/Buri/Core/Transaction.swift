@@ -1,0 +1,236 @@
+import BuriStorage
+
+/// The reads and writes of one writer: what it reads through and the batch it fills. A direct
+/// write commits its batch when done; inside a transaction the batch is the transaction's pending
+/// writes, committed with the rest of it.
+final class Writer {
+    let reader: any StorageReader
+    let batch: any StorageBatch
+    private let transaction: BuriTransaction?
+    private(set) var hooks: [() -> Void] = []
+
+    init(reader: any StorageReader, batch: any StorageBatch, transaction: BuriTransaction?) {
+        self.reader = reader
+        self.batch = batch
+        self.transaction = transaction
+    }
+
+    /// Runs `hook` once the writes are committed (never if they are rolled back).
+    func afterCommit(_ hook: @escaping () -> Void) {
+        if let transaction { transaction.hooks.append(hook) } else { hooks.append(hook) }
+    }
+}
+
+extension BuriDatabase {
+    /// The database whose `write` closure is running on this thread or task, so that a write to the
+    /// same database from inside it is a typed error instead of a deadlock on the writer lock.
+    @TaskLocal static var activeWriter: ObjectIdentifier?
+
+    /// Takes the writer lock, refusing (rather than deadlocking) when this thread already holds it
+    /// inside ``write(_:)``.
+    func withWriteLock<R>(_ body: () throws(BuriError) -> R) throws(BuriError) -> R {
+        if Self.activeWriter == ObjectIdentifier(self) {
+            throw .invalidTransaction(reason: "this database is already writing inside `write { }` on this thread; use the transaction's buckets (`tx.bucket(...)`), which commit with it")
+        }
+        return try writeLock.withLock { _ throws(BuriError) -> R in
+            try checkOpen()
+            return try body()
+        }
+    }
+
+    /// Runs one direct writer under the writer lock and commits what it wrote. On an engine shared
+    /// with other clients the writer reads from a snapshot, its reads become the commit's conditions,
+    /// and a conflicting commit is run again from the start, up to `options.maxCommitAttempts` times.
+    func performWrite<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
+        try withWriteLock { () throws(BuriError) -> R in
+            var attempt = 0
+            while true {
+                attempt += 1
+                let recording: RecordingReader?
+                let reader: any StorageReader
+                if engine.isShared {
+                    let snapshot = try run { try engine.snapshot() }
+                    recording = RecordingReader(snapshot)
+                    reader = snapshot
+                } else {
+                    recording = nil
+                    reader = try run { try engine.latest() }
+                }
+                let writer = Writer(reader: recording ?? reader, batch: engine.makeBatch(), transaction: nil)
+                let result = try body(writer)
+                if writer.batch.isEmpty { return result }
+                do {
+                    try engine.commit(writer.batch, conditions: recording?.conditions, sync: sync ?? options.syncWrites)
+                } catch let error as StorageError where error.code == .conflict {
+                    if attempt < max(1, options.maxCommitAttempts) { continue }
+                    throw .conflict(attempts: attempt, detail: error.message)
+                } catch {
+                    throw BuriError.wrap(error)
+                }
+                for hook in writer.hooks { hook() }
+                return result
+            }
+        }
+    }
+
+    /// Runs `body` as one transaction: everything it stores and deletes, in any number of buckets,
+    /// is committed together when it returns, or not at all if it throws.
+    ///
+    /// Inside, use the transaction's buckets (`tx.bucket(Person.self)`): they read the
+    /// transaction's own writes, check unique indexes across all of it, and write into it. Writers
+    /// are serialised, so on a database only this process writes to, nothing can conflict. On an
+    /// engine shared by several clients every read is a condition of the commit; if another client
+    /// changed what the transaction read, `body` runs again from the start (so keep it free of
+    /// other side effects), up to `options.maxCommitAttempts` times, then
+    /// ``BuriError/conflict(attempts:detail:)`` is thrown.
+    ///
+    /// ```swift
+    /// try db.write { tx in
+    ///     let people = try tx.bucket(Person.self)
+    ///     let orders = try tx.bucket(Order.self)
+    ///     try orders.store(order)
+    ///     try people.store(customer)        // both or neither
+    /// }
+    /// ```
+    public func write<R>(_ body: (BuriTransaction) throws -> R) throws -> R {
+        try withWriteLock { () throws(BuriError) -> Result<R, any Error> in
+            var attempt = 0
+            while true {
+                attempt += 1
+                let recording: RecordingReader?
+                let base: any StorageReader
+                if engine.isShared {
+                    let snapshot = try run { try engine.snapshot() }
+                    recording = RecordingReader(snapshot)
+                    base = recording ?? snapshot
+                } else {
+                    recording = nil
+                    base = try run { try engine.latest() }
+                }
+                let transaction = BuriTransaction(database: self, base: base, isWritable: true)
+                defer { transaction.finish() }
+                let result: R
+                do {
+                    result = try Self.$activeWriter.withValue(ObjectIdentifier(self)) { try body(transaction) }
+                } catch {
+                    return .failure(error)  // rolled back: the pending writes are dropped
+                }
+                if transaction.pending.isEmpty { return .success(result) }
+                do {
+                    try engine.commit(transaction.pending.batch(for: engine), conditions: recording?.conditions, sync: options.syncWrites)
+                } catch let error as StorageError where error.code == .conflict {
+                    if attempt < max(1, options.maxCommitAttempts) { continue }
+                    throw .conflict(attempts: attempt, detail: error.message)
+                } catch {
+                    throw BuriError.wrap(error)
+                }
+                for hook in transaction.hooks { hook() }
+                return .success(result)
+            }
+        }.get()
+    }
+
+    /// Runs `body` with one consistent snapshot of every bucket: nothing committed meanwhile is
+    /// seen, in any of them. Writers go on undisturbed.
+    ///
+    /// ```swift
+    /// let (people, orders) = try db.read { tx in
+    ///     (try tx.bucket(Person.self).count(), try tx.bucket(Order.self).count())
+    /// }
+    /// ```
+    public func read<R>(_ body: (BuriTransaction) throws -> R) throws -> R {
+        let transaction = BuriTransaction(database: self, base: try snapshot(), isWritable: false)
+        defer { transaction.finish() }
+        return try body(transaction)
+    }
+}
+
+/// One transaction: a consistent view of every bucket and, in ``BuriDatabase/write(_:)``, the
+/// writes that will commit together. Its buckets work only while its closure runs, on its thread.
+///
+/// ```swift
+/// try db.write { tx in
+///     let people = try tx.bucket(Person.self)
+///     if let p = try people.object(forKey: "p1") { try people.store(p.renamed("Dirk")) }
+/// }
+/// ```
+public final class BuriTransaction: @unchecked Sendable {
+    // @unchecked: a transaction is used by the closure it was given to, on that closure's thread;
+    // its buckets refuse to work once the closure has returned.
+    let database: BuriDatabase
+    let base: any StorageReader
+    /// Whether this transaction may write (``BuriDatabase/write(_:)``) or only read.
+    public let isWritable: Bool
+    let pending = PendingWrites()
+    var hooks: [() -> Void] = []
+    private var isFinished = false
+
+    init(database: BuriDatabase, base: any StorageReader, isWritable: Bool) {
+        self.database = database
+        self.base = base
+        self.isWritable = isWritable
+    }
+
+    func finish() { isFinished = true }
+
+    func checkOpen() throws(BuriError) {
+        if isFinished { throw .invalidTransaction(reason: "the transaction has ended; use its buckets only inside its closure") }
+        try database.checkOpen()
+    }
+
+    /// What the transaction sees: its base with its own writes on top.
+    func reader() throws(BuriError) -> any StorageReader {
+        try checkOpen()
+        return pending.isEmpty ? base : pending.reader(over: base)
+    }
+
+    func writer() throws(BuriError) -> Writer {
+        guard isWritable else {
+            throw .invalidTransaction(reason: "this transaction only reads (`db.read`); write inside `db.write { }`")
+        }
+        return Writer(reader: try reader(), batch: pending, transaction: self)
+    }
+
+    /// The bucket for `T` as this transaction sees it. A bucket that does not exist yet is created
+    /// with the transaction (in a writing transaction). Index changes are not made inside a
+    /// transaction: if `T` declares other indexes than the stored bucket has, open it once with
+    /// ``BuriDatabase/bucket(_:named:batchSize:progress:)`` first.
+    public func bucket<T: BuriSupport>(_ type: T.Type = T.self, named name: String? = nil) throws(BuriError) -> Bucket<T> {
+        let schema = T.buri
+        let bucketName = name ?? schema.bucketName
+        try database.validateBucketName(bucketName)
+        let reader = try reader()
+        if let stored = try database.bucketInfo(named: bucketName, reader: reader) {
+            for index in schema.indexes where !stored.indexes.contains(where: { $0.hasSameShape(as: index.definition) }) {
+                throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
+                                              reason: "the stored bucket does not have this index as declared; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which builds it")
+            }
+            for index in stored.indexes where !schema.indexes.contains(where: { index.hasSameShape(as: $0.definition) }) {
+                throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
+                                              reason: "the stored bucket has an index \(T.self) does not declare; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which drops it")
+            }
+            return Bucket(raw: RawBucket(database: database, descriptor: stored, transaction: self), schema: schema)
+        }
+        guard isWritable else { throw .unknownBucket(name: bucketName, known: try database.bucketNames(reader: reader)) }
+        var descriptor = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField,
+                                          schemaVersion: UInt64(max(0, schema.schemaVersion)))
+        for index in schema.indexes {
+            var definition = index.definition
+            definition.id = descriptor.nextIndexId
+            descriptor.nextIndexId += 1
+            descriptor.indexes.append(definition)
+        }
+        try database.validate(descriptor)
+        try database.saveDescriptor(descriptor, into: pending)
+        return Bucket(raw: RawBucket(database: database, descriptor: descriptor, transaction: self), schema: schema)
+    }
+
+    /// An untyped view of an existing bucket, as this transaction sees it.
+    public func rawBucket(named name: String) throws(BuriError) -> RawBucket {
+        let reader = try reader()
+        guard let descriptor = try database.bucketInfo(named: name, reader: reader) else {
+            throw .unknownBucket(name: name, known: try database.bucketNames(reader: reader))
+        }
+        return RawBucket(database: database, descriptor: descriptor, transaction: self)
+    }
+}
