@@ -19,6 +19,14 @@
 //       Opens the database, stores one object and prints "stored" — or "error <BuriError>" and
 //       exits 1. The read-only-directory test runs it as an unprivileged user.
 //
+//   BuriStress transfer <db-path> <seed> [--accounts N]
+//       Opens buckets "accounts" (N accounts, created with balance 1000 each on first use) and
+//       "transfers", then, until killed, runs transactions that move an amount between two accounts
+//       and record the transfer: three objects in two buckets per `db.write`. Prints "ready", then
+//       "ok <seq>" after each transaction returns. The transaction kill test checks that every
+//       acknowledged transfer is there and that the balances equal 1000 each plus the recorded
+//       transfers: no transaction was ever applied in part.
+//
 // The seed makes every run's choice of operations reproducible.
 #if canImport(Glibc)
 import Glibc
@@ -230,15 +238,73 @@ func runOpen(path: String) -> Never {
     }
 }
 
+struct StressAccount: BuriSupport, Equatable {
+    var id: String
+    var balance: Int
+    static let buri = BuriSchema<StressAccount>(key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
+}
+
+struct StressTransfer: BuriSupport, Equatable {
+    var id: String
+    var from: String
+    var to: String
+    var amount: Int
+    static let buri = BuriSchema<StressTransfer>(key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
+}
+
+func runTransfers(path: String, seed: UInt64, accounts: Int) -> Never {
+    let db = openDatabase(path, sync: false)
+    var random = SeededGenerator(seed: seed)
+    do {
+        let bucket = try db.bucket(StressAccount.self)
+        _ = try db.bucket(StressTransfer.self)
+        if try bucket.count() == 0 {
+            try bucket.store((0..<accounts).map { StressAccount(id: "a\($0)", balance: 1000) })
+        }
+        var sequence = try db.bucket(StressTransfer.self).count()
+        emit("ready")
+        while true {
+            sequence += 1
+            let from = "a\(Int.random(in: 0..<accounts, using: &random))"
+            var to = "a\(Int.random(in: 0..<accounts, using: &random))"
+            if to == from { to = from == "a0" ? "a1" : "a0" }
+            let amount = Int.random(in: 1...50, using: &random)
+            let id = "\(seed)-" + String(format: "%09d", sequence)
+            try db.write { tx in
+                let balances = try tx.bucket(StressAccount.self)
+                let transfers = try tx.bucket(StressTransfer.self)
+                guard var source = try balances.object(forKey: from), var target = try balances.object(forKey: to) else {
+                    throw StressTransferError.missingAccount
+                }
+                source.balance -= amount
+                target.balance += amount
+                try balances.store(source)
+                try transfers.store(StressTransfer(id: id, from: from, to: to, amount: amount))
+                try balances.store(target)
+            }
+            emit("ok \(id)")
+        }
+    } catch {
+        emit("error \(error)")
+        exit(1)
+    }
+}
+
+enum StressTransferError: Error { case missingAccount }
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] | evolve <db-path> <version> | open <db-path>")
+    fail("usage: BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] | evolve <db-path> <version> | transfer <db-path> <seed> [--accounts N] | open <db-path>")
 }
 switch arguments[1] {
 case "open":
     runOpen(path: arguments[2])
 case "evolve":
     runEvolve(path: arguments[2])
+case "transfer":
+    guard arguments.count >= 4, let seed = UInt64(arguments[3]) else { fail("transfer needs <db-path> <seed>") }
+    let accounts = arguments.count >= 6 && arguments[4] == "--accounts" ? max(2, Int(arguments[5]) ?? 8) : 8
+    runTransfers(path: arguments[2], seed: seed, accounts: accounts)
 case "stress":
     guard arguments.count >= 4, let seed = UInt64(arguments[3]) else { fail("stress needs <db-path> <seed>") }
     var sync = true

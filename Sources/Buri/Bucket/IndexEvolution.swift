@@ -36,6 +36,13 @@ extension BuriDatabase {
         let schema = T.buri
         let bucketName = name ?? schema.bucketName
         try validateBucketName(bucketName)
+        // A bucket already stored as `T` declares it needs no lock: the common case, and the one
+        // that works inside `write { }` too.
+        // The generation is read first, so a redefinition racing with this read makes the view stale.
+        let generation = catalogGeneration(bucketName)
+        if let stored = try bucketInfo(named: bucketName), Self.evolution(of: stored, to: schema).updated == stored {
+            return Bucket(raw: RawBucket(database: self, descriptor: stored, generation: generation), schema: schema)
+        }
         return try withWriteLock { () throws(BuriError) -> Bucket<T> in
             let stored = try bucketInfo(named: bucketName)
             var descriptor: BucketDescriptor
@@ -44,28 +51,7 @@ extension BuriDatabase {
             } else {
                 descriptor = BucketDescriptor(id: try nextBucketId(reader: currentReader()), name: bucketName, keyField: schema.keyField)
             }
-            var kept: [IndexDefinition] = []
-            var toBuild: [IndexDefinition] = []
-            var nextId = descriptor.nextIndexId
-            for index in schema.indexes {
-                var wanted = index.definition
-                if let existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
-                    kept.append(existing)
-                } else {
-                    wanted.id = nextId
-                    nextId += 1
-                    toBuild.append(wanted)
-                }
-            }
-            let keptIds = Set(kept.map(\.id))
-            let dropped = descriptor.indexes.filter { !keptIds.contains($0.id) }
-            var updated = descriptor
-            updated.indexes = schema.indexes.compactMap { index in
-                (kept + toBuild).first { $0.name == index.name }
-            }
-            updated.nextIndexId = nextId
-            updated.schemaVersion = UInt64(max(0, schema.schemaVersion))
-            if updated.keyField == nil { updated.keyField = schema.keyField }
+            let (updated, toBuild, dropped) = Self.evolution(of: descriptor, to: schema)
             try validate(updated)
 
             if stored != nil, !(toBuild.isEmpty && dropped.isEmpty) {
@@ -81,6 +67,35 @@ extension BuriDatabase {
             }
             return Bucket(raw: RawBucket(database: self, descriptor: descriptor), schema: schema)
         }
+    }
+
+    /// The descriptor `schema` asks for, given the stored one: kept indexes keep their ids, new or
+    /// redefined ones get fresh ids (to build), and stored ones not declared any more are dropped.
+    static func evolution<T: BuriSupport>(of descriptor: BucketDescriptor, to schema: BuriSchema<T>)
+        -> (updated: BucketDescriptor, toBuild: [IndexDefinition], dropped: [IndexDefinition]) {
+        var kept: [IndexDefinition] = []
+        var toBuild: [IndexDefinition] = []
+        var nextId = descriptor.nextIndexId
+        for index in schema.indexes {
+            var wanted = index.definition
+            if let existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+                kept.append(existing)
+            } else {
+                wanted.id = nextId
+                nextId += 1
+                toBuild.append(wanted)
+            }
+        }
+        let keptIds = Set(kept.map(\.id))
+        let dropped = descriptor.indexes.filter { !keptIds.contains($0.id) }
+        var updated = descriptor
+        updated.indexes = schema.indexes.compactMap { index in
+            (kept + toBuild).first { $0.name == index.name }
+        }
+        updated.nextIndexId = nextId
+        updated.schemaVersion = UInt64(max(0, schema.schemaVersion))
+        if updated.keyField == nil { updated.keyField = schema.keyField }
+        return (updated, toBuild, dropped)
     }
 
     /// Rewrites every record's header (and index entries) for the new index set. Callers hold the write lock.

@@ -20,11 +20,11 @@ public final class RawBucket: Sendable {
     /// The transaction this view reads and writes through, if any.
     let transaction: BuriTransaction?
 
-    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil) {
+    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil) {
         self.database = database
         self.descriptor = descriptor
         self.transaction = transaction
-        generation = database.catalogGeneration(descriptor.name)
+        self.generation = generation ?? database.catalogGeneration(descriptor.name)
         recordPrefix = Keyspace.recordPrefix(bucket: descriptor.id)
         var prefixes: [UInt32: [UInt8]] = [:]
         for index in descriptor.indexes { prefixes[index.id] = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) }

@@ -200,26 +200,22 @@ public final class BuriTransaction: @unchecked Sendable {
         let bucketName = name ?? schema.bucketName
         try database.validateBucketName(bucketName)
         let reader = try reader()
+        let generation = database.catalogGeneration(bucketName)
         if let stored = try database.bucketInfo(named: bucketName, reader: reader) {
-            for index in schema.indexes where !stored.indexes.contains(where: { $0.hasSameShape(as: index.definition) }) {
+            let evolution = BuriDatabase.evolution(of: stored, to: schema)
+            if let index = evolution.toBuild.first {
                 throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
                                               reason: "the stored bucket does not have this index as declared; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which builds it")
             }
-            for index in stored.indexes where !schema.indexes.contains(where: { index.hasSameShape(as: $0.definition) }) {
+            if let index = evolution.dropped.first {
                 throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
                                               reason: "the stored bucket has an index \(T.self) does not declare; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which drops it")
             }
-            return Bucket(raw: RawBucket(database: database, descriptor: stored, transaction: self), schema: schema)
+            return Bucket(raw: RawBucket(database: database, descriptor: stored, transaction: self, generation: generation), schema: schema)
         }
         guard isWritable else { throw .unknownBucket(name: bucketName, known: try database.bucketNames(reader: reader)) }
-        var descriptor = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField,
-                                          schemaVersion: UInt64(max(0, schema.schemaVersion)))
-        for index in schema.indexes {
-            var definition = index.definition
-            definition.id = descriptor.nextIndexId
-            descriptor.nextIndexId += 1
-            descriptor.indexes.append(definition)
-        }
+        let empty = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
+        let descriptor = BuriDatabase.evolution(of: empty, to: schema).updated
         try database.validate(descriptor)
         try database.saveDescriptor(descriptor, into: pending)
         return Bucket(raw: RawBucket(database: database, descriptor: descriptor, transaction: self), schema: schema)
