@@ -106,6 +106,21 @@ extension [String: StressItem] {
     }
 }
 
+/// The BuriStress transfer mode's types, field for field.
+struct TransferAccount: BuriSupport, Equatable, Sendable {
+    var id: String
+    var balance: Int
+    static let buri = BuriSchema<TransferAccount>(key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
+}
+
+struct TransferRecord: BuriSupport, Equatable, Sendable {
+    var id: String
+    var from: String
+    var to: String
+    var amount: Int
+    static let buri = BuriSchema<TransferRecord>(key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
+}
+
 /// StressItem with its "age" index at version 1 or 2: opening the bucket as the other one
 /// rebuilds that index.
 struct EvolveOne: BuriSupport, Equatable, Sendable {
@@ -197,6 +212,56 @@ struct KillTests {
             #expect(try db.bucketInfo(named: "stress")?.index(named: "age")?.version == version)
         }
         print("index rebuild kills: \(interrupted) interrupted mid-rebuild")
+    }
+
+    @Test("SIGKILL during cross-bucket transactions: every acknowledged transfer is there, none is there in part")
+    func killDuringTransactions() throws {
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill-transfer")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: 0x7A_0F)
+        var acknowledged = Set<String>()
+        for round in 0..<(fullTests ? 20 : 4) {
+            let outputPath = directory.path("transfer-\(round).out")
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["transfer", dbPath, String(round + 1), "--accounts", "6"]
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var waited = 0
+            while process.isRunning, waited < 30_000,
+                  !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("ok ") ?? false) {
+                usleep(1_000)
+                waited += 1
+            }
+            usleep(UInt32.random(in: 20_000...200_000, using: &random))
+            let wasRunning = process.isRunning
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            #expect(wasRunning, "round \(round): the transfer child stopped by itself: \(output.suffix(300))")
+            var lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+            lines.removeLast()  // a kill can cut the last line short
+            for line in lines where line.hasPrefix("ok ") { acknowledged.insert(String(line.dropFirst(3))) }
+
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            #expect(try db.check().problems.isEmpty, "round \(round)")
+            let transfers = try db.bucket(TransferRecord.self).allObjects()
+            let accounts = try db.bucket(TransferAccount.self).allObjects()
+            #expect(acknowledged.isSubset(of: Set(transfers.map(\.id))), "round \(round): an acknowledged transfer is missing")
+            // The balances are exactly 1000 each plus the transfers recorded: no transaction applied in part.
+            var balances = Dictionary(uniqueKeysWithValues: accounts.map { ($0.id, 1000) })
+            for transfer in transfers {
+                balances[transfer.from, default: 0] -= transfer.amount
+                balances[transfer.to, default: 0] += transfer.amount
+            }
+            #expect(accounts.count == 6)
+            #expect(accounts.allSatisfy { balances[$0.id] == $0.balance }, "round \(round): balances disagree with the recorded transfers")
+        }
+        #expect(!acknowledged.isEmpty)
     }
 
     func runKillRounds(rounds: Int, seed: UInt64, async: Bool) throws {
