@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Bucket: storing, fetching, deleting")
 struct BucketBasicsTests {
-    @Test func storeFetchAndDeleteOneObject() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func storeFetchAndDeleteOneObject(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let dirk = PersonRecord(objectId: "p1", name: "Dirk", locale: "EN", age: 20)
         try people.store(dirk)
@@ -20,8 +20,8 @@ struct BucketBasicsTests {
         #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
     }
 
-    @Test func bucketNameDefaultsToTheTypeAndCanBeSet() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func bucketNameDefaultsToTheTypeAndCanBeSet(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let archive = try t.db.bucket(PersonRecord.self, named: "archive")
         #expect(people.name == "Person")
@@ -32,8 +32,8 @@ struct BucketBasicsTests {
         #expect(try t.db.bucketNames() == ["Person", "archive"])
     }
 
-    @Test func unicodeAndNulKeysRoundTrip() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func unicodeAndNulKeysRoundTrip(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let keys = ["ключ", "🔑", "a\u{0}b", "a", "a\u{0}", "\u{FFFF}", String(repeating: "x", count: 4096)]
         for key in keys { try people.store(PersonRecord(objectId: key, name: key, locale: "\u{0}", age: 1)) }
@@ -43,8 +43,8 @@ struct BucketBasicsTests {
         #expect(try people.keys(index: "locale", equalTo: "").isEmpty)
     }
 
-    @Test func storeManyIsOneBatchAndTheLastDuplicateWins() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func storeManyIsOneBatchAndTheLastDuplicateWins(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store([
             PersonRecord(objectId: "k", name: "first", locale: "EN", age: 1),
@@ -58,8 +58,8 @@ struct BucketBasicsTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func storeManyWithABadObjectWritesNothing() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func storeManyWithABadObjectWritesNothing(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let before = try t.rawKeys()
         #expect(throws: BuriError.emptyKey(bucket: "Person")) {
@@ -68,8 +68,8 @@ struct BucketBasicsTests {
         #expect(try t.rawKeys() == before)
     }
 
-    @Test func everythingSurvivesCloseAndReopen() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func everythingSurvivesCloseAndReopen(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         try t.db.bucket(PersonRecord.self).store((0..<500).map { PersonRecord(objectId: "p\($0)", name: "n", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0) })
         try t.reopen()
         let people = try t.db.bucket(PersonRecord.self)
@@ -81,7 +81,7 @@ struct BucketBasicsTests {
     }
 
     @Test func secondOpenOfTheSamePathInOneProcessIsAClearError() throws {
-        let t = try TestDatabase()
+        let t = try TestDatabase(.leveldb)
         do {
             _ = try BuriDatabase(path: t.path)
             Issue.record("a second handle opened a database that is already open")
@@ -92,23 +92,23 @@ struct BucketBasicsTests {
         }
     }
 
-    @Test func closedDatabaseGivesATypedError() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func closedDatabaseGivesATypedError(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         t.db.close()
-        #expect(throws: BuriError.databaseClosed(path: t.path)) { try people.store(PersonRecord(objectId: "x", name: "", locale: "", age: 0)) }
-        #expect(throws: BuriError.databaseClosed(path: t.path)) { try people.object(forKey: "x") }
+        #expect(throws: BuriError.databaseClosed(path: t.db.path)) { try people.store(PersonRecord(objectId: "x", name: "", locale: "", age: 0)) }
+        #expect(throws: BuriError.databaseClosed(path: t.db.path)) { try people.object(forKey: "x") }
     }
 }
 
 @Suite("Bucket: queries")
-struct BucketQueryTests {
+final class BucketQueryTests {
     /// Kept alive for the whole test: dropping it closes the database.
-    let t: TestDatabase
-    let people: Bucket<PersonRecord>
+    var t: TestDatabase!
+    var people: Bucket<PersonRecord>!
 
-    init() throws {
-        t = try TestDatabase()
+    func setUp(_ engine: Engine) throws {
+        t = try TestDatabase(engine)
         people = try t.db.bucket(PersonRecord.self)
         try people.store([
             PersonRecord(objectId: "a", name: "Ann", locale: "EN", age: 5),
@@ -120,14 +120,16 @@ struct BucketQueryTests {
         ])
     }
 
-    @Test func numericRangeUsesNumericOrderNotText() throws {
+    @Test(arguments: Engine.allCases) func numericRangeUsesNumericOrderNotText(engine: Engine) throws {
+        try setUp(engine)
         // The original stored "5", "10", "30" as text, so 0...20 returned the wrong set.
         #expect(try people.keys(index: "age", in: 0...20) == ["f", "a", "b", "e"])
         #expect(try people.keys(index: "age", in: -10...0) == ["d"])
         #expect(try people.objects(index: "age", in: 5...10).map(\.age) == [5, 10])
     }
 
-    @Test func exactMatchIsNotAPrefixMatch() throws {
+    @Test(arguments: Engine.allCases) func exactMatchIsNotAPrefixMatch(engine: Engine) throws {
+        try setUp(engine)
         #expect(try people.keys(index: "locale", equalTo: "E") == ["c"])
         #expect(try people.keys(index: "locale", equalTo: "EN") == ["a", "b"])
         #expect(try people.keys(index: "locale", equalTo: "") == ["f"])
@@ -136,7 +138,8 @@ struct BucketQueryTests {
         #expect(try people.keys(index: "locale", prefix: "") == ["f", "c", "a", "b", "e", "d"])
     }
 
-    @Test func rangeBoundsAreInclusiveExclusiveOrOpenAsWritten() throws {
+    @Test(arguments: Engine.allCases) func rangeBoundsAreInclusiveExclusiveOrOpenAsWritten(engine: Engine) throws {
+        try setUp(engine)
         #expect(try people.keys(.index("age", in: 5...20)) == ["a", "b", "e"])
         #expect(try people.keys(.index("age", in: 5..<20)) == ["a", "b"])
         #expect(try people.keys(.index("age", in: 10...)) == ["b", "e", "c"])
@@ -149,7 +152,8 @@ struct BucketQueryTests {
         #expect(try people.keys(.index("locale", in: "EN"...)) == ["a", "b", "e", "d"])
     }
 
-    @Test func resultsComeInValueThenKeyOrderAndDescendingReverses() throws {
+    @Test(arguments: Engine.allCases) func resultsComeInValueThenKeyOrderAndDescendingReverses(engine: Engine) throws {
+        try setUp(engine)
         #expect(try people.objects(.index("age", in: ...100)).map(\.age) == [-7, 2, 5, 10, 20, 30])
         #expect(try people.objects(.index("age", in: ...100).descending()).map(\.age) == [30, 20, 10, 5, 2, -7])
         #expect(try people.keys(.index("locale", equals: "EN").descending()) == ["b", "a"])
@@ -157,7 +161,8 @@ struct BucketQueryTests {
         #expect(try people.keys(Query.all.descending()) == ["f", "e", "d", "c", "b", "a"])
     }
 
-    @Test func limitOffsetAndCount() throws {
+    @Test(arguments: Engine.allCases) func limitOffsetAndCount(engine: Engine) throws {
+        try setUp(engine)
         #expect(try people.keys(.index("age", in: ...100).limit(2)) == ["d", "f"])
         #expect(try people.keys(.index("age", in: ...100).offset(2).limit(2)) == ["a", "b"])
         #expect(try people.keys(.index("age", in: ...100).offset(10)).isEmpty)
@@ -169,14 +174,13 @@ struct BucketQueryTests {
         #expect(try people.max(index: "locale") == "NL")
     }
 
-    @Test func keysOnlyQueriesNeverReadRecords() throws {
-        // Damage every record's payload: keys-only queries must still answer, object queries must not.
-        t.db.close()
-        let storage = try Database(path: t.path)
-        for entry in try storage.entries(in: .prefix([Keyspace.recordTag])) {
-            try storage.put(entry.key, [0xFF, 0xFF])
-        }
-        storage.close()
+    @Test(arguments: Engine.allCases) func keysOnlyQueriesNeverReadRecords(engine: Engine) throws {
+        try setUp(engine)
+        // Damage every record's payload, through the engine underneath: keys-only queries must
+        // still answer, object queries must not.
+        let damage = t.db.engine.makeBatch()
+        for key in try scanKeys(t.db.engine.snapshot()) where key.first == Keyspace.recordTag { damage.put(key, [0xFF, 0xFF]) }
+        try t.db.engine.commit(damage, conditions: nil, sync: false)
         try t.reopen()
         let reopened = try t.db.bucket(PersonRecord.self)
         #expect(try reopened.keys(index: "locale", equalTo: "EN") == ["a", "b"])
@@ -184,7 +188,8 @@ struct BucketQueryTests {
         #expect(throws: BuriError.self) { try reopened.objects(index: "locale", equalTo: "EN") }
     }
 
-    @Test func lazySequencesStreamTheSameResults() throws {
+    @Test(arguments: Engine.allCases) func lazySequencesStreamTheSameResults(engine: Engine) throws {
+        try setUp(engine)
         #expect(Array(people.lazyKeys(.index("age", in: 0...20))) == ["f", "a", "b", "e"])
         #expect(Array(people.lazyObjects()).map(\.objectId) == ["a", "b", "c", "d", "e", "f"])
         let bad = people.lazyObjects(.index("nope", equals: 1))
@@ -192,8 +197,8 @@ struct BucketQueryTests {
         #expect(bad.error == .unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age"]))
     }
 
-    @Test func negativeFractionalAnd64BitNumbersShareOneExactOrder() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func negativeFractionalAnd64BitNumbersShareOneExactOrder(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let bucket = try t.db.bucket(Measurement.self)
         let values: [(String, Double, Int64, UInt64)] = [
             ("m1", -1e300, .min, 0), ("m2", -0.5, -1, 1), ("m3", -0.0, 0, UInt64(Int64.max)),
@@ -213,7 +218,8 @@ struct BucketQueryTests {
         #expect(try bucket.keys(.index("label", prefix: "")).isEmpty)   // nil optionals have no entry
     }
 
-    @Test func queriesThatDoNotFitTheIndexAreTypedErrors() throws {
+    @Test(arguments: Engine.allCases) func queriesThatDoNotFitTheIndexAreTypedErrors(engine: Engine) throws {
+        try setUp(engine)
         #expect(throws: BuriError.unknownIndex(bucket: "Person", index: "height", known: ["locale", "age"])) {
             try people.keys(index: "height", equalTo: 1)
         }
@@ -231,8 +237,8 @@ struct BucketQueryTests {
 
 @Suite("Bucket: index maintenance")
 struct IndexMaintenanceTests {
-    @Test func updateMovesIndexEntries() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func updateMovesIndexEntries(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store(PersonRecord(objectId: "p", name: "P", locale: "EN", age: 20))
         try people.store(PersonRecord(objectId: "p", name: "P", locale: "NL", age: 21))
@@ -243,9 +249,9 @@ struct IndexMaintenanceTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func deleteByAChangedObjectLeavesNoStaleEntries() throws {
+    @Test(arguments: Engine.allCases) func deleteByAChangedObjectLeavesNoStaleEntries(engine: Engine) throws {
         // The original computed index keys from the in-memory object and orphaned the stored ones.
-        let t = try TestDatabase()
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         var person = PersonRecord(objectId: "p", name: "P", locale: "EN", age: 20)
         try people.store(person)
@@ -259,8 +265,8 @@ struct IndexMaintenanceTests {
         #expect(report.indexEntries == 0)
     }
 
-    @Test func deleteAllLeavesNoKeyOfTheBucketBehind() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func deleteAllLeavesNoKeyOfTheBucketBehind(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let others = try t.db.bucket(PersonRecord.self, named: "Person2")
         try people.store((0..<300).map { PersonRecord(objectId: "p\($0)", name: "n", locale: "L\($0 % 3)", age: $0) })
@@ -277,9 +283,9 @@ struct IndexMaintenanceTests {
         #expect(try reopened.keys(index: "locale", equalTo: "EN") == ["keep"])
     }
 
-    @Test func bucketNamedLikeAnotherBucketsIndexSpaceIsJustAnotherBucket() throws {
+    @Test(arguments: Engine.allCases) func bucketNamedLikeAnotherBucketsIndexSpaceIsJustAnotherBucket(engine: Engine) throws {
         // The original's "Person_bin" collided with Person's binary index keys.
-        let t = try TestDatabase()
+        let t = try TestDatabase(engine)
         let names = ["Person", "Person_bin", "Person::locale", "Person->EN", "a", "ab", "a\u{0}"]
         for name in names {
             try t.db.bucket(PersonRecord.self, named: name).store(PersonRecord(objectId: name + "-obj", name: name, locale: "EN", age: 1))
@@ -293,8 +299,8 @@ struct IndexMaintenanceTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func indexValuesContainingSeparatorsParseBack() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func indexValuesContainingSeparatorsParseBack(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let locales = ["->", "::", "EN->x", "a\u{0}", "a\u{0}\u{0}", "a", "\u{0}\u{1}", "ÿ"]
         for (i, locale) in locales.enumerated() { try people.store(PersonRecord(objectId: "k\(i)", name: "", locale: locale, age: i)) }
@@ -305,8 +311,8 @@ struct IndexMaintenanceTests {
         #expect(try people.keys(.index("locale", in: "a"..."a\u{0}")) == ["k5", "k3"])
     }
 
-    @Test func typedErrorsNameBucketKeyAndIndex() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func typedErrorsNameBucketKeyAndIndex(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let bucket = try t.db.bucket(Measurement.self)
         do {
             try bucket.store(Measurement(id: "nan", value: .nan, count: 0, big: 0, label: nil))
@@ -341,8 +347,8 @@ struct IndexMaintenanceTests {
         }
     }
 
-    @Test func manyThreadsHammeringTheSameKeysLeaveEveryEntryExact() async throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func manyThreadsHammeringTheSameKeysLeaveEveryEntryExact(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let keys = (0..<8).map { "k\($0)" }
         let locales = ["EN", "NL", "DE"]
@@ -379,8 +385,8 @@ struct IndexMaintenanceTests {
         }
     }
 
-    @Test func aQueryReadsFromOneSnapshotWhileAWriterMovesObjects() async throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func aQueryReadsFromOneSnapshotWhileAWriterMovesObjects(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: "EN", age: 1) })
         try await withThrowingTaskGroup(of: Void.self) { group in
