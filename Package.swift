@@ -40,12 +40,14 @@ let package = Package(
         .executableTarget(name: "BuriDemo", dependencies: ["Buri"]),
         // A child process for the reliability tests: writes in a loop and is killed mid-write.
         .executableTarget(name: "BuriStress", dependencies: ["Buri"]),
+        // Test fixtures shared by the suites: one database on each engine.
+        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage"], path: "Tests/BuriTestSupport"),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
         .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage"]),
-        .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage"]),
+        .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
         .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB"]),
-        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "LevelDB", "BuriCodec"]),
+        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,23 +27,19 @@ struct NotAPerson: BuriSupport, Equatable, Sendable {
 struct BadInputTests {
     /// Opens a fresh database with a Person bucket holding one object; `body` runs against it, and
     /// the raw contents of the database are returned before and after.
-    static func withPeople(_ body: (BuriDatabase, Bucket<Person>) throws -> Void) throws -> (before: [Entry], after: [Entry]) {
-        let directory = TemporaryDirectory("buri-bad-input")
-        let path = directory.path("db")
-        let db = try BuriDatabase(path: path)
-        let people = try db.bucket(Person.self)
+    static func withPeople(_ engine: Engine, _ body: (BuriDatabase, Bucket<Person>) throws -> Void) throws -> (before: [[UInt8]], after: [[UInt8]]) {
+        let test = try TestDatabase(engine)
+        let people = try test.db.bucket(Person.self)
         try people.store(Person(id: "p1", name: "Dirk", locale: "EN", age: 20, tags: ["a"]))
-        db.close()
-        let before = try rawContents(path)
-        let again = try BuriDatabase(path: path)
-        try body(again, try again.bucket(Person.self))
-        again.close()
-        return (before, try rawContents(path))
+        try test.reopen()
+        let before = try scanEntries(test.db.engine.snapshot())
+        try body(test.db, try test.db.bucket(Person.self))
+        return (before, try scanEntries(test.db.engine.snapshot()))
     }
 
-    @Test("empty and over-long keys are rejected with typed errors, alone or inside a batch, writing nothing")
-    func emptyAndLongKeys() throws {
-        let (before, after) = try Self.withPeople { _, people in
+    @Test("empty and over-long keys are rejected with typed errors, alone or inside a batch, writing nothing", arguments: Engine.allCases)
+    func emptyAndLongKeys(engine: Engine) throws {
+        let (before, after) = try Self.withPeople(engine) { _, people in
             #expect(throws: BuriError.emptyKey(bucket: "Person")) { try people.store(Person(id: "", name: "", locale: "EN", age: 1)) }
             let huge = String(repeating: "k", count: 1 << 20)
             do {
@@ -75,11 +71,10 @@ struct BadInputTests {
         #expect(after == before)
     }
 
-    @Test("NUL bytes in keys and index values are ordinary bytes: stored, found exactly, kept apart")
-    func nulBytes() throws {
-        let directory = TemporaryDirectory("buri-nul")
-        let db = try BuriDatabase(path: directory.path("db"))
-        defer { db.close() }
+    @Test("NUL bytes in keys and index values are ordinary bytes: stored, found exactly, kept apart", arguments: Engine.allCases)
+    func nulBytes(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        let db = test.db
         let odd = try db.bucket(Odd.self)
         let objects = [
             Odd(id: "a", label: "E", blob: [], value: 1),
@@ -104,11 +99,10 @@ struct BadInputTests {
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("invalid UTF-8 bytes are valid binary index values")
-    func invalidUTF8IndexValues() throws {
-        let directory = TemporaryDirectory("buri-bytes")
-        let db = try BuriDatabase(path: directory.path("db"))
-        defer { db.close() }
+    @Test("invalid UTF-8 bytes are valid binary index values", arguments: Engine.allCases)
+    func invalidUTF8IndexValues(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        let db = test.db
         let odd = try db.bucket(Odd.self)
         let blobs: [[UInt8]] = [[0xFF], [0xFF, 0xFE], [0xC3], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0x80, 0x00, 0xFF], [0xF8, 0x88, 0x80, 0x80, 0x80]]
         try odd.store(blobs.enumerated().map { Odd(id: "b\($0.offset)", label: "x", blob: $0.element, value: 0) })
@@ -125,17 +119,14 @@ struct BadInputTests {
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("NaN in a numeric index is a typed error and writes nothing; ±infinity work and sort at the ends")
-    func nanAndInfinity() throws {
-        let directory = TemporaryDirectory("buri-nan")
-        let path = directory.path("db")
-        var db = try BuriDatabase(path: path)
-        var odd = try db.bucket(Odd.self)
+    @Test("NaN in a numeric index is a typed error and writes nothing; ±infinity work and sort at the ends", arguments: Engine.allCases)
+    func nanAndInfinity(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        var odd = try test.db.bucket(Odd.self)
         try odd.store(Odd(id: "zero", label: "z", blob: [], value: 0))
-        db.close()
-        let before = try rawContents(path)
-
-        db = try BuriDatabase(path: path)
+        try test.reopen()
+        let before = try scanEntries(test.db.engine.snapshot())
+        var db = test.db
         odd = try db.bucket(Odd.self)
         for nan in [Double.nan, -Double.nan, Double.signalingNaN] {
             do {
@@ -155,11 +146,10 @@ struct BadInputTests {
         }
         #expect(throws: BuriError.self) { try IndexValue(Double.nan) }
         #expect(throws: BuriError.self) { try odd.keys(.index("value", in: 0.0...(try IndexValue(Double.nan)))) }
-        db.close()
-        #expect(try rawContents(path) == before, "a rejected NaN wrote something")
+        #expect(try scanEntries(db.engine.snapshot()) == before, "a rejected NaN wrote something")
 
-        db = try BuriDatabase(path: path)
-        defer { db.close() }
+        try test.reopen()
+        db = test.db
         odd = try db.bucket(Odd.self)
         let values: [Double] = [.infinity, -.infinity, 1, -1, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0]
         try odd.store(values.enumerated().map { Odd(id: "v\($0.offset)", label: "v", blob: [], value: $0.element) })
@@ -174,9 +164,9 @@ struct BadInputTests {
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("unknown buckets and indexes, and queries that do not fit their index, are typed errors")
-    func unknownNames() throws {
-        let (before, after) = try Self.withPeople { db, people in
+    @Test("unknown buckets and indexes, and queries that do not fit their index, are typed errors", arguments: Engine.allCases)
+    func unknownNames(engine: Engine) throws {
+        let (before, after) = try Self.withPeople(engine) { db, people in
             #expect(throws: BuriError.unknownBucket(name: "Nope", known: ["Person"])) { try db.rawBucket(named: "Nope") }
             #expect(throws: BuriError.unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"])) {
                 try people.keys(.index("nope", equals: 1))
@@ -207,9 +197,9 @@ struct BadInputTests {
         #expect(after == before)
     }
 
-    @Test("a bucket opened as the wrong Swift type: decodingFailed naming bucket, key and type; nothing written")
-    func wrongSwiftType() throws {
-        let (before, after) = try Self.withPeople { db, _ in
+    @Test("a bucket opened as the wrong Swift type: decodingFailed naming bucket, key and type; nothing written", arguments: Engine.allCases)
+    func wrongSwiftType(engine: Engine) throws {
+        let (before, after) = try Self.withPeople(engine) { db, _ in
             // Same index names and kinds, so opening it changes nothing in the catalog.
             struct Impostor: BuriSupport {
                 var id: String
@@ -238,14 +228,12 @@ struct BadInputTests {
         #expect(after == before)
     }
 
-    @Test("opening a bucket as a wrong type whose indexes differ fails without damaging the bucket")
-    func wrongSwiftTypeWithOtherIndexes() throws {
-        let directory = TemporaryDirectory("buri-wrong-type")
-        let path = directory.path("db")
-        var db = try BuriDatabase(path: path)
-        try db.bucket(Person.self).store((1...5).map { Person(id: "p\($0)", name: "n", locale: "EN", age: $0) })
-        db.close()
-        db = try BuriDatabase(path: path)
+    @Test("opening a bucket as a wrong type whose indexes differ fails without damaging the bucket", arguments: Engine.allCases)
+    func wrongSwiftTypeWithOtherIndexes(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        try test.db.bucket(Person.self).store((1...5).map { Person(id: "p\($0)", name: "n", locale: "EN", age: $0) })
+        try test.reopen()
+        let db = test.db
         // NotAPerson keeps "locale", drops Person's "age", "tags" and "score" indexes and adds
         // "length"; building it means decoding the stored objects, which fails.
         #expect(throws: BuriError.self) { try db.bucket(NotAPerson.self, named: "Person") }
@@ -255,7 +243,6 @@ struct BadInputTests {
         #expect(report.problems.isEmpty, "\(report.summary)")
         #expect(try people.keys(.index("age", in: 2...3)) == ["p2", "p3"])
         #expect(try people.allObjects().count == 5)
-        db.close()
     }
 
     @Test("a database written by a newer Buri: unsupportedFormat, and not a byte is written")

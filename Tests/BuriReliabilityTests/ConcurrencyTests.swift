@@ -20,11 +20,10 @@ struct ConcurrencyTests {
     static let locales = ["EN", "DE", "FR", "E"]
     static let tagPool = ["hot", "cold", "new", "old"]
 
-    @Test("concurrent stores, deletes and queries: every result matches its query, and the indexes end exact")
-    func concurrentWritersAndReaders() throws {
-        let directory = TemporaryDirectory("buri-concurrency")
-        let db = try BuriDatabase(path: directory.path("db"))
-        defer { db.close() }
+    @Test("concurrent stores, deletes and queries: every result matches its query, and the indexes end exact", arguments: Engine.allCases)
+    func concurrentWritersAndReaders(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        let db = test.db
         let people = try db.bucket(Person.self)
         let pairs = try db.bucket(Pair.self)
         try pairs.store([Pair(id: "a", generation: 0), Pair(id: "b", generation: 0)])
@@ -132,22 +131,23 @@ struct ConcurrencyTests {
         }
     }
 
-    @Test("concurrent writers to one unique index never give a value two holders")
-    func concurrentUniqueClaims() throws {
+    @Test("concurrent writers to one unique index never give a value two holders (on a shared engine: from several clients)", arguments: Engine.allCases)
+    func concurrentUniqueClaims(engine: Engine) throws {
         struct Account: BuriSupport, Equatable, Sendable {
             var id: String
             var email: String
             static let buri = BuriSchema<Account>(key: \.id, indexes: [.binary("email", \.email, unique: true)])
         }
-        let directory = TemporaryDirectory("buri-unique")
-        let db = try BuriDatabase(path: directory.path("db"))
-        defer { db.close() }
+        let test = try TestDatabase(engine)
+        let db = test.db
         let accounts = try db.bucket(Account.self)
+        let clients = try (0..<Self.threads).map { try test.client($0).bucket(Account.self) }
         let unexpected = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: Self.threads) { thread in
             var random = SeededGenerator(seed: 0xACC0 &+ UInt64(thread))
             for _ in 0..<(Self.iterations / 2) {
                 let account = Account(id: "a\(Int.random(in: 0..<6, using: &random))", email: "e\(Int.random(in: 0..<6, using: &random))")
+                let accounts = clients[thread]
                 do {
                     if Int.random(in: 0..<5, using: &random) == 0 {
                         try accounts.delete(account)

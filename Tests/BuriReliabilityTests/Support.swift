@@ -1,4 +1,5 @@
 import BuriStorage
+@_exported import BuriTestSupport
 import Foundation
 import LevelDB
 @testable import Buri

@@ -1,0 +1,103 @@
+import Buri
+import BuriStorage
+import Foundation
+
+/// The storage engines the shared suites run on.
+public enum Engine: String, CaseIterable, CustomStringConvertible, Sendable {
+    /// LevelDB in a directory (the default).
+    case leveldb
+    /// ``MemoryEngine``.
+    case memory
+    /// LevelDB in a directory removed on close.
+    case temporary
+    /// ``MemoryEngine`` shared by several clients: every write goes through commit conditions,
+    /// as on a replicated engine.
+    case shared
+
+    public var description: String { rawValue }
+}
+
+/// A fresh database on `engine`, removed afterwards.
+public final class TestDatabase {
+    public let directory: URL
+    public let engine: Engine
+    public var path: String { directory.appendingPathComponent("db.buri").path }
+    public private(set) var db: BuriDatabase
+    /// The engine the database runs on, kept across ``reopen()`` for engines without a directory.
+    private let store: (any StorageEngine)?
+    private let options: BuriOptions
+
+    public init(_ engine: Engine = .leveldb, options: BuriOptions = BuriOptions()) throws {
+        self.engine = engine
+        var options = options
+        // Clients of a shared engine in a test hammer a handful of keys from every core at once:
+        // give their optimistic retries room, so a test sees conflicts resolved, not given up.
+        if engine == .shared { options.maxCommitAttempts = max(options.maxCommitAttempts, 1_000) }
+        self.options = options
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        switch engine {
+        case .leveldb:
+            store = nil
+            db = try BuriDatabase(path: directory.appendingPathComponent("db.buri").path, options: options)
+        case .memory:
+            let memory = MemoryEngine()
+            store = memory
+            db = try BuriDatabase(engine: memory, options: options, closesEngine: false)
+        case .temporary:
+            let temporary = try LevelDBEngine.temporary(options: options.storage)
+            store = temporary
+            db = try BuriDatabase(engine: temporary, options: options, closesEngine: false)
+        case .shared:
+            let memory = MemoryEngine(name: ":shared-memory:", shared: true)
+            store = memory
+            db = try BuriDatabase(engine: memory, options: options, closesEngine: false)
+        }
+    }
+
+    /// Another client of the same data: a second database on the engine when it is shared, else
+    /// the database itself (one process may open a LevelDB directory once).
+    public func client(_ number: Int) throws -> BuriDatabase {
+        guard engine == .shared, number > 0, let store else { return db }
+        return try BuriDatabase(engine: store, options: options, closesEngine: false)
+    }
+
+    /// Closes and opens the database again (on the same engine).
+    public func reopen() throws {
+        db.close()
+        if let store {
+            db = try BuriDatabase(engine: store, options: options, closesEngine: false)
+        } else {
+            db = try BuriDatabase(path: path, options: options)
+        }
+    }
+
+    /// Every key the engine holds, read through the open database's engine.
+    public func rawKeys() throws -> [[UInt8]] {
+        try scanKeys(db.engine.snapshot())
+    }
+
+    deinit {
+        db.close()
+        store?.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Every key of a reader, in order.
+public func scanKeys(_ reader: any StorageReader) throws -> [[UInt8]] {
+    let cursor = try reader.cursor(in: BuriStorage.KeyRange.all, reverse: false)
+    var keys: [[UInt8]] = []
+    while try cursor.next() { keys.append(cursor.key) }
+    return keys
+}
+
+
+/// Every key and value of a reader, in order: the whole state of a database, for "nothing was
+/// written" checks that work on every engine.
+public func scanEntries(_ reader: any StorageReader) throws -> [[UInt8]] {
+    let cursor = try reader.cursor(in: BuriStorage.KeyRange.all, reverse: false)
+    var entries: [[UInt8]] = []
+    while try cursor.next() { entries.append(cursor.key + [0xFF, 0xFF, 0xFF] + cursor.value) }
+    return entries
+}
