@@ -1,15 +1,21 @@
 import Buri
 
-/// Buri through its public typed API, as an app would use it.
+/// Buri through its public typed API, as an app would use it: on LevelDB (the default engine),
+/// or on the in-memory engine (its own column).
 final class BuriSystem: System {
     static let name = "Buri"
+    static let memoryName = "Buri in memory"
     let database: BuriDatabase
     let tokens: Bucket<Token>
     let people: Bucket<Person>
     let workload: Workload
 
-    init(path: String, workload: Workload) throws {
-        database = try BuriDatabase(path: path)
+    convenience init(path: String, workload: Workload) throws {
+        try self.init(database: BuriDatabase(path: path), workload: workload)
+    }
+
+    init(database: BuriDatabase, workload: Workload) throws {
+        self.database = database
         tokens = try database.bucket(Token.self)
         people = try database.bucket(Person.self)
         self.workload = workload

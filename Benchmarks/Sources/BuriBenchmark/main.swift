@@ -18,7 +18,7 @@ struct Options {
     var json = false
     var memory = true
     var rows: Set<Row> = Set(Row.allCases)
-    var systems: [String] = [BuriSystem.name, FloorSystem.name, GRDBSystem.name]
+    var systems: [String] = [BuriSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name]
 
     init(arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -42,7 +42,7 @@ struct Options {
             case "--systems":
                 let wanted = try value(argument).lowercased().split(separator: ",").map(String.init)
                 systems = systems.filter { name in wanted.contains { name.lowercased().hasPrefix($0) } }
-                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, leveldb, grdb") }
+                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, \"buri in memory\", leveldb, grdb") }
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)
@@ -59,7 +59,7 @@ struct Options {
           --json           one JSON record per row and system instead of the Markdown table
           --no-memory      skip the peak-memory comparison
           --rows           only these rows (ids as in the JSON output); the complex fill always runs
-          --systems        only these systems (for profiling one of them; the table needs all three)
+          --systems        only these systems, by name prefix (for profiling one; the table needs Buri, LevelDB and GRDB)
         """
 
     var effectiveRepetitions: Int { repetitions ?? (count > 1_000_000 ? 1 : count > 200_000 ? 3 : 5) }
@@ -143,6 +143,7 @@ func runBenchmark(_ options: Options) throws {
         for name in systems {
             switch name {
             case BuriSystem.name: open[name] = try BuriSystem(path: base + "/buri", workload: workload)
+            case BuriSystem.memoryName: open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
             case FloorSystem.name: open[name] = try FloorSystem(path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
             default: open[name] = try GRDBSystem(path: base + "/grdb.sqlite", workload: workload)
             }
@@ -173,7 +174,8 @@ func runBenchmark(_ options: Options) throws {
         return (median, Double(expected[row] ?? 0) / median)
     }
 
-    if options.json || systems.count < 3 {
+    let hasTable = [BuriSystem.name, FloorSystem.name, GRDBSystem.name].allSatisfy(systems.contains)
+    if options.json || !hasTable {
         for row in shownRows {
             for system in systems {
                 let (median, ops) = rate(row, system)
@@ -190,8 +192,9 @@ func runBenchmark(_ options: Options) throws {
     print("")
     print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. floor/GRDB is the ceiling of Buri/GRDB for any store that does at least the floor's LevelDB work.")
     print("")
-    print("| Row | Objects | Buri | LevelDB floor | GRDB | Buri/floor | Buri/GRDB | floor/GRDB | Targets (≥ ½ floor, ≥ 2× GRDB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    let withMemory = systems.contains(BuriSystem.memoryName)
+    print("| Row | Objects | Buri | LevelDB floor | GRDB | Buri/floor | Buri/GRDB | floor/GRDB | Targets (≥ ½ floor, ≥ 2× GRDB) |" + (withMemory ? " Buri in memory | memory/Buri |" : ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|" + (withMemory ? "---:|---:|" : ""))
     for row in shownRows {
         let buri = rate(row, BuriSystem.name).rate
         let floor = rate(row, FloorSystem.name).rate
@@ -201,7 +204,12 @@ func runBenchmark(_ options: Options) throws {
         var verdict: [String] = []
         if row.hasFloorTarget { verdict.append(toFloor >= 0.5 ? "floor ✓" : "floor ✗") }
         verdict.append(toGRDB >= 2 ? "GRDB ✓" : "GRDB ✗")
-        print("| \(row.title) | \(formatRate(Double(expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) | \(String(format: "%.2f", toFloor)) | \(String(format: "%.2f", toGRDB)) | \(String(format: "%.2f", floor / grdb)) | \(verdict.joined(separator: ", ")) |")
+        var line = "| \(row.title) | \(formatRate(Double(expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) | \(String(format: "%.2f", toFloor)) | \(String(format: "%.2f", toGRDB)) | \(String(format: "%.2f", floor / grdb)) | \(verdict.joined(separator: ", ")) |"
+        if withMemory {
+            let memory = rate(row, BuriSystem.memoryName).rate
+            line += " \(formatRate(memory)) | \(String(format: "%.2f", memory / buri)) |"
+        }
+        print(line)
     }
     if !memory.isEmpty {
         print("")
