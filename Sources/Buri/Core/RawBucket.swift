@@ -320,12 +320,12 @@ public final class RawBucket: Sendable {
         }
     }
 
-    /// The decoded index values of a header, by index name.
-    func indexValues(of header: RecordHeader) -> [String: [[IndexValue]]] {
-        var result: [String: [[IndexValue]]] = [:]
+    /// The decoded index values of a header, by index name (as bytes: see ``IndexName``).
+    func indexValues(of header: RecordHeader) -> [IndexName: [[IndexValue]]] {
+        var result: [IndexName: [[IndexValue]]] = [:]
         for entry in header.entries {
             let name = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
-            result[name, default: []].append(IndexTuple.split(entry.tuple))
+            result[IndexName(name), default: []].append(IndexTuple.split(entry.tuple))
         }
         return result
     }
@@ -362,8 +362,9 @@ public final class RawBucket: Sendable {
 public struct StoredRecord: Sendable, Hashable {
     public var key: String
     public var schemaVersion: UInt64
-    /// The object's index values as stored, by index name (one tuple per entry).
-    public var indexValues: [String: [[IndexValue]]]
+    /// The object's index values as stored, by index name (one tuple per entry). Names are
+    /// compared as bytes (see ``IndexName``): `record.indexValues["age"]`.
+    public var indexValues: [IndexName: [[IndexValue]]]
     /// The CBOR encoding of the object.
     public var payload: [UInt8]
 }
