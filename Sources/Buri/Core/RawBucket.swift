@@ -432,7 +432,7 @@ enum IndexTuple {
     }
 }
 
-/// An object key as UTF-8 bytes, for the write path's bookkeeping: equal only when the bytes are
+/// An object (or record) key as UTF-8 bytes, for bookkeeping in writes, queries and checks: equal only when the bytes are
 /// (never by String canonical equivalence), hashed in one call over the bytes rather than one
 /// `Hasher.combine` per byte as `[UInt8]` does, which cost more than the LevelDB put it guarded.
 struct ObjectKeyBytes: Hashable {
