@@ -432,7 +432,7 @@ struct PagingModelTests {
         try store((0..<60).map { _ in randomItem(&random) })
         var collecting = 0
 
-        for round in 0..<150 {
+        for round in 0..<100 {
             let q = randomQuery(&random)
             let snapshot = try raw.snapshot()
             if try QueryPlan(q.query, bucket: raw, snapshot: snapshot).collectFrom != nil { collecting += 1 }
