@@ -187,10 +187,15 @@ struct QueryCommand: ParsableCommand {
         of its leading components separated by ',' and may be combined with --from/--to or \
         --prefix for the next component.
 
+        With --page-size N, at most N results are printed and, if the walk has more, the line \
+        `next: TOKEN` goes to standard error; run the same query with --after TOKEN for the next \
+        page. --limit caps the whole walk. A token works only with the query that issued it.
+
         Examples:
           buri query people.buri Person age --from 20 --to 29
           buri query people.buri Person locale --equals EN --objects --limit 5
           buri query people.buri Person locale_age --equals EN,30
+          buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
         """
     )
 
@@ -223,6 +228,12 @@ struct QueryCommand: ParsableCommand {
     @Flag(help: "Return results in descending index order.")
     var reverse = false
 
+    @Option(help: ArgumentHelp("Print at most this many results, then `next: TOKEN` on standard error if there are more.", valueName: "n"))
+    var pageSize: Int?
+
+    @Option(help: ArgumentHelp("Resume after this token, printed by a --page-size run of the same query.", valueName: "token"))
+    var after: String?
+
     func validate() throws {
         if equals == nil, from == nil, to == nil, prefix == nil {
             throw ValidationError("give a condition: --equals VALUE, --from A and/or --to B, or --prefix TEXT")
@@ -231,6 +242,7 @@ struct QueryCommand: ParsableCommand {
             throw ValidationError("--prefix cannot be combined with --from/--to; use one or the other")
         }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
+        if let pageSize, pageSize < 1 { throw ValidationError("--page-size must be 1 or more, not \(pageSize)") }
     }
 
     func run() throws {
@@ -243,19 +255,38 @@ struct QueryCommand: ParsableCommand {
         var query = try makeQuery(definition)
         if reverse { query = query.descending() }
         if let limit { query = query.limit(limit) }
+        if let after { query = query.after(try mapErrors(path: target.database) { try ContinuationToken(parsing: after) }) }
         let out = Output.standardOutput()
+        if let pageSize {
+            let next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
+                if objects {
+                    let page = try raw.recordPage(query, size: pageSize)
+                    for record in page.items { try out.line(try objectLine(record)) }
+                    return page.next
+                }
+                let page = try raw.keyPage(query, size: pageSize)
+                for key in page.items { try out.line(key) }
+                return page.next
+            }
+            try out.flush()
+            if let next { _ = writeAll(2, Array("next: \(next)\n".utf8)) }
+            return
+        }
         try mapErrors(path: target.database) {
             let cursor = try raw.makeCursor(query)
             if objects {
-                while let record = try cursor.nextRecord() {
-                    let object = try jsonText(ofPayload: record.payload, pretty: false, bucket: bucket, key: record.key)
-                    try out.line("{\"key\":\(jsonString(record.key)),\"object\":\(object)}")
-                }
+                while let record = try cursor.nextRecord() { try out.line(try objectLine(record)) }
             } else {
                 while let key = try cursor.nextKey() { try out.line(key) }
             }
         }
         try out.flush()
+    }
+
+    /// One JSON Lines row of `--objects`.
+    func objectLine(_ record: StoredRecord) throws -> String {
+        let object = try jsonText(ofPayload: record.payload, pretty: false, bucket: bucket, key: record.key)
+        return "{\"key\":\(jsonString(record.key)),\"object\":\(object)}"
     }
 
     /// The library query for the options, with values parsed per the index's component kinds.

@@ -43,7 +43,7 @@ struct ToolError: Error, CustomStringConvertible {
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, "the database at '\(place)' is in use by another process (LevelDB lets one process open it at a time); close it there and retry")
-        case .invalidQuery:
+        case .invalidQuery, .invalidContinuation:
             self.init(.usage, error.description)
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName, .invalidIndexDefinition:
             self.init(.invalidInput, error.description)

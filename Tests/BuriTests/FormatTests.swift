@@ -414,7 +414,24 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
     ("range locale_age \"EN\", 20...29: end", "03 00 00 00 01 00 00 00 03 30 45 4e 00 00 23 04 37 d0 00 00 00 00 00 00 01",
      { try end(.index("locale_age", equals: ["EN"], in: 20...29)) }),
     ("range all records of bucket 1: end", "02 00 00 00 02", { BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: 1)).end ?? [] }),
+    // Continuation tokens
+    ("query signature: locale == \"EN\" and age in 20...29", "00 02 06 6c 6f 63 61 6c 65 01 30 45 4e 00 00 00 03 61 67 65 00 01 01 23 04 37 40 00 00 00 00 00 00 00 01 23 04 37 d0 00 00 00 00 00 00 00", { ContinuationFormat.signature(of: tokenExampleQuery) }),
+    ("query fingerprint: locale == \"EN\" and age in 20...29", "f0 58 b7 a0 89 39 09 c2", { fingerprintBytes(tokenExampleQuery) }),
+    ("query fingerprint: the same, descending", "3d 6c 7a 67 bb 27 88 3b", { fingerprintBytes(tokenExampleQuery.descending()) }),
+    ("continuation token: bucket 1, ordered by locale, 1 returned, after p1", "b1 00 00 00 01 00 00 00 01 f0 58 b7 a0 89 39 09 c2 01 03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", {
+        ContinuationFormat.encode(ContinuationToken(bucket: 1, order: 1, fingerprint: ContinuationFormat.fingerprint(of: tokenExampleQuery),
+                                                    returned: 1, position: entry(index: 1, ["EN"])))
+    }),
 ]
+
+/// The query of docs/FORMAT.md's continuation token example.
+private let tokenExampleQuery = Query.index("locale", equals: "EN").and(.index("age", in: 20...29))
+
+/// A fingerprint as u64be.
+private func fingerprintBytes(_ query: Query) -> [UInt8] {
+    let value = ContinuationFormat.fingerprint(of: query)
+    return (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+}
 
 @Suite("Format: golden vectors")
 struct FormatGoldenTests {

@@ -153,7 +153,7 @@ struct CombinedQueryTests {
         #expect(Set(try notes.keys(three)) == Set(expectedThree))
     }
 
-    @Test func andScansTheMostSelectiveIndexAndDecodesOnlyMatches() throws {
+    @Test func andChecksFurtherConditionsFromHeadersAndDecodesOnlyMatches() throws {
         // Damage the payload of every object that fails the second condition: if the query decoded
         // non-matching objects it would throw.
         let matching = Set(try notes.keys(.index("tags", equals: "ten")))

@@ -142,6 +142,44 @@ struct BuriToolTests {
         ])
     }
 
+    @Test func queryPagesResumeInANewProcessFromThePrintedToken() throws {
+        let sandbox = try Sandbox()
+        let db = try makeFixture(sandbox)
+        let whole = try buri("query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11")
+        expectSuccess(whole)
+        #expect(whole.lines.count == 11)
+        // Each page is a separate process: the token must mean the same thing in every one.
+        var keys: [String] = []
+        var after: String? = nil
+        var pages = 0
+        repeat {
+            var arguments = ["query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4"]
+            if let after { arguments += ["--after", after] }
+            let run = try buri(arguments)
+            #expect(run.status == 0, "\(run)")
+            keys += run.lines
+            let next = run.stderr.split(separator: "\n").first { $0.hasPrefix("next: ") }
+            after = next.map { String($0.dropFirst("next: ".count)) }
+            pages += 1
+        } while after != nil && pages < 10
+        #expect(pages == 3)
+        #expect(keys == whole.lines)
+        // Objects page the same way.
+        let objects = try buri("query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4", "--objects")
+        #expect(objects.lines.count == 4 && objects.lines[0].hasPrefix("{\"key\":\"\(whole.lines[0])\""), "\(objects)")
+        let token = try #require(objects.stderr.split(separator: "\n").first.map { String($0.dropFirst("next: ".count)) })
+
+        // A token of another query, a malformed one, and a page size below 1 are usage errors.
+        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--page-size", "4", "--after", token), status: 2,
+                      mentioning: ["invalid continuation token", "other conditions or another direction"])
+        expectFailure(try buri("query", db, "Person", "locale", "--equals", "EN", "--reverse", "--after", token), status: 2,
+                      mentioning: ["invalid continuation token", "index 'age'"])
+        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--after", "zz"), status: 2,
+                      mentioning: ["invalid continuation token", "not a hex digit"])
+        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--page-size", "0"), status: 2,
+                      mentioning: ["--page-size must be 1 or more"])
+    }
+
     @Test func queryBinaryIndexWithEqualsPrefixAndRange() throws {
         let sandbox = try Sandbox()
         let db = try makeFixture(sandbox)

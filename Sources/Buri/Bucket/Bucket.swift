@@ -177,29 +177,32 @@ public final class Bucket<T: BuriSupport>: Sendable {
     }
 
     /// One page of at most `size` objects matching `query`, and a token for the next page.
+    ///
+    /// Fetch the next page with `query.after(page.next)`. Over a walk of pages, `query.limit` caps
+    /// the total and `query.offset` is skipped once, by the first page; see ``Page``.
+    ///
+    /// ```swift
+    /// let first = try people.page(.index("age", in: 20...).limit(250), size: 100)
+    /// let second = try people.page(.index("age", in: 20...).limit(250).after(first.next), size: 100)
+    /// ```
+    /// - Throws: ``BuriError/invalidQuery(bucket:index:reason:)`` if `size` is not positive,
+    ///   ``BuriError/invalidContinuation(bucket:reason:)`` for a token of another bucket or query.
     public func page(_ query: Query, size: Int) throws(BuriError) -> Page<T> {
-        let cursor = try cursor(query.limit(size + 1))
-        var items: [T] = []
-        var token: ContinuationToken?
-        while let object = try cursor.next() {
-            if items.count == size { return Page(items: items, next: token) }
-            items.append(object)
-            token = cursor.raw.continuation
+        try raw.page(query, size: size) { cursor throws(BuriError) -> T? in
+            guard try cursor.nextObject() else { return nil }
+            do {
+                return try CBORDecoder().decode(T.self, from: cursor.currentPayload)
+            } catch {
+                // The key is built only here: returning objects does not need it.
+                throw .decodingFailed(bucket: name, key: cursor.currentKey, type: String(describing: T.self), reason: String(describing: error))
+            }
         }
-        return Page(items: items, next: nil)
     }
 
-    /// One page of at most `size` keys matching `query`, and a token for the next page.
+    /// One page of at most `size` keys matching `query`, and a token for the next page; pages
+    /// exactly as ``page(_:size:)`` does.
     public func keyPage(_ query: Query, size: Int) throws(BuriError) -> Page<String> {
-        let cursor = try raw.makeCursor(query.limit(size + 1))
-        var items: [String] = []
-        var token: ContinuationToken?
-        while let key = try cursor.nextKey() {
-            if items.count == size { return Page(items: items, next: token) }
-            items.append(key)
-            token = cursor.continuation
-        }
-        return Page(items: items, next: nil)
+        try raw.keyPage(query, size: size)
     }
 
     /// A streaming cursor over the objects matching `query`: bounded memory, one snapshot.

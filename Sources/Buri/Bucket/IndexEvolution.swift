@@ -90,7 +90,7 @@ extension BuriDatabase {
         let dropped = descriptor.indexes.filter { !keptIds.contains($0.id) }
         var updated = descriptor
         updated.indexes = schema.indexes.compactMap { index in
-            (kept + toBuild).first { $0.name == index.name }
+            (kept + toBuild).first { $0.name.hasSameBytes(as: index.name) }
         }
         updated.nextIndexId = nextId
         updated.schemaVersion = UInt64(max(0, schema.schemaVersion))

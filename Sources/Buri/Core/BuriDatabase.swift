@@ -69,7 +69,8 @@ public final class BuriDatabase: Sendable {
     /// How many times each bucket's catalog entry has been rewritten or dropped by this process.
     /// A ``RawBucket`` remembers the count it was made at, so a `Bucket` value opened before its
     /// bucket was redefined (indexes changed by another `Bucket` type) cannot write stale entries.
-    private let catalogGenerations = Mutex<[String: Int]>([:])
+    /// Keyed by the name's UTF-8 bytes: canonically equal names ("\u{E9}", "e\u{301}") are two buckets.
+    private let catalogGenerations = Mutex<[[UInt8]: Int]>([:])
 
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
@@ -303,7 +304,7 @@ public final class BuriDatabase: Sendable {
     }
 
     func validate(_ descriptor: BucketDescriptor) throws(BuriError) {
-        var seen = Set<[UInt8]>()  // names as bytes: canonically equal names are different indexes
+        var seen = Set<[UInt8]>()  // names as bytes: "\u{E9}" and "e\u{301}" are two names
         for index in descriptor.indexes {
             if index.name.isEmpty { throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "an index needs a name") }
             if !seen.insert(Array(index.name.utf8)).inserted {
@@ -338,10 +339,10 @@ public final class BuriDatabase: Sendable {
     }
 
     func catalogGeneration(_ name: String) -> Int {
-        catalogGenerations.withLock { $0[name, default: 0] }
+        catalogGenerations.withLock { $0[Array(name.utf8), default: 0] }
     }
 
     func bumpCatalogGeneration(_ name: String) {
-        catalogGenerations.withLock { $0[name, default: 0] += 1 }
+        catalogGenerations.withLock { $0[Array(name.utf8), default: 0] += 1 }
     }
 }

@@ -37,6 +37,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidBucketName(name: String, reason: String)
     /// The bucket does not exist (for read-only access to a bucket by name).
     case unknownBucket(name: String, known: [String])
+    /// A continuation token that is malformed, or was issued for another bucket, index or query
+    /// (conditions or direction), so resuming from it would skip or repeat results.
+    case invalidContinuation(bucket: String?, reason: String)
     /// An index declaration conflicts with itself or the stored catalog.
     case invalidIndexDefinition(bucket: String, index: String, reason: String)
     /// The database has been closed.
@@ -84,6 +87,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unknownBucket(name, known):
             let list = known.isEmpty ? "the database has no buckets" : "its buckets are " + known.map { "'\($0)'" }.joined(separator: ", ")
             return "there is no bucket '\(name)'; \(list)"
+        case let .invalidContinuation(bucket, reason):
+            return (bucket.map { "bucket '\($0)': " } ?? "") + "invalid continuation token: \(reason); "
+                + "resume a walk only with the token its own previous page returned, using the same query"
         case let .invalidIndexDefinition(bucket, index, reason):
             return "bucket '\(bucket)', index '\(index)': \(reason)"
         case .databaseClosed(let path):

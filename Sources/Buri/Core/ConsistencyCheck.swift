@@ -140,7 +140,10 @@ extension BuriDatabase {
 
         // Index entries: each must belong to a known bucket and index and match its record's header.
         let entries = try snapshot.cursor(in: .prefix([Keyspace.indexTag]))
-        var headers: [String: RecordHeader?] = [:]
+        // Keyed by the record key's bytes, never by a String: "é" (c3 a9) and "e\u{301}" (65 cc 81)
+        // are equal Strings but two objects, and mixing up their headers would make a consistent
+        // database look stale and have repair delete valid entries.
+        var headers: [ObjectKeyBytes: RecordHeader?] = [:]
         var previousUnique: (index: UInt32, tuple: [UInt8], key: String)? = nil
         while try entries.next() {
             report.indexEntries += 1
@@ -172,12 +175,12 @@ extension BuriDatabase {
                 report.problems.append(problem)
                 continue
             }
-            let cacheKey = "\(descriptor.id):\(split.objectKey)"
+            let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey)
+            let cacheKey = ObjectKeyBytes(recordKey)
             let header: RecordHeader?
             if let cached = headers[cacheKey] {
                 header = cached
             } else {
-                let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey)
                 header = try snapshot.withValue(forKey: recordKey) { value in
                     value.flatMap { try? RecordHeader.parse($0).0 }
                 }
@@ -186,7 +189,7 @@ extension BuriDatabase {
             }
             let shown = IndexTuple.describe(split.tuple)
             if header == nil {
-                let exists = try snapshot.contains(Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey))
+                let exists = try snapshot.contains(recordKey)
                 if exists { continue }  // the record is damaged; reported with the records
                 var problem = ConsistencyProblem(kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                                                  detail: "entry for value \(shown) points to an object that does not exist")

@@ -326,12 +326,12 @@ public final class RawBucket: Sendable {
         }
     }
 
-    /// The decoded index values of a header, by index name.
-    func indexValues(of header: RecordHeader) -> [String: [[IndexValue]]] {
-        var result: [String: [[IndexValue]]] = [:]
+    /// The decoded index values of a header, by index name (as bytes: see ``IndexName``).
+    func indexValues(of header: RecordHeader) -> [IndexName: [[IndexValue]]] {
+        var result: [IndexName: [[IndexValue]]] = [:]
         for entry in header.entries {
             let name = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
-            result[name, default: []].append(IndexTuple.split(entry.tuple))
+            result[IndexName(name), default: []].append(IndexTuple.split(entry.tuple))
         }
         return result
     }
@@ -358,9 +358,46 @@ public final class RawBucket: Sendable {
 
     /// A streaming cursor over the results of `query`, reading from one snapshot.
     public func makeCursor(_ query: Query) throws(BuriError) -> RawQueryCursor {
+        try makeCursor(query, strategy: .automatic)
+    }
+
+    func makeCursor(_ query: Query, strategy: QueryPlan.Strategy) throws(BuriError) -> RawQueryCursor {
         let reader = try reader()
-        let plan = try QueryPlan(query, bucket: self, reader: reader)
+        let plan = try QueryPlan(query, bucket: self, reader: reader, strategy: strategy)
         return try RawQueryCursor(bucket: self, plan: plan, reader: reader)
+    }
+
+    /// One page of at most `size` keys matching `query`, and a token for the next page
+    /// (see ``Page`` for what a walk of pages returns).
+    ///
+    /// ```swift
+    /// var page = try raw.keyPage(.index("age", in: 20...), size: 100)
+    /// while let next = page.next { page = try raw.keyPage(.index("age", in: 20...).after(next), size: 100) }
+    /// ```
+    /// - Throws: ``BuriError/invalidQuery(bucket:index:reason:)`` if `size` is not positive,
+    ///   ``BuriError/invalidContinuation(bucket:reason:)`` for a token of another bucket or query.
+    public func keyPage(_ query: Query, size: Int) throws(BuriError) -> Page<String> {
+        try page(query, size: size) { cursor throws(BuriError) in try cursor.nextKey() }
+    }
+
+    /// One page of at most `size` records matching `query`, and a token for the next page.
+    public func recordPage(_ query: Query, size: Int) throws(BuriError) -> Page<StoredRecord> {
+        try page(query, size: size) { cursor throws(BuriError) in try cursor.nextRecord() }
+    }
+
+    /// One page of what `next` reads from a cursor over `query`: at most `size` items, and a token
+    /// when the walk has more (checked by moving past one more result).
+    func page<Element>(_ query: Query, size: Int, strategy: QueryPlan.Strategy = .automatic,
+                       _ next: (RawQueryCursor) throws(BuriError) -> Element?) throws(BuriError) -> Page<Element> {
+        guard size > 0 else {
+            throw .invalidQuery(bucket: name, index: nil, reason: "a page holds at least 1 result; the size given is \(size)")
+        }
+        let cursor = try makeCursor(query, strategy: strategy)
+        var items: [Element] = []
+        items.reserveCapacity(Swift.min(size, 1024))
+        while items.count < size, let item = try next(cursor) { items.append(item) }
+        guard items.count == size, let token = cursor.continuation else { return Page(items: items, next: nil) }
+        return Page(items: items, next: try cursor.skipToNext() ? token : nil)
     }
 }
 
@@ -368,8 +405,9 @@ public final class RawBucket: Sendable {
 public struct StoredRecord: Sendable, Hashable {
     public var key: String
     public var schemaVersion: UInt64
-    /// The object's index values as stored, by index name (one tuple per entry).
-    public var indexValues: [String: [[IndexValue]]]
+    /// The object's index values as stored, by index name (one tuple per entry). Names are
+    /// compared as bytes (see ``IndexName``): `record.indexValues["age"]`.
+    public var indexValues: [IndexName: [[IndexValue]]]
     /// The CBOR encoding of the object.
     public var payload: [UInt8]
 }
@@ -400,7 +438,7 @@ enum IndexTuple {
     }
 }
 
-/// An object key as UTF-8 bytes, for the write path's bookkeeping: equal only when the bytes are
+/// An object (or record) key as UTF-8 bytes, for bookkeeping in writes, queries and checks: equal only when the bytes are
 /// (never by String canonical equivalence), hashed in one call over the bytes rather than one
 /// `Hasher.combine` per byte as `[UInt8]` does, which cost more than the LevelDB put it guarded.
 struct ObjectKeyBytes: Hashable {

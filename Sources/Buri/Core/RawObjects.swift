@@ -12,15 +12,23 @@ public struct RawObject: Sendable, Hashable {
     /// The object's CBOR encoding.
     public var payload: [UInt8]
     /// For each index, the value tuples of the object's entries (one-element tuples for a plain index).
-    /// Indexes not named get no entry.
-    public var indexValues: [String: [[IndexValue]]]
+    /// Indexes not named get no entry. Names are matched as bytes (see ``IndexName``).
+    public var indexValues: [IndexName: [[IndexValue]]]
     public var schemaVersion: UInt64
 
-    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64 = 0) {
+    public init(key: String, payload: [UInt8], indexValues: [IndexName: [[IndexValue]]], schemaVersion: UInt64 = 0) {
         self.key = key
         self.payload = payload
         self.indexValues = indexValues
         self.schemaVersion = schemaVersion
+    }
+
+    /// An object whose index values are keyed by `String`. A `[String: …]` dictionary cannot hold
+    /// two names that differ only in Unicode normalization; use ``IndexName`` keys for those.
+    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64 = 0) {
+        var byName: [IndexName: [[IndexValue]]] = [:]
+        for (name, tuples) in indexValues { byName[IndexName(name)] = tuples }
+        self.init(key: key, payload: payload, indexValues: byName, schemaVersion: schemaVersion)
     }
 }
 
@@ -43,8 +51,8 @@ extension RawBucket {
             }
             var entries: [RecordHeader.Entry] = []
             for (indexName, tuples) in object.indexValues.sorted(by: { $0.key < $1.key }) {
-                guard let definition = descriptor.index(named: indexName) else {
-                    throw .unknownIndex(bucket: name, index: indexName, known: descriptor.indexes.map(\.name))
+                guard let definition = descriptor.index(named: indexName.name) else {
+                    throw .unknownIndex(bucket: name, index: indexName.name, known: descriptor.indexes.map(\.name))
                 }
                 for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
             }

@@ -15,7 +15,15 @@ public final class RawQueryCursor {
     let bucket: RawBucket
     let plan: QueryPlan
     let reader: any StorageReader
-    private let cursor: any StorageCursor
+    /// Walks `plan.range`; `nil` for a plan that collects its candidates (see ``QueryPlan``).
+    private let cursor: (any StorageCursor)?
+    /// A collecting plan's candidates: positions in the ordering index, in walk order, each one
+    /// an object that already passed every condition.
+    private var collected: [[UInt8]] = []
+    private var nextCollected = 0
+    /// Whether each walked candidate's header must be read: to check further conditions, or, on a
+    /// multi-valued ordering index, that the entry is the object's first in range.
+    private let checksHeaders: Bool
     /// Walks the bucket's records alongside an index scan (made on first use).
     private var records: (any StorageCursor)?
     /// Scratch space for the record key being looked up.
@@ -35,34 +43,105 @@ public final class RawQueryCursor {
     private var record = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Where the payload starts in `record`.
     private var payloadOffset = 0
-    /// Object keys already returned, when the driving index is multi-valued: an object with several
-    /// values in a range has several entries there but is one result. Grows with the results.
-    private var seenObjects: Set<[UInt8]>?
 
     init(bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) {
         self.bucket = bucket
         self.plan = plan
         self.reader = reader
         recordKey = bucket.recordPrefix
-        if plan.driver?.index.multiValued == true { seenObjects = [] }
-        cursor = try bucket.database.run {
-            try reader.cursor(in: plan.range, reverse: plan.descending)
+        checksHeaders = plan.collectFrom == nil && (!plan.residual.isEmpty || plan.orderIsMultiValued)
+        if let source = plan.collectFrom {
+            cursor = nil
+            collected = try Self.collect(from: source, bucket: bucket, plan: plan, reader: reader)
+        } else {
+            cursor = try bucket.database.run {
+                try reader.cursor(in: plan.range, reverse: plan.descending)
+            }
         }
     }
 
-    /// A token that resumes the query right after the last result returned.
-    public var continuation: ContinuationToken? { hasReturned ? ContinuationToken(key: lastStorageKey) : nil }
-
-    /// Copies the storage key under the cursor into `candidateKey` and finds the object key in it,
-    /// checking that it is UTF-8 (without building a String).
-    private func readCandidateKey() throws(BuriError) {
-        cursor.withKey { raw in
-            candidateKey.removeAll(keepingCapacity: true)
-            candidateKey.append(contentsOf: raw)
+    /// The candidates of a collecting plan: every object with an entry in `source`'s range that
+    /// satisfies all conditions, as its position in the ordering index (its first entry there in
+    /// walk order, as a walk would meet it), after the continuation, sorted in walk order.
+    /// `source` has at most ``QueryPlan/collectLimit`` entries, so memory stays bounded.
+    private static func collect(from source: ConditionPlan, bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) -> [[UInt8]] {
+        guard let order = plan.order else { return [] }
+        let arity = source.index.components.count
+        var positions: [[UInt8]] = []
+        var seen = Set<ObjectKeyBytes>()
+        var recordKey = bucket.recordPrefix
+        try bucket.database.run {
+            let entries = try reader.cursor(in: source.range)
+            while try entries.next() {
+                let objectKey = try entries.withKey { raw throws(BuriError) -> [UInt8] in
+                    let parts: (tuple: Range<Int>, objectKey: Range<Int>)
+                    do {
+                        parts = try Keyspace.splitIndexEntry(raw, arity: arity)
+                    } catch {
+                        throw .corruption(bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: \(error)")
+                    }
+                    guard Keyspace.isValidUTF8(raw[parts.objectKey]) else {
+                        throw .corruption(bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: object key is not valid UTF-8")
+                    }
+                    return Array(raw[parts.objectKey])
+                }
+                guard seen.insert(ObjectKeyBytes(objectKey)).inserted else { continue }
+                recordKey.removeSubrange(Keyspace.recordPrefixLength...)
+                recordKey.append(contentsOf: objectKey)
+                let header = try reader.withValue(forKey: recordKey) { value throws(BuriError) -> RecordHeader? in
+                    guard let value else { return nil }
+                    do {
+                        return try RecordHeader.parse(value).0
+                    } catch {
+                        throw .corruption(bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), index: nil, reason: "record header: \(error)")
+                    }
+                }
+                // An entry without its object matches nothing (as in a walk that checks conditions).
+                guard let header else { continue }
+                let key = objectKey[...]
+                guard let position = order.position(of: header.entries, objectKey: key, descending: plan.descending),
+                      plan.range.contains(position),
+                      plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else { continue }
+                positions.append(position)
+            }
         }
+        if plan.descending {
+            positions.sort { $1.lexicographicallyPrecedes($0) }
+        } else {
+            positions.sort { $0.lexicographicallyPrecedes($1) }
+        }
+        return positions
+    }
+
+    /// A token that resumes the query right after the last result returned.
+    public var continuation: ContinuationToken? {
+        guard hasReturned else { return nil }
+        return ContinuationToken(bucket: bucket.descriptor.id, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
+                                 returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
+    }
+
+    /// Puts the next candidate's storage key into `candidateKey`; `false` at the end.
+    private func nextCandidate() throws(BuriError) -> Bool {
+        if let cursor {
+            guard try bucket.database.run({ try cursor.next() }) else { return false }
+            cursor.withKey { raw in
+                candidateKey.removeAll(keepingCapacity: true)
+                candidateKey.append(contentsOf: raw)
+            }
+            return true
+        }
+        guard nextCollected < collected.count else { return false }
+        candidateKey = collected[nextCollected]
+        collected[nextCollected] = []
+        nextCollected += 1
+        return true
+    }
+
+    /// Finds the object key in `candidateKey`, checking that it is UTF-8 (without building a String).
+    private func readCandidateKey() throws(BuriError) {
         // (A plain closure returning the problem: typed throws through `withUnsafeBytes` here
         // crashed the 6.3 optimizer.)
-        let arity = plan.driver?.index.components.count
+        let arity = plan.order?.index.components.count
         let problem: String? = candidateKey.withUnsafeBytes { raw -> String? in
             if let arity {
                 do {
@@ -79,7 +158,7 @@ public final class RawQueryCursor {
             return Keyspace.isValidUTF8(raw[objectKeyRange]) ? nil : "object key is not valid UTF-8"
         }
         if let problem {
-            throw .corruption(bucket: bucket.name, key: nil, index: plan.driver?.index.name, reason: "storage key: \(problem)")
+            throw .corruption(bucket: bucket.name, key: nil, index: plan.order?.index.name, reason: "storage key: \(problem)")
         }
     }
 
@@ -93,7 +172,7 @@ public final class RawQueryCursor {
 
     /// Points `record` at the stored value of the candidate's object; `false` if there is none.
     private func locateRecord() throws(BuriError) -> Bool {
-        guard plan.driver != nil else {
+        if plan.order == nil, let cursor {
             // Scanning records: the value is right under the cursor.
             record = cursor.withValue { $0 }
             return true
@@ -150,34 +229,38 @@ public final class RawQueryCursor {
     /// at the end. With `readRecord`, `record` and `payloadOffset` describe its stored value.
     private func advance(readRecord: Bool) throws(BuriError) -> Bool {
         if let limit = plan.limit, returned >= limit { return false }
-        let needsRecord = readRecord || !plan.residual.isEmpty
-        while try bucket.database.run({ try cursor.next() }) {
+        while try nextCandidate() {
             try readCandidateKey()
-            if seenObjects != nil, seenObjects?.insert(Array(candidateKey[objectKeyRange])).inserted == false { continue }
-            if needsRecord {
+            if readRecord || checksHeaders {
                 guard try locateRecord() else {
-                    // Only a key scan with residual conditions tolerates a missing record (it skips it).
-                    if readRecord {
-                        throw BuriError.corruption(bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.driver?.index.name,
+                    // A key walk that checks further conditions finds that a missing object
+                    // matches nothing; anything else needs the object.
+                    if readRecord || plan.orderIsMultiValued {
+                        throw BuriError.corruption(bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
                                                    reason: "an index entry points to an object that does not exist")
                     }
                     continue
                 }
-                if plan.residual.isEmpty {
+                if checksHeaders {
+                    let header: RecordHeader
+                    do {
+                        (header, payloadOffset) = try RecordHeader.parse(record)
+                    } catch {
+                        throw corruptRecord(objectKey(in: candidateKey), error)
+                    }
+                    let key = candidateKey[objectKeyRange]
+                    // On a multi-valued index an object is one result, at its first entry in range.
+                    if plan.orderIsMultiValued, let order = plan.order {
+                        guard let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
+                              first == candidateKey else { continue }
+                    }
+                    guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else { continue }
+                } else {
                     do {
                         payloadOffset = try RecordHeader.payloadOffset(record)
                     } catch {
                         throw corruptRecord(objectKey(in: candidateKey), error)
                     }
-                } else {
-                    let key = objectKey(in: candidateKey)
-                    let header: RecordHeader
-                    do {
-                        (header, payloadOffset) = try RecordHeader.parse(record)
-                    } catch {
-                        throw corruptRecord(key, error)
-                    }
-                    guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, bucket: bucket.descriptor.id, objectKey: key) }) else { continue }
                 }
             }
             if skipped < plan.offset {
@@ -190,6 +273,11 @@ public final class RawQueryCursor {
             return true
         }
         return false
+    }
+
+    /// Whether there is another result, moving past it: what a page asks after its last item.
+    func skipToNext() throws(BuriError) -> Bool {
+        try advance(readRecord: false)
     }
 
     /// The next matching key, or `nil` at the end.

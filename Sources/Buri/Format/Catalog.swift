@@ -44,7 +44,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
 
     /// Whether two definitions describe the same index entries (ignoring the id).
     func hasSameShape(as other: IndexDefinition) -> Bool {
-        name == other.name && components == other.components && unique == other.unique
+        name.hasSameBytes(as: other.name) && components == other.components && unique == other.unique
             && multiValued == other.multiValued && version == other.version
     }
 
@@ -75,9 +75,14 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
         self.nextIndexId = nextIndexId
     }
 
-    /// The index called `name`, if any.
+    /// The index called `name`, if any. Names are compared as UTF-8 bytes: `"\u{E9}"` and
+    /// `"e\u{301}"` (both "é") are two different names, as they are on disk.
+    ///
+    /// ```swift
+    /// let age = try db.bucketInfo(named: "Person")?.index(named: "age")
+    /// ```
     public func index(named name: String) -> IndexDefinition? {
-        indexes.first { $0.name == name }
+        indexes.first { $0.name.hasSameBytes(as: name) }
     }
 
     func encoded() throws -> [UInt8] { try CBOREncoder().encode(self) }
@@ -85,4 +90,11 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
     static func decode(_ bytes: [UInt8]) throws -> BucketDescriptor {
         try CBORDecoder().decode(BucketDescriptor.self, from: bytes)
     }
+}
+
+extension String {
+    /// Whether two strings have the same UTF-8 bytes. Swift's `==` is canonical equivalence
+    /// ("\u{E9}" == "e\u{301}"), but names and keys are stored, and so compared, as bytes.
+    @inline(__always)
+    func hasSameBytes(as other: String) -> Bool { utf8.elementsEqual(other.utf8) }
 }

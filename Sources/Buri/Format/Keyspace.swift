@@ -131,6 +131,17 @@ enum Keyspace {
         return out
     }
 
+    /// An entry's full key, with the object key given as its UTF-8 bytes.
+    @inline(__always)
+    static func indexEntryKey(prefix: [UInt8], tuple: [UInt8], objectKey: ArraySlice<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(prefix.count + tuple.count + objectKey.count)
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: tuple)
+        out.append(contentsOf: objectKey)
+        return out
+    }
+
     /// Splits an index entry key into its tuple and object key, given the index's arity.
     /// Returns the byte ranges (relative to `key`) of the tuple and the object key.
     static func splitIndexEntry(_ key: UnsafeRawBufferPointer, arity: Int) throws(FormatError) -> (tuple: Range<Int>, objectKey: Range<Int>) {

@@ -9,9 +9,20 @@ public enum IndexBound: Sendable, Hashable {
 ///
 /// A query names an index and a condition on its values — an exact value, a range (inclusive,
 /// half-open or one-sided, like Swift's own ranges) or a byte prefix — or no index at all, for every
-/// object in key order. Results come in index order: by value, then by key. On a multi-valued
-/// index an object whose several values match is returned once, at its first matching value
-/// (within one query or page; a later page may return it again at a later value).
+/// object in key order.
+///
+/// **Order.** Results come in the index order of the query's *first* condition: by value tuple,
+/// then by object key, both compared as bytes (`.descending()` reverses it); a query without
+/// conditions comes in key order. Further conditions (``and(_:)``) only filter: whichever index
+/// Buri scans to answer fastest, the results, their order, and so what `limit` and `offset` select,
+/// are defined by the query alone. On a multi-valued first index an object whose several values
+/// match is one result, placed at its first matching entry in that order (its smallest matching
+/// value ascending, its largest descending).
+///
+/// **Paging.** ``Bucket/page(_:size:)`` returns a ``Page`` whose token resumes the walk right after
+/// its last result: `limit` caps the whole walk, `offset` is applied once, by the first page, and
+/// if nothing is written between pages every result comes exactly once. A page after writes
+/// returns the query's current results that lie after the token's position in the order above.
 ///
 /// ```swift
 /// let adults = try people.keys(.index("age", in: 18...))
@@ -106,9 +117,10 @@ public struct Query: Sendable, Hashable {
         Query(conditions: [Condition(index: index, leading: leading, rest: .prefix(prefixBytes))])
     }
 
-    /// Objects that match this query and `other` too. The first condition drives the scan unless
-    /// another one is estimated to be more selective; the others are checked from stored index
-    /// values, without decoding objects that do not match.
+    /// Objects that match this query and `other` too, in the order of this query's first condition.
+    /// Buri scans the first condition's range, or collects a much more selective condition's few
+    /// matches and sorts them into that order; either way the other conditions are checked from
+    /// stored index values, without decoding objects that do not match.
     public func and(_ other: Query) -> Query {
         var copy = self
         copy.conditions += other.conditions
@@ -122,14 +134,14 @@ public struct Query: Sendable, Hashable {
         return copy
     }
 
-    /// The same query returning at most `count` results.
+    /// The same query returning at most `count` results (over all its pages, when paged).
     public func limit(_ count: Int) -> Query {
         var copy = self
         copy.limit = max(0, count)
         return copy
     }
 
-    /// The same query skipping its first `count` results.
+    /// The same query skipping its first `count` results (once, on the first page, when paged).
     public func offset(_ count: Int) -> Query {
         var copy = self
         copy.offset = max(0, count)
@@ -137,6 +149,8 @@ public struct Query: Sendable, Hashable {
     }
 
     /// The same query resuming right after the last result of the page that issued `token`.
+    /// The token must come from this query (the same bucket, conditions and direction; limit and
+    /// offset may differ), or reading throws ``BuriError/invalidContinuation(bucket:reason:)``.
     public func after(_ token: ContinuationToken?) -> Query {
         var copy = self
         copy.continuation = token
@@ -144,32 +158,93 @@ public struct Query: Sendable, Hashable {
     }
 }
 
-/// An opaque position in a query's results: the storage key of the last result returned.
-/// Resuming from it continues exactly after that result, even if objects were stored or deleted since.
+/// An opaque position in a query's walk: where the last result returned lies in the query's order,
+/// plus what it belongs to — the bucket, the index that order comes from, a fingerprint of the
+/// query's conditions and direction — and how many results the walk has returned so far (so that
+/// `limit` caps the whole walk). Resuming from it continues exactly after that result, even if
+/// objects were stored or deleted since. Used with another bucket, index or query it is refused
+/// with ``BuriError/invalidContinuation(bucket:reason:)``, never applied to another range.
+///
+/// Its printable form (lower-case hex of a versioned layout, `docs/FORMAT.md` §11) is the same in
+/// every process, so a token can be handed to a client and brought back later.
+///
+/// ```swift
+/// let first = try people.page(query, size: 20)
+/// let text = first.next?.description                     // "b1000000010000000203…"
+/// let token = try ContinuationToken(parsing: text ?? "")
+/// let second = try people.page(query.after(token), size: 20)
+/// ```
 public struct ContinuationToken: Sendable, Hashable, CustomStringConvertible {
-    let key: [UInt8]
+    /// The bucket's id.
+    let bucket: UInt32
+    /// The id of the index that orders the query (its first condition's), 0 for key order.
+    let order: UInt32
+    /// ``ContinuationFormat/fingerprint(of:)`` of the query.
+    let fingerprint: UInt64
+    /// Results returned by the walk up to and including the position.
+    let returned: UInt64
+    /// The storage key of the last result: an entry key of the ordering index, or a record key.
+    let position: [UInt8]
 
-    init(key: [UInt8]) { self.key = key }
+    init(bucket: UInt32, order: UInt32, fingerprint: UInt64, returned: UInt64, position: [UInt8]) {
+        self.bucket = bucket
+        self.order = order
+        self.fingerprint = fingerprint
+        self.returned = returned
+        self.position = position
+    }
 
-    /// The token as a printable string (hex), for APIs that pass it to clients.
-    public var description: String { key.map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
+    /// The token as a printable string (lower-case hex), for APIs that pass it to clients.
+    public var description: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in ContinuationFormat.encode(self) {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
 
     /// Parses a token produced by ``description``; `nil` if it is not one.
     public init?(_ string: String) {
-        guard string.count % 2 == 0 else { return nil }
+        guard let token = try? ContinuationToken(parsing: string) else { return nil }
+        self = token
+    }
+
+    /// Parses a token produced by ``description``.
+    /// - Throws: ``BuriError/invalidContinuation(bucket:reason:)`` saying what is wrong with it.
+    public init(parsing string: String) throws(BuriError) {
         var bytes: [UInt8] = []
-        var index = string.startIndex
-        while index < string.endIndex {
-            let next = string.index(index, offsetBy: 2)
-            guard let byte = UInt8(string[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
+        var high: UInt8? = nil
+        for (offset, character) in string.utf8.enumerated() {
+            let nibble: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
+            default:
+                throw .invalidContinuation(bucket: nil, reason: "byte \(offset) of the text is not a hex digit")
+            }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
         }
-        key = bytes
+        if high != nil { throw .invalidContinuation(bucket: nil, reason: "the text has an odd number of hex digits") }
+        do {
+            self = try ContinuationFormat.decode(bytes)
+        } catch {
+            throw .invalidContinuation(bucket: nil, reason: error.description)
+        }
     }
 }
 
 /// One page of results and the token to fetch the next.
+///
+/// A walk is the first page and every page fetched with the previous page's token: it returns
+/// the query's results in order, at most `limit` of them in all, after skipping `offset` once.
 ///
 /// ```swift
 /// var page = try people.page(.index("age", in: 20...), size: 100)
@@ -180,7 +255,7 @@ public struct ContinuationToken: Sendable, Hashable, CustomStringConvertible {
 public struct Page<Element> {
     /// The results of this page.
     public var items: [Element]
-    /// Where the next page starts; `nil` when this was the last page.
+    /// Where the next page starts; `nil` when the walk is over (no more results, or `limit` reached).
     public var next: ContinuationToken?
 }
 

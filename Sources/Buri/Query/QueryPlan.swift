@@ -4,6 +4,8 @@ import BuriStorage
 /// its matches. Built only here, from `Keyspace` and `ValueEncoding`.
 struct ConditionPlan {
     let index: IndexDefinition
+    /// The key prefix of the index's entries.
+    let prefix: [UInt8]
     /// The range of full index-entry keys (prefix, tuple, object key) that satisfy the condition.
     let range: KeyRange
 
@@ -30,7 +32,8 @@ struct ConditionPlan {
                                     reason: "component \(component + 1) is \(kind.rawValue) but the query gives \(value)")
             }
         }
-        var base = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+        prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+        var base = prefix
         for (position, value) in condition.leading.enumerated() {
             try check(value, component: position)
             base.append(contentsOf: value.encoded)
@@ -73,54 +76,135 @@ struct ConditionPlan {
     }
 
     /// Whether an object whose header lists `entries` satisfies this condition.
-    func isSatisfied(by entries: [RecordHeader.Entry], bucket: UInt32, objectKey: String) -> Bool {
-        let prefix = Keyspace.indexPrefix(bucket: bucket, index: index.id)
+    func isSatisfied(by entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>) -> Bool {
         for entry in entries where entry.index == index.id {
             if range.contains(Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)) { return true }
         }
         return false
     }
+
+    /// The object's place in this condition's index order: the first of its entries (by header)
+    /// that lie in the range, in walk order (the smallest key ascending, the largest descending);
+    /// `nil` if none does.
+    func position(of entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>, descending: Bool) -> [UInt8]? {
+        var best: [UInt8]? = nil
+        for entry in entries where entry.index == index.id {
+            let key = Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
+            guard range.contains(key) else { continue }
+            if let current = best, descending ? !current.lexicographicallyPrecedes(key) : !key.lexicographicallyPrecedes(current) { continue }
+            best = key
+        }
+        return best
+    }
 }
 
-/// A whole query resolved: which range to scan, and what to check on each candidate.
+/// A whole query resolved: the order its results come in (its first condition's index, or key
+/// order), the range to walk, what to check on each candidate, and where a continuation resumes.
+///
+/// The results are defined by the query alone (`docs/FORMAT.md` §11): the first condition orders
+/// them. The plan decides only how to find them: walk the first condition's range (`.walk`), or,
+/// when another condition has few entries and the first many, collect that condition's objects and
+/// sort their positions in the first condition's index (`.sorted`) — the same results, the same order,
+/// the same tokens.
 struct QueryPlan {
-    /// The driving condition, or `nil` to scan the records in key order.
-    let driver: ConditionPlan?
-    /// Conditions checked against each candidate's stored index values.
-    let residual: [ConditionPlan]
-    /// The LevelDB range the scan walks (narrowed by a continuation token).
-    let range: KeyRange
-    let descending: Bool
-    let offset: Int
-    let limit: Int?
+    /// How candidates are found.
+    enum Strategy {
+        /// Choose the cheaper of the two below.
+        case automatic
+        /// Always walk the ordering range (what the tests compare `.automatic` against).
+        case walk
+    }
 
-    init(_ query: Query, bucket: RawBucket, reader: any StorageReader) throws(BuriError) {
+    /// The condition whose index orders the results (the first), or `nil` for key order.
+    let order: ConditionPlan?
+    /// Every other condition, checked against each candidate's stored index values.
+    let residual: [ConditionPlan]
+    /// When set, candidates are the objects with an entry in this condition's range (one of `residual`),
+    /// sorted into the ordering index's order, instead of a walk of `range`.
+    let collectFrom: ConditionPlan?
+    /// The whole range of the ordering condition (or the bucket's records).
+    let fullRange: KeyRange
+    /// `fullRange` narrowed to what lies after the continuation token.
+    let range: KeyRange
+    /// The key prefix of the ordering index (or of the bucket's records).
+    let orderPrefix: [UInt8]
+    let descending: Bool
+    /// Results to skip before returning any: the query's offset on a walk's first page, 0 after.
+    let offset: Int
+    /// Results this cursor may still return: the query's limit less what earlier pages returned.
+    let limit: Int?
+    /// Results earlier pages of the walk returned (from the token).
+    let returnedBefore: UInt64
+    /// What tokens issued by this plan carry.
+    let fingerprint: UInt64
+    /// Whether the ordering index may hold several entries per object, so that each candidate
+    /// entry must be checked to be the object's first in range.
+    var orderIsMultiValued: Bool { order?.index.multiValued ?? false }
+
+    /// At most this many entries are collected for a `.sorted` plan (bounded memory).
+    static let collectLimit = 256
+    /// A `.sorted` plan is used when the first condition has at least this many times more entries.
+    static let collectRatio = 4
+
+    init(_ query: Query, bucket: RawBucket, reader: any StorageReader, strategy: Strategy = .automatic) throws(BuriError) {
         let descriptor = bucket.descriptor
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
-        if plans.count > 1 {
-            // Drive the scan from the condition with the fewest entries (counted up to a cap).
-            let counts = try plans.map { plan throws(BuriError) in try bucket.countEntries(in: plan.range, reader: reader, cap: 512) }
-            let best = counts.indices.min { counts[$0] < counts[$1] } ?? 0
-            driver = plans[best]
-            plans.remove(at: best)
-            residual = plans
-        } else {
-            driver = plans.first
-            residual = []
-        }
-        var range = driver?.range ?? .prefix(Keyspace.recordPrefix(bucket: descriptor.id))
+        order = plans.first
+        residual = Array(plans.dropFirst())
+        fullRange = order?.range ?? .prefix(Keyspace.recordPrefix(bucket: descriptor.id))
+        orderPrefix = order.map { Keyspace.indexPrefix(bucket: descriptor.id, index: $0.index.id) } ?? Keyspace.recordPrefix(bucket: descriptor.id)
+        descending = query.isDescending
+        fingerprint = ContinuationFormat.fingerprint(of: query)
+
+        var range = fullRange
         if let token = query.continuation {
-            if query.isDescending {
-                if range.end.map({ token.key.lexicographicallyPrecedes($0) }) ?? true { range.end = token.key }
+            let orderId = order?.index.id ?? 0
+            func refuse(_ reason: String) -> BuriError { .invalidContinuation(bucket: descriptor.name, reason: reason) }
+            guard token.bucket == descriptor.id else {
+                throw refuse("the token was issued by another bucket (id \(token.bucket), this one is \(descriptor.id))")
+            }
+            guard token.order == orderId else {
+                let issued = token.order == 0 ? "key order" : (descriptor.indexes.first { $0.id == token.order }.map { "index '\($0.name)'" } ?? "index id \(token.order), which the bucket no longer has")
+                let wanted = order.map { "index '\($0.index.name)'" } ?? "key order"
+                throw refuse("the token is a position in \(issued) but this query is ordered by \(wanted)")
+            }
+            guard token.fingerprint == fingerprint else {
+                throw refuse("the token was issued for a query with other conditions or another direction")
+            }
+            guard token.position.starts(with: orderPrefix), fullRange.contains(token.position) else {
+                throw refuse("the token's position lies outside the query's range")
+            }
+            if descending {
+                if range.end.map({ token.position.lexicographicallyPrecedes($0) }) ?? true { range.end = token.position }
             } else {
-                let after = token.key + [0]
+                let after = token.position + [0]
                 if range.start.map({ $0.lexicographicallyPrecedes(after) }) ?? true { range.start = after }
             }
+            returnedBefore = token.returned
+            offset = 0
+            limit = query.limit.map { Swift.max(0, $0 - Int(clamping: token.returned)) }
+        } else {
+            returnedBefore = 0
+            offset = query.offset
+            limit = query.limit
         }
         self.range = range
-        descending = query.isDescending
-        offset = query.offset
-        limit = query.limit
+
+        // A selective later condition: collect its few objects and sort them, rather than walk
+        // many entries of the first condition to find them.
+        var collectFrom: ConditionPlan? = nil
+        if strategy == .automatic, order != nil, !residual.isEmpty, limit != 0 {
+            var smallest: (plan: ConditionPlan, count: Int)? = nil
+            for plan in residual {
+                let count = try bucket.countEntries(in: plan.range, reader: reader, cap: Self.collectLimit + 1)
+                if count <= Self.collectLimit, count < smallest?.count ?? Int.max { smallest = (plan, count) }
+            }
+            if let smallest {
+                let enough = Self.collectRatio * Swift.max(1, smallest.count)
+                if try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough { collectFrom = smallest.plan }
+            }
+        }
+        self.collectFrom = collectFrom
     }
 }

@@ -1,0 +1,101 @@
+/// The byte layout of continuation tokens and the query fingerprint they carry
+/// (`docs/FORMAT.md` §11, "Continuation tokens"). Tokens are not stored in the database, but they
+/// travel between processes and programs, so their layout is specified and versioned like the rest.
+///
+/// ```
+/// b1                 token layout version
+/// u32be              bucket id
+/// u32be              id of the index the query is ordered by (0: the bucket's records)
+/// u64be              fingerprint of the query's conditions and direction
+/// varint             results returned so far by the walk (earlier pages included)
+/// …                  position: the storage key of the last result returned (non-empty)
+/// ```
+enum ContinuationFormat {
+    static let version: UInt8 = 0xB1
+    /// Version, bucket id, index id and fingerprint: the fixed-width part in front of the count.
+    static let fixedLength = 1 + 4 + 4 + 8
+
+    static func encode(_ token: ContinuationToken) -> [UInt8] {
+        var out: [UInt8] = [version]
+        out.reserveCapacity(fixedLength + 2 + token.position.count)
+        Keyspace.appendBigEndian(token.bucket, to: &out)
+        Keyspace.appendBigEndian(token.order, to: &out)
+        Keyspace.appendBigEndian(UInt32(truncatingIfNeeded: token.fingerprint >> 32), to: &out)
+        Keyspace.appendBigEndian(UInt32(truncatingIfNeeded: token.fingerprint), to: &out)
+        Varint.append(token.returned, to: &out)
+        out.append(contentsOf: token.position)
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(FormatError) -> ContinuationToken {
+        guard let first = bytes.first else { throw FormatError("the token is empty") }
+        guard first == version else {
+            throw FormatError("token layout version 0x\(String(first, radix: 16)) is not one this Buri reads (0x\(String(version, radix: 16)))")
+        }
+        guard bytes.count > fixedLength else { throw FormatError("the token is \(bytes.count) bytes, too short to be one") }
+        func word(_ at: Int) -> UInt32 {
+            UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+        }
+        let count = bytes.withUnsafeBytes { raw -> (value: UInt64, end: Int)? in
+            var offset = fixedLength
+            guard let value = try? Varint.read(raw, at: &offset) else { return nil }
+            return (value, offset)
+        }
+        guard let (returned, offset) = count else { throw FormatError("the token's result count is not a valid varint") }
+        guard offset < bytes.count else { throw FormatError("the token holds no position") }
+        return ContinuationToken(bucket: word(1), order: word(5), fingerprint: UInt64(word(9)) << 32 | UInt64(word(13)),
+                                 returned: returned, position: Array(bytes[offset...]))
+    }
+
+    /// The canonical bytes of what a query's results depend on, in order: its direction and its
+    /// conditions (index names as UTF-8 bytes, values in their index encodings). Limit, offset and
+    /// continuation are not part of it.
+    ///
+    /// ```
+    /// u8 direction (00 ascending, 01 descending), varint number of conditions, then per condition:
+    ///   varint L, L bytes of the index name; varint k, k × enc(value) (leading values);
+    ///   rest: 00 (none) | 01 bound bound (range: lower, upper) | 02 varint L, L bytes (prefix)
+    ///   bound: 00 (unbounded) | 01 enc(value) (inclusive) | 02 enc(value) (exclusive)
+    /// ```
+    static func signature(of query: Query) -> [UInt8] {
+        var out: [UInt8] = [query.isDescending ? 1 : 0]
+        Varint.append(UInt64(query.conditions.count), to: &out)
+        func bound(_ bound: IndexBound) {
+            switch bound {
+            case .unbounded: out.append(0)
+            case .inclusive(let value): out.append(1); out.append(contentsOf: value.encoded)
+            case .exclusive(let value): out.append(2); out.append(contentsOf: value.encoded)
+            }
+        }
+        for condition in query.conditions {
+            Varint.append(UInt64(condition.index.utf8.count), to: &out)
+            out.append(contentsOf: condition.index.utf8)
+            Varint.append(UInt64(condition.leading.count), to: &out)
+            for value in condition.leading { out.append(contentsOf: value.encoded) }
+            switch condition.rest {
+            case .none:
+                out.append(0)
+            case let .range(lower, upper):
+                out.append(1)
+                bound(lower)
+                bound(upper)
+            case .prefix(let bytes):
+                out.append(2)
+                Varint.append(UInt64(bytes.count), to: &out)
+                out.append(contentsOf: bytes)
+            }
+        }
+        return out
+    }
+
+    /// FNV-1a (64-bit) of the query's ``signature(of:)``: the same in every process and program,
+    /// unlike Swift's per-process seeded `Hasher`.
+    static func fingerprint(of query: Query) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in signature(of: query) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}
