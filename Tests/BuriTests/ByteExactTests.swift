@@ -29,8 +29,8 @@ struct ByteExactTests {
         #expect(Array(composed.utf8) != Array(decomposed.utf8))
     }
 
-    @Test func checkAndRepairTellApartObjectsWhoseKeysAreCanonicallyEqual() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func checkAndRepairTellApartObjectsWhoseKeysAreCanonicallyEqual(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store([
             PersonRecord(objectId: composed, name: "composed", locale: "EN", age: 1),
@@ -54,8 +54,8 @@ struct ByteExactTests {
         #expect(try people.objects(.index("age", in: 1...2)).map(\.name) == ["composed", "decomposed"])
     }
 
-    @Test func bucketsWhoseNamesAreCanonicallyEqualAreTwoBuckets() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func bucketsWhoseNamesAreCanonicallyEqualAreTwoBuckets(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let one = try t.db.bucket(EvolvingPerson.self, named: "\u{E9}")
         let two = try t.db.bucket(EvolvingPerson.self, named: "e\u{301}")
         #expect(one.raw.descriptor.id != two.raw.descriptor.id)
@@ -78,8 +78,8 @@ struct ByteExactTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func indexesWhoseNamesAreCanonicallyEqualAreTwoIndexes() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func indexesWhoseNamesAreCanonicallyEqualAreTwoIndexes(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let twins = try t.db.bucket(TwinIndexed.self)
         let descriptor = twins.raw.descriptor
         #expect(descriptor.indexes.count == 2)
@@ -116,8 +116,8 @@ struct ByteExactTests {
         #expect(report.isConsistent && report.indexEntries == 6, "\(report.problems)")
     }
 
-    @Test func indexValuesThatAreCanonicallyEqualAreDifferentValues() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func indexValuesThatAreCanonicallyEqualAreDifferentValues(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let notes = try t.db.bucket(Note.self)
         // A unique index holds each of them once: they are different values.
         try notes.store(Note("a", tags: [composed], email: composed, locale: composed))

@@ -38,16 +38,17 @@ private func isInvalidContinuation(_ error: any Error) -> Bool {
 }
 
 @Suite("Pages resume exactly; one query, one answer")
-struct PagingTests {
-    let t: TestDatabase
-    let pairs: Bucket<PagedPair>
+final class PagingTests {
+    var t: TestDatabase!
+    var pairs: Bucket<PagedPair>!
 
-    init() throws {
-        t = try TestDatabase()
+    func setUp(_ engine: Engine) throws {
+        t = try TestDatabase(engine)
         pairs = try t.db.bucket(PagedPair.self)
     }
 
-    @Test func theIssueExampleResumesAfterWritesChangeWhichConditionIsSmaller() throws {
+    @Test(arguments: Engine.allCases) func theIssueExampleResumesAfterWritesChangeWhichConditionIsSmaller(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store([PagedPair("k1", "x", 1), PagedPair("k2", "x", 1), PagedPair("k3", "y", 1), PagedPair("k4", "y", 1)])
         let q = Query.index("n", equals: 1).and(.index("a", equals: "x"))
         let p1 = try pairs.keyPage(q, size: 1)
@@ -64,7 +65,8 @@ struct PagingTests {
         #expect(try pairs.keyPage(down.after(d1.next), size: 1).items == ["k1"])
     }
 
-    @Test func andResultsComeInTheFirstConditionsOrderWhateverTheDataShape() throws {
+    @Test(arguments: Engine.allCases) func andResultsComeInTheFirstConditionsOrderWhateverTheDataShape(engine: Engine) throws {
+        try setUp(engine)
         // "a" is dense (every object), "n == 7" rare: the planner may collect the rare matches,
         // but the order is the first condition's: by a's value, then by key.
         var objects: [PagedPair] = []
@@ -92,7 +94,8 @@ struct PagingTests {
         #expect(try pairs.keys(fewB.limit(50)) == Array(expected.prefix(50)))
     }
 
-    @Test func aWalkHonoursLimitOverAllPagesAndOffsetOnce() throws {
+    @Test(arguments: Engine.allCases) func aWalkHonoursLimitOverAllPagesAndOffsetOnce(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store((0..<20).map { PagedPair(String(format: "k%02d", $0), "x", $0) })
         let q = Query.index("n", in: 0...)
         let all = (0..<20).map { String(format: "k%02d", $0) }
@@ -114,7 +117,9 @@ struct PagingTests {
         #expect(try pairs.keyPage(q.limit(4).offset(9).after(first.next), size: 3).items == ["k03"])
     }
 
-    @Test func aPageSizeBelowOneIsAnError() throws {
+    @Test(arguments: Engine.allCases) func aPageSizeBelowOneIsAnError(engine: Engine) throws {
+        try setUp(engine)
+        let pairs = try #require(self.pairs)
         try pairs.store(PagedPair("k", "x", 1))
         for size in [0, -1, Int.min] {
             for attempt in 0..<2 {
@@ -128,7 +133,8 @@ struct PagingTests {
         }
     }
 
-    @Test func pagesOfObjectsAndOfKeysAreTheSameWalk() throws {
+    @Test(arguments: Engine.allCases) func pagesOfObjectsAndOfKeysAreTheSameWalk(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store((0..<30).map { PagedPair("k\($0)", ["x", "y"][$0 % 2], $0 % 7) })
         for q in [Query.all, .index("n", in: 1...5), Query.index("a", equals: "x").and(.index("n", in: 2...6)).descending().offset(1).limit(9)] {
             var objects = try pairs.page(q, size: 4)
@@ -143,7 +149,8 @@ struct PagingTests {
         }
     }
 
-    @Test func aMultiValuedObjectComesOncePerWalkAtItsFirstMatchingValue() throws {
+    @Test(arguments: Engine.allCases) func aMultiValuedObjectComesOncePerWalkAtItsFirstMatchingValue(engine: Engine) throws {
+        try setUp(engine)
         let notes = try t.db.bucket(Note.self)
         try notes.store([
             Note("n1", tags: ["a", "b", "c"]), Note("n2", tags: ["b"]), Note("n3", tags: ["c", "a"]),
@@ -179,12 +186,14 @@ struct PagingTests {
         #expect(try notes.objects(combined.descending()).map(\.id) == ["n5", "n3", "n1", "n2"])
     }
 
-    @Test func aTokenIsRefusedByAnotherBucketIndexOrQuery() throws {
+    @Test(arguments: Engine.allCases) func aTokenIsRefusedByAnotherBucketIndexOrQuery(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store((0..<10).map { PagedPair("k\($0)", $0 < 5 ? "x" : "y", $0 % 2) })
         let other = try t.db.bucket(PagedPair.self, named: "OtherPairs")
         try other.store((0..<10).map { PagedPair("k\($0)", "x", 1) })
         let q = Query.index("n", equals: 1).and(.index("a", equals: "x"))
         let token = try #require(try pairs.keyPage(q, size: 1).next)
+        let pairs = try #require(self.pairs)
 
         let refused: [(String, () throws -> Void)] = [
             ("another bucket", { _ = try other.keyPage(q.after(token), size: 5) }),
@@ -218,7 +227,8 @@ struct PagingTests {
         }
     }
 
-    @Test func aTokenOfARebuiltIndexIsRefused() throws {
+    @Test(arguments: Engine.allCases) func aTokenOfARebuiltIndexIsRefused(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store((0..<6).map { PagedPair("k\($0)", "x", $0) })
         let q = Query.index("a", equals: "x")
         let token = try #require(try pairs.keyPage(q, size: 2).next)
@@ -238,7 +248,8 @@ struct PagingTests {
         }
     }
 
-    @Test func tokensPrintRoundTripAndMalformedTextIsATypedError() throws {
+    @Test(arguments: Engine.allCases) func tokensPrintRoundTripAndMalformedTextIsATypedError(engine: Engine) throws {
+        try setUp(engine)
         try pairs.store((0..<5).map { PagedPair("k\($0)", "x\u{0}\u{E9}", $0) })
         let q = Query.index("a", prefix: "x").descending().limit(4)
         let page = try pairs.keyPage(q, size: 2)
@@ -267,7 +278,8 @@ struct PagingTests {
         }
     }
 
-    @Test func theFingerprintIgnoresLimitOffsetAndContinuationButNotConditions() throws {
+    @Test(arguments: Engine.allCases) func theFingerprintIgnoresLimitOffsetAndContinuationButNotConditions(engine: Engine) throws {
+        try setUp(engine)
         let base = Query.index("n", in: 1...5).and(.index("a", equals: "x"))
         let fingerprint = ContinuationFormat.fingerprint(of: base)
         #expect(ContinuationFormat.fingerprint(of: base.limit(3).offset(7)) == fingerprint)

@@ -34,16 +34,17 @@ struct Note: BuriSupport, Equatable {
 }
 
 @Suite("Multi-valued, unique and compound indexes")
-struct IndexKindTests {
-    let t: TestDatabase
-    let notes: Bucket<Note>
+final class IndexKindTests {
+    var t: TestDatabase!
+    var notes: Bucket<Note>!
 
-    init() throws {
-        t = try TestDatabase()
+    func setUp(_ engine: Engine) throws {
+        t = try TestDatabase(engine)
         notes = try t.db.bucket(Note.self)
     }
 
-    @Test func multiValuedIndexWritesOneEntryPerDistinctValue() throws {
+    @Test(arguments: Engine.allCases) func multiValuedIndexWritesOneEntryPerDistinctValue(engine: Engine) throws {
+        try setUp(engine)
         try notes.store(Note("n1", tags: ["swift", "db", "swift"], scores: [1, 2.5]))
         try notes.store(Note("n2", tags: ["db"], scores: [2.5]))
         #expect(try notes.keys(index: "tags", equalTo: "swift") == ["n1"])
@@ -54,7 +55,8 @@ struct IndexKindTests {
         #expect(record?.indexValues["tags"]?.count == 2)
     }
 
-    @Test func anObjectWithSeveralValuesInARangeIsOneResult() throws {
+    @Test(arguments: Engine.allCases) func anObjectWithSeveralValuesInARangeIsOneResult(engine: Engine) throws {
+        try setUp(engine)
         try notes.store([Note("n1", tags: ["a", "b", "c"], scores: [1, 2, 3]), Note("n2", tags: ["b"], scores: [2])])
         #expect(try notes.keys(.index("tags", in: "a"..."c")) == ["n1", "n2"])
         #expect(try notes.keys(.index("tags", prefix: "")) == ["n1", "n2"])
@@ -63,7 +65,8 @@ struct IndexKindTests {
         #expect(try notes.keys(.index("tags", in: "a"..."c").offset(1)) == ["n2"])
     }
 
-    @Test func multiValuedUpdateAddsAndRemovesExactlyTheChangedValues() throws {
+    @Test(arguments: Engine.allCases) func multiValuedUpdateAddsAndRemovesExactlyTheChangedValues(engine: Engine) throws {
+        try setUp(engine)
         try notes.store(Note("n1", tags: ["a", "b", "c"]))
         try notes.store(Note("n1", tags: ["b", "c", "d"]))
         #expect(try notes.keys(index: "tags", equalTo: "a").isEmpty)
@@ -74,7 +77,8 @@ struct IndexKindTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func uniqueIndexRefusesASecondHolderAndWritesNothing() throws {
+    @Test(arguments: Engine.allCases) func uniqueIndexRefusesASecondHolderAndWritesNothing(engine: Engine) throws {
+        try setUp(engine)
         try notes.store(Note("alice", email: "a@x.org"))
         let before = try t.rawKeys()
         do {
@@ -93,7 +97,8 @@ struct IndexKindTests {
         #expect(try notes.keys(index: "email", equalTo: "a@x.org") == ["mallory"])
     }
 
-    @Test func canonicallyEquivalentKeysAreDistinctObjects() throws {
+    @Test(arguments: Engine.allCases) func canonicallyEquivalentKeysAreDistinctObjects(engine: Engine) throws {
+        try setUp(engine)
         // "é" precomposed and decomposed are equal Swift Strings but different keys on disk.
         let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
         try notes.store([Note(composed, email: "same")])
@@ -105,7 +110,8 @@ struct IndexKindTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func uniqueValuesCanMoveBetweenObjectsInOneBatch() throws {
+    @Test(arguments: Engine.allCases) func uniqueValuesCanMoveBetweenObjectsInOneBatch(engine: Engine) throws {
+        try setUp(engine)
         try notes.store([Note("a", email: "one"), Note("b", email: "two")])
         try notes.store([Note("a", email: "three"), Note("b", email: "one")])
         #expect(try notes.keys(index: "email", equalTo: "one") == ["b"])
@@ -114,7 +120,8 @@ struct IndexKindTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test func compoundIndexAnswersEqualityThenRange() throws {
+    @Test(arguments: Engine.allCases) func compoundIndexAnswersEqualityThenRange(engine: Engine) throws {
+        try setUp(engine)
         try notes.store([
             Note("1", locale: "EN", age: 20), Note("2", locale: "EN", age: 25), Note("3", locale: "EN", age: 31),
             Note("4", locale: "NL", age: 22), Note("5", locale: "E", age: 22), Note("6", locale: "EN", age: -3),
@@ -130,18 +137,19 @@ struct IndexKindTests {
 }
 
 @Suite("Combined conditions, order and paging")
-struct CombinedQueryTests {
-    let t: TestDatabase
-    let notes: Bucket<Note>
+final class CombinedQueryTests {
+    var t: TestDatabase!
+    var notes: Bucket<Note>!
 
-    init() throws {
-        t = try TestDatabase()
+    func setUp(_ engine: Engine) throws {
+        t = try TestDatabase(engine)
         notes = try t.db.bucket(Note.self)
         let locales = ["EN", "NL", "DE"]
         try notes.store((0..<300).map { Note(String(format: "n%03d", $0), tags: $0 % 10 == 0 ? ["ten"] : [], locale: locales[$0 % 3], age: $0 % 50) })
     }
 
-    @Test func andOfTwoIndexesReturnsExactlyTheIntersection() throws {
+    @Test(arguments: Engine.allCases) func andOfTwoIndexesReturnsExactlyTheIntersection(engine: Engine) throws {
+        try setUp(engine)
         let query = Query.index("locale", equals: "EN").and(.index("age", in: 10...12))
         let expected = (0..<300).filter { $0 % 3 == 0 && (10...12).contains($0 % 50) }.map { String(format: "n%03d", $0) }
         #expect(Set(try notes.keys(query)) == Set(expected))
@@ -153,7 +161,8 @@ struct CombinedQueryTests {
         #expect(Set(try notes.keys(three)) == Set(expectedThree))
     }
 
-    @Test func andChecksFurtherConditionsFromHeadersAndDecodesOnlyMatches() throws {
+    @Test(arguments: Engine.allCases) func andChecksFurtherConditionsFromHeadersAndDecodesOnlyMatches(engine: Engine) throws {
+        try setUp(engine)
         // Damage the payload of every object that fails the second condition: if the query decoded
         // non-matching objects it would throw.
         let matching = Set(try notes.keys(.index("tags", equals: "ten")))
@@ -174,7 +183,8 @@ struct CombinedQueryTests {
         #expect(try reopened.count(Query.index("age", in: 0...49).and(.index("tags", equals: "ten"))) == 30)
     }
 
-    @Test func limitOffsetAndDescendingCompose() throws {
+    @Test(arguments: Engine.allCases) func limitOffsetAndDescendingCompose(engine: Engine) throws {
+        try setUp(engine)
         let all = try notes.keys(.index("age", in: 0...49))
         #expect(all.count == 300)
         #expect(try notes.keys(.index("age", in: 0...49).offset(10).limit(5)) == Array(all[10..<15]))
@@ -182,7 +192,8 @@ struct CombinedQueryTests {
         #expect(try notes.keys(.index("age", in: 0...49).limit(0)).isEmpty)
     }
 
-    @Test func continuationResumesExactlyAfterTheLastResultDespiteConcurrentWrites() throws {
+    @Test(arguments: Engine.allCases) func continuationResumesExactlyAfterTheLastResultDespiteConcurrentWrites(engine: Engine) throws {
+        try setUp(engine)
         let query = Query.index("age", in: 10...20)
         let first = try notes.keyPage(query, size: 25)
         #expect(first.items.count == 25)
@@ -211,7 +222,8 @@ struct CombinedQueryTests {
         #expect(ContinuationToken("zz") == nil)
     }
 
-    @Test func descendingPagesWalkBackwards() throws {
+    @Test(arguments: Engine.allCases) func descendingPagesWalkBackwards(engine: Engine) throws {
+        try setUp(engine)
         let query = Query.index("locale", equals: "NL").descending()
         var seen: [Note] = []
         var page = try notes.page(query, size: 7)
@@ -224,7 +236,8 @@ struct CombinedQueryTests {
         #expect(seen.count == 100)
     }
 
-    @Test func minAndMaxComeFromTheIndexAlone() throws {
+    @Test(arguments: Engine.allCases) func minAndMaxComeFromTheIndexAlone(engine: Engine) throws {
+        try setUp(engine)
         #expect(try notes.min(index: "age") == 0)
         #expect(try notes.max(index: "age") == 49)
         #expect(try notes.min(index: "tags") == "ten")
@@ -263,8 +276,8 @@ struct EvolvedPerson: BuriSupport {
 
 @Suite("Index evolution")
 struct IndexEvolutionTests {
-    @Test func changedDeclarationsRebuildAndDropEntriesOver100kObjects() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func changedDeclarationsRebuildAndDropEntriesOver100kObjects(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let count = 100_000
         let original = try t.db.bucket(EvolvingPerson.self)
         try original.store((0..<count).map { EvolvingPerson(objectId: String(format: "p%06d", $0), name: "name\($0 % 100)", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0 % 90) })
@@ -299,8 +312,8 @@ struct IndexEvolutionTests {
         #expect(quiet.all.isEmpty)
     }
 
-    @Test func aBucketOpenedBeforeItWasRedefinedRefusesToWrite() throws {
-        let t = try TestDatabase()
+    @Test(arguments: Engine.allCases) func aBucketOpenedBeforeItWasRedefinedRefusesToWrite(engine: Engine) throws {
+        let t = try TestDatabase(engine)
         let old = try t.db.bucket(EvolvingPerson.self)
         try old.store(EvolvingPerson(objectId: "p", name: "n", locale: "EN", age: 1))
         let new = try t.db.bucket(EvolvedPerson.self)
@@ -319,7 +332,7 @@ struct IndexEvolutionTests {
         try new.store(EvolvedPerson(objectId: "r", name: "m", locale: "NL", age: 3))
     }
 
-    @Test func addingAUniqueIndexOverDuplicatesFailsAndKeepsTheOldDefinition() throws {
+    @Test(arguments: Engine.allCases) func addingAUniqueIndexOverDuplicatesFailsAndKeepsTheOldDefinition(engine: Engine) throws {
         struct Loose: BuriSupport {
             var id: String
             var email: String
@@ -330,7 +343,7 @@ struct IndexEvolutionTests {
             var email: String
             static let buri = BuriSchema<Strict>(key: \.id, indexes: [.binary("email", \.email, unique: true)], bucket: "Accounts")
         }
-        let t = try TestDatabase()
+        let t = try TestDatabase(engine)
         try t.db.bucket(Loose.self).store([Loose(id: "a", email: "same"), Loose(id: "b", email: "same")])
         #expect(throws: BuriError.self) { try t.db.bucket(Strict.self) }
         #expect(try t.db.bucketInfo(named: "Accounts")?.indexes.isEmpty == true)
