@@ -169,17 +169,21 @@ public final class Database: Sendable {
         Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
     }
 
-    /// The entries in `range` as a Swift sequence, copied out one at a time.
+    /// Every entry in `range`, copied into an array, in key order (or reverse order).
     ///
     /// ```swift
     /// for entry in try db.entries(in: .prefix(Array("user:".utf8))) {
     ///     print(entry.key, entry.value)
     /// }
     /// ```
-    /// A plain `for` loop cannot throw, so an I/O error or corruption met during the scan ends the
-    /// sequence early; use ``cursor(in:reverse:options:)`` when such errors must be seen.
-    public func entries(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> Entries {
-        Entries(handle: try handle(), options: options, range: range, reverse: reverse)
+    /// Reads the whole range before returning, so an I/O error or corruption anywhere in it is
+    /// thrown, never turned into a shorter result. For large ranges, walk a
+    /// ``cursor(in:reverse:options:)`` instead.
+    public func entries(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [Entry] {
+        let cursor = Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
+        var entries: [Entry] = []
+        while try cursor.next() { entries.append(Entry(key: cursor.key, value: cursor.value)) }
+        return entries
     }
 
     // MARK: Writes
@@ -396,6 +400,7 @@ final class Handle: @unchecked Sendable {
         asyncWrite = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(asyncWrite, 0)
         defaultRead = leveldb_readoptions_create()
+        leveldb_readoptions_set_verify_checksums(defaultRead, ReadOptions().verifyChecksums ? 1 : 0)
     }
 
     @inline(__always)
