@@ -92,7 +92,7 @@ extension BuriDatabase {
         // Building an index decodes every object (a wrong type, a NaN, a repeated unique value
         // fails it). Find out before writing anything, so a failed build leaves the bucket as it was.
         if !buildIds.isEmpty { try validateBuild(bucket: bucket, from: old, building: building) }
-        try run {
+        try run(bucket: old.name) {
             // Clear the spaces of dropped indexes and any leftovers of an interrupted earlier build.
             for id in dropIds.union(buildIds) {
                 let batch = WriteBatch()
@@ -116,7 +116,7 @@ extension BuriDatabase {
             let batch = WriteBatch()
             var processed = 0
             var lastKey: [UInt8]? = nil
-            try run {
+            try run(bucket: old.name) {
                 let cursor = try storage.cursor(in: range, options: ReadOptions(fillCache: false))
                 while processed < batchSize, try cursor.next() {
                     let recordKey = cursor.key
@@ -151,7 +151,7 @@ extension BuriDatabase {
                 }
             }
             if processed == 0 { break }
-            try run { try storage.write(batch) }
+            try run(bucket: old.name) { try storage.write(batch) }
             report.processed += processed
             progress?(report)
             resumeAfter = lastKey
@@ -170,7 +170,7 @@ extension BuriDatabase {
         let uniqueIds = Set(building.filter(\.unique).map(\.id))
         let buildIds = Set(building.map(\.id))
         var claimed: [RecordHeader.Entry: String] = [:]
-        try run {
+        try run(bucket: old.name) {
             let cursor = try storage.cursor(in: .prefix(bucket.raw.recordPrefix), options: ReadOptions(fillCache: false))
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in
@@ -199,7 +199,7 @@ extension BuriDatabase {
     }
 
     private func verifyUnique(raw: RawBucket, index: IndexDefinition) throws(BuriError) {
-        try run {
+        try raw.run {
             let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
             var previous: (tuple: [UInt8], key: String)? = nil
             while try cursor.next() {
@@ -229,7 +229,7 @@ extension RawBucket {
         guard let index = descriptor.index(named: name) else {
             throw .unknownIndex(bucket: self.name, index: name, known: descriptor.indexes.map(\.name))
         }
-        return try database.run {
+        return try run {
             let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
             guard try cursor.next() else { return nil }
             return try cursor.withKey { raw throws -> IndexValue in

@@ -31,7 +31,7 @@ extension RawBucket {
     /// ```
     public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
         if let limit, limit <= 0 { return [] }
-        return try database.run {
+        return try run {
             let cursor = try storage.cursor(in: .prefix(recordPrefix + Array(prefix.utf8)), reverse: reverse,
                                             options: ReadOptions(fillCache: false))
             var keys: [String] = []

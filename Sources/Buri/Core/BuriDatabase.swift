@@ -16,11 +16,15 @@ public struct BuriOptions: Sendable {
     /// Default `false`: writes survive a process crash but the last few may be lost in a power cut.
     public var syncWrites: Bool = false
     /// The underlying LevelDB options. Buri's defaults add a 10-bit bloom filter (fast misses when
-    /// storing new objects) and a 32 MiB block cache.
+    /// storing new objects), a 32 MiB block cache and `paranoidChecks`: opening a database whose
+    /// log holds a damaged record fails with ``BuriError/damaged(path:bucket:reason:)`` instead of
+    /// silently dropping the writes in it (a write cut off at the log's very end by a crash is still
+    /// recovered normally). Turn it off only to open such a database as LevelDB would, losing them.
     public var storage: Options
 
     public init() {
         var storage = Options()
+        storage.paranoidChecks = true
         storage.bloomFilterBitsPerKey = 10
         storage.blockCacheSize = 32 << 20
         storage.writeBufferSize = 8 << 20
@@ -66,8 +70,10 @@ public final class BuriDatabase: Sendable {
     ///
     /// - Throws: ``BuriError/notABuriDatabase(path:)`` for a LevelDB database Buri did not create,
     ///   ``BuriError/unsupportedFormat(path:found:supported:)`` for one written by a newer Buri
-    ///   (neither writes anything), ``BuriError/storage(_:)`` for LevelDB errors such as a database
-    ///   in use by another handle or process.
+    ///   (neither writes anything), ``BuriError/damaged(path:bucket:reason:)`` for damaged files
+    ///   (a log record or table block failing its checksum; nothing is dropped or changed — salvage
+    ///   with ``repair(path:options:)``), ``BuriError/storage(_:)`` for other LevelDB errors such as
+    ///   a database in use by another handle or process.
     public init(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) {
         self.path = path
         self.options = options
@@ -77,7 +83,7 @@ public final class BuriDatabase: Sendable {
         do {
             database = try Database(path: path, options: storageOptions)
         } catch {
-            throw .storage(error)
+            throw Self.openFailure(error, path: path)
         }
         do {
             if let header = try database.get(Keyspace.headerKey) {
@@ -102,6 +108,18 @@ public final class BuriDatabase: Sendable {
         storage = database
     }
 
+    /// The error for a failed LevelDB open. Damage is most often a write-ahead log record that
+    /// fails its checksum (paranoid checks refuse it rather than drop it): name the record.
+    private static func openFailure(_ error: LevelDBError, path: String) -> BuriError {
+        guard error.code == .corruption else { return BuriError.wrap(error) }
+        var reason = "opening it met \(error.message)"
+        if let records = try? Database.damagedLogRecords(path: path), !records.isEmpty {
+            reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
+                + "; Buri does not open a database whose log holds damaged writes rather than drop them"
+        }
+        return .damaged(path: path, bucket: nil, reason: reason)
+    }
+
     /// Closes the database. Buckets obtained from it stop working; their calls throw
     /// ``BuriError/databaseClosed(path:)``. Idempotent.
     public func close() { storage.close() }
@@ -123,18 +141,39 @@ public final class BuriDatabase: Sendable {
         }
     }
 
+    /// Runs a storage call that reads bucket `bucket`: damage met is reported naming it.
+    @inline(__always)
+    func run<R>(bucket: String?, _ body: () throws -> R) throws(BuriError) -> R {
+        do {
+            return try run(body)
+        } catch {
+            throw error.attributed(to: bucket)
+        }
+    }
+
     // MARK: Catalog
 
     /// The names of all buckets, in bytewise order.
+    /// - Throws: ``BuriError/corruption(bucket:key:index:reason:)`` for a catalog key that is not
+    ///   valid UTF-8 (never a shorter list), ``BuriError/damaged(path:bucket:reason:)`` for damage.
     public func bucketNames() throws(BuriError) -> [String] {
         try run {
-            try storage.entries(in: Keyspace.catalogRange).compactMap { Keyspace.bucketName(fromCatalogKey: $0.key) }
+            var names: [String] = []
+            let cursor = try storage.cursor(in: Keyspace.catalogRange)
+            while try cursor.next() {
+                guard let name = Keyspace.bucketName(fromCatalogKey: cursor.key) else {
+                    throw BuriError.corruption(bucket: nil, key: nil, index: nil,
+                                               reason: "a bucket catalog key (\(cursor.key.count) bytes) is not valid UTF-8")
+                }
+                names.append(name)
+            }
+            return names
         }
     }
 
     /// The catalog entry of bucket `name`, or `nil` if there is no such bucket.
     public func bucketInfo(named name: String) throws(BuriError) -> BucketDescriptor? {
-        try run {
+        try run(bucket: name) {
             guard let bytes = try storage.get(Keyspace.catalogKey(bucket: name)) else { return nil }
             do {
                 return try BucketDescriptor.decode(bytes)
@@ -185,7 +224,7 @@ public final class BuriDatabase: Sendable {
         try writeLock.withLock { _ throws(BuriError) in
             guard let descriptor = try bucketInfo(named: name) else { return }
             let batch = WriteBatch()
-            try run {
+            try run(bucket: name) {
                 for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: descriptor.id)), .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id))] {
                     let cursor = try storage.cursor(in: range)
                     while try cursor.next() { cursor.withKey { batch.delete($0) } }

@@ -33,6 +33,13 @@ public final class RawBucket: Sendable {
 
     var storage: Database { database.storage }
 
+    /// Runs a storage call on this bucket's data: LevelDB errors become Buri's, and damage met
+    /// names this bucket.
+    @inline(__always)
+    func run<R>(_ body: () throws -> R) throws(BuriError) -> R {
+        try database.run(bucket: name, body)
+    }
+
     // MARK: Keys
 
     func validateKey(_ key: String) throws(BuriError) {
@@ -92,7 +99,7 @@ public final class RawBucket: Sendable {
                 // No index entries to replace (index evolution strips dropped indexes from every
                 // header), so there is nothing to read back or track: each object is one put.
                 for write in writes { batch.put(recordKey(write.key), write.value) }
-                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+                try run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
                 return
             }
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
@@ -127,7 +134,7 @@ public final class RawBucket: Sendable {
                 batch.put(recordKey(write.key), write.value)
                 pending[pendingKey] = .some(write.header)
             }
-            try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+            try run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
         }
     }
 
@@ -146,7 +153,7 @@ public final class RawBucket: Sendable {
                 deleted.insert(Array(key.utf8))
             }
             if !batch.isEmpty {
-                try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+                try run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
             }
             return deleted.count
         }
@@ -158,7 +165,7 @@ public final class RawBucket: Sendable {
     public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
         try database.writeLock.withLock { _ throws(BuriError) -> Int in
             try checkCurrent()
-            return try database.run {
+            return try run {
                 let batch = WriteBatch()
                 var count = 0
                 let records = try storage.cursor(in: .prefix(recordPrefix), options: ReadOptions(fillCache: false))
@@ -187,7 +194,7 @@ public final class RawBucket: Sendable {
     /// index entries that name `key`, so a damaged record can still be deleted or overwritten
     /// without leaving entries behind.
     func currentHeader(forKey key: String) throws(BuriError) -> RecordHeader? {
-        let header = try database.run {
+        let header = try run {
             try storage.withValue(forKey: recordKey(key)) { buffer -> RecordHeader?? in
                 guard let buffer else { return .some(nil) }
                 return (try? RecordHeader.parse(buffer).0).map { .some($0) }
@@ -202,7 +209,7 @@ public final class RawBucket: Sendable {
     private func entriesNaming(_ key: String) throws(BuriError) -> RecordHeader {
         let objectKey = Array(key.utf8)
         var entries: [RecordHeader.Entry] = []
-        try database.run {
+        try run {
             for index in descriptor.indexes {
                 let cursor = try storage.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), options: ReadOptions(fillCache: false))
                 while try cursor.next() {
@@ -226,7 +233,7 @@ public final class RawBucket: Sendable {
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
         let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
-        try database.run {
+        try run {
             let cursor = try storage.cursor(in: .prefix(prefix))
             while try cursor.next() {
                 let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
@@ -242,12 +249,12 @@ public final class RawBucket: Sendable {
 
     /// Reads a consistent snapshot for one query.
     func snapshot() throws(BuriError) -> Snapshot {
-        try database.run { try storage.snapshot() }
+        try run { try storage.snapshot() }
     }
 
     /// Lends the stored record of `key` (header and payload bytes) to `body`; `nil` if absent.
     func withRecord<R>(forKey key: String, snapshot: Snapshot?, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
-        try database.run {
+        try run {
             try storage.withValue(forKey: recordKey(key), options: ReadOptions(snapshot: snapshot)) { buffer throws -> R? in
                 guard let buffer else { return nil }
                 let header: RecordHeader
@@ -266,7 +273,7 @@ public final class RawBucket: Sendable {
     /// it, if there is no such object. Checks the header without building it.
     @discardableResult
     func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
-        try database.run {
+        try run {
             try storage.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
                 guard let buffer else { return false }
                 let offset: Int
@@ -290,7 +297,7 @@ public final class RawBucket: Sendable {
 
     /// Whether object `key` exists.
     public func contains(key: String) throws(BuriError) -> Bool {
-        try database.run { try storage.contains(recordKey(key)) }
+        try run { try storage.contains(recordKey(key)) }
     }
 
     /// The number of objects in the bucket.
@@ -309,7 +316,7 @@ public final class RawBucket: Sendable {
 
     /// Counts the keys in `range`, stopping at `cap`.
     func countEntries(in range: KeyRange, snapshot: Snapshot?, cap: Int?) throws(BuriError) -> Int {
-        try database.run {
+        try run {
             let cursor = try storage.cursor(in: range, options: ReadOptions(snapshot: snapshot, fillCache: false))
             var count = 0
             while try cursor.next() {

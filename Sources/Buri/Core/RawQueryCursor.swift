@@ -45,7 +45,7 @@ public final class RawQueryCursor {
         self.snapshot = snapshot
         recordKey = bucket.recordPrefix
         if plan.driver?.index.multiValued == true { seenObjects = [] }
-        cursor = try bucket.database.run {
+        cursor = try bucket.run {
             try bucket.storage.cursor(in: plan.range, reverse: plan.descending, options: ReadOptions(snapshot: snapshot))
         }
     }
@@ -100,7 +100,7 @@ public final class RawQueryCursor {
         }
         recordKey.removeSubrange(Keyspace.recordPrefixLength...)
         recordKey.append(contentsOf: candidateKey[objectKeyRange])
-        return try bucket.database.run { () throws -> Bool in
+        return try bucket.run { () throws -> Bool in
             // A step forward finds the record when the index walks in key order (one value of it).
             if let records, records.isOnEntry {
                 var steps = 0
@@ -151,7 +151,7 @@ public final class RawQueryCursor {
     private func advance(readRecord: Bool) throws(BuriError) -> Bool {
         if let limit = plan.limit, returned >= limit { return false }
         let needsRecord = readRecord || !plan.residual.isEmpty
-        while try bucket.database.run({ try cursor.next() }) {
+        while try bucket.run({ try cursor.next() }) {
             try readCandidateKey()
             if seenObjects != nil, seenObjects?.insert(Array(candidateKey[objectKeyRange])).inserted == false { continue }
             if needsRecord {
@@ -216,7 +216,7 @@ public final class RawQueryCursor {
         } catch {
             throw corruptRecord(key, error)
         }
-        return try bucket.database.run { try body(key, header, currentPayload) }
+        return try bucket.run { try body(key, header, currentPayload) }
     }
 
     /// The next matching object as a ``StoredRecord``.
