@@ -39,9 +39,14 @@ public final class Database: Sendable {
     ///   or process holds the database, ``LevelDBError/Code/invalidArgument`` if it exists and
     ///   `options.errorIfExists` is set, ``LevelDBError/Code/notFound`` (or `invalidArgument`) if it
     ///   is missing and `options.createIfMissing` is not set, ``LevelDBError/Code/corruption`` if its
-    ///   files are damaged.
+    ///   files are damaged (with `options.paranoidChecks`, including a damaged log record).
     public init(path: String, options: Options = Options()) throws(LevelDBError) {
         self.path = path
+        // LevelDB takes a record whose length runs past the end of the log for a write cut off by
+        // a crash and drops it, and everything after it, even with paranoid checks.
+        if options.paranoidChecks, let problem = LogScanner.silentlyDroppedTail(path: path) {
+            throw LevelDBError(code: .corruption, message: "Corruption: \(problem)", path: path)
+        }
         self.state = Mutex(try Handle(path: path, options: options))
     }
 

@@ -114,8 +114,10 @@ public final class BuriDatabase: Sendable {
         guard error.code == .corruption else { return BuriError.wrap(error) }
         var reason = "opening it met \(error.message)"
         if let records = try? Database.damagedLogRecords(path: path), !records.isEmpty {
-            reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
-                + "; Buri does not open a database whose log holds damaged writes rather than drop them"
+            if !records.allSatisfy({ error.message.contains($0.file) }) {
+                reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
+            }
+            reason += "; Buri does not open a database whose log holds damaged writes rather than drop them"
         }
         return .damaged(path: path, bucket: nil, reason: reason)
     }
