@@ -45,12 +45,14 @@ public struct RepairReport: Sendable {
     /// repair keeps whatever of them still parses *without* checking it, so the objects they name
     /// are recovered but may hold damaged values: see ``suspectObjects``.
     public var damagedLogRecords: [DamagedLogRecord]
-    /// Objects whose last write was in a damaged log record: recovered, but verify them against
-    /// their source (or store them again).
+    /// Objects written by a damaged log record (or by intact records LevelDB drops with it when
+    /// the damage breaks the log's framing): each may be missing, out of date or wrong; verify
+    /// them against their source, or store them again. In bucket, then key order (bytewise).
     public var suspectObjects: [ObjectReference]
     /// Objects known to be lost: their records were in data that could not be read, but index
     /// entries naming them survived (and were removed by the check). Objects whose records and
-    /// index entries were both lost, or that had no index entries, cannot be named.
+    /// index entries were both lost, or that had no index entries, cannot be named. In bucket,
+    /// then key order (bytewise).
     public var lostObjects: [ObjectReference]
     /// The result of ``BuriDatabase/check(repair:progress:)`` on the salvaged database, which
     /// rebuilt its index entries from the surviving records.
@@ -71,7 +73,7 @@ public struct RepairReport: Sendable {
             lines.append("damaged log record: \(record); recovered without its checksum")
         }
         for object in suspectObjects {
-            lines.append("suspect: \(object): its last write came from a damaged log record; verify it or store it again")
+            lines.append("suspect: \(object): its last write was in a damaged log record, so it may be missing, out of date or wrong; verify it or store it again")
         }
         for object in lostObjects {
             lines.append("lost: \(object): its record could not be read; its index entries were removed")
@@ -160,7 +162,12 @@ extension BuriDatabase {
             let reference = ObjectReference(bucket: bucket, key: key)
             if !lost.contains(reference) { lost.append(reference) }
         }
-        return RepairReport(storageLosses: losses, damagedLogRecords: damagedLog, suspectObjects: suspects, lostObjects: lost, check: check)
+        func ordered(_ references: [ObjectReference]) -> [ObjectReference] {
+            references.sorted { a, b in
+                a.bucket.utf8.elementsEqual(b.bucket.utf8) ? a.key.utf8.lexicographicallyPrecedes(b.key.utf8) : a.bucket.utf8.lexicographicallyPrecedes(b.bucket.utf8)
+            }
+        }
+        return RepairReport(storageLosses: losses, damagedLogRecords: damagedLog, suspectObjects: ordered(suspects), lostObjects: ordered(lost), check: check)
     }
 
     /// The lines of a LevelDB repair's `LOG` that report dropped data, without their timestamp and
