@@ -17,6 +17,12 @@ import Musl
 /// LevelDB's recovery drops such a record together with the rest of its 32 KiB log block (or,
 /// with ``Options/paranoidChecks``, refuses to open); its ``Database/repair(path:options:)`` reads
 /// logs *without* checksums and keeps whatever still parses, possibly with damaged bytes.
+///
+/// ```swift
+/// for record in try Database.damagedLogRecords(path: path) {
+///     print(record.file, record.offset, record.reason, record.keys.count)
+/// }
+/// ```
 public struct DamagedLogRecord: Sendable, Hashable, CustomStringConvertible {
     /// The log file's name inside the database directory, such as `000007.log`.
     public var file: String

@@ -6,6 +6,10 @@ import Foundation
 #endif
 
 /// One object of one bucket, named in a ``RepairReport``.
+///
+/// ```swift
+/// for object in report.lostObjects { print("lost: \(object.bucket)/\(object.key)") }
+/// ```
 public struct ObjectReference: Sendable, Hashable, CustomStringConvertible {
     /// The bucket's name (`#<id>` if its catalog entry did not survive).
     public var bucket: String
