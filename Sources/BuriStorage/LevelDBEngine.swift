@@ -7,6 +7,8 @@ import Foundation
 
 /// LevelDB's open options (cache, bloom filter, write buffer, …), for ``LevelDBEngine``.
 public typealias LevelDBOptions = LevelDB.Options
+/// A write-ahead log record of a LevelDB database that fails its checksum or framing.
+public typealias DamagedLogRecord = LevelDB.DamagedLogRecord
 
 /// The default engine: one LevelDB database in a directory, opened by this process alone.
 ///
@@ -67,6 +69,16 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     }
 
     public var isClosed: Bool { database.isClosed }
+
+    /// The log records of the (closed) database in `path` that fail their checksum or framing:
+    /// writes LevelDB's recovery would drop or refuse.
+    public static func damagedLogRecords(path: String) throws(StorageError) -> [DamagedLogRecord] {
+        do {
+            return try Database.damagedLogRecords(path: path)
+        } catch {
+            throw StorageError(error)
+        }
+    }
 
     /// Salvages what LevelDB can still read of the damaged database in `path` (LevelDB's repair:
     /// unreadable data is dropped; damaged files are kept under `lost/`). It must not be open.

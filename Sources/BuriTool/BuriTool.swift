@@ -17,9 +17,9 @@ struct BuriCommand: ParsableCommand {
 
         Exit codes:
           0  success
-          1  `buri check` found problems
+          1  `buri check` found problems, or `buri repair` could not recover everything
           2  usage error: bad arguments, or a query value that does not fit its index
-          3  failure: I/O error, storage error, damaged data
+          3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files)
           4  not a Buri database: missing path, other files, a newer format
           5  the database is in use by another process
           6  not found: unknown bucket, index or key
@@ -27,7 +27,7 @@ struct BuriCommand: ParsableCommand {
         """,
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
-            Export.self, Import.self, Check.self, Stats.self, Compact.self,
+            Export.self, Import.self, Check.self, Repair.self, Stats.self, Compact.self,
         ]
     )
 }

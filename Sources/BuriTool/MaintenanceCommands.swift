@@ -11,7 +11,9 @@ struct Check: ParsableCommand {
         Exits with 0 when the database is consistent, and with 1 after printing one line per \
         problem otherwise. --repair rebuilds index entries from the record headers (deleting \
         dangling, stale and unknown entries, adding missing ones) in one atomic batch; damaged \
-        records and unique conflicts are reported, never deleted, and still exit with 1.
+        records and unique conflicts are reported, never deleted, and still exit with 1. Damaged \
+        files (a block or log record failing LevelDB's checksum) exit with 3 instead: salvage \
+        them with `buri repair`.
 
         Example: buri check people.buri --repair
         """
@@ -109,5 +111,63 @@ struct Compact: ParsableCommand {
         let out = Output.standardOutput()
         try out.line("compacted \(target.database): \(formatBytes(before)) before, \(formatBytes(after)) after")
         try out.flush()
+    }
+}
+
+// MARK: - repair
+
+struct Repair: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Salvage a database whose files are damaged, and say what could not be recovered.",
+        discussion: """
+        For a database that other commands report as damaged (exit 3). Runs LevelDB's repair, \
+        which rebuilds the database from every table block and log record it can still read \
+        (the damaged files are kept in DB/lost/), restores Buri's header if it was lost, and \
+        rebuilds the index entries from the surviving records. Prints one line per loss — data \
+        LevelDB dropped, objects known lost, objects recovered from a log record that failed its \
+        checksum (verify them), problems left — and exits with 0 when everything was recovered, \
+        1 when anything was lost or is suspect. Close every other user of the database first and \
+        keep a copy of its directory: what cannot be read is dropped.
+
+        Example: buri repair people.buri
+        """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    func run() throws {
+        let path = target.database
+        switch pathState(path) {
+        case .missing:
+            throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")
+        case .file:
+            throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
+        case .emptyDirectory:
+            throw ToolError(.notADatabase, "'\(path)' is an empty directory, not a database; give the directory of a Buri database")
+        case .otherDirectory, .database:
+            break  // a lost CURRENT is one of the things repair fixes
+        }
+        let progress = Progress()
+        progress.update("repairing…", force: true)
+        let report = try mapErrors(path: path) { try BuriDatabase.repair(path: path) }
+        progress.finish()
+        let out = Output.standardOutput()
+        for line in report.lines { try out.line(line) }
+        let check = report.check
+        let counts = "\(check.buckets) bucket\(check.buckets == 1 ? "" : "s"), \(check.objects) object\(check.objects == 1 ? "" : "s"), \(check.indexEntries) index entr\(check.indexEntries == 1 ? "y" : "ies") before the indexes were rebuilt"
+        if report.isComplete {
+            try out.line("repaired \(path): \(counts); nothing was lost")
+        } else {
+            var lost: [String] = []
+            if !report.storageLosses.isEmpty { lost.append("LevelDB dropped unreadable data (the damaged files are in \(path)/lost/)") }
+            if !report.lostObjects.isEmpty { lost.append("\(report.lostObjects.count) object\(report.lostObjects.count == 1 ? "" : "s") known lost") }
+            if !report.suspectObjects.isEmpty { lost.append("\(report.suspectObjects.count) suspect object\(report.suspectObjects.count == 1 ? "" : "s") to verify") }
+            if !report.damagedLogRecords.isEmpty && report.suspectObjects.isEmpty { lost.append("damaged log records") }
+            let left = check.problems.filter { !$0.repaired }.count
+            if left > 0 { lost.append("\(left) problem\(left == 1 ? "" : "s") left; see `buri check \(path)`") }
+            try out.line("repaired \(path) with losses: \(lost.joined(separator: "; ")); \(counts)")
+        }
+        try out.flush()
+        if !report.isComplete { throw ExitCode(ExitStatus.problemsFound.rawValue) }
     }
 }

@@ -25,6 +25,9 @@ public final class Cursor {
     /// Whether the cursor moves from the last key to the first.
     public let isReverse: Bool
     private var state: State = .unpositioned
+    /// The error that ended the cursor, thrown again by every later ``next()``: a cursor that met
+    /// damage never looks like one that reached the end of its range.
+    private var failure: LevelDBError?
 
     init(handle: Handle, options: ReadOptions, range: KeyRange, reverse: Bool) {
         self.handle = handle
@@ -47,9 +50,12 @@ public final class Cursor {
     }
 
     /// Moves onto the next entry of the range. Returns `false` when there is none.
-    /// - Throws: ``LevelDBError`` if LevelDB met an I/O error or corruption while moving.
+    /// - Throws: ``LevelDBError`` if LevelDB met an I/O error or corruption while moving (or
+    ///   while seeking before it), including a damaged table block it skipped; once thrown, every
+    ///   later call throws the same error.
     @discardableResult
     public func next() throws(LevelDBError) -> Bool {
+        if let failure { throw failure }
         guard let iterator else { return false }
         switch state {
         case .finished:
@@ -65,7 +71,8 @@ public final class Cursor {
     }
 
     /// Positions the cursor so that the following ``next()`` returns the first entry at or after
-    /// `key` (in reverse: the last entry at or before `key`), clamped to the range.
+    /// `key` (in reverse: the last entry at or before `key`), clamped to the range. An error met
+    /// while seeking (a damaged block) is thrown by that ``next()``.
     public func seek(_ key: [UInt8]) {
         guard let iterator else { return }
         if isReverse {
@@ -114,17 +121,26 @@ public final class Cursor {
         }
     }
 
-    /// Checks the C iterator after a move: inside the range, past it, or failed.
+    /// Checks the C iterator after a move (or a seek): failed, past the range, or inside it.
+    ///
+    /// The status is read after *every* move, not only when the iterator runs out: when a table
+    /// block cannot be read (a checksum mismatch, a truncated or garbled block), LevelDB's table
+    /// iterator remembers the error and moves on to the next block while staying valid. Checked
+    /// only at the end, such a skipped block would go unnoticed by a scan that stops early (a
+    /// limit, the range's end) and would make any scan return fewer entries as if complete.
     private func settle(_ iterator: OpaquePointer) throws(LevelDBError) -> Bool {
-        guard leveldb_iter_valid(iterator) != 0 else {
-            var error: UnsafeMutablePointer<CChar>? = nil
-            leveldb_iter_get_error(iterator, &error)
+        var error: UnsafeMutablePointer<CChar>? = nil
+        leveldb_iter_get_error(iterator, &error)
+        if let error {
             close()
-            if let error {
-                let message = String(cString: error)
-                leveldb_free(error)
-                throw LevelDBError(statusMessage: message, path: handle.path)
-            }
+            let message = String(cString: error)
+            leveldb_free(error)
+            let failure = LevelDBError(statusMessage: message, path: handle.path)
+            self.failure = failure
+            throw failure
+        }
+        guard leveldb_iter_valid(iterator) != 0 else {
+            close()
             return false
         }
         var length = 0
@@ -179,38 +195,5 @@ public struct Entry: Sendable, Hashable {
     public init(key: [UInt8], value: [UInt8]) {
         self.key = key
         self.value = value
-    }
-}
-
-/// The entries of a range as a Swift `Sequence`. Each iteration opens its own C iterator and
-/// releases it when the range is exhausted or the iterator is dropped.
-///
-/// ```swift
-/// let keys = try db.entries(in: .prefix(prefix), reverse: true).map(\.key)
-/// ```
-public struct Entries: Sequence {
-    let handle: Handle
-    let options: ReadOptions
-    let range: KeyRange
-    let reverse: Bool
-
-    public func makeIterator() -> Iterator {
-        Iterator(cursor: Cursor(handle: handle, options: options, range: range, reverse: reverse))
-    }
-
-    public struct Iterator: IteratorProtocol {
-        let cursor: Cursor
-        /// The error that ended the iteration early, if any.
-        public private(set) var error: LevelDBError?
-
-        public mutating func next() -> Entry? {
-            do {
-                guard try cursor.next() else { return nil }
-                return Entry(key: cursor.key, value: cursor.value)
-            } catch {
-                self.error = error
-                return nil
-            }
-        }
     }
 }

@@ -39,9 +39,14 @@ public final class Database: Sendable {
     ///   or process holds the database, ``LevelDBError/Code/invalidArgument`` if it exists and
     ///   `options.errorIfExists` is set, ``LevelDBError/Code/notFound`` (or `invalidArgument`) if it
     ///   is missing and `options.createIfMissing` is not set, ``LevelDBError/Code/corruption`` if its
-    ///   files are damaged.
+    ///   files are damaged (with `options.paranoidChecks`, including a damaged log record).
     public init(path: String, options: Options = Options()) throws(LevelDBError) {
         self.path = path
+        // LevelDB takes a record whose length runs past the end of the log for a write cut off by
+        // a crash and drops it, and everything after it, even with paranoid checks.
+        if options.paranoidChecks, let problem = LogScanner.silentlyDroppedTail(path: path) {
+            throw LevelDBError(code: .corruption, message: "Corruption: \(problem)", path: path)
+        }
         self.state = Mutex(try Handle(path: path, options: options))
     }
 
@@ -169,17 +174,21 @@ public final class Database: Sendable {
         Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
     }
 
-    /// The entries in `range` as a Swift sequence, copied out one at a time.
+    /// Every entry in `range`, copied into an array, in key order (or reverse order).
     ///
     /// ```swift
     /// for entry in try db.entries(in: .prefix(Array("user:".utf8))) {
     ///     print(entry.key, entry.value)
     /// }
     /// ```
-    /// A plain `for` loop cannot throw, so an I/O error or corruption met during the scan ends the
-    /// sequence early; use ``cursor(in:reverse:options:)`` when such errors must be seen.
-    public func entries(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> Entries {
-        Entries(handle: try handle(), options: options, range: range, reverse: reverse)
+    /// Reads the whole range before returning, so an I/O error or corruption anywhere in it is
+    /// thrown, never turned into a shorter result. For large ranges, walk a
+    /// ``cursor(in:reverse:options:)`` instead.
+    public func entries(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [Entry] {
+        let cursor = Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
+        var entries: [Entry] = []
+        while try cursor.next() { entries.append(Entry(key: cursor.key, value: cursor.value)) }
+        return entries
     }
 
     // MARK: Writes
@@ -396,6 +405,7 @@ final class Handle: @unchecked Sendable {
         asyncWrite = leveldb_writeoptions_create()
         leveldb_writeoptions_set_sync(asyncWrite, 0)
         defaultRead = leveldb_readoptions_create()
+        leveldb_readoptions_set_verify_checksums(defaultRead, ReadOptions().verifyChecksums ? 1 : 0)
     }
 
     @inline(__always)

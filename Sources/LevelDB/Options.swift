@@ -13,7 +13,17 @@ public struct Options: Sendable, Equatable {
     public var createIfMissing: Bool = true
     /// Fail with ``LevelDBError/Code/invalidArgument`` if the database already exists. Default `false`.
     public var errorIfExists: Bool = false
-    /// Check data aggressively and stop at the first sign of corruption. Default `false`.
+    /// Check data aggressively and stop at the first sign of corruption. Default `false`
+    /// (LevelDB's default).
+    ///
+    /// With `true`, opening fails with ``LevelDBError/Code/corruption`` when a log record fails
+    /// its checksum, where LevelDB would otherwise drop the record (and the rest of its 32 KiB log
+    /// block) and open without it; a record cut off at the very end of the log — a writer that
+    /// died mid-write — is still ignored. This wrapper adds one check LevelDB lacks: a record in
+    /// the log's last block whose damaged length runs past the end of the file, which LevelDB
+    /// would take for such a cut-off write and drop with everything after it (see
+    /// ``Database/damagedLogRecords(path:)``). Compactions and ``Database/repair(path:options:)``
+    /// then also verify table checksums, so a damaged block is never copied on as good data.
     public var paranoidChecks: Bool = false
     /// Compress blocks with Snappy. Default `true`.
     public var compression: Bool = true
@@ -37,25 +47,28 @@ public struct Options: Sendable, Equatable {
 ///
 /// ```swift
 /// let snapshot = try db.snapshot()
-/// let value = try db.get(key, options: ReadOptions(snapshot: snapshot, verifyChecksums: true))
+/// let value = try db.get(key, options: ReadOptions(snapshot: snapshot, fillCache: false))
 /// ```
 public struct ReadOptions: Sendable {
-    /// Verify the checksum of every block read. Default `false`.
-    public var verifyChecksums: Bool = false
+    /// Verify the checksum of every block read from a file. Default `true` — unlike LevelDB,
+    /// whose default is `false`: without it a flipped bit inside a block can read back as a
+    /// different value without any error. Blocks served from the block cache were verified when
+    /// they were read, so the cost is one CRC32C per block read from disk.
+    public var verifyChecksums: Bool = true
     /// Put blocks read into the block cache. Turn off for bulk scans. Default `true`.
     public var fillCache: Bool = true
     /// Read the database as it was when this snapshot was taken; `nil` reads the current state.
     public var snapshot: Snapshot? = nil
 
-    public init(snapshot: Snapshot? = nil, verifyChecksums: Bool = false, fillCache: Bool = true) {
+    public init(snapshot: Snapshot? = nil, verifyChecksums: Bool = true, fillCache: Bool = true) {
         self.snapshot = snapshot
         self.verifyChecksums = verifyChecksums
         self.fillCache = fillCache
     }
 
-    var isDefault: Bool { !verifyChecksums && fillCache && snapshot == nil }
+    var isDefault: Bool { verifyChecksums && fillCache && snapshot == nil }
     /// Whether the options differ from the defaults by their snapshot at most.
-    var isDefaultApartFromSnapshot: Bool { !verifyChecksums && fillCache }
+    var isDefaultApartFromSnapshot: Bool { verifyChecksums && fillCache }
 }
 
 /// Options for one write.

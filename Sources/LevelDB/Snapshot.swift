@@ -13,7 +13,7 @@ public final class Snapshot: @unchecked Sendable {
     // @unchecked: a LevelDB snapshot is immutable and may be read from any thread.
     let pointer: OpaquePointer
     private let handle: Handle
-    /// C read options with this snapshot and otherwise default settings, made once, so point reads
+    /// C read options with this snapshot and otherwise default settings (checksums verified), made once, so point reads
     /// at the snapshot need not create and destroy options each time.
     let readOptions: OpaquePointer
 
@@ -22,6 +22,7 @@ public final class Snapshot: @unchecked Sendable {
         self.pointer = leveldb_create_snapshot(handle.db)
         readOptions = leveldb_readoptions_create()
         leveldb_readoptions_set_snapshot(readOptions, pointer)
+        leveldb_readoptions_set_verify_checksums(readOptions, ReadOptions().verifyChecksums ? 1 : 0)
     }
 
     deinit {

@@ -264,7 +264,7 @@ struct CorruptionTests {
         return try people.allObjects()
     }
 
-    /// What opening reports: "opened", "storage <code>", or another error.
+    /// What opening reports: "opened", "storage <code>", "damaged", or another error.
     static func openOutcome(_ path: String, options: BuriOptions = BuriOptions()) -> String {
         do {
             let db = try BuriDatabase(path: path, options: options)
@@ -273,6 +273,7 @@ struct CorruptionTests {
             return "opened"
         } catch {
             if case .storage(let storageError) = error { return "storage \(storageError.code)" }
+            if case .damaged(let at, nil, _) = error, at == path { return "damaged" }
             return "\(error)"
         }
     }
@@ -299,7 +300,7 @@ struct CorruptionTests {
         // BuriDatabase.repair restores the header, and the records that survived in the log
         // (their bucket gets its id back when it is opened again) are readable and indexed.
         let report = try BuriDatabase.repair(path: path)
-        #expect(report.problems.allSatisfy { $0.repaired || $0.kind == .strayKey }, "\(report.summary)")
+        #expect(report.check.problems.allSatisfy { $0.repaired || $0.kind == .strayKey }, "\(report.check.summary)")
         // The catalog was lost with the table: the surviving records are stray until their bucket
         // is opened again (it gets its old id back, being the only bucket) and re-indexed.
         let db = try BuriDatabase(path: path)
@@ -324,7 +325,7 @@ struct CorruptionTests {
             try Data(bytes).write(to: URL(fileURLWithPath: file))
 
             let outcome = Self.openOutcome(path)
-            #expect(outcome.hasPrefix("storage "), "\(target): \(outcome)")
+            #expect(outcome.hasPrefix("storage ") || outcome == "damaged", "\(target): \(outcome)")
             // The tables and log are intact: LevelDB's repair rebuilds the file set from them and
             // loses nothing, so the database opens consistent without Buri's own repair.
             try Database.repair(path: path)
@@ -375,8 +376,8 @@ struct CorruptionTests {
             // damaged one (LevelDB drops the rest of a block after a checksum failure).
             let expected = (inTables + (damage == "zeroed" ? [] : Array(inLog.prefix(9)))).sorted { $0.id < $1.id }
             if damage == "flipped" && paranoid {
-                // A checksum failure is corruption: paranoid checks refuse to open.
-                #expect(outcome == "storage corruption", "\(label)")
+                // A checksum failure is damage: paranoid checks refuse to open.
+                #expect(outcome == "damaged", "\(label)")
                 // LevelDB's repair reads logs without checksums and keeps whatever still parses, so
                 // it may salvage more than recovery would: assert only what it must do — open
                 // consistent, keep every batch before the damage, invent nothing.
@@ -403,7 +404,8 @@ struct CorruptionTests {
         let path = directory.path("db")
         let (inTables, inLog) = try Self.makeFileDatabase(path)
         let report = try BuriDatabase.repair(path: path)
-        #expect(report.problems.isEmpty, "\(report.summary)")
+        #expect(report.check.problems.isEmpty, "\(report.check.summary)")
+        #expect(report.isComplete && report.lines.isEmpty, "\(report.lines)")
         #expect(try Self.openAndRead(path) == (inTables + inLog).sorted { $0.id < $1.id })
 
         let foreign = directory.path("foreign")

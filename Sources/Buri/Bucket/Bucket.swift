@@ -303,8 +303,9 @@ public final class ObjectCursor<T: BuriSupport> {
 }
 
 /// The objects of a query as a `Sequence`. Each iteration takes its own snapshot and streams in
-/// bounded memory. A `for` loop cannot throw, so an error (a damaged record, an I/O error) ends the
-/// iteration early and is kept in ``error``; check it after the loop, or use ``Bucket/cursor(_:)``.
+/// bounded memory. A `for` loop cannot throw, so an error (a damaged record or file, an I/O error)
+/// ends the iteration early and is kept in ``error``, and ``isComplete`` stays `false`: check one
+/// of them after the loop, or use ``Bucket/cursor(_:)``, which throws.
 ///
 /// ```swift
 /// let everyone = people.lazyObjects()
@@ -324,8 +325,13 @@ public struct ObjectSequence<T: BuriSupport>: Sequence {
     /// The error that ended the most recent iteration early, if any.
     public var error: BuriError? { errorBox.error }
 
+    /// Whether the most recent iteration reached the end of the results: `false` while it runs,
+    /// after it stopped early, and after an error.
+    public var isComplete: Bool { errorBox.complete }
+
     public func makeIterator() -> Iterator {
         errorBox.error = nil
+        errorBox.complete = false
         do {
             return Iterator(cursor: try bucket.cursor(query), errorBox: errorBox)
         } catch {
@@ -342,6 +348,7 @@ public struct ObjectSequence<T: BuriSupport>: Sequence {
             guard let current = cursor else { return nil }
             do {
                 if let object = try current.next() { return object }
+                errorBox.complete = true
             } catch {
                 errorBox.error = error
             }
@@ -365,8 +372,12 @@ public struct KeySequence: Sequence {
     /// The error that ended the most recent iteration early, if any.
     public var error: BuriError? { errorBox.error }
 
+    /// Whether the most recent iteration reached the end of the results (see ``ObjectSequence/isComplete``).
+    public var isComplete: Bool { errorBox.complete }
+
     public func makeIterator() -> Iterator {
         errorBox.error = nil
+        errorBox.complete = false
         do {
             return Iterator(cursor: try raw.makeCursor(query), errorBox: errorBox)
         } catch {
@@ -383,6 +394,7 @@ public struct KeySequence: Sequence {
             guard let current = cursor else { return nil }
             do {
                 if let key = try current.nextKey() { return key }
+                errorBox.complete = true
             } catch {
                 errorBox.error = error
             }
@@ -392,8 +404,9 @@ public struct KeySequence: Sequence {
     }
 }
 
-/// Where a sequence's iterator leaves the error that stopped it.
+/// Where a sequence's iterator leaves the error that stopped it, or that it reached the end.
 public final class ErrorBox: @unchecked Sendable {
     // @unchecked: a sequence and its iterators are used on one thread at a time.
     var error: BuriError?
+    var complete = false
 }

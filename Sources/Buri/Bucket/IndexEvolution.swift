@@ -109,7 +109,7 @@ extension BuriDatabase {
         // Building an index decodes every object (a wrong type, a NaN, a repeated unique value
         // fails it). Find out before writing anything, so a failed build leaves the bucket as it was.
         if !buildIds.isEmpty { try validateBuild(bucket: bucket, from: old, building: building) }
-        try run {
+        try run(bucket: old.name) {
             // Clear the spaces of dropped indexes and any leftovers of an interrupted earlier build.
             for id in dropIds.union(buildIds) {
                 var batch = engine.makeBatch()
@@ -133,7 +133,7 @@ extension BuriDatabase {
             let batch = engine.makeBatch()
             var processed = 0
             var lastKey: [UInt8]? = nil
-            try run {
+            try run(bucket: old.name) {
                 let cursor = try engine.latest().cursor(in: range)
                 while processed < batchSize, try cursor.next() {
                     let recordKey = cursor.key
@@ -187,7 +187,7 @@ extension BuriDatabase {
         let uniqueIds = Set(building.filter(\.unique).map(\.id))
         let buildIds = Set(building.map(\.id))
         var claimed: [RecordHeader.Entry: String] = [:]
-        try run {
+        try run(bucket: old.name) {
             let cursor = try engine.latest().cursor(in: .prefix(bucket.raw.recordPrefix))
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in
@@ -216,7 +216,7 @@ extension BuriDatabase {
     }
 
     private func verifyUnique(raw: RawBucket, index: IndexDefinition) throws(BuriError) {
-        try run {
+        try raw.run {
             let cursor = try engine.latest().cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
             var previous: (tuple: [UInt8], key: String)? = nil
             while try cursor.next() {
@@ -249,7 +249,7 @@ extension RawBucket {
             throw .unknownIndex(bucket: self.name, index: name, known: descriptor.indexes.map(\.name))
         }
         let reader = try reader()
-        return try database.run {
+        return try run {
             let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
             guard try cursor.next() else { return nil }
             return try cursor.withKey { raw throws -> IndexValue in

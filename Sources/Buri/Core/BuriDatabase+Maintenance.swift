@@ -34,7 +34,7 @@ extension RawBucket {
     public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
         if let limit, limit <= 0 { return [] }
         let reader = try reader()
-        return try database.run {
+        return try run {
             let cursor = try reader.cursor(in: .prefix(recordPrefix + Array(prefix.utf8)), reverse: reverse)
             var keys: [String] = []
             while try cursor.next() {

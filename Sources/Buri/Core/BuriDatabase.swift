@@ -16,7 +16,11 @@ public struct BuriOptions: Sendable {
     /// Default `false`: writes survive a process crash but the last few may be lost in a power cut.
     public var syncWrites: Bool = false
     /// The LevelDB options of a database opened by path. Buri's defaults add a 10-bit bloom filter
-    /// (fast misses when storing new objects) and a 32 MiB block cache.
+    /// (fast misses when storing new objects), a 32 MiB block cache and `paranoidChecks`: opening a
+    /// database whose log holds a damaged record fails with ``BuriError/damaged(path:bucket:reason:)``
+    /// instead of silently dropping the writes in it (a write cut off at the log's very end by a
+    /// crash is still recovered normally). Turn it off only to open such a database as LevelDB
+    /// would, losing them.
     public var storage: LevelDBOptions
     /// How many times a write or transaction is tried on a shared engine when another client's
     /// commit conflicts with what it read, before ``BuriError/conflict(attempts:detail:)``. Default 8.
@@ -24,6 +28,7 @@ public struct BuriOptions: Sendable {
 
     public init() {
         var storage = LevelDBOptions()
+        storage.paranoidChecks = true
         storage.bloomFilterBitsPerKey = 10
         storage.blockCacheSize = 32 << 20
         storage.writeBufferSize = 8 << 20
@@ -79,8 +84,10 @@ public final class BuriDatabase: Sendable {
     ///
     /// - Throws: ``BuriError/notABuriDatabase(path:)`` for a LevelDB database Buri did not create,
     ///   ``BuriError/unsupportedFormat(path:found:supported:)`` for one written by a newer Buri
-    ///   (neither writes anything), ``BuriError/storage(_:)`` for storage errors such as a database
-    ///   in use by another handle or process.
+    ///   (neither writes anything), ``BuriError/damaged(path:bucket:reason:)`` for damaged files
+    ///   (a log record or table block failing its checksum; nothing is dropped or changed — salvage
+    ///   with ``repair(path:options:)``), ``BuriError/storage(_:)`` for other storage errors such as
+    ///   a database in use by another handle or process.
     public convenience init(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) {
         var storageOptions = options.storage
         storageOptions.createIfMissing = options.createIfMissing
@@ -88,7 +95,7 @@ public final class BuriDatabase: Sendable {
         do {
             engine = try LevelDBEngine(path: path, options: storageOptions)
         } catch {
-            throw .storage(error)
+            throw Self.openFailure(error, path: path)
         }
         try self.init(engine: engine, options: options)
     }
@@ -169,6 +176,20 @@ public final class BuriDatabase: Sendable {
         return Int(Keyspace.formatVersion)
     }
 
+    /// The error for a failed LevelDB open. Damage is most often a write-ahead log record that
+    /// fails its checksum (paranoid checks refuse it rather than drop it): name the record.
+    private static func openFailure(_ error: StorageError, path: String) -> BuriError {
+        guard error.code == .corruption else { return BuriError.wrap(error) }
+        var reason = "opening it met \(error.message)"
+        if let records = try? LevelDBEngine.damagedLogRecords(path: path), !records.isEmpty {
+            if !records.allSatisfy({ error.message.contains($0.file) }) {
+                reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
+            }
+            reason += "; Buri does not open a database whose log holds damaged writes rather than drop them"
+        }
+        return .damaged(path: path, bucket: nil, reason: reason)
+    }
+
     /// Closes the database. Buckets obtained from it stop working; their calls throw
     /// ``BuriError/databaseClosed(path:)``. Idempotent.
     public func close() {
@@ -188,6 +209,16 @@ public final class BuriDatabase: Sendable {
             throw .databaseClosed(path: path)
         } catch {
             throw BuriError.wrap(error)
+        }
+    }
+
+    /// Runs a storage call that reads bucket `bucket`: damage met is reported naming it.
+    @inline(__always)
+    func run<R>(bucket: String?, _ body: () throws -> R) throws(BuriError) -> R {
+        do {
+            return try run(body)
+        } catch {
+            throw error.attributed(to: bucket)
         }
     }
 
@@ -212,6 +243,8 @@ public final class BuriDatabase: Sendable {
     // MARK: Catalog
 
     /// The names of all buckets, in bytewise order.
+    /// - Throws: ``BuriError/corruption(bucket:key:index:reason:)`` for a catalog key that is not
+    ///   valid UTF-8 (never a shorter list), ``BuriError/damaged(path:bucket:reason:)`` for damage.
     public func bucketNames() throws(BuriError) -> [String] {
         try bucketNames(reader: currentReader())
     }
@@ -221,7 +254,11 @@ public final class BuriDatabase: Sendable {
             let cursor = try reader.cursor(in: Keyspace.catalogRange)
             var names: [String] = []
             while try cursor.next() {
-                if let name = cursor.withKey({ Keyspace.bucketName(fromCatalogKey: Array($0)) }) { names.append(name) }
+                guard let name = Keyspace.bucketName(fromCatalogKey: cursor.key) else {
+                    throw BuriError.corruption(bucket: nil, key: nil, index: nil,
+                                               reason: "a bucket catalog key (\(cursor.key.count) bytes) is not valid UTF-8")
+                }
+                names.append(name)
             }
             return names
         }
@@ -233,7 +270,7 @@ public final class BuriDatabase: Sendable {
     }
 
     func bucketInfo(named name: String, reader: any StorageReader) throws(BuriError) -> BucketDescriptor? {
-        try run {
+        try run(bucket: name) {
             guard let bytes = try reader.get(Keyspace.catalogKey(bucket: name)) else { return nil }
             do {
                 return try BucketDescriptor.decode(bytes)
@@ -287,7 +324,7 @@ public final class BuriDatabase: Sendable {
     public func dropBucket(named name: String) throws(BuriError) {
         try performWrite(sync: true) { writer throws(BuriError) in
             guard let descriptor = try bucketInfo(named: name, reader: writer.reader) else { return }
-            try run {
+            try run(bucket: name) {
                 for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: descriptor.id)), .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id))] {
                     let cursor = try writer.reader.cursor(in: range)
                     while try cursor.next() { cursor.withKey { writer.batch.delete($0) } }

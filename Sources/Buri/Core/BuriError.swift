@@ -29,6 +29,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     case encodingFailed(bucket: String, key: String, reason: String)
     /// Bytes on disk do not follow Buri's format: a damaged record or index entry.
     case corruption(bucket: String?, key: String?, index: String?, reason: String)
+    /// LevelDB cannot read the database's files: a table block or log record fails its checksum,
+    /// is garbled or is cut short. `bucket` names the bucket being read when the damage was met
+    /// (`nil` while opening). A read never returns a shorter result instead, and opening refuses
+    /// a damaged log rather than dropping the writes in it; ``BuriDatabase/repair(path:options:)``
+    /// (`buri repair PATH`) salvages what is readable and says what it could not recover.
+    case damaged(path: String, bucket: String?, reason: String)
     /// The directory holds a LevelDB database that Buri did not create.
     case notABuriDatabase(path: String)
     /// The database was written by a newer Buri whose format this version cannot read.
@@ -77,7 +83,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .corruption(bucket, key, index, reason):
             let place = [bucket.map { "bucket '\($0)'" }, key.map { "key '\($0)'" }, index.map { "index '\($0)'" }]
                 .compactMap { $0 }.joined(separator: ", ")
-            return (place.isEmpty ? "" : place + ": ") + "corrupted data: \(reason); run `buri check --repair` to rebuild indexes"
+            return (place.isEmpty ? "" : place + ": ") + "corrupted data: \(reason); " + Self.corruptionAdvice(key: key, index: index)
+        case let .damaged(path, bucket, reason):
+            let met = bucket.map { " (met in bucket '\($0)')" } ?? ""
+            return "the database at '\(path)' is damaged\(met): \(reason). No shorter result was returned and nothing was dropped; "
+                + "close the database, keep a copy of its directory, and run `buri repair \(path)` (BuriDatabase.repair(path:)) "
+                + "to salvage what is readable: it reports what it could not recover"
         case .notABuriDatabase(let path):
             return "'\(path)' is a LevelDB database that Buri did not create; open a Buri database or an empty directory"
         case let .unsupportedFormat(path, found, supported):
@@ -105,10 +116,35 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension BuriError {
-    /// Wraps any error from a lower layer, keeping `BuriError`s as they are.
+    /// Wraps any error from a lower layer, keeping `BuriError`s as they are. LevelDB's
+    /// corruption status becomes ``damaged(path:bucket:reason:)``; other LevelDB errors
+    /// ``storage(_:)``.
     static func wrap(_ error: any Error) -> BuriError {
         if let error = error as? BuriError { return error }
-        if let error = error as? StorageError { return .storage(error) }
+        if let error = error as? StorageError {
+            if error.code == .corruption { return .damaged(path: error.location ?? "(unknown path)", bucket: nil, reason: error.message) }
+            return .storage(error)
+        }
         return .corruption(bucket: nil, key: nil, index: nil, reason: String(describing: error))
+    }
+
+    /// The same error, with damage that names no bucket attributed to `bucket`.
+    func attributed(to bucket: String?) -> BuriError {
+        if case let .damaged(path, nil, reason) = self, let bucket { return .damaged(path: path, bucket: bucket, reason: reason) }
+        return self
+    }
+
+    /// What to do about a record or index entry that does not follow the format: `check --repair`
+    /// rebuilds index entries, but cannot bring back a record whose own bytes are damaged.
+    static func corruptionAdvice(key: String?, index: String?) -> String {
+        if index != nil {
+            return "run `buri check --repair` to rebuild the index entries from the records"
+        }
+        if key != nil {
+            return "the record itself is damaged and no repair can restore it: delete the object or store it again "
+                + "(from a backup or its source); `buri check` lists every damaged record"
+        }
+        return "run `buri check` to list every problem; `buri check --repair` rebuilds index entries, "
+            + "`buri repair` salvages a database whose files are damaged"
     }
 }

@@ -60,13 +60,23 @@ extension BuriDatabase {
     /// let report = try db.check()
     /// if !report.isConsistent { report.problems.forEach { print($0) } }
     /// ```
+    ///
+    /// - Throws: ``BuriError/damaged(path:bucket:reason:)`` naming the bucket being read when
+    ///   LevelDB cannot read a block: damaged files are not a list of problems but a reason to run
+    ///   ``repair(path:options:)``, and a check that skipped them would report too little.
     public func check(repair: Bool = false, progress: ((Int) -> Void)? = nil) throws(BuriError) -> ConsistencyReport {
         try withWriteLock { () throws(BuriError) -> ConsistencyReport in
-            try run { try checkLocked(repair: repair, progress: progress) }
+            var reading: String?
+            do throws(BuriError) {
+                return try run { try checkLocked(repair: repair, progress: progress, reading: &reading) }
+            } catch {
+                throw error.attributed(to: reading)
+            }
         }
     }
 
-    private func checkLocked(repair: Bool, progress: ((Int) -> Void)?) throws -> ConsistencyReport {
+    /// `reading` is kept up to date with the bucket being read, to name it when damage is met.
+    private func checkLocked(repair: Bool, progress: ((Int) -> Void)?, reading: inout String?) throws -> ConsistencyReport {
         var report = ConsistencyReport()
         let snapshot = try engine.snapshot()
         let fixes = engine.makeBatch()
@@ -93,6 +103,7 @@ extension BuriDatabase {
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
             let raw = RawBucket(database: self, descriptor: descriptor)
+            reading = descriptor.name
             let records = try snapshot.cursor(in: .prefix(raw.recordPrefix))
             while try records.next() {
                 report.objects += 1
@@ -139,6 +150,7 @@ extension BuriDatabase {
         }
 
         // Index entries: each must belong to a known bucket and index and match its record's header.
+        reading = nil
         let entries = try snapshot.cursor(in: .prefix([Keyspace.indexTag]))
         // Keyed by the record key's bytes, never by a String: "é" (c3 a9) and "e\u{301}" (65 cc 81)
         // are equal Strings but two objects, and mixing up their headers would make a consistent
@@ -156,6 +168,7 @@ extension BuriDatabase {
                 report.problems.append(problem)
                 continue
             }
+            reading = descriptor.name
             guard let definition = descriptor.indexes.first(where: { $0.id == ids.index }) else {
                 var problem = ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
                                                  detail: "index entry for an index the catalog does not define")
@@ -214,6 +227,7 @@ extension BuriDatabase {
         }
 
         // Anything else outside the known spaces.
+        reading = nil
         let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.indexTag + 1]))
         while try stray.next() {
             report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,

@@ -52,6 +52,13 @@ public final class RawBucket: Sendable {
         return try database.performWrite(sync: sync, body)
     }
 
+    /// Runs a storage call on this bucket's data: LevelDB errors become Buri's, and damage met
+    /// names this bucket.
+    @inline(__always)
+    func run<R>(_ body: () throws -> R) throws(BuriError) -> R {
+        try database.run(bucket: name, body)
+    }
+
     // MARK: Keys
 
     func validateKey(_ key: String) throws(BuriError) {
@@ -171,7 +178,7 @@ public final class RawBucket: Sendable {
     public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent()
-            return try database.run {
+            return try run {
                 var count = 0
                 let records = try writer.reader.cursor(in: .prefix(recordPrefix))
                 while try records.next() {
@@ -196,7 +203,7 @@ public final class RawBucket: Sendable {
     /// index entries that name `key`, so a damaged record can still be deleted or overwritten
     /// without leaving entries behind.
     func currentHeader(forKey key: String, reader: any StorageReader) throws(BuriError) -> RecordHeader? {
-        let header = try database.run {
+        let header = try run {
             try reader.withValue(forKey: recordKey(key)) { buffer -> RecordHeader?? in
                 guard let buffer else { return .some(nil) }
                 return (try? RecordHeader.parse(buffer).0).map { .some($0) }
@@ -211,7 +218,7 @@ public final class RawBucket: Sendable {
     private func entriesNaming(_ key: String, reader: any StorageReader) throws(BuriError) -> RecordHeader {
         let objectKey = Array(key.utf8)
         var entries: [RecordHeader.Entry] = []
-        try database.run {
+        try run {
             for index in descriptor.indexes {
                 let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)))
                 while try cursor.next() {
@@ -235,7 +242,7 @@ public final class RawBucket: Sendable {
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
         let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
-        try database.run {
+        try run {
             let cursor = try reader.cursor(in: .prefix(prefix))
             while try cursor.next() {
                 let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
@@ -251,7 +258,7 @@ public final class RawBucket: Sendable {
 
     /// Lends the stored record of `key` (header and payload bytes) to `body`; `nil` if absent.
     func withRecord<R>(forKey key: String, reader: any StorageReader, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
-        try database.run {
+        try run {
             try reader.withValue(forKey: recordKey(key)) { buffer throws -> R? in
                 guard let buffer else { return nil }
                 let header: RecordHeader
@@ -271,7 +278,7 @@ public final class RawBucket: Sendable {
     @discardableResult
     func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
         let reader = try pointReader()
-        return try database.run {
+        return try run {
             try reader.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
                 guard let buffer else { return false }
                 let offset: Int
@@ -296,7 +303,7 @@ public final class RawBucket: Sendable {
     /// Whether object `key` exists.
     public func contains(key: String) throws(BuriError) -> Bool {
         let reader = try pointReader()
-        return try database.run { try reader.contains(recordKey(key)) }
+        return try run { try reader.contains(recordKey(key)) }
     }
 
     /// The number of objects in the bucket.
@@ -315,7 +322,7 @@ public final class RawBucket: Sendable {
 
     /// Counts the keys in `range`, stopping at `cap`.
     func countEntries(in range: KeyRange, reader: any StorageReader, cap: Int?) throws(BuriError) -> Int {
-        try database.run {
+        try run {
             let cursor = try reader.cursor(in: range)
             var count = 0
             while try cursor.next() {

@@ -54,7 +54,7 @@ public final class RawQueryCursor {
             cursor = nil
             collected = try Self.collect(from: source, bucket: bucket, plan: plan, reader: reader)
         } else {
-            cursor = try bucket.database.run {
+            cursor = try bucket.run {
                 try reader.cursor(in: plan.range, reverse: plan.descending)
             }
         }
@@ -70,7 +70,7 @@ public final class RawQueryCursor {
         var positions: [[UInt8]] = []
         var seen = Set<ObjectKeyBytes>()
         var recordKey = bucket.recordPrefix
-        try bucket.database.run {
+        try bucket.run {
             let entries = try reader.cursor(in: source.range)
             while try entries.next() {
                 let objectKey = try entries.withKey { raw throws(BuriError) -> [UInt8] in
@@ -123,7 +123,7 @@ public final class RawQueryCursor {
     /// Puts the next candidate's storage key into `candidateKey`; `false` at the end.
     private func nextCandidate() throws(BuriError) -> Bool {
         if let cursor {
-            guard try bucket.database.run({ try cursor.next() }) else { return false }
+            guard try bucket.run({ try cursor.next() }) else { return false }
             cursor.withKey { raw in
                 candidateKey.removeAll(keepingCapacity: true)
                 candidateKey.append(contentsOf: raw)
@@ -179,7 +179,7 @@ public final class RawQueryCursor {
         }
         recordKey.removeSubrange(Keyspace.recordPrefixLength...)
         recordKey.append(contentsOf: candidateKey[objectKeyRange])
-        return try bucket.database.run { () throws -> Bool in
+        return try bucket.run { () throws -> Bool in
             // A step forward finds the record when the index walks in key order (one value of it).
             if let records, records.isOnEntry {
                 var steps = 0
@@ -304,7 +304,7 @@ public final class RawQueryCursor {
         } catch {
             throw corruptRecord(key, error)
         }
-        return try bucket.database.run { try body(key, header, currentPayload) }
+        return try bucket.run { try body(key, header, currentPayload) }
     }
 
     /// The next matching object as a ``StoredRecord``.

@@ -102,6 +102,15 @@ enum Keyspace {
         return string
     }
 
+    /// The bucket id and object key of a record key, or `nil` if `key` is not a record key with a
+    /// UTF-8 object key (for naming objects found in raw storage, such as a damaged log record).
+    static func bucketAndObjectKey(ofRecordKey key: [UInt8]) -> (bucket: UInt32, key: String)? {
+        key.withUnsafeBytes { raw in
+            guard let objectKey = try? objectKey(fromRecordKey: raw) else { return nil }
+            return (readBigEndian(raw, at: 1), objectKey)
+        }
+    }
+
     // MARK: Index entries
 
     /// `0x03` + bucket id: the prefix of every index entry of a bucket.
