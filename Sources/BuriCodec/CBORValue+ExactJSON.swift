@@ -56,6 +56,31 @@ extension CBORValue {
     public init(exactJSON text: String) throws {
         try self.init(exactJSON: Array(text.utf8))
     }
+
+    /// Reads a JSON object whose member values are each in the exact JSON form, as `buri export`
+    /// writes its records: each value may nest as deep as a CBOR item may, the object around it
+    /// not counted. Member names must be plain (not start with '$') and appear once.
+    ///
+    /// ```swift
+    /// let record = try CBORValue.exactJSONMembers(Array(#"{"key":"k","object":{"$bytes":"AA=="}}"#.utf8))
+    /// record[1].value   // .bytes([0])
+    /// ```
+    public static func exactJSONMembers(_ bytes: [UInt8]) throws -> [CBORMapEntry] {
+        let parsed = try bytes.withUnsafeBufferPointer { utf8 in
+            var parser = _JSONParser(bytes: utf8, maxDepth: 3 * _Limits.decodeNesting + 5)
+            return try parser.parseDocument()
+        }
+        guard case .map(let entries) = parsed else {
+            throw CBORError(.invalidJSON, "expected a JSON object", found: parsed.kindName)
+        }
+        var result: [CBORMapEntry] = []
+        for entry in entries {
+            let name = entry.key.stringValue ?? ""
+            var reader = _ExactJSONReader(path: [name])
+            result.append(CBORMapEntry(key: entry.key, value: try reader.unwrap(entry.value, depth: 0)))
+        }
+        return result
+    }
 }
 
 struct _ExactJSONWriter {

@@ -49,7 +49,11 @@ extension BuriDatabase {
             var nextId = descriptor.nextIndexId
             for index in schema.indexes {
                 var wanted = index.definition
-                if let existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+                if var existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+                    // How tools read the values follows the declaration; the entries stay as they are.
+                    existing.fields = wanted.fields
+                    existing.fieldForms = wanted.fieldForms
+                    existing.computed = wanted.computed
                     kept.append(existing)
                 } else {
                     wanted.id = nextId

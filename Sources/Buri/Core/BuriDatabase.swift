@@ -47,8 +47,20 @@ public struct BuriOptions: Sendable {
 public final class BuriDatabase: Sendable {
     /// The directory of the database.
     public let path: String
-    /// The format version the database was written in.
-    public let formatVersion: Int
+    /// The format version in the database's header. A database of an older version this library
+    /// reads (version 1) keeps its header until the first write through this library, which
+    /// raises it to ``supportedFormatVersion`` in the same atomic batch (so older Buri versions,
+    /// which would misread what is written now, refuse it from then on).
+    ///
+    /// ```swift
+    /// let db = try BuriDatabase(path: "old.buri")   // a version 1 database
+    /// db.formatVersion                              // 1
+    /// try db.bucket(Person.self).store(person)
+    /// db.formatVersion                              // 2
+    /// ```
+    public var formatVersion: Int { Int(headerVersion.load(ordering: .acquiring)) }
+    /// The version in the header on disk.
+    private let headerVersion: Atomic<UInt16>
     let storage: Database
     let options: BuriOptions
     /// Serialises writers so that reading an object's old index entries and replacing them is
@@ -85,7 +97,7 @@ public final class BuriDatabase: Sendable {
                 guard version <= Keyspace.formatVersion else {
                     throw BuriError.unsupportedFormat(path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
                 }
-                formatVersion = Int(version)
+                headerVersion = Atomic(version)
             } else {
                 let cursor = try database.cursor()
                 if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
@@ -93,7 +105,7 @@ public final class BuriDatabase: Sendable {
                 // so read-only tools never write into a directory they were merely pointed at.
                 guard options.createIfMissing else { throw BuriError.notABuriDatabase(path: path) }
                 try database.put(Keyspace.headerKey, Keyspace.headerValue(), options: .sync)
-                formatVersion = Int(Keyspace.formatVersion)
+                headerVersion = Atomic(Keyspace.formatVersion)
             }
         } catch {
             database.close()
@@ -218,7 +230,8 @@ public final class BuriDatabase: Sendable {
         }
     }
 
-    /// Writes a descriptor, into `batch` if given, else on its own. Callers hold the write lock.
+    /// Writes a descriptor, into `batch` if given (whose writer must call ``headerWritten(_:)``),
+    /// else on its own. Callers hold the write lock.
     func saveDescriptor(_ descriptor: BucketDescriptor, batch: WriteBatch?) throws(BuriError) {
         let bytes: [UInt8]
         do {
@@ -230,10 +243,30 @@ public final class BuriDatabase: Sendable {
             if let batch {
                 batch.put(Keyspace.catalogKey(bucket: descriptor.name), bytes)
             } else {
-                try storage.put(Keyspace.catalogKey(bucket: descriptor.name), bytes, options: .sync)
+                let own = WriteBatch()
+                let upgrading = upgradeHeader(in: own)
+                own.put(Keyspace.catalogKey(bucket: descriptor.name), bytes)
+                try storage.write(own, options: .sync)
+                headerWritten(upgrading)
             }
         }
         bumpCatalogGeneration(descriptor.name)
+    }
+
+    /// Adds the header of the current format version to `batch` if the database's header is older,
+    /// and says whether it did. Every write of records or catalog entries goes through this, so
+    /// the header never claims an older version than the data written. Callers hold the write lock.
+    @inline(__always)
+    func upgradeHeader(in batch: WriteBatch) -> Bool {
+        guard headerVersion.load(ordering: .relaxed) < Keyspace.formatVersion else { return false }
+        batch.put(Keyspace.headerKey, Keyspace.headerValue())
+        return true
+    }
+
+    /// Notes that a batch from ``upgradeHeader(in:)`` was written.
+    @inline(__always)
+    func headerWritten(_ upgraded: Bool) {
+        if upgraded { headerVersion.store(Keyspace.formatVersion, ordering: .releasing) }
     }
 
     func catalogGeneration(_ name: String) -> Int {

@@ -91,8 +91,10 @@ public final class RawBucket: Sendable {
             if descriptor.indexes.isEmpty {
                 // No index entries to replace (index evolution strips dropped indexes from every
                 // header), so there is nothing to read back or track: each object is one put.
+                let upgrading = database.upgradeHeader(in: batch)
                 for write in writes { batch.put(recordKey(write.key), write.value) }
                 try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+                database.headerWritten(upgrading)
                 return
             }
             // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
@@ -127,7 +129,9 @@ public final class RawBucket: Sendable {
                 batch.put(recordKey(write.key), write.value)
                 pending[pendingKey] = .some(write.header)
             }
+            let upgrading = database.upgradeHeader(in: batch)
             try database.run { try storage.write(batch, options: sync.map { WriteOptions(sync: $0) } ?? database.writeOptions) }
+            database.headerWritten(upgrading)
         }
     }
 
