@@ -181,8 +181,10 @@ struct QueryCommand: ParsableCommand {
         commandName: "query",
         abstract: "Find objects through an index: keys one per line, or objects as JSON Lines.",
         discussion: """
-        Values are read per the index's component kind: numeric components take integers \
-        (Int64 or UInt64) or decimal numbers; binary components take UTF-8 text. Both bounds are \
+        Values are read per the index's component kind: numeric components take numbers \
+        exactly — integers that are an Int64, a UInt64 or exactly a double, decimals that a double \
+        holds exactly, Infinity, -Infinity; anything else is refused, never rounded — and dates as \
+        seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. Both bounds are \
         inclusive, and either may be given alone. For a compound index, --equals takes the values \
         of its leading components separated by ',' and may be combined with --from/--to or \
         --prefix for the next component.

@@ -65,8 +65,8 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
 
 /// How a tool reads one index component's value from the object's field (recorded in the catalog).
 public enum IndexFieldForm: String, Codable, Sendable, Hashable {
-    /// The field's value itself: a number for a numeric component, a text or byte string for a
-    /// binary one; an array gives one entry per element.
+    /// The field's value itself: a number (or a tag 1/1001 date, as its seconds since 1970) for a
+    /// numeric component, a text or byte string for a binary one; an array gives one entry per element.
     case value
     /// A `Date`: the field holds RFC 8949 tag 1 or RFC 9581 tag 1001 (or, in records of format
     /// version 1, an untagged number of seconds since 2001), and the index value is its seconds

@@ -20,7 +20,8 @@ extension IndexDefinition {
     /// recorded fields exactly as the Swift declaration computes them: a missing or null field
     /// gives no entry; an array gives one entry per distinct non-null element (multi-valued
     /// single-component indexes only); numbers must be exactly an index number
-    /// (``IndexValue/init(number:)``); a ``IndexFieldForm/date`` field gives its seconds since 1970.
+    /// (``IndexValue/init(number:)``); a date (tag 1 or 1001, or in a ``IndexFieldForm/date`` field
+    /// also a version 1 untagged number of seconds since 2001) gives its seconds since 1970.
     ///
     /// ```swift
     /// let definition = IndexDefinition(id: 1, name: "age", components: [.numeric], fields: ["age"])
@@ -72,6 +73,16 @@ extension IndexDefinition {
             }
         case (.numeric, .value):
             switch value {
+            case .tagged(let tag, _) where value.isTaggedDate:
+                // A date (tag 1 or 1001) is its seconds since 1970, as a Swift Date indexes.
+                guard let date = value.dateValue else {
+                    throw invalid(field, "holds a tag \(tag) date that is not exactly a Date")
+                }
+                do {
+                    return try IndexValue(date.timeIntervalSince1970)
+                } catch {
+                    throw invalid(field, "holds a date that cannot be indexed: " + Self.reason(error))
+                }
             case .unsigned, .negative, .float:
                 do {
                     return try IndexValue(number: value)
