@@ -107,9 +107,10 @@ struct Import: ParsableCommand {
         Index values come from the object's top-level fields: strings for binary indexes, \
         numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
         entry per distinct element (a multi-valued index); a missing or null field gives no \
-        entry. A date field (an index a Swift Date property feeds) takes seconds since 1970 and \
-        is stored as a date. A new bucket gets the indexes named here; an existing one keeps its \
-        own, and the options, if given, must match them. An index whose values Swift code \
+        entry. A date field (one a Swift Date property's index reads, or one named with --date) \
+        takes seconds since 1970 and is stored as a date, as the Swift type stores it; a \
+        numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
+        named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
         computes, or whose declaration names no field, cannot be computed here: such a bucket is \
         refused, naming the index.
 
@@ -136,6 +137,9 @@ struct Import: ParsableCommand {
 
     @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
     var numericIndexes: [String] = []
+
+    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
+    var dateFields: [String] = []
 
     @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
@@ -169,6 +173,7 @@ struct Import: ParsableCommand {
     func validate() throws {
         if bucket.isEmpty { throw ValidationError("the bucket name is empty; give a name such as Person") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
+        if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
         _ = try indexOptions()
     }
 
@@ -188,7 +193,7 @@ struct Import: ParsableCommand {
         var db: BuriDatabase? = state == .database ? try openExisting(path) : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
-        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, databasePath: path)
+        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
         let input = try readInput()
         let progress = Progress()
@@ -285,12 +290,20 @@ struct ImportPlan {
     /// Whether the input is `buri export` output (decided by its first line).
     var isExport = false
 
-    init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], databasePath: String) throws {
+    /// Fields of plain objects that hold dates as seconds since 1970 (`--date`).
+    let dateFields: [String]
+
+    init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], dateFields: [String] = [], databasePath: String) throws {
         self.bucket = bucket
+        self.dateFields = dateFields
         guard let existing else {
             isNew = true
             keyField = key
-            definitions = options.map { IndexDefinition(id: 0, name: $0.name, components: [$0.kind], fields: [$0.field]) }
+            definitions = options.map { option in
+                let isDate = option.kind == .numeric && dateFields.contains { $0.utf8.elementsEqual(option.field.utf8) }
+                return IndexDefinition(id: 0, name: option.name, components: [option.kind], fields: [option.field],
+                                       fieldForms: isDate ? [.date] : nil)
+            }
             return
         }
         isNew = false
@@ -380,7 +393,8 @@ struct ImportPlan {
     /// Whether `bytes` is an export header; the first one decides that the input is an export.
     mutating func header(_ bytes: [UInt8], line: Int, first: Bool) throws -> Bool {
         // Only a line that starts like the header is looked at; objects never do.
-        guard bytes.drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
+        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        guard bytes[start...].drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
               let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else { return false }
         guard version == .unsigned(ExportFormat.version) else {
             throw fail(line, "this is a `buri export` of format \(version.jsonString()); this buri reads format \(ExportFormat.version)")
@@ -467,30 +481,37 @@ struct ImportPlan {
     /// 1970), refusing numbers a Swift `Date` cannot hold exactly.
     func taggingDates(_ object: CBORValue, line: Int) throws -> CBORValue {
         guard case .map(var entries) = object else { return object }
+        // The fields a date index reads, and those named with --date.
+        var dates: [(field: String, index: String?)] = []
         for definition in definitions {
             guard let fields = definition.fields, let forms = definition.fieldForms else { continue }
-            for (field, form) in zip(fields, forms) where form == .date {
-                guard let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(field.utf8) == true }) else { continue }
-                let tag = { (value: CBORValue) throws -> CBORValue in
-                    switch value {
-                    case .unsigned, .negative, .float:
-                        guard let seconds = value.doubleValue, !seconds.isNaN else {
-                            throw fail(line, "field '\(field)' of index '\(definition.name)' holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)")
-                        }
-                        let date = Date(timeIntervalSince1970: seconds)
-                        guard date.timeIntervalSince1970 == seconds else {
-                            throw fail(line, "field '\(field)' of index '\(definition.name)' holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(date.timeIntervalSince1970).jsonString())")
-                        }
-                        return CBORValue(date: date)
-                    default:
-                        return value
+            for (field, form) in zip(fields, forms) where form == .date { dates.append((field, definition.name)) }
+        }
+        for field in dateFields where !dates.contains(where: { $0.field.utf8.elementsEqual(field.utf8) }) {
+            dates.append((field, nil))
+        }
+        for (field, index) in dates {
+            guard let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(field.utf8) == true }) else { continue }
+            let place = index.map { "field '\(field)' of index '\($0)'" } ?? "date field '\(field)'"
+            let tag = { (value: CBORValue) throws -> CBORValue in
+                switch value {
+                case .unsigned, .negative, .float:
+                    guard let seconds = value.doubleValue, !seconds.isNaN else {
+                        throw fail(line, "\(place) holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)")
                     }
+                    let date = Date(timeIntervalSince1970: seconds)
+                    guard date.timeIntervalSince1970 == seconds else {
+                        throw fail(line, "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(date.timeIntervalSince1970).jsonString())")
+                    }
+                    return CBORValue(date: date)
+                default:
+                    return value
                 }
-                if case .array(let elements) = entries[position].value {
-                    entries[position].value = .array(try elements.map(tag))
-                } else {
-                    entries[position].value = try tag(entries[position].value)
-                }
+            }
+            if case .array(let elements) = entries[position].value {
+                entries[position].value = .array(try elements.map(tag))
+            } else {
+                entries[position].value = try tag(entries[position].value)
             }
         }
         return .map(entries)
