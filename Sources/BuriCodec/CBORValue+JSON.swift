@@ -1,5 +1,8 @@
-// The JSON bridge. The rules are chosen so that export → import → export
-// gives byte-identical text:
+// The JSON bridge: plain JSON for people (`buri get`, `buri query`) and for
+// reading plain JSON exactly. Plain JSON cannot hold tags, byte strings or
+// non-finite floats, so what it writes does not always read back as the same
+// item; the exact JSON form (CBORValue+ExactJSON.swift) does, for export and
+// import. Plain JSON written by this bridge reads back as the same text:
 //
 // CBOR → JSON
 // - unsigned/negative integers: exact integer literals, also beyond 2^53

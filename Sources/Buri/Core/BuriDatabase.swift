@@ -227,6 +227,9 @@ public final class BuriDatabase: Sendable {
             if let fields = index.fields, fields.count != index.components.count {
                 throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(fields.count) fields")
             }
+            if let forms = index.fieldForms, forms.count != index.components.count {
+                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(forms.count) field forms")
+            }
         }
     }
 
