@@ -30,7 +30,10 @@ import Foundation
 /// convert exactly (and the texts `"NaN"`, `"Infinity"`, `"-Infinity"`),
 /// `Float` fields accept wider floats rounded to nearest, `Data` accepts a
 /// byte string, an array of bytes or base64 text, `URL` accepts tag 32 or
-/// plain text, and tags in front of any value are skipped.
+/// plain text, and tags in front of any value are skipped. A `Date` is read
+/// from tag 1 (seconds since 1970), tag 1001 (RFC 9581 extended time with
+/// `{1: seconds}` or an exact `{5: bigfloat}`), or — as format version 1
+/// wrote it — an untagged number of seconds since 2001.
 ///
 /// `superDecoder()` needs the `"super"` entry that `superEncoder()` writes; a
 /// missing one is a `.keyNotFound` error. The `Decoder` handed to
@@ -125,6 +128,8 @@ final class _CBORDecodingState: Decoder {
             return unsafeBitCast(try input.readData(&pos), to: T.self)
         } else if T.self == URL.self {
             return unsafeBitCast(try input.readURL(&pos), to: T.self)
+        } else if T.self == Date.self {
+            return unsafeBitCast(try input.readDate(&pos), to: T.self)
         }
         return nil
     }
@@ -449,6 +454,26 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         return try decodeScalar(key) { try input.readInteger(&$0, as: UInt64.self) }
     }
 
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 {
+        let input = input
+        return try decodeScalar(key) { try input.readWide(&$0, as: Int128.self) }
+    }
+
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 {
+        let input = input
+        return try decodeScalar(key) { try input.readWide(&$0, as: UInt128.self) }
+    }
+
+    func decodeIfPresent(_ type: Int128.Type, forKey key: Key) throws -> Int128? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readWide(&$0, as: Int128.self) }
+    }
+
+    func decodeIfPresent(_ type: UInt128.Type, forKey key: Key) throws -> UInt128? {
+        let input = input
+        return try decodeScalarIfPresent(key) { try input.readWide(&$0, as: UInt128.self) }
+    }
+
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         do {
             guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
@@ -730,6 +755,16 @@ struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         return try decodeScalar { try input.readInteger(&$0, as: UInt64.self) }
     }
 
+    mutating func decode(_ type: Int128.Type) throws -> Int128 {
+        let input = input
+        return try decodeScalar { try input.readWide(&$0, as: Int128.self) }
+    }
+
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 {
+        let input = input
+        return try decodeScalar { try input.readWide(&$0, as: UInt128.self) }
+    }
+
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         do {
             let start = try current()
@@ -818,6 +853,8 @@ struct _CBORSingleValueDecodingContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt16.Type) throws -> UInt16 { try read { try state.input.readInteger(&$0, as: UInt16.self) } }
     func decode(_ type: UInt32.Type) throws -> UInt32 { try read { try state.input.readInteger(&$0, as: UInt32.self) } }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try read { try state.input.readInteger(&$0, as: UInt64.self) } }
+    func decode(_ type: Int128.Type) throws -> Int128 { try read { try state.input.readWide(&$0, as: Int128.self) } }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try read { try state.input.readWide(&$0, as: UInt128.self) } }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         do {

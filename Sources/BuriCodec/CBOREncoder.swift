@@ -20,9 +20,17 @@
 // - `String` is a text string of its UTF-8 bytes (NUL and all).
 // - `Data` is a byte string (major 2). `URL` is tag 32 around a text string of
 //   its `absoluteString`. These are recognised by type, as JSONEncoder does.
-// - Every other type uses its own Codable implementation: `Date` is its
-//   `timeIntervalSinceReferenceDate` as a float64, `UUID` its uppercase
-//   string, `Decimal` whatever Foundation's `Decimal.encode(to:)` writes.
+// - `Date` is RFC 8949 tag 1, seconds since 1970: an integer when whole, a
+//   float64 when that gives back exactly the same `Date`, else RFC 9581 tag
+//   1001 around {5: [e, m]}, the epoch time as an exact bigfloat (see
+//   `CBORDate.swift`). (Format version 1 wrote `timeIntervalSinceReferenceDate`
+//   as an untagged float64; the decoder still reads that.)
+// - `Int128`/`UInt128` are integers (major 0/1) when they lie in
+//   -2^64 ... 2^64-1; beyond that they are refused (`invalidValue`), never
+//   rounded.
+// - Every other type uses its own Codable implementation: `UUID` is its
+//   uppercase string, `Decimal` whatever Foundation's `Decimal.encode(to:)`
+//   writes (a map of its exact parts).
 // - A value whose `encode(to:)` writes nothing becomes an empty map (0xA0).
 // - `superEncoder()` stores the superclass under the text key "super" (or as
 //   the next element of an unkeyed container), at the position where
@@ -518,10 +526,41 @@ final class _CBOREncodingState: Encoder {
         } else if T.self == URL.self {
             writeHead(_Major.tag, 32)
             writeText(unsafeBitCast(value, to: URL.self).absoluteString)
+        } else if T.self == Date.self {
+            writeDate(unsafeBitCast(value, to: Date.self))
         } else {
             return false
         }
         return true
+    }
+
+    /// A `Date` as RFC 8949 tag 1 (seconds since 1970), exactly; see `CBORDate.swift`.
+    func writeDate(_ date: Date) {
+        let t = date.timeIntervalSinceReferenceDate
+        if let whole = _CBORDate.wholeEpochSeconds(t) {
+            writeHead(_Major.tag, _CBORDate.epochTag)
+            writeInteger(whole)
+        } else if let epoch = _CBORDate.exactEpochDouble(t) {
+            writeHead(_Major.tag, _CBORDate.epochTag)
+            writeDouble(epoch)
+        } else {
+            _CBORDate.item(referenceSeconds: t).encoded().withUnsafeBytes { writeBytes($0) }
+        }
+    }
+
+    /// A 128-bit integer, which CBOR holds exactly from -2^64 to 2^64 - 1; anything beyond is
+    /// refused rather than rounded.
+    func writeWide<I: BinaryInteger>(_ value: I, codingPath: [any CodingKey]) throws {
+        if let small = UInt64(exactly: value) {
+            writeHead(_Major.unsigned, small)
+        } else if value < 0, let argument = UInt64(exactly: -1 - value) {
+            writeHead(_Major.negative, argument)
+        } else {
+            throw CBORError(
+                .invalidValue, "\(value) is outside -2^64 ... 2^64 - 1, the integers CBOR holds exactly",
+                codingPath: _renderCodingPath(codingPath), expected: "an integer in -18446744073709551616 ... 18446744073709551615",
+                found: "\(value) (\(I.self))")
+        }
     }
 
     /// Runs `value.encode(to: self)` as a new value slot.
@@ -656,6 +695,16 @@ struct _CBORKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
         try state.encodeValue(value, containerPath: codingPath, key: key)
     }
 
+    mutating func encode(_ value: Int128, forKey key: Key) throws {
+        try beginEntry(key)
+        try state.writeWide(value, codingPath: codingPath + [key])
+    }
+
+    mutating func encode(_ value: UInt128, forKey key: Key) throws {
+        try beginEntry(key)
+        try state.writeWide(value, codingPath: codingPath + [key])
+    }
+
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
@@ -785,6 +834,16 @@ struct _CBORUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         try state.encodeValue(value, containerPath: codingPath, key: _CBORIndexKey(count - 1))
     }
 
+    mutating func encode(_ value: Int128) throws {
+        try beginElement()
+        try state.writeWide(value, codingPath: codingPath + [_CBORIndexKey(count - 1)])
+    }
+
+    mutating func encode(_ value: UInt128) throws {
+        try beginElement()
+        try state.writeWide(value, codingPath: codingPath + [_CBORIndexKey(count - 1)])
+    }
+
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         do { try beginElement() } catch { state.fail(state.staleContainer()) }
         let (nestedIndex, nestedStart) = state.openContainer(_Major.map)
@@ -902,5 +961,15 @@ struct _CBORSingleValueEncodingContainer: SingleValueEncodingContainer {
     mutating func encode<T: Encodable>(_ value: T) throws {
         try begin()
         try state.encodeValue(value)
+    }
+
+    mutating func encode(_ value: Int128) throws {
+        try begin()
+        try state.writeWide(value, codingPath: codingPath)
+    }
+
+    mutating func encode(_ value: UInt128) throws {
+        try begin()
+        try state.writeWide(value, codingPath: codingPath)
     }
 }

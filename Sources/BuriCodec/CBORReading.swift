@@ -197,6 +197,52 @@ extension _CBORInput {
         }
     }
 
+    /// A 128-bit integer: any CBOR integer (all of -2^64 ... 2^64-1 fit an `Int128`), or an
+    /// integral float that fits.
+    func readWide<T: FixedWidthInteger>(_ pos: inout Int, as type: T.Type) throws -> T {
+        let start = pos
+        let (initial, argument) = try readValueHead(&pos)
+        switch initial >> 5 {
+        case _Major.unsigned:
+            if let value = T(exactly: argument) { return value }
+            throw outOfRange(String(argument), expected: "\(T.self)", at: start)
+        case _Major.negative:
+            if let value = T(exactly: -1 - Int128(argument)) { return value }
+            throw outOfRange(negativeText(argument), expected: "\(T.self)", at: start)
+        default:
+            if let double = floatValue(initial, argument) {
+                if let value = T(exactly: double) { return value }
+                throw outOfRange("\(double)", expected: "\(T.self)", at: start)
+            }
+            throw mismatch(initial, at: start, expected: "\(T.self)")
+        }
+    }
+
+    /// A `Date`: tag 1 or tag 1001 (see `CBORDate.swift`), else, as format version 1 wrote
+    /// dates, a number of seconds since 2001. Other tags in front are skipped.
+    func readDate(_ pos: inout Int) throws -> Date {
+        let start = pos
+        var probe = pos
+        var head = try readHead(&probe)
+        while head.initial >> 5 == _Major.tag, head.argument != _CBORDate.epochTag, head.argument != _CBORDate.extendedTag {
+            pos = probe
+            head = try readHead(&probe)
+        }
+        guard head.initial >> 5 == _Major.tag else {
+            return Date(timeIntervalSinceReferenceDate: try readDouble(&pos))
+        }
+        let item = try _CBORValueParser(input: self).parse(&pos, depth: 0)
+        do {
+            guard let seconds = try _CBORDate.referenceSeconds(item) else {
+                throw CBORError(.typeMismatch, "not a date", offset: start, expected: "Date")
+            }
+            return Date(timeIntervalSinceReferenceDate: seconds)
+        } catch var error as CBORError {
+            error.offset = error.offset ?? start
+            throw error
+        }
+    }
+
     /// Tag 32 around text, or plain text.
     func readURL(_ pos: inout Int) throws -> URL {
         let start = pos

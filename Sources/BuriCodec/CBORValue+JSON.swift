@@ -1,5 +1,8 @@
-// The JSON bridge. The rules are chosen so that export → import → export
-// gives byte-identical text:
+// The JSON bridge: plain JSON for people (`buri get`, `buri query`) and for
+// reading plain JSON exactly. Plain JSON cannot hold tags, byte strings or
+// non-finite floats, so what it writes does not always read back as the same
+// item; the exact JSON form (CBORValue+ExactJSON.swift) does, for export and
+// import. Plain JSON written by this bridge reads back as the same text:
 //
 // CBOR → JSON
 // - unsigned/negative integers: exact integer literals, also beyond 2^53
@@ -11,7 +14,9 @@
 // - text: RFC 8259 escaping: `"` and `\` escaped, \b \f \n \r \t for those
 //   controls and \u00XX for the other controls below 0x20; everything else,
 //   non-ASCII included, is written as UTF-8.
-// - tags: their content (the tag number is dropped).
+// - tags: their content (the tag number is dropped); a date in RFC 9581's
+//   tag 1001 {5: bigfloat} form is written as its seconds since 1970 (the
+//   float64 `Date.timeIntervalSince1970` gives), like a tag 1 date.
 // - undefined and other simple values: null.
 // - map keys: text keys as they are; other keys as a string holding their
 //   JSON text (a string-valued key such as bytes gives that string); a
@@ -20,14 +25,25 @@
 // - pretty output: two-space indentation, `"key": value`, empty containers
 //   as `[]`/`{}`; entries always in stored order.
 //
-// JSON → CBOR
-// - numbers without '.', 'e' or 'E': integers (major 0/1); outside
-//   -2^64 ... 2^64-1 they become floats. All other numbers: float64.
+// JSON → CBOR: exactly what the text says, or an error.
+// - numbers without '.', 'e' or 'E' are integers (major 0/1), exactly; one
+//   outside -2^64 ... 2^64-1 (the integers CBOR holds) is an error, never
+//   rounded to a float.
+// - other numbers become the float64 nearest to them, but only if that
+//   float64 *is* the number written, as far as its shortest round-trip text
+//   tells: the literal and Swift's `description` of the double must have
+//   the same decimal value (`0.1`, `2.50`, `1e3`, `-0.0` and every
+//   shortest-form output of JSON writers pass). A literal that overflows to
+//   ±infinity (`1e400`), underflows to zero (`1e-400`) or carries more
+//   digits than a double keeps (`9007199254740993.0`, whose nearest double is
+//   9007199254740992) is an error naming the nearest double.
 // - strings: text (all escapes incl. surrogate pairs; lone surrogates are an
-//   error); objects: maps with text keys in document order (duplicates kept);
-//   arrays; true/false/null.
+//   error); objects: maps with text keys in document order; two members with
+//   the same name (compared as UTF-8 bytes) are an error; arrays;
+//   true/false/null.
 // - nesting is limited to 512 levels; a UTF-8 byte order mark is skipped;
-//   errors give line and column.
+//   errors give line and column, and `CBORError.codingPath` names the member
+//   (`items[2].price`).
 
 extension CBORValue {
     /// This value as JSON text; entries in stored order, so the output is
@@ -67,6 +83,40 @@ extension CBORValue {
             var parser = _JSONParser(bytes: utf8)
             return try parser.parseDocument()
         }
+    }
+
+    /// Parses one number written as in JSON, by the JSON bridge's rules: an integer exactly
+    /// (-2^64 ... 2^64-1), any other number as the float64 that is exactly that number in its
+    /// shortest form. Also takes `Infinity` and `-Infinity`. Surrounding spaces are ignored.
+    ///
+    /// ```swift
+    /// try CBORValue(jsonNumber: "-9223372036854775809")  // .negative(9223372036854775808)
+    /// try CBORValue(jsonNumber: "0.1")                   // .float(0.1)
+    /// try CBORValue(jsonNumber: "1e400")                 // throws: overflows a double
+    /// ```
+    ///
+    /// Throws a ``CBORError`` of kind `.invalidJSON` for anything else.
+    public init(jsonNumber text: String) throws {
+        let trimmed = text.trimmingSpaces
+        switch trimmed {
+        case "Infinity", "+Infinity": self = .float(.infinity)
+        case "-Infinity": self = .float(-.infinity)
+        default:
+            let value = try CBORValue(json: trimmed)
+            switch value {
+            case .unsigned, .negative, .float: self = value
+            default: throw CBORError(.invalidJSON, "'\(text)' is not a number", found: text)
+            }
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        let utf8 = Array(self.utf8)
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(decoding: utf8[first...last], as: UTF8.self)
     }
 }
 
@@ -118,8 +168,14 @@ struct _JSONWriter {
             }
             newline(&out, indent)
             out.append(UInt8(ascii: "}"))
-        case .tagged(_, let content):
-            write(content, into: &out, indent: indent)
+        case .tagged(let tag, let content):
+            if tag == _CBORDate.extendedTag, let seconds = try? _CBORDate.referenceSeconds(value) {
+                // Shown as seconds since 1970, like a tag 1 date (and as a query takes it).
+                let epoch = seconds + _CBORDate.referenceEpochDouble
+                write(.float(epoch), into: &out, indent: indent)
+            } else {
+                write(content, into: &out, indent: indent)
+            }
         case .bool(let b):
             out.append(contentsOf: (b ? "true" : "false").utf8)
         case .null, .undefined, .simple:
@@ -222,9 +278,34 @@ func _base64(_ bytes: [UInt8]) -> String {
 struct _JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var pos = 0
+    /// The most arrays and objects that may nest.
+    let maxDepth: Int
+    /// Where the parser is, for error messages: member names and array positions.
+    var path: [PathItem] = []
 
-    init(bytes: UnsafeBufferPointer<UInt8>) {
+    enum PathItem {
+        case member(String)
+        case element(Int)
+    }
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = _Limits.decodeNesting) {
         self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    /// The path as `items[2].price`.
+    var renderedPath: String {
+        var text = ""
+        for item in path {
+            switch item {
+            case .member(let name):
+                if !text.isEmpty { text += "." }
+                text += name
+            case .element(let index):
+                text += "[\(index)]"
+            }
+        }
+        return text
     }
 
     mutating func parseDocument() throws -> CBORValue {
@@ -252,7 +333,8 @@ struct _JSONParser {
             }
         }
         return CBORError(
-            .invalidJSON, "\(message) (line \(line), column \(column))", offset: offset, line: line, column: column)
+            .invalidJSON, "\(message) (line \(line), column \(column))", offset: offset, codingPath: renderedPath,
+            line: line, column: column)
     }
 
     /// Describes the byte at `pos` for error messages.
@@ -300,8 +382,8 @@ struct _JSONParser {
     }
 
     mutating func checkDepth(_ depth: Int) throws {
-        guard depth < _Limits.decodeNesting else {
-            throw error("arrays and objects nest deeper than \(_Limits.decodeNesting) levels")
+        guard depth < maxDepth else {
+            throw error("arrays and objects nest deeper than \(maxDepth) levels")
         }
     }
 
@@ -314,8 +396,11 @@ struct _JSONParser {
             pos += 1
             return .array(elements)
         }
+        path.append(.element(0))
+        defer { path.removeLast() }
         while true {
             skipWhitespace()
+            path[path.count - 1] = .element(elements.count)
             elements.append(try parseValue(depth: depth + 1))
             skipWhitespace()
             guard pos < bytes.count else { throw error("unexpected end of input; expected ',' or ']' in an array") }
@@ -338,19 +423,28 @@ struct _JSONParser {
             pos += 1
             return .map(entries)
         }
+        // Names seen so far, as bytes: String equality is canonical equivalence, which would take
+        // "é" and "e\u{301}" for one name.
+        var names = Set<[UInt8]>()
         while true {
             skipWhitespace()
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else {
                 throw error("unexpected \(found()); expected a string key in an object")
             }
+            let keyStart = pos
             let key = try parseString()
+            guard names.insert(Array(key.utf8)).inserted else {
+                throw error("the object has two members named \(CBORValue.text(key).jsonString()); give each name once", at: keyStart)
+            }
             skipWhitespace()
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else {
                 throw error("unexpected \(found()); expected ':' after an object key")
             }
             pos += 1
             skipWhitespace()
+            path.append(.member(key))
             let value = try parseValue(depth: depth + 1)
+            path.removeLast()
             entries.append(CBORMapEntry(key: .text(key), value: value))
             skipWhitespace()
             guard pos < bytes.count else { throw error("unexpected end of input; expected ',' or '}' in an object") }
@@ -495,6 +589,7 @@ struct _JSONParser {
             guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("a number needs a digit in its exponent") }
             while pos < bytes.count && isDigit(bytes[pos]) { pos += 1 }
         }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
         if isInteger {
             var magnitude: UInt64 = 0
             var overflow = false
@@ -511,15 +606,86 @@ struct _JSONParser {
                 if !negative || magnitude == 0 { return .unsigned(magnitude) }
                 return .negative(magnitude - 1)
             }
-            let digits = String(decoding: UnsafeBufferPointer(rebasing: bytes[digitsStart..<digitsEnd]), as: UTF8.self)
-            if negative && digits == "18446744073709551616" { return .negative(.max) }
+            if negative && text == "-18446744073709551616" { return .negative(.max) }
+            throw error("the integer \(text) is outside -18446744073709551616 ... 18446744073709551615, the integers CBOR holds exactly; write it as a string, or as a decimal such as 1.5e30 if an approximate float is meant", at: start)
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
         guard let double = Double(text) else { throw error("invalid number", at: start) }
+        if let problem = _inexactDecimal(text, double) { throw error("the number \(text) \(problem)", at: start) }
         return .float(double)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}
+
+// MARK: - Exact decimals
+
+/// Why `double` (parsed from the decimal literal `text`) is not exactly the number written, or nil
+/// if it is: it overflowed to ±infinity, underflowed to zero, or has a different decimal value
+/// from the literal in its shortest round-trip form.
+func _inexactDecimal(_ text: String, _ double: Double) -> String? {
+    if double.isInfinite {
+        return "is too large for a double (it would become \(double < 0 ? "-" : "")infinity); write it as a string"
+    }
+    let written = _DecimalValue(text)
+    if double == 0 {
+        return written.isZero ? nil : "is too small for a double (it would become 0); write it as a string"
+    }
+    let shortest = double.description
+    if _DecimalValue(shortest) == written { return nil }
+    return "has more precision than a double holds: the nearest double is \(_floatLiteral(double)); write that, or the number as a string"
+}
+
+/// A decimal number as sign, significant digits (no leading or trailing zeros) and the power of
+/// ten of the last digit, so equal values compare equal whatever way they were written.
+struct _DecimalValue: Equatable {
+    var negative = false
+    var digits: [UInt8] = []
+    var exponent = 0
+
+    var isZero: Bool { digits.isEmpty }
+
+    /// Reads `-?digits(.digits)?([eE][+-]?digits)?` (JSON's grammar, and Swift's `description`).
+    init(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        if bytes.first == UInt8(ascii: "-") {
+            negative = true
+            bytes = bytes.dropFirst()
+        } else if bytes.first == UInt8(ascii: "+") {
+            bytes = bytes.dropFirst()
+        }
+        var fractionDigits = 0
+        var seenPoint = false
+        var exponentPart = 0
+        var exponentNegative = false
+        var inExponent = false
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if inExponent {
+                    // Saturate: any exponent this large is out of a double's range anyway.
+                    exponentPart = min(exponentPart * 10 + Int(byte - UInt8(ascii: "0")), 1_000_000_000)
+                } else {
+                    digits.append(byte)
+                    if seenPoint { fractionDigits += 1 }
+                }
+            case UInt8(ascii: "."): seenPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"): inExponent = true
+            case UInt8(ascii: "-"): exponentNegative = true
+            default: break
+            }
+        }
+        exponent = (exponentNegative ? -exponentPart : exponentPart) - fractionDigits
+        if let first = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) {
+            digits.removeFirst(first)
+        } else {
+            digits = []
+        }
+        while let last = digits.last, last == UInt8(ascii: "0") {
+            digits.removeLast()
+            exponent += 1
+        }
+        if digits.isEmpty { exponent = 0 }
     }
 }

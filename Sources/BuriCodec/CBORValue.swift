@@ -128,11 +128,37 @@ extension CBORValue {
         self == .null || self == .undefined
     }
 
-    /// The value of the first entry whose key is the text `key`, if this is a map.
+    /// The value of the first entry whose key is the text `key`, if this is a map. Keys are
+    /// compared as UTF-8 bytes: `"é"` (c3 a9) does not find `"e\u{301}"` (65 cc 81).
     public subscript(key: String) -> CBORValue? {
         guard case .map(let entries) = self else { return nil }
         for entry in entries {
-            if case .text(let name) = entry.key, name == key { return entry.value }
+            if case .text(let name) = entry.key, name.utf8.elementsEqual(key.utf8) { return entry.value }
+        }
+        return nil
+    }
+
+    /// The first map key that occurs twice in one map anywhere in this value (keys compared as
+    /// their CBOR bytes, so `"é"` and `"e\u{301}"` are two keys), or `nil`. Buri refuses to store
+    /// such maps: a reader would see one of the values and silently lose the other.
+    ///
+    /// ```swift
+    /// CBORValue.map([CBORMapEntry(key: "a", value: 1), CBORMapEntry(key: "a", value: 2)]).firstRepeatedMapKey()  // "a"
+    /// ```
+    public func firstRepeatedMapKey() -> CBORValue? {
+        switch self {
+        case .array(let elements):
+            for element in elements { if let repeated = element.firstRepeatedMapKey() { return repeated } }
+        case .map(let entries):
+            var seen = Set<[UInt8]>()
+            for entry in entries {
+                if !seen.insert(entry.key.encoded()).inserted { return entry.key }
+                if let repeated = entry.key.firstRepeatedMapKey() ?? entry.value.firstRepeatedMapKey() { return repeated }
+            }
+        case .tagged(_, let content):
+            return content.firstRepeatedMapKey()
+        default:
+            break
         }
         return nil
     }

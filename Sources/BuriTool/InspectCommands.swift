@@ -49,6 +49,8 @@ struct Info: ParsableCommand {
                                 CBORMapEntry(key: "unique", value: .bool(index.unique)),
                                 CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
                                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
+                                CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
+                                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
                                 CBORMapEntry(key: "entries", value: .int(Int64(entries))),
                             ])
                         })),
@@ -71,7 +73,12 @@ struct Info: ParsableCommand {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
                     if index.unique { traits.append("unique") }
                     if index.multiValued { traits.append("multi-valued") }
-                    if let fields = index.fields { traits.append("field\(fields.count == 1 ? "" : "s") " + fields.joined(separator: ", ")) }
+                    if let fields = index.fields {
+                        let forms = index.fieldForms ?? []
+                        let named = fields.enumerated().map { i, field in i < forms.count && forms[i] == .date ? "\(field) (date)" : field }
+                        traits.append("field\(fields.count == 1 ? "" : "s") " + named.joined(separator: ", "))
+                    }
+                    if index.computed == true { traits.append("computed") }
                     try out.line("  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")")
                 }
             }
@@ -181,8 +188,10 @@ struct QueryCommand: ParsableCommand {
         commandName: "query",
         abstract: "Find objects through an index: keys one per line, or objects as JSON Lines.",
         discussion: """
-        Values are read per the index's component kind: numeric components take integers \
-        (Int64 or UInt64) or decimal numbers; binary components take UTF-8 text. Both bounds are \
+        Values are read per the index's component kind: numeric components take numbers \
+        exactly — integers that are an Int64, a UInt64 or exactly a double, decimals that a double \
+        holds exactly, Infinity, -Infinity; anything else is refused, never rounded — and dates as \
+        seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. Both bounds are \
         inclusive, and either may be given alone. For a compound index, --equals takes the values \
         of its leading components separated by ',' and may be combined with --from/--to or \
         --prefix for the next component.

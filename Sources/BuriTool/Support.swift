@@ -249,24 +249,47 @@ func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: Str
     }
 }
 
+/// The exact JSON form of a CBOR payload (for export).
+func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String) throws -> String {
+    do {
+        return try CBORValue(decoding: payload).exactJSONString()
+    } catch {
+        throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
+    }
+}
+
 /// A string as a JSON string literal.
 func jsonString(_ text: String) -> String { CBORValue.text(text).jsonString() }
 
 // MARK: - Index values from the command line
 
-/// Parses a command-line value for an index component of `kind`: numbers as integers
-/// (Int64, else UInt64) or doubles, binary values as UTF-8 strings.
+/// Parses a command-line value for an index component of `kind`: binary values as UTF-8 text,
+/// numbers by the rules `buri import` applies to JSON numbers (an integer exactly — an Int64, a
+/// UInt64 or exactly a double —, a decimal only if a double holds exactly that number, or
+/// Infinity/-Infinity); anything else is refused, never rounded. Dates are seconds since 1970.
 func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: String) throws -> IndexValue {
     switch kind {
     case .binary:
         return IndexValue(text)
     case .numeric:
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let value = Int64(trimmed) { return IndexValue(value) }
-        if let value = UInt64(trimmed) { return IndexValue(value) }
-        if let value = Double(trimmed), !value.isNaN {
-            return try mapErrors(path: "") { try IndexValue(value) }
+        let number: CBORValue
+        do {
+            number = try CBORValue(jsonNumber: text)
+        } catch let error as CBORError {
+            if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
+               first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
+                var reason = error.message
+                if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
+                throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
+            }
+            throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
         }
-        throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
+        do {
+            return try IndexValue(number: number)
+        } catch {
+            let reason: String
+            if case .invalidIndexValue(_, _, _, let text) = error { reason = text } else { reason = error.description }
+            throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
+        }
     }
 }

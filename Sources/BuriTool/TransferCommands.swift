@@ -7,10 +7,14 @@ import Foundation
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write objects as JSON Lines: {\"bucket\": ..., \"key\": ..., \"object\": ...}.",
+        abstract: "Write objects as JSON Lines: a header line, then {\"bucket\": ..., \"key\": ..., \"object\": ...}.",
         discussion: """
-        One object per line, ordered by bucket name, then key (both bytewise), so the same \
-        database always exports to the same bytes. `buri import` reads the output back.
+        The first line is the header ["buri-export",2]; then one object per line, ordered by \
+        bucket name, then key (both bytewise), so the same database always exports to the same \
+        bytes. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
+        {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
+        since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
+        `buri import` reads the output back exactly, and exporting again gives the same bytes.
 
         Example: buri export people.buri Person -o people.jsonl
         """
@@ -64,6 +68,7 @@ struct Export: ParsableCommand {
     func export(_ buckets: [RawBucket], to out: Output) throws {
         let progress = Progress()
         defer { progress.finish() }
+        try out.line(ExportFormat.header)
         try mapErrors(path: target.database) {
             for raw in buckets {
                 let total = progress.enabled ? try raw.count() : 0
@@ -71,7 +76,7 @@ struct Export: ParsableCommand {
                 let cursor = try raw.makeCursor(.all)
                 var done = 0
                 while let record = try cursor.nextRecord() {
-                    let object = try jsonText(ofPayload: record.payload, pretty: false, bucket: raw.name, key: record.key)
+                    let object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
                     try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
                     done += 1
                     if progress.enabled, done % 1000 == 0 { progress.update("exporting '\(raw.name)': \(done)/\(total) objects") }
@@ -88,13 +93,26 @@ struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or extend a bucket from JSON Lines, in one atomic batch.",
         discussion: """
-        Each line is either a plain JSON object or an export record {"bucket", "key", "object"} \
-        as written by `buri export` (records of other buckets are skipped). A plain object's key \
-        is its --key field: a string, or an integer stored as its decimal text. Index values come \
-        from the object's top-level fields: strings for binary indexes, numbers for numeric ones; \
-        an array gives one entry per distinct element (a multi-valued index); a missing or null \
-        field gives no entry. A new bucket gets the indexes named here; an existing one keeps its \
-        own, and the options, if given, must match them.
+        The input is either the output of `buri export` (its first line is the header \
+        ["buri-export",2]; each further line is a record {"bucket","key","object"} in the exact \
+        JSON form; records of other buckets are skipped) or plain JSON Lines, one object per line, \
+        each stored as it is: a plain object is never taken for an export record. A plain object's \
+        key is its --key field: a string, or an integer stored as its decimal text. An export \
+        record's key must agree with its object's key field, if the object has one.
+
+        Numbers are stored exactly or refused: integers in -2^64 ... 2^64-1, decimals only if a \
+        double holds exactly the number written (1e400, 1e-400 and 9007199254740993.0 are \
+        refused, naming the nearest double). Repeated member names are refused.
+
+        Index values come from the object's top-level fields: strings for binary indexes, \
+        numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
+        entry per distinct element (a multi-valued index); a missing or null field gives no \
+        entry. A date field (one a Swift Date property's index reads, or one named with --date) \
+        takes seconds since 1970 and is stored as a date, as the Swift type stores it; a \
+        numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
+        named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
+        computes, or whose declaration names no field, cannot be computed here: such a bucket is \
+        refused, naming the index.
 
         Every line is checked before anything is written, and all objects are stored in one \
         atomic batch (held in memory): on any error the database is left exactly as it was (a \
@@ -119,6 +137,9 @@ struct Import: ParsableCommand {
 
     @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
     var numericIndexes: [String] = []
+
+    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
+    var dateFields: [String] = []
 
     @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
@@ -152,6 +173,7 @@ struct Import: ParsableCommand {
     func validate() throws {
         if bucket.isEmpty { throw ValidationError("the bucket name is empty; give a name such as Person") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
+        if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
         _ = try indexOptions()
     }
 
@@ -171,7 +193,7 @@ struct Import: ParsableCommand {
         var db: BuriDatabase? = state == .database ? try openExisting(path) : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
-        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, databasePath: path)
+        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
         let input = try readInput()
         let progress = Progress()
@@ -214,8 +236,7 @@ struct Import: ParsableCommand {
         try out.line("imported \(objects.count) object\(objects.count == 1 ? "" : "s") into bucket '\(bucket)' of \(path)")
         try out.flush()
         if !plan.skipped.isEmpty {
-            let names = plan.skipped.keys.sorted().map { "'\($0)' (\(plan.skipped[$0] ?? 0))" }.joined(separator: ", ")
-            writeAll(2, Array("buri: note: skipped export records of other buckets: \(names)\n".utf8))
+            writeAll(2, Array("buri: note: skipped export records of other buckets: \(plan.skippedList)\n".utf8))
         }
     }
 
@@ -243,87 +264,124 @@ struct Import: ParsableCommand {
     }
 }
 
+/// The header line of `buri export`'s output, which alone makes the input an export.
+enum ExportFormat {
+    static let version: UInt64 = 2
+    static let header = #"["buri-export",2]"#
+
+    /// The export format version if `value` is an export header (any version), else nil.
+    static func headerVersion(_ value: CBORValue) -> CBORValue? {
+        guard case .array(let parts) = value, parts.count == 2, parts[0] == "buri-export" else { return nil }
+        return parts[1]
+    }
+}
+
 /// How one import computes keys and index values, and the objects it prepared.
 struct ImportPlan {
-    struct Index {
-        var name: String
-        var components: [IndexKind]
-        var fields: [String]
-        /// Whether arrays are allowed: an existing multi-valued index, or any new single-component one.
-        var acceptsArrays: Bool
-        var isNew: Bool
-        var sawArray = false
-    }
-
     let bucket: String
     let keyField: String?
-    var indexes: [Index]
+    /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
+    var definitions: [IndexDefinition]
+    /// For a new bucket: which indexes saw an array (they become multi-valued).
+    var sawArray: Set<String> = []
+    let isNew: Bool
     /// Export records of other buckets that were skipped, by bucket.
     var skipped: [String: Int] = [:]
+    /// Whether the input is `buri export` output (decided by its first line).
+    var isExport = false
 
-    init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], databasePath: String) throws {
+    /// Fields of plain objects that hold dates as seconds since 1970 (`--date`).
+    let dateFields: [String]
+
+    init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], dateFields: [String] = [], databasePath: String) throws {
         self.bucket = bucket
+        self.dateFields = dateFields
         guard let existing else {
+            isNew = true
             keyField = key
-            indexes = options.map { Index(name: $0.name, components: [$0.kind], fields: [$0.field], acceptsArrays: true, isNew: true) }
+            definitions = options.map { option in
+                let isDate = option.kind == .numeric && dateFields.contains { $0.utf8.elementsEqual(option.field.utf8) }
+                return IndexDefinition(id: 0, name: option.name, components: [option.kind], fields: [option.field],
+                                       fieldForms: isDate ? [.date] : nil)
+            }
             return
         }
-        if let key, let recorded = existing.keyField, recorded != key {
+        isNew = false
+        if let key, let recorded = existing.keyField, !recorded.utf8.elementsEqual(key.utf8) {
             throw ToolError(.usage, "bucket '\(bucket)' keeps its keys in field '\(recorded)'; pass --key \(recorded) or leave --key out")
         }
         keyField = key ?? existing.keyField
         let describe = { (index: IndexDefinition) -> String in
-            "\(index.components.map(\.rawValue).joined(separator: ", ")) over field(s) \((index.fields ?? [index.name]).joined(separator: ", "))"
+            let kinds = index.components.map(\.rawValue).joined(separator: ", ")
+            guard let fields = index.fields else { return "\(kinds) with no recorded field" }
+            return "\(kinds) over field(s) \(fields.joined(separator: ", "))"
         }
         for option in options {
             guard let index = existing.index(named: option.name) else {
                 let known = existing.indexes.isEmpty ? "it has no indexes" : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", ")
                 throw ToolError(.usage, "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket")
             }
-            if index.components != [option.kind] || (index.fields ?? [index.name]) != [option.field] {
+            if index.components != [option.kind] || index.fields.map({ $0 == [option.field] }) == false {
                 throw ToolError(.usage, "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match")
             }
         }
-        var indexes: [Index] = []
+        // Every index must be computable from the objects exactly as the Swift declaration computes
+        // it; an index that gets no entries here would be missing from every imported object.
         for index in existing.indexes {
-            let fields: [String]
-            if let recorded = index.fields {
-                fields = recorded
-            } else if index.components.count == 1 {
-                fields = [index.name]
-            } else {
-                throw ToolError(.invalidInput, "bucket '\(bucket)' has compound index '\(index.name)' without recorded fields, so `buri import` cannot compute its values; store these objects with the Swift API")
+            if let reason = index.uncomputableReason {
+                throw ToolError(.invalidInput, "bucket '\(bucket)' has index '\(index.name)', which `buri import` cannot compute: \(reason); store these objects with the Swift API; nothing was imported")
             }
-            indexes.append(Index(name: index.name, components: index.components, fields: fields,
-                                 acceptsArrays: index.multiValued && index.components.count == 1, isNew: false))
         }
-        self.indexes = indexes
+        definitions = existing.indexes
     }
 
     /// The definitions of a new bucket's indexes, multi-valued where the data held arrays.
     func newDefinitions() -> [IndexDefinition] {
-        indexes.map { IndexDefinition(id: 0, name: $0.name, components: $0.components, multiValued: $0.sawArray, fields: $0.fields) }
+        definitions.map { definition in
+            var copy = definition
+            copy.multiValued = sawArray.contains(definition.name)
+            return copy
+        }
     }
 
     static let maxKeyLength = 4096
     static let maxTupleLength = 65536
+
+    var skippedList: String {
+        skipped.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "'\($0)' (\(skipped[$0] ?? 0))" }.joined(separator: ", ")
+    }
 
     /// Parses and checks every line, returning the objects to store.
     mutating func objects(from input: [UInt8], progress: Progress) throws -> [RawObject] {
         var objects: [RawObject] = []
         var lineNumber = 0
         var start = 0
+        var first = true
+        var records = 0
         try input.withUnsafeBufferPointer { bytes in
             while start < bytes.count {
                 var end = start
                 while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
                 lineNumber += 1
-                let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                let line = Array(UnsafeBufferPointer(rebasing: bytes[start..<end]))
                 start = end + 1
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                if let object = try prepare(Array(line), line: lineNumber) { objects.append(object) }
+                if try header(line, line: lineNumber, first: first) {
+                    first = false
+                    continue
+                }
+                first = false
+                if isExport {
+                    records += 1
+                    if let object = try prepareRecord(line, line: lineNumber) { objects.append(object) }
+                } else {
+                    objects.append(try preparePlain(line, line: lineNumber))
+                }
                 if progress.enabled, lineNumber % 1000 == 0 { progress.update("read \(lineNumber) lines") }
             }
+        }
+        if isExport, records > 0, objects.isEmpty {
+            throw ToolError(.invalidInput, "the export holds no record of bucket '\(bucket)' (only of \(skippedList)); name one of those buckets; nothing was imported")
         }
         return objects
     }
@@ -332,129 +390,172 @@ struct ImportPlan {
         ToolError(.invalidInput, "line \(line): \(message); nothing was imported")
     }
 
-    /// One line's object, or `nil` for an export record of another bucket.
-    mutating func prepare(_ bytes: [UInt8], line: Int) throws -> RawObject? {
-        let value: CBORValue
+    /// Whether `bytes` is an export header; the first one decides that the input is an export.
+    mutating func header(_ bytes: [UInt8], line: Int, first: Bool) throws -> Bool {
+        // Only a line that starts like the header is looked at; objects never do.
+        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        guard bytes[start...].drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
+              let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else { return false }
+        guard version == .unsigned(ExportFormat.version) else {
+            throw fail(line, "this is a `buri export` of format \(version.jsonString()); this buri reads format \(ExportFormat.version)")
+        }
+        if first {
+            isExport = true
+        } else if !isExport {
+            throw fail(line, "an export header may only start the input (the lines before it are plain objects); import the export on its own")
+        }
+        return true
+    }
+
+    /// The JSON parse error as a one-line message naming line, column and member.
+    func malformed(_ error: CBORError, line: Int) -> ToolError {
+        var message = error.message
+        if let range = message.range(of: " (line ", options: .backwards) { message = String(message[..<range.lowerBound]) }
+        let column = error.column.map { ", column \($0)" } ?? ""
+        let field = error.codingPath.isEmpty ? "" : ", field '\(error.codingPath)'"
+        return ToolError(.invalidInput, "line \(line)\(column)\(field): \(error.kind == .invalidJSON ? "invalid JSON: " : "")\(message); nothing was imported")
+    }
+
+    /// A plain object: stored as it is, its key from the key field.
+    mutating func preparePlain(_ bytes: [UInt8], line: Int) throws -> RawObject {
+        var value: CBORValue
         do {
             value = try CBORValue(jsonBytes: bytes)
         } catch let error as CBORError {
-            var message = error.message
-            if let range = message.range(of: " (line ", options: .backwards) { message = String(message[..<range.lowerBound]) }
-            let column = error.column.map { ", column \($0)" } ?? ""
-            throw ToolError(.invalidInput, "line \(line)\(column): malformed JSON: \(message); nothing was imported")
+            throw malformed(error, line: line)
         }
-        guard let entries = value.mapEntries else {
+        guard case .map = value else {
             throw fail(line, "expected a JSON object, found \(kindName(value))")
         }
-        let key: String
-        let object: CBORValue
-        if let record = exportRecord(entries) {
-            if record.bucket != bucket {
-                skipped[record.bucket, default: 0] += 1
-                return nil
-            }
-            key = record.key
-            object = record.object
-        } else {
-            guard let keyField else {
-                throw fail(line, "a plain object needs a key field, and bucket '\(bucket)' records none; pass --key FIELD")
-            }
-            guard let field = value[keyField], !field.isNull else {
-                throw fail(line, "the object has no key field '\(keyField)'")
-            }
-            switch field {
-            case .text(let text): key = text
-            case .unsigned(let number): key = String(number)
-            case .negative: key = field.int64Value.map(String.init) ?? field.jsonString()
-            default:
-                throw fail(line, "key field '\(keyField)' holds \(kindName(field)); a key must be a string or an integer")
-            }
-            object = value
+        guard let keyField else {
+            throw fail(line, "a plain object needs a key field, and bucket '\(bucket)' records none; pass --key FIELD")
         }
+        guard let field = value[keyField], !field.isNull else {
+            throw fail(line, "the object has no key field '\(keyField)'")
+        }
+        guard let key = keyText(field) else {
+            throw fail(line, "key field '\(keyField)' holds \(kindName(field)); a key must be a string or an integer")
+        }
+        // Plain JSON has no dates: a date field's number is seconds since 1970, stored as a date
+        // (tag 1), as the Swift type stores it.
+        value = try taggingDates(value, line: line)
+        return try rawObject(key: key, object: value, line: line)
+    }
+
+    /// An export record: its object stored exactly as exported.
+    mutating func prepareRecord(_ bytes: [UInt8], line: Int) throws -> RawObject? {
+        let members: [CBORMapEntry]
+        do {
+            members = try CBORValue.exactJSONMembers(bytes)
+        } catch let error as CBORError {
+            throw malformed(error, line: line)
+        }
+        guard members.count == 3, let recordBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
+              let key = members.first(where: { $0.key == "key" })?.value.stringValue,
+              let object = members.first(where: { $0.key == "object" })?.value else {
+            throw fail(line, "an export record is {\"bucket\": text, \"key\": text, \"object\": ...} and nothing else (this input started with the export header)")
+        }
+        guard recordBucket.utf8.elementsEqual(bucket.utf8) else {
+            skipped[recordBucket, default: 0] += 1
+            return nil
+        }
+        if let keyField, let field = object[keyField], !field.isNull {
+            guard let fieldKey = keyText(field), fieldKey.utf8.elementsEqual(key.utf8) else {
+                throw fail(line, "the record's key \(jsonString(key)) disagrees with its object's key field '\(keyField)' (\(field.jsonString())); fix one of them")
+            }
+        }
+        return try rawObject(key: key, object: object, line: line)
+    }
+
+    /// A key field's value as a key: a string, or an integer as its decimal text.
+    func keyText(_ field: CBORValue) -> String? {
+        switch field {
+        case .text(let text): return text
+        case .unsigned(let number): return String(number)
+        case .negative: return field.jsonString()
+        default: return nil
+        }
+    }
+
+    /// `object` with each plain number in a date field turned into the date it names (seconds since
+    /// 1970), refusing numbers a Swift `Date` cannot hold exactly.
+    func taggingDates(_ object: CBORValue, line: Int) throws -> CBORValue {
+        guard case .map(var entries) = object else { return object }
+        // The fields a date index reads, and those named with --date.
+        var dates: [(field: String, index: String?)] = []
+        for definition in definitions {
+            guard let fields = definition.fields, let forms = definition.fieldForms else { continue }
+            for (field, form) in zip(fields, forms) where form == .date { dates.append((field, definition.name)) }
+        }
+        for field in dateFields where !dates.contains(where: { $0.field.utf8.elementsEqual(field.utf8) }) {
+            dates.append((field, nil))
+        }
+        for (field, index) in dates {
+            guard let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(field.utf8) == true }) else { continue }
+            let place = index.map { "field '\(field)' of index '\($0)'" } ?? "date field '\(field)'"
+            let tag = { (value: CBORValue) throws -> CBORValue in
+                switch value {
+                case .unsigned, .negative, .float:
+                    guard let seconds = value.doubleValue, !seconds.isNaN else {
+                        throw fail(line, "\(place) holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)")
+                    }
+                    let date = Date(timeIntervalSince1970: seconds)
+                    guard date.timeIntervalSince1970 == seconds else {
+                        throw fail(line, "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(date.timeIntervalSince1970).jsonString())")
+                    }
+                    return CBORValue(date: date)
+                default:
+                    return value
+                }
+            }
+            if case .array(let elements) = entries[position].value {
+                entries[position].value = .array(try elements.map(tag))
+            } else {
+                entries[position].value = try tag(entries[position].value)
+            }
+        }
+        return .map(entries)
+    }
+
+    /// The object to store: key checked, index values computed from the recorded fields.
+    mutating func rawObject(key: String, object: CBORValue, line: Int) throws -> RawObject {
         if key.isEmpty { throw fail(line, "the key is empty; every object needs a non-empty key") }
         if key.utf8.count > Self.maxKeyLength {
             throw fail(line, "the key is \(key.utf8.count) bytes, over the limit of \(Self.maxKeyLength)")
         }
+        if let repeated = object.firstRepeatedMapKey() {
+            throw fail(line, "the object has a map with the key \(repeated.exactJSONString()) twice; give each key once")
+        }
         var indexValues: [String: [[IndexValue]]] = [:]
-        for position in indexes.indices {
-            let tuples = try indexTuples(position, of: object, line: line)
-            if !tuples.isEmpty { indexValues[indexes[position].name] = tuples }
+        for definition in definitions {
+            let tuples: [[IndexValue]]
+            do {
+                tuples = try definition.tuples(of: object, acceptingArrays: isNew ? true : nil)
+            } catch let BuriError.invalidIndexValue(_, _, index, reason) {
+                throw fail(line, "index '\(index ?? definition.name)': \(reason)")
+            } catch {
+                throw fail(line, "index '\(definition.name)': \(error)")
+            }
+            if isNew, case .array? = definition.fields.flatMap({ object[$0[0]] }) { sawArray.insert(definition.name) }
+            let length = tuples.map { $0.reduce(0) { $0 + $1.encoded.count } }.max() ?? 0
+            if length > Self.maxTupleLength {
+                throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
+            }
+            if !tuples.isEmpty { indexValues[definition.name] = tuples }
         }
         return RawObject(key: key, payload: object.encoded(), indexValues: indexValues)
     }
+}
 
-    /// The parts of an export record: exactly the fields bucket (text), key (text) and object (a map).
-    func exportRecord(_ entries: [CBORMapEntry]) -> (bucket: String, key: String, object: CBORValue)? {
-        guard entries.count == 3 else { return nil }
-        var bucket: String?, key: String?, object: CBORValue?
-        for entry in entries {
-            switch (entry.key.stringValue, entry.value) {
-            case ("bucket", .text(let text)): bucket = text
-            case ("key", .text(let text)): key = text
-            case ("object", let value) where value.mapEntries != nil: object = value
-            default: return nil
-            }
-        }
-        guard let bucket, let key, let object else { return nil }
-        return (bucket, key, object)
-    }
-
-    mutating func indexTuples(_ position: Int, of object: CBORValue, line: Int) throws -> [[IndexValue]] {
-        let index = indexes[position]
-        var tuple: [IndexValue] = []
-        for (component, field) in zip(index.components, index.fields) {
-            guard let value = object[field], !value.isNull else { return [] }
-            if case .array(let elements) = value {
-                guard index.acceptsArrays, index.components.count == 1 else {
-                    let why = index.components.count > 1 ? "a compound index takes one value per field" : "the index is single-valued"
-                    throw fail(line, "field '\(field)' of index '\(index.name)' holds an array, but \(why)")
-                }
-                indexes[position].sawArray = true
-                var tuples: [[IndexValue]] = []
-                for element in elements where !element.isNull {
-                    let single = [try indexValue(element, kind: component, field: field, index: index.name, line: line)]
-                    if !tuples.contains(single) { tuples.append(single) }
-                }
-                return tuples
-            }
-            tuple.append(try indexValue(value, kind: component, field: field, index: index.name, line: line))
-        }
-        let length = tuple.reduce(0) { $0 + $1.encoded.count }
-        if length > Self.maxTupleLength {
-            throw fail(line, "the value of index '\(index.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
-        }
-        return [tuple]
-    }
-
-    func indexValue(_ value: CBORValue, kind: IndexKind, field: String, index: String, line: Int) throws -> IndexValue {
-        switch (kind, value) {
-        case (.binary, .text(let text)):
-            return IndexValue(text)
-        case (.binary, .bytes(let bytes)):
-            return IndexValue(bytes: bytes)
-        case (.numeric, .unsigned(let number)):
-            return IndexValue(number)
-        case (.numeric, .negative):
-            if let number = value.int64Value { return IndexValue(number) }
-            return IndexValue(floatLiteral: value.doubleValue ?? -0x1p64)
-        case (.numeric, .float(let number)) where !number.isNaN:
-            return IndexValue(floatLiteral: number)
-        case (.binary, _):
-            throw fail(line, "index '\(index)' is binary but field '\(field)' holds \(kindName(value)); binary indexes take strings")
-        case (.numeric, _):
-            throw fail(line, "index '\(index)' is numeric but field '\(field)' holds \(kindName(value)); numeric indexes take numbers")
-        }
-    }
-
-    func kindName(_ value: CBORValue) -> String {
-        switch value {
-        case .text(let text): return "the string \(CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString())"
-        case .unsigned, .negative, .float: return "the number \(value.jsonString())"
-        case .bool(let flag): return "\(flag)"
-        case .array: return "an array"
-        case .map: return "an object"
-        case .null, .undefined: return "null"
-        default: return "a \(value.jsonString()) value"
-        }
+/// A short description of a JSON value for messages.
+func kindName(_ value: CBORValue) -> String {
+    switch value {
+    case .text(let text): return "the string \(CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString())"
+    case .unsigned, .negative, .float: return "the number \(value.jsonString())"
+    case .bool(let flag): return "\(flag)"
+    case .array: return "an array"
+    case .map: return "an object"
+    case .null, .undefined: return "null"
+    default: return "a \(value.exactJSONString()) value"
     }
 }

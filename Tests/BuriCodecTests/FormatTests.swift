@@ -48,8 +48,9 @@ struct FormatTests {
         #expect(hexString(try CBOREncoder().encode("ü")) == "62c3bc")
         #expect(hexString(try CBOREncoder().encode(Data([1, 2]))) == "420102")
         #expect(hexString(try CBOREncoder().encode(URL(string: "http://a.b")!)) == "d8206a687474703a2f2f612e62")
-        // Date is its own Codable: seconds since 2001 as a float64.
-        #expect(hexString(try CBOREncoder().encode(Date(timeIntervalSinceReferenceDate: 1))) == "fb3ff0000000000000")
+        // Date is RFC 8949 tag 1, seconds since 1970: 2001-01-01T00:00:01Z is 978307201.
+        #expect(hexString(try CBOREncoder().encode(Date(timeIntervalSinceReferenceDate: 1))) == "c11a3a4fc881")
+        #expect(hexString(try CBOREncoder().encode(Date(timeIntervalSince1970: 0.5))) == "c1fb3fe0000000000000")
         let uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
         #expect(try CBORValue(decoding: try CBOREncoder().encode(uuid)) == "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
     }

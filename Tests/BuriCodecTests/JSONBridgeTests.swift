@@ -59,12 +59,12 @@ struct JSONBridgeTests {
     @Test func importParsesNumbersStringsAndOrder() throws {
         let value = try CBORValue(json: """
             \u{FEFF}{ "z": 1, "a": -1, "n": 0, "m": -0, "big": 18446744073709551615, "min": -18446744073709551616,
-              "huge": 18446744073709551616, "f": 2.50, "e": 1E3, "s": "\\u00e9\\ud83d\\ude00\\/\\n", "dup": 1, "dup": 2,
+              "approx": 1.8446744073709552e19, "f": 2.50, "e": 1E3, "s": "\\u00e9\\ud83d\\ude00\\/\\n",
               "list": [true, false, null, {}, []] }
             """)
         #expect(value == [
             "z": 1, "a": -1, "n": 0, "m": 0, "big": .unsigned(.max), "min": .negative(.max),
-            "huge": .float(18446744073709551616.0), "f": 2.5, "e": 1000.0, "s": "é😀/\n", "dup": 1, "dup": 2,
+            "approx": .float(18446744073709551616.0), "f": 2.5, "e": 1000.0, "s": "é😀/\n",
             "list": [true, false, nil, [:], []],
         ])
     }
@@ -112,11 +112,11 @@ struct JSONBridgeTests {
         let record = Record(
             id: UUID(), when: Date(timeIntervalSinceReferenceDate: 1234.5), ratio: 0.1, precise: .pi, count: -3,
             blob: Data([1, 2, 3]), link: URL(string: "https://buri.dev/x")!, shape: .rectangle(2, 3), level: 200, maybe: nil)
-        let exported = try CBORValue(decoding: try CBOREncoder().encode(record)).jsonString()
-        let imported = try CBORValue(json: exported)
+        let exported = try CBORValue(decoding: try CBOREncoder().encode(record)).exactJSONString()
+        let imported = try CBORValue(exactJSON: exported)
         #expect(try CBORDecoder().decode(Record.self, from: imported.encoded()) == record)
         // An integral float written by hand reads into an Int field, and a NaN string into a Double.
-        let edited = try CBORValue(json: exported.replacingOccurrences(of: #""count":-3"#, with: #""count":20.0"#))
+        let edited = try CBORValue(exactJSON: exported.replacingOccurrences(of: #""count":-3"#, with: #""count":20.0"#))
         #expect(try CBORDecoder().decode(Record.self, from: edited.encoded()).count == 20)
         let nan = try CBORValue(json: #"{"values": [1, "NaN", 2.5]}"#)
         struct Values: Codable { var values: [Double] }

@@ -15,7 +15,7 @@ struct Person: BuriSupport, Equatable {
 
     static let buri = BuriSchema<Person>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        indexes: [.binary("locale", \.locale, field: "locale"), .numeric("age", \.age, field: "age")],
         keyField: "objectId"
     )
 }
@@ -29,7 +29,7 @@ struct Note: BuriSupport, Equatable {
 
     static let buri = BuriSchema<Note>(
         key: \.id,
-        indexes: [.binary("tags", \.tags), .compound("locale_age", .binary(\.locale), .numeric(\.age))],
+        indexes: [.binary("tags", \.tags, field: "tags"), .compound("locale_age", .binary(\.locale, field: "locale"), .numeric(\.age, field: "age"))],
         bucket: "notes",
         keyField: "id"
     )

@@ -1,5 +1,6 @@
 import BuriCodec
 import BuriStorage
+import Synchronization
 
 /// A bucket of `T` objects with their secondary indexes: the heart of Buri.
 ///
@@ -29,6 +30,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
     public let raw: RawBucket
     let declared: [(definition: IndexDefinition, index: BuriIndex<T>)]
     let schema: BuriSchema<T>
+    /// Whether the next object stored is to be checked against the indexes' declared fields
+    /// (once per `Bucket`: a wrong `field:` would make `buri import` compute other values).
+    let fieldCheckPending: Atomic<Bool>
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
@@ -38,6 +42,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
             if let definition = raw.descriptor.index(named: index.name) { declared.append((definition, index)) }
         }
         self.declared = declared
+        fieldCheckPending = Atomic(declared.contains { $0.0.uncomputableReason == nil })
     }
 
     /// The bucket's name.
@@ -49,6 +54,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     func prepare(_ object: T) throws(BuriError) -> RawBucket.RecordWrite {
         let key = object[keyPath: schema.key]
         try raw.validateKey(key)
+        let checking = fieldCheckPending.load(ordering: .relaxed)
+        var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
         entries.reserveCapacity(declared.count)
         for (definition, index) in declared {
@@ -59,17 +66,50 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
             }
             for tuple in tuples { try raw.appendEntry(tuple, for: definition, key: key, to: &entries) }
+            if checking { computed.append((definition, tuples)) }
         }
         let header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
         var value: [UInt8] = []
         value.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count + 4 })
         header.append(to: &value)
+        let payloadStart = value.count
         do {
             try CBOREncoder().encode(object, appendingTo: &value)
         } catch {
             throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
         }
+        if checking {
+            try checkDeclaredFields(computed, payload: Array(value[payloadStart...]), key: key)
+            fieldCheckPending.store(false, ordering: .relaxed)
+        }
         return RawBucket.RecordWrite(key: key, header: header, value: value)
+    }
+
+    /// Checks that the fields the declarations name give the index values the declarations compute,
+    /// for one object: a `field:` that names another property (or misses a custom coding key) fails here,
+    /// instead of making `buri import` compute other values later.
+    private func checkDeclaredFields(_ computed: [(IndexDefinition, [[IndexValue]])], payload: [UInt8], key: String) throws(BuriError) {
+        let object: CBORValue
+        do {
+            object = try CBORValue(decoding: payload)
+        } catch {
+            throw .encodingFailed(bucket: name, key: key, reason: "the encoded object does not read back as CBOR: \(error)")
+        }
+        for (definition, tuples) in computed where definition.uncomputableReason == nil {
+            let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
+            let fromFields: [[IndexValue]]
+            do {
+                fromFields = try definition.tuples(of: object)
+            } catch {
+                throw .invalidIndexDefinition(bucket: name, index: definition.name,
+                                              reason: "it declares field \(fields), but for key '\(key)' that field does not give the declared value (\(error)); name the key the property is encoded under, or leave `field:` out")
+            }
+            if Set(fromFields) != Set(tuples) {
+                let show = { (t: [[IndexValue]]) in t.isEmpty ? "no entry" : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ") }
+                throw .invalidIndexDefinition(bucket: name, index: definition.name,
+                                              reason: "it declares field \(fields), which for key '\(key)' gives \(show(fromFields)), but the declaration computes \(show(tuples)); name the key the property is encoded under, or leave `field:` out")
+            }
+        }
     }
 
     @inline(__always)

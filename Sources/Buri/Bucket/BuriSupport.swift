@@ -60,7 +60,13 @@ public struct BuriSchema<T>: Sendable {
 /// .binary("tags", \.tags)                     // an array: one entry per distinct element
 /// .binary("email", \.email, unique: true)     // at most one object per value
 /// .compound("locale_age", .binary(\.locale), .numeric(\.age))
+/// .numeric("due", \.dueDate, field: "dueDate") // tools (`buri import`) read it from field "dueDate"
 /// ```
+///
+/// `field:` names the key under which the property is encoded (its coding key). It is recorded in
+/// the catalog so that `buri import` can compute the index as this declaration does; an index
+/// without one (or a `.computed` one) is refused by `buri import`. The first object a `Bucket`
+/// stores is checked against the named fields, so a wrong name fails at once.
 public struct BuriIndex<T>: Sendable {
     /// The name queries use.
     public let name: String
@@ -72,65 +78,91 @@ public struct BuriIndex<T>: Sendable {
     public let isMultiValued: Bool
     /// Raise it to rebuild the index when how its values are computed changes.
     public let version: Int
+    /// Per component, the encoded field it reads and how (``IndexFieldForm``); `nil` when not declared.
+    public let fields: [(name: String, form: IndexFieldForm)]?
+    /// Whether Swift code computes the values so that tools cannot (`.computed`, or a property
+    /// whose type has no ``IndexFieldForm``).
+    public let isComputed: Bool
     /// The object's value tuples for this index (one per entry).
     let tuples: @Sendable (T) throws(BuriError) -> [[IndexValue]]
 
-    init(name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int, tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) {
+    init(name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
+         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
+         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) {
         self.name = name
         self.components = components
         self.isUnique = unique
         self.isMultiValued = multi
         self.version = version
+        self.fields = computed ? nil : fields
+        self.isComputed = computed
         self.tuples = tuples
     }
 
     var definition: IndexDefinition {
-        IndexDefinition(id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version)
+        let forms = fields?.map(\.form)
+        return IndexDefinition(id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
+                               fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
+                               computed: isComputed ? true : nil)
+    }
+
+    /// The recorded source of a single-component index over a property of type `V`.
+    static func source(_ field: String?, form: IndexFieldForm?) -> (fields: [(name: String, form: IndexFieldForm)]?, computed: Bool) {
+        guard let field else { return (nil, false) }
+        guard let form else { return (nil, true) }
+        return ([(field, form)], false)
     }
 
     // MARK: Binary
 
-    /// A binary index over a string or bytes property.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version) { object in
+    /// A binary index over a string or bytes property; `field` is its encoded name, for tools.
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object in
             [[object[keyPath: keyPath].binaryIndexValue]]
         }
     }
 
     /// A binary index over an optional property; objects where it is `nil` have no entry.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version) { object in
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object in
             object[keyPath: keyPath].map { [[$0.binaryIndexValue]] } ?? []
         }
     }
 
     /// A multi-valued binary index over an array property: one entry per distinct element.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.binary], unique: unique, multi: true, version: version) { object in
+    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.binary], unique: unique, multi: true, version: version, fields: source.fields, computed: source.computed) { object in
             object[keyPath: keyPath].map { [$0.binaryIndexValue] }
         }
     }
 
     // MARK: Numeric
 
-    /// A numeric index over an integer or floating-point property.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version) { object throws(BuriError) in
+    /// A numeric index over an integer, floating-point or `Date` property; `field` is its encoded
+    /// name, for tools.
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
             [[try object[keyPath: keyPath].numericIndexValue()]]
         }
     }
 
     /// A numeric index over an optional property; objects where it is `nil` have no entry.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version) { object throws(BuriError) in
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
             guard let value = object[keyPath: keyPath] else { return [] }
             return [[try value.numericIndexValue()]]
         }
     }
 
     /// A multi-valued numeric index over an array property: one entry per distinct element.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: [.numeric], unique: unique, multi: true, version: version) { object throws(BuriError) in
+    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+        let source = source(field, form: V.indexFieldForm)
+        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: true, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
             var tuples: [[IndexValue]] = []
             for element in object[keyPath: keyPath] { tuples.append([try element.numericIndexValue()]) }
             return tuples
@@ -141,8 +173,14 @@ public struct BuriIndex<T>: Sendable {
 
     /// A compound index over several properties, ordered by the first, then the second, …
     /// Query it by equality on leading components and a range or prefix on the next.
+    /// Tools can compute it when every part names its `field:`.
     public static func compound(_ name: String, _ parts: IndexComponent<T>..., unique: Bool = false, version: Int = 0) -> BuriIndex {
-        BuriIndex(name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version) { object throws(BuriError) in
+        let computed = parts.contains { $0.isComputed }
+        var fields: [(name: String, form: IndexFieldForm)]? = []
+        for part in parts {
+            if let field = part.field { fields?.append(field) } else { fields = nil }
+        }
+        return BuriIndex(name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version, fields: fields, computed: computed) { object throws(BuriError) in
             var tuple: [IndexValue] = []
             tuple.reserveCapacity(parts.count)
             for part in parts {
@@ -155,34 +193,49 @@ public struct BuriIndex<T>: Sendable {
 
     /// An index whose values a closure computes: return one tuple per entry (none to skip the object).
     /// Each tuple must have one value per component, of the component's kind.
+    /// It is recorded as computed: `buri import` cannot compute it and refuses the bucket.
     public static func computed(_ name: String, components: [IndexKind], unique: Bool = false, version: Int = 0,
                                 _ tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) -> BuriIndex {
-        BuriIndex(name: name, components: components, unique: unique, multi: true, version: version, tuples: tuples)
+        BuriIndex(name: name, components: components, unique: unique, multi: true, version: version, computed: true, tuples: tuples)
     }
 }
 
 /// One component of a compound index.
+///
+/// ```swift
+/// .compound("locale_age", .binary(\.locale, field: "locale"), .numeric(\.age, field: "age"))
+/// ```
 public struct IndexComponent<T>: Sendable {
     let kind: IndexKind
+    /// The encoded field it reads, for tools, if declared and readable.
+    let field: (name: String, form: IndexFieldForm)?
+    let isComputed: Bool
     let value: @Sendable (T) throws(BuriError) -> IndexValue?
 
+    init(kind: IndexKind, field: String?, form: IndexFieldForm?, value: @escaping @Sendable (T) throws(BuriError) -> IndexValue?) {
+        self.kind = kind
+        self.field = field.flatMap { name in form.map { (name, $0) } }
+        self.isComputed = field != nil && form == nil
+        self.value = value
+    }
+
     /// A string or bytes property.
-    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V> & Sendable) -> IndexComponent {
-        IndexComponent(kind: .binary) { $0[keyPath: keyPath].binaryIndexValue }
+    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V> & Sendable, field: String? = nil) -> IndexComponent {
+        IndexComponent(kind: .binary, field: field, form: V.indexFieldForm) { $0[keyPath: keyPath].binaryIndexValue }
     }
 
     /// An optional string or bytes property (objects where it is `nil` get no entry).
-    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V?> & Sendable) -> IndexComponent {
-        IndexComponent(kind: .binary) { $0[keyPath: keyPath]?.binaryIndexValue }
+    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil) -> IndexComponent {
+        IndexComponent(kind: .binary, field: field, form: V.indexFieldForm) { $0[keyPath: keyPath]?.binaryIndexValue }
     }
 
-    /// An integer or floating-point property.
-    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V> & Sendable) -> IndexComponent {
-        IndexComponent(kind: .numeric) { object throws(BuriError) in try object[keyPath: keyPath].numericIndexValue() }
+    /// An integer, floating-point or `Date` property.
+    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V> & Sendable, field: String? = nil) -> IndexComponent {
+        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in try object[keyPath: keyPath].numericIndexValue() }
     }
 
-    /// An optional integer or floating-point property (objects where it is `nil` get no entry).
-    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V?> & Sendable) -> IndexComponent {
-        IndexComponent(kind: .numeric) { object throws(BuriError) in try object[keyPath: keyPath]?.numericIndexValue() }
+    /// An optional integer, floating-point or `Date` property (objects where it is `nil` get no entry).
+    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil) -> IndexComponent {
+        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in try object[keyPath: keyPath]?.numericIndexValue() }
     }
 }

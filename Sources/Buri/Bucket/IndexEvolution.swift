@@ -78,7 +78,11 @@ extension BuriDatabase {
         var nextId = descriptor.nextIndexId
         for index in schema.indexes {
             var wanted = index.definition
-            if let existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+            if var existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
+                // How tools read the values follows the declaration; the entries stay as they are.
+                existing.fields = wanted.fields
+                existing.fieldForms = wanted.fieldForms
+                existing.computed = wanted.computed
                 kept.append(existing)
             } else {
                 wanted.id = nextId
@@ -238,7 +242,7 @@ extension BuriDatabase {
     /// atomic: see docs/DURABILITY.md), so no conditions are sent.
     private func commitEvolution(_ batch: any StorageBatch, sync: Bool) throws(BuriError) {
         guard !batch.isEmpty else { return }
-        try run { try engine.commit(batch, conditions: nil, sync: sync) }
+        try run { try commit(batch, conditions: nil, sync: sync) }
     }
 }
 

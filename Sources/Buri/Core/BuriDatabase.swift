@@ -59,8 +59,20 @@ public struct BuriOptions: Sendable {
 public final class BuriDatabase: Sendable {
     /// Where the database lives: its directory, `:memory:`, or the engine's location.
     public let path: String
-    /// The format version the database was written in.
-    public let formatVersion: Int
+    /// The format version in the database's header. A database of an older version this library
+    /// reads (version 1) keeps its header until the first write through this library, which
+    /// raises it to ``supportedFormatVersion`` in the same atomic commit (so older Buri versions,
+    /// which would misread what is written now, refuse it from then on).
+    ///
+    /// ```swift
+    /// let db = try BuriDatabase(path: "old.buri")   // a version 1 database
+    /// db.formatVersion                              // 1
+    /// try db.bucket(Person.self).store(person)
+    /// db.formatVersion                              // 2
+    /// ```
+    public var formatVersion: Int { Int(headerVersion.load(ordering: .acquiring)) }
+    /// The version in the header as stored.
+    private let headerVersion: Atomic<UInt16>
     /// The storage engine underneath.
     public let engine: any StorageEngine
     let options: BuriOptions
@@ -146,7 +158,7 @@ public final class BuriDatabase: Sendable {
         self.engine = engine
         self.closesEngine = closesEngine
         do {
-            formatVersion = try Self.openHeader(engine, path: engine.location, create: options.createIfMissing)
+            headerVersion = Atomic(try Self.openHeader(engine, path: engine.location, create: options.createIfMissing))
         } catch {
             if closesEngine { engine.close() }
             throw BuriError.wrap(error)
@@ -154,14 +166,14 @@ public final class BuriDatabase: Sendable {
     }
 
     /// Reads (or, on an empty engine, writes) the database header; returns the format version.
-    private static func openHeader(_ engine: any StorageEngine, path: String, create: Bool) throws -> Int {
+    private static func openHeader(_ engine: any StorageEngine, path: String, create: Bool) throws -> UInt16 {
         let snapshot = try engine.snapshot()
         if let header = try snapshot.get(Keyspace.headerKey) {
             guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
             guard version <= Keyspace.formatVersion else {
                 throw BuriError.unsupportedFormat(path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
             }
-            return Int(version)
+            return version
         }
         let cursor = try snapshot.cursor(in: .all)
         if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
@@ -173,7 +185,7 @@ public final class BuriDatabase: Sendable {
         // Conditions: on a shared engine, two clients creating one database must not both succeed
         // in writing different headers (they write the same bytes, but an engine with data must fail).
         try engine.commit(batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]), sync: true)
-        return Int(Keyspace.formatVersion)
+        return Keyspace.formatVersion
     }
 
     /// The error for a failed LevelDB open. Damage is most often a write-ahead log record that
@@ -353,6 +365,9 @@ public final class BuriDatabase: Sendable {
             if let fields = index.fields, fields.count != index.components.count {
                 throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(fields.count) fields")
             }
+            if let forms = index.fieldForms, forms.count != index.components.count {
+                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(forms.count) field forms")
+            }
         }
     }
 
@@ -367,6 +382,16 @@ public final class BuriDatabase: Sendable {
         }
         batch.put(Keyspace.catalogKey(bucket: descriptor.name), bytes)
         bumpCatalogGeneration(descriptor.name)
+    }
+
+    /// Commits a batch of records or catalog entries, first raising an older database's header to
+    /// this library's format version in the same batch (never claiming an older version than the
+    /// data written). Callers hold the write lock.
+    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
+        let upgrading = headerVersion.load(ordering: .relaxed) < Keyspace.formatVersion
+        if upgrading { batch.put(Keyspace.headerKey, Keyspace.headerValue()) }
+        try engine.commit(batch, conditions: conditions, sync: sync)
+        if upgrading { headerVersion.store(Keyspace.formatVersion, ordering: .releasing) }
     }
 
     /// The id a new bucket gets: one more than the largest in the catalog.

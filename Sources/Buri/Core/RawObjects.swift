@@ -38,16 +38,21 @@ extension RawBucket {
     /// on any error nothing is written.
     /// - Throws: ``BuriError/unknownIndex(bucket:index:known:)`` for an index the bucket lacks,
     ///   ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for a tuple of the wrong shape,
-    ///   ``BuriError/corruption(bucket:key:index:reason:)`` for a payload that is not one CBOR item.
+    ///   ``BuriError/encodingFailed(bucket:key:reason:)`` for a payload that is not one CBOR item or
+    ///   has a map with a repeated key.
     public func store(_ objects: [RawObject], sync: Bool? = nil) throws(BuriError) {
         var writes: [RecordWrite] = []
         writes.reserveCapacity(objects.count)
         for object in objects {
             try validateKey(object.key)
+            let item: CBORValue
             do {
-                _ = try CBORValue(decoding: object.payload)
+                item = try CBORValue(decoding: object.payload)
             } catch {
                 throw .encodingFailed(bucket: name, key: object.key, reason: "the payload is not one CBOR item: \(error)")
+            }
+            if let repeated = item.firstRepeatedMapKey() {
+                throw .encodingFailed(bucket: name, key: object.key, reason: "the payload has a map with the key \(repeated.exactJSONString()) twice; give each key once")
             }
             var entries: [RecordHeader.Entry] = []
             for (indexName, tuples) in object.indexValues.sorted(by: { $0.key < $1.key }) {

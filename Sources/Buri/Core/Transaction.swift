@@ -60,7 +60,7 @@ extension BuriDatabase {
                 let result = try body(writer)
                 if writer.batch.isEmpty { return result }
                 do {
-                    try engine.commit(writer.batch, conditions: recording?.conditions, sync: sync ?? options.syncWrites)
+                    try commit(writer.batch, conditions: recording?.conditions, sync: sync ?? options.syncWrites)
                 } catch let error as StorageError where error.code == .conflict {
                     if attempt < max(1, options.maxCommitAttempts) { continue }
                     throw .conflict(attempts: attempt, detail: error.message)
@@ -117,7 +117,7 @@ extension BuriDatabase {
                 }
                 if transaction.pending.isEmpty { return .success(result) }
                 do {
-                    try engine.commit(transaction.pending.batch(for: engine), conditions: recording?.conditions, sync: options.syncWrites)
+                    try commit(transaction.pending.batch(for: engine), conditions: recording?.conditions, sync: options.syncWrites)
                 } catch let error as StorageError where error.code == .conflict {
                     if attempt < max(1, options.maxCommitAttempts) { continue }
                     throw .conflict(attempts: attempt, detail: error.message)

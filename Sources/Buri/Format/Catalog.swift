@@ -28,11 +28,20 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     public var multiValued: Bool
     /// The declaration's version; changing it rebuilds the index.
     public var version: Int
-    /// For each component, the object field (a top-level key of the object's JSON/CBOR form) it
-    /// reads, when known. Buckets made by `buri import` record them; Swift declarations may.
+    /// For each component, the object field (a top-level key of the object's CBOR map) it reads,
+    /// when known. Buckets made by `buri import` record them; Swift declarations record them when
+    /// they name the field (`.numeric("age", \.age, field: "age")`). Without them, tools cannot
+    /// compute the index and `buri import` refuses the bucket.
     public var fields: [String]?
+    /// For each component, how its value is read from its field; `nil` means ``IndexFieldForm/value``
+    /// for every component (as in catalogs written before format version 2).
+    public var fieldForms: [IndexFieldForm]?
+    /// Whether a Swift closure computes the values (`.computed`, or a property of a type tools cannot
+    /// read, such as `[UInt8]`), so that no tool can compute them from the stored object.
+    public var computed: Bool?
 
-    public init(id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false, version: Int = 0, fields: [String]? = nil) {
+    public init(id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false, version: Int = 0,
+                fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil) {
         self.id = id
         self.name = name
         self.components = components
@@ -40,15 +49,29 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
         self.multiValued = multiValued
         self.version = version
         self.fields = fields
+        self.fieldForms = fieldForms
+        self.computed = computed
     }
 
-    /// Whether two definitions describe the same index entries (ignoring the id).
+    /// Whether two definitions describe the same index entries (ignoring the id and how tools
+    /// read the values, which never changes the entries).
     func hasSameShape(as other: IndexDefinition) -> Bool {
         name.hasSameBytes(as: other.name) && components == other.components && unique == other.unique
             && multiValued == other.multiValued && version == other.version
     }
 
     public var isUnique: Bool { unique }
+}
+
+/// How a tool reads one index component's value from the object's field (recorded in the catalog).
+public enum IndexFieldForm: String, Codable, Sendable, Hashable {
+    /// The field's value itself: a number (or a tag 1/1001 date, as its seconds since 1970) for a
+    /// numeric component, a text or byte string for a binary one; an array gives one entry per element.
+    case value
+    /// A `Date`: the field holds RFC 8949 tag 1 or RFC 9581 tag 1001 (or, in records of format
+    /// version 1, an untagged number of seconds since 2001), and the index value is its seconds
+    /// since 1970, as `Date.timeIntervalSince1970` gives them.
+    case date
 }
 
 /// A bucket's entry in the catalog: its id, name and index definitions.

@@ -1,3 +1,4 @@
+import BuriCodec
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -41,19 +42,93 @@ public struct IndexValue: Sendable, Hashable, Comparable {
     /// A byte-string value from `Data`.
     public init(_ data: Data) { self.init(bytes: data) }
 
-    /// An integer value of any width up to 64 bits, exactly.
-    public init<I: BinaryInteger>(_ integer: I) {
+    /// An integer of any type, exactly: every `Int64` and `UInt64`, and wider integers (such as
+    /// `Int128`) that are exactly a `Double`.
+    ///
+    /// ```swift
+    /// let big = try IndexValue(Int128(1) << 70)       // 2^70 is a Double exactly
+    /// _ = try IndexValue(Int128(UInt64.max) + 1 + 1)  // throws: neither 64-bit nor a Double
+    /// ```
+    /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for an integer beyond
+    ///   the 64-bit range that a `Double` cannot hold exactly; it is never rounded.
+    public init<I: BinaryInteger>(_ integer: I) throws(BuriError) {
+        if let value = Int64(exactly: integer) {
+            self.init(value)
+        } else if let value = UInt64(exactly: integer) {
+            self.init(value)
+        } else if let value = Double(exactly: integer) {
+            self = IndexValue(floatLiteral: value)
+        } else {
+            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: Self.inexactInteger("\(integer)"))
+        }
+    }
+
+    static func inexactInteger(_ text: String) -> String {
+        "the integer \(text) is neither an Int64, a UInt64 nor exactly a Double, the numbers an index holds exactly; it is refused rather than rounded"
+    }
+
+    /// An `Int64`, exactly.
+    public init(_ value: Int64) {
         var out: [UInt8] = []
         out.reserveCapacity(ValueEncoding.finiteLength)
-        if let value = Int64(exactly: integer) {
-            ValueEncoding.appendInteger(value, to: &out)
-        } else if let value = UInt64(exactly: integer) {
-            ValueEncoding.appendUnsigned(value, to: &out)
-        } else {
-            // Wider than 64 bits: fall back to the nearest double, which still orders correctly.
-            ValueEncoding.appendFiniteDouble(Double(integer), to: &out)
-        }
+        ValueEncoding.appendInteger(value, to: &out)
         encoded = out
+    }
+
+    /// A `UInt64`, exactly.
+    public init(_ value: UInt64) {
+        var out: [UInt8] = []
+        out.reserveCapacity(ValueEncoding.finiteLength)
+        ValueEncoding.appendUnsigned(value, to: &out)
+        encoded = out
+    }
+
+    /// An `Int`, exactly.
+    public init(_ value: Int) { self.init(Int64(value)) }
+    /// An `Int32`, exactly.
+    public init(_ value: Int32) { self.init(Int64(value)) }
+    /// An `Int16`, exactly.
+    public init(_ value: Int16) { self.init(Int64(value)) }
+    /// An `Int8`, exactly.
+    public init(_ value: Int8) { self.init(Int64(value)) }
+    /// A `UInt`, exactly.
+    public init(_ value: UInt) { self.init(UInt64(value)) }
+    /// A `UInt32`, exactly.
+    public init(_ value: UInt32) { self.init(UInt64(value)) }
+    /// A `UInt16`, exactly.
+    public init(_ value: UInt16) { self.init(UInt64(value)) }
+    /// A `UInt8`, exactly.
+    public init(_ value: UInt8) { self.init(UInt64(value)) }
+
+    /// The index value of a number in an object's CBOR form, exactly: an integer (major type 0
+    /// or 1) that is an `Int64`, a `UInt64` or exactly a `Double` (so -2^64 is, -2^63 - 1 is not),
+    /// or a float other than NaN. `buri import` and `buri query` read numbers through this.
+    ///
+    /// ```swift
+    /// try IndexValue(number: .negative(9_223_372_036_854_775_807))   // Int64.min
+    /// try IndexValue(number: .negative(9_223_372_036_854_775_808))   // throws: -2^63 - 1
+    /// ```
+    /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for other numbers, NaN
+    ///   and values that are not numbers.
+    public init(number: CBORValue) throws(BuriError) {
+        switch number {
+        case .unsigned(let n):
+            self.init(n)
+        case .negative(let n):
+            if n <= UInt64(Int64.max) {
+                self.init(~Int64(bitPattern: n))
+            } else if n == .max {
+                self = IndexValue(floatLiteral: -0x1p64)
+            } else if let magnitude = Double(exactly: n + 1) {
+                self = IndexValue(floatLiteral: -magnitude)
+            } else {
+                throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: Self.inexactInteger(number.jsonString()))
+            }
+        case .float(let d):
+            try self.init(d)
+        default:
+            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: "\(number.jsonString()) is not a number")
+        }
     }
 
     /// A floating-point value. Infinities are allowed and sort at the ends of the number line.
@@ -141,23 +216,36 @@ extension String {
 public protocol BinaryIndexable: SendableMetatype {
     /// The index value for this instance.
     var binaryIndexValue: IndexValue { get }
+    /// How tools read this index value from the object's stored field, or `nil` if they cannot
+    /// (the default): then an index over it is recorded as computed and `buri import` refuses it.
+    static var indexFieldForm: IndexFieldForm? { get }
+}
+
+extension BinaryIndexable {
+    public static var indexFieldForm: IndexFieldForm? { nil }
 }
 
 extension String: BinaryIndexable {
     public var binaryIndexValue: IndexValue { IndexValue(self) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 extension Substring: BinaryIndexable {
     public var binaryIndexValue: IndexValue { IndexValue(String(self)) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 extension Array: BinaryIndexable where Element == UInt8 {
+    /// Bytes index as a byte string but encode as an array of integers, so tools cannot read
+    /// the index value from the field (``indexFieldForm`` is `nil`).
     public var binaryIndexValue: IndexValue { IndexValue(bytes: self) }
 }
 extension Data: BinaryIndexable {
     public var binaryIndexValue: IndexValue { IndexValue(self) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 extension UUID: BinaryIndexable {
     /// A UUID indexes as its canonical upper-case string, as it encodes in records.
     public var binaryIndexValue: IndexValue { IndexValue(uuidString) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 
 /// A type whose values can be stored in a **numeric** index: every integer and floating-point type.
@@ -168,10 +256,24 @@ extension UUID: BinaryIndexable {
 public protocol NumericIndexable: SendableMetatype {
     /// The index value for this instance. Throws for NaN.
     func numericIndexValue() throws(BuriError) -> IndexValue
+    /// How tools read this index value from the object's stored field, or `nil` if they cannot
+    /// (the default for your own types): then an index over it is recorded as computed and
+    /// `buri import` refuses it. Integers and floats are ``IndexFieldForm/value``, `Date` is
+    /// ``IndexFieldForm/date``.
+    static var indexFieldForm: IndexFieldForm? { get }
+}
+
+extension NumericIndexable {
+    public static var indexFieldForm: IndexFieldForm? { nil }
 }
 
 extension NumericIndexable where Self: BinaryInteger {
-    public func numericIndexValue() throws(BuriError) -> IndexValue { IndexValue(self) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
+}
+
+extension NumericIndexable where Self: BinaryInteger {
+    /// The integer exactly; one beyond 64 bits that is not exactly a `Double` throws.
+    public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(self) }
 }
 extension Int: NumericIndexable {}
 extension Int8: NumericIndexable {}
@@ -185,11 +287,15 @@ extension UInt32: NumericIndexable {}
 extension UInt64: NumericIndexable {}
 extension Double: NumericIndexable {
     public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(self) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 extension Float: NumericIndexable {
     public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(Double(self)) }
+    public static var indexFieldForm: IndexFieldForm? { .value }
 }
 extension Date: NumericIndexable {
-    /// A date indexes as seconds since 1970 (a Double), so date ranges are numeric ranges.
+    /// A date indexes as seconds since 1970 (a Double), so date ranges are numeric ranges — the
+    /// same number its record holds (RFC 8949 tag 1) and `buri get` shows.
     public func numericIndexValue() throws(BuriError) -> IndexValue { try IndexValue(timeIntervalSince1970) }
+    public static var indexFieldForm: IndexFieldForm? { .date }
 }

@@ -20,8 +20,10 @@ enum Keyspace {
     static let recordTag: UInt8 = 0x02
     static let indexTag: UInt8 = 0x03
 
-    /// The current format version, written at creation and checked at every open.
-    static let formatVersion: UInt16 = 1
+    /// The current format version, written at creation (and by the first write to a database of
+    /// an older version) and checked at every open. Version 2 writes `Date`s as RFC 8949 tag 1 and
+    /// records where tools read index values (`fieldForms`, `computed`); version 1 databases are read.
+    static let formatVersion: UInt16 = 2
     static let magic: [UInt8] = Array("BURI".utf8)
     static let headerKey: [UInt8] = [databaseTag] + Array("format".utf8)
 
