@@ -520,6 +520,16 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURX".utf8) + [0x00, 0x01]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00]) == nil)
         #expect(Keyspace.parseHeader([]) == nil)
+        // §4: version 0 was never written; a known version (1, 2) has exactly 6 bytes.
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x00]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x00, 0x00]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x01, 0x00]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x02, 0xFF, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("buri".utf8) + [0x00, 0x02]) == nil)
+        // A newer version is a version, whatever its length: the opener says "upgrade Buri".
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03, 0x01, 0x02]) == 3)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 
     @Test("catalog keys give back bucket names byte for byte")
