@@ -17,7 +17,7 @@ struct Info: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let path = target.database
         var buckets: [(descriptor: BucketDescriptor, objects: Int, entries: [Int])] = []
@@ -98,7 +98,7 @@ struct Buckets: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
         for name in try mapErrors(path: target.database, { try db.bucketNames() }) { try out.line(name) }
@@ -133,7 +133,7 @@ struct Keys: ParsableCommand {
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         let out = Output.standardOutput()
@@ -168,8 +168,12 @@ struct Get: ParsableCommand {
     @Argument(help: "The object's key.")
     var key: String
 
+    func validate() throws {
+        try checkKeyLength(key)
+    }
+
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let record = try mapErrors(path: target.database, { try raw.record(forKey: key) }) else {
@@ -255,7 +259,7 @@ struct QueryCommand: ParsableCommand {
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let definition = raw.descriptor.index(named: index) else {

@@ -25,7 +25,7 @@ struct Check: ParsableCommand {
     var repair = false
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: !repair)
         defer { db.close() }
         let progress = Progress()
         progress.update(repair ? "checking and repairing…" : "checking…", force: true)
@@ -66,7 +66,7 @@ struct Stats: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
         try mapErrors(path: target.database) {
@@ -100,7 +100,7 @@ struct Compact: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open()
         defer { db.close() }
         let before = sizeOnDisk(target.database)
         let progress = Progress()
@@ -144,12 +144,12 @@ struct Repair: ParsableCommand {
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
         case .emptyDirectory:
             throw ToolError(.notADatabase, "'\(path)' is an empty directory, not a database; give the directory of a Buri database")
-        case .otherDirectory, .database:
+        case .otherDirectory, .database, .damaged:
             break  // a lost CURRENT is one of the things repair fixes
         }
         let progress = Progress()
         progress.update("repairing…", force: true)
-        let report = try mapErrors(path: path) { try BuriDatabase.repair(path: path) }
+        let report = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase.repair(path: path) } }
         progress.finish()
         let out = Output.standardOutput()
         for line in report.lines { try out.line(line) }

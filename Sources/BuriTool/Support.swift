@@ -42,7 +42,11 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notADatabase, error.description)
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
-            self.init(.inUse, "the database at '\(place)' is in use by another process (LevelDB lets one process open it at a time); close it there and retry")
+            self.init(.inUse, inUseMessage(place))
+        case .storage(let storage) where storage.message.contains("No space left on device"):
+            self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"))
+        case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
+            self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
         case .invalidQuery, .invalidContinuation:
             self.init(.usage, error.description)
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName, .invalidIndexDefinition:
@@ -74,6 +78,13 @@ func oneLine(_ text: String) -> String {
 struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory.", valueName: "db"))
     var database: String
+
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
+    var wait: Double?
+
+    func validate() throws {
+        if let wait, !(wait >= 0 && wait <= 86_400 * 365) { throw ValidationError("--wait takes a number of seconds from 0 up, not \(wait)") }
+    }
 }
 
 /// What is at a path, as far as opening a database goes.
@@ -83,6 +94,8 @@ enum PathState {
     case database
     case file
     case otherDirectory
+    /// A directory with LevelDB's files but no CURRENT file: a database that lost it.
+    case damaged
 }
 
 func pathState(_ path: String) -> PathState {
@@ -91,6 +104,7 @@ func pathState(_ path: String) -> PathState {
     guard isDirectory.boolValue else { return .file }
     if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("CURRENT")) { return .database }
     let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    if contents.contains(where: isLevelDBDataFile) { return .damaged }
     return contents.isEmpty ? .emptyDirectory : .otherDirectory
 }
 
@@ -99,9 +113,11 @@ func pathState(_ path: String) -> PathState {
 func openExisting(_ path: String) throws -> BuriDatabase {
     switch pathState(path) {
     case .missing:
-        throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")
+        throw ToolError(.notADatabase, missingPathMessage(path))
     case .file:
         throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
+    case .damaged:
+        throw ToolError(.failure, damagedWithoutCurrentMessage(path))
     case .emptyDirectory, .otherDirectory:
         throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
@@ -200,7 +216,12 @@ final class Output {
         guard !buffer.isEmpty else { return }
         let ok = writeAll(fd, buffer)
         buffer.removeAll(keepingCapacity: true)
-        if !ok { throw ToolError(.failure, "cannot write to \(name): \(String(cString: strerror(errno)))") }
+        if !ok {
+            let code = errno
+            var message = "cannot write to \(name): \(String(cString: strerror(code)))"
+            if code == ENOSPC { message += "; the disk is full; the database is not affected by this output: free space there and run the command again" }
+            throw ToolError(.failure, message)
+        }
     }
 
     /// Flushes, and closes a file opened by ``file(_:)``.

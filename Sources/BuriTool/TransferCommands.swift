@@ -33,7 +33,7 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let buckets: [RawBucket]
         if let bucket {
@@ -185,12 +185,16 @@ struct Import: ParsableCommand {
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
         case .otherDirectory:
             throw ToolError(.notADatabase, "'\(path)' is not a Buri database and is not empty; import into a Buri database, a new path or an empty directory")
-        case .missing, .emptyDirectory, .database:
+        case .damaged:
+            throw ToolError(.failure, damagedWithoutCurrentMessage(path))
+        case .missing:
+            if let problem = creationProblem(path) { throw ToolError(.failure, problem) }
+        case .emptyDirectory, .database:
             break
         }
         let options = try indexOptions()
         // An existing database is opened (and locked) first, so the checks see its catalog.
-        var db: BuriDatabase? = state == .database ? try openExisting(path) : nil
+        var db: BuriDatabase? = state == .database ? try target.open() : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
         var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
@@ -206,7 +210,12 @@ struct Import: ParsableCommand {
             var create = BuriOptions()
             create.storage.errorIfExists = true
             create.syncWrites = true
-            db = try mapErrors(path: path) { try BuriDatabase(path: path, options: create) }
+            do {
+                db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+            } catch let error as ToolError where error.message.contains("error_if_exists") {
+                // Another import created it since this one looked: the same race as the lock.
+                throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+            }
         }
         guard let db else { return }
         progress.update("storing \(objects.count) objects…", force: true)
