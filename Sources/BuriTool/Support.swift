@@ -279,6 +279,12 @@ func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String) thro
     }
 }
 
+/// One record as `buri export` writes it: {"bucket","key","object"} with the object in the exact JSON form.
+func exportRecordLine(bucket: String, record: StoredRecord) throws -> String {
+    let object = try exactJSONText(ofPayload: record.payload, bucket: bucket, key: record.key)
+    return "{\"bucket\":" + jsonString(bucket) + ",\"key\":" + jsonString(record.key) + ",\"object\":" + object + "}"
+}
+
 /// A string as a JSON string literal.
 func jsonString(_ text: String) -> String { CBORValue.text(text).jsonString() }
 

@@ -138,9 +138,11 @@ struct BuriToolTests {
 
         let objects = try buri("query", db, "Person", "age", "--equals", "25", "--objects", "--limit", "2")
         expectSuccess(objects)
+        // The records of `buri export`, header first, so the output can be imported.
         #expect(objects.lines == [
-            #"{"key":"p05","object":{"objectId":"p05","name":"Anna","locale":"EN","age":25}}"#,
-            #"{"key":"p15","object":{"objectId":"p15","name":"Marie","locale":"NL","age":25}}"#,
+            #"["buri-export",2]"#,
+            #"{"bucket":"Person","key":"p05","object":{"objectId":"p05","name":"Anna","locale":"EN","age":25}}"#,
+            #"{"bucket":"Person","key":"p15","object":{"objectId":"p15","name":"Marie","locale":"NL","age":25}}"#,
         ])
     }
 
@@ -168,7 +170,8 @@ struct BuriToolTests {
         #expect(keys == whole.lines)
         // Objects page the same way.
         let objects = try buri("query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4", "--objects")
-        #expect(objects.lines.count == 4 && objects.lines[0].hasPrefix("{\"key\":\"\(whole.lines[0])\""), "\(objects)")
+        #expect(objects.lines.count == 5 && objects.lines[0] == #"["buri-export",2]"#
+                    && objects.lines[1].hasPrefix("{\"bucket\":\"Person\",\"key\":\"\(whole.lines[0])\""), "\(objects)")
         let token = try #require(objects.stderr.split(separator: "\n").first.map { String($0.dropFirst("next: ".count)) })
 
         // A token of another query, a malformed one, and a page size below 1 are usage errors.

@@ -117,13 +117,15 @@ struct ExactImportTests {
     @Test func getShowsADateAsTheSecondsSince1970ThatQueryTakes() throws {
         let sandbox = try Sandbox()
         let db = try makeEvents(sandbox)
+        let exported = try buri("export", db, "events").lines
         for (i, date) in Self.dates.enumerated() {
             let shown = try CBORValue(json: try buri("get", db, "events", "e\(i)").stdout)["due"]
             #expect(shown?.doubleValue == date.timeIntervalSince1970, "\(date)")
             let literal = try #require(shown).jsonString()
             #expect(try buri("query", db, "events", "due", "--equals", literal).lines.contains("e\(i)"), "\(literal)")
             let line = try buri("query", db, "events", "due", "--equals", literal, "--objects").lines.first { $0.contains("\"e\(i)\"") }
-            #expect(try CBORValue(json: try #require(line))["object"]?["due"] == shown)
+            // --objects prints the exact record of export (a date as tag 1, or tag 1001 when a double cannot hold it).
+            #expect(exported.contains(try #require(line)), "\(String(describing: line))")
         }
     }
 
