@@ -6,7 +6,7 @@ import Testing
 
 @Suite("buri command-line tool, end to end")
 struct BuriToolTests {
-    static let commands = ["info", "buckets", "keys", "get", "query", "export", "import", "check", "repair", "stats", "compact"]
+    static let commands = ["info", "buckets", "keys", "get", "query", "export", "import", "put", "delete", "drop", "check", "repair", "stats", "compact"]
 
     // MARK: Help and usage
 
