@@ -29,7 +29,7 @@ struct BuriCommand: ParsableCommand {
         version: "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(Database.libraryVersion)",
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
-            Export.self, Import.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self, Stats.self, Compact.self,
+            Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self, Stats.self, Compact.self,
         ]
     )
 }

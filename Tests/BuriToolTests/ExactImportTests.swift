@@ -265,10 +265,11 @@ struct ExactImportTests {
         let sandbox = try Sandbox()
         let original = try makeEvents(sandbox)
         var lines = try buri("export", original).lines
-        lines[1] = lines[1].replacingOccurrences(of: #""key":"-inf""#, with: #""key":"other""#)
+        // Line 2 is the bucket's schema line, line 3 its first record.
+        lines[2] = lines[2].replacingOccurrences(of: #""key":"-inf""#, with: #""key":"other""#)
         let copy = sandbox.path("copy.buri")
         expectFailure(try buri("import", copy, "events", "--key", "id", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
-                      mentioning: ["line 2", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
+                      mentioning: ["line 3", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
         #expect(!sandbox.exists("copy.buri"))
         // Records only of other buckets: an error, not "imported 0" with exit 0.
         expectFailure(try buri("import", copy, "nothing-here", stdin: lines.joined(separator: "\n") + "\n"), status: 7,

@@ -28,7 +28,7 @@ struct OutputFormatToolTests {
     @Test func versionNamesTheFormatsAndLevelDB() throws {
         let run = try buri("--version")
         expectSuccess(run)
-        #expect(run.stdout == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 2, LevelDB \(Database.libraryVersion)\n")
+        #expect(run.stdout == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 3, LevelDB \(Database.libraryVersion)\n")
     }
 
     @Test func keysAsJSONOrNULSeparatedKeepAwkwardKeysWhole() throws {
@@ -128,13 +128,15 @@ struct OutputFormatToolTests {
         let export = try buri("export", db, "Person")
         let nl = Set(fixturePeople.filter { $0.locale == "NL" }.map(\.objectId))
         let exported = export.lines.filter { line in nl.contains { line.hasPrefix(#"{"bucket":"Person","key":"\#($0)","#) } }
+        #expect(exported.count == nl.count)
         #expect(query.lines == [export.lines[0]] + exported)
 
         let copy = sandbox.path("copy.buri")
         let imported = try buri("import", copy, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", stdin: query.stdout)
         expectSuccess(imported)
         let again = try buri("export", copy)
-        #expect(again.stdout == query.stdout, "query → import → export gives the same bytes")
+        // The same bytes, but for the schema line export adds (query prints records only).
+        #expect(again.lines.filter { !$0.hasPrefix(#"{"bucket":"Person","schema":"#) } == query.lines, "query → import → export gives the same records")
         let reopened = try BuriDatabase(path: copy)
         defer { reopened.close() }
         #expect(try reopened.bucket(Person.self).objects(.index("locale", equals: "NL")).map(\.objectId) == bytewise(Array(nl)))
@@ -188,7 +190,7 @@ struct OutputFormatToolTests {
         let get = try buri("get", db, "notes", "n1", "--json")
         expectSuccess(get)
         let export = try buri("export", db, "notes")
-        #expect(get.lines == [export.lines[1]], "get --json prints the export record")
+        #expect(get.lines == [export.lines[2]], "get --json prints the export record")
 
         let check = try buri("check", db, "--json")
         expectSuccess(check)
