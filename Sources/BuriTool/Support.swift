@@ -251,6 +251,34 @@ final class Progress {
         shown = true
     }
 
+    private var phase = ""
+    private var phaseStart = Date()
+
+    /// Shows how far `phase` is: "PHASE: DONE of TOTAL (P%), RATE/s, ETA Ns", in bytes or objects.
+    func measure(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?) {
+        guard enabled else { return }
+        let now = Date()
+        if phase != self.phase {
+            self.phase = phase
+            phaseStart = now
+        }
+        update(Progress.line(phase, done: done, total: total, bytes: bytes, detail: detail, elapsed: now.timeIntervalSince(phaseStart)))
+    }
+
+    static func line(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?, elapsed: Double) -> String {
+        func amount(_ n: Int) -> String {
+            guard bytes else { return "\(n)" }
+            return n < 1 << 20 ? "\(n / 1024) KiB" : String(format: "%.1f MiB", Double(n) / 1_048_576)
+        }
+        let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 0
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        let eta = rate > 0 ? Int((Double(max(total - done, 0)) / rate).rounded(.up)) : nil
+        var text = "\(phase): \(amount(done)) of \(amount(total))\(bytes ? "" : " objects") (\(percent)%)"
+        if let detail { text += ", \(detail)" }
+        text += ", \(amount(Int(rate)))\(bytes ? "" : " objects")/s, ETA " + (eta.map { "\($0)s" } ?? "?")
+        return text
+    }
+
     /// Clears the message.
     func finish() {
         guard enabled, shown else { return }

@@ -83,7 +83,7 @@ struct Export: ParsableCommand {
                     let object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
                     try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
                     done += 1
-                    if progress.enabled, done % 1000 == 0 { progress.update("exporting '\(raw.name)': \(done)/\(total) objects") }
+                    if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
                 }
             }
         }
@@ -223,7 +223,7 @@ struct Import: ParsableCommand {
             }
         }
         guard let db else { return }
-        progress.update("storing \(objects.count) objects…", force: true)
+        progress.update("storing \(objects.count) objects in one atomic batch…", force: true)
         var createdBucket = false
         do {
             try mapErrors(path: path) {
@@ -252,6 +252,7 @@ struct Import: ParsableCommand {
         if !plan.skipped.isEmpty {
             writeAll(2, Array("buri: note: skipped export records of other buckets: \(plan.skippedList)\n".utf8))
         }
+        for warning in plan.emptyIndexWarnings(objectCount: objects.count) { writeAll(2, Array(warning.utf8)) }
     }
 
     func readInput() throws -> [UInt8] {
@@ -373,6 +374,17 @@ struct ImportPlan {
     var keyGiven = false
     /// Whether a record of this bucket came before its schema line.
     var sawRecord = false
+    /// The indexes (UTF-8 names) that got at least one entry.
+    var indexed = Set<[UInt8]>()
+
+    /// The new indexes no object gave a value: a field name that matches nothing is likely a typo.
+    func emptyIndexWarnings(objectCount: Int) -> [String] {
+        guard isNew, !fromSchema, objectCount > 0 else { return [] }
+        return definitions.filter { !indexed.contains(Array($0.name.utf8)) }.map { definition in
+            let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
+            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (fields are read at the top level of each object; check the name)\n"
+        }
+    }
     /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
     var definitions: [IndexDefinition]
     /// For a new bucket: which indexes saw an array (they become multi-valued).
@@ -473,7 +485,9 @@ struct ImportPlan {
                 } else {
                     objects.append(try preparePlain(line, line: lineNumber))
                 }
-                if progress.enabled, lineNumber % 1000 == 0 { progress.update("read \(lineNumber) lines") }
+                if progress.enabled, lineNumber % 1000 == 0 {
+                    progress.measure("reading", done: start, total: bytes.count, bytes: true, detail: "\(lineNumber) lines")
+                }
             }
         }
         if isExport, records > 0, objects.isEmpty, !fromSchema {
@@ -670,7 +684,10 @@ struct ImportPlan {
             if length > Self.maxTupleLength {
                 throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
             }
-            if !tuples.isEmpty { indexValues[definition.name] = tuples }
+            if !tuples.isEmpty {
+                indexValues[definition.name] = tuples
+                indexed.insert(Array(definition.name.utf8))
+            }
         }
         return RawObject(key: key, payload: object.encoded(), indexValues: indexValues)
     }
