@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import LevelDB
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -25,9 +26,10 @@ struct BuriCommand: ParsableCommand {
           6  not found: unknown bucket, index or key
           7  invalid input: `buri import` data rejected (nothing was written)
         """,
+        version: "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(Database.libraryVersion)",
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
-            Export.self, Import.self, Check.self, Repair.self, Stats.self, Compact.self,
+            Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self, Stats.self, Compact.self,
         ]
     )
 }

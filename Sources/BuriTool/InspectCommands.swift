@@ -17,7 +17,7 @@ struct Info: ParsableCommand {
     var json = false
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let path = target.database
         var buckets: [(descriptor: BucketDescriptor, objects: Int, entries: [Int])] = []
@@ -98,7 +98,7 @@ struct Buckets: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
         for name in try mapErrors(path: target.database, { try db.bucketNames() }) { try out.line(name) }
@@ -128,26 +128,31 @@ struct Keys: ParsableCommand {
     @Flag(help: "List in descending key order.")
     var reverse = false
 
+    @OptionGroup var keyFormat: KeyListFormat
+
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         let out = Output.standardOutput()
+        let list = KeyListWriter(out, keyFormat)
+        try list.begin()
         try mapErrors(path: target.database) {
             if let prefix {
-                for key in try raw.keys(withPrefix: prefix, reverse: reverse, limit: limit) { try out.line(key) }
+                for key in try raw.keys(withPrefix: prefix, reverse: reverse, limit: limit) { try list.key(key) }
             } else {
                 var query = Query.all
                 if reverse { query = query.descending() }
                 if let limit { query = query.limit(limit) }
                 let cursor = try raw.makeCursor(query)
-                while let key = try cursor.nextKey() { try out.line(key) }
+                while let key = try cursor.nextKey() { try list.key(key) }
             }
         }
+        try list.end()
         try out.flush()
     }
 }
@@ -168,15 +173,26 @@ struct Get: ParsableCommand {
     @Argument(help: "The object's key.")
     var key: String
 
+    @Flag(help: "Print the object as one line {\"bucket\",\"key\",\"object\"} in the exact JSON form of `buri export` (importable), not pretty JSON.")
+    var json = false
+
+    func validate() throws {
+        try checkKeyLength(key)
+    }
+
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let record = try mapErrors(path: target.database, { try raw.record(forKey: key) }) else {
             throw ToolError(.notFound, "bucket '\(bucket)' has no object with key '\(key)'; list its keys with `buri keys \(target.database) \(bucket)`")
         }
         let out = Output.standardOutput()
-        try out.line(try jsonText(ofPayload: record.payload, pretty: true, bucket: bucket, key: key))
+        if json {
+            try out.line(try exportRecordLine(bucket: bucket, record: record))
+        } else {
+            try out.line(try jsonText(ofPayload: record.payload, pretty: true, bucket: bucket, key: key))
+        }
         try out.flush()
     }
 }
@@ -191,10 +207,17 @@ struct QueryCommand: ParsableCommand {
         Values are read per the index's component kind: numeric components take numbers \
         exactly — integers that are an Int64, a UInt64 or exactly a double, decimals that a double \
         holds exactly, Infinity, -Infinity; anything else is refused, never rounded — and dates as \
-        seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. Both bounds are \
-        inclusive, and either may be given alone. For a compound index, --equals takes the values \
-        of its leading components separated by ',' and may be combined with --from/--to or \
-        --prefix for the next component.
+        seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. --from and \
+        --to are inclusive bounds, --above and --below exclusive ones; any one may be given alone. \
+        For a compound index, --equals takes the values of its leading components, either once \
+        separated by ',' (write '\\,' for a comma inside a value and '\\\\' for a backslash) or \
+        repeated, one value each, taken as written; it may be combined with a range or --prefix \
+        for the next component.
+
+        --objects prints what `buri export` prints for the matches — the header line, then \
+        {"bucket","key","object"} records in the exact JSON form — so `buri query … --objects | \
+        buri import …` copies them. --count prints only the number of matches; --offset skips \
+        that many first.
 
         With --page-size N, at most N results are printed and, if the walk has more, the line \
         `next: TOKEN` goes to standard error; run the same query with --after TOKEN for the next \
@@ -204,6 +227,8 @@ struct QueryCommand: ParsableCommand {
           buri query people.buri Person age --from 20 --to 29
           buri query people.buri Person locale --equals EN --objects --limit 5
           buri query people.buri Person locale_age --equals EN,30
+          buri query people.buri Person age --above 20 --below 30 --count
+          buri query people.buri Person name_age --equals 'Smith\\, John' --equals 40
           buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
         """
     )
@@ -216,8 +241,8 @@ struct QueryCommand: ParsableCommand {
     @Argument(help: "The index to query through.")
     var index: String
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value equals this (compound indexes: leading values separated by ',').", valueName: "value"))
-    var equals: String?
+    @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Objects whose index value equals this (compound indexes: leading values separated by ',', '\\,' for a comma in a value; or repeat --equals, one value each).", valueName: "value"))
+    var equals: [String] = []
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is at least this (inclusive).", valueName: "value"))
     var from: String?
@@ -225,14 +250,28 @@ struct QueryCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is at most this (inclusive).", valueName: "value"))
     var to: String?
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is greater than this (exclusive).", valueName: "value"))
+    var above: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is less than this (exclusive).", valueName: "value"))
+    var below: String?
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose binary index value begins with this text.", valueName: "text"))
     var prefix: String?
 
-    @Flag(help: "Print JSON Lines of {\"key\": ..., \"object\": ...} instead of keys.")
+    @Flag(help: "Print the matching objects as `buri export` does: its header line, then {\"bucket\",\"key\",\"object\"} records (importable).")
     var objects = false
+
+    @Flag(help: "Print only the number of matching objects.")
+    var count = false
 
     @Option(help: "At most this many results.")
     var limit: Int?
+
+    @Option(help: "Skip this many results first.")
+    var offset: Int?
+
+    @OptionGroup var keyFormat: KeyListFormat
 
     @Flag(help: "Return results in descending index order.")
     var reverse = false
@@ -243,19 +282,31 @@ struct QueryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Resume after this token, printed by a --page-size run of the same query.", valueName: "token"))
     var after: String?
 
+    /// Whether a range or prefix constrains the component after the --equals values.
+    var hasNext: Bool { from != nil || to != nil || above != nil || below != nil || prefix != nil }
+
     func validate() throws {
-        if equals == nil, from == nil, to == nil, prefix == nil {
-            throw ValidationError("give a condition: --equals VALUE, --from A and/or --to B, or --prefix TEXT")
+        if equals.isEmpty, !hasNext {
+            throw ValidationError("give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
         }
-        if prefix != nil, from != nil || to != nil {
-            throw ValidationError("--prefix cannot be combined with --from/--to; use one or the other")
+        if prefix != nil, from != nil || to != nil || above != nil || below != nil {
+            throw ValidationError("--prefix cannot be combined with --from/--to/--above/--below; use one or the other")
         }
+        if from != nil, above != nil { throw ValidationError("--from and --above both give a lower bound; give one (--from includes the value, --above excludes it)") }
+        if to != nil, below != nil { throw ValidationError("--to and --below both give an upper bound; give one (--to includes the value, --below excludes it)") }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
+        if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more, not \(offset)") }
         if let pageSize, pageSize < 1 { throw ValidationError("--page-size must be 1 or more, not \(pageSize)") }
+        if count, objects || pageSize != nil || keyFormat.nul {
+            throw ValidationError("--count prints only a number; it cannot be combined with --objects, --page-size or -0")
+        }
+        if objects, keyFormat.json || keyFormat.nul {
+            throw ValidationError("--objects prints JSON Lines records already; drop --json and -0")
+        }
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let definition = raw.descriptor.index(named: index) else {
@@ -263,53 +314,90 @@ struct QueryCommand: ParsableCommand {
         }
         var query = try makeQuery(definition)
         if reverse { query = query.descending() }
+        if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
         if let after { query = query.after(try mapErrors(path: target.database) { try ContinuationToken(parsing: after) }) }
         let out = Output.standardOutput()
+        if count {
+            let matches = try mapErrors(path: target.database) { try raw.count(query) }
+            try out.line(keyFormat.json ? "{\"count\":\(matches)}" : String(matches))
+            try out.flush()
+            return
+        }
+        if objects { try out.line(ExportFormat.header) }
+        let list = KeyListWriter(out, keyFormat)
         if let pageSize {
+            if keyFormat.json { try out.write("{\"keys\":") }
+            if !objects { try list.begin() }
             let next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
                 if objects {
                     let page = try raw.recordPage(query, size: pageSize)
-                    for record in page.items { try out.line(try objectLine(record)) }
+                    for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record)) }
                     return page.next
                 }
                 let page = try raw.keyPage(query, size: pageSize)
-                for key in page.items { try out.line(key) }
+                for key in page.items { try list.key(key) }
                 return page.next
             }
+            if !objects { try list.end(newline: !keyFormat.json) }
+            if keyFormat.json { try out.line(",\"next\":" + (next.map { jsonString($0.description) } ?? "null") + "}") }
             try out.flush()
-            if let next { _ = writeAll(2, Array("next: \(next)\n".utf8)) }
+            if let next, !keyFormat.json { _ = writeAll(2, Array("next: \(next)\n".utf8)) }
             return
         }
+        if !objects { try list.begin() }
         try mapErrors(path: target.database) {
             let cursor = try raw.makeCursor(query)
             if objects {
-                while let record = try cursor.nextRecord() { try out.line(try objectLine(record)) }
+                while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record)) }
             } else {
-                while let key = try cursor.nextKey() { try out.line(key) }
+                while let key = try cursor.nextKey() { try list.key(key) }
             }
         }
+        if !objects { try list.end() }
         try out.flush()
     }
 
-    /// One JSON Lines row of `--objects`.
-    func objectLine(_ record: StoredRecord) throws -> String {
-        let object = try jsonText(ofPayload: record.payload, pretty: false, bucket: bucket, key: record.key)
-        return "{\"key\":\(jsonString(record.key)),\"object\":\(object)}"
+    /// The --equals values: repeated options verbatim, or one option split at unescaped commas
+    /// (`\,` is a comma, `\\` a backslash) for a compound index.
+    func equalsValues(arity: Int) throws -> [String] {
+        if equals.count != 1 { return equals }
+        let text = equals[0]
+        guard arity > 1 else { return [text] }
+        var values: [String] = []
+        var current: [UInt8] = []
+        var escaped = false
+        for byte in text.utf8 {
+            if escaped {
+                guard byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\\") else {
+                    throw ToolError(.usage, "--equals '\(text)': '\\' must be followed by ',' or '\\' (write '\\,' for a comma inside a value, '\\\\' for a backslash)")
+                }
+                current.append(byte)
+                escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: ",") {
+                values.append(String(decoding: current, as: UTF8.self))
+                current = []
+            } else {
+                current.append(byte)
+            }
+        }
+        if escaped { throw ToolError(.usage, "--equals '\(text)' ends with a lone '\\'; write '\\\\' for a backslash") }
+        values.append(String(decoding: current, as: UTF8.self))
+        return values
     }
 
     /// The library query for the options, with values parsed per the index's component kinds.
     func makeQuery(_ definition: IndexDefinition) throws -> Query {
         let kinds = definition.components
         let arity = kinds.count
-        let hasNext = from != nil || to != nil || prefix != nil
-        var leadingTexts: [String] = []
-        if let equals { leadingTexts = arity > 1 ? equals.split(separator: ",", omittingEmptySubsequences: false).map(String.init) : [equals] }
+        let leadingTexts = try equalsValues(arity: arity)
         let room = hasNext ? arity - 1 : arity
         if leadingTexts.count > room {
             let what = arity == 1 ? "1 component" : "\(arity) components"
-            let hint = hasNext ? "; --equals may name at most \(room) leading value(s) when --from/--to/--prefix constrain the next component"
-                               : "; separate at most \(arity) values with ','"
+            let hint = hasNext ? "; --equals may name at most \(room) leading value(s) when a range or --prefix constrains the next component (write '\\,' for a comma inside a value)"
+                               : "; separate at most \(arity) values with ',' (write '\\,' for a comma inside a value) or repeat --equals"
             throw ToolError(.usage, "index '\(definition.name)' has \(what) but --equals gives \(leadingTexts.count) value(s)\(hint)")
         }
         var leading: [IndexValue] = []
@@ -324,8 +412,12 @@ struct QueryCommand: ParsableCommand {
             return .index(definition.name, leading: leading, prefixBytes: Array(prefix.utf8))
         }
         if hasNext {
-            let lower = try from.map { IndexBound.inclusive(try parseIndexValue($0, kind: kinds[next], index: definition.name, option: "--from")) } ?? .unbounded
-            let upper = try to.map { IndexBound.inclusive(try parseIndexValue($0, kind: kinds[next], index: definition.name, option: "--to")) } ?? .unbounded
+            var lower = IndexBound.unbounded
+            var upper = IndexBound.unbounded
+            if let from { lower = .inclusive(try parseIndexValue(from, kind: kinds[next], index: definition.name, option: "--from")) }
+            if let above { lower = .exclusive(try parseIndexValue(above, kind: kinds[next], index: definition.name, option: "--above")) }
+            if let to { upper = .inclusive(try parseIndexValue(to, kind: kinds[next], index: definition.name, option: "--to")) }
+            if let below { upper = .exclusive(try parseIndexValue(below, kind: kinds[next], index: definition.name, option: "--below")) }
             return .index(definition.name, leading: leading, from: lower, to: upper)
         }
         // Exact match on the leading components: the last one as a one-value range.
@@ -333,5 +425,51 @@ struct QueryCommand: ParsableCommand {
             throw ToolError(.usage, "--equals gives no value; give one value per leading component")
         }
         return .index(definition.name, leading: Array(leading.dropLast()), from: .inclusive(last), to: .inclusive(last))
+    }
+}
+
+// MARK: - key lists
+
+/// How commands that list keys print them: lines, `--json` (one JSON array), `-0` (NUL-terminated).
+struct KeyListFormat: ParsableArguments {
+    @Flag(help: "Print the keys as one JSON array of strings.")
+    var json = false
+
+    @Flag(name: .customShort("0"), help: "End each key with a NUL byte instead of a newline (for xargs -0; keys may hold newlines).")
+    var nul = false
+
+    func validate() throws {
+        if json, nul { throw ValidationError("--json and -0 are two output forms; give one") }
+    }
+}
+
+/// Writes a list of keys in a ``KeyListFormat``.
+final class KeyListWriter {
+    let out: Output
+    let format: KeyListFormat
+    private var first = true
+
+    init(_ out: Output, _ format: KeyListFormat) {
+        self.out = out
+        self.format = format
+    }
+
+    func begin() throws {
+        if format.json { try out.write("[") }
+    }
+
+    func key(_ key: String) throws {
+        if format.json {
+            try out.write((first ? "" : ",") + jsonString(key))
+        } else if format.nul {
+            try out.write(key + "\u{0}")
+        } else {
+            try out.line(key)
+        }
+        first = false
+    }
+
+    func end(newline: Bool = true) throws {
+        if format.json { try newline ? out.line("]") : out.write("]") }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriCodec
 import Foundation
 
 // MARK: - check
@@ -24,8 +25,11 @@ struct Check: ParsableCommand {
     @Flag(help: "Rebuild the index entries from the record headers.")
     var repair = false
 
+    @Flag(help: "Print the result as one JSON object: consistent, counts, and every problem with its kind, bucket, key, index, detail and whether it was repaired.")
+    var json = false
+
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: !repair)
         defer { db.close() }
         let progress = Progress()
         progress.update(repair ? "checking and repairing…" : "checking…", force: true)
@@ -36,6 +40,29 @@ struct Check: ParsableCommand {
         }
         progress.finish()
         let out = Output.standardOutput()
+        if json {
+            func text(_ value: String?) -> CBORValue { value.map { .text($0) } ?? .null }
+            let value: CBORValue = .map([
+                CBORMapEntry(key: "consistent", value: .bool(report.isConsistent)),
+                CBORMapEntry(key: "buckets", value: .int(Int64(report.buckets))),
+                CBORMapEntry(key: "objects", value: .int(Int64(report.objects))),
+                CBORMapEntry(key: "indexEntries", value: .int(Int64(report.indexEntries))),
+                CBORMapEntry(key: "problems", value: .array(report.problems.map { problem in
+                    .map([
+                        CBORMapEntry(key: "kind", value: .text(problem.kind.rawValue)),
+                        CBORMapEntry(key: "bucket", value: text(problem.bucket)),
+                        CBORMapEntry(key: "key", value: text(problem.key)),
+                        CBORMapEntry(key: "index", value: text(problem.index)),
+                        CBORMapEntry(key: "detail", value: .text(problem.detail)),
+                        CBORMapEntry(key: "repaired", value: .bool(problem.repaired)),
+                    ])
+                })),
+            ])
+            try out.line(value.jsonString(pretty: true))
+            try out.flush()
+            if !report.isConsistent { throw ExitCode(ExitStatus.problemsFound.rawValue) }
+            return
+        }
         for problem in report.problems { try out.line(problem.description) }
         let counts = "\(report.buckets) bucket\(report.buckets == 1 ? "" : "s"), \(report.objects) object\(report.objects == 1 ? "" : "s"), \(report.indexEntries) index entr\(report.indexEntries == 1 ? "y" : "ies")"
         let repaired = report.problems.filter(\.repaired).count
@@ -60,15 +87,36 @@ struct Check: ParsableCommand {
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print LevelDB's statistics: files per level, table files, compactions, memory.",
-        discussion: "Example: buri stats people.buri"
+        discussion: "Example: buri stats people.buri --json"
     )
 
     @OptionGroup var target: DatabaseArgument
 
+    @Flag(help: "Print the statistics as one JSON object.")
+    var json = false
+
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
+        if json {
+            let value = try mapErrors(path: target.database) { () throws -> CBORValue in
+                func number(_ name: String) throws -> CBORValue {
+                    guard let text = try db.storageProperty(name), let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return .null }
+                    return .unsigned(value)
+                }
+                return .map([
+                    CBORMapEntry(key: "filesAtLevel", value: .array(try (0..<7).map { try number("leveldb.num-files-at-level\($0)") })),
+                    CBORMapEntry(key: "approximateMemoryUsage", value: try number("leveldb.approximate-memory-usage")),
+                    CBORMapEntry(key: "sizeOnDisk", value: .unsigned(sizeOnDisk(target.database))),
+                    CBORMapEntry(key: "sstables", value: .text(try db.storageProperty("leveldb.sstables") ?? "")),
+                    CBORMapEntry(key: "stats", value: .text(try db.storageProperty("leveldb.stats") ?? "")),
+                ])
+            }
+            try out.line(value.jsonString(pretty: true))
+            try out.flush()
+            return
+        }
         try mapErrors(path: target.database) {
             for level in 0..<7 {
                 let name = "leveldb.num-files-at-level\(level)"
@@ -100,7 +148,7 @@ struct Compact: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open()
         defer { db.close() }
         let before = sizeOnDisk(target.database)
         let progress = Progress()
@@ -144,12 +192,12 @@ struct Repair: ParsableCommand {
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
         case .emptyDirectory:
             throw ToolError(.notADatabase, "'\(path)' is an empty directory, not a database; give the directory of a Buri database")
-        case .otherDirectory, .database:
+        case .otherDirectory, .database, .damaged:
             break  // a lost CURRENT is one of the things repair fixes
         }
         let progress = Progress()
         progress.update("repairing…", force: true)
-        let report = try mapErrors(path: path) { try BuriDatabase.repair(path: path) }
+        let report = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase.repair(path: path) } }
         progress.finish()
         let out = Output.standardOutput()
         for line in report.lines { try out.line(line) }

@@ -42,7 +42,11 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notADatabase, error.description)
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
-            self.init(.inUse, "the database at '\(place)' is in use by another process (LevelDB lets one process open it at a time); close it there and retry")
+            self.init(.inUse, inUseMessage(place))
+        case .storage(let storage) where storage.message.contains("No space left on device"):
+            self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"))
+        case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
+            self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
         case .invalidQuery, .invalidContinuation:
             self.init(.usage, error.description)
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName, .invalidIndexDefinition:
@@ -74,6 +78,13 @@ func oneLine(_ text: String) -> String {
 struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory.", valueName: "db"))
     var database: String
+
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
+    var wait: Double?
+
+    func validate() throws {
+        if let wait, !(wait >= 0 && wait <= 86_400 * 365) { throw ValidationError("--wait takes a number of seconds from 0 up, not \(wait)") }
+    }
 }
 
 /// What is at a path, as far as opening a database goes.
@@ -83,6 +94,8 @@ enum PathState {
     case database
     case file
     case otherDirectory
+    /// A directory with LevelDB's files but no CURRENT file: a database that lost it.
+    case damaged
 }
 
 func pathState(_ path: String) -> PathState {
@@ -91,6 +104,7 @@ func pathState(_ path: String) -> PathState {
     guard isDirectory.boolValue else { return .file }
     if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("CURRENT")) { return .database }
     let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    if contents.contains(where: isLevelDBDataFile) { return .damaged }
     return contents.isEmpty ? .emptyDirectory : .otherDirectory
 }
 
@@ -99,9 +113,11 @@ func pathState(_ path: String) -> PathState {
 func openExisting(_ path: String) throws -> BuriDatabase {
     switch pathState(path) {
     case .missing:
-        throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")
+        throw ToolError(.notADatabase, missingPathMessage(path))
     case .file:
         throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
+    case .damaged:
+        throw ToolError(.failure, damagedWithoutCurrentMessage(path))
     case .emptyDirectory, .otherDirectory:
         throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
@@ -200,7 +216,12 @@ final class Output {
         guard !buffer.isEmpty else { return }
         let ok = writeAll(fd, buffer)
         buffer.removeAll(keepingCapacity: true)
-        if !ok { throw ToolError(.failure, "cannot write to \(name): \(String(cString: strerror(errno)))") }
+        if !ok {
+            let code = errno
+            var message = "cannot write to \(name): \(String(cString: strerror(code)))"
+            if code == ENOSPC { message += "; the disk is full; the database is not affected by this output: free space there and run the command again" }
+            throw ToolError(.failure, message)
+        }
     }
 
     /// Flushes, and closes a file opened by ``file(_:)``.
@@ -230,6 +251,34 @@ final class Progress {
         shown = true
     }
 
+    private var phase = ""
+    private var phaseStart = Date()
+
+    /// Shows how far `phase` is: "PHASE: DONE of TOTAL (P%), RATE/s, ETA Ns", in bytes or objects.
+    func measure(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?) {
+        guard enabled else { return }
+        let now = Date()
+        if phase != self.phase {
+            self.phase = phase
+            phaseStart = now
+        }
+        update(Progress.line(phase, done: done, total: total, bytes: bytes, detail: detail, elapsed: now.timeIntervalSince(phaseStart)))
+    }
+
+    static func line(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?, elapsed: Double) -> String {
+        func amount(_ n: Int) -> String {
+            guard bytes else { return "\(n)" }
+            return n < 1 << 20 ? "\(n / 1024) KiB" : String(format: "%.1f MiB", Double(n) / 1_048_576)
+        }
+        let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 0
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        let eta = rate > 0 ? Int((Double(max(total - done, 0)) / rate).rounded(.up)) : nil
+        var text = "\(phase): \(amount(done)) of \(amount(total))\(bytes ? "" : " objects") (\(percent)%)"
+        if let detail { text += ", \(detail)" }
+        text += ", \(amount(Int(rate)))\(bytes ? "" : " objects")/s, ETA " + (eta.map { "\($0)s" } ?? "?")
+        return text
+    }
+
     /// Clears the message.
     func finish() {
         guard enabled, shown else { return }
@@ -256,6 +305,12 @@ func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String) thro
     } catch {
         throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
     }
+}
+
+/// One record as `buri export` writes it: {"bucket","key","object"} with the object in the exact JSON form.
+func exportRecordLine(bucket: String, record: StoredRecord) throws -> String {
+    let object = try exactJSONText(ofPayload: record.payload, bucket: bucket, key: record.key)
+    return "{\"bucket\":" + jsonString(bucket) + ",\"key\":" + jsonString(record.key) + ",\"object\":" + object + "}"
 }
 
 /// A string as a JSON string literal.

@@ -9,9 +9,12 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write objects as JSON Lines: a header line, then {\"bucket\": ..., \"key\": ..., \"object\": ...}.",
         discussion: """
-        The first line is the header ["buri-export",2]; then one object per line, ordered by \
-        bucket name, then key (both bytewise), so the same database always exports to the same \
-        bytes. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
+        The first line is the header ["buri-export",3]; then, for each bucket, a schema line \
+        {"bucket": ..., "schema": {"keyField", "schemaVersion", "indexes": [...]}} naming every \
+        index with its kinds, fields, field forms, unique and multi-valued flags and version, and \
+        its records, one object per line, ordered by bucket name, then key (both bytewise), so the \
+        same database always exports to the same bytes. `buri restore` recreates the database from \
+        it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
         {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
         since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
         `buri import` reads the output back exactly, and exporting again gives the same bytes.
@@ -33,7 +36,7 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let db = try openExisting(target.database)
+        let db = try target.open(readOnly: true)
         defer { db.close() }
         let buckets: [RawBucket]
         if let bucket {
@@ -71,6 +74,7 @@ struct Export: ParsableCommand {
         try out.line(ExportFormat.header)
         try mapErrors(path: target.database) {
             for raw in buckets {
+                try out.line(ExportFormat.schemaLine(raw.descriptor))
                 let total = progress.enabled ? try raw.count() : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
                 let cursor = try raw.makeCursor(.all)
@@ -79,7 +83,7 @@ struct Export: ParsableCommand {
                     let object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
                     try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
                     done += 1
-                    if progress.enabled, done % 1000 == 0 { progress.update("exporting '\(raw.name)': \(done)/\(total) objects") }
+                    if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
                 }
             }
         }
@@ -94,8 +98,9 @@ struct Import: ParsableCommand {
         abstract: "Create or extend a bucket from JSON Lines, in one atomic batch.",
         discussion: """
         The input is either the output of `buri export` (its first line is the header \
-        ["buri-export",2]; each further line is a record {"bucket","key","object"} in the exact \
-        JSON form; records of other buckets are skipped) or plain JSON Lines, one object per line, \
+        ["buri-export",3] (or 2, from an older buri); each further line is a record \
+        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line; records of \
+        other buckets are skipped; a new bucket gets the indexes of its schema line) or plain JSON Lines, one object per line, \
         each stored as it is: a plain object is never taken for an export record. A plain object's \
         key is its --key field: a string, or an integer stored as its decimal text. An export \
         record's key must agree with its object's key field, if the object has one.
@@ -185,12 +190,16 @@ struct Import: ParsableCommand {
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
         case .otherDirectory:
             throw ToolError(.notADatabase, "'\(path)' is not a Buri database and is not empty; import into a Buri database, a new path or an empty directory")
-        case .missing, .emptyDirectory, .database:
+        case .damaged:
+            throw ToolError(.failure, damagedWithoutCurrentMessage(path))
+        case .missing:
+            if let problem = creationProblem(path) { throw ToolError(.failure, problem) }
+        case .emptyDirectory, .database:
             break
         }
         let options = try indexOptions()
         // An existing database is opened (and locked) first, so the checks see its catalog.
-        var db: BuriDatabase? = state == .database ? try openExisting(path) : nil
+        var db: BuriDatabase? = state == .database ? try target.open() : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
         var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
@@ -206,10 +215,15 @@ struct Import: ParsableCommand {
             var create = BuriOptions()
             create.storage.errorIfExists = true
             create.syncWrites = true
-            db = try mapErrors(path: path) { try BuriDatabase(path: path, options: create) }
+            do {
+                db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+            } catch let error as ToolError where error.message.contains("error_if_exists") {
+                // Another import created it since this one looked: the same race as the lock.
+                throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+            }
         }
         guard let db else { return }
-        progress.update("storing \(objects.count) objects…", force: true)
+        progress.update("storing \(objects.count) objects in one atomic batch…", force: true)
         var createdBucket = false
         do {
             try mapErrors(path: path) {
@@ -238,6 +252,7 @@ struct Import: ParsableCommand {
         if !plan.skipped.isEmpty {
             writeAll(2, Array("buri: note: skipped export records of other buckets: \(plan.skippedList)\n".utf8))
         }
+        for warning in plan.emptyIndexWarnings(objectCount: objects.count) { writeAll(2, Array(warning.utf8)) }
     }
 
     func readInput() throws -> [UInt8] {
@@ -266,8 +281,77 @@ struct Import: ParsableCommand {
 
 /// The header line of `buri export`'s output, which alone makes the input an export.
 enum ExportFormat {
-    static let version: UInt64 = 2
-    static let header = #"["buri-export",2]"#
+    /// 3 added the schema lines; 2 (records only) is still read.
+    static let version: UInt64 = 3
+    static let readable: [UInt64] = [2, 3]
+    static let header = #"["buri-export",3]"#
+
+    /// The schema line written before a bucket's records:
+    /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"}]}}.
+    static func schemaLine(_ descriptor: BucketDescriptor) -> String {
+        let indexes: [CBORValue] = descriptor.indexes.map { index in
+            .map([
+                CBORMapEntry(key: "name", value: .text(index.name)),
+                CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
+                CBORMapEntry(key: "unique", value: .bool(index.unique)),
+                CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
+                CBORMapEntry(key: "version", value: .int(Int64(index.version))),
+                CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
+                CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
+                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+            ])
+        }
+        let schema: CBORValue = .map([
+            CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
+            CBORMapEntry(key: "schemaVersion", value: .unsigned(descriptor.schemaVersion)),
+            CBORMapEntry(key: "indexes", value: .array(indexes)),
+        ])
+        return "{\"bucket\":" + jsonString(descriptor.name) + ",\"schema\":" + schema.jsonString() + "}"
+    }
+
+    /// The bucket schema a schema line describes; `fail` makes the error for a malformed one.
+    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, indexes: [IndexDefinition]) {
+        guard case .map = value, case .array(let list)? = value["indexes"] else {
+            throw fail("a schema line is {\"bucket\": text, \"schema\": {\"keyField\", \"schemaVersion\", \"indexes\": [...]}}")
+        }
+        var keyField: String? = nil
+        if let field = value["keyField"], !field.isNull {
+            guard let text = field.stringValue else { throw fail("the schema's keyField must be text or null") }
+            keyField = text
+        }
+        var indexes: [IndexDefinition] = []
+        for (position, entry) in list.enumerated() {
+            let place = "index \(position + 1) of the schema"
+            guard let name = entry["name"]?.stringValue, case .array(let kindValues)? = entry["kinds"] else {
+                throw fail("\(place) needs a \"name\" and \"kinds\"")
+            }
+            var kinds: [IndexKind] = []
+            for kind in kindValues {
+                guard let text = kind.stringValue, let parsed = IndexKind(rawValue: text) else { throw fail("\(place) ('\(name)') has kind \(kind.jsonString()); kinds are \"binary\" and \"numeric\"") }
+                kinds.append(parsed)
+            }
+            func texts(_ member: String) throws -> [String]? {
+                guard let value = entry[member], !value.isNull else { return nil }
+                guard case .array(let items) = value else { throw fail("\(place) ('\(name)'): \"\(member)\" must be an array or null") }
+                return try items.map { item in
+                    guard let text = item.stringValue else { throw fail("\(place) ('\(name)'): \"\(member)\" must hold text") }
+                    return text
+                }
+            }
+            let forms = try texts("fieldForms")?.map { text -> IndexFieldForm in
+                guard let form = IndexFieldForm(rawValue: text) else { throw fail("\(place) ('\(name)') has field form '\(text)'") }
+                return form
+            }
+            guard let version = entry["version"]?.int64Value ?? Optional(0), let unique = entry["unique"]?.boolValue ?? Optional(false) else {
+                throw fail("\(place) ('\(name)') has a malformed version or unique flag")
+            }
+            indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique,
+                                           multiValued: entry["multiValued"]?.boolValue ?? false, version: Int(version),
+                                           fields: try texts("fields"), fieldForms: forms,
+                                           computed: entry["computed"]?.boolValue == true ? true : nil))
+        }
+        return (keyField, indexes)
+    }
 
     /// The export format version if `value` is an export header (any version), else nil.
     static func headerVersion(_ value: CBORValue) -> CBORValue? {
@@ -279,7 +363,28 @@ enum ExportFormat {
 /// How one import computes keys and index values, and the objects it prepared.
 struct ImportPlan {
     let bucket: String
-    let keyField: String?
+    var keyField: String?
+    /// Whether the indexes came from the export's schema line (kept exactly, multi-valued included).
+    var fromSchema = false
+    /// The buckets whose schema lines the input holds, in order.
+    var schemaBuckets: [String] = []
+    /// The index options given on the command line (checked against a schema line).
+    var options: [Import.IndexOption] = []
+    /// Whether --key was given.
+    var keyGiven = false
+    /// Whether a record of this bucket came before its schema line.
+    var sawRecord = false
+    /// The indexes (UTF-8 names) that got at least one entry.
+    var indexed = Set<[UInt8]>()
+
+    /// The new indexes no object gave a value: a field name that matches nothing is likely a typo.
+    func emptyIndexWarnings(objectCount: Int) -> [String] {
+        guard isNew, !fromSchema, objectCount > 0 else { return [] }
+        return definitions.filter { !indexed.contains(Array($0.name.utf8)) }.map { definition in
+            let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
+            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (fields are read at the top level of each object; check the name)\n"
+        }
+    }
     /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
     var definitions: [IndexDefinition]
     /// For a new bucket: which indexes saw an array (they become multi-valued).
@@ -296,6 +401,8 @@ struct ImportPlan {
     init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], dateFields: [String] = [], databasePath: String) throws {
         self.bucket = bucket
         self.dateFields = dateFields
+        self.options = options
+        keyGiven = key != nil
         guard let existing else {
             isNew = true
             keyField = key
@@ -337,7 +444,8 @@ struct ImportPlan {
 
     /// The definitions of a new bucket's indexes, multi-valued where the data held arrays.
     func newDefinitions() -> [IndexDefinition] {
-        definitions.map { definition in
+        if fromSchema { return definitions }
+        return definitions.map { definition in
             var copy = definition
             copy.multiValued = sawArray.contains(definition.name)
             return copy
@@ -377,10 +485,12 @@ struct ImportPlan {
                 } else {
                     objects.append(try preparePlain(line, line: lineNumber))
                 }
-                if progress.enabled, lineNumber % 1000 == 0 { progress.update("read \(lineNumber) lines") }
+                if progress.enabled, lineNumber % 1000 == 0 {
+                    progress.measure("reading", done: start, total: bytes.count, bytes: true, detail: "\(lineNumber) lines")
+                }
             }
         }
-        if isExport, records > 0, objects.isEmpty {
+        if isExport, records > 0, objects.isEmpty, !fromSchema {
             throw ToolError(.invalidInput, "the export holds no record of bucket '\(bucket)' (only of \(skippedList)); name one of those buckets; nothing was imported")
         }
         return objects
@@ -396,8 +506,8 @@ struct ImportPlan {
         let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         guard bytes[start...].drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
               let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else { return false }
-        guard version == .unsigned(ExportFormat.version) else {
-            throw fail(line, "this is a `buri export` of format \(version.jsonString()); this buri reads format \(ExportFormat.version)")
+        guard case .unsigned(let number) = version, ExportFormat.readable.contains(number) else {
+            throw fail(line, "this is a `buri export` of format \(version.jsonString()); this buri reads formats \(ExportFormat.readable.map(String.init).joined(separator: " and "))")
         }
         if first {
             isExport = true
@@ -450,6 +560,12 @@ struct ImportPlan {
         } catch let error as CBORError {
             throw malformed(error, line: line)
         }
+        if members.count == 2, let schemaBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
+           let schema = members.first(where: { $0.key == "schema" })?.value {
+            schemaBuckets.append(schemaBucket)
+            if schemaBucket.utf8.elementsEqual(bucket.utf8) { try adoptSchema(schema, line: line) }
+            return nil
+        }
         guard members.count == 3, let recordBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
               let key = members.first(where: { $0.key == "key" })?.value.stringValue,
               let object = members.first(where: { $0.key == "object" })?.value else {
@@ -459,12 +575,39 @@ struct ImportPlan {
             skipped[recordBucket, default: 0] += 1
             return nil
         }
+        sawRecord = true
         if let keyField, let field = object[keyField], !field.isNull {
             guard let fieldKey = keyText(field), fieldKey.utf8.elementsEqual(key.utf8) else {
                 throw fail(line, "the record's key \(jsonString(key)) disagrees with its object's key field '\(keyField)' (\(field.jsonString())); fix one of them")
             }
         }
         return try rawObject(key: key, object: object, line: line)
+    }
+
+    /// A new bucket takes the indexes and key field of its schema line (an existing one keeps its
+    /// own); index options given must each name one of the schema's indexes as it is.
+    mutating func adoptSchema(_ value: CBORValue, line: Int) throws {
+        guard isNew else { return }
+        if sawRecord { throw fail(line, "the schema line of bucket '\(bucket)' comes after its records; it must come before them") }
+        if fromSchema { throw fail(line, "bucket '\(bucket)' has a second schema line; give one") }
+        let schema = try ExportFormat.parseSchema(value) { fail(line, $0) }
+        for option in options {
+            guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
+                  index.components == [option.kind], index.fields == [option.field] else {
+                throw fail(line, "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options")
+            }
+        }
+        for index in schema.indexes {
+            if let reason = index.uncomputableReason {
+                throw ToolError(.invalidInput, "line \(line): bucket '\(bucket)' has index '\(index.name)', which buri cannot restore from JSON: \(reason); copy this bucket with the Swift API (or BuriDatabase.backup); nothing was imported")
+            }
+        }
+        if let given = keyField, keyGiven, let recorded = schema.keyField, !given.utf8.elementsEqual(recorded.utf8) {
+            throw fail(line, "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out")
+        }
+        if !keyGiven { keyField = schema.keyField }
+        definitions = schema.indexes
+        fromSchema = true
     }
 
     /// A key field's value as a key: a string, or an integer as its decimal text.
@@ -530,18 +673,21 @@ struct ImportPlan {
         for definition in definitions {
             let tuples: [[IndexValue]]
             do {
-                tuples = try definition.tuples(of: object, acceptingArrays: isNew ? true : nil)
+                tuples = try definition.tuples(of: object, acceptingArrays: isNew && !fromSchema ? true : nil)
             } catch let BuriError.invalidIndexValue(_, _, index, reason) {
                 throw fail(line, "index '\(index ?? definition.name)': \(reason)")
             } catch {
                 throw fail(line, "index '\(definition.name)': \(error)")
             }
-            if isNew, case .array? = definition.fields.flatMap({ object[$0[0]] }) { sawArray.insert(definition.name) }
+            if isNew, !fromSchema, case .array? = definition.fields.flatMap({ object[$0[0]] }) { sawArray.insert(definition.name) }
             let length = tuples.map { $0.reduce(0) { $0 + $1.encoded.count } }.max() ?? 0
             if length > Self.maxTupleLength {
                 throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
             }
-            if !tuples.isEmpty { indexValues[definition.name] = tuples }
+            if !tuples.isEmpty {
+                indexValues[definition.name] = tuples
+                indexed.insert(Array(definition.name.utf8))
+            }
         }
         return RawObject(key: key, payload: object.encoded(), indexValues: indexValues)
     }
@@ -557,5 +703,126 @@ func kindName(_ value: CBORValue) -> String {
     case .map: return "an object"
     case .null, .undefined: return "null"
     default: return "a \(value.exactJSONString()) value"
+    }
+}
+
+// MARK: - restore
+
+struct Restore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
+        discussion: """
+        The export must carry schema lines (format 3, written by this buri): each bucket is \
+        recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
+        multi-valued, versions — so the restored database answers every query the same, and \
+        exporting it again gives the same bytes. The database must be new (a missing path or an \
+        empty directory). Every line is checked before anything is written; on any error no \
+        database is left behind. Indexes whose values Swift code computes cannot be restored from \
+        JSON and are refused, naming them.
+
+        Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
+        """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Argument(help: ArgumentHelp("The export to restore; '-' or nothing reads standard input.", valueName: "file"))
+    var file: String?
+
+    func run() throws {
+        let path = target.database
+        let state = pathState(path)
+        switch state {
+        case .missing:
+            if let problem = creationProblem(path) { throw ToolError(.failure, problem) }
+        case .emptyDirectory:
+            break
+        case .database:
+            throw ToolError(.usage, "'\(path)' is already a database; restore creates a new one: give a new path (to add one bucket to it, use `buri import \(path) BUCKET`)")
+        case .file, .otherDirectory, .damaged:
+            throw ToolError(.notADatabase, "'\(path)' exists and is not empty; restore creates a new database: give a new path or an empty directory")
+        }
+        let input = try readInputFile(file ?? "-")
+        let progress = Progress()
+        defer { progress.finish() }
+
+        // Which buckets the export describes, from its schema lines.
+        var buckets: [String] = []
+        var sawHeader = false
+        for (number, line) in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let bytes = Array(line)
+            if !sawHeader {
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                guard let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else {
+                    throw ToolError(.invalidInput, "line \(number + 1): the input is not a `buri export` (it must start with the header \(ExportFormat.header)); nothing was restored")
+                }
+                guard version == .unsigned(ExportFormat.version) else {
+                    throw ToolError(.invalidInput, "line \(number + 1): this export has format \(version.jsonString()), which carries no schema; import its buckets one by one with `buri import`, naming their indexes; nothing was restored")
+                }
+                sawHeader = true
+                continue
+            }
+            guard bytes.starts(with: Array(#"{"bucket":"#.utf8)), bytes.count > 20,
+                  let members = try? CBORValue.exactJSONMembers(bytes), members.count == 2,
+                  members.contains(where: { $0.key == "schema" }),
+                  let name = members.first(where: { $0.key == "bucket" })?.value.stringValue else { continue }
+            if buckets.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
+                throw ToolError(.invalidInput, "line \(number + 1): bucket '\(name)' has a second schema line; nothing was restored")
+            }
+            buckets.append(name)
+        }
+        guard sawHeader else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
+
+        // Every bucket's objects, each checked and indexed by its schema, before anything is written.
+        var plans: [(plan: ImportPlan, objects: [RawObject])] = []
+        for name in buckets {
+            progress.update("reading bucket '\(name)'…", force: true)
+            var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
+            let objects: [RawObject]
+            do {
+                objects = try plan.objects(from: input, progress: progress)
+            } catch let error as ToolError {
+                throw ToolError(error.status, error.message.replacingOccurrences(of: "nothing was imported", with: "nothing was restored"))
+            }
+            for (other, count) in plan.skipped where !buckets.contains(where: { $0.utf8.elementsEqual(other.utf8) }) {
+                throw ToolError(.invalidInput, "the export has \(count) record\(count == 1 ? "" : "s") of bucket '\(other)' but no schema line for it; nothing was restored")
+            }
+            plans.append((plan, objects))
+        }
+
+        var create = BuriOptions()
+        create.storage.errorIfExists = true
+        create.syncWrites = true
+        let db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+        var total = 0
+        do {
+            try mapErrors(path: path) {
+                for (plan, objects) in plans {
+                    progress.update("storing \(objects.count) objects of bucket '\(plan.bucket)'…", force: true)
+                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions())
+                    try raw.store(objects, sync: true)
+                    total += objects.count
+                }
+            }
+        } catch {
+            db.close()
+            let manager = FileManager.default
+            if state == .emptyDirectory {
+                for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
+                    try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+                }
+            } else {
+                try? manager.removeItem(atPath: path)
+            }
+            if let tool = error as? ToolError {
+                throw ToolError(tool.status, tool.message + "; nothing was restored")
+            }
+            throw error
+        }
+        db.close()
+        progress.finish()
+        let out = Output.standardOutput()
+        try out.line("restored \(plans.count) bucket\(plans.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)")
+        try out.flush()
     }
 }

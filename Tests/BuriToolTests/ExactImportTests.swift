@@ -117,13 +117,15 @@ struct ExactImportTests {
     @Test func getShowsADateAsTheSecondsSince1970ThatQueryTakes() throws {
         let sandbox = try Sandbox()
         let db = try makeEvents(sandbox)
+        let exported = try buri("export", db, "events").lines
         for (i, date) in Self.dates.enumerated() {
             let shown = try CBORValue(json: try buri("get", db, "events", "e\(i)").stdout)["due"]
             #expect(shown?.doubleValue == date.timeIntervalSince1970, "\(date)")
             let literal = try #require(shown).jsonString()
             #expect(try buri("query", db, "events", "due", "--equals", literal).lines.contains("e\(i)"), "\(literal)")
             let line = try buri("query", db, "events", "due", "--equals", literal, "--objects").lines.first { $0.contains("\"e\(i)\"") }
-            #expect(try CBORValue(json: try #require(line))["object"]?["due"] == shown)
+            // --objects prints the exact record of export (a date as tag 1, or tag 1001 when a double cannot hold it).
+            #expect(exported.contains(try #require(line)), "\(String(describing: line))")
         }
     }
 
@@ -263,10 +265,11 @@ struct ExactImportTests {
         let sandbox = try Sandbox()
         let original = try makeEvents(sandbox)
         var lines = try buri("export", original).lines
-        lines[1] = lines[1].replacingOccurrences(of: #""key":"-inf""#, with: #""key":"other""#)
+        // Line 2 is the bucket's schema line, line 3 its first record.
+        lines[2] = lines[2].replacingOccurrences(of: #""key":"-inf""#, with: #""key":"other""#)
         let copy = sandbox.path("copy.buri")
         expectFailure(try buri("import", copy, "events", "--key", "id", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
-                      mentioning: ["line 2", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
+                      mentioning: ["line 3", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
         #expect(!sandbox.exists("copy.buri"))
         // Records only of other buckets: an error, not "imported 0" with exit 0.
         expectFailure(try buri("import", copy, "nothing-here", stdin: lines.joined(separator: "\n") + "\n"), status: 7,

@@ -1,0 +1,202 @@
+import ArgumentParser
+import Buri
+import Foundation
+
+// MARK: - put
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Store one object, given as JSON, in an existing bucket (replacing any with its key).",
+        discussion: """
+        The object is one JSON object — on the command line, or read from FILE or standard input \
+        ('-' or nothing) — and may span lines, so the pretty JSON of `buri get` can be edited and \
+        stored back. Its key is its key field (the bucket's recorded one, or --key), and its index \
+        values are computed from its fields exactly as `buri import` computes them; numbers are \
+        stored exactly or refused. The bucket must exist: `buri import` creates buckets.
+
+        Examples:
+          buri put people.buri Person '{"objectId":"p1","name":"Anna","locale":"EN","age":31}'
+          buri get people.buri Person p1 > p1.json; $EDITOR p1.json; buri put people.buri Person --file p1.json
+        """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Argument(help: "The bucket to store the object in.")
+    var bucket: String
+
+    @Argument(help: ArgumentHelp("The object as JSON (default: read it from --file or standard input).", valueName: "json"))
+    var object: String?
+
+    @Option(help: ArgumentHelp("Read the object from this file ('-': standard input).", valueName: "file"))
+    var file: String?
+
+    @Option(help: ArgumentHelp("The field holding the object's key, if the bucket records none.", valueName: "field"))
+    var key: String?
+
+    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970 (as for `buri import`). Repeatable.", valueName: "field"))
+    var dateFields: [String] = []
+
+    func validate() throws {
+        if object != nil, file != nil { throw ValidationError("give the object either as an argument or with --file, not both") }
+        if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
+    }
+
+    func run() throws {
+        var input: [UInt8]
+        if let object, object != "-" {
+            input = Array(object.utf8)
+        } else {
+            input = try readInputFile(file ?? "-")
+        }
+        // JSON allows a line break wherever it allows a space, and never inside a string: joining
+        // the lines keeps the text's meaning and makes it the one line the import reader takes.
+        input = input.map { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") ? UInt8(ascii: " ") : $0 }
+        if input.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+            throw ToolError(.invalidInput, "no object given; pass one JSON object, such as '{\"id\":\"a\",\"n\":1}'")
+        }
+        let db = try target.open()
+        defer { db.close() }
+        let path = target.database
+        guard let existing = try mapErrors(path: path, { try db.bucketInfo(named: bucket) }) else {
+            let known = try mapErrors(path: path) { try db.bucketNames() }
+            throw ToolError(.notFound, "the database has no bucket '\(bucket)' (its buckets: \(known.isEmpty ? "none" : known.map { "'\($0)'" }.joined(separator: ", "))); create it with `buri import`")
+        }
+        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: [], dateFields: dateFields, databasePath: path)
+        let objects: [RawObject]
+        do {
+            objects = try plan.objects(from: input, progress: Progress())
+        } catch let error as ToolError {
+            // The import reader's messages, said for one object (its lines were joined into one).
+            throw ToolError(error.status, error.message.replacingOccurrences(of: "nothing was imported", with: "nothing was stored")
+                .replacingOccurrences(of: "unexpected '{' after the JSON value", with: "a second JSON value follows the object (`buri put` stores one; use `buri import` for several)"))
+        }
+        guard !plan.isExport, objects.count == 1, let object = objects.first else {
+            throw ToolError(.invalidInput, "`buri put` stores one plain JSON object; use `buri import` for export records or several objects")
+        }
+        let raw = try openBucket(db, bucket)
+        let replaced = try mapErrors(path: path) { () throws -> Bool in
+            let was = try raw.contains(key: object.key)
+            try raw.store([object], sync: true)
+            return was
+        }
+        let out = Output.standardOutput()
+        try out.line("\(replaced ? "replaced" : "stored") object '\(object.key)' in bucket '\(bucket)'")
+        try out.flush()
+    }
+}
+
+/// The bytes of `name`, or of standard input for '-'.
+func readInputFile(_ name: String) throws -> [UInt8] {
+    if name == "-" { return [UInt8](FileHandle.standardInput.readDataToEndOfFile()) }
+    guard let data = FileManager.default.contents(atPath: name) else {
+        let reason = FileManager.default.fileExists(atPath: name) ? "it cannot be read" : "there is no such file"
+        throw ToolError(.failure, "cannot read '\(name)': \(reason)")
+    }
+    return [UInt8](data)
+}
+
+// MARK: - delete
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete objects by key, with their index entries, in one atomic batch.",
+        discussion: """
+        Keys come from the command line, or with --stdin from standard input, one per line (or \
+        NUL-terminated with -0) — so the keys a query prints can be deleted: \
+        `buri query DB B INDEX … -0 | buri delete DB B --stdin -0`. Prints how many objects were \
+        deleted and how many keys were not there. A key that starts with '-' goes after `--`.
+
+        Examples:
+          buri delete people.buri Person p1 p2
+          buri query people.buri Person age --below 18 -0 | buri delete people.buri Person --stdin -0
+        """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Argument(help: "The bucket to delete from.")
+    var bucket: String
+
+    @Argument(help: "The keys of the objects to delete.")
+    var keys: [String] = []
+
+    @Flag(help: "Read the keys from standard input, one per line.")
+    var stdin = false
+
+    @Flag(name: .customShort("0"), help: "With --stdin: the keys end with NUL bytes instead of newlines.")
+    var nul = false
+
+    func validate() throws {
+        if keys.isEmpty, !stdin { throw ValidationError("give the keys to delete, or --stdin to read them from standard input") }
+        if nul, !stdin { throw ValidationError("-0 describes keys read with --stdin; add --stdin") }
+        for key in keys { try checkKeyLength(key) }
+    }
+
+    func run() throws {
+        var all = keys
+        if stdin {
+            let bytes = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+            let separator = nul ? UInt8(0) : UInt8(ascii: "\n")
+            for piece in bytes.split(separator: separator, omittingEmptySubsequences: true) {
+                var piece = Array(piece)
+                if !nul, piece.last == UInt8(ascii: "\r") { piece.removeLast() }
+                guard let key = String(validating: piece, as: UTF8.self) else {
+                    throw ToolError(.invalidInput, "a key on standard input is not valid UTF-8; nothing was deleted")
+                }
+                try checkKeyLength(key)
+                all.append(key)
+            }
+        }
+        let db = try target.open()
+        defer { db.close() }
+        let raw = try openBucket(db, bucket)
+        var unique: [String] = []
+        var seen = Set<[UInt8]>()
+        for key in all where seen.insert(Array(key.utf8)).inserted { unique.append(key) }
+        let deleted = try mapErrors(path: target.database) { try raw.delete(keys: unique, sync: true) }
+        let missing = unique.count - deleted
+        let out = Output.standardOutput()
+        var line = "deleted \(deleted) object\(deleted == 1 ? "" : "s") from bucket '\(bucket)'"
+        if missing > 0 { line += "; \(missing) key\(missing == 1 ? " was" : "s were") not there" }
+        try out.line(line)
+        try out.flush()
+    }
+}
+
+// MARK: - drop
+
+struct Drop: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete a bucket: its objects, index entries and definition (needs --force).",
+        discussion: """
+        Without --force, says what would be deleted and changes nothing (exit 2). Export the bucket \
+        first if you may want it back: `buri export DB BUCKET -o BUCKET.jsonl`.
+
+        Example: buri drop people.buri Person --force
+        """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Argument(help: "The bucket to delete.")
+    var bucket: String
+
+    @Flag(help: "Really delete the bucket.")
+    var force = false
+
+    func run() throws {
+        let db = try target.open()
+        defer { db.close() }
+        let raw = try openBucket(db, bucket)
+        let count = try mapErrors(path: target.database) { try raw.count() }
+        let what = "bucket '\(bucket)' with \(count) object\(count == 1 ? "" : "s") and \(raw.descriptor.indexes.count) index\(raw.descriptor.indexes.count == 1 ? "" : "es")"
+        guard force else {
+            throw ToolError(.usage, "dropping deletes \(what); nothing was changed: run again with --force (export it first with `buri export \(target.database) \(bucket) -o \(bucket).jsonl` to keep a copy)")
+        }
+        try mapErrors(path: target.database) { try db.dropBucket(named: bucket) }
+        let out = Output.standardOutput()
+        try out.line("dropped \(what)")
+        try out.flush()
+    }
+}

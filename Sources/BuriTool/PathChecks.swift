@@ -1,0 +1,179 @@
+import ArgumentParser
+import Buri
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Errors that say what happened: what is at a database path when LevelDB's own status would
+// only say `notFound … /LOCK`, who holds a database, a full disk, a read-only file system.
+
+/// Whether a file name is one LevelDB writes into a database directory (not LOCK or LOG, which
+/// an empty open attempt also leaves).
+func isLevelDBDataFile(_ name: String) -> Bool {
+    name.hasPrefix("MANIFEST-") || name.hasSuffix(".ldb") || name.hasSuffix(".sst") || name.hasSuffix(".log")
+}
+
+/// Why a path that does not exist cannot be opened: a dangling symbolic link, a missing parent.
+func missingPathMessage(_ path: String) -> String {
+    if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
+        return "'\(path)' is a symbolic link to '\(target)', which does not exist; fix the link or give the directory of a Buri database"
+    }
+    let parent = parentDirectory(path)
+    var isDirectory: ObjCBool = false
+    if !FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) {
+        return "'\(path)' does not exist, nor does its parent directory '\(parent)'; give the directory of a Buri database"
+    }
+    return "'\(path)' does not exist; give the directory of a Buri database"
+}
+
+/// The directory that holds `path` ("." for a bare name).
+func parentDirectory(_ path: String) -> String {
+    var trimmed = path
+    while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+    let parent = (trimmed as NSString).deletingLastPathComponent
+    return parent.isEmpty ? "." : parent
+}
+
+/// A database directory whose CURRENT file is gone while its tables and logs remain.
+func damagedWithoutCurrentMessage(_ path: String) -> String {
+    "'\(path)' is a damaged database: its CURRENT file is missing but its LevelDB files are there; "
+        + "keep a copy of the directory and run `buri repair \(path)` to rebuild it from them"
+}
+
+/// Why a new database cannot be created at `path`, if that is known before trying:
+/// a missing parent directory, a dangling symbolic link, a parent that is not a directory.
+func creationProblem(_ path: String) -> String? {
+    if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
+        return "cannot create a database at '\(path)': it is a symbolic link to '\(target)', which does not exist; create that directory, fix the link, or give another path"
+    }
+    let parent = parentDirectory(path)
+    var isDirectory: ObjCBool = false
+    if !FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) {
+        return "cannot create a database at '\(path)': its parent directory '\(parent)' does not exist; create it first (mkdir -p '\(parent)')"
+    }
+    if !isDirectory.boolValue {
+        return "cannot create a database at '\(path)': '\(parent)' is a file, not a directory; give a path inside a directory"
+    }
+    return nil
+}
+
+/// The process holding LevelDB's lock on the database at `path`, if the OS says (POSIX record
+/// locks report their holder's PID; a holder in this process or on another machine shows none).
+func lockHolder(_ path: String) -> pid_t? {
+    let fd = open((path as NSString).appendingPathComponent("LOCK"), O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var lock = flock()
+    lock.l_type = Int16(F_WRLCK)
+    lock.l_whence = Int16(SEEK_SET)
+    lock.l_start = 0
+    lock.l_len = 0
+    guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK), lock.l_pid > 0 else { return nil }
+    return lock.l_pid
+}
+
+/// The in-use error, naming the holder's PID when the OS tells it.
+func inUseMessage(_ path: String) -> String {
+    let holder = lockHolder(path).map { "process \($0)" } ?? "another process"
+    return "the database at '\(path)' is in use by \(holder) (LevelDB lets one process open it at a time); "
+        + "close it there and retry, or give --wait SECONDS to wait for it"
+}
+
+/// LevelDB's `No space left on device`, said so that the user knows nothing was lost.
+func diskFullMessage(_ path: String) -> String {
+    "the disk holding '\(path)' is full: this change was not written, and the data stored before it is intact; "
+        + "free space on that disk and run the command again"
+}
+
+/// A LevelDB database made with another key order than Buri's bytewise one.
+func otherComparatorMessage(_ path: String, _ message: String) -> String {
+    // LevelDB says "<stored name> does not match existing comparator <name asked for>".
+    var comparator = ""
+    if let range = message.range(of: " does not match existing comparator") {
+        let before = message[..<range.lowerBound]
+        let name = before.range(of: ": ", options: .backwards).map { before[$0.upperBound...] } ?? before
+        if !name.isEmpty { comparator = " '\(name)'" }
+    }
+    return "'\(path)' is not a Buri database: it is a LevelDB database ordered by another comparator\(comparator), "
+        + "and Buri uses LevelDB's bytewise order; give the directory of a Buri database"
+}
+
+/// Runs `body` until it no longer fails because the database is in use, for up to `seconds`.
+func waitingForLock<R>(_ seconds: Double?, _ body: () throws -> R) throws -> R {
+    let deadline = Date().addingTimeInterval(seconds ?? 0)
+    while true {
+        do {
+            return try body()
+        } catch let error as ToolError where error.status == .inUse && Date() < deadline {
+            usleep(50_000)
+        }
+    }
+}
+
+/// Copies of databases on read-only file systems, removed when the process exits.
+nonisolated(unsafe) private var temporaryCopies: [String] = []
+nonisolated(unsafe) private var cleanupRegistered = false
+
+private func removeTemporaryCopies() {
+    for path in temporaryCopies { try? FileManager.default.removeItem(atPath: path) }
+    temporaryCopies.removeAll()
+}
+
+/// Whether LevelDB failed because it may not write into the database directory.
+func isReadOnlyFailure(_ error: ToolError) -> Bool {
+    error.status == .failure && (error.message.contains("Read-only file system") || error.message.contains("Permission denied"))
+}
+
+extension DatabaseArgument {
+    /// Opens the database (see ``openExisting(_:)``), waiting `--wait` seconds for a lock.
+    /// A command that only reads (`readOnly`) on a read-only file system, or in a directory it may
+    /// not write, reads a temporary copy instead — LevelDB must write a lock and a log to open —
+    /// and says so on standard error.
+    func open(readOnly: Bool = false) throws -> BuriDatabase {
+        do {
+            return try waitingForLock(wait) { try openExisting(database) }
+        } catch let error as ToolError where isReadOnlyFailure(error) {
+            let reason = error.message.contains("Read-only file system") ? "is on a read-only file system" : "is in a directory this user may not write"
+            guard readOnly else {
+                throw ToolError(.failure, "'\(database)' \(reason), and this command changes the database; copy the directory somewhere writable and run it there (reading commands work as they are, on a temporary copy)")
+            }
+            return try openCopy(reason: reason)
+        }
+    }
+
+    private func openCopy(reason: String) throws -> BuriDatabase {
+        let manager = FileManager.default
+        let copy = manager.temporaryDirectory.appendingPathComponent("buri-read-only-copy-\(getpid())-\(UUID().uuidString)").path
+        if !cleanupRegistered {
+            cleanupRegistered = true
+            atexit { removeTemporaryCopies() }
+        }
+        temporaryCopies.append(copy)
+        do {
+            try manager.createDirectory(atPath: copy, withIntermediateDirectories: true)
+            for name in try manager.contentsOfDirectory(atPath: database) where name != "LOCK" {
+                try manager.copyItem(atPath: (database as NSString).appendingPathComponent(name), toPath: (copy as NSString).appendingPathComponent(name))
+            }
+        } catch {
+            throw ToolError(.failure, "'\(database)' \(reason), and LevelDB must write to open it; copying it to '\(copy)' to read it there failed (\(error.localizedDescription)); copy the directory somewhere writable and give that path")
+        }
+        writeAll(2, Array("buri: note: '\(database)' \(reason); reading a temporary copy (\(formatBytes(sizeOnDisk(copy))))\n".utf8))
+        var options = BuriOptions()
+        options.createIfMissing = false
+        return try mapErrors(path: database) { try BuriDatabase(path: copy, options: options) }
+    }
+}
+
+/// Buri's limit on the UTF-8 length of an object key (docs/FORMAT.md).
+let maxKeyBytes = 4096
+
+/// Refuses a key no object can have, naming the limit rather than echoing the whole key.
+func checkKeyLength(_ key: String) throws {
+    let length = key.utf8.count
+    guard length > maxKeyBytes else { return }
+    let start = String(decoding: Array(key.utf8.prefix(32)), as: UTF8.self)
+    throw ToolError(.usage, "the key '\(start)…' is \(length) bytes, over Buri's limit of \(maxKeyBytes) bytes for a key, so no object has it; give a key of at most \(maxKeyBytes) UTF-8 bytes")
+}

@@ -1,0 +1,175 @@
+import Buri
+import BuriCodec
+import Foundation
+import Testing
+
+/// Every index kind Buri has, over every kind of value a Swift type stores.
+struct Everything: BuriSupport, Equatable {
+    var id: String
+    var email: String
+    var score: Double
+    var tags: [String]
+    var city: String
+    var age: Int
+    var due: Date
+    var blob: Data
+    var big: UInt64
+    var small: Int64
+    var note: String?
+    var nested: [[Int]]
+
+    static let buri = BuriSchema<Everything>(
+        key: \.id,
+        indexes: [
+            .binary("email", \.email, field: "email", unique: true),
+            .numeric("score", \.score, field: "score", version: 2),
+            .binary("tags", \.tags, field: "tags"),
+            .compound("city_age", .binary(\.city, field: "city"), .numeric(\.age, field: "age"), unique: true),
+            .numeric("due", \.due, field: "due"),
+            .binary("note", \.note, field: "note"),
+            .numeric("big", \.big, field: "big"),
+            .numeric("small", \.small, field: "small", version: 7),
+        ],
+        bucket: "everything",
+        keyField: "id"
+    )
+}
+
+@Suite("buri export carries the schema and buri restore recreates the database exactly")
+struct RestoreToolTests {
+    static let things: [Everything] = (0..<60).map { i in
+        let keys = ["\u{E9}", "e\u{301}", "nul\u{0}byte", "🙂", "-dash", "line\nbreak"]
+        return Everything(
+            id: i < keys.count ? keys[i] : String(format: "t%03d", i),
+            email: "user\(i)@example.org" + (i == 1 ? "\u{301}" : ""),
+            score: [Double.infinity, -Double.infinity, 0.1, -0.0, 1e300, Double(i)][i % 6],
+            tags: i % 5 == 0 ? [] : Array(["red", "green", "blue", "é", "e\u{301}"].prefix(i % 5)),
+            city: ["Amsterdam", "Zürich", "Smith, John", "東京"][i % 4],
+            age: i,
+            due: Date(timeIntervalSince1970: Double(i) * 86_400.25 - 1e6),
+            blob: Data((0..<(i % 7 == 0 ? 3000 : i)).map { UInt8(truncatingIfNeeded: $0 &* 31) }),
+            big: i % 3 == 0 ? UInt64.max - UInt64(i) : UInt64(i),
+            small: i % 4 == 0 ? Int64.min + Int64(i) : -Int64(i),
+            note: i % 3 == 0 ? nil : "note \(i % 4)",
+            nested: [[i], [], [i, -i, Int.max]]
+        )
+    }
+
+    /// The fixture plus a bucket with every index kind, made with the Swift API.
+    func makeDatabase(_ sandbox: Sandbox) throws -> String {
+        let path = try makeFixture(sandbox)
+        let db = try BuriDatabase(path: path)
+        defer { db.close() }
+        try db.bucket(Everything.self).store(Self.things)
+        _ = try db.createBucket(named: "empty", keyField: "id", indexes: [IndexDefinition(id: 0, name: "n", components: [.numeric], fields: ["n"])])
+        return path
+    }
+
+    /// Every answer the Swift type gives, for comparison between databases.
+    func answers(_ path: String) throws -> [String: [String]] {
+        let db = try BuriDatabase(path: path)
+        defer { db.close() }
+        let bucket = try db.bucket(Everything.self)
+        var result: [String: [String]] = [:]
+        result["all"] = try bucket.keys(.all)
+        result["email"] = try bucket.keys(.index("email", equals: "user7@example.org"))
+        result["email-prefix"] = try bucket.keys(.index("email", prefix: "user1"))
+        result["score"] = try bucket.keys(.index("score", in: try IndexValue(-1e301)...(try IndexValue(1e301))))
+        result["score-inf"] = try bucket.keys(.index("score", equals: try IndexValue(Double.infinity)))
+        result["tags-red"] = try bucket.keys(.index("tags", equals: "red"))
+        result["tags-nfd"] = try bucket.keys(.index("tags", equals: "e\u{301}"))
+        result["city_age"] = try bucket.keys(.index("city_age", equals: "Smith, John"))
+        result["city_age-range"] = try bucket.keys(.index("city_age", equals: ["Zürich"], in: try IndexValue(10)...(try IndexValue(40))))
+        result["due"] = try bucket.keys(.index("due", in: try IndexValue(-1e6)...(try IndexValue(0.0))).descending())
+        result["note"] = try bucket.keys(.index("note", equals: "note 1"))
+        result["big"] = try bucket.keys(.index("big", in: try IndexValue(UInt64.max - 30)...(try IndexValue(UInt64.max))))
+        result["small"] = try bucket.keys(.index("small", in: try IndexValue(Int64.min)...(try IndexValue(Int64.min + 100))))
+        result["objects"] = try bucket.objects(.all).map { "\($0.id)|\($0.nested)|\($0.blob.count)|\($0.score)|\($0.due.timeIntervalSince1970)" }
+        return result
+    }
+
+    @Test func exportRestoreExportIsByteIdenticalAndEveryQueryAnswersTheSame() throws {
+        let sandbox = try Sandbox()
+        let original = try makeDatabase(sandbox)
+        let first = try buri("export", original, "-o", sandbox.path("dump.jsonl"))
+        expectSuccess(first)
+        let dump = try sandbox.read("dump.jsonl")
+        #expect(dump.hasPrefix(#"["buri-export",3]"# + "\n"))
+        #expect(dump.contains(#"{"bucket":"everything","schema":{"keyField":"id","schemaVersion":0,"indexes":[{"name":"email","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["email"],"fieldForms":null,"computed":false}"#))
+        #expect(dump.contains(#"{"name":"city_age","kinds":["binary","numeric"],"unique":true,"multiValued":false,"version":0,"fields":["city","age"]"#))
+        #expect(dump.contains(#"{"name":"due","kinds":["numeric"],"unique":false,"multiValued":false,"version":0,"fields":["due"],"fieldForms":["date"]"#))
+        #expect(dump.contains(#"{"bucket":"empty","schema":{"keyField":"id","schemaVersion":0,"indexes":[{"name":"n""#))
+
+        let copy = sandbox.path("copy.buri")
+        let restored = try buri("restore", copy, sandbox.path("dump.jsonl"))
+        expectSuccess(restored)
+        #expect(restored.stdout == "restored 4 buckets and \(fixturePeople.count + fixtureNotes.count + Self.things.count) objects into \(copy)\n")
+        let again = try buri("export", copy)
+        expectSuccess(again)
+        #expect(again.stdout == dump, "export → restore → export must give the same bytes")
+
+        // The catalogs agree (info --json without the path and size).
+        func catalog(_ path: String) throws -> CBORValue? { try CBORValue(json: try buri("info", path, "--json").stdout)["buckets"] }
+        #expect(try catalog(copy) == catalog(original))
+        expectSuccess(try buri("check", copy))
+        // The Swift type asks the restored database every question and gets the same answers.
+        let expected = try answers(original)
+        #expect(expected["tags-red"]?.isEmpty == false && expected["city_age"]?.isEmpty == false && expected["score-inf"]?.isEmpty == false)
+        #expect(try answers(copy) == expected)
+        // Unique indexes are unique again: a second object with a taken email is refused.
+        let db = try BuriDatabase(path: copy)
+        defer { db.close() }
+        var clash = Self.things[10]
+        clash.id = "clash"
+        clash.city = "Nowhere"
+        #expect(throws: BuriError.self) { try db.bucket(Everything.self).store(clash) }
+        #expect(try db.bucket(Note.self).objects(.all) == fixtureNotes.sorted { $0.id < $1.id })
+    }
+
+    @Test func oneBucketOfADumpImportsIntoANewBucketWithItsIndexes() throws {
+        let sandbox = try Sandbox()
+        let original = try makeDatabase(sandbox)
+        let export = try buri("export", original, "everything")
+        let copy = sandbox.path("one.buri")
+        expectSuccess(try buri("import", copy, "everything", stdin: export.stdout))
+        #expect(try buri("export", copy).stdout == export.stdout)
+        // Index options must agree with the schema the export carries.
+        expectFailure(try buri("import", sandbox.path("two.buri"), "everything", "--numeric-index", "email", stdin: export.stdout), status: 7,
+                      mentioning: ["no numeric index 'email'", "leave out the index options"])
+        expectSuccess(try buri("import", sandbox.path("three.buri"), "everything", "--binary-index", "email", stdin: export.stdout))
+        #expect(!sandbox.exists("two.buri"))
+    }
+
+    @Test func restoreRefusesWhatItCannotRecreateAndLeavesNothing() throws {
+        let sandbox = try Sandbox()
+        let original = try makeFixture(sandbox)
+        let dump = try buri("export", original).stdout
+        // An existing database, a format-2 export, records without a schema line, a bad schema.
+        expectFailure(try buri("restore", original, stdin: dump), status: 2, mentioning: ["already a database", "buri import"])
+        let old = dump.replacingOccurrences(of: #"["buri-export",3]"#, with: #"["buri-export",2]"#)
+            .split(separator: "\n").filter { !$0.contains(#""schema":"#) }.joined(separator: "\n") + "\n"
+        expectFailure(try buri("restore", sandbox.path("a.buri"), stdin: old), status: 7, mentioning: ["format 2", "buri import"])
+        // A format-2 export still imports, one bucket at a time.
+        let v2 = try buri("import", sandbox.path("v2.buri"), "notes", "--binary-index", "tags", stdin: old)
+        #expect(v2.status == 0 && v2.stdout.hasPrefix("imported 4 objects"), "\(v2)")
+        let orphan = dump.split(separator: "\n").filter { !$0.hasPrefix(#"{"bucket":"notes","schema""#) }.joined(separator: "\n") + "\n"
+        expectFailure(try buri("restore", sandbox.path("b.buri"), stdin: orphan), status: 7, mentioning: ["bucket 'notes' but no schema line"])
+        let badKind = dump.replacingOccurrences(of: #""kinds":["numeric"]"#, with: #""kinds":["decimal"]"#)
+        expectFailure(try buri("restore", sandbox.path("c.buri"), stdin: badKind), status: 7, mentioning: ["\"decimal\"", "nothing was restored"])
+        // A unique index the records violate: nothing is left behind.
+        let db = try BuriDatabase(path: sandbox.path("u.buri"))
+        try db.bucket(Everything.self).store(Array(Self.things.prefix(3)))
+        db.close()
+        let uniqueDump = try buri("export", sandbox.path("u.buri")).stdout
+            .replacingOccurrences(of: "user1@example.org\u{301}", with: "user0@example.org")
+        let violated = try buri("restore", sandbox.path("d.buri"), stdin: uniqueDump)
+        expectFailure(violated, status: 7, mentioning: ["email", "nothing was restored"])
+        // A computed index cannot be restored from JSON.
+        let computed = try BuriDatabase(path: sandbox.path("computed.buri"))
+        try computed.bucket(EventComputed.self).store(EventComputed(id: "e1", due: Date(timeIntervalSince1970: 0)))
+        computed.close()
+        let computedDump = try buri("export", sandbox.path("computed.buri")).stdout
+        expectFailure(try buri("restore", sandbox.path("e.buri"), stdin: computedDump), status: 7, mentioning: ["index 'year'", "computed by Swift code"])
+        for name in ["a.buri", "b.buri", "c.buri", "d.buri", "e.buri"] { #expect(!sandbox.exists(name), "\(name) was left behind") }
+    }
+}
