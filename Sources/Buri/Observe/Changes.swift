@@ -32,7 +32,8 @@ public struct BucketChange<Object: Sendable>: Sendable {
     public var bucket: String
     /// The engine's revision of the commit: increases from one commit to the next.
     public var revision: UInt64
-    /// Each key the commit wrote, in the order the commit first wrote it.
+    /// Each key the commit wrote, once, in the order of the commit's batch (a direct write's
+    /// order; a transaction commits in key order).
     public var changes: [Change]
 
     /// The keys stored, in commit order.
