@@ -297,7 +297,8 @@ struct ObservationTests {
         try await eventually("the observers to be released") { database.activeObservationCount == 0 }
         #expect(source == nil)
         #expect(changeSource == nil)
-        #expect(!t.db.changeHub.isObservingEngine, "the engine observation goes with the last observer")
+        // The engine observation goes with the last observer (just after, off the caller's thread).
+        try await eventually("the engine observation to end") { !database.changeHub.isObservingEngine }
         if let memory = t.db.engine as? MemoryEngine { #expect(memory.commitObserverCount == 0) }
         if let leveldb = t.db.engine as? LevelDBEngine { #expect(leveldb.commitObserverCount == 0) }
         try await people.store(PersonRecord(objectId: "after", name: "", locale: "EN", age: 1))   // nobody to call
@@ -380,5 +381,36 @@ struct ObservationTests {
         await #expect(throws: BuriError.self) {
             try await people.store(PersonRecord(objectId: "", name: "", locale: "", age: 0))   // empty key
         }
+    }
+}
+
+@Suite("Change observation under churn")
+struct ObservationChurnTests {
+    @Test(arguments: [Engine.memory, .leveldb]) func observersComingAndGoingDuringCommitsNeverDeadlock(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
+        let people = try t.db.bucket(PersonRecord.self)
+        let database = t.db
+        try await within(60, "writers and subscribers to finish") {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for i in 0..<300 { try? people.store(PersonRecord(objectId: "p\(i % 17)", name: "", locale: "EN", age: i)) }
+                }
+                group.addTask {
+                    // Streams that overflow (and end) inside a commit's delivery, made and dropped
+                    // while commits run.
+                    for _ in 0..<200 {
+                        let stream = try? people.changes(bufferLimit: 1)
+                        let live = try? people.observeCount()
+                        _ = (stream, live)
+                    }
+                }
+            }
+        }
+        let released = try await within(20, "release") {
+            try await eventually("every observer released") { database.activeObservationCount == 0 }
+            return true
+        }
+        #expect(released)
+        #expect(try people.count() == 17)
     }
 }

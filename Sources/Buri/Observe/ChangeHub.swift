@@ -107,25 +107,33 @@ final class ChangeHub: Sendable {
         return HubSubscription { [weak self] in self?.unsubscribe(id) }
     }
 
+    /// Removes subscriber `id`. Takes only the subscriber lock, never the engine's: it may run
+    /// inside a commit's dispatch (a stream finishing, or released, while it is delivered to).
+    /// Leaving the engine, when this was the last subscriber, happens just after, on the storage queue.
     private func unsubscribe(_ id: UInt64) {
-        registration.withLock { observation in
-            let empty = state.withLock { state -> Bool in
-                if state.everything.removeValue(forKey: id) != nil {
+        let empty = state.withLock { state -> Bool in
+            if state.everything.removeValue(forKey: id) != nil {
+                state.count -= 1
+            } else {
+                for (bucket, var subscribers) in state.byBucket where subscribers[id] != nil {
+                    subscribers[id] = nil
+                    state.byBucket[bucket] = subscribers.isEmpty ? nil : subscribers
                     state.count -= 1
-                } else {
-                    for (bucket, var subscribers) in state.byBucket where subscribers[id] != nil {
-                        subscribers[id] = nil
-                        state.byBucket[bucket] = subscribers.isEmpty ? nil : subscribers
-                        state.count -= 1
-                        break
-                    }
+                    break
                 }
-                return state.count == 0
             }
-            if empty {
-                observation?.cancel()
-                observation = nil
-            }
+            return state.count == 0
+        }
+        if empty { StorageQueue.queue.async { [weak self] in self?.leaveEngineIfIdle() } }
+    }
+
+    /// Stops observing the engine if nobody subscribes (checked under the registration lock, so
+    /// a subscription made meanwhile keeps it).
+    private func leaveEngineIfIdle() {
+        registration.withLock { observation in
+            guard state.withLock({ $0.count == 0 }) else { return }
+            observation?.cancel()
+            observation = nil
         }
     }
 
