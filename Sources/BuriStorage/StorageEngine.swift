@@ -27,6 +27,9 @@ import Synchronization
 ///   and changes nothing. An engine that only this process writes to (``isShared`` false), under
 ///   the caller's writer lock, may treat conditions as always holding.
 /// - A read that meets damaged data throws; it never returns a shorter result as if complete.
+/// - Every commit applied, by any client, is reported to ``observeCommits(_:)`` observers once,
+///   whole, in the order applied; a failed commit is never reported. With no observers, commits
+///   build no event.
 public protocol StorageEngine: AnyObject, Sendable {
     /// Where the data lives: a directory, `:memory:`, a cluster address.
     var location: String { get }

@@ -1,4 +1,5 @@
 import Buri
+import Foundation
 
 /// Buri through its public typed API, as an app would use it: on LevelDB (the default engine),
 /// or on the in-memory engine (its own column).
@@ -85,7 +86,12 @@ final class BuriSystem: System {
 
     func prepare(_ row: Row) throws {
         guard row == .observedRefill else { return }
-        idleObservers = try (0..<1_000).map { i in try people.observeCount(.index("age", in: (i % 20)...(i % 20 + 2))) }
+        // BURI_BENCH_OBSERVERS overrides the 1,000 (0: the same refill unobserved, as a baseline).
+        let count = ProcessInfo.processInfo.environment["BURI_BENCH_OBSERVERS"].flatMap { Int($0) } ?? 1_000
+        idleObservers = try (0..<count).map { i in
+            let low = IndexValue(Int64(20 + i % 20))
+            return try people.observeCount(.index("age", in: low...IndexValue(Int64(22 + i % 20))))
+        }
     }
 
     func finish(_ row: Row) {
