@@ -153,7 +153,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     public func compact(_ range: KeyRange?) throws {
         do {
-            try database.compact(range.map { LevelDB.KeyRange(start: $0.start, end: $0.end) })
+            try database.compact(range)
         } catch {
             throw StorageError(error)
         }
@@ -169,7 +169,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] {
         do {
-            return try database.approximateSizes(of: ranges.map { LevelDB.KeyRange(start: $0.start, end: $0.end) })
+            return try database.approximateSizes(of: ranges)
         } catch {
             throw StorageError(error)
         }
@@ -215,7 +215,7 @@ class LevelDBReader: StorageReader, @unchecked Sendable {
 
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
         do {
-            return LevelDBCursor(try database.cursor(in: LevelDB.KeyRange(start: range.start, end: range.end), reverse: reverse, options: options))
+            return LevelDBCursor(try database.cursor(in: range, reverse: reverse, options: options))
         } catch {
             throw StorageError(error)
         }

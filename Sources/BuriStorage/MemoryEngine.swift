@@ -25,6 +25,13 @@ public final class MemoryEngine: StorageEngine, Sendable {
     private let observers = StorageCommitObservers()
     public let location: String
     public let isShared: Bool
+    private let counter = ReadCounter()
+
+    /// How many read requests this engine has answered when shared: point reads, multi-key reads,
+    /// cursors opened and seeks. A shared engine stands in for one across a network, where each is
+    /// a round trip (and says so with ``StorageReader/prefersBatchedReads``); tests use the count
+    /// to show that Buri batches its reads there.
+    public var readRequests: Int { counter.count.load(ordering: .relaxed) }
 
     /// A new, empty engine. With `shared`, writers must send conditions (for use by several
     /// databases at once).
@@ -47,7 +54,7 @@ public final class MemoryEngine: StorageEngine, Sendable {
             state.closed ? nil : (state.tree, state.revision)
         }
         guard let (tree, revision) = frozen else { throw closedError() }
-        return MemorySnapshot(tree: tree, revision: revision)
+        return MemorySnapshot(tree: tree, revision: revision, counter: isShared ? counter : nil)
     }
 
     public func latest() throws -> any StorageReader { try snapshot() }
@@ -132,30 +139,52 @@ public final class MemoryEngine: StorageEngine, Sendable {
 
 /// A frozen view of a ``MemoryEngine``: the tree as it was.
 final class MemorySnapshot: StorageSnapshot, @unchecked Sendable {
-    // @unchecked: the tree it holds is never mutated (persistent).
+    // @unchecked: the tree it holds is never mutated (persistent); the counter is atomic.
     let tree: PersistentTree
     let revision: UInt64
+    /// On a shared engine (a stand-in for a remote one): where read requests are counted.
+    let counter: ReadCounter?
 
-    init(tree: PersistentTree, revision: UInt64) {
+    init(tree: PersistentTree, revision: UInt64, counter: ReadCounter?) {
         self.tree = tree
         self.revision = revision
+        self.counter = counter
     }
 
+    var prefersBatchedReads: Bool { counter != nil }
+
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        counter?.add()
         guard let node = tree.node(for: key), let value = node.value else { return try body(nil) }
         return try withExtendedLifetime(node) { try body(value.raw) }
     }
 
-    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
-        MemoryCursor(TreeCursor(root: tree.root, range: range, reverse: reverse))
+    func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
+        counter?.add()
+        return keys.map { key in tree.node(for: key)?.value.map { Array($0.raw) } }
     }
+
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        counter?.add()
+        return MemoryCursor(TreeCursor(root: tree.root, range: range, reverse: reverse), counter: counter)
+    }
+}
+
+/// Counts read requests of a shared memory engine.
+final class ReadCounter: Sendable {
+    let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
 }
 
 /// A cursor over a frozen tree; lends keys and values from the nodes, which it keeps alive.
 final class MemoryCursor: StorageCursor {
     let walker: TreeCursor
+    let counter: ReadCounter?
 
-    init(_ walker: TreeCursor) { self.walker = walker }
+    init(_ walker: TreeCursor, counter: ReadCounter? = nil) {
+        self.walker = walker
+        self.counter = counter
+    }
 
     func next() throws -> Bool {
         // Deletion markers never appear in an engine's tree, only in pending-write trees, which
@@ -163,7 +192,10 @@ final class MemoryCursor: StorageCursor {
         walker.next()
     }
 
-    func seek(_ key: [UInt8]) { walker.seek(key) }
+    func seek(_ key: [UInt8]) {
+        counter?.add()
+        walker.seek(key)
+    }
 
     var isOnEntry: Bool { walker.current != nil }
 

@@ -82,6 +82,27 @@ final class OverlayReader: StorageReader {
         return try base.withValue(forKey: key, body)
     }
 
+    var prefersBatchedReads: Bool { base.prefersBatchedReads }
+
+    func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
+        // Keys the transaction wrote are answered here; the rest in one call to the base.
+        var result = [[UInt8]??](repeating: nil, count: keys.count)
+        var missing: [[UInt8]] = []
+        var missingAt: [Int] = []
+        for (position, key) in keys.enumerated() {
+            if let node = pending.node(for: key) {
+                result[position] = .some(node.value.map { Array($0.raw) })
+            } else {
+                missing.append(key)
+                missingAt.append(position)
+            }
+        }
+        if !missing.isEmpty {
+            for (position, value) in zip(missingAt, try base.values(forKeys: missing)) { result[position] = .some(value) }
+        }
+        return result.map { $0 ?? nil }
+    }
+
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
         if pending.count == 0 { return try base.cursor(in: range, reverse: reverse) }
         return OverlayCursor(base: try base.cursor(in: range, reverse: reverse),

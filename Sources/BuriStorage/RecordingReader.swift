@@ -33,4 +33,41 @@ public final class RecordingReader: StorageReader {
         ranges.append(range)
         return try base.cursor(in: range, reverse: reverse)
     }
+
+    public var prefersBatchedReads: Bool { base.prefersBatchedReads }
+}
+
+/// A reader that has already read a set of keys in one ``StorageReader/values(forKeys:)`` call
+/// and answers point reads of them from memory; everything else goes to its base. What a writer
+/// on a remote engine uses to read all the old records of a batch in one round trip.
+///
+/// ```swift
+/// let reader = try PrefetchingReader(base, keys: recordKeys)   // one round trip
+/// let old = try reader.get(recordKeys[0])                      // from memory
+/// ```
+public final class PrefetchingReader: StorageReader {
+    public let base: any StorageReader
+    private var known: [[UInt8]: [UInt8]?] = [:]
+
+    public init(_ base: any StorageReader, keys: [[UInt8]]) throws {
+        self.base = base
+        var unique: [[UInt8]] = []
+        var seen = Set<[UInt8]>()
+        for key in keys where seen.insert(key).inserted { unique.append(key) }
+        let values = try base.values(forKeys: unique)
+        known.reserveCapacity(unique.count)
+        for (key, value) in zip(unique, values) { known[key] = .some(value) }
+    }
+
+    public func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let value = known[key] else { return try base.withValue(forKey: key, body) }
+        guard let value else { return try body(nil) }
+        return try value.withUnsafeBytes { try body($0) }
+    }
+
+    public func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        try base.cursor(in: range, reverse: reverse)
+    }
+
+    public var prefersBatchedReads: Bool { base.prefersBatchedReads }
 }

@@ -93,9 +93,15 @@ public protocol StorageReader: AnyObject {
     func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?]
     /// A cursor over `range`, in key order or reversed, positioned before its first entry.
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor
+    /// Whether each read is a round trip (an engine across a network), so that callers should
+    /// gather the keys they need and read them with one ``values(forKeys:)`` call rather than one
+    /// point read or seek per key. Default `false`.
+    var prefersBatchedReads: Bool { get }
 }
 
 extension StorageReader {
+    public var prefersBatchedReads: Bool { false }
+
     /// A copy of the value stored for `key`, or `nil`.
     public func get(_ key: [UInt8]) throws -> [UInt8]? {
         try withValue(forKey: key) { $0.map { Array($0) } }

@@ -45,7 +45,8 @@ public struct KeyRange: Sendable, Hashable {
         key.withUnsafeBytes { contains(rawKey: $0) }
     }
 
-    func contains(rawKey key: UnsafeRawBufferPointer) -> Bool {
+    /// Whether the key in `key` lies in the range.
+    public func contains(rawKey key: UnsafeRawBufferPointer) -> Bool {
         if let start, compareBytes(key, start) < 0 { return false }
         if let end, compareBytes(key, end) >= 0 { return false }
         return true

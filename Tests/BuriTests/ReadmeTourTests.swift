@@ -57,6 +57,28 @@ enum Tour {
         ]
     }
 
+    static func engines(backup: String) throws -> [String: String] {
+        let db = try BuriDatabase.inMemory()                 // or BuriDatabase.temporary(), or (path:)
+        defer { db.close() }
+
+        // One transaction over several buckets: all of it is committed, or none of it if it throws.
+        let seen = try db.write { tx in
+            let people = try tx.bucket(Person.self)
+            let archive = try tx.bucket(Person.self, named: "Archive")
+            try people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
+            try archive.store(Person(objectId: "p0", name: "Ada", locale: "EN", age: 36))
+            return try people.count()                        // 1: it reads its own writes
+        }
+
+        // One snapshot of every bucket, and a consistent copy on disk while writers go on.
+        let (people, archived) = try db.read { tx in
+            (try tx.bucket(Person.self).count(), try tx.bucket(Person.self, named: "Archive").count())
+        }
+        try db.backup(to: backup)                            // opens as an ordinary database
+
+        return ["seen": String(seen), "people": String(people), "archived": String(archived)]
+    }
+
     // Keep a screen in step with the store: a live query yields its results now, then again after
     // each commit that can change them (bursts coalesce; it always ends on the latest state).
     static func liveTour(path: String) async throws -> [Int] {
@@ -91,6 +113,16 @@ struct ReadmeTourTests {
         #expect(result["hasNext"] == "true")
         #expect(result["total"] == "57")
         #expect(result["left"] == "3")
+    }
+
+    @Test func enginesTourCommitsReadsAndBacksUp() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tour-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try Tour.engines(backup: directory.path)
+        #expect(result == ["seen": "1", "people": "1", "archived": "1"])
+        let copy = try BuriDatabase(path: directory.path)
+        defer { copy.close() }
+        #expect(try copy.bucket(Tour.Person.self, named: "Archive").object(forKey: "p0")?.name == "Ada")
     }
 
     @Test func liveTourRedrawsOnEachCommit() async throws {

@@ -174,6 +174,16 @@ public struct BuriIndex<T>: Sendable {
     /// A compound index over several properties, ordered by the first, then the second, …
     /// Query it by equality on leading components and a range or prefix on the next.
     /// Tools can compute it when every part names its `field:`.
+    ///
+    /// An object has at most one entry (`docs/FORMAT.md` §9): every part's value is computed and
+    /// checked (a NaN fails the write, whatever the other parts hold), then an object with a `nil`
+    /// optional part has **no** entry — so it is not found by a query on the other parts either,
+    /// and a unique compound index does not constrain it. A part cannot be an array; for several
+    /// tuples per object use ``computed(_:components:unique:version:_:)``.
+    ///
+    /// ```swift
+    /// .compound("locale_age", .binary(\.locale), .numeric(\.age))   // ("EN", 20)
+    /// ```
     public static func compound(_ name: String, _ parts: IndexComponent<T>..., unique: Bool = false, version: Int = 0) -> BuriIndex {
         let computed = parts.contains { $0.isComputed }
         var fields: [(name: String, form: IndexFieldForm)]? = []
@@ -181,13 +191,15 @@ public struct BuriIndex<T>: Sendable {
             if let field = part.field { fields?.append(field) } else { fields = nil }
         }
         return BuriIndex(name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version, fields: fields, computed: computed) { object throws(BuriError) in
+            // Every part is computed, so whether an object is refused (a NaN) does not depend on
+            // the order of the parts or on another part being nil.
             var tuple: [IndexValue] = []
             tuple.reserveCapacity(parts.count)
+            var complete = true
             for part in parts {
-                guard let value = try part.value(object) else { return [] }
-                tuple.append(value)
+                if let value = try part.value(object) { tuple.append(value) } else { complete = false }
             }
-            return [tuple]
+            return complete ? [tuple] : []
         }
     }
 

@@ -128,6 +128,7 @@ public final class RawBucket: Sendable {
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
             let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
+            let reader = try readerForKeys(writes.map(\.key), writer.reader)
             for write in writes {
                 let keyBytes = Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
@@ -135,7 +136,7 @@ public final class RawBucket: Sendable {
                 if let known = pending[pendingKey] {
                     old = known
                 } else {
-                    old = try currentHeader(forKey: write.key, reader: writer.reader)
+                    old = try currentHeader(forKey: write.key, reader: reader)
                 }
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {
@@ -144,7 +145,7 @@ public final class RawBucket: Sendable {
                 }
                 for entry in write.header.entries where !oldEntries.contains(entry) {
                     if uniqueIds.contains(entry.index) {
-                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: writer.reader)
+                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
                     }
                     batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
@@ -162,8 +163,9 @@ public final class RawBucket: Sendable {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent()
             var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
+            let reader = try readerForKeys(keys, writer.reader)
             for key in keys where !deleted.contains(Array(key.utf8)) {
-                guard let header = try currentHeader(forKey: key, reader: writer.reader) else { continue }
+                guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
                 for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
                 writer.batch.delete(recordKey(key))
                 deleted.insert(Array(key.utf8))
@@ -196,6 +198,13 @@ public final class RawBucket: Sendable {
     func entryKey(_ entry: RecordHeader.Entry, objectKey: String) -> [UInt8] {
         let prefix = indexPrefixes[entry.index] ?? Keyspace.indexPrefix(bucket: descriptor.id, index: entry.index)
         return Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
+    }
+
+    /// `reader`, or, on an engine where every read is a round trip, a reader that has read the
+    /// records of all `keys` in one request.
+    func readerForKeys(_ keys: [String], _ reader: any StorageReader) throws(BuriError) -> any StorageReader {
+        guard reader.prefersBatchedReads, keys.count > 1 else { return reader }
+        return try run { try PrefetchingReader(reader, keys: keys.map { recordKey($0) }) }
     }
 
     /// The header of the stored object `key`, read through the writer's reader.

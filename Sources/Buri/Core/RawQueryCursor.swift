@@ -43,6 +43,23 @@ public final class RawQueryCursor {
     private var record = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Where the payload starts in `record`.
     private var payloadOffset = 0
+    /// On an engine where each read is a round trip (``StorageReader/prefersBatchedReads``), an
+    /// index walk that needs records reads ahead: up to ``readAhead`` index entries, then all their
+    /// records in one request, instead of one seek per object.
+    private let batched: Bool
+    static let readAhead = 64
+    private var aheadKeys: [[UInt8]] = []
+    private var aheadValues: [[UInt8]?] = []
+    private var aheadNext = 0
+    /// The record of the candidate, when read ahead.
+    private var aheadRecord: [UInt8]?
+    /// Whether the candidate came from a read-ahead (its record is `aheadRecord`).
+    private var candidateReadAhead = false
+    /// A copy of the current record when it came from a read-ahead, so `record` stays valid until
+    /// the cursor moves.
+    private var held = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    deinit { held.deallocate() }
 
     init(bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) {
         self.bucket = bucket
@@ -50,6 +67,7 @@ public final class RawQueryCursor {
         self.reader = reader
         recordKey = bucket.recordPrefix
         checksHeaders = plan.collectFrom == nil && (!plan.residual.isEmpty || plan.orderIsMultiValued)
+        batched = reader.prefersBatchedReads && plan.order != nil
         if let source = plan.collectFrom {
             cursor = nil
             collected = try Self.collect(from: source, bucket: bucket, plan: plan, reader: reader)
@@ -120,8 +138,21 @@ public final class RawQueryCursor {
                                  returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
     }
 
-    /// Puts the next candidate's storage key into `candidateKey`; `false` at the end.
-    private func nextCandidate() throws(BuriError) -> Bool {
+    /// Puts the next candidate's storage key into `candidateKey`; `false` at the end. With
+    /// `needsRecord` on a batched reader, its record comes along in `aheadRecord`.
+    private func nextCandidate(needsRecord: Bool) throws(BuriError) -> Bool {
+        // Candidates already read ahead are served first, whatever this call needs.
+        if batched, aheadNext < aheadKeys.count || needsRecord {
+            if aheadNext == aheadKeys.count {
+                guard try readAhead() else { return false }
+            }
+            candidateKey = aheadKeys[aheadNext]
+            aheadRecord = aheadValues[aheadNext]
+            aheadNext += 1
+            candidateReadAhead = true
+            return true
+        }
+        candidateReadAhead = false
         if let cursor {
             guard try bucket.run({ try cursor.next() }) else { return false }
             cursor.withKey { raw in
@@ -134,6 +165,31 @@ public final class RawQueryCursor {
         candidateKey = collected[nextCollected]
         collected[nextCollected] = []
         nextCollected += 1
+        return true
+    }
+
+    /// Reads the next candidates (index entries) and their records, in one request for the records.
+    private func readAhead() throws(BuriError) -> Bool {
+        aheadKeys.removeAll(keepingCapacity: true)
+        aheadNext = 0
+        if let cursor {
+            while aheadKeys.count < Self.readAhead, try bucket.run({ try cursor.next() }) { aheadKeys.append(cursor.key) }
+        } else {
+            while aheadKeys.count < Self.readAhead, nextCollected < collected.count {
+                aheadKeys.append(collected[nextCollected])
+                collected[nextCollected] = []
+                nextCollected += 1
+            }
+        }
+        guard !aheadKeys.isEmpty, let arity = plan.order?.index.components.count else { return false }
+        // An entry that does not parse gets no record here; readCandidateKey reports it in turn.
+        let recordKeys = aheadKeys.map { key -> [UInt8] in
+            key.withUnsafeBytes { raw in
+                guard let parts = try? Keyspace.splitIndexEntry(raw, arity: arity) else { return [] }
+                return bucket.recordPrefix + raw[parts.objectKey]
+            }
+        }
+        aheadValues = try bucket.run { try reader.values(forKeys: recordKeys) }
         return true
     }
 
@@ -175,6 +231,16 @@ public final class RawQueryCursor {
         if plan.order == nil, let cursor {
             // Scanning records: the value is right under the cursor.
             record = cursor.withValue { $0 }
+            return true
+        }
+        if candidateReadAhead {
+            guard let value = aheadRecord else { return false }
+            held.deallocate()
+            held = UnsafeMutableRawBufferPointer.allocate(byteCount: max(value.count, 1), alignment: 1)
+            value.withUnsafeBytes { source in
+                if let base = source.baseAddress { held.baseAddress?.copyMemory(from: base, byteCount: source.count) }
+            }
+            record = UnsafeRawBufferPointer(start: held.baseAddress, count: value.count)
             return true
         }
         recordKey.removeSubrange(Keyspace.recordPrefixLength...)
@@ -229,7 +295,7 @@ public final class RawQueryCursor {
     /// at the end. With `readRecord`, `record` and `payloadOffset` describe its stored value.
     private func advance(readRecord: Bool) throws(BuriError) -> Bool {
         if let limit = plan.limit, returned >= limit { return false }
-        while try nextCandidate() {
+        while try nextCandidate(needsRecord: readRecord || checksHeaders) {
             try readCandidateKey()
             if readRecord || checksHeaders {
                 guard try locateRecord() else {

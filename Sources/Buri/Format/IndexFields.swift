@@ -18,7 +18,7 @@ extension IndexDefinition {
 
     /// The value tuples of this index for `object` (an object's CBOR form), computed from its
     /// recorded fields exactly as the Swift declaration computes them: a missing or null field
-    /// gives no entry; an array gives one entry per distinct non-null element (multi-valued
+    /// gives no entry (every other field is still checked, so a bad value is refused regardless); an array gives one entry per distinct non-null element (multi-valued
     /// single-component indexes only); numbers must be exactly an index number
     /// (``IndexValue/init(number:)``); a date (tag 1 or 1001, or in a ``IndexFieldForm/date`` field
     /// also a version 1 untagged number of seconds since 2001) gives its seconds since 1970.
@@ -38,10 +38,17 @@ extension IndexDefinition {
         let fields = fields ?? []
         let forms = fieldForms ?? Array(repeating: .value, count: components.count)
         let arrays = acceptingArrays ?? (multiValued && components.count == 1)
+        // Every field is read and checked before a missing one drops the entry, so an object is
+        // refused (an array in a compound index, a wrong type) whatever the order of its fields,
+        // exactly as the Swift declaration computes every part of a compound index.
         var tuple: [IndexValue] = []
+        var complete = true
         for position in components.indices {
             let field = fields[position]
-            guard let value = object[field], !value.isNull else { return [] }
+            guard let value = object[field], !value.isNull else {
+                complete = false
+                continue
+            }
             if case .array(let elements) = value {
                 guard arrays, components.count == 1 else {
                     let why = components.count > 1 ? "a compound index takes one value per field" : "the index is single-valued"
@@ -56,7 +63,7 @@ extension IndexDefinition {
             }
             tuple.append(try indexValue(value, position: position, field: field, form: forms[position]))
         }
-        return [tuple]
+        return complete ? [tuple] : []
     }
 
     private func invalid(_ field: String, _ message: String) -> BuriError {

@@ -39,10 +39,17 @@ enum Keyspace {
         magic + [UInt8(version >> 8), UInt8(version & 0xFF)]
     }
 
-    /// The format version in a header value, or `nil` if the value is not a Buri header.
+    /// The format version in a header value, or `nil` if the value is not a Buri header
+    /// (`docs/FORMAT.md` §4): it must start with `BURI` and a version ≥ 1; a version this reader
+    /// knows (1 … ``formatVersion``) has a header of exactly 6 bytes. A newer version is returned
+    /// whatever follows it (a later format may lengthen the header), so the opener refuses it as
+    /// `unsupportedFormat` rather than as a foreign database.
     static func parseHeader(_ value: [UInt8]) -> UInt16? {
         guard value.count >= 6, Array(value[0..<4]) == magic else { return nil }
-        return UInt16(value[4]) << 8 | UInt16(value[5])
+        let version = UInt16(value[4]) << 8 | UInt16(value[5])
+        if version == 0 { return nil }
+        if version <= formatVersion, value.count != 6 { return nil }
+        return version
     }
 
     // MARK: Catalog
