@@ -1,4 +1,5 @@
 import LevelDB
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,6 +29,10 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public let removesDirectoryOnClose: Bool
     /// Reads the current state; immutable, so one serves every caller.
     private let current: LevelDBReader
+    /// Serialises commits (LevelDB queues concurrent writers anyway) and counts them: the revision
+    /// of the last commit applied, so that observers see commits one at a time, in order.
+    private let commitLock = Mutex<UInt64>(0)
+    private let observers = StorageCommitObservers()
 
     /// Opens (or, with `options.createIfMissing`, creates) the LevelDB database in `path`.
     public init(path: String, options: Options = Options()) throws(StorageError) {
@@ -120,12 +125,31 @@ public final class LevelDBEngine: StorageEngine, Sendable {
             throw StorageError(code: .invalidArgument, message: "a batch made by another engine", location: location)
         }
         guard !batch.isEmpty else { return }
-        do {
-            try database.write(batch.batch, options: sync ? .sync : .async)
-        } catch {
-            throw StorageError(error)
+        try commitLock.withLock { revision throws(StorageError) in
+            do throws(LevelDBError) {
+                try database.write(batch.batch, options: sync ? .sync : .async)
+            } catch {
+                throw StorageError(error)
+            }
+            revision += 1
+            if !observers.isEmpty {
+                var changes: [StorageCommitEvent.Change] = []
+                changes.reserveCapacity(batch.count)
+                batch.batch.forEachOperation { key, value in
+                    changes.append(value.map { .put(key: Array(key), value: Array($0)) } ?? .delete(key: Array(key)))
+                }
+                observers.notify(StorageCommitEvent(changes: changes, revision: revision))
+            }
         }
     }
+
+    public func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
+        // Registered under the commit lock: the observer sees exactly the commits applied after.
+        commitLock.withLock { _ in observers.add(observer) }
+    }
+
+    /// The number of commit observers registered (for tests of observation life cycles).
+    public var commitObserverCount: Int { observers.observerCount }
 
     public func compact(_ range: KeyRange?) throws {
         do {

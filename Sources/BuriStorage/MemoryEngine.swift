@@ -22,6 +22,7 @@ public final class MemoryEngine: StorageEngine, Sendable {
     }
 
     private let state = Mutex(State())
+    private let observers = StorageCommitObservers()
     public let location: String
     public let isShared: Bool
     private let counter = ReadCounter()
@@ -83,10 +84,26 @@ public final class MemoryEngine: StorageEngine, Sendable {
                     state.tree.remove(operation.key)
                 }
             }
+            // Still under the lock: observers see commits one at a time, in the order applied.
+            if !observers.isEmpty {
+                let changes = batch.operations.map { operation -> StorageCommitEvent.Change in
+                    if let value = operation.value { return .put(key: operation.key, value: value) }
+                    return .delete(key: operation.key)
+                }
+                observers.notify(StorageCommitEvent(changes: changes, revision: state.revision))
+            }
             return nil
         }
         if let failure { throw failure }
     }
+
+    public func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
+        // Registered under the commit lock: the observer sees exactly the commits applied after.
+        state.withLock { _ in observers.add(observer) }
+    }
+
+    /// The number of commit observers registered (for tests of observation life cycles).
+    public var commitObserverCount: Int { observers.observerCount }
 
     public func close() {
         state.withLock { state in

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The narrow interface every storage engine gives Buri: an ordered map from byte strings to
 /// byte strings with consistent reads and atomic, optionally conditional, commits.
 ///
@@ -25,6 +27,9 @@
 ///   and changes nothing. An engine that only this process writes to (``isShared`` false), under
 ///   the caller's writer lock, may treat conditions as always holding.
 /// - A read that meets damaged data throws; it never returns a shorter result as if complete.
+/// - Every commit applied, by any client, is reported to ``observeCommits(_:)`` observers once,
+///   whole, in the order applied; a failed commit is never reported. With no observers, commits
+///   build no event.
 public protocol StorageEngine: AnyObject, Sendable {
     /// Where the data lives: a directory, `:memory:`, a cluster address.
     var location: String { get }
@@ -55,6 +60,19 @@ public protocol StorageEngine: AnyObject, Sendable {
     func property(_ name: String) throws -> String?
     /// The approximate stored size of each range, in bytes (0 where the engine cannot tell).
     func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64]
+
+    /// Calls `observer` once per commit applied after this call, in commit order, from any thread, never
+    /// concurrently with itself; including commits by other clients on shared/replicated engines.
+    ///
+    /// The observer runs while the engine serialises its commits: it must only enqueue the event
+    /// (never read or write the engine). The observation ends when the returned value is cancelled
+    /// or released.
+    ///
+    /// ```swift
+    /// let observation = engine.observeCommits { event in queue.append(event) }
+    /// defer { observation.cancel() }
+    /// ```
+    func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation
 }
 
 extension StorageEngine {
@@ -173,4 +191,120 @@ public struct StorageConditions {
     }
 
     public var isEmpty: Bool { keys.isEmpty && ranges.isEmpty }
+}
+
+// MARK: Observing commits
+
+/// One committed change of the stored data, as observers see it: every key the commit put or
+/// deleted, in the order the engine applied the commits.
+///
+/// ```swift
+/// let observation = engine.observeCommits { event in
+///     for case .put(let key, _) in event.changes { print(event.revision, key.count) }
+/// }
+/// ```
+public struct StorageCommitEvent: Sendable {
+    /// One key the commit wrote.
+    public enum Change: Sendable, Hashable {
+        case put(key: [UInt8], value: [UInt8])
+        case delete(key: [UInt8])
+
+        /// The key put or deleted.
+        public var key: [UInt8] {
+            switch self {
+            case .put(let key, _), .delete(let key): key
+            }
+        }
+    }
+
+    /// The batch's operations in the order they were added (a later one on the same key wins).
+    public var changes: [Change]
+    /// Increases with every commit the engine applies (LevelDB/memory: a counter; etcd: the revision).
+    public var revision: UInt64
+
+    public init(changes: [Change], revision: UInt64) {
+        self.changes = changes
+        self.revision = revision
+    }
+}
+
+/// Cancels an observation when cancelled or released.
+///
+/// ```swift
+/// let observation = engine.observeCommits { _ in }
+/// observation.cancel()      // or let it go: releasing it cancels too
+/// ```
+public final class StorageObservation: Sendable {
+    private let cancelAction: Mutex<(@Sendable () -> Void)?>
+
+    /// An observation that runs `cancel` once, at the first ``cancel()`` or when released.
+    public init(cancel: @escaping @Sendable () -> Void) {
+        cancelAction = Mutex(cancel)
+    }
+
+    /// Ends the observation: the observer is released and called no more once a call in
+    /// progress has returned. Idempotent.
+    public func cancel() {
+        let action = cancelAction.withLock { action -> (@Sendable () -> Void)? in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+
+    deinit { cancel() }
+}
+
+/// The observers of one engine's commits, for engines that apply commits in this process: the
+/// engine calls ``notify(_:)`` while its commits are serialised, right after applying one.
+/// With no observers, ``isEmpty`` is one atomic load and no event is built.
+///
+/// ```swift
+/// let observers = StorageCommitObservers()
+/// let observation = observers.add { event in print(event.revision) }
+/// if !observers.isEmpty { observers.notify(StorageCommitEvent(changes: [], revision: 1)) }
+/// ```
+public final class StorageCommitObservers: Sendable {
+    private struct Registry {
+        var next: UInt64 = 0
+        var observers: [UInt64: @Sendable (StorageCommitEvent) -> Void] = [:]
+    }
+
+    private let registry = Mutex(Registry())
+    private let count = Atomic<Int>(0)
+
+    public init() {}
+
+    /// Whether nobody observes: the engine then builds no event.
+    @inline(__always)
+    public var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+
+    /// The number of observers registered.
+    public var observerCount: Int { count.load(ordering: .acquiring) }
+
+    /// Registers `observer`; the observation removes it when cancelled or released.
+    public func add(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
+        let id = registry.withLock { registry -> UInt64 in
+            registry.next += 1
+            registry.observers[registry.next] = observer
+            count.store(registry.observers.count, ordering: .releasing)
+            return registry.next
+        }
+        return StorageObservation { [weak self] in
+            guard let self else { return }
+            self.registry.withLock { registry in
+                registry.observers[id] = nil
+                self.count.store(registry.observers.count, ordering: .releasing)
+            }
+        }
+    }
+
+    /// Calls every observer with `event`, in registration order. The caller serialises its calls
+    /// (engines: under their commit lock), so each observer sees events one at a time, in order.
+    public func notify(_ event: StorageCommitEvent) {
+        let observers = registry.withLock { registry in
+            registry.observers.sorted { $0.key < $1.key }.map(\.value)
+        }
+        for observer in observers { observer(event) }
+    }
 }

@@ -102,12 +102,39 @@ public final class WriteBatch {
         byteSize = WriteBatch.headerSize
     }
 
+    /// Lends each operation to `body` in the order it was added: the key, and the value for a put
+    /// (`nil` for a delete). The buffers are valid only during the call.
+    ///
+    /// ```swift
+    /// batch.forEachOperation { key, value in print(key.count, value == nil ? "delete" : "put") }
+    /// ```
+    public func forEachOperation(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> Void) {
+        withoutActuallyEscaping(body) { body in
+            var visitor = BatchVisitor(body: body)
+            withUnsafeMutablePointer(to: &visitor) { state in
+                leveldb_writebatch_iterate(pointer, state, { state, key, keyCount, value, valueCount in
+                    guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
+                    let value = UnsafeRawBufferPointer(start: value, count: valueCount)
+                    visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), value)
+                }, { state, key, keyCount in
+                    guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
+                    visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), nil)
+                })
+            }
+        }
+    }
+
     /// Adds every operation of `other`, after this batch's own.
     public func append(_ other: WriteBatch) {
         leveldb_writebatch_append(pointer, other.pointer)
         count += other.count
         byteSize += other.byteSize - WriteBatch.headerSize
     }
+}
+
+/// What ``WriteBatch/forEachOperation(_:)`` passes through LevelDB's C callback.
+private struct BatchVisitor {
+    let body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?) -> Void
 }
 
 @inline(__always)

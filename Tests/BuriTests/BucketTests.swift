@@ -388,7 +388,7 @@ struct IndexMaintenanceTests {
     @Test(arguments: Engine.allCases) func aQueryReadsFromOneSnapshotWhileAWriterMovesObjects(engine: Engine) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
-        try people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: "EN", age: 1) })
+        try await people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: "EN", age: 1) })
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for round in 0..<60 {

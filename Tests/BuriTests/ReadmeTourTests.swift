@@ -78,6 +78,22 @@ enum Tour {
 
         return ["seen": String(seen), "people": String(people), "archived": String(archived)]
     }
+
+    // Keep a screen in step with the store: a live query yields its results now, then again after
+    // each commit that can change them (bursts coalesce; it always ends on the latest state).
+    static func liveTour(path: String) async throws -> [Int] {
+        let db = try BuriDatabase(path: path)
+        defer { db.close() }
+        let people = try db.bucket(Person.self)
+        var shown: [Int] = []
+        for try await adults in try people.observe(.index("age", in: 18...)) {
+            shown.append(adults.count)                 // redraw here
+            if adults.count == 2 { break }             // leaving the loop ends the observation
+            // Async variants run storage work off the caller's executor (the main actor, say).
+            try await people.store(Person(objectId: "a\(shown.count)", name: "Ann", locale: "NL", age: 30))
+        }
+        return shown                                   // [0, 1, 2]
+    }
     // END README TOUR
 }
 
@@ -107,6 +123,12 @@ struct ReadmeTourTests {
         let copy = try BuriDatabase(path: directory.path)
         defer { copy.close() }
         #expect(try copy.bucket(Tour.Person.self, named: "Archive").object(forKey: "p0")?.name == "Ada")
+    }
+
+    @Test func liveTourRedrawsOnEachCommit() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tour-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try await Tour.liveTour(path: directory.path) == [0, 1, 2])
     }
 
     @Test func readmeShowsExactlyThisCode() throws {

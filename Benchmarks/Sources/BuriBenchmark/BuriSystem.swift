@@ -1,4 +1,5 @@
 import Buri
+import Foundation
 
 /// Buri through its public typed API, as an app would use it: on LevelDB (the default engine),
 /// or on the in-memory engine (its own column).
@@ -31,6 +32,7 @@ final class BuriSystem: System {
         case .rangeObjects: try rangeObjects()
         case .pointFetch: try pointFetch()
         case .complexRefill: try complexRefill()
+        case .observedRefill: try observedRefill()
         case .deleteAll: try deleteAll()
         }
     }
@@ -73,7 +75,36 @@ final class BuriSystem: System {
 
     @inline(never) func complexRefill() throws -> Int {
         try people.store(workload.changed)
+        agesChanged = true
         return workload.changed.count
+    }
+
+    /// Whether the stored ages are the changed ones (the refill moved them).
+    var agesChanged = false
+    /// Live queries on the people bucket that nobody iterates, held during the observed refill.
+    var idleObservers: [LiveQuery<Int>] = []
+
+    func prepare(_ row: Row) throws {
+        guard row == .observedRefill else { return }
+        // BURI_BENCH_OBSERVERS overrides the 1,000 (0: the same refill unobserved, as a baseline).
+        let count = ProcessInfo.processInfo.environment["BURI_BENCH_OBSERVERS"].flatMap { Int($0) } ?? 1_000
+        idleObservers = try (0..<count).map { i in
+            let low = IndexValue(Int64(20 + i % 20))
+            return try people.observeCount(.index("age", in: low...IndexValue(Int64(22 + i % 20))))
+        }
+    }
+
+    func finish(_ row: Row) {
+        if row == .observedRefill { idleObservers = [] }
+    }
+
+    /// The complex refill's work (every object moves in the age index), with 1,000 live queries
+    /// registered on the bucket: the cost of observation to a writer.
+    @inline(never) func observedRefill() throws -> Int {
+        let target = agesChanged ? workload.people : workload.changed
+        try people.store(target)
+        agesChanged.toggle()
+        return target.count
     }
 
     @inline(never) func deleteAll() throws -> Int {

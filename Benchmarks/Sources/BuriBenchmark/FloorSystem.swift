@@ -113,6 +113,8 @@ final class FloorSystem: System {
     let workload: Workload
     let layout: FloorLayout
     let bytes: Bytes
+    /// Whether the stored ages are the changed ones.
+    var agesChanged = false
 
     /// Every key and value of the workload, built once per process.
     struct Bytes: Sendable {
@@ -203,16 +205,19 @@ final class FloorSystem: System {
                 found += try storage.withValue(forKey: key) { $0 == nil ? 0 : ($0!.count > 0 ? 1 : 0) }
             }
             return found
-        case .complexRefill:
+        case .complexRefill, .observedRefill:
+            // The observed refill (no observers here) moves the ages back if they were changed.
+            let back = row == .observedRefill && agesChanged
             let batch = WriteBatch()
             var found = 0
             for i in bytes.personRecordKeys.indices {
                 found += try storage.withValue(forKey: bytes.personRecordKeys[i]) { $0 == nil ? 0 : 1 }
-                batch.delete(bytes.ageEntries[i])
-                batch.put(bytes.changedAgeEntries[i], [UInt8]())
-                batch.put(bytes.personRecordKeys[i], bytes.changedValues[i])
+                batch.delete(back ? bytes.changedAgeEntries[i] : bytes.ageEntries[i])
+                batch.put(back ? bytes.ageEntries[i] : bytes.changedAgeEntries[i], [UInt8]())
+                batch.put(bytes.personRecordKeys[i], back ? bytes.personValues[i] : bytes.changedValues[i])
             }
             try storage.write(batch)
+            agesChanged = !back
             return found
         case .deleteAll:
             let batch = WriteBatch()

@@ -65,11 +65,23 @@ final class GRDBSystem: System {
             try queue.write { db in
                 for person in workload.changed { try person.update(db) }
             }
+            agesChanged = true
             return workload.changed.count
+        case .observedRefill:
+            // No observers here: the same refill, for the table's columns.
+            let target = agesChanged ? workload.people : workload.changed
+            try queue.write { db in
+                for person in target { try person.update(db) }
+            }
+            agesChanged.toggle()
+            return target.count
         case .deleteAll:
             return try queue.write { db in try Person.deleteAll(db) }
         }
     }
+
+    /// Whether the stored ages are the changed ones.
+    var agesChanged = false
 
     func close() { try? queue.close() }
 }

@@ -95,7 +95,7 @@ struct Workload: Sendable {
 
 /// The rows of the table, in the order they run inside each repetition.
 enum Row: Int, CaseIterable, Sendable {
-    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill, deleteAll
+    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill, observedRefill, deleteAll
 
     var title: String {
         switch self {
@@ -107,6 +107,7 @@ enum Row: Int, CaseIterable, Sendable {
         case .rangeObjects: "2i numeric range (age in 22...24)"
         case .pointFetch: "Point fetch by key, random order"
         case .complexRefill: "Complex refill (same keys, ages changed)"
+        case .observedRefill: "Refill with 1,000 idle observers (ages changed back)"
         case .deleteAll: "Delete all (Person)"
         }
     }
@@ -122,6 +123,7 @@ enum Row: Int, CaseIterable, Sendable {
         case .rangeObjects: "index_numeric_range"
         case .pointFetch: "point_fetch_random"
         case .complexRefill: "complex_refill"
+        case .observedRefill: "refill_1000_observers"
         case .deleteAll: "delete_all"
         }
     }
@@ -130,7 +132,7 @@ enum Row: Int, CaseIterable, Sendable {
     var hasFloorTarget: Bool {
         switch self {
         case .simpleFill, .complexFill, .sequential, .indexKeys, .indexObjects, .rangeObjects: true
-        case .pointFetch, .complexRefill, .deleteAll: false
+        case .pointFetch, .complexRefill, .observedRefill, .deleteAll: false
         }
     }
 }
@@ -140,12 +142,18 @@ enum Row: Int, CaseIterable, Sendable {
 protocol System: AnyObject {
     static var name: String { get }
     var name: String { get }
+    /// Untimed set-up before `row` runs (Buri: the idle observers of the observed refill).
+    func prepare(_ row: Row) throws
     func run(_ row: Row) throws -> Int
+    /// Untimed clean-up after `row` ran.
+    func finish(_ row: Row)
     func close()
 }
 
 extension System {
     var name: String { Self.name }
+    func prepare(_ row: Row) throws {}
+    func finish(_ row: Row) {}
 }
 
 struct BenchmarkFailure: Error, CustomStringConvertible {

@@ -153,7 +153,9 @@ func runBenchmark(_ options: Options) throws {
         for row in rows {
             for name in order {
                 guard let system = open[name] else { continue }
+                try system.prepare(row)
                 let (elapsed, handled) = try seconds { try system.run(row) }
+                system.finish(row)
                 guard handled == expected[row] else {
                     throw BenchmarkFailure("\(name), \(row.title): handled \(handled) objects, expected \(expected[row] ?? -1)")
                 }

@@ -88,6 +88,8 @@ public final class BuriDatabase: Sendable {
     /// bucket was redefined (indexes changed by another `Bucket` type) cannot write stale entries.
     /// Keyed by the name's UTF-8 bytes: canonically equal names ("\u{E9}", "e\u{301}") are two buckets.
     private let catalogGenerations = Mutex<[[UInt8]: Int]>([:])
+    /// Routes the engine's commits to change streams and live queries (observes only while any exist).
+    let changeHub: ChangeHub
 
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
@@ -157,6 +159,7 @@ public final class BuriDatabase: Sendable {
         self.options = options
         self.engine = engine
         self.closesEngine = closesEngine
+        changeHub = ChangeHub(engine: engine)
         do {
             headerVersion = Atomic(try Self.openHeader(engine, path: engine.location, create: options.createIfMissing))
         } catch {
@@ -206,6 +209,7 @@ public final class BuriDatabase: Sendable {
     /// ``BuriError/databaseClosed(path:)``. Idempotent.
     public func close() {
         closed.withLock { $0 = true }
+        changeHub.close()
         if closesEngine { engine.close() }
     }
 

@@ -58,6 +58,10 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A transaction was used outside its closure, written to while only reading, or a write was
     /// started on a database already writing on this thread.
     case invalidTransaction(reason: String)
+    /// A ``BuriDatabase/changes(includingObjects:bufferLimit:)`` or ``Bucket/changes(includingObjects:bufferLimit:)``
+    /// consumer fell `limit` commits behind: its stream ends with this error after the commits it
+    /// was given, rather than skip any. Read the current state afresh and observe again.
+    case observerFellBehind(bucket: String?, limit: Int)
 
     public var description: String {
         switch self {
@@ -111,6 +115,8 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
         case .invalidTransaction(let reason):
             return "transaction misuse: \(reason)"
+        case let .observerFellBehind(bucket, limit):
+            return "the change stream\(bucket.map { " of bucket '\($0)'" } ?? "") ended: its consumer fell \(limit) commits behind and no commit is ever skipped; read the current state again and start a new stream (or pass a larger bufferLimit)"
         }
     }
 }

@@ -67,6 +67,33 @@ enum Keyspace {
         return String(validating: key.dropFirst(), as: UTF8.self)
     }
 
+    /// The space a key belongs to, for routing committed changes (see ``ParsedCommit``).
+    enum Space: Equatable {
+        case record(bucket: UInt32)
+        case index(bucket: UInt32)
+        case catalog
+        case other
+    }
+
+    /// Which space `key` is in, and for records and index entries the bucket id: from the tag and
+    /// the u32 BE bucket id after it.
+    @inline(__always)
+    static func classify(_ key: [UInt8]) -> Space {
+        guard let tag = key.first else { return .other }
+        switch tag {
+        case recordTag where key.count >= recordPrefixLength:
+            return .record(bucket: UInt32(key[1]) << 24 | UInt32(key[2]) << 16 | UInt32(key[3]) << 8 | UInt32(key[4]))
+        case indexTag where key.count >= recordPrefixLength:
+            return .index(bucket: UInt32(key[1]) << 24 | UInt32(key[2]) << 16 | UInt32(key[3]) << 8 | UInt32(key[4]))
+        case catalogTag:
+            return .catalog
+        default:
+            return .other
+        }
+    }
+
+    static func isCatalogKey(_ key: [UInt8]) -> Bool { key.first == catalogTag }
+
     // MARK: Records
 
     @inline(__always)

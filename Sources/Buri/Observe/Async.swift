@@ -1,0 +1,114 @@
+import BuriStorage
+
+// async/await: the same calls as the blocking API, doing their storage work on Buri's storage
+// queue (see docs/OBSERVATION.md, "Which calls block, which suspend"). The caller's executor —
+// the main actor, an actor, the cooperative pool — is free while LevelDB reads or writes.
+
+extension Bucket where T: Sendable {
+    /// Stores `object` (see ``store(_:)-(T)``), suspending instead of blocking the caller.
+    ///
+    /// ```swift
+    /// try await people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
+    /// ```
+    public func store(_ object: T) async throws(BuriError) {
+        try await StorageQueue.run { [self] () throws(BuriError) in try store(object) }
+    }
+
+    /// Stores every object in one atomic batch, suspending instead of blocking the caller.
+    ///
+    /// ```swift
+    /// try await people.store([anna, lars])
+    /// ```
+    public func store(_ objects: [T]) async throws(BuriError) {
+        try await StorageQueue.run { [self] () throws(BuriError) in try store(objects) }
+    }
+
+    /// Deletes the object stored under `key`; returns whether there was one.
+    ///
+    /// ```swift
+    /// let removed = try await people.delete(key: "p1")
+    /// ```
+    @discardableResult
+    public func delete(key: String) async throws(BuriError) -> Bool {
+        try await StorageQueue.run { [self] () throws(BuriError) in try delete(key: key) }
+    }
+
+    /// Deletes the objects stored under `keys` in one atomic batch; returns how many there were.
+    @discardableResult
+    public func delete(keys: [String]) async throws(BuriError) -> Int {
+        try await StorageQueue.run { [self] () throws(BuriError) in try delete(keys: keys) }
+    }
+
+    /// The object stored under `key`, or `nil`.
+    ///
+    /// ```swift
+    /// let dirk = try await people.object(forKey: "p1")
+    /// ```
+    public func object(forKey key: String) async throws(BuriError) -> T? {
+        try await StorageQueue.run { [self] () throws(BuriError) in try object(forKey: key) }
+    }
+
+    /// The objects matching `query`, read from one snapshot.
+    ///
+    /// ```swift
+    /// let adults = try await people.objects(.index("age", in: 18...))
+    /// ```
+    public func objects(_ query: Query) async throws(BuriError) -> [T] {
+        try await StorageQueue.run { [self] () throws(BuriError) in try objects(query) }
+    }
+
+    /// The keys matching `query`.
+    public func keys(_ query: Query) async throws(BuriError) -> [String] {
+        try await StorageQueue.run { [self] () throws(BuriError) in try keys(query) }
+    }
+
+    /// The number of objects matching `query`.
+    public func count(_ query: Query) async throws(BuriError) -> Int {
+        try await StorageQueue.run { [self] () throws(BuriError) in try count(query) }
+    }
+}
+
+extension BuriDatabase {
+    /// Runs `body` as one transaction (see ``write(_:)``) on Buri's storage queue: the caller
+    /// suspends while the transaction waits for the writer lock and commits.
+    ///
+    /// `body` runs synchronously on that queue, so it cannot `await`; gather what it needs first.
+    ///
+    /// ```swift
+    /// try await db.write { tx in
+    ///     try tx.bucket(Person.self).store(person)
+    ///     try tx.bucket(Order.self).store(order)    // both or neither
+    /// }
+    /// ```
+    public func write<R: Sendable>(_ body: @escaping @Sendable (BuriTransaction) throws -> R) async throws -> R {
+        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result { [self] () throws(BuriError) -> Result<R, any Error> in
+            do {
+                return .success(try write(body))
+            } catch let error as BuriError {
+                throw error
+            } catch {
+                return .failure(error)  // the app's own error from `body`: rolled back, passed on
+            }
+        }
+        return try result.mapError { $0 as any Error }.flatMap { $0 }.get()
+    }
+
+    /// Runs `body` with one consistent snapshot of every bucket (see ``read(_:)``) on Buri's
+    /// storage queue.
+    ///
+    /// ```swift
+    /// let total = try await db.read { tx in try tx.bucket(Person.self).count() }
+    /// ```
+    public func read<R: Sendable>(_ body: @escaping @Sendable (BuriTransaction) throws -> R) async throws -> R {
+        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result { [self] () throws(BuriError) -> Result<R, any Error> in
+            do {
+                return .success(try read(body))
+            } catch let error as BuriError {
+                throw error
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.mapError { $0 as any Error }.flatMap { $0 }.get()
+    }
+}

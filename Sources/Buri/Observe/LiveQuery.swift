@@ -1,0 +1,175 @@
+import BuriStorage
+import Dispatch
+import Synchronization
+
+/// A query kept up to date as an `AsyncSequence`: its results now, at once, then its results
+/// again after each commit that can change them — one that writes the bucket's objects or index
+/// entries, or any bucket's catalog entry — and never after commits to other buckets.
+///
+/// Every element is the query's complete result at one committed state, read from one snapshot
+/// taken after the commit it answers; never part of a transaction, never a rolled-back write.
+/// A consumer slower than the writers is not queued a backlog: the commits it has not yet seen
+/// are coalesced into one refresh, read when it asks for the next element, so it always ends on
+/// the latest state and holds at most one pending refresh. Queries run off the caller's
+/// executor, on Buri's storage queue.
+///
+/// Iterate it once. Cancelling the iterating task, leaving the loop, or releasing the sequence
+/// ends the observation and frees everything it held. A query that fails ends the sequence with
+/// its ``BuriError``; so does closing the database (the sequence then simply ends).
+///
+/// ```swift
+/// for try await adults in try people.observe(.index("age", in: 18...)) {
+///     print("now \(adults.count) adults")        // redraw
+/// }
+/// ```
+public struct LiveQuery<Element: Sendable>: AsyncSequence, Sendable {
+    public typealias Failure = BuriError
+
+    let source: ObservationSource<UInt64>
+    let state: LiveQueryState
+    let run: @Sendable () throws(BuriError) -> Element
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(source: source, state: state, base: source.stream.makeAsyncIterator(), run: run)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public typealias Failure = BuriError
+        let source: ObservationSource<UInt64>
+        let state: LiveQueryState
+        var base: AsyncStream<UInt64>.Iterator
+        let run: @Sendable () throws(BuriError) -> Element
+        var started = false
+        var finished = false
+        /// The newest relevant revision the last element was read after.
+        var emittedThrough: UInt64 = 0
+
+        public mutating func next() async throws(BuriError) -> Element? {
+            try await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(BuriError) -> Element? {
+            if finished { return nil }
+            if !started {
+                started = true
+            } else {
+                while true {
+                    guard let revision = await base.next(isolation: actor) else {
+                        finished = true
+                        if let error = source.endingError() { throw error }
+                        return nil
+                    }
+                    // A signal for a commit the last snapshot already held: nothing new to show.
+                    if revision > emittedThrough { break }
+                }
+            }
+            // The revision is read before the snapshot is taken, and commits are dispatched after
+            // they are applied: the snapshot holds every commit up to it.
+            emittedThrough = state.latest.load(ordering: .acquiring)
+            let result = await StorageQueue.result(run)
+            if case .failure = result {
+                finished = true
+                source.end()
+            }
+            return try result.get()
+        }
+    }
+}
+
+/// What the commit path shares with a live query's iterator.
+final class LiveQueryState: Sendable {
+    /// The revision of the newest commit that touched the query's bucket.
+    let latest = Atomic<UInt64>(0)
+}
+
+extension BuriDatabase {
+    /// A live query over bucket `bucket` (id) answering with `run`.
+    func liveQuery<Element: Sendable>(bucket: RawBucket, _ run: @escaping @Sendable () throws(BuriError) -> Element) throws(BuriError) -> LiveQuery<Element> {
+        if bucket.transaction != nil {
+            throw .invalidTransaction(reason: "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's")
+        }
+        try checkOpen()
+        let state = LiveQueryState()
+        // Newest only: any number of commits between two reads coalesce into one refresh.
+        let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
+        let subscription = try changeHub.subscribe(.query(bucket.descriptor.id), deliver: { [weak source] commit in
+            state.latest.store(commit.revision, ordering: .releasing)
+            source?.continuation.yield(commit.revision)
+        }, finish: { [weak source] in source?.continuation.finish() })
+        source.attach(subscription)
+        return LiveQuery(source: source, state: state, run: run)
+    }
+
+    /// The number of live change streams and live queries on this database (each ends when its
+    /// task is cancelled or it is released); for diagnostics and tests of their life cycle.
+    ///
+    /// ```swift
+    /// let before = db.activeObservationCount
+    /// ```
+    public var activeObservationCount: Int { changeHub.subscriberCount }
+}
+
+extension Bucket where T: Sendable {
+    /// The objects matching `query`, now and after every commit that can change them (see
+    /// ``LiveQuery`` for the guarantees).
+    ///
+    /// ```swift
+    /// for try await english in try people.observe(.index("locale", equals: "EN")) {
+    ///     show(english)
+    /// }
+    /// ```
+    public func observe(_ query: Query = .all) throws(BuriError) -> LiveQuery<[T]> {
+        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> [T] in try objects(query) }
+    }
+
+    /// The number of objects matching `query`, now and after every commit that can change it.
+    ///
+    /// ```swift
+    /// for try await count in try people.observeCount(.index("age", in: 18...)) { badge = count }
+    /// ```
+    public func observeCount(_ query: Query = .all) throws(BuriError) -> LiveQuery<Int> {
+        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> Int in try count(query) }
+    }
+
+    /// The keys matching `query`, now and after every commit that can change them.
+    ///
+    /// ```swift
+    /// for try await keys in try people.observeKeys(.index("locale", equals: "EN")) { print(keys) }
+    /// ```
+    public func observeKeys(_ query: Query = .all) throws(BuriError) -> LiveQuery<[String]> {
+        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> [String] in try keys(query) }
+    }
+
+    /// The object stored under `key` (`nil` when there is none), now and after every commit that
+    /// can change it.
+    ///
+    /// ```swift
+    /// for try await person in try people.observe(key: "p1") { print(person?.name ?? "gone") }
+    /// ```
+    public func observe(key: String) throws(BuriError) -> LiveQuery<T?> {
+        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> T? in try object(forKey: key) }
+    }
+}
+
+/// Where Buri's async calls do their blocking storage work: a concurrent dispatch queue, so that
+/// LevelDB reads and writes (which block a thread) never occupy the caller's executor or the
+/// Swift concurrency pool's few threads.
+enum StorageQueue {
+    static let queue = DispatchQueue(label: "buri.storage", qos: .userInitiated, attributes: .concurrent)
+
+    static func run<R: Sendable>(_ body: @escaping @Sendable () throws(BuriError) -> R) async throws(BuriError) -> R {
+        try await result(body).get()
+    }
+
+    static func result<R: Sendable>(_ body: @escaping @Sendable () throws(BuriError) -> R) async -> Result<R, BuriError> {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(BuriError) {
+                    continuation.resume(returning: .success(try body()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+    }
+}
