@@ -38,38 +38,56 @@ extension BuriDatabase {
         }
     }
 
-    /// Runs one direct writer under the writer lock and commits what it wrote. On an engine shared
-    /// with other clients the writer reads from a snapshot, its reads become the commit's conditions,
-    /// and a conflicting commit is run again from the start, up to `options.maxCommitAttempts` times.
-    func performWrite<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
+    /// One attempt of a writer: the batch to commit (nothing when empty), what to run once it is
+    /// committed, and the result to return then.
+    struct Attempt<R> {
+        var batch: any StorageBatch
+        var hooks: [() -> Void]
+        var result: R
+    }
+
+    /// Runs `attempt` under the writer lock against a fresh view and commits its batch. On an
+    /// engine shared with other clients the view is a snapshot whose reads become the commit's
+    /// conditions, and a conflicting commit runs the attempt again from the start, up to
+    /// `options.maxCommitAttempts` times; then ``BuriError/conflict(attempts:detail:)``.
+    func committing<R>(sync: Bool, _ attempt: (any StorageReader) throws(BuriError) -> Attempt<R>) throws(BuriError) -> R {
         try withWriteLock { () throws(BuriError) -> R in
-            var attempt = 0
+            var attempts = 0
             while true {
-                attempt += 1
+                attempts += 1
                 let recording: RecordingReader?
                 let reader: any StorageReader
                 if engine.isShared {
-                    let snapshot = try run { try engine.snapshot() }
-                    recording = RecordingReader(snapshot)
-                    reader = snapshot
+                    let shared = RecordingReader(try run { try engine.snapshot() })
+                    recording = shared
+                    reader = shared
                 } else {
                     recording = nil
                     reader = try run { try engine.latest() }
                 }
-                let writer = Writer(reader: recording ?? reader, batch: engine.makeBatch(), transaction: nil)
-                let result = try body(writer)
-                if writer.batch.isEmpty { return result }
-                do {
-                    try commit(writer.batch, conditions: recording?.conditions, sync: sync ?? options.syncWrites)
-                } catch let error as StorageError where error.code == .conflict {
-                    if attempt < max(1, options.maxCommitAttempts) { continue }
-                    throw .conflict(attempts: attempt, detail: error.message)
-                } catch {
-                    throw BuriError.wrap(error)
+                let outcome = try attempt(reader)
+                if !outcome.batch.isEmpty {
+                    do {
+                        try commit(outcome.batch, conditions: recording?.conditions, sync: sync)
+                    } catch let error as StorageError where error.code == .conflict {
+                        if attempts < max(1, options.maxCommitAttempts) { continue }
+                        throw .conflict(attempts: attempts, detail: error.message)
+                    } catch {
+                        throw BuriError.wrap(error)
+                    }
                 }
-                for hook in writer.hooks { hook() }
-                return result
+                for hook in outcome.hooks { hook() }
+                return outcome.result
             }
+        }
+    }
+
+    /// Runs one direct writer and commits what it wrote (see ``committing(sync:_:)``).
+    func performWrite<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
+        try committing(sync: sync ?? options.syncWrites) { reader throws(BuriError) -> Attempt<R> in
+            let writer = Writer(reader: reader, batch: engine.makeBatch(), transaction: nil)
+            let result = try body(writer)
+            return Attempt(batch: writer.batch, hooks: writer.hooks, result: result)
         }
     }
 
@@ -93,39 +111,15 @@ extension BuriDatabase {
     /// }
     /// ```
     public func write<R>(_ body: (BuriTransaction) throws -> R) throws -> R {
-        try withWriteLock { () throws(BuriError) -> Result<R, any Error> in
-            var attempt = 0
-            while true {
-                attempt += 1
-                let recording: RecordingReader?
-                let base: any StorageReader
-                if engine.isShared {
-                    let snapshot = try run { try engine.snapshot() }
-                    recording = RecordingReader(snapshot)
-                    base = recording ?? snapshot
-                } else {
-                    recording = nil
-                    base = try run { try engine.latest() }
-                }
-                let transaction = BuriTransaction(database: self, base: base, isWritable: true)
-                defer { transaction.finish() }
-                let result: R
-                do {
-                    result = try Self.$activeWriter.withValue(ObjectIdentifier(self)) { try body(transaction) }
-                } catch {
-                    return .failure(error)  // rolled back: the pending writes are dropped
-                }
-                if transaction.pending.isEmpty { return .success(result) }
-                do {
-                    try commit(transaction.pending.batch(for: engine), conditions: recording?.conditions, sync: options.syncWrites)
-                } catch let error as StorageError where error.code == .conflict {
-                    if attempt < max(1, options.maxCommitAttempts) { continue }
-                    throw .conflict(attempts: attempt, detail: error.message)
-                } catch {
-                    throw BuriError.wrap(error)
-                }
-                for hook in transaction.hooks { hook() }
-                return .success(result)
+        try committing(sync: options.syncWrites) { base throws(BuriError) -> Attempt<Result<R, any Error>> in
+            let transaction = BuriTransaction(database: self, base: base, isWritable: true)
+            defer { transaction.finish() }
+            do {
+                let result = try Self.$activeWriter.withValue(ObjectIdentifier(self)) { try body(transaction) }
+                return Attempt(batch: transaction.pending.batch(for: engine), hooks: transaction.hooks, result: .success(result))
+            } catch {
+                // Rolled back: the pending writes are dropped, nothing is committed.
+                return Attempt(batch: engine.makeBatch(), hooks: [], result: .failure(error))
             }
         }.get()
     }
