@@ -264,6 +264,33 @@ struct ObservationTests {
         _ = await consumer.result
     }
 
+    @Test(arguments: Engine.allCases) func writesToTheSameBucketOutsideTheQueryCauseNoEmission(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
+        let people = try t.db.bucket(PersonRecord.self)
+        try await people.store([PersonRecord(objectId: "p0", name: "a", locale: "EN", age: 30),
+                                PersonRecord(objectId: "q0", name: "a", locale: "NL", age: 30)])
+        let emissions = Shared<[[String]]>([])
+        let live = try people.observe(.index("locale", equals: "EN"))
+        let consumer = Task {
+            for try await english in live { emissions.update { $0.append(english.map(\.name)) } }
+        }
+        try await eventually("the first emission") { emissions.current.count == 1 }
+        // Objects outside the query's range, new and changed, in the same bucket: nothing to redraw.
+        for i in 0..<30 {
+            try await people.store(PersonRecord(objectId: "q\(i)", name: "n\(i)", locale: "NL", age: i))
+        }
+        _ = try await people.delete(key: "q1")
+        // A result whose content changes without its index entries changing: one emission.
+        try await people.store(PersonRecord(objectId: "p0", name: "b", locale: "EN", age: 30))
+        try await eventually("the changed result") { emissions.current.count == 2 }
+        // An object moving into the range: one emission.
+        try await people.store(PersonRecord(objectId: "q2", name: "c", locale: "EN", age: 2))
+        try await eventually("the object that moved in") { emissions.current.count == 3 }
+        #expect(emissions.current == [["a"], ["b"], ["b", "c"]])
+        consumer.cancel()
+        _ = await consumer.result
+    }
+
     @Test(arguments: Engine.allCases) func aBurstCoalescesAndEndsOnTheLatestState(engine: Engine) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)

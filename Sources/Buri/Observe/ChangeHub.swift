@@ -10,6 +10,9 @@ struct ParsedCommit: Sendable {
     var records: [UInt32: [StorageCommitEvent.Change]] = [:]
     /// Buckets whose index entries changed (an index built or dropped changes no record).
     var indexed: Set<UInt32> = []
+    /// The index-entry keys each bucket's part of the commit put or deleted, for live queries
+    /// that watch only their own ranges.
+    var indexKeys: [UInt32: [[UInt8]]] = [:]
     /// Whether a catalog entry was written or deleted (a bucket created, redefined or dropped).
     var catalogChanged = false
 
@@ -18,7 +21,9 @@ struct ParsedCommit: Sendable {
         for change in event.changes {
             switch Keyspace.classify(change.key) {
             case .record(let bucket): records[bucket, default: []].append(change)
-            case .index(let bucket): indexed.insert(bucket)
+            case .index(let bucket):
+                indexed.insert(bucket)
+                indexKeys[bucket, default: []].append(change.key)
             case .catalog: catalogChanged = true
             case .other: break
             }

@@ -3,8 +3,12 @@ import Dispatch
 import Synchronization
 
 /// A query kept up to date as an `AsyncSequence`: its results now, at once, then its results
-/// again after each commit that can change them — one that writes the bucket's objects or index
-/// entries, or any bucket's catalog entry — and never after commits to other buckets.
+/// again after each commit that can change them, and never after commits that cannot. A commit
+/// can change them when it writes an index entry inside one of the query's key ranges (an object
+/// entering, leaving or moving within the results), changes an object among the last results
+/// (a query of objects), writes any object of the bucket (a query of every object), or writes
+/// any catalog entry (the bucket redefined or dropped). Writes to other buckets, and to objects
+/// outside the query's ranges, do not wake it.
 ///
 /// Every element is the query's complete result at one committed state, read from one snapshot
 /// taken after the commit it answers; never part of a transaction, never a rolled-back write.
@@ -66,7 +70,11 @@ public struct LiveQuery<Element: Sendable>: AsyncSequence, Sendable {
             // The revision is read before the snapshot is taken, and commits are dispatched after
             // they are applied: the snapshot holds every commit up to it.
             emittedThrough = state.latest.load(ordering: .acquiring)
+            // From here until the new results are known, any change to the bucket's objects counts
+            // (the results being read may hold objects the last ones did not).
+            state.beginRefresh()
             let result = await StorageQueue.result(run)
+            state.endRefresh()
             if case .failure = result {
                 finished = true
                 source.end()
@@ -80,24 +88,87 @@ public struct LiveQuery<Element: Sendable>: AsyncSequence, Sendable {
 final class LiveQueryState: Sendable {
     /// The revision of the newest commit that touched the query's bucket.
     let latest = Atomic<UInt64>(0)
+    /// Which commits can change the results.
+    let relevance: LiveQueryRelevance
+    /// The record keys of the last results (for `.results`), and whether a refresh is reading.
+    private let watched = Mutex<(keys: Set<[UInt8]>, refreshing: Int)>(([], 0))
+
+    init(relevance: LiveQueryRelevance) { self.relevance = relevance }
+
+    func beginRefresh() { watched.withLock { $0.refreshing += 1 } }
+    func endRefresh() { watched.withLock { $0.refreshing -= 1 } }
+
+    /// Notes the record keys of results just read (for a query of objects).
+    func resultsRead(_ recordKeys: Set<[UInt8]>) { watched.withLock { $0.keys = recordKeys } }
+
+    /// Whether `commit` can change the results of the query on bucket `bucket`.
+    func isRelevant(_ commit: ParsedCommit, bucket: UInt32) -> Bool {
+        if commit.catalogChanged { return true }
+        if let keys = commit.indexKeys[bucket], keys.contains(where: { key in relevance.ranges.contains { $0.contains(key) } }) {
+            return true
+        }
+        guard let records = commit.records[bucket], !records.isEmpty else { return false }
+        switch relevance.records {
+        case .none:
+            return false
+        case .any:
+            return true
+        case .key(let recordKey):
+            return records.contains { $0.key == recordKey }
+        case .results:
+            return watched.withLock { state in
+                state.refreshing > 0 || records.contains { state.keys.contains($0.key) }
+            }
+        }
+    }
+}
+
+/// Which parts of a bucket a live query reads: the key ranges of its index conditions, and which
+/// records.
+struct LiveQueryRelevance: Sendable {
+    enum Records: Sendable {
+        /// None: the answer comes from index entries alone (keys or counts of a condition).
+        case none
+        /// Every record: a query without conditions, whose members are the records themselves.
+        case any
+        /// One record: an object observed by key.
+        case key([UInt8])
+        /// The records of the last results: a query of objects, whose content can change without
+        /// its index entries changing.
+        case results
+    }
+
+    var ranges: [KeyRange] = []
+    var records: Records
+
+    /// The relevance of `query` on `bucket`, for a query of objects (`objects`) or of keys/counts.
+    static func of(_ query: Query, bucket: RawBucket, objects: Bool) throws(BuriError) -> LiveQueryRelevance {
+        if query.conditions.isEmpty { return LiveQueryRelevance(records: .any) }
+        var ranges: [KeyRange] = []
+        for condition in query.conditions { ranges.append(try ConditionPlan(condition, in: bucket.descriptor).range) }
+        return LiveQueryRelevance(ranges: ranges, records: objects ? .results : .none)
+    }
 }
 
 extension BuriDatabase {
     /// A live query over bucket `bucket` (id) answering with `run`.
-    func liveQuery<Element: Sendable>(bucket: RawBucket, _ run: @escaping @Sendable () throws(BuriError) -> Element) throws(BuriError) -> LiveQuery<Element> {
+    func liveQuery<Element: Sendable>(bucket: RawBucket, relevance: LiveQueryRelevance,
+                                      _ run: @escaping @Sendable (LiveQueryState) throws(BuriError) -> Element) throws(BuriError) -> LiveQuery<Element> {
         if bucket.transaction != nil {
             throw .invalidTransaction(reason: "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's")
         }
         try checkOpen()
-        let state = LiveQueryState()
+        let state = LiveQueryState(relevance: relevance)
+        let bucketId = bucket.descriptor.id
         // Newest only: any number of commits between two reads coalesce into one refresh.
         let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
         let subscription = try changeHub.subscribe(.query(bucket.descriptor.id), deliver: { [weak source] commit in
+            guard state.isRelevant(commit, bucket: bucketId) else { return }
             state.latest.store(commit.revision, ordering: .releasing)
             source?.continuation.yield(commit.revision)
         }, finish: { [weak source] in source?.continuation.finish() })
         source.attach(subscription)
-        return LiveQuery(source: source, state: state, run: run)
+        return LiveQuery(source: source, state: state, run: { () throws(BuriError) -> Element in try run(state) })
     }
 
     /// The number of live change streams and live queries on this database (each ends when its
@@ -119,7 +190,13 @@ extension Bucket where T: Sendable {
     /// }
     /// ```
     public func observe(_ query: Query = .all) throws(BuriError) -> LiveQuery<[T]> {
-        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> [T] in try objects(query) }
+        let relevance = try LiveQueryRelevance.of(query, bucket: raw, objects: true)
+        return try raw.database.liveQuery(bucket: raw, relevance: relevance) { [self] state throws(BuriError) -> [T] in
+            guard case .results = relevance.records else { return try objects(query) }
+            let found = try entries(query)
+            state.resultsRead(Set(found.map { raw.recordKey($0.key) }))
+            return found.map(\.object)
+        }
     }
 
     /// The number of objects matching `query`, now and after every commit that can change it.
@@ -128,7 +205,9 @@ extension Bucket where T: Sendable {
     /// for try await count in try people.observeCount(.index("age", in: 18...)) { badge = count }
     /// ```
     public func observeCount(_ query: Query = .all) throws(BuriError) -> LiveQuery<Int> {
-        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> Int in try count(query) }
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) { [self] _ throws(BuriError) -> Int in
+            try count(query)
+        }
     }
 
     /// The keys matching `query`, now and after every commit that can change them.
@@ -137,7 +216,9 @@ extension Bucket where T: Sendable {
     /// for try await keys in try people.observeKeys(.index("locale", equals: "EN")) { print(keys) }
     /// ```
     public func observeKeys(_ query: Query = .all) throws(BuriError) -> LiveQuery<[String]> {
-        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> [String] in try keys(query) }
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) { [self] _ throws(BuriError) -> [String] in
+            try keys(query)
+        }
     }
 
     /// The object stored under `key` (`nil` when there is none), now and after every commit that
@@ -147,7 +228,9 @@ extension Bucket where T: Sendable {
     /// for try await person in try people.observe(key: "p1") { print(person?.name ?? "gone") }
     /// ```
     public func observe(key: String) throws(BuriError) -> LiveQuery<T?> {
-        try raw.database.liveQuery(bucket: raw) { [self] () throws(BuriError) -> T? in try object(forKey: key) }
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance(records: .key(raw.recordKey(key)))) { [self] _ throws(BuriError) -> T? in
+            try object(forKey: key)
+        }
     }
 }
 
