@@ -1,9 +1,6 @@
 import BuriStorage
 import Dispatch
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 
 /// A small synchronous client of etcd's v3 JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`,
@@ -29,7 +26,7 @@ public final class EtcdClient: Sendable {
     /// The time (seconds) one HTTP exchange may take.
     public let requestTimeout: Double
     private let preferred = Atomic<Int>(0)
-    let session: URLSession
+    let connections: HTTPConnections
 
     public init(endpoints: [String], maxAttempts: Int = 80, retryWindow: Double = 30, requestTimeout: Double = 5) throws(StorageError) {
         guard !endpoints.isEmpty else {
@@ -39,11 +36,7 @@ public final class EtcdClient: Sendable {
         self.maxAttempts = max(1, maxAttempts)
         self.retryWindow = retryWindow
         self.requestTimeout = requestTimeout
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = requestTimeout
-        configuration.httpMaximumConnectionsPerHost = 8
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        connections = HTTPConnections(timeout: requestTimeout)
     }
 
     /// The cluster address, for messages: `etcd://h1:p1,h2:p2`.
@@ -66,6 +59,35 @@ public final class EtcdClient: Sendable {
         if revision > 0 { body["revision"] = String(revision) }
         let reply = try call("/v3/kv/range", body, ambiguousIsSafe: true)
         return try Self.keyValues(reply["kvs"]).map { ($0.key, $0.value) }
+    }
+
+    /// Compacts the cluster's history up to `revision`: reads at earlier revisions fail from then
+    /// on. Cluster-wide (every database in it).
+    public func compact(to revision: UInt64) throws(StorageError) {
+        _ = try call("/v3/kv/compaction", ["revision": String(revision), "physical": true], ambiguousIsSafe: true)
+    }
+
+    /// What one member says of itself: its id, the id of the leader it follows (0: none), and
+    /// the cluster revision it has applied. Asks that member only, without failover.
+    ///
+    /// ```swift
+    /// let status = try client.memberStatus(of: "127.0.0.1:2379")
+    /// let isLeader = status.member == status.leader
+    /// ```
+    public func memberStatus(of endpoint: String) throws(StorageError) -> (member: UInt64, leader: UInt64, revision: UInt64) {
+        let payload = Data("{}".utf8)
+        switch exchange(endpoint: endpoint, path: "/v3/maintenance/status", payload: payload) {
+        case let .reply(json):
+            if let message = json["error"] as? String {
+                throw StorageError(code: .unavailable, message: "\(endpoint): \(message)", location: address)
+            }
+            let header = json["header"] as? [String: Any]
+            return (Self.int(header?["member_id"]), Self.int(json["leader"]), Self.int(header?["revision"]))
+        case let .refused(problem), let .lost(problem):
+            throw StorageError(code: .unavailable, message: "\(endpoint): \(problem)", location: address)
+        case let .failed(error):
+            throw error
+        }
     }
 
     // MARK: Transport
@@ -143,47 +165,20 @@ public final class EtcdClient: Sendable {
         case failed(StorageError)
     }
 
-    final class Box: @unchecked Sendable {
-        // @unchecked: written by the completion handler before the semaphore is signalled, read after.
-        var data: Data?
-        var response: URLResponse?
-        var error: (any Error)?
-    }
-
     private func exchange(endpoint: String, path: String, payload: Data) -> Outcome {
-        guard let url = URL(string: "http://\(endpoint)\(path)") else {
-            return .failed(StorageError(code: .invalidArgument, message: "'\(endpoint)' is not a host:port", location: address))
-        }
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.httpBody = payload
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.timeoutInterval = requestTimeout
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { data, response, error in
-            box.data = data
-            box.response = response
-            box.error = error
-            done.signal()
-        }
-        task.resume()
-        done.wait()
-        if let error = box.error {
-            let code = (error as? URLError)?.code
-            switch code {
-            case .cannotConnectToHost?, .cannotFindHost?, .dnsLookupFailed?, .notConnectedToInternet?:
-                return .refused("\(error.localizedDescription)")
-            default:
-                return .lost("\(error.localizedDescription)")
+        let response: HTTPConnections.Response
+        do {
+            response = try connections.post(endpoint: endpoint, path: path, body: [UInt8](payload))
+        } catch {
+            switch error {
+            case .refused(let problem): return .refused(problem)
+            case .lost(let problem): return .lost(problem)
             }
         }
-        guard let data = box.data,
-              let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            let status = (box.response as? HTTPURLResponse)?.statusCode ?? 0
-            let text = box.data.flatMap { String(data: $0.prefix(200), encoding: .utf8) } ?? ""
-            if status == 502 || status == 503 || status == 504 { return .lost("HTTP \(status) \(text)") }
-            return .failed(StorageError(code: .unknown, message: "\(endpoint) answered \(path) with HTTP \(status) and no JSON: \(text)", location: address))
+        guard let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] else {
+            let text = String(decoding: response.body.prefix(200), as: UTF8.self)
+            if response.status == 502 || response.status == 503 || response.status == 504 { return .lost("HTTP \(response.status) \(text)") }
+            return .failed(StorageError(code: .unknown, message: "\(endpoint) answered \(path) with HTTP \(response.status) and no JSON: \(text)", location: address))
         }
         return .reply(json)
     }

@@ -59,8 +59,10 @@ public final class EtcdEngine: StorageEngine, Sendable {
     let watches = Mutex<[ObjectIdentifier: EtcdWatch]>([:])
 
     /// Opens the database `name` in the cluster whose members listen at `endpoints` (`host:port`).
-    /// Nothing is sent until the first read or commit.
-    public init(endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits()) throws(StorageError) {
+    /// Nothing is sent until the first read or commit. A request no member answers is retried on
+    /// the others for `retryWindow` seconds (long enough for an election), then fails with
+    /// ``StorageError/Code/unavailable``.
+    public init(endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits(), retryWindow: Double = 30) throws(StorageError) {
         guard !name.isEmpty else {
             throw StorageError(code: .invalidArgument, message: "an etcd database needs a name (the key prefix in the cluster): etcd://host:port/NAME")
         }
@@ -70,7 +72,7 @@ public final class EtcdEngine: StorageEngine, Sendable {
         guard limits.maxTxnOps > 0, limits.maxRequestBytes > 0 else {
             throw StorageError(code: .invalidArgument, message: "etcd limits must be positive (max-txn-ops \(limits.maxTxnOps), max-request-bytes \(limits.maxRequestBytes))")
         }
-        client = try EtcdClient(endpoints: endpoints)
+        client = try EtcdClient(endpoints: endpoints, retryWindow: retryWindow)
         self.name = name
         self.limits = limits
         keyPrefix = Array(name.utf8) + [0]
@@ -427,6 +429,9 @@ struct EtcdLocation {
         }
         endpoints = hosts.map { $0.contains(":") ? $0 : $0 + ":2379" }
         for endpoint in endpoints {
+            guard !endpoint.hasPrefix(":") else {
+                throw StorageError(code: .invalidArgument, message: "'\(endpoint)' in '\(location)' has no host", location: location)
+            }
             guard let port = endpoint.split(separator: ":").last, let number = Int(port), (1...65535).contains(number) else {
                 throw StorageError(code: .invalidArgument, message: "'\(endpoint)' in '\(location)' has no valid port", location: location)
             }

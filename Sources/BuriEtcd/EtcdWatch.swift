@@ -1,9 +1,10 @@
-import BuriStorage
-import Dispatch
-import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
+import BuriStorage
+import Foundation
 import Synchronization
 
 extension EtcdEngine {
@@ -32,77 +33,112 @@ extension EtcdEngine {
     }
 }
 
-/// One watch stream over the database's prefix, reconnecting to another member when it breaks.
-final class EtcdWatch: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: mutable state lives behind `state`; delegate calls come on one serial queue.
+/// One watch stream over the database's prefix on a thread of its own, reconnecting to another
+/// member (from the revision after the last one delivered) when the stream breaks.
+final class EtcdWatch: Sendable {
     struct State {
         var nextRevision: UInt64
-        var buffer = Data()
         var stopped = false
         var endpoint = 0
-        var session: URLSession?
+        var socket: Int32 = -1
         var failures = 0
     }
 
-    unowned let engine: EtcdEngine
+    let engine: EtcdEngine
     let observer: @Sendable (StorageCommitEvent) -> Void
     let state: Mutex<State>
-    let queue: OperationQueue
 
     init(engine: EtcdEngine, startRevision: UInt64, observer: @escaping @Sendable (StorageCommitEvent) -> Void) {
         self.engine = engine
         self.observer = observer
         state = Mutex(State(nextRevision: startRevision))
-        queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
     }
 
     func start() {
-        let (endpoint, revision, stopped) = state.withLock { ($0.endpoint, $0.nextRevision, $0.stopped) }
-        if stopped { return }
-        let endpoints = engine.client.endpoints
-        guard let url = URL(string: "http://\(endpoints[endpoint % endpoints.count])/v3/watch") else { return }
-        var create: [String: Any] = [
-            "key": EtcdClient.base64(engine.keyPrefix), "range_end": EtcdClient.base64(engine.prefixEnd),
-        ]
-        if revision > 0 { create["start_revision"] = String(revision) }
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.httpBody = try? JSONSerialization.data(withJSONObject: ["create_request": create])
-        request.timeoutInterval = 24 * 3600
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 24 * 3600
-        configuration.timeoutIntervalForResource = 7 * 24 * 3600
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
-        state.withLock { $0.session = session; $0.buffer = Data() }
-        session.dataTask(with: request).resume()
+        let thread = Thread { [self] in run() }
+        thread.name = "buri-etcd-watch"
+        thread.start()
     }
 
     func stop() {
-        let session = state.withLock { state -> URLSession? in
+        let socket = state.withLock { state -> Int32 in
             state.stopped = true
-            defer { state.session = nil }
-            return state.session
+            return state.socket
         }
-        session?.invalidateAndCancel()
+        // Wakes the thread out of its blocking read; it closes the socket.
+        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        var lines: [Data] = []
-        state.withLock { state in
-            state.buffer.append(data)
-            while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(state.buffer[state.buffer.startIndex ..< newline])
-                state.buffer = Data(state.buffer[state.buffer.index(after: newline)...])
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    private func run() {
+        let endpoints = engine.client.endpoints
+        let connections = HTTPConnections(timeout: 5)
+        while !isStopped && !engine.isClosed {
+            let (index, revision) = state.withLock { ($0.endpoint, $0.nextRevision) }
+            let endpoint = endpoints[index % endpoints.count]
+            var create: [String: Any] = [
+                "key": EtcdClient.base64(engine.keyPrefix), "range_end": EtcdClient.base64(engine.prefixEnd),
+            ]
+            if revision > 0 { create["start_revision"] = String(revision) }
+            if let body = try? JSONSerialization.data(withJSONObject: ["create_request": create]),
+               let fd = try? connections.connect(endpoint) {
+                // Reads block until events arrive: no timeout on this socket.
+                var forever = timeval(tv_sec: 0, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+                let registered = state.withLock { state -> Bool in
+                    if state.stopped { return false }
+                    state.socket = fd
+                    return true
+                }
+                if registered {
+                    stream(fd: fd, request: HTTPConnections.request(endpoint: endpoint, path: "/v3/watch", body: [UInt8](body)))
+                }
+                state.withLock { $0.socket = -1 }
+                close(fd)
             }
+            // The stream ended: the next member, after a pause that grows while nothing is delivered.
+            let pause = state.withLock { state -> Double in
+                state.endpoint += 1
+                state.failures += 1
+                return min(0.05 * Double(state.failures), 1.0)
+            }
+            if !isStopped { usleep(UInt32(pause * 1e6)) }
         }
-        for line in lines where !line.isEmpty { handle(line) }
     }
 
-    private func handle(_ line: Data) {
-        guard let json = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any],
+    /// Sends the watch request and delivers what the stream carries until it ends.
+    private func stream(fd: Int32, request: [UInt8]) {
+        guard HTTPConnections.sendAll(fd, request) == nil else { return }
+        var reader = Reader(fd: fd)
+        var pending: [UInt8] = []
+        do {
+            guard let head = try reader.head(), head.status == 200 else { return }
+            while !isStopped {
+                let chunk: [UInt8]
+                if head.chunked {
+                    guard let next = try reader.nextChunk() else { return }
+                    chunk = next
+                } else {
+                    if reader.start == reader.buffer.count { guard try reader.fill() else { return } }
+                    chunk = Array(reader.buffer[reader.start...])
+                    reader.start = reader.buffer.count
+                }
+                pending += chunk
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = Array(pending[..<newline])
+                    pending.removeSubrange(...newline)
+                    if !line.isEmpty { handle(line) }
+                }
+            }
+        } catch {
+            return
+        }
+    }
+
+    private func handle(_ line: [UInt8]) {
+        guard let json = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
               let result = json["result"] as? [String: Any] else { return }
-        if result["canceled"] as? Bool == true { return }  // reconnects when the stream ends
         guard let events = result["events"] as? [[String: Any]], !events.isEmpty else { return }
         let prefixCount = engine.keyPrefix.count
         var grouped: [(UInt64, [StorageCommitEvent.Change])] = []
@@ -131,22 +167,6 @@ final class EtcdWatch: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 return true
             }
             if deliver { observer(StorageCommitEvent(changes: changes, revision: revision)) }
-        }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        // The stream ended (the member went away): resume on the next member after a pause.
-        let pause = state.withLock { state -> Double? in
-            guard !state.stopped else { return nil }
-            state.endpoint += 1
-            state.failures += 1
-            state.session = nil
-            return min(0.05 * Double(state.failures), 1.0)
-        }
-        session.finishTasksAndInvalidate()
-        guard let pause else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + pause) { [self] in
-            if !engine.isClosed { start() }
         }
     }
 }

@@ -97,7 +97,7 @@ public enum EtcdTestCluster {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("buri-run-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         guard let handle = try? FileHandle(forWritingTo: output) else { return (-1, "cannot create \(output.path)") }
         process.standardOutput = handle
@@ -114,4 +114,77 @@ public enum EtcdTestCluster {
 public struct StressSetupError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A 3-member cluster of one test's own, for what must not disturb the shared one: killing
+/// members, compacting history. Stopped by ``stop()`` (and at exit or by the script's watcher
+/// if the test process dies).
+public final class PrivateCluster: @unchecked Sendable {
+    // @unchecked: immutable after init.
+    public let directory: String
+    public let endpoints: [String]
+    public let limits: EtcdLimits
+    private let script: String
+
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-etcd-private-\(UUID().uuidString)").path
+        script = EtcdTestCluster.scripts.appendingPathComponent("etcd-cluster").path
+        let (status, output) = EtcdTestCluster.run(script, ["start", directory], environment: ["ETCD_CLUSTER_OWNER_PID": String(getpid())])
+        guard status == 0, let line = output.split(separator: "\n").last, line.hasPrefix("etcd://") else {
+            EtcdTestCluster.run(script, ["stop", directory], environment: [:])
+            throw StressSetupError("Scripts/etcd-cluster start failed (status \(status)): \(output)")
+        }
+        let hosts = line.dropFirst("etcd://".count).prefix { $0 != "/" }
+        endpoints = hosts.split(separator: ",").map(String.init)
+        limits = EtcdLimits(maxTxnOps: 4096, maxRequestBytes: 8 << 20)
+        _ = PrivateCluster.running.withLock { $0.insert(directory) }
+    }
+
+    /// A location for database `name` in this cluster, with its limits.
+    public func location(_ name: String) -> String {
+        "etcd://\(endpoints.joined(separator: ","))/\(name)?max-txn-ops=\(limits.maxTxnOps)&max-request-bytes=\(limits.maxRequestBytes)"
+    }
+
+    /// Compacts the cluster's history up to `revision`.
+    public func compact(to revision: UInt64) throws {
+        try EtcdClient(endpoints: endpoints).compact(to: revision)
+    }
+
+    /// The index (0, 1, 2) of the member that is leader now, asking each member in turn.
+    public func leader() -> Int? {
+        guard let client = try? EtcdClient(endpoints: endpoints, retryWindow: 1) else { return nil }
+        for (index, endpoint) in endpoints.enumerated() {
+            if let status = try? client.memberStatus(of: endpoint), status.leader != 0, status.member == status.leader {
+                return index
+            }
+        }
+        return nil
+    }
+
+    /// SIGKILLs member `index`.
+    public func kill(_ index: Int) {
+        EtcdTestCluster.run(script, ["kill", directory, String(index)], environment: [:])
+    }
+
+    /// Starts member `index` again with its data; it rejoins the cluster.
+    @discardableResult
+    public func restart(_ index: Int) -> (Int32, String) {
+        EtcdTestCluster.run(script, ["restart", directory, String(index)], environment: [:])
+    }
+
+    /// Whether member `index` answers and follows a leader.
+    public func isHealthy(_ index: Int) -> Bool {
+        guard let client = try? EtcdClient(endpoints: endpoints, retryWindow: 1),
+              let status = try? client.memberStatus(of: endpoints[index]) else { return false }
+        return status.leader != 0
+    }
+
+    /// Stops every member and removes the directory.
+    public func stop() {
+        EtcdTestCluster.run(script, ["stop", directory], environment: [:])
+        try? FileManager.default.removeItem(atPath: directory)
+        PrivateCluster.running.withLock { _ = $0.remove(directory) }
+    }
+
+    static let running = Mutex<Set<String>>([])
 }

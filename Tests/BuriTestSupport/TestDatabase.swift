@@ -19,6 +19,15 @@ public enum Engine: String, CaseIterable, CustomStringConvertible, Sendable {
     case etcd
 
     public var description: String { rawValue }
+
+    /// Every engine, or those named in BURI_TEST_ENGINES (`etcd,memory`): to run the shared
+    /// suites on one engine while working on it.
+    public static var allCases: [Engine] {
+        let every: [Engine] = [.leveldb, .memory, .temporary, .shared, .etcd]
+        guard let chosen = ProcessInfo.processInfo.environment["BURI_TEST_ENGINES"], !chosen.isEmpty else { return every }
+        let names = chosen.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return every.filter { names.contains($0.rawValue) }
+    }
 }
 
 /// A fresh database on `engine`, removed afterwards.
