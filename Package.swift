@@ -41,9 +41,9 @@ let package = Package(
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         .executableTarget(
             name: "BuriTool",
-            dependencies: ["Buri", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Buri", "BuriEtcd", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .executableTarget(name: "BuriDemo", dependencies: ["Buri"]),
+        .executableTarget(name: "BuriDemo", dependencies: ["Buri", "BuriEtcd"]),
         // A child process for the reliability tests: writes in a loop and is killed mid-write.
         .executableTarget(name: "BuriStress", dependencies: ["Buri", "BuriEtcd"]),
         // Test fixtures shared by the suites: one database on each engine.
@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
         .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
         .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]

@@ -51,6 +51,19 @@ public final class EtcdClient: Sendable {
         return Self.revision(of: reply)
     }
 
+    /// Puts every pair in one etcd transaction (all or none), returning its revision. The caller
+    /// keeps within the cluster's limits.
+    @discardableResult
+    public func putAll(_ pairs: [(key: [UInt8], value: [UInt8])]) throws(StorageError) -> UInt64 {
+        let success: [[String: Any]] = pairs.map { ["request_put": ["key": Self.base64($0.key), "value": Self.base64($0.value)]] }
+        return Self.revision(of: try call("/v3/kv/txn", ["success": success], ambiguousIsSafe: true))
+    }
+
+    /// Deletes every key in `[start, end)`.
+    public func deleteRange(from start: [UInt8], to end: [UInt8]) throws(StorageError) {
+        _ = try call("/v3/kv/deleterange", ["key": Self.base64(start), "range_end": Self.base64(end)], ambiguousIsSafe: true)
+    }
+
     /// The key-value pairs in `[start, end)` (all keys from `start` with `end` `nil`), in key order,
     /// at most `limit` of them (0: no limit), as of `revision` (0: now).
     public func range(from start: [UInt8], to end: [UInt8]?, limit: Int = 0, revision: UInt64 = 0) throws(StorageError) -> [(key: [UInt8], value: [UInt8])] {

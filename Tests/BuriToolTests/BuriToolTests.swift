@@ -21,7 +21,7 @@ struct BuriToolTests {
             let help = try buri(command, "--help")
             expectSuccess(help)
             #expect(help.stdout.contains("USAGE: buri \(command) <db>"), "\(help)")
-            #expect(help.stdout.contains("Path of the database directory."))
+            #expect(help.stdout.contains("Path of the database directory") && help.stdout.contains("etcd location"))
         }
     }
 
