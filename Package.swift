@@ -7,6 +7,7 @@ import PackageDescription
 //   BuriCodec  – a fast CBOR (RFC 8949) Encoder/Decoder for Codable values
 //   BuriStorage – the storage interface and its engines (LevelDB, in-memory, temporary)
 //   Buri       – the on-disk format, buckets, indexes and queries
+//   BuriEtcd   – the replicated engine on an etcd cluster (its own product)
 //   buri       – the command-line tool; buri-demo – the runnable tour
 // The throughput benchmark lives in its own package under Benchmarks/ so that
 // library users never resolve its dependencies (GRDB).
@@ -18,6 +19,8 @@ let package = Package(
         .library(name: "LevelDB", targets: ["LevelDB"]),
         .library(name: "BuriCodec", targets: ["BuriCodec"]),
         .library(name: "BuriStorage", targets: ["BuriStorage"]),
+        // The etcd engine: a product of its own, so that only apps that link it depend on it.
+        .library(name: "BuriEtcd", targets: ["BuriEtcd"]),
         .executable(name: "buri", targets: ["BuriTool"]),
         .executable(name: "buri-demo", targets: ["BuriDemo"]),
     ],
@@ -33,20 +36,23 @@ let package = Package(
         .target(name: "BuriCodec"),
         .target(name: "BuriStorage", dependencies: ["LevelDB"]),
         .target(name: "Buri", dependencies: ["BuriStorage", "BuriCodec"]),
+        // Buri's replicated engine on etcd 3.4, through its v3 JSON gateway with Foundation's
+        // URLSession: no package dependency at all.
+        .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         .executableTarget(
             name: "BuriTool",
-            dependencies: ["Buri", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Buri", "BuriEtcd", "BuriCodec", "LevelDB", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .executableTarget(name: "BuriDemo", dependencies: ["Buri"]),
+        .executableTarget(name: "BuriDemo", dependencies: ["Buri", "BuriEtcd"]),
         // A child process for the reliability tests: writes in a loop and is killed mid-write.
-        .executableTarget(name: "BuriStress", dependencies: ["Buri"]),
+        .executableTarget(name: "BuriStress", dependencies: ["Buri", "BuriEtcd"]),
         // Test fixtures shared by the suites: one database on each engine.
-        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage"], path: "Tests/BuriTestSupport"),
+        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage", "BuriEtcd"], path: "Tests/BuriTestSupport"),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
-        .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage"]),
+        .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB"]),
+        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
         .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,6 +6,7 @@ import PackageDescription
 //
 //   buri-codec-bench  CBOREncoder/CBORDecoder against Foundation's JSON coders
 //   buri-bench        Buri against raw LevelDB and GRDB (Scripts/benchmark)
+//   buri-etcd-bench   Buri on etcd against raw etcd requests through the same client (Scripts/benchmark --etcd)
 //
 // Build in release: swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build-bench
 let package = Package(
@@ -14,6 +15,7 @@ let package = Package(
     products: [
         .executable(name: "buri-codec-bench", targets: ["CodecBenchmark"]),
         .executable(name: "buri-bench", targets: ["BuriBenchmark"]),
+        .executable(name: "buri-etcd-bench", targets: ["EtcdBenchmark"]),
     ],
     dependencies: [
         .package(name: "Buri", path: ".."),
@@ -33,6 +35,10 @@ let package = Package(
                 .product(name: "BuriCodec", package: "Buri"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
+        ),
+        .executableTarget(
+            name: "EtcdBenchmark",
+            dependencies: [.product(name: "Buri", package: "Buri"), .product(name: "BuriEtcd", package: "Buri")]
         ),
     ],
     swiftLanguageModes: [.v6]

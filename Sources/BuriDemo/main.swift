@@ -1,6 +1,8 @@
 // The main job: stores 10,000 people in a real Buri database on disk, asks it every kind of
-// question, and prints what it found. Run it with `Scripts/demo [path]` (default ./demo.buri).
+// question, and prints what it found. Run it with `Scripts/demo [path]` (default ./demo.buri);
+// the path may be an etcd location (`etcd://127.0.0.1:2379/demo`, see Scripts/etcd-cluster).
 import Buri
+import BuriEtcd
 import Foundation
 
 struct Person: BuriSupport, Equatable {
@@ -22,7 +24,8 @@ func show(_ label: String, _ value: Any) {
 
 func run(path: String) throws {
     let started = Date()
-    let db = try BuriDatabase(path: path)
+    let onEtcd = EtcdEngine.isEtcdLocation(path)
+    let db = onEtcd ? try BuriDatabase(engine: EtcdEngine(location: path)) : try BuriDatabase(path: path)
     defer { db.close() }
     let people = try db.bucket(Person.self)
     let cleared = try people.deleteAll()
@@ -33,10 +36,17 @@ func run(path: String) throws {
         Person(objectId: String(format: "person-%05d", i), name: names[i % names.count],
                locale: locales[i % locales.count], age: 20 + i % 20)
     }
-    try people.store(everyone)
+    if onEtcd {
+        // etcd commits at most --max-txn-ops writes atomically: one commit per 1,000 people.
+        for start in stride(from: 0, to: everyone.count, by: 1_000) {
+            try people.store(Array(everyone[start ..< min(everyone.count, start + 1_000)]))
+        }
+    } else {
+        try people.store(everyone)
+    }
     print("Buri demo: database at \(path) (format \(db.formatVersion))")
     show("cleared objects from an earlier run", cleared)
-    show("stored in one atomic batch", try people.count())
+    show(onEtcd ? "stored in atomic batches of 1,000" : "stored in one atomic batch", try people.count())
 
     print("\n-- fetch by key")
     show("object(forKey: \"person-00042\")", try people.object(forKey: "person-00042").map { "\($0.name), \($0.locale), \($0.age)" } ?? "nil")

@@ -1,7 +1,8 @@
 // BuriStress: a child process for Buri's reliability tests (Tests/BuriReliabilityTests).
 //
-//   BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S]
-//       Opens the database and, until killed (or S seconds pass, default 120), stores, updates
+//   BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] [--ops N] [--stop-file F]
+//       Opens the database and, until killed (or S seconds pass, default 120, or N writes are
+//       done, or file F exists), stores, updates
 //       (changing indexed values), and deletes objects of bucket "stress", one at a time and in
 //       batches. Before each write it prints   begin <seq> <op> <json>
 //       and once the write has returned        ok <seq> <op> <json>
@@ -27,6 +28,10 @@
 //       acknowledged transfer is there and that the balances equal 1000 each plus the recorded
 //       transfers: no transaction was ever applied in part.
 //
+// <db-path> may be an etcd location (etcd://HOST:PORT,…/NAME?…): the database is then opened on
+// the etcd engine, where several BuriStress processes may write it at once (the two-process
+// hammer and the cluster fault test).
+//
 // The seed makes every run's choice of operations reproducible.
 #if canImport(Glibc)
 import Glibc
@@ -34,6 +39,7 @@ import Glibc
 import Darwin
 #endif
 import Buri
+import BuriEtcd
 import Foundation
 
 /// The objects the stress writer stores: a binary, a numeric and a multi-valued index, plus a
@@ -103,6 +109,15 @@ func json(_ value: some Encodable) -> String {
 func openDatabase(_ path: String, sync: Bool) -> BuriDatabase {
     var options = BuriOptions()
     options.syncWrites = sync
+    if EtcdEngine.isEtcdLocation(path) {
+        // Several processes hammer a handful of keys: give optimistic retries room.
+        options.maxCommitAttempts = 1_000
+        do {
+            return try BuriDatabase(engine: EtcdEngine(location: path), options: options)
+        } catch {
+            fail("cannot open \(path): \(error)")
+        }
+    }
     // Small memtables: table files are written and compacted often, so kills land in the middle of them too.
     options.storage.writeBufferSize = 64 << 10
     options.storage.maxFileSize = 256 << 10
@@ -113,7 +128,7 @@ func openDatabase(_ path: String, sync: Bool) -> BuriDatabase {
     }
 }
 
-func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: Double) {
+func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: Double, maxOperations: Int, stopFile: String?) {
     var random = SeededGenerator(seed: seed)
     let db = openDatabase(path, sync: sync)
     let bucket: Bucket<StressItem>
@@ -148,7 +163,9 @@ func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: D
     func randomKey() -> String { "k\(Int.random(in: 0..<keyCount, using: &random))" }
 
     let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    var operations = 0
+    while Date() < deadline && operations < maxOperations && !(stopFile.map { FileManager.default.fileExists(atPath: $0) } ?? false) {
+        operations += 1
         let roll = Int.random(in: 0..<100, using: &random)
         do {
             switch roll {
@@ -310,16 +327,20 @@ case "stress":
     var sync = true
     var keyCount = 64
     var seconds = 120.0
+    var maxOperations = Int.max
+    var stopFile: String?
     var rest = arguments.dropFirst(4).makeIterator()
     while let option = rest.next() {
         switch option {
         case "--async": sync = false
         case "--keys": keyCount = rest.next().flatMap(Int.init).map { max(1, $0) } ?? keyCount
         case "--seconds": seconds = rest.next().flatMap(Double.init) ?? seconds
+        case "--stop-file": stopFile = rest.next()
+        case "--ops": maxOperations = rest.next().flatMap(Int.init).map { max(1, $0) } ?? maxOperations
         default: fail("unknown option \(option)")
         }
     }
-    runStress(path: arguments[2], seed: seed, sync: sync, keyCount: keyCount, seconds: seconds)
+    runStress(path: arguments[2], seed: seed, sync: sync, keyCount: keyCount, seconds: seconds, maxOperations: maxOperations, stopFile: stopFile)
 default:
     fail("unknown mode \(arguments[1])")
 }

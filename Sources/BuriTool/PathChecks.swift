@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriEtcd
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,8 @@ func damagedWithoutCurrentMessage(_ path: String) -> String {
 /// Why a new database cannot be created at `path`, if that is known before trying:
 /// a missing parent directory, a dangling symbolic link, a parent that is not a directory.
 func creationProblem(_ path: String) -> String? {
+    // A cluster location names no directory: the engine says what is wrong with it.
+    if EtcdEngine.isEtcdLocation(path) { return nil }
     if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
         return "cannot create a database at '\(path)': it is a symbolic link to '\(target)', which does not exist; create that directory, fix the link, or give another path"
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriEtcd
 import BuriCodec
 import Foundation
 import LevelDB
@@ -76,7 +77,7 @@ func oneLine(_ text: String) -> String {
 
 /// The `DB` argument every command takes.
 struct DatabaseArgument: ParsableArguments {
-    @Argument(help: ArgumentHelp("Path of the database directory.", valueName: "db"))
+    @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
     var database: String
 
     @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
@@ -99,6 +100,15 @@ enum PathState {
 }
 
 func pathState(_ path: String) -> PathState {
+    if EtcdEngine.isEtcdLocation(path) {
+        // Whether the cluster holds keys under this database's prefix.
+        guard let engine = try? EtcdEngine(location: path) else { return .file }
+        defer { engine.close() }
+        guard let snapshot = try? engine.snapshot() else { return .missing }
+        // Any key: a database (opening it refuses data that is not Buri's).
+        let cursor = try? snapshot.cursor(in: .all, reverse: false)
+        return ((try? cursor?.next()) ?? false) ? .database : .missing
+    }
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
     guard isDirectory.boolValue else { return .file }
@@ -111,6 +121,15 @@ func pathState(_ path: String) -> PathState {
 /// Opens an existing database without ever creating one (nor any file in a directory that
 /// holds none): a path that is not a database gives a one-line error.
 func openExisting(_ path: String) throws -> BuriDatabase {
+    if EtcdEngine.isEtcdLocation(path) {
+        // A database in an etcd cluster: never created here either.
+        if pathState(path) == .missing {
+            throw ToolError(.notADatabase, "'\(path)' holds no Buri database: the cluster has no key under that name (or did not answer); check the name, or create it with 'buri import'")
+        }
+        var options = BuriOptions()
+        options.createIfMissing = false
+        return try mapErrors(path: path) { try BuriDatabase(engine: EtcdEngine(location: path), options: options) }
+    }
     switch pathState(path) {
     case .missing:
         throw ToolError(.notADatabase, missingPathMessage(path))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriEtcd
 import BuriCodec
 import Foundation
 
@@ -146,6 +147,9 @@ struct Import: ParsableCommand {
     @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
     var dateFields: [String] = []
 
+    @Option(name: .customLong("chunk-size"), help: ArgumentHelp("Store the objects in commits of N objects each instead of one atomic commit (for an etcd database over its transaction limits). NOT atomic: an import that fails midway leaves the chunks before the failure stored.", valueName: "n"))
+    var chunkSize: Int?
+
     @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
 
@@ -179,6 +183,7 @@ struct Import: ParsableCommand {
         if bucket.isEmpty { throw ValidationError("the bucket name is empty; give a name such as Person") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
         if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
+        if let chunkSize, chunkSize < 1 { throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500") }
         _ = try indexOptions()
     }
 
@@ -215,11 +220,15 @@ struct Import: ParsableCommand {
             var create = BuriOptions()
             create.storage.errorIfExists = true
             create.syncWrites = true
-            do {
-                db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
-            } catch let error as ToolError where error.message.contains("error_if_exists") {
-                // Another import created it since this one looked: the same race as the lock.
-                throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+            if EtcdEngine.isEtcdLocation(path) {
+                db = try mapErrors(path: path) { try BuriDatabase(engine: EtcdEngine(location: path), options: create) }
+            } else {
+                do {
+                    db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+                } catch let error as ToolError where error.message.contains("error_if_exists") {
+                    // Another import created it since this one looked: the same race as the lock.
+                    throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+                }
             }
         }
         guard let db else { return }
@@ -234,7 +243,16 @@ struct Import: ParsableCommand {
                 } else {
                     raw = try db.rawBucket(named: bucket)
                 }
-                try raw.store(objects, sync: true)
+                if let chunkSize, chunkSize < objects.count {
+                    // Asked for: one commit per chunk, not atomic as a whole.
+                    var start = 0
+                    while start < objects.count {
+                        try raw.store(Array(objects[start ..< min(objects.count, start + chunkSize)]), sync: true)
+                        start += chunkSize
+                    }
+                } else {
+                    try raw.store(objects, sync: true)
+                }
             }
             progress.finish()
         } catch {
@@ -242,7 +260,12 @@ struct Import: ParsableCommand {
             if createdBucket { try? db.dropBucket(named: bucket) }
             if created {
                 db.close()
-                removeCreatedDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
+                if EtcdEngine.isEtcdLocation(path) {
+                    // The database this import created (its header only): gone again.
+                    try? EtcdEngine(location: path).deleteAll()
+                } else {
+                    removeCreatedDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
+                }
             }
             throw error
         }

@@ -10,6 +10,16 @@ final class EventLog: Sendable {
     var all: [StorageCommitEvent] { events.withLock { $0 } }
 }
 
+/// Waits until `log` holds `count` events: engines that learn of commits from a change feed
+/// (etcd's watch) report them a moment after the commit returns; in-process engines at once.
+func settle(_ log: EventLog, count: Int) {
+    var waited = 0
+    while log.all.count < count, waited < 30_000 {
+        usleep(2_000)
+        waited += 2
+    }
+}
+
 @Suite("Commit observation (engines)")
 struct CommitObservationTests {
     @Test(arguments: EngineKind.allCases) func eachCommitIsReportedWholeAndInOrder(kind: EngineKind) throws {
@@ -32,6 +42,7 @@ struct CommitObservationTests {
         try engine.commit(second, conditions: nil, sync: true)
         try engine.commit(engine.makeBatch(), conditions: nil, sync: false)   // empty: no commit
 
+        settle(log, count: 2)
         let events = log.all
         #expect(events.count == 2)
         #expect(events.first?.changes == [.put(key: [0, 1, 0], value: []), .put(key: composed, value: [1]), .put(key: decomposed, value: big)])
@@ -42,6 +53,7 @@ struct CommitObservationTests {
         let third = engine.makeBatch()
         third.put([9], [9])
         try engine.commit(third, conditions: nil, sync: false)
+        usleep(300_000)  // time for a change feed to deliver, had the observation not ended
         #expect(log.all.count == 2, "a cancelled observation is called no more")
     }
 
@@ -52,16 +64,23 @@ struct CommitObservationTests {
         let observation = engine.observeCommits { log.append($0) }
         defer { observation.cancel() }
         // Every writer overwrites the same key: the last event must name the value that stayed.
+        let committed = Mutex<[[UInt8]]>([[], [], [], []])
         DispatchQueue.concurrentPerform(iterations: 4) { writer in
             for i in 0..<100 {
                 let batch = engine.makeBatch()
                 batch.put([1], [UInt8(writer), UInt8(i)])
                 batch.put([2, UInt8(writer)], [UInt8(i)])
-                try? engine.commit(batch, conditions: nil, sync: false)
+                // A remote engine may refuse a commit under load (unavailable): count only those applied.
+                if (try? engine.commit(batch, conditions: nil, sync: false)) != nil {
+                    committed.withLock { $0[writer].append(UInt8(i)) }
+                }
             }
         }
+        let applied = committed.withLock { $0 }
+        settle(log, count: applied.map(\.count).reduce(0, +))
         let events = log.all
-        #expect(events.count == 400)
+        #expect(events.count == applied.map(\.count).reduce(0, +))
+        #expect(applied.map(\.count).reduce(0, +) >= 390, "most commits apply")
         #expect(zip(events, events.dropFirst()).allSatisfy { $0.revision < $1.revision })
         #expect(events.allSatisfy { $0.changes.count == 2 })
         // Each writer's commits arrive in its own order, and the last event holds the stored value.
@@ -70,7 +89,7 @@ struct CommitObservationTests {
                 guard case .put(let key, let value) = event.changes[1], key == [2, UInt8(writer)] else { return nil }
                 return value[0]
             }
-            #expect(mine == (0..<100).map { UInt8($0) })
+            #expect(mine == applied[writer])
         }
         if case .put(_, let value) = events.last?.changes.first {
             #expect(try engine.snapshot().get([1]) == value)

@@ -1,10 +1,12 @@
+import BuriEtcd
 import BuriStorage
+import BuriTestSupport
 import Foundation
 import Testing
 
 /// The engines every test here runs against.
 enum EngineKind: String, CaseIterable, CustomStringConvertible {
-    case leveldb, memory, temporary
+    case leveldb, memory, temporary, etcd
     var description: String { rawValue }
 
     func make() throws -> (any StorageEngine, cleanup: () -> Void) {
@@ -14,6 +16,13 @@ enum EngineKind: String, CaseIterable, CustomStringConvertible {
         case .temporary:
             let engine = try LevelDBEngine.temporary()
             return (engine, { engine.close() })
+        case .etcd:
+            // A database of its own in the tests' shared cluster, deleted afterwards.
+            let engine = try EtcdTestCluster.engine("engine")
+            return (engine, {
+                engine.close()
+                try? EtcdEngine(endpoints: engine.client.endpoints, name: engine.name).deleteAll()
+            })
         case .leveldb:
             let path = FileManager.default.temporaryDirectory.path + "/buri-engine-test-" + UUID().uuidString
             let engine = try LevelDBEngine(path: path)

@@ -1,4 +1,5 @@
 import Buri
+import BuriEtcd
 import BuriStorage
 import Foundation
 
@@ -13,8 +14,20 @@ public enum Engine: String, CaseIterable, CustomStringConvertible, Sendable {
     /// ``MemoryEngine`` shared by several clients: every write goes through commit conditions,
     /// as on a replicated engine.
     case shared
+    /// ``EtcdEngine`` on the tests' 3-member etcd cluster (``EtcdTestCluster``), a database of its
+    /// own per test; ``TestDatabase/client(_:)`` gives other clients with their own connections.
+    case etcd
 
     public var description: String { rawValue }
+
+    /// Every engine, or those named in BURI_TEST_ENGINES (`etcd,memory`): to run the shared
+    /// suites on one engine while working on it.
+    public static var allCases: [Engine] {
+        let every: [Engine] = [.leveldb, .memory, .temporary, .shared, .etcd]
+        guard let chosen = ProcessInfo.processInfo.environment["BURI_TEST_ENGINES"], !chosen.isEmpty else { return every }
+        let names = chosen.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return every.filter { names.contains($0.rawValue) }
+    }
 }
 
 /// A fresh database on `engine`, removed afterwards.
@@ -26,13 +39,17 @@ public final class TestDatabase {
     /// The engine the database runs on, kept across ``reopen()`` for engines without a directory.
     private let store: (any StorageEngine)?
     private let options: BuriOptions
+    /// The database's location when it is on etcd.
+    public private(set) var etcdLocation: String?
+    /// Engines of the other clients, closed with the database.
+    private var clients: [any StorageEngine] = []
 
     public init(_ engine: Engine = .leveldb, options: BuriOptions = BuriOptions()) throws {
         self.engine = engine
         var options = options
         // Clients of a shared engine in a test hammer a handful of keys from every core at once:
         // give their optimistic retries room, so a test sees conflicts resolved, not given up.
-        if engine == .shared { options.maxCommitAttempts = max(options.maxCommitAttempts, 1_000) }
+        if engine == .shared || engine == .etcd { options.maxCommitAttempts = max(options.maxCommitAttempts, 1_000) }
         self.options = options
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -52,12 +69,24 @@ public final class TestDatabase {
             let memory = MemoryEngine(name: ":shared-memory:", shared: true)
             store = memory
             db = try BuriDatabase(engine: memory, options: options, closesEngine: false)
+        case .etcd:
+            let location = try EtcdTestCluster.location()
+            etcdLocation = location
+            let etcd = try EtcdEngine(location: location)
+            store = etcd
+            db = try BuriDatabase(engine: etcd, options: options, closesEngine: false)
         }
     }
 
     /// Another client of the same data: a second database on the engine when it is shared, else
     /// the database itself (one process may open a LevelDB directory once).
     public func client(_ number: Int) throws -> BuriDatabase {
+        if engine == .etcd, number > 0, let etcdLocation {
+            // Another client in the full sense: its own engine and connections.
+            let other = try EtcdEngine(location: etcdLocation)
+            clients.append(other)
+            return try BuriDatabase(engine: other, options: options, closesEngine: false)
+        }
         guard engine == .shared, number > 0, let store else { return db }
         return try BuriDatabase(engine: store, options: options, closesEngine: false)
     }
@@ -80,7 +109,18 @@ public final class TestDatabase {
     deinit {
         db.close()
         store?.close()
+        for client in clients { client.close() }
+        if engine == .etcd, let etcdLocation { Self.removeEtcdData(etcdLocation) }
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+extension TestDatabase {
+    /// Deletes every key of an etcd test database, so that the shared cluster does not grow.
+    static func removeEtcdData(_ location: String) {
+        guard let engine = try? EtcdEngine(location: location) else { return }
+        defer { engine.close() }
+        try? engine.deleteAll()
     }
 }
 

@@ -278,21 +278,26 @@ struct EvolvedPerson: BuriSupport {
 struct IndexEvolutionTests {
     @Test(arguments: Engine.allCases) func changedDeclarationsRebuildAndDropEntriesOver100kObjects(engine: Engine) throws {
         let t = try TestDatabase(engine)
-        let count = 100_000
+        // etcd commits at most --max-txn-ops (4096 in the tests' cluster) writes atomically, over
+        // the network: a smaller database there, stored and rebuilt in batches that fit.
+        let count = engine == .etcd ? 5_000 : 100_000
         let original = try t.db.bucket(EvolvingPerson.self)
-        try original.store((0..<count).map { EvolvingPerson(objectId: String(format: "p%06d", $0), name: "name\($0 % 100)", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0 % 90) })
+        let people = (0..<count).map { EvolvingPerson(objectId: String(format: "p%06d", $0), name: "name\($0 % 100)", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0 % 90) }
+        for start in stride(from: 0, to: count, by: engine == .etcd ? 1_000 : count) {
+            try original.store(Array(people[start ..< min(count, start + (engine == .etcd ? 1_000 : count))]))
+        }
         let before = try t.db.bucketInfo(named: "People")
         let oldAgeId = try #require(before?.index(named: "age")?.id)
 
         let reports = ProgressLog()
-        let evolved = try t.db.bucket(EvolvedPerson.self, batchSize: 10_000) { reports.append($0) }
+        let evolved = try t.db.bucket(EvolvedPerson.self, batchSize: count / 10) { reports.append($0) }
         let last = try #require(reports.all.last)
         #expect(last.processed == count && last.total == count)
         #expect(reports.all.count == 10)
         #expect(Set(last.building) == ["name", "locale"])
         #expect(last.dropping == ["age", "locale"] || Set(last.dropping) == ["age", "locale"])
 
-        #expect(try evolved.count(.index("name", equals: "name7")) == 1000)
+        #expect(try evolved.count(.index("name", equals: "name7")) == count / 100)
         #expect(try evolved.count(.index("locale", equals: "EN")) == count / 2)
         #expect(throws: BuriError.self) { try evolved.keys(.index("age", equals: 1)) }
         let after = try #require(try t.db.bucketInfo(named: "People"))

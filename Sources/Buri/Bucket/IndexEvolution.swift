@@ -43,13 +43,31 @@ extension BuriDatabase {
         if let stored = try bucketInfo(named: bucketName), Self.evolution(of: stored, to: schema).updated == stored {
             return Bucket(raw: RawBucket(database: self, descriptor: stored, generation: generation), schema: schema)
         }
-        return try withWriteLock { () throws(BuriError) -> Bucket<T> in
+        // On a shared engine another client may create or change the bucket at the same moment:
+        // the catalog commit is conditional on the catalog being as read, and a conflict reads again.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try openOrEvolve(schema, bucketName: bucketName, batchSize: batchSize, progress: progress)
+            } catch .storage(let error) where error.code == .conflict && attempt < max(1, options.maxCommitAttempts) {
+                continue
+            }
+        }
+    }
+
+    private func openOrEvolve<T: BuriSupport>(
+        _ schema: BuriSchema<T>, bucketName: String, batchSize: Int, progress: (@Sendable (IndexBuildProgress) -> Void)?
+    ) throws(BuriError) -> Bucket<T> {
+        try withWriteLock { () throws(BuriError) -> Bucket<T> in
+            let seen: (any StorageSnapshot)? = engine.isShared ? try run { try engine.snapshot() } : nil
             let stored = try bucketInfo(named: bucketName)
             var descriptor: BucketDescriptor
             if let stored {
                 descriptor = stored
             } else {
-                descriptor = BucketDescriptor(id: try nextBucketId(reader: currentReader()), name: bucketName, keyField: schema.keyField)
+                let reader: any StorageReader = if let seen { seen } else { try currentReader() }
+                descriptor = BucketDescriptor(id: try nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
             }
             let (updated, toBuild, dropped) = Self.evolution(of: descriptor, to: schema)
             try validate(updated)
@@ -62,7 +80,8 @@ extension BuriDatabase {
             if stored != updated {
                 let batch = engine.makeBatch()
                 try saveDescriptor(updated, into: batch)
-                try commitEvolution(batch, sync: true)
+                let conditions = seen.map { StorageConditions(snapshot: $0, ranges: [Keyspace.catalogRange]) }
+                try commitEvolution(batch, conditions: conditions, sync: true)
                 descriptor = updated
             }
             return Bucket(raw: RawBucket(database: self, descriptor: descriptor), schema: schema)
@@ -240,9 +259,9 @@ extension BuriDatabase {
 
     /// Commits one step of an index rebuild. Each step stands alone (a rebuild is resumable, not
     /// atomic: see docs/DURABILITY.md), so no conditions are sent.
-    private func commitEvolution(_ batch: any StorageBatch, sync: Bool) throws(BuriError) {
+    private func commitEvolution(_ batch: any StorageBatch, conditions: StorageConditions? = nil, sync: Bool) throws(BuriError) {
         guard !batch.isEmpty else { return }
-        try run { try commit(batch, conditions: nil, sync: sync) }
+        try run { try commit(batch, conditions: conditions, sync: sync) }
     }
 }
 

@@ -170,6 +170,20 @@ public final class BuriDatabase: Sendable {
 
     /// Reads (or, on an empty engine, writes) the database header; returns the format version.
     private static func openHeader(_ engine: any StorageEngine, path: String, create: Bool) throws -> UInt16 {
+        // Two clients of a shared engine creating one database at once: the one whose header
+        // commit conflicts reads again and finds the other's header.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try openHeaderOnce(engine, path: path, create: create)
+            } catch let error as StorageError where error.code == .conflict && attempt < 3 {
+                continue
+            }
+        }
+    }
+
+    private static func openHeaderOnce(_ engine: any StorageEngine, path: String, create: Bool) throws -> UInt16 {
         let snapshot = try engine.snapshot()
         if let header = try snapshot.get(Keyspace.headerKey) {
             guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
