@@ -78,6 +78,12 @@ func lockHolder(_ path: String) -> pid_t? {
     return lock.l_pid
 }
 
+/// A directory without CURRENT whose LOCK another process holds is a database being created
+/// right now (LevelDB writes CURRENT last), not a damaged one: that is the in-use error.
+func refuseIfBeingCreated(_ path: String) throws {
+    if lockHolder(path) != nil { throw ToolError(.inUse, inUseMessage(path)) }
+}
+
 /// The in-use error, naming the holder's PID when the OS tells it.
 func inUseMessage(_ path: String) -> String {
     let holder = lockHolder(path).map { "process \($0)" } ?? "another process"

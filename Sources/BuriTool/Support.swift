@@ -136,8 +136,10 @@ func openExisting(_ path: String) throws -> BuriDatabase {
     case .file:
         throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database")
     case .damaged:
+        try refuseIfBeingCreated(path)
         throw ToolError(.failure, damagedWithoutCurrentMessage(path))
     case .emptyDirectory, .otherDirectory:
+        try refuseIfBeingCreated(path)
         throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
         var options = BuriOptions()

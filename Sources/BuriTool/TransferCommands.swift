@@ -194,8 +194,10 @@ struct Import: ParsableCommand {
         case .file:
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
         case .otherDirectory:
+            try refuseIfBeingCreated(path)
             throw ToolError(.notADatabase, "'\(path)' is not a Buri database and is not empty; import into a Buri database, a new path or an empty directory")
         case .damaged:
+            try refuseIfBeingCreated(path)
             throw ToolError(.failure, damagedWithoutCurrentMessage(path))
         case .missing:
             if let problem = creationProblem(path) { throw ToolError(.failure, problem) }
