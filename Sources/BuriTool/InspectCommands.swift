@@ -51,6 +51,8 @@ struct Info: ParsableCommand {
                                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
                                 CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
                                 CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+                                // Per component, the keys its value is read from (nested fields too).
+                                CBORMapEntry(key: "fieldPaths", value: index.componentPaths.map { .array($0.map { .array($0.map { .text($0) }) }) } ?? .null),
                                 CBORMapEntry(key: "entries", value: .int(Int64(entries))),
                             ])
                         })),
@@ -73,8 +75,9 @@ struct Info: ParsableCommand {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
                     if index.unique { traits.append("unique") }
                     if index.multiValued { traits.append("multi-valued") }
-                    if let fields = index.fields {
+                    if let paths = index.componentPaths {
                         let forms = index.fieldForms ?? []
+                        let fields = paths.map(IndexDefinition.fieldPathText)
                         let named = fields.enumerated().map { i, field in i < forms.count && forms[i] == .date ? "\(field) (date)" : field }
                         traits.append("field\(fields.count == 1 ? "" : "s") " + named.joined(separator: ", "))
                     }
@@ -228,7 +231,8 @@ struct QueryCommand: ParsableCommand {
           buri query people.buri Person locale --equals EN --objects --limit 5
           buri query people.buri Person locale_age --equals EN,30
           buri query people.buri Person age --above 20 --below 30 --count
-          buri query people.buri Person name_age --equals 'Smith\\, John' --equals 40
+          buri query people.buri Person name_age --equals 'Smith\\, John,40'
+          buri query people.buri Person name_age --equals 'Smith, John' --equals 40
           buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
         """
     )

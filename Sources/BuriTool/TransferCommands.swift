@@ -110,7 +110,10 @@ struct Import: ParsableCommand {
         double holds exactly the number written (1e400, 1e-400 and 9007199254740993.0 are \
         refused, naming the nearest double). Repeated member names are refused.
 
-        Index values come from the object's top-level fields: strings for binary indexes, \
+        Index values come from the object's fields: FIELD is a top-level name or a dotted path \
+        into nested objects (city=address.city), in which \\. is a dot inside a name (v=v1\\.2 \
+        reads the top-level "v1.2") and \\\\ a backslash; a value on the way that is not an object \
+        is refused. Strings for binary indexes, \
         numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
         entry per distinct element (a multi-valued index); a missing or null field gives no \
         entry. A date field (one a Swift Date property's index reads, or one named with --date) \
@@ -138,10 +141,10 @@ struct Import: ParsableCommand {
     @Option(help: ArgumentHelp("The field holding each plain object's key (a string, or an integer stored as its decimal text). Defaults to the bucket's recorded key field.", valueName: "field"))
     var key: String?
 
-    @Option(name: .customLong("binary-index"), help: ArgumentHelp("Keep binary index NAME over string field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
+    @Option(name: .customLong("binary-index"), help: ArgumentHelp("Keep binary index NAME over string field FIELD (default: NAME); a dotted FIELD (address.city) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
     var binaryIndexes: [String] = []
 
-    @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
+    @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME); a dotted FIELD (address.zip) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
     var numericIndexes: [String] = []
 
     @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
@@ -156,7 +159,10 @@ struct Import: ParsableCommand {
     /// An index option: name, field and kind.
     struct IndexOption {
         var name: String
+        /// The field path as given (`address.city`).
         var field: String
+        /// The map keys it walks (`["address", "city"]`).
+        var path: [String]
         var kind: IndexKind
     }
 
@@ -170,10 +176,15 @@ struct Import: ParsableCommand {
                 let option = "--\(kind.rawValue)-index '\(spec)'"
                 if name.isEmpty { throw ValidationError("\(option) has no index name; write NAME or NAME=FIELD") }
                 if field.isEmpty { throw ValidationError("\(option) has no field after '='; write NAME or NAME=FIELD") }
-                if result.contains(where: { $0.name == name }) {
+                if result.contains(where: { $0.name.utf8.elementsEqual(name.utf8) }) {
                     throw ValidationError("index '\(name)' is given twice; give each index once, as --binary-index or --numeric-index")
                 }
-                result.append(IndexOption(name: name, field: field, kind: kind))
+                let path: [String]
+                switch IndexDefinition.parseFieldPath(field) {
+                case .success(let keys): path = keys
+                case .failure(let error): throw ValidationError("\(option): \(error.description) (write a key with a dot in it as 'v1\\.2')")
+                }
+                result.append(IndexOption(name: name, field: field, path: path, kind: kind))
             }
         }
         return result
@@ -183,6 +194,9 @@ struct Import: ParsableCommand {
         if bucket.isEmpty { throw ValidationError("the bucket name is empty; give a name such as Person") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
         if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
+        if let nested = dateFields.first(where: { (try? IndexDefinition.parseFieldPath($0).get().count) != 1 }) {
+            throw ValidationError("--date '\(nested)': --date names a top-level field (a dot inside its name is written '\\.'); nested date fields are not supported")
+        }
         if let chunkSize, chunkSize < 1 { throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500") }
         _ = try indexOptions()
     }
@@ -312,7 +326,8 @@ enum ExportFormat {
     static let header = #"["buri-export",3]"#
 
     /// The schema line written before a bucket's records:
-    /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"}]}}.
+    /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"[,"fieldPaths"]}]}}
+    /// ("fieldPaths" only for an index that reads a nested field; its "fields" is then null).
     static func schemaLine(_ descriptor: BucketDescriptor) -> String {
         let indexes: [CBORValue] = descriptor.indexes.map { index in
             .map([
@@ -324,7 +339,7 @@ enum ExportFormat {
                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
                 CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
                 CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
-            ])
+            ] + (index.fieldPaths.map { [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))] } ?? []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -370,10 +385,21 @@ enum ExportFormat {
             guard let version = entry["version"]?.int64Value ?? Optional(0), let unique = entry["unique"]?.boolValue ?? Optional(false) else {
                 throw fail("\(place) ('\(name)') has a malformed version or unique flag")
             }
+            var paths: [[String]]? = nil
+            if let value = entry["fieldPaths"], !value.isNull {
+                guard case .array(let items) = value else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must be an array of arrays of text, or null") }
+                paths = try items.map { item in
+                    guard case .array(let keys) = item, !keys.isEmpty else { throw fail("\(place) ('\(name)'): each of \"fieldPaths\" must be a non-empty array of text") }
+                    return try keys.map { key in
+                        guard let text = key.stringValue else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must hold text") }
+                        return text
+                    }
+                }
+            }
             indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique,
                                            multiValued: entry["multiValued"]?.boolValue ?? false, version: Int(version),
                                            fields: try texts("fields"), fieldForms: forms,
-                                           computed: entry["computed"]?.boolValue == true ? true : nil))
+                                           computed: entry["computed"]?.boolValue == true ? true : nil, fieldPaths: paths))
         }
         return (keyField, indexes)
     }
@@ -406,8 +432,8 @@ struct ImportPlan {
     func emptyIndexWarnings(objectCount: Int) -> [String] {
         guard isNew, !fromSchema, objectCount > 0 else { return [] }
         return definitions.filter { !indexed.contains(Array($0.name.utf8)) }.map { definition in
-            let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
-            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (fields are read at the top level of each object; check the name)\n"
+            let fields = (definition.componentPaths ?? []).map { "'\(IndexDefinition.fieldPathText($0))'" }.joined(separator: ", ")
+            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n"
         }
     }
     /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
@@ -432,9 +458,11 @@ struct ImportPlan {
             isNew = true
             keyField = key
             definitions = options.map { option in
-                let isDate = option.kind == .numeric && dateFields.contains { $0.utf8.elementsEqual(option.field.utf8) }
-                return IndexDefinition(id: 0, name: option.name, components: [option.kind], fields: [option.field],
-                                       fieldForms: isDate ? [.date] : nil)
+                let isDate = option.kind == .numeric && option.path.count == 1
+                    && dateFields.contains { (try? IndexDefinition.parseFieldPath($0).get()) == option.path }
+                var definition = IndexDefinition(id: 0, name: option.name, components: [option.kind], fieldForms: isDate ? [.date] : nil)
+                definition.setFieldPaths([option.path])
+                return definition
             }
             return
         }
@@ -445,15 +473,15 @@ struct ImportPlan {
         keyField = key ?? existing.keyField
         let describe = { (index: IndexDefinition) -> String in
             let kinds = index.components.map(\.rawValue).joined(separator: ", ")
-            guard let fields = index.fields else { return "\(kinds) with no recorded field" }
-            return "\(kinds) over field(s) \(fields.joined(separator: ", "))"
+            guard let paths = index.componentPaths else { return "\(kinds) with no recorded field" }
+            return "\(kinds) over field(s) \(paths.map(IndexDefinition.fieldPathText).joined(separator: ", "))"
         }
         for option in options {
             guard let index = existing.index(named: option.name) else {
                 let known = existing.indexes.isEmpty ? "it has no indexes" : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", ")
                 throw ToolError(.usage, "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket")
             }
-            if index.components != [option.kind] || index.fields.map({ $0 == [option.field] }) == false {
+            if index.components != [option.kind] || index.componentPaths.map({ $0 == [option.path] }) == false {
                 throw ToolError(.usage, "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match")
             }
         }
@@ -618,7 +646,7 @@ struct ImportPlan {
         let schema = try ExportFormat.parseSchema(value) { fail(line, $0) }
         for option in options {
             guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
-                  index.components == [option.kind], index.fields == [option.field] else {
+                  index.components == [option.kind], index.componentPaths == [option.path] else {
                 throw fail(line, "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options")
             }
         }
@@ -704,7 +732,10 @@ struct ImportPlan {
             } catch {
                 throw fail(line, "index '\(definition.name)': \(error)")
             }
-            if isNew, !fromSchema, case .array? = definition.fields.flatMap({ object[$0[0]] }) { sawArray.insert(definition.name) }
+            if isNew, !fromSchema, let path = definition.componentPaths?.first,
+               case .array? = try? IndexDefinition.value(at: path, in: object, index: definition.name) {
+                sawArray.insert(definition.name)
+            }
             let length = tuples.map { $0.reduce(0) { $0 + $1.encoded.count } }.max() ?? 0
             if length > Self.maxTupleLength {
                 throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
