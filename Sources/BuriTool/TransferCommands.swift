@@ -20,6 +20,13 @@ struct Export: ParsableCommand {
         since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
         `buri import` reads the output back exactly, and exporting again gives the same bytes.
 
+        A damaged database (a table block or record that cannot be read) makes the export fail \
+        with exit 3, leaving no short file. With --skip-damaged it saves every record it can read \
+        and lists on stderr what it skipped (with --json as one JSON object): each record whose \
+        key is known but which cannot be read, and each key range whose records cannot even be \
+        listed (the keys that index entries name in such a range are read one by one). It then \
+        exits with status 1, so a script cannot take the file for a complete export.
+
         Example: buri export people.buri Person -o people.jsonl
         """
     )
@@ -32,8 +39,15 @@ struct Export: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write to this file instead of standard output (replaced only when the export succeeds).", valueName: "file"))
     var output: String?
 
+    @Flag(name: .customLong("skip-damaged"), help: "Save every readable record of a damaged database, list what was skipped on stderr, and exit with status 1 if anything was.")
+    var skipDamaged = false
+
+    @Flag(help: "With --skip-damaged: list what was skipped as one JSON object on stderr.")
+    var json = false
+
     func validate() throws {
         if let output, output.isEmpty { throw ValidationError("-o needs a file name") }
+        if json, !skipDamaged { throw ValidationError("--json describes what --skip-damaged skipped; give --skip-damaged too") }
     }
 
     func run() throws {
@@ -45,8 +59,10 @@ struct Export: ParsableCommand {
         } else {
             buckets = try mapErrors(path: target.database) { try db.bucketNames().map { try db.rawBucket(named: $0) } }
         }
+        let report = SkipReport()
         guard let output else {
-            try export(buckets, to: Output.standardOutput())
+            try export(buckets, to: Output.standardOutput(), report: report)
+            try report.finish(json: json)
             return
         }
         // Write next to the destination and rename, so a failed export never leaves half a file.
@@ -54,7 +70,7 @@ struct Export: ParsableCommand {
         do {
             let file = try Output.file(partial)
             do {
-                try export(buckets, to: file)
+                try export(buckets, to: file, report: report)
             } catch {
                 try? file.close()
                 throw error
@@ -67,30 +83,189 @@ struct Export: ParsableCommand {
             unlink(partial)
             throw error
         }
+        try report.finish(json: json)
     }
 
-    func export(_ buckets: [RawBucket], to out: Output) throws {
+    func export(_ buckets: [RawBucket], to out: Output, report: SkipReport) throws {
         let progress = Progress()
         defer { progress.finish() }
         try out.line(ExportFormat.header)
         try mapErrors(path: target.database) {
             for raw in buckets {
                 try out.line(ExportFormat.schemaLine(raw.descriptor))
-                let total = progress.enabled ? try raw.count() : 0
+                let total = progress.enabled ? (skipDamaged ? (try? raw.count()) ?? 0 : try raw.count()) : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
                 let cursor = try raw.makeCursor(.all)
                 var done = 0
-                while let record = try cursor.nextRecord() {
-                    let object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
-                    try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
-                    done += 1
-                    if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
+                var last: String? = nil
+                do {
+                    while let record = try cursor.nextRecord() {
+                        last = record.key
+                        let object: String
+                        do {
+                            object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
+                        } catch {
+                            guard skipDamaged, let tool = error as? ToolError else { throw error }
+                            report.record(bucket: raw.name, key: record.key, reason: tool.message)
+                            continue
+                        }
+                        try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
+                        done += 1
+                        if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
+                    }
+                } catch {
+                    guard skipDamaged, SkipReport.damage(error) != nil else { throw error }
+                    report.exported += done
+                    // The salvage meets the same damage again and reports it.
+                    try salvage(raw, after: last, to: out, head: head, report: report)
+                    continue
                 }
+                report.exported += done
             }
         }
         try out.flush()
     }
+
+    /// The rest of a bucket whose record walk met damage after `last`: every key listed from the
+    /// top down to the damage, and between the two every key an index entry names, each read on
+    /// its own, in key order; what cannot be read (or listed) goes to `report`.
+    /// If the walk down meets no damage, every key above `last` is listed, and only the records
+    /// that fail to read (the one the walk stopped at) are skipped.
+    func salvage(_ raw: RawBucket, after last: String?, to out: Output, head: String, report: SkipReport) throws {
+        // Keys from the end down to the damage (or to `last`, if the walk down meets none).
+        var above: [String] = []
+        var unlisted: BuriError? = nil
+        do {
+            let down = try raw.makeCursor(Query.all.descending())
+            while let key = try down.nextKey(), Self.isAfter(key, last) { above.append(key) }
+        } catch {
+            guard let damage = SkipReport.damage(error) else { throw error }
+            unlisted = damage
+        }
+        var candidates: [String] = []
+        if let unlisted {
+            // Records between `last` and the lowest key listed from above cannot be listed: the
+            // keys index entries name there are the ones that can still be found.
+            let lowest = above.last
+            var seen = Set<[UInt8]>()
+            var unreadIndexes: [String] = []
+            for index in raw.descriptor.indexes {
+                do {
+                    let cursor = try raw.makeCursor(Query.index(index.name, from: .unbounded, to: .unbounded))
+                    // Index order is not key order: every entry is looked at.
+                    while let key = try cursor.nextKey() {
+                        if Self.isAfter(key, last), Self.isBefore(key, lowest), seen.insert(Array(key.utf8)).inserted { candidates.append(key) }
+                    }
+                } catch {
+                    guard SkipReport.damage(error) != nil else { throw error }
+                    unreadIndexes.append(index.name)
+                }
+            }
+            candidates.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            report.range(bucket: raw.name, after: last, before: lowest, reason: ToolError(unlisted).message,
+                         keysFromIndexes: candidates.count, unreadIndexes: unreadIndexes)
+        }
+        candidates.append(contentsOf: above.reversed())
+        for key in candidates {
+            let object: String
+            do {
+                guard let record = try raw.record(forKey: key) else {
+                    report.record(bucket: raw.name, key: key, reason: "an index entry names it, but it has no record")
+                    continue
+                }
+                object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key)
+            } catch {
+                if let damage = SkipReport.damage(error) {
+                    report.record(bucket: raw.name, key: key, reason: ToolError(damage).message)
+                } else if let tool = error as? ToolError {
+                    report.record(bucket: raw.name, key: key, reason: tool.message)
+                } else {
+                    throw error
+                }
+                continue
+            }
+            try out.line(head + jsonString(key) + ",\"object\":" + object + "}")
+            report.exported += 1
+        }
+    }
+
+    /// Whether `key` sorts bytewise after `bound` (every key does when there is none).
+    static func isAfter(_ key: String, _ bound: String?) -> Bool {
+        guard let bound else { return true }
+        return bound.utf8.lexicographicallyPrecedes(key.utf8)
+    }
+
+    /// Whether `key` sorts bytewise before `bound` (every key does when there is none).
+    static func isBefore(_ key: String, _ bound: String?) -> Bool {
+        guard let bound else { return true }
+        return key.utf8.lexicographicallyPrecedes(bound.utf8)
+    }
 }
+
+/// What `buri export --skip-damaged` skipped, reported on stderr when the export ends.
+final class SkipReport {
+    struct Record { var bucket: String; var key: String; var reason: String }
+    struct Range { var bucket: String; var after: String?; var before: String?; var reason: String; var keysFromIndexes: Int; var unreadIndexes: [String] }
+    var records: [Record] = []
+    var ranges: [Range] = []
+    var exported = 0
+
+    /// The error if it means unreadable data (a damaged block or record), which --skip-damaged
+    /// skips; `nil` for anything else.
+    static func damage(_ error: any Error) -> BuriError? {
+        guard let error = error as? BuriError else { return nil }
+        switch error {
+        case .damaged, .corruption, .decodingFailed: return error
+        default: return nil
+        }
+    }
+
+    func record(bucket: String, key: String, reason: String) { records.append(Record(bucket: bucket, key: key, reason: reason)) }
+
+    func range(bucket: String, after: String?, before: String?, reason: String, keysFromIndexes: Int, unreadIndexes: [String]) {
+        ranges.append(Range(bucket: bucket, after: after, before: before, reason: reason, keysFromIndexes: keysFromIndexes, unreadIndexes: unreadIndexes))
+    }
+
+    var isEmpty: Bool { records.isEmpty && ranges.isEmpty }
+
+    /// Writes the report to stderr and throws exit status 1 if anything was skipped.
+    func finish(json: Bool) throws {
+        guard !isEmpty else { return }
+        var text = ""
+        if json {
+            let value: CBORValue = .map([
+                CBORMapEntry(key: "exported", value: .int(Int64(exported))),
+                CBORMapEntry(key: "skippedRecords", value: .array(records.map { record in
+                    .map([CBORMapEntry(key: "bucket", value: .text(record.bucket)), CBORMapEntry(key: "key", value: .text(record.key)),
+                          CBORMapEntry(key: "reason", value: .text(oneLine(record.reason)))])
+                })),
+                CBORMapEntry(key: "skippedRanges", value: .array(ranges.map { range in
+                    .map([CBORMapEntry(key: "bucket", value: .text(range.bucket)),
+                          CBORMapEntry(key: "after", value: range.after.map { .text($0) } ?? .null),
+                          CBORMapEntry(key: "before", value: range.before.map { .text($0) } ?? .null),
+                          CBORMapEntry(key: "keysFromIndexes", value: .int(Int64(range.keysFromIndexes))),
+                          CBORMapEntry(key: "unreadIndexes", value: .array(range.unreadIndexes.map { .text($0) })),
+                          CBORMapEntry(key: "reason", value: .text(oneLine(range.reason)))])
+                })),
+            ])
+            text = value.jsonString() + "\n"
+        } else {
+            for range in ranges {
+                let after = range.after.map { "after key \(jsonString($0))" } ?? "from the first key"
+                let before = range.before.map { "before key \(jsonString($0))" } ?? "to the last key"
+                let unread = range.unreadIndexes.isEmpty ? "" : " (index\(range.unreadIndexes.count == 1 ? "" : "es") \(range.unreadIndexes.map { "'\($0)'" }.joined(separator: ", ")) could not be read either)"
+                text += "buri: skipped: bucket '\(range.bucket)', the records \(after) and \(before) could not be listed (\(oneLine(range.reason))); of the keys there, only the \(range.keysFromIndexes) that index entries name were tried\(unread)\n"
+            }
+            for record in records {
+                text += "buri: skipped: bucket '\(record.bucket)', key \(jsonString(record.key)): \(oneLine(record.reason))\n"
+            }
+            text += "buri: export incomplete: \(exported) object\(exported == 1 ? "" : "s") saved; skipped \(records.count) unreadable record\(records.count == 1 ? "" : "s") and \(ranges.count) key range\(ranges.count == 1 ? "" : "s") that could not be listed (exit status 1); `buri repair` salvages the database itself\n"
+        }
+        writeAll(2, Array(text.utf8))
+        throw ExitCode(ExitStatus.problemsFound.rawValue)
+    }
+}
+
 
 // MARK: - import
 
