@@ -114,7 +114,15 @@ struct Buckets: ParsableCommand {
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the keys of a bucket, one per line, in key order.",
-        discussion: "Example: buri keys people.buri Person --prefix person-00 --limit 10"
+        discussion: """
+        Keys are ordered bytewise (as UTF-8). --from and --to bound the range inclusively, \
+        --above and --below exclusively; any of them alone, and with --prefix. The walk starts \
+        at the range's first key.
+
+        Examples:
+          buri keys people.buri Person --prefix person-00 --limit 10
+          buri keys people.buri Person --from person-00100 --below person-00200
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -124,6 +132,18 @@ struct Keys: ParsableCommand {
 
     @Option(parsing: .unconditional, help: "Only keys that begin with this text.")
     var prefix: String?
+
+    @Option(parsing: .unconditional, help: "Only keys at or after this key (bytewise).")
+    var from: String?
+
+    @Option(parsing: .unconditional, help: "Only keys after this key (bytewise).")
+    var above: String?
+
+    @Option(parsing: .unconditional, help: "Only keys at or before this key (bytewise).")
+    var to: String?
+
+    @Option(parsing: .unconditional, help: "Only keys before this key (bytewise).")
+    var below: String?
 
     @Option(help: "At most this many keys.")
     var limit: Int?
@@ -135,7 +155,12 @@ struct Keys: ParsableCommand {
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
+        if from != nil, above != nil { throw ValidationError("give --from (inclusive) or --above (exclusive), not both") }
+        if to != nil, below != nil { throw ValidationError("give --to (inclusive) or --below (exclusive), not both") }
     }
+
+    var lower: RawBucket.KeyBound? { from.map { .inclusive($0) } ?? above.map { .exclusive($0) } }
+    var upper: RawBucket.KeyBound? { to.map { .inclusive($0) } ?? below.map { .exclusive($0) } }
 
     func run() throws {
         let db = try target.open(readOnly: true)
@@ -145,8 +170,8 @@ struct Keys: ParsableCommand {
         let list = KeyListWriter(out, keyFormat)
         try list.begin()
         try mapErrors(path: target.database) {
-            if let prefix {
-                for key in try raw.keys(withPrefix: prefix, reverse: reverse, limit: limit) { try list.key(key) }
+            if prefix != nil || lower != nil || upper != nil {
+                for key in try raw.keys(withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit) { try list.key(key) }
             } else {
                 var query = Query.all
                 if reverse { query = query.descending() }
