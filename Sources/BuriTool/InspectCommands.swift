@@ -190,7 +190,13 @@ struct Keys: ParsableCommand {
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print one object as pretty JSON.",
-        discussion: "Example: buri get people.buri Person person-00042"
+        discussion: """
+        A key that starts with one '-' may be given as it is (buri get DB BUCKET -weird); one that \
+        starts with '--' goes after '--' (buri get DB BUCKET -- --weird), so that a mistyped \
+        option is never taken for a key.
+
+        Example: buri get people.buri Person person-00042
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -198,14 +204,21 @@ struct Get: ParsableCommand {
     @Argument(help: "The bucket holding the object.")
     var bucket: String
 
-    @Argument(help: "The object's key.")
-    var key: String
+    // Unrecognized words are the key too, so that a key starting with '-' needs no '--'.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The object's key.", valueName: "key"))
+    var keyArguments: [String] = []
 
     @Flag(help: "Print the object as one line {\"bucket\",\"key\",\"object\"} in the exact JSON form of `buri export` (importable), not pretty JSON.")
     var json = false
 
+    var key: String { ((try? argumentKeys(keyArguments, command: "get")) ?? []).first ?? "" }
+
     func validate() throws {
-        try checkKeyLength(key)
+        let keys = try argumentKeys(keyArguments, command: "get")
+        guard keys.count == 1 else {
+            throw ValidationError(keys.isEmpty ? "give the key of the object to print" : "give one key, not \(keys.count) (\(keys.map { "'\($0)'" }.joined(separator: ", ")))")
+        }
+        try checkKeyLength(keys[0])
     }
 
     func run() throws {
