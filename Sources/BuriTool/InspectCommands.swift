@@ -1,6 +1,7 @@
 import ArgumentParser
 import Buri
 import BuriCodec
+import BuriEtcd
 import LevelDB
 
 // MARK: - info
@@ -28,15 +29,18 @@ struct Info: ParsableCommand {
                 buckets.append((descriptor, try raw.count(), entries))
             }
         }
-        let size = sizeOnDisk(path)
+        // An etcd location has no LevelDB underneath and no files here.
+        let onEtcd = EtcdEngine.isEtcdLocation(path)
+        let size = onEtcd ? 0 : sizeOnDisk(path)
         let leveldb = Database.libraryVersion.description
         let out = Output.standardOutput()
         if json {
             let value: CBORValue = .map([
                 CBORMapEntry(key: "path", value: .text(path)),
                 CBORMapEntry(key: "formatVersion", value: .int(Int64(db.formatVersion))),
-                CBORMapEntry(key: "leveldbVersion", value: .text(leveldb)),
-                CBORMapEntry(key: "sizeOnDisk", value: .unsigned(size)),
+                CBORMapEntry(key: "engine", value: .text(onEtcd ? "etcd" : "leveldb")),
+                CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
+                CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
                 CBORMapEntry(key: "buckets", value: .array(buckets.map { bucket in
                     .map([
                         CBORMapEntry(key: "name", value: .text(bucket.descriptor.name)),
@@ -63,8 +67,12 @@ struct Info: ParsableCommand {
         } else {
             try out.line("database:        \(path)")
             try out.line("format version:  \(db.formatVersion)")
-            try out.line("LevelDB version: \(leveldb)")
-            try out.line("size on disk:    \(formatBytes(size))")
+            if onEtcd {
+                try out.line("engine:          etcd")
+            } else {
+                try out.line("LevelDB version: \(leveldb)")
+                try out.line("size on disk:    \(formatBytes(size))")
+            }
             try out.line("buckets:         \(buckets.count)")
             for bucket in buckets {
                 try out.line("")

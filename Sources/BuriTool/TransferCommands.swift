@@ -525,7 +525,7 @@ enum ExportFormat {
     }
 
     /// The bucket schema a schema line describes; `fail` makes the error for a malformed one.
-    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, indexes: [IndexDefinition]) {
+    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
         guard case .map = value, case .array(let list)? = value["indexes"] else {
             throw fail("a schema line is {\"bucket\": text, \"schema\": {\"keyField\", \"schemaVersion\", \"indexes\": [...]}}")
         }
@@ -576,7 +576,12 @@ enum ExportFormat {
                                            fields: try texts("fields"), fieldForms: forms,
                                            computed: entry["computed"]?.boolValue == true ? true : nil, fieldPaths: paths))
         }
-        return (keyField, indexes)
+        var schemaVersion: UInt64 = 0
+        if let version = value["schemaVersion"], !version.isNull {
+            guard case .unsigned(let number) = version else { throw fail("the schema's schemaVersion must be a non-negative integer") }
+            schemaVersion = number
+        }
+        return (keyField, schemaVersion, indexes)
     }
 
     /// The export format version if `value` is an export header (any version), else nil.
@@ -600,6 +605,9 @@ struct ImportPlan {
     var keyGiven = false
     /// Whether a record of this bucket came before its schema line.
     var sawRecord = false
+    /// The schema version of the export's schema line (0 without one); `buri restore` gives it
+    /// to the bucket and its records.
+    var schemaVersion: UInt64 = 0
     /// The indexes (UTF-8 names) that got at least one entry.
     var indexed = Set<[UInt8]>()
 
@@ -834,6 +842,7 @@ struct ImportPlan {
             throw fail(line, "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out")
         }
         if !keyGiven { keyField = schema.keyField }
+        schemaVersion = schema.schemaVersion
         definitions = schema.indexes
         fromSchema = true
     }
@@ -1009,7 +1018,7 @@ struct Restore: ParsableCommand {
         for name in buckets {
             progress.update("reading bucket '\(name)'…", force: true)
             var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
-            let objects: [RawObject]
+            var objects: [RawObject]
             do {
                 objects = try plan.objects(from: input, progress: progress)
             } catch let error as ToolError {
@@ -1017,6 +1026,10 @@ struct Restore: ParsableCommand {
             }
             for (other, count) in plan.skipped where !buckets.contains(where: { $0.utf8.elementsEqual(other.utf8) }) {
                 throw ToolError(.invalidInput, "the export has \(count) record\(count == 1 ? "" : "s") of bucket '\(other)' but no schema line for it; nothing was restored")
+            }
+            // The records are written under the bucket's schema version, as the Swift type writes them.
+            if plan.schemaVersion != 0 {
+                for position in objects.indices { objects[position].schemaVersion = plan.schemaVersion }
             }
             plans.append((plan, objects))
         }
@@ -1030,7 +1043,7 @@ struct Restore: ParsableCommand {
             try mapErrors(path: path) {
                 for (plan, objects) in plans {
                     progress.update("storing \(objects.count) objects of bucket '\(plan.bucket)'…", force: true)
-                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions())
+                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion)
                     try raw.store(objects, sync: true)
                     total += objects.count
                 }
