@@ -13,7 +13,14 @@ struct Person: BuriSupport, Equatable {
 
     static let buri = BuriSchema<Person>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        // `field:` records which key each index reads, so the `buri` tool can query, import and
+        // restore them without this type; the compound indexes answer "locale (and age)" and
+        // "name and age" in one scan.
+        indexes: [
+            .binary("locale", \.locale, field: "locale"), .numeric("age", \.age, field: "age"),
+            .compound("locale_age", .binary(\.locale, field: "locale"), .numeric(\.age, field: "age")),
+            .compound("name_age", .binary(\.name, field: "name"), .numeric(\.age, field: "age")),
+        ],
         keyField: "objectId"
     )
 }
@@ -31,7 +38,7 @@ func run(path: String) throws {
     let cleared = try people.deleteAll()
 
     let locales = ["EN", "NL", "DE", "FR", "ES"]
-    let names = ["Dirk", "Anna", "Jan", "Marie", "Lars", "Sofia", "Chen", "Ama"]
+    let names = ["de Vries, Dirk", "Smith, Anna", "Jansen, Jan", "Curie, Marie", "Berg, Lars", "Rossi, Sofia", "Chen, Wei", "Mensah, Ama"]
     let everyone = (0..<10_000).map { i in
         Person(objectId: String(format: "person-%05d", i), name: names[i % names.count],
                locale: locales[i % locales.count], age: 20 + i % 20)
@@ -66,6 +73,10 @@ func run(path: String) throws {
     show("count(.index(age, in: 38...)) (one-sided)", try people.count(.index("age", in: 38...)))
     show("count(.index(age, in: ...20.5)) (fractional bound)", try people.count(.index("age", in: ...20.5)))
     show("min/max of age from the index alone", "\(try people.min(index: "age").map { "\($0)" } ?? "none") / \(try people.max(index: "age").map { "\($0)" } ?? "none")")
+
+    print("\n-- compound indexes 'locale_age' and 'name_age'")
+    show("count(locale_age: EN, age 30...39)", try people.count(.index("locale_age", equals: ["EN"], in: 30...39)))
+    show("keys(name_age: \"Smith, Anna\", 25).count", try people.keys(.index("name_age", equals: "Smith, Anna", 25)).count)
 
     print("\n-- order, limits, paging")
     let oldest = try people.objects(.index("age", in: 20...).descending().limit(3))

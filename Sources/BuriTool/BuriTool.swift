@@ -18,7 +18,8 @@ struct BuriCommand: ParsableCommand {
 
         Exit codes:
           0  success
-          1  `buri check` found problems, or `buri repair` could not recover everything
+          1  `buri check` found problems, `buri repair` could not recover everything, or
+             `buri export --skip-damaged` skipped records
           2  usage error: bad arguments, or a query value that does not fit its index
           3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files)
           4  not a Buri database: missing path, other files, a newer format

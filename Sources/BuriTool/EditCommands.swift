@@ -105,7 +105,9 @@ struct Delete: ParsableCommand {
         Keys come from the command line, or with --stdin from standard input, one per line (or \
         NUL-terminated with -0) — so the keys a query prints can be deleted: \
         `buri query DB B INDEX … -0 | buri delete DB B --stdin -0`. Prints how many objects were \
-        deleted and how many keys were not there. A key that starts with '-' goes after `--`.
+        deleted and how many keys were not there. A key that starts with one '-' may be given as \
+        it is; one that starts with '--' (or is -0) goes after `--`, so that a mistyped option is \
+        never taken for a key.
 
         Examples:
           buri delete people.buri Person p1 p2
@@ -118,8 +120,11 @@ struct Delete: ParsableCommand {
     @Argument(help: "The bucket to delete from.")
     var bucket: String
 
-    @Argument(help: "The keys of the objects to delete.")
-    var keys: [String] = []
+    // Unrecognized words are keys too, so that a key starting with '-' needs no '--'.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The keys of the objects to delete.", valueName: "key"))
+    var keyWords: [String] = []
+
+    var keys: [String] { (try? argumentKeys(keyWords, command: "delete")) ?? [] }
 
     @Flag(help: "Read the keys from standard input, one per line.")
     var stdin = false
@@ -128,8 +133,9 @@ struct Delete: ParsableCommand {
     var nul = false
 
     func validate() throws {
+        let keys = try argumentKeys(keyWords, command: "delete")
+        if nul, !stdin { throw ValidationError("-0 describes keys read with --stdin; add --stdin (to delete the key '-0', write it after '--': buri delete DB BUCKET -- -0)") }
         if keys.isEmpty, !stdin { throw ValidationError("give the keys to delete, or --stdin to read them from standard input") }
-        if nul, !stdin { throw ValidationError("-0 describes keys read with --stdin; add --stdin") }
         for key in keys { try checkKeyLength(key) }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Buri
 import BuriCodec
+import BuriEtcd
 import LevelDB
 
 // MARK: - info
@@ -28,15 +29,18 @@ struct Info: ParsableCommand {
                 buckets.append((descriptor, try raw.count(), entries))
             }
         }
-        let size = sizeOnDisk(path)
+        // An etcd location has no LevelDB underneath and no files here.
+        let onEtcd = EtcdEngine.isEtcdLocation(path)
+        let size = onEtcd ? 0 : sizeOnDisk(path)
         let leveldb = Database.libraryVersion.description
         let out = Output.standardOutput()
         if json {
             let value: CBORValue = .map([
                 CBORMapEntry(key: "path", value: .text(path)),
                 CBORMapEntry(key: "formatVersion", value: .int(Int64(db.formatVersion))),
-                CBORMapEntry(key: "leveldbVersion", value: .text(leveldb)),
-                CBORMapEntry(key: "sizeOnDisk", value: .unsigned(size)),
+                CBORMapEntry(key: "engine", value: .text(onEtcd ? "etcd" : "leveldb")),
+                CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
+                CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
                 CBORMapEntry(key: "buckets", value: .array(buckets.map { bucket in
                     .map([
                         CBORMapEntry(key: "name", value: .text(bucket.descriptor.name)),
@@ -51,6 +55,8 @@ struct Info: ParsableCommand {
                                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
                                 CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
                                 CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+                                // Per component, the keys its value is read from (nested fields too).
+                                CBORMapEntry(key: "fieldPaths", value: index.componentPaths.map { .array($0.map { .array($0.map { .text($0) }) }) } ?? .null),
                                 CBORMapEntry(key: "entries", value: .int(Int64(entries))),
                             ])
                         })),
@@ -61,8 +67,12 @@ struct Info: ParsableCommand {
         } else {
             try out.line("database:        \(path)")
             try out.line("format version:  \(db.formatVersion)")
-            try out.line("LevelDB version: \(leveldb)")
-            try out.line("size on disk:    \(formatBytes(size))")
+            if onEtcd {
+                try out.line("engine:          etcd")
+            } else {
+                try out.line("LevelDB version: \(leveldb)")
+                try out.line("size on disk:    \(formatBytes(size))")
+            }
             try out.line("buckets:         \(buckets.count)")
             for bucket in buckets {
                 try out.line("")
@@ -73,8 +83,9 @@ struct Info: ParsableCommand {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
                     if index.unique { traits.append("unique") }
                     if index.multiValued { traits.append("multi-valued") }
-                    if let fields = index.fields {
+                    if let paths = index.componentPaths {
                         let forms = index.fieldForms ?? []
+                        let fields = paths.map(IndexDefinition.fieldPathText)
                         let named = fields.enumerated().map { i, field in i < forms.count && forms[i] == .date ? "\(field) (date)" : field }
                         traits.append("field\(fields.count == 1 ? "" : "s") " + named.joined(separator: ", "))
                     }
@@ -111,7 +122,15 @@ struct Buckets: ParsableCommand {
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the keys of a bucket, one per line, in key order.",
-        discussion: "Example: buri keys people.buri Person --prefix person-00 --limit 10"
+        discussion: """
+        Keys are ordered bytewise (as UTF-8). --from and --to bound the range inclusively, \
+        --above and --below exclusively; any of them alone, and with --prefix. The walk starts \
+        at the range's first key.
+
+        Examples:
+          buri keys people.buri Person --prefix person-00 --limit 10
+          buri keys people.buri Person --from person-00100 --below person-00200
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -121,6 +140,18 @@ struct Keys: ParsableCommand {
 
     @Option(parsing: .unconditional, help: "Only keys that begin with this text.")
     var prefix: String?
+
+    @Option(parsing: .unconditional, help: "Only keys at or after this key (bytewise).")
+    var from: String?
+
+    @Option(parsing: .unconditional, help: "Only keys after this key (bytewise).")
+    var above: String?
+
+    @Option(parsing: .unconditional, help: "Only keys at or before this key (bytewise).")
+    var to: String?
+
+    @Option(parsing: .unconditional, help: "Only keys before this key (bytewise).")
+    var below: String?
 
     @Option(help: "At most this many keys.")
     var limit: Int?
@@ -132,7 +163,12 @@ struct Keys: ParsableCommand {
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
+        if from != nil, above != nil { throw ValidationError("give --from (inclusive) or --above (exclusive), not both") }
+        if to != nil, below != nil { throw ValidationError("give --to (inclusive) or --below (exclusive), not both") }
     }
+
+    var lower: RawBucket.KeyBound? { from.map { .inclusive($0) } ?? above.map { .exclusive($0) } }
+    var upper: RawBucket.KeyBound? { to.map { .inclusive($0) } ?? below.map { .exclusive($0) } }
 
     func run() throws {
         let db = try target.open(readOnly: true)
@@ -142,8 +178,8 @@ struct Keys: ParsableCommand {
         let list = KeyListWriter(out, keyFormat)
         try list.begin()
         try mapErrors(path: target.database) {
-            if let prefix {
-                for key in try raw.keys(withPrefix: prefix, reverse: reverse, limit: limit) { try list.key(key) }
+            if prefix != nil || lower != nil || upper != nil {
+                for key in try raw.keys(withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit) { try list.key(key) }
             } else {
                 var query = Query.all
                 if reverse { query = query.descending() }
@@ -162,7 +198,13 @@ struct Keys: ParsableCommand {
 struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print one object as pretty JSON.",
-        discussion: "Example: buri get people.buri Person person-00042"
+        discussion: """
+        A key that starts with one '-' may be given as it is (buri get DB BUCKET -weird); one that \
+        starts with '--' goes after '--' (buri get DB BUCKET -- --weird), so that a mistyped \
+        option is never taken for a key.
+
+        Example: buri get people.buri Person person-00042
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -170,14 +212,21 @@ struct Get: ParsableCommand {
     @Argument(help: "The bucket holding the object.")
     var bucket: String
 
-    @Argument(help: "The object's key.")
-    var key: String
+    // Unrecognized words are the key too, so that a key starting with '-' needs no '--'.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The object's key.", valueName: "key"))
+    var keyArguments: [String] = []
 
     @Flag(help: "Print the object as one line {\"bucket\",\"key\",\"object\"} in the exact JSON form of `buri export` (importable), not pretty JSON.")
     var json = false
 
+    var key: String { ((try? argumentKeys(keyArguments, command: "get")) ?? []).first ?? "" }
+
     func validate() throws {
-        try checkKeyLength(key)
+        let keys = try argumentKeys(keyArguments, command: "get")
+        guard keys.count == 1 else {
+            throw ValidationError(keys.isEmpty ? "give the key of the object to print" : "give one key, not \(keys.count) (\(keys.map { "'\($0)'" }.joined(separator: ", ")))")
+        }
+        try checkKeyLength(keys[0])
     }
 
     func run() throws {
@@ -228,7 +277,8 @@ struct QueryCommand: ParsableCommand {
           buri query people.buri Person locale --equals EN --objects --limit 5
           buri query people.buri Person locale_age --equals EN,30
           buri query people.buri Person age --above 20 --below 30 --count
-          buri query people.buri Person name_age --equals 'Smith\\, John' --equals 40
+          buri query people.buri Person name_age --equals 'Smith\\, John,40'
+          buri query people.buri Person name_age --equals 'Smith, John' --equals 40
           buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
         """
     )

@@ -186,3 +186,18 @@ func checkKeyLength(_ key: String) throws {
     let start = String(decoding: Array(key.utf8.prefix(32)), as: UTF8.self)
     throw ToolError(.usage, "the key '\(start)…' is \(length) bytes, over Buri's limit of \(maxKeyBytes) bytes for a key, so no object has it; give a key of at most \(maxKeyBytes) UTF-8 bytes")
 }
+
+/// The keys among `words` (a command's unrecognized words, the '--' terminator included): one
+/// that starts with a single '-' is taken as it is (`buri get DB B -weird`); one that starts with
+/// '--' only after the terminator, so that a mistyped option (`--jsno`) is never taken for a key —
+/// least of all by `buri delete`.
+func argumentKeys(_ words: [String], command: String) throws -> [String] {
+    let terminator = words.firstIndex(of: "--")
+    var keys = words
+    if let terminator { keys.remove(at: terminator) }
+    let beforeTerminator = keys[..<(terminator ?? keys.count)]
+    if let key = beforeTerminator.first(where: { $0.hasPrefix("--") }) {
+        throw ValidationError("'\(key)' is not an option of buri \(command); a key that starts with '--' goes after '--': buri \(command) DB BUCKET -- \(key)")
+    }
+    return keys
+}

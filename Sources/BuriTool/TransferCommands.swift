@@ -20,6 +20,13 @@ struct Export: ParsableCommand {
         since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
         `buri import` reads the output back exactly, and exporting again gives the same bytes.
 
+        A damaged database (a table block or record that cannot be read) makes the export fail \
+        with exit 3, leaving no short file. With --skip-damaged it saves every record it can read \
+        and lists on stderr what it skipped (with --json as one JSON object): each record whose \
+        key is known but which cannot be read, and each key range whose records cannot even be \
+        listed (the keys that index entries name in such a range are read one by one). It then \
+        exits with status 1, so a script cannot take the file for a complete export.
+
         Example: buri export people.buri Person -o people.jsonl
         """
     )
@@ -32,8 +39,15 @@ struct Export: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write to this file instead of standard output (replaced only when the export succeeds).", valueName: "file"))
     var output: String?
 
+    @Flag(name: .customLong("skip-damaged"), help: "Save every readable record of a damaged database, list what was skipped on stderr, and exit with status 1 if anything was.")
+    var skipDamaged = false
+
+    @Flag(help: "With --skip-damaged: list what was skipped as one JSON object on stderr.")
+    var json = false
+
     func validate() throws {
         if let output, output.isEmpty { throw ValidationError("-o needs a file name") }
+        if json, !skipDamaged { throw ValidationError("--json describes what --skip-damaged skipped; give --skip-damaged too") }
     }
 
     func run() throws {
@@ -45,8 +59,10 @@ struct Export: ParsableCommand {
         } else {
             buckets = try mapErrors(path: target.database) { try db.bucketNames().map { try db.rawBucket(named: $0) } }
         }
+        let report = SkipReport()
         guard let output else {
-            try export(buckets, to: Output.standardOutput())
+            try export(buckets, to: Output.standardOutput(), report: report)
+            try report.finish(json: json)
             return
         }
         // Write next to the destination and rename, so a failed export never leaves half a file.
@@ -54,7 +70,7 @@ struct Export: ParsableCommand {
         do {
             let file = try Output.file(partial)
             do {
-                try export(buckets, to: file)
+                try export(buckets, to: file, report: report)
             } catch {
                 try? file.close()
                 throw error
@@ -67,30 +83,189 @@ struct Export: ParsableCommand {
             unlink(partial)
             throw error
         }
+        try report.finish(json: json)
     }
 
-    func export(_ buckets: [RawBucket], to out: Output) throws {
+    func export(_ buckets: [RawBucket], to out: Output, report: SkipReport) throws {
         let progress = Progress()
         defer { progress.finish() }
         try out.line(ExportFormat.header)
         try mapErrors(path: target.database) {
             for raw in buckets {
                 try out.line(ExportFormat.schemaLine(raw.descriptor))
-                let total = progress.enabled ? try raw.count() : 0
+                let total = progress.enabled ? (skipDamaged ? (try? raw.count()) ?? 0 : try raw.count()) : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
                 let cursor = try raw.makeCursor(.all)
                 var done = 0
-                while let record = try cursor.nextRecord() {
-                    let object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
-                    try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
-                    done += 1
-                    if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
+                var last: String? = nil
+                do {
+                    while let record = try cursor.nextRecord() {
+                        last = record.key
+                        let object: String
+                        do {
+                            object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
+                        } catch {
+                            guard skipDamaged, let tool = error as? ToolError else { throw error }
+                            report.record(bucket: raw.name, key: record.key, reason: tool.message)
+                            continue
+                        }
+                        try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
+                        done += 1
+                        if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
+                    }
+                } catch {
+                    guard skipDamaged, SkipReport.damage(error) != nil else { throw error }
+                    report.exported += done
+                    // The salvage meets the same damage again and reports it.
+                    try salvage(raw, after: last, to: out, head: head, report: report)
+                    continue
                 }
+                report.exported += done
             }
         }
         try out.flush()
     }
+
+    /// The rest of a bucket whose record walk met damage after `last`: every key listed from the
+    /// top down to the damage, and between the two every key an index entry names, each read on
+    /// its own, in key order; what cannot be read (or listed) goes to `report`.
+    /// If the walk down meets no damage, every key above `last` is listed, and only the records
+    /// that fail to read (the one the walk stopped at) are skipped.
+    func salvage(_ raw: RawBucket, after last: String?, to out: Output, head: String, report: SkipReport) throws {
+        // Keys from the end down to the damage (or to `last`, if the walk down meets none).
+        var above: [String] = []
+        var unlisted: BuriError? = nil
+        do {
+            let down = try raw.makeCursor(Query.all.descending())
+            while let key = try down.nextKey(), Self.isAfter(key, last) { above.append(key) }
+        } catch {
+            guard let damage = SkipReport.damage(error) else { throw error }
+            unlisted = damage
+        }
+        var candidates: [String] = []
+        if let unlisted {
+            // Records between `last` and the lowest key listed from above cannot be listed: the
+            // keys index entries name there are the ones that can still be found.
+            let lowest = above.last
+            var seen = Set<[UInt8]>()
+            var unreadIndexes: [String] = []
+            for index in raw.descriptor.indexes {
+                do {
+                    let cursor = try raw.makeCursor(Query.index(index.name, from: .unbounded, to: .unbounded))
+                    // Index order is not key order: every entry is looked at.
+                    while let key = try cursor.nextKey() {
+                        if Self.isAfter(key, last), Self.isBefore(key, lowest), seen.insert(Array(key.utf8)).inserted { candidates.append(key) }
+                    }
+                } catch {
+                    guard SkipReport.damage(error) != nil else { throw error }
+                    unreadIndexes.append(index.name)
+                }
+            }
+            candidates.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            report.range(bucket: raw.name, after: last, before: lowest, reason: ToolError(unlisted).message,
+                         keysFromIndexes: candidates.count, unreadIndexes: unreadIndexes)
+        }
+        candidates.append(contentsOf: above.reversed())
+        for key in candidates {
+            let object: String
+            do {
+                guard let record = try raw.record(forKey: key) else {
+                    report.record(bucket: raw.name, key: key, reason: "an index entry names it, but it has no record")
+                    continue
+                }
+                object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key)
+            } catch {
+                if let damage = SkipReport.damage(error) {
+                    report.record(bucket: raw.name, key: key, reason: ToolError(damage).message)
+                } else if let tool = error as? ToolError {
+                    report.record(bucket: raw.name, key: key, reason: tool.message)
+                } else {
+                    throw error
+                }
+                continue
+            }
+            try out.line(head + jsonString(key) + ",\"object\":" + object + "}")
+            report.exported += 1
+        }
+    }
+
+    /// Whether `key` sorts bytewise after `bound` (every key does when there is none).
+    static func isAfter(_ key: String, _ bound: String?) -> Bool {
+        guard let bound else { return true }
+        return bound.utf8.lexicographicallyPrecedes(key.utf8)
+    }
+
+    /// Whether `key` sorts bytewise before `bound` (every key does when there is none).
+    static func isBefore(_ key: String, _ bound: String?) -> Bool {
+        guard let bound else { return true }
+        return key.utf8.lexicographicallyPrecedes(bound.utf8)
+    }
 }
+
+/// What `buri export --skip-damaged` skipped, reported on stderr when the export ends.
+final class SkipReport {
+    struct Record { var bucket: String; var key: String; var reason: String }
+    struct Range { var bucket: String; var after: String?; var before: String?; var reason: String; var keysFromIndexes: Int; var unreadIndexes: [String] }
+    var records: [Record] = []
+    var ranges: [Range] = []
+    var exported = 0
+
+    /// The error if it means unreadable data (a damaged block or record), which --skip-damaged
+    /// skips; `nil` for anything else.
+    static func damage(_ error: any Error) -> BuriError? {
+        guard let error = error as? BuriError else { return nil }
+        switch error {
+        case .damaged, .corruption, .decodingFailed: return error
+        default: return nil
+        }
+    }
+
+    func record(bucket: String, key: String, reason: String) { records.append(Record(bucket: bucket, key: key, reason: reason)) }
+
+    func range(bucket: String, after: String?, before: String?, reason: String, keysFromIndexes: Int, unreadIndexes: [String]) {
+        ranges.append(Range(bucket: bucket, after: after, before: before, reason: reason, keysFromIndexes: keysFromIndexes, unreadIndexes: unreadIndexes))
+    }
+
+    var isEmpty: Bool { records.isEmpty && ranges.isEmpty }
+
+    /// Writes the report to stderr and throws exit status 1 if anything was skipped.
+    func finish(json: Bool) throws {
+        guard !isEmpty else { return }
+        var text = ""
+        if json {
+            let value: CBORValue = .map([
+                CBORMapEntry(key: "exported", value: .int(Int64(exported))),
+                CBORMapEntry(key: "skippedRecords", value: .array(records.map { record in
+                    .map([CBORMapEntry(key: "bucket", value: .text(record.bucket)), CBORMapEntry(key: "key", value: .text(record.key)),
+                          CBORMapEntry(key: "reason", value: .text(oneLine(record.reason)))])
+                })),
+                CBORMapEntry(key: "skippedRanges", value: .array(ranges.map { range in
+                    .map([CBORMapEntry(key: "bucket", value: .text(range.bucket)),
+                          CBORMapEntry(key: "after", value: range.after.map { .text($0) } ?? .null),
+                          CBORMapEntry(key: "before", value: range.before.map { .text($0) } ?? .null),
+                          CBORMapEntry(key: "keysFromIndexes", value: .int(Int64(range.keysFromIndexes))),
+                          CBORMapEntry(key: "unreadIndexes", value: .array(range.unreadIndexes.map { .text($0) })),
+                          CBORMapEntry(key: "reason", value: .text(oneLine(range.reason)))])
+                })),
+            ])
+            text = value.jsonString() + "\n"
+        } else {
+            for range in ranges {
+                let after = range.after.map { "after key \(jsonString($0))" } ?? "from the first key"
+                let before = range.before.map { "before key \(jsonString($0))" } ?? "to the last key"
+                let unread = range.unreadIndexes.isEmpty ? "" : " (index\(range.unreadIndexes.count == 1 ? "" : "es") \(range.unreadIndexes.map { "'\($0)'" }.joined(separator: ", ")) could not be read either)"
+                text += "buri: skipped: bucket '\(range.bucket)', the records \(after) and \(before) could not be listed (\(oneLine(range.reason))); of the keys there, only the \(range.keysFromIndexes) that index entries name were tried\(unread)\n"
+            }
+            for record in records {
+                text += "buri: skipped: bucket '\(record.bucket)', key \(jsonString(record.key)): \(oneLine(record.reason))\n"
+            }
+            text += "buri: export incomplete: \(exported) object\(exported == 1 ? "" : "s") saved; skipped \(records.count) unreadable record\(records.count == 1 ? "" : "s") and \(ranges.count) key range\(ranges.count == 1 ? "" : "s") that could not be listed (exit status 1); `buri repair` salvages the database itself\n"
+        }
+        writeAll(2, Array(text.utf8))
+        throw ExitCode(ExitStatus.problemsFound.rawValue)
+    }
+}
+
 
 // MARK: - import
 
@@ -110,7 +285,10 @@ struct Import: ParsableCommand {
         double holds exactly the number written (1e400, 1e-400 and 9007199254740993.0 are \
         refused, naming the nearest double). Repeated member names are refused.
 
-        Index values come from the object's top-level fields: strings for binary indexes, \
+        Index values come from the object's fields: FIELD is a top-level name or a dotted path \
+        into nested objects (city=address.city), in which \\. is a dot inside a name (v=v1\\.2 \
+        reads the top-level "v1.2") and \\\\ a backslash; a value on the way that is not an object \
+        is refused. Strings for binary indexes, \
         numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
         entry per distinct element (a multi-valued index); a missing or null field gives no \
         entry. A date field (one a Swift Date property's index reads, or one named with --date) \
@@ -138,10 +316,10 @@ struct Import: ParsableCommand {
     @Option(help: ArgumentHelp("The field holding each plain object's key (a string, or an integer stored as its decimal text). Defaults to the bucket's recorded key field.", valueName: "field"))
     var key: String?
 
-    @Option(name: .customLong("binary-index"), help: ArgumentHelp("Keep binary index NAME over string field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
+    @Option(name: .customLong("binary-index"), help: ArgumentHelp("Keep binary index NAME over string field FIELD (default: NAME); a dotted FIELD (address.city) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
     var binaryIndexes: [String] = []
 
-    @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME). Repeatable.", valueName: "name[=field]"))
+    @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME); a dotted FIELD (address.zip) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
     var numericIndexes: [String] = []
 
     @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
@@ -156,7 +334,10 @@ struct Import: ParsableCommand {
     /// An index option: name, field and kind.
     struct IndexOption {
         var name: String
+        /// The field path as given (`address.city`).
         var field: String
+        /// The map keys it walks (`["address", "city"]`).
+        var path: [String]
         var kind: IndexKind
     }
 
@@ -170,10 +351,15 @@ struct Import: ParsableCommand {
                 let option = "--\(kind.rawValue)-index '\(spec)'"
                 if name.isEmpty { throw ValidationError("\(option) has no index name; write NAME or NAME=FIELD") }
                 if field.isEmpty { throw ValidationError("\(option) has no field after '='; write NAME or NAME=FIELD") }
-                if result.contains(where: { $0.name == name }) {
+                if result.contains(where: { $0.name.utf8.elementsEqual(name.utf8) }) {
                     throw ValidationError("index '\(name)' is given twice; give each index once, as --binary-index or --numeric-index")
                 }
-                result.append(IndexOption(name: name, field: field, kind: kind))
+                let path: [String]
+                switch IndexDefinition.parseFieldPath(field) {
+                case .success(let keys): path = keys
+                case .failure(let error): throw ValidationError("\(option): \(error.description) (write a key with a dot in it as 'v1\\.2')")
+                }
+                result.append(IndexOption(name: name, field: field, path: path, kind: kind))
             }
         }
         return result
@@ -183,6 +369,9 @@ struct Import: ParsableCommand {
         if bucket.isEmpty { throw ValidationError("the bucket name is empty; give a name such as Person") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
         if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
+        if let nested = dateFields.first(where: { (try? IndexDefinition.parseFieldPath($0).get().count) != 1 }) {
+            throw ValidationError("--date '\(nested)': --date names a top-level field (a dot inside its name is written '\\.'); nested date fields are not supported")
+        }
         if let chunkSize, chunkSize < 1 { throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500") }
         _ = try indexOptions()
     }
@@ -312,7 +501,8 @@ enum ExportFormat {
     static let header = #"["buri-export",3]"#
 
     /// The schema line written before a bucket's records:
-    /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"}]}}.
+    /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"[,"fieldPaths"]}]}}
+    /// ("fieldPaths" only for an index that reads a nested field; its "fields" is then null).
     static func schemaLine(_ descriptor: BucketDescriptor) -> String {
         let indexes: [CBORValue] = descriptor.indexes.map { index in
             .map([
@@ -324,7 +514,7 @@ enum ExportFormat {
                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
                 CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
                 CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
-            ])
+            ] + (index.fieldPaths.map { [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))] } ?? []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -335,7 +525,7 @@ enum ExportFormat {
     }
 
     /// The bucket schema a schema line describes; `fail` makes the error for a malformed one.
-    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, indexes: [IndexDefinition]) {
+    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
         guard case .map = value, case .array(let list)? = value["indexes"] else {
             throw fail("a schema line is {\"bucket\": text, \"schema\": {\"keyField\", \"schemaVersion\", \"indexes\": [...]}}")
         }
@@ -370,12 +560,28 @@ enum ExportFormat {
             guard let version = entry["version"]?.int64Value ?? Optional(0), let unique = entry["unique"]?.boolValue ?? Optional(false) else {
                 throw fail("\(place) ('\(name)') has a malformed version or unique flag")
             }
+            var paths: [[String]]? = nil
+            if let value = entry["fieldPaths"], !value.isNull {
+                guard case .array(let items) = value else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must be an array of arrays of text, or null") }
+                paths = try items.map { item in
+                    guard case .array(let keys) = item, !keys.isEmpty else { throw fail("\(place) ('\(name)'): each of \"fieldPaths\" must be a non-empty array of text") }
+                    return try keys.map { key in
+                        guard let text = key.stringValue else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must hold text") }
+                        return text
+                    }
+                }
+            }
             indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique,
                                            multiValued: entry["multiValued"]?.boolValue ?? false, version: Int(version),
                                            fields: try texts("fields"), fieldForms: forms,
-                                           computed: entry["computed"]?.boolValue == true ? true : nil))
+                                           computed: entry["computed"]?.boolValue == true ? true : nil, fieldPaths: paths))
         }
-        return (keyField, indexes)
+        var schemaVersion: UInt64 = 0
+        if let version = value["schemaVersion"], !version.isNull {
+            guard case .unsigned(let number) = version else { throw fail("the schema's schemaVersion must be a non-negative integer") }
+            schemaVersion = number
+        }
+        return (keyField, schemaVersion, indexes)
     }
 
     /// The export format version if `value` is an export header (any version), else nil.
@@ -399,6 +605,9 @@ struct ImportPlan {
     var keyGiven = false
     /// Whether a record of this bucket came before its schema line.
     var sawRecord = false
+    /// The schema version of the export's schema line (0 without one); `buri restore` gives it
+    /// to the bucket and its records.
+    var schemaVersion: UInt64 = 0
     /// The indexes (UTF-8 names) that got at least one entry.
     var indexed = Set<[UInt8]>()
 
@@ -406,8 +615,8 @@ struct ImportPlan {
     func emptyIndexWarnings(objectCount: Int) -> [String] {
         guard isNew, !fromSchema, objectCount > 0 else { return [] }
         return definitions.filter { !indexed.contains(Array($0.name.utf8)) }.map { definition in
-            let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
-            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (fields are read at the top level of each object; check the name)\n"
+            let fields = (definition.componentPaths ?? []).map { "'\(IndexDefinition.fieldPathText($0))'" }.joined(separator: ", ")
+            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n"
         }
     }
     /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
@@ -432,9 +641,11 @@ struct ImportPlan {
             isNew = true
             keyField = key
             definitions = options.map { option in
-                let isDate = option.kind == .numeric && dateFields.contains { $0.utf8.elementsEqual(option.field.utf8) }
-                return IndexDefinition(id: 0, name: option.name, components: [option.kind], fields: [option.field],
-                                       fieldForms: isDate ? [.date] : nil)
+                let isDate = option.kind == .numeric && option.path.count == 1
+                    && dateFields.contains { (try? IndexDefinition.parseFieldPath($0).get()) == option.path }
+                var definition = IndexDefinition(id: 0, name: option.name, components: [option.kind], fieldForms: isDate ? [.date] : nil)
+                definition.setFieldPaths([option.path])
+                return definition
             }
             return
         }
@@ -445,15 +656,15 @@ struct ImportPlan {
         keyField = key ?? existing.keyField
         let describe = { (index: IndexDefinition) -> String in
             let kinds = index.components.map(\.rawValue).joined(separator: ", ")
-            guard let fields = index.fields else { return "\(kinds) with no recorded field" }
-            return "\(kinds) over field(s) \(fields.joined(separator: ", "))"
+            guard let paths = index.componentPaths else { return "\(kinds) with no recorded field" }
+            return "\(kinds) over field(s) \(paths.map(IndexDefinition.fieldPathText).joined(separator: ", "))"
         }
         for option in options {
             guard let index = existing.index(named: option.name) else {
                 let known = existing.indexes.isEmpty ? "it has no indexes" : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", ")
                 throw ToolError(.usage, "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket")
             }
-            if index.components != [option.kind] || index.fields.map({ $0 == [option.field] }) == false {
+            if index.components != [option.kind] || index.componentPaths.map({ $0 == [option.path] }) == false {
                 throw ToolError(.usage, "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match")
             }
         }
@@ -618,7 +829,7 @@ struct ImportPlan {
         let schema = try ExportFormat.parseSchema(value) { fail(line, $0) }
         for option in options {
             guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
-                  index.components == [option.kind], index.fields == [option.field] else {
+                  index.components == [option.kind], index.componentPaths == [option.path] else {
                 throw fail(line, "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options")
             }
         }
@@ -631,6 +842,7 @@ struct ImportPlan {
             throw fail(line, "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out")
         }
         if !keyGiven { keyField = schema.keyField }
+        schemaVersion = schema.schemaVersion
         definitions = schema.indexes
         fromSchema = true
     }
@@ -704,7 +916,10 @@ struct ImportPlan {
             } catch {
                 throw fail(line, "index '\(definition.name)': \(error)")
             }
-            if isNew, !fromSchema, case .array? = definition.fields.flatMap({ object[$0[0]] }) { sawArray.insert(definition.name) }
+            if isNew, !fromSchema, let path = definition.componentPaths?.first,
+               case .array? = try? IndexDefinition.value(at: path, in: object, index: definition.name) {
+                sawArray.insert(definition.name)
+            }
             let length = tuples.map { $0.reduce(0) { $0 + $1.encoded.count } }.max() ?? 0
             if length > Self.maxTupleLength {
                 throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
@@ -803,7 +1018,7 @@ struct Restore: ParsableCommand {
         for name in buckets {
             progress.update("reading bucket '\(name)'…", force: true)
             var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
-            let objects: [RawObject]
+            var objects: [RawObject]
             do {
                 objects = try plan.objects(from: input, progress: progress)
             } catch let error as ToolError {
@@ -811,6 +1026,10 @@ struct Restore: ParsableCommand {
             }
             for (other, count) in plan.skipped where !buckets.contains(where: { $0.utf8.elementsEqual(other.utf8) }) {
                 throw ToolError(.invalidInput, "the export has \(count) record\(count == 1 ? "" : "s") of bucket '\(other)' but no schema line for it; nothing was restored")
+            }
+            // The records are written under the bucket's schema version, as the Swift type writes them.
+            if plan.schemaVersion != 0 {
+                for position in objects.indices { objects[position].schemaVersion = plan.schemaVersion }
             }
             plans.append((plan, objects))
         }
@@ -824,7 +1043,7 @@ struct Restore: ParsableCommand {
             try mapErrors(path: path) {
                 for (plan, objects) in plans {
                     progress.update("storing \(objects.count) objects of bucket '\(plan.bucket)'…", force: true)
-                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions())
+                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion)
                     try raw.store(objects, sync: true)
                     total += objects.count
                 }

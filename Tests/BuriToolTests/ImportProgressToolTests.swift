@@ -45,7 +45,7 @@ struct ImportProgressToolTests {
                            stdin: peopleJSONLines(fixturePeople))
         #expect(run.status == 0, "\(run)")
         #expect(run.stdout == "imported 40 objects into bucket 'Person' of \(db)\n")
-        #expect(run.stderr == "buri: warning: index 'city' has no entries: none of the 40 objects has a value in field 'adress.city' (fields are read at the top level of each object; check the name)\n")
+        #expect(run.stderr == "buri: warning: index 'city' has no entries: none of the 40 objects has a value in field 'adress.city' (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n")
         // An index some objects fill is not warned about.
         let partly = try buri("import", sandbox.path("x.buri"), "P", "--key", "id", "--binary-index", "tag",
                               stdin: #"{"id":"a","tag":"x"}"# + "\n" + #"{"id":"b"}"# + "\n")

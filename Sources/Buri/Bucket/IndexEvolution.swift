@@ -100,6 +100,7 @@ extension BuriDatabase {
             if var existing = descriptor.indexes.first(where: { $0.hasSameShape(as: wanted) }) {
                 // How tools read the values follows the declaration; the entries stay as they are.
                 existing.fields = wanted.fields
+                existing.fieldPaths = wanted.fieldPaths
                 existing.fieldForms = wanted.fieldForms
                 existing.computed = wanted.computed
                 kept.append(existing)

@@ -32,10 +32,49 @@ extension RawBucket {
     /// let keys = try raw.keys(withPrefix: "person-000", limit: 10)
     /// ```
     public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
+        try keys(withPrefix: prefix, from: nil, to: nil, reverse: reverse, limit: limit)
+    }
+
+    /// One end of a range of object keys, compared bytewise as UTF-8.
+    public enum KeyBound: Sendable, Hashable {
+        /// This key and those beyond it.
+        case inclusive(String)
+        /// Only keys beyond this one.
+        case exclusive(String)
+    }
+
+    /// The keys of the objects in a key range (bytewise, as UTF-8) that begin with `prefix`, in key
+    /// order (or reverse order), at most `limit` of them. The walk starts at the range's first key,
+    /// and reads only record keys, never values.
+    ///
+    /// ```swift
+    /// let keys = try raw.keys(from: .inclusive("person-00100"), to: .exclusive("person-00200"))
+    /// ```
+    public func keys(withPrefix prefix: String = "", from lower: KeyBound?, to upper: KeyBound?, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
         if let limit, limit <= 0 { return [] }
+        // The record keys are the bucket's record prefix followed by the key's bytes, so a key
+        // range is a range of record keys: just after a key is that key followed by byte 0.
+        var range = KeyRange.prefix(recordPrefix + Array(prefix.utf8))
+        if let lower {
+            let start: [UInt8]
+            switch lower {
+            case .inclusive(let key): start = recordPrefix + Array(key.utf8)
+            case .exclusive(let key): start = recordPrefix + Array(key.utf8) + [0]
+            }
+            if let current = range.start, !current.lexicographicallyPrecedes(start) {} else { range.start = start }
+        }
+        if let upper {
+            let end: [UInt8]
+            switch upper {
+            case .inclusive(let key): end = recordPrefix + Array(key.utf8) + [0]
+            case .exclusive(let key): end = recordPrefix + Array(key.utf8)
+            }
+            if let current = range.end, current.lexicographicallyPrecedes(end) {} else { range.end = end }
+        }
+        if let start = range.start, let end = range.end, !start.lexicographicallyPrecedes(end) { return [] }
         let reader = try reader()
         return try run {
-            let cursor = try reader.cursor(in: .prefix(recordPrefix + Array(prefix.utf8)), reverse: reverse)
+            let cursor = try reader.cursor(in: range, reverse: reverse)
             var keys: [String] = []
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in

@@ -332,13 +332,17 @@ public final class BuriDatabase: Sendable {
         return RawBucket(database: self, descriptor: descriptor)
     }
 
-    /// Creates bucket `name` with `indexes` (ids are assigned here) if it does not exist, or returns the
-    /// existing one unchanged.
-    public func createBucket(named name: String, keyField: String? = nil, indexes: [IndexDefinition] = []) throws(BuriError) -> RawBucket {
+    /// Creates bucket `name` with `indexes` (ids are assigned here) and `schemaVersion` if it does not
+    /// exist, or returns the existing one unchanged.
+    ///
+    /// ```swift
+    /// let raw = try db.createBucket(named: "Person", keyField: "id", schemaVersion: 2)
+    /// ```
+    public func createBucket(named name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0) throws(BuriError) -> RawBucket {
         try validateBucketName(name)
         return try performWrite(sync: true) { writer throws(BuriError) -> RawBucket in
             if let existing = try bucketInfo(named: name, reader: writer.reader) { return RawBucket(database: self, descriptor: existing) }
-            var descriptor = BucketDescriptor(id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField)
+            var descriptor = BucketDescriptor(id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField, schemaVersion: schemaVersion)
             for var index in indexes {
                 index.id = descriptor.nextIndexId
                 descriptor.nextIndexId += 1

@@ -39,9 +39,15 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// Whether a Swift closure computes the values (`.computed`, or a property of a type tools cannot
     /// read, such as `[UInt8]`), so that no tool can compute them from the stored object.
     public var computed: Bool?
+    /// For each component, the path of map keys its value is read from (`["address", "city"]`),
+    /// when some component reads a field nested in the object; ``fields`` is then `nil`, so that
+    /// readers that do not know paths refuse to compute the index instead of reading the wrong
+    /// field. Written by `buri import`/`restore` (`--binary-index city=address.city`); see
+    /// ``componentPaths``.
+    public var fieldPaths: [[String]]?
 
     public init(id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false, version: Int = 0,
-                fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil) {
+                fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil, fieldPaths: [[String]]? = nil) {
         self.id = id
         self.name = name
         self.components = components
@@ -51,6 +57,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
         self.fields = fields
         self.fieldForms = fieldForms
         self.computed = computed
+        self.fieldPaths = fieldPaths
     }
 
     /// Whether two definitions describe the same index entries (ignoring the id and how tools

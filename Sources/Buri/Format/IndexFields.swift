@@ -7,7 +7,12 @@ extension IndexDefinition {
         if computed == true {
             return "its values are computed by Swift code (a `.computed` index, or a property whose type tools cannot read)"
         }
-        guard let fields, fields.count == components.count else {
+        if let fieldPaths {
+            if fieldPaths.count != components.count {
+                return "its catalog entry has \(fieldPaths.count) field paths for \(components.count) components"
+            }
+            if fieldPaths.contains(where: \.isEmpty) { return "its catalog entry has an empty field path" }
+        } else if fields?.count != components.count {
             return "its Swift declaration names no field (declare it with `field:`, e.g. .numeric(\"\(name)\", \\.\(name), field: \"\(name)\"))"
         }
         if let forms = fieldForms, forms.count != components.count {
@@ -35,7 +40,7 @@ extension IndexDefinition {
         if let reason = uncomputableReason {
             throw .invalidIndexDefinition(bucket: "", index: name, reason: "tools cannot compute it: " + reason)
         }
-        let fields = fields ?? []
+        let paths = componentPaths ?? []
         let forms = fieldForms ?? Array(repeating: .value, count: components.count)
         let arrays = acceptingArrays ?? (multiValued && components.count == 1)
         // Every field is read and checked before a missing one drops the entry, so an object is
@@ -44,8 +49,9 @@ extension IndexDefinition {
         var tuple: [IndexValue] = []
         var complete = true
         for position in components.indices {
-            let field = fields[position]
-            guard let value = object[field], !value.isNull else {
+            let path = paths[position]
+            let field = path.count == 1 ? path[0] : Self.fieldPathText(path)
+            guard let value = try Self.value(at: path, in: object, index: name), !value.isNull else {
                 complete = false
                 continue
             }
@@ -64,6 +70,95 @@ extension IndexDefinition {
             tuple.append(try indexValue(value, position: position, field: field, form: forms[position]))
         }
         return complete ? [tuple] : []
+    }
+
+    /// For each component, the path of map keys its value is read from: ``fieldPaths``, or each of
+    /// ``fields`` as a one-key path; `nil` when neither is recorded.
+    public var componentPaths: [[String]]? {
+        fieldPaths ?? fields.map { $0.map { [$0] } }
+    }
+
+    /// Records `paths` (one per component) as this index's fields: as ``fields`` when every path is
+    /// one top-level key (as before paths existed), else as ``fieldPaths`` with ``fields`` `nil`.
+    ///
+    /// ```swift
+    /// var city = IndexDefinition(id: 0, name: "city", components: [.binary])
+    /// city.setFieldPaths([["address", "city"]])   // fieldPaths [["address", "city"]], fields nil
+    /// ```
+    public mutating func setFieldPaths(_ paths: [[String]]) {
+        if paths.allSatisfy({ $0.count == 1 }) {
+            fields = paths.map { $0[0] }
+            fieldPaths = nil
+        } else {
+            fields = nil
+            fieldPaths = paths
+        }
+    }
+
+    /// The value at `path` in `object`: each key looked up (as UTF-8 bytes) in the map the previous
+    /// one gave. `nil` when a key is missing or a map on the way is `null` (no entry, like a missing
+    /// top-level field).
+    /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` when a value on the way
+    ///   is not a map (`"address": "Main St"` for the path `address.city`).
+    public static func value(at path: [String], in object: CBORValue, index: String) throws(BuriError) -> CBORValue? {
+        var current = object
+        for (depth, key) in path.enumerated() {
+            if depth > 0 {
+                if current.isNull { return nil }
+                guard case .map = current else {
+                    let parent = fieldPathText(Array(path[..<depth]))
+                    throw .invalidIndexValue(bucket: nil, key: nil, index: index,
+                                             reason: "field '\(fieldPathText(path))' is read through '\(parent)', which holds \(describe(current)), not an object")
+                }
+            }
+            guard let next = current[key] else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    /// A field path as text: keys joined by `.`, a `.` or `\` inside a key written `\.` or `\\`
+    /// (`["address", "city"]` is `address.city`; `["v1.2"]` is `v1\.2`).
+    public static func fieldPathText(_ path: [String]) -> String {
+        path.map { key in
+            var text = ""
+            for character in key.unicodeScalars {
+                if character == "." || character == "\\" { text.unicodeScalars.append("\\") }
+                text.unicodeScalars.append(character)
+            }
+            return text
+        }.joined(separator: ".")
+    }
+
+    /// Parses a field path written as ``fieldPathText(_:)`` writes it: `.` separates keys, `\.` is
+    /// a dot inside a key and `\\` a backslash; `nil` (with the reason) for an empty key or a
+    /// backslash before anything else.
+    ///
+    /// ```swift
+    /// IndexDefinition.parseFieldPath("address.city")   // .success(["address", "city"])
+    /// IndexDefinition.parseFieldPath("v1\\.2")          // .success(["v1.2"])
+    /// ```
+    public static func parseFieldPath(_ text: String) -> Result<[String], FieldPathError> {
+        var keys: [String] = []
+        var key = String.UnicodeScalarView()
+        var scalars = text.unicodeScalars[...]
+        while let scalar = scalars.popFirst() {
+            if scalar == "\\" {
+                guard let next = scalars.popFirst(), next == "." || next == "\\" else {
+                    return .failure(FieldPathError(path: text, reason: "a backslash must be followed by '.' (a dot inside a key) or '\\' (a backslash)"))
+                }
+                key.append(next)
+            } else if scalar == "." {
+                guard !key.isEmpty else { return .failure(FieldPathError(path: text, reason: "it has an empty key; keys are separated by single dots, as in address.city")) }
+                keys.append(String(key))
+                key = String.UnicodeScalarView()
+            } else {
+                key.append(scalar)
+            }
+        }
+        guard !key.isEmpty else { return .failure(FieldPathError(path: text, reason: "it has an empty key; keys are separated by single dots, as in address.city")) }
+        keys.append(String(key))
+        return .success(keys)
     }
 
     private func invalid(_ field: String, _ message: String) -> BuriError {
@@ -132,4 +227,13 @@ extension IndexDefinition {
         case .simple(let v): return "the simple value \(v)"
         }
     }
+}
+
+/// Why a field path given as text (`address.city`) could not be read.
+public struct FieldPathError: Error, Sendable, CustomStringConvertible {
+    /// The text as given.
+    public var path: String
+    /// What is wrong with it.
+    public var reason: String
+    public var description: String { "field path '\(path)': \(reason)" }
 }
