@@ -50,11 +50,15 @@ struct Options {
                 let wanted = try value(argument).split(separator: ",").map(String.init)
                 rows = Set(Row.allCases.filter { wanted.contains($0.id) })
             case "--systems":
-                // Names compare by their lowercased letters and digits: "grdb" is both GRDB columns,
-                // "grdbbest" or "grdb-best" the best one, "buri" both Buri columns.
+                // Names compare by their lowercased letters and digits. A full name selects that
+                // system alone ("buri", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
+                // every system it starts ("level", "gr", "bur").
                 func simple(_ s: some StringProtocol) -> String { String(s.lowercased().filter { $0.isLetter || $0.isNumber }) }
                 let wanted = try value(argument).split(separator: ",").map(simple)
-                systems = systems.filter { name in wanted.contains { simple(name).hasPrefix($0) } }
+                let names = Set(systems.map(simple))
+                systems = systems.filter { name in
+                    wanted.contains { names.contains($0) ? simple(name) == $0 : simple(name).hasPrefix($0) }
+                }
                 if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, buri-in-memory, leveldb, grdb, grdb-best") }
             case "--help", "-h":
                 print(Options.usage)
@@ -74,8 +78,9 @@ struct Options {
           --json           one JSON record per row and system instead of the Markdown tables
           --no-memory      skip the peak-memory measurements (all-objects retrieval and fills)
           --rows           only these rows (ids as in the JSON output); the complex fill always runs
-          --systems        only these systems, by name prefix: buri, buri-in-memory, leveldb, grdb (both GRDB
-                           columns), grdb-best (the table needs Buri, LevelDB and GRDB)
+          --systems        only these systems: buri, buri-in-memory, leveldb, grdb, grdb-best (a full name is
+                           that system alone, a shorter prefix every system it starts; the table needs
+                           Buri, LevelDB and GRDB)
         """
 
     func repetitions(for count: Int) -> Int { repetitions ?? (count >= 1_000_000 ? 1 : count > 200_000 ? 3 : 5) }
