@@ -10,12 +10,18 @@ final class GRDBSystem: System {
     let workload: Workload
 
     init(path: String, workload: Workload) throws {
+        queue = try GRDBSystem.open(path: path)
+        self.workload = workload
+    }
+
+    /// The database both GRDB columns use: the same settings, tables and indexes.
+    static func open(path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = OFF")
             try db.execute(sql: "PRAGMA cache_size = -32768")
         }
-        queue = try DatabaseQueue(path: path, configuration: configuration)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         try queue.writeWithoutTransaction { db in
             _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
         }
@@ -30,7 +36,7 @@ final class GRDBSystem: System {
                 t.column("age", .integer).notNull().indexed()
             }
         }
-        self.workload = workload
+        return queue
     }
 
     func run(_ row: Row) throws -> Int {

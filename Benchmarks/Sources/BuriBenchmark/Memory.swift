@@ -181,3 +181,90 @@ func median<T: Comparable>(_ values: [T]) -> T {
     let sorted = values.sorted()
     return sorted[sorted.count / 2]
 }
+
+/// Peak memory of the fills: for each system, how far the resident high-water mark rises while it
+/// stores the simple fill's tokens, or the complex fill's people, into a fresh database.
+///
+/// Each measurement runs in a fresh child process (`--fill-probe SYSTEM ROW COUNT DIRECTORY`),
+/// which builds the workload (and the floor's bytes) first, opens the system on an empty database,
+/// resets VmHWM (`clear_refs`, as `MemoryProbe` does), notes VmRSS, runs the fill and reports
+/// VmHWM's rise above it. The prebuilt inputs are not charged to the fill; everything the fill
+/// allocates (encoded batch, LevelDB's batch and memtable, SQLite's pages and journal) is.
+enum FillProbe {
+    static let rows: [Row] = [.simpleFill, .complexFill]
+
+    struct Result {
+        var system: String
+        var row: Row
+        var objects: Int
+        var peakGrowthBytes: Int
+        /// Record keys and values as Buri writes them (`FloorLayout.recordBytes`).
+        var dataBytes: Int
+        var peakResetWorked: Bool
+
+        var bytesPerObject: Double { Double(peakGrowthBytes) / Double(max(objects, 1)) }
+        var multipleOfData: Double { Double(peakGrowthBytes) / Double(max(dataBytes, 1)) }
+    }
+
+    /// The child's side: one fill, one line of output `objects peakGrowthBytes resetWorked`.
+    static func runChild(system name: String, row rowID: String, count: Int, directory: String) throws {
+        guard let row = rows.first(where: { $0.id == rowID }) else { throw BenchmarkFailure("unknown fill \(rowID)") }
+        let workload = Workload(n: count)
+        let system: any System
+        switch name {
+        case BuriSystem.name: system = try BuriSystem(path: directory + "/buri", workload: workload)
+        case BuriSystem.memoryName: system = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
+        case FloorSystem.name:
+            let layout = try FloorLayout.learn(in: directory)
+            system = try FloorSystem(path: directory + "/floor", workload: workload, layout: layout, bytes: FloorSystem.Bytes(workload: workload, layout: layout))
+        case GRDBSystem.name: system = try GRDBSystem(path: directory + "/grdb.sqlite", workload: workload)
+        case GRDBBestSystem.name: system = try GRDBBestSystem(path: directory + "/grdb.sqlite", workload: workload)
+        default: throw BenchmarkFailure("unknown system \(name)")
+        }
+        let reset = MemoryProbe.resetPeak()
+        let base = MemoryProbe.status("VmRSS") ?? 0
+        let handled = try system.run(row)
+        let peak = MemoryProbe.status("VmHWM") ?? 0
+        system.close()
+        withExtendedLifetime(workload) {}
+        print(handled, max(0, peak - base), reset ? 1 : 0)
+    }
+
+    /// The parent's side: every system and fill in its own child, `repetitions` times; the median.
+    static func measure(systems: [String], workload: Workload, layout: FloorLayout, directory: String, repetitions: Int) throws -> [Result] {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var results: [Result] = []
+        for row in rows {
+            let dataBytes = layout.recordBytes(of: row, workload: workload)
+            for system in systems {
+                var samples: [Int] = []
+                var reset = true
+                for repetition in 0..<repetitions {
+                    let path = directory + "/fill-\(row.id)-\(repetition)"
+                    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                    defer { try? FileManager.default.removeItem(atPath: path) }
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: executable)
+                    process.arguments = ["--fill-probe", system, row.id, String(workload.n), path]
+                    let pipe = Pipe()
+                    process.standardOutput = pipe
+                    try process.run()
+                    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+                    guard process.terminationStatus == 0, fields.count == 3 else {
+                        throw BenchmarkFailure("fill probe \(system) \(row.id) failed (status \(process.terminationStatus))")
+                    }
+                    guard fields[0] == workload.n else {
+                        throw BenchmarkFailure("fill probe \(system) \(row.id): handled \(fields[0]) objects, expected \(workload.n)")
+                    }
+                    samples.append(fields[1])
+                    reset = reset && fields[2] == 1
+                }
+                results.append(Result(system: system, row: row, objects: workload.n, peakGrowthBytes: median(samples),
+                                      dataBytes: dataBytes, peakResetWorked: reset))
+            }
+        }
+        return results
+    }
+}

@@ -65,6 +65,8 @@ struct Workload: Sendable {
     let changed: [Person]
     /// Every key once, in a fixed pseudo-random order, for point fetches.
     let shuffledKeys: [String]
+    /// The same order as indices into `people` (for the floor's prebuilt record keys).
+    let shuffledIndices: [Int32]
 
     /// The range query of the original benchmark: ages 22...24, both included.
     static let ageRange = 22...24
@@ -78,10 +80,11 @@ struct Workload: Sendable {
             moved.age = 20 + (i + 7) % 20
             return moved
         }
-        var keys = people.map(\.objectId)
+        var indices = (0..<Int32(n)).map { $0 }
         var generator = SplitMix64(seed: 42)
-        keys.shuffle(using: &generator)
-        shuffledKeys = keys
+        indices.shuffle(using: &generator)
+        shuffledIndices = indices
+        shuffledKeys = indices.map { [people] i in people[Int(i)].objectId }
     }
 
     /// How many objects each row handles (the denominator of objects/s).

@@ -1,11 +1,13 @@
 // buri-bench: the original Buri throughput table, measured side by side with the raw LevelDB
-// floor and GRDB (SQLite), in one run. See docs/BENCHMARK.md for the method.
+// floor and GRDB (SQLite: its Codable record API, and at its best), in one run. See
+// docs/BENCHMARK.md for the method.
 //
-//   Scripts/benchmark [--count N] [--repetitions R] [--json] [--no-memory]
+//   Scripts/benchmark [--count N | --scale N,M] [--repetitions R] [--json] [--no-memory]
 //
-// Each repetition opens fresh databases for all three systems in a temporary directory and runs
-// every row for each system in turn (the systems' order rotates between repetitions, so machine
-// noise and background compaction hit them alike). The table shows medians.
+// Each repetition opens fresh databases for all systems in a temporary directory and runs every
+// row for each system in turn (the systems' order rotates between repetitions, so machine noise
+// and background compaction hit them alike). The table shows medians. With --scale the whole
+// run happens at each count, and a last table shows the cost per object at each and its growth.
 
 import Buri
 import Foundation
@@ -18,7 +20,9 @@ struct Options {
     var json = false
     var memory = true
     var rows: Set<Row> = Set(Row.allCases)
-    var systems: [String] = [BuriSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name]
+    /// `--scale`: the counts to run, smallest first (nil: just `count`).
+    var scale: [Int]?
+    var systems: [String] = [BuriSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name, GRDBBestSystem.name]
 
     init(arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -31,6 +35,12 @@ struct Options {
             case "--count":
                 guard let n = Int(try value(argument)), n >= 20 else { throw BenchmarkFailure("--count needs a number ≥ 20") }
                 count = n
+            case "--scale":
+                let counts = try value(argument).split(separator: ",").map { Int($0.replacingOccurrences(of: "_", with: "")) }
+                guard counts.count >= 2, counts.allSatisfy({ ($0 ?? 0) >= 20 }) else {
+                    throw BenchmarkFailure("--scale needs two or more counts ≥ 20, comma-separated (e.g. 100000,1000000)")
+                }
+                scale = counts.compactMap { $0 }.sorted()
             case "--repetitions":
                 guard let r = Int(try value(argument)), r >= 1 else { throw BenchmarkFailure("--repetitions needs a number ≥ 1") }
                 repetitions = r
@@ -40,9 +50,16 @@ struct Options {
                 let wanted = try value(argument).split(separator: ",").map(String.init)
                 rows = Set(Row.allCases.filter { wanted.contains($0.id) })
             case "--systems":
-                let wanted = try value(argument).lowercased().split(separator: ",").map(String.init)
-                systems = systems.filter { name in wanted.contains { name.lowercased().hasPrefix($0) } }
-                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, \"buri in memory\", leveldb, grdb") }
+                // Names compare by their lowercased letters and digits. A full name selects that
+                // system alone ("buri", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
+                // every system it starts ("level", "gr", "bur").
+                func simple(_ s: some StringProtocol) -> String { String(s.lowercased().filter { $0.isLetter || $0.isNumber }) }
+                let wanted = try value(argument).split(separator: ",").map(simple)
+                let names = Set(systems.map(simple))
+                systems = systems.filter { name in
+                    wanted.contains { names.contains($0) ? simple(name) == $0 : simple(name).hasPrefix($0) }
+                }
+                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, buri-in-memory, leveldb, grdb, grdb-best") }
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)
@@ -53,16 +70,20 @@ struct Options {
     }
 
     static let usage = """
-        usage: buri-bench [--count N] [--repetitions R] [--json] [--no-memory] [--rows id,id,…] [--systems buri,leveldb,grdb]
+        usage: buri-bench [--count N | --scale N,M,…] [--repetitions R] [--json] [--no-memory] [--rows id,id,…] [--systems buri,leveldb,grdb,…]
           --count N        objects per fill (default 100000)
-          --repetitions R  repetitions, median reported (default 5; 3 above 200000 objects; 1 above 1000000)
-          --json           one JSON record per row and system instead of the Markdown table
-          --no-memory      skip the peak-memory comparison
+          --scale N,M,…    the whole run at each count (e.g. 100000,1000000), then the cost per object
+                           (ns/object) of every row and system at each count and its growth (last/first)
+          --repetitions R  repetitions, median reported (default 5; 3 above 200000 objects; 1 from 1000000)
+          --json           one JSON record per row and system instead of the Markdown tables
+          --no-memory      skip the peak-memory measurements (all-objects retrieval and fills)
           --rows           only these rows (ids as in the JSON output); the complex fill always runs
-          --systems        only these systems, by name prefix (for profiling one; the table needs Buri, LevelDB and GRDB)
+          --systems        only these systems: buri, buri-in-memory, leveldb, grdb, grdb-best (a full name is
+                           that system alone, a shorter prefix every system it starts; the table needs
+                           Buri, LevelDB and GRDB)
         """
 
-    var effectiveRepetitions: Int { repetitions ?? (count > 1_000_000 ? 1 : count > 200_000 ? 3 : 5) }
+    func repetitions(for count: Int) -> Int { repetitions ?? (count >= 1_000_000 ? 1 : count > 200_000 ? 3 : 5) }
 }
 
 func log(_ message: String) {
@@ -117,25 +138,42 @@ func sqliteVersion() -> String {
     (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") } ?? nil) ?? "?"
 }
 
-func runBenchmark(_ options: Options) throws {
-    let n = options.count
-    let repetitions = options.effectiveRepetitions
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-bench-\(getpid())").path
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: directory) }
+/// The resident size of this process, in bytes (0 where /proc is missing).
+func residentBytes() -> Int { MemoryProbe.status("VmRSS") ?? 0 }
 
+/// One whole run at one count: every row's times per system, and the memory measurements.
+struct Measurement {
+    var n: Int
+    var repetitions: Int
+    var times: [Row: [String: [Double]]] = [:]
+    var expected: [Row: Int] = [:]
+    var retrievalMemory: [MemoryProbe.Result] = []
+    var fillMemory: [FillProbe.Result] = []
+    /// How much the prebuilt inputs (objects, keys, the floor's bytes) added to the resident size.
+    var inputBytes = 0
+
+    func median(_ row: Row, _ system: String) -> Double { medianSeconds(times[row]?[system] ?? [.infinity]) }
+    func rate(_ row: Row, _ system: String) -> Double { Double(expected[row] ?? 0) / median(row, system) }
+    func nanosecondsPerObject(_ row: Row, _ system: String) -> Double { median(row, system) * 1e9 / Double(max(expected[row] ?? 0, 1)) }
+}
+
+func measure(count n: Int, options: Options, directory: String) throws -> Measurement {
+    let repetitions = options.repetitions(for: n)
+    var result = Measurement(n: n, repetitions: repetitions)
     log("buri-bench: preparing \(n) objects…")
+    let residentBefore = residentBytes()
     let workload = Workload(n: n)
     let layout = try FloorLayout.learn(in: directory)
     let floorBytes = FloorSystem.Bytes(workload: workload, layout: layout)
+    result.inputBytes = max(0, residentBytes() - residentBefore)
+    log("buri-bench: inputs take \(formatBytes(result.inputBytes)) (\(result.inputBytes / n) bytes per object)")
     let systems = options.systems
     // Fills always run: the reads need data and the refill and delete need objects.
     let rows = Row.allCases.filter { options.rows.contains($0) || $0 == .complexFill }
-    let expected = Dictionary(uniqueKeysWithValues: Row.allCases.map { ($0, workload.objects(for: $0)) })
+    result.expected = Dictionary(uniqueKeysWithValues: Row.allCases.map { ($0, workload.objects(for: $0)) })
 
-    var times: [Row: [String: [Double]]] = [:]
     for repetition in 0..<repetitions {
-        log("buri-bench: repetition \(repetition + 1) of \(repetitions)")
+        log("buri-bench: \(n) objects, repetition \(repetition + 1) of \(repetitions)")
         let base = directory + "/run\(repetition)"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: base) }
@@ -145,6 +183,7 @@ func runBenchmark(_ options: Options) throws {
             case BuriSystem.name: open[name] = try BuriSystem(path: base + "/buri", workload: workload)
             case BuriSystem.memoryName: open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
             case FloorSystem.name: open[name] = try FloorSystem(path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
+            case GRDBBestSystem.name: open[name] = try GRDBBestSystem(path: base + "/grdb-best.sqlite", workload: workload)
             default: open[name] = try GRDBSystem(path: base + "/grdb.sqlite", workload: workload)
             }
         }
@@ -156,77 +195,162 @@ func runBenchmark(_ options: Options) throws {
                 try system.prepare(row)
                 let (elapsed, handled) = try seconds { try system.run(row) }
                 system.finish(row)
-                guard handled == expected[row] else {
-                    throw BenchmarkFailure("\(name), \(row.title): handled \(handled) objects, expected \(expected[row] ?? -1)")
+                guard handled == result.expected[row] else {
+                    throw BenchmarkFailure("\(name), \(row.title): handled \(handled) objects, expected \(result.expected[row] ?? -1)")
                 }
-                times[row, default: [:]][name, default: []].append(elapsed)
+                result.times[row, default: [:]][name, default: []].append(elapsed)
             }
         }
     }
 
-    var memory: [MemoryProbe.Result] = []
     if options.memory {
-        log("buri-bench: measuring peak memory of all-objects retrieval…")
-        memory = try MemoryProbe.measure(workload: workload, directory: directory, repetitions: 3)
+        log("buri-bench: measuring peak memory of the fills (\(n) objects)…")
+        result.fillMemory = try FillProbe.measure(systems: systems, workload: workload, layout: layout, directory: directory,
+                                                  repetitions: n > 200_000 ? 1 : 3)
+        if systems.contains(BuriSystem.name) && systems.contains(GRDBSystem.name) {
+            log("buri-bench: measuring peak memory of all-objects retrieval (\(n) objects)…")
+            result.retrievalMemory = try MemoryProbe.measure(workload: workload, directory: directory, repetitions: n > 200_000 ? 1 : 3)
+        }
     }
+    return result
+}
 
-    let shownRows = rows.filter { options.rows.contains($0) }
-    func rate(_ row: Row, _ system: String) -> (seconds: Double, rate: Double) {
-        let median = medianSeconds(times[row]?[system] ?? [.infinity])
-        return (median, Double(expected[row] ?? 0) / median)
+func runBenchmark(_ options: Options) throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-bench-\(getpid())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let counts = options.scale ?? [options.count]
+    var measurements: [Measurement] = []
+    for n in counts {
+        let clock = ContinuousClock()
+        let start = clock.now
+        measurements.append(try measure(count: n, options: options, directory: directory))
+        log("buri-bench: \(n) objects took \(clock.now - start)")
     }
-
+    let shownRows = Row.allCases.filter { options.rows.contains($0) }
+    let systems = options.systems
     let hasTable = [BuriSystem.name, FloorSystem.name, GRDBSystem.name].allSatisfy(systems.contains)
     if options.json || !hasTable {
-        for row in shownRows {
-            for system in systems {
-                let (median, ops) = rate(row, system)
-                print("{\"row\":\(jsonString(row.id)),\"title\":\(jsonString(row.title)),\"system\":\(jsonString(system)),\"n\":\(n),\"objects\":\(expected[row] ?? 0),\"repetitions\":\(repetitions),\"median_seconds\":\(median),\"ops_per_s\":\(ops.rounded())}")
-            }
-        }
-        for result in memory {
-            print("{\"row\":\"all_objects_peak_memory\",\"system\":\(jsonString(result.mode.rawValue)),\"n\":\(n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"peak_reset\":\(result.peakResetWorked)}")
-        }
+        for m in measurements { printJSON(m, rows: shownRows, systems: systems) }
+        if measurements.count > 1 { printScaleJSON(measurements, rows: shownRows, systems: systems) }
         return
     }
+    for m in measurements { printTables(m, rows: shownRows, systems: systems) }
+    if measurements.count > 1 { printScaleTable(measurements, rows: shownRows, systems: systems) }
+}
 
-    print("## Buri throughput: \(formatRate(Double(n))) objects, median of \(repetitions) repetitions")
+func printJSON(_ m: Measurement, rows: [Row], systems: [String]) {
+    for row in rows {
+        for system in systems {
+            print("{\"row\":\(jsonString(row.id)),\"title\":\(jsonString(row.title)),\"system\":\(jsonString(system)),\"n\":\(m.n),\"objects\":\(m.expected[row] ?? 0),\"repetitions\":\(m.repetitions),\"median_seconds\":\(m.median(row, system)),\"ops_per_s\":\(m.rate(row, system).rounded()),\"ns_per_object\":\(m.nanosecondsPerObject(row, system).rounded())}")
+        }
+    }
+    print("{\"row\":\"inputs_resident\",\"n\":\(m.n),\"bytes\":\(m.inputBytes)}")
+    for result in m.fillMemory {
+        print("{\"row\":\(jsonString(result.row.id + "_peak_memory")),\"system\":\(jsonString(result.system)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"bytes_per_object\":\(result.bytesPerObject.rounded()),\"data_bytes\":\(result.dataBytes),\"multiple_of_data\":\(String(format: "%.2f", result.multipleOfData)),\"peak_reset\":\(result.peakResetWorked)}")
+    }
+    for result in m.retrievalMemory {
+        print("{\"row\":\"all_objects_peak_memory\",\"system\":\(jsonString(result.mode.rawValue)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"peak_reset\":\(result.peakResetWorked)}")
+    }
+}
+
+func printScaleJSON(_ ms: [Measurement], rows: [Row], systems: [String]) {
+    guard let first = ms.first, let last = ms.last else { return }
+    for row in rows {
+        for system in systems {
+            let points = ms.map { "{\"n\":\($0.n),\"ns_per_object\":\($0.nanosecondsPerObject(row, system).rounded())}" }
+            let growth = last.nanosecondsPerObject(row, system) / first.nanosecondsPerObject(row, system)
+            print("{\"row\":\(jsonString(row.id)),\"system\":\(jsonString(system)),\"scale\":[\(points.joined(separator: ","))],\"growth\":\(String(format: "%.3f", growth))}")
+        }
+    }
+}
+
+func ratio(_ value: Double) -> String { String(format: "%.2f", value) }
+
+func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
+    let n = m.n
+    print("## Buri throughput: \(formatRate(Double(n))) objects, median of \(m.repetitions) repetition\(m.repetitions == 1 ? "" : "s")")
     print("")
-    print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. floor/GRDB is the ceiling of Buri/GRDB for any store that does at least the floor's LevelDB work.")
+    print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work.")
     print("")
+    let withBest = systems.contains(GRDBBestSystem.name)
     let withMemory = systems.contains(BuriSystem.memoryName)
-    print("| Row | Objects | Buri | LevelDB floor | GRDB | Buri/floor | Buri/GRDB | floor/GRDB | Targets (≥ ½ floor, ≥ 2× GRDB) |" + (withMemory ? " Buri in memory | memory/Buri |" : ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|" + (withMemory ? "---:|---:|" : ""))
-    for row in shownRows {
-        let buri = rate(row, BuriSystem.name).rate
-        let floor = rate(row, FloorSystem.name).rate
-        let grdb = rate(row, GRDBSystem.name).rate
-        let toFloor = buri / floor
-        let toGRDB = buri / grdb
+    print("| Row | Objects | Buri | LevelDB floor | GRDB |" + (withBest ? " GRDB best |" : "")
+          + " Buri/floor | Buri/GRDB |" + (withBest ? " Buri/best |" : "") + " floor/GRDB |" + (withBest ? " floor/best |" : "")
+          + " Targets (≥ ½ floor, ≥ 2× GRDB" + (withBest ? ", ≥ 1× best" : "") + ") |" + (withMemory ? " Buri in memory | memory/Buri |" : ""))
+    print("|---|---:|---:|---:|---:|" + (withBest ? "---:|" : "") + "---:|---:|" + (withBest ? "---:|" : "") + "---:|" + (withBest ? "---:|" : "") + "---|" + (withMemory ? "---:|---:|" : ""))
+    for row in rows {
+        let buri = m.rate(row, BuriSystem.name)
+        let floor = m.rate(row, FloorSystem.name)
+        let grdb = m.rate(row, GRDBSystem.name)
+        let best = m.rate(row, GRDBBestSystem.name)
         var verdict: [String] = []
-        if row.hasFloorTarget { verdict.append(toFloor >= 0.5 ? "floor ✓" : "floor ✗") }
-        verdict.append(toGRDB >= 2 ? "GRDB ✓" : "GRDB ✗")
-        var line = "| \(row.title) | \(formatRate(Double(expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) | \(String(format: "%.2f", toFloor)) | \(String(format: "%.2f", toGRDB)) | \(String(format: "%.2f", floor / grdb)) | \(verdict.joined(separator: ", ")) |"
+        if row.hasFloorTarget { verdict.append(buri / floor >= 0.5 ? "floor ✓" : "floor ✗") }
+        verdict.append(buri / grdb >= 2 ? "GRDB ✓" : "GRDB ✗")
+        if withBest { verdict.append(buri / best >= 1 ? "best ✓" : "best ✗") }
+        var line = "| \(row.title) | \(formatRate(Double(m.expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) |"
+        if withBest { line += " \(formatRate(best)) |" }
+        line += " \(ratio(buri / floor)) | \(ratio(buri / grdb)) |"
+        if withBest { line += " \(ratio(buri / best)) |" }
+        line += " \(ratio(floor / grdb)) |"
+        if withBest { line += " \(ratio(floor / best)) |" }
+        line += " \(verdict.joined(separator: ", ")) |"
         if withMemory {
-            let memory = rate(row, BuriSystem.memoryName).rate
-            line += " \(formatRate(memory)) | \(String(format: "%.2f", memory / buri)) |"
+            let memory = m.rate(row, BuriSystem.memoryName)
+            line += " \(formatRate(memory)) | \(ratio(memory / buri)) |"
         }
         print(line)
     }
-    if !memory.isEmpty {
+    print("")
+    print("Prebuilt inputs (objects, shuffled keys, the floor's bytes): \(formatBytes(m.inputBytes)) resident, \(m.inputBytes / max(n, 1)) bytes per object.")
+    if !m.fillMemory.isEmpty {
+        print("")
+        print("### Peak memory of the fills, \(formatRate(Double(n))) objects")
+        print("")
+        print("Growth of the resident high-water mark (VmHWM) during one fill into an empty database, in a fresh process each time (inputs built before), median of \(n > 200_000 ? 1 : 3). Data: the record keys and values Buri writes (no index entries); × data is the growth as a multiple of it.")
+        print("")
+        print("| Fill | System | Peak growth | Bytes/object | Data | × data |")
+        print("|---|---|---:|---:|---:|---:|")
+        for result in m.fillMemory {
+            print("| \(result.row == .simpleFill ? "Simple" : "Complex") | \(result.system) | \(formatBytes(result.peakGrowthBytes)) | \(formatRate(result.bytesPerObject)) | \(formatBytes(result.dataBytes)) | \(ratio(result.multipleOfData)) |")
+        }
+        if m.fillMemory.contains(where: { !$0.peakResetWorked }) {
+            print("")
+            print("(The kernel refused to reset VmHWM; growth is measured from the process's earlier peak.)")
+        }
+    }
+    if !m.retrievalMemory.isEmpty {
         print("")
         print("### Peak memory of retrieving all \(formatRate(Double(n))) objects")
         print("")
-        print("Growth of the resident high-water mark (VmHWM) during the retrieval, in a fresh process each time, median of 3.")
+        print("Growth of the resident high-water mark (VmHWM) during the retrieval, in a fresh process each time, median of \(n > 200_000 ? 1 : 3).")
         print("")
         print("| API | Objects | Peak growth |")
         print("|---|---:|---:|")
-        for result in memory {
+        for result in m.retrievalMemory {
             print("| \(result.mode.label) | \(formatRate(Double(result.objects))) | \(formatBytes(result.peakGrowthBytes)) |")
         }
-        if memory.contains(where: { !$0.peakResetWorked }) {
+        if m.retrievalMemory.contains(where: { !$0.peakResetWorked }) {
             print("")
             print("(The kernel refused to reset VmHWM; growth is measured from the process's earlier peak.)")
+        }
+    }
+    print("")
+}
+
+func printScaleTable(_ ms: [Measurement], rows: [Row], systems: [String]) {
+    guard let first = ms.first, let last = ms.last else { return }
+    print("## Cost per object from \(formatRate(Double(first.n))) to \(formatRate(Double(last.n))) objects")
+    print("")
+    print("Nanoseconds per object (median time / objects handled; lower is better) at each count, and growth = cost at \(formatRate(Double(last.n))) / cost at \(formatRate(Double(first.n))). Target: Buri's growth ≤ 1.3× on every row.")
+    print("")
+    print("| Row | System |" + ms.map { " ns/object at \(formatRate(Double($0.n))) |" }.joined() + " Growth |")
+    print("|---|---|" + String(repeating: "---:|", count: ms.count) + "---:|")
+    for row in rows {
+        for system in systems {
+            let growth = last.nanosecondsPerObject(row, system) / first.nanosecondsPerObject(row, system)
+            let mark = system == BuriSystem.name ? (growth <= 1.3 ? " ✓" : " ✗") : ""
+            print("| \(row.title) | \(system) |" + ms.map { " \(formatRate($0.nanosecondsPerObject(row, system))) |" }.joined() + " \(ratio(growth))\(mark) |")
         }
     }
 }
@@ -235,6 +359,9 @@ do {
     let arguments = CommandLine.arguments
     if arguments.count == 4, arguments[1] == "--memory-probe" {
         try MemoryProbe.runChild(mode: arguments[2], path: arguments[3])
+    } else if arguments.count == 6, arguments[1] == "--fill-probe" {
+        guard let count = Int(arguments[4]) else { throw BenchmarkFailure("--fill-probe: bad count \(arguments[4])") }
+        try FillProbe.runChild(system: arguments[2], row: arguments[3], count: count, directory: arguments[5])
     } else {
         try runBenchmark(try Options(arguments: arguments))
     }
