@@ -66,7 +66,7 @@ struct BuriToolTests {
         let json = try buri("info", db, "--json")
         expectSuccess(json)
         let value = try CBORValue(json: json.stdout)
-        #expect(value["formatVersion"]?.int64Value == 2)
+        #expect(value["formatVersion"]?.int64Value == 3)
         #expect(value["leveldbVersion"]?.stringValue == Database.libraryVersion.description)
         #expect((value["sizeOnDisk"]?.int64Value ?? 0) > 0)
         let buckets = value["buckets"]?.arrayValue ?? []
