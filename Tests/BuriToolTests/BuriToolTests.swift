@@ -49,7 +49,7 @@ struct BuriToolTests {
         let run = try buri("info", db)
         expectSuccess(run)
         for line in [
-            "format version:  2",
+            "format version:  3",
             "LevelDB version: \(Database.libraryVersion)",
             "buckets:         2",
             "bucket 'Person' (key field 'objectId'): 40 objects",

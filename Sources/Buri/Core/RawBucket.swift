@@ -32,7 +32,13 @@ public final class RawBucket: Sendable {
     /// The transaction this view reads and writes through, if any.
     let transaction: BuriTransaction?
 
-    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil, pinned: Bool = false) {
+    /// For the view of a staged import: its id's marker, put again with every batch it writes so
+    /// observers know the batch for staging, not objects (see `ParsedCommit`).
+    let stagingMarker: (key: [UInt8], value: [UInt8])?
+
+    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil, pinned: Bool = false,
+         stagingMarker: (key: [UInt8], value: [UInt8])? = nil) {
+        self.stagingMarker = stagingMarker
         self.database = database
         self.madeDescriptor = descriptor
         self.transaction = transaction
@@ -93,7 +99,12 @@ public final class RawBucket: Sendable {
     /// Runs one writer: inside the transaction, or as its own atomic commit.
     func withWriter<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         if let transaction { return try body(transaction.writer()) }
-        return try database.performWrite(sync: sync, body)
+        guard let stagingMarker else { return try database.performWrite(sync: sync, body) }
+        return try database.performWrite(sync: sync) { writer throws(BuriError) -> R in
+            let result = try body(writer)
+            if !writer.batch.isEmpty { writer.batch.put(stagingMarker.key, stagingMarker.value) }
+            return result
+        }
     }
 
     /// Runs a storage call on this bucket's data: LevelDB errors become Buri's, and damage met
