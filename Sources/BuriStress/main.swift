@@ -16,6 +16,11 @@
 //       rebuild that index (in batches of 100, printing "progress <n>" after each), then prints
 //       "evolved". The index-evolution kill test kills it in the middle of the rebuild.
 //
+//   BuriStress deleteall <db-path>
+//       Opens the database, deletes every object of bucket "stress" (a new generation; the old
+//       one is purged in the background), prints "deleted <count>", waits for the purge to finish,
+//       then prints "purged". The deleteAll kill test kills it in the middle of the purge.
+//
 //   BuriStress open <db-path>
 //       Opens the database, stores one object and prints "stored" — or "error <BuriError>" and
 //       exits 1. The read-only-directory test runs it as an unprivileged user.
@@ -241,6 +246,20 @@ func runEvolve(path: String) -> Never {
     exit(0)
 }
 
+func runDeleteAll(path: String) -> Never {
+    let db = openDatabase(path, sync: false)
+    do {
+        let count = try db.bucket(StressItem.self).deleteAll()
+        emit("deleted \(count)")
+        while try !db.pendingPurges().isEmpty { usleep(1_000) }
+    } catch {
+        fail("deleteall failed: \(error)")
+    }
+    db.close()
+    emit("purged")
+    exit(0)
+}
+
 func runOpen(path: String) -> Never {
     do {
         let db = try BuriDatabase(path: path)
@@ -318,6 +337,8 @@ case "open":
     runOpen(path: arguments[2])
 case "evolve":
     runEvolve(path: arguments[2])
+case "deleteall":
+    runDeleteAll(path: arguments[2])
 case "transfer":
     guard arguments.count >= 4, let seed = UInt64(arguments[3]) else { fail("transfer needs <db-path> <seed>") }
     let accounts = arguments.count >= 6 && arguments[4] == "--accounts" ? max(2, Int(arguments[5]) ?? 8) : 8

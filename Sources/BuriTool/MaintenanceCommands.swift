@@ -47,6 +47,13 @@ struct Check: ParsableCommand {
                 CBORMapEntry(key: "buckets", value: .int(Int64(report.buckets))),
                 CBORMapEntry(key: "objects", value: .int(Int64(report.objects))),
                 CBORMapEntry(key: "indexEntries", value: .int(Int64(report.indexEntries))),
+                CBORMapEntry(key: "pendingPurges", value: .array(report.pendingPurges.map { purge in
+                    .map([
+                        CBORMapEntry(key: "bucket", value: .text(purge.bucket)),
+                        CBORMapEntry(key: "id", value: .int(Int64(purge.id))),
+                        CBORMapEntry(key: "state", value: .text(purge.state.rawValue)),
+                    ])
+                })),
                 CBORMapEntry(key: "problems", value: .array(report.problems.map { problem in
                     .map([
                         CBORMapEntry(key: "kind", value: .text(problem.kind.rawValue)),
@@ -64,6 +71,10 @@ struct Check: ParsableCommand {
             return
         }
         for problem in report.problems { try out.line(problem.description) }
+        // Information, not problems: generations deleteAll replaced, still being purged.
+        for purge in report.pendingPurges {
+            try out.line("note: bucket '\(purge.bucket)' has a retired generation (id \(purge.id)) \(purge.state == .purging ? "being purged in the background" : "staged by an import that has not published it")")
+        }
         let counts = "\(report.buckets) bucket\(report.buckets == 1 ? "" : "s"), \(report.objects) object\(report.objects == 1 ? "" : "s"), \(report.indexEntries) index entr\(report.indexEntries == 1 ? "y" : "ies")"
         let repaired = report.problems.filter(\.repaired).count
         let left = report.problems.count - repaired

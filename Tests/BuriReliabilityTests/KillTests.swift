@@ -1,3 +1,4 @@
+import BuriStorage
 import Foundation
 import Testing
 @testable import Buri
@@ -17,6 +18,13 @@ struct StressItem: BuriSupport, Equatable, Sendable {
         indexes: [.binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)],
         bucket: "stress"
     )
+}
+
+/// A bucket the deleteAll kill test keeps beside the one it clears.
+struct PurgeKept: BuriSupport, Equatable {
+    var id: String
+    var age: Int
+    static let buri = BuriSchema<PurgeKept>(key: \.id, indexes: [.numeric("age", \.age)], bucket: "kept")
 }
 
 /// The BuriStress executable, built next to the test bundle (`swift build --build-tests` builds it:
@@ -149,6 +157,92 @@ struct KillTests {
     @Test("SIGKILL during asynchronous writes loses no reported write either (a process crash keeps the OS's buffers)")
     func killDuringAsyncWrites() throws {
         try runKillRounds(rounds: fullTests ? 30 : 3, seed: 0x5EED_0002, async: true)
+    }
+
+    @Test("SIGKILL during deleteAll's background purge: the next open resumes it, check is clean, nothing else is lost")
+    func killDuringDeleteAllPurge() throws {
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill-purge")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: 0xDE1A_11)
+        let kept = (0..<500).map { n in StressItem(id: "keep\(n)", name: "k", age: n, tags: ["t\(n % 5)"], score: 1, writer: "setup", note: "") }
+        do {
+            let db = try BuriDatabase(path: dbPath)
+            try db.bucket(PurgeKept.self).store(kept.map { PurgeKept(id: $0.id, age: $0.age) })
+            db.close()
+        }
+        var interrupted = 0
+        for round in 0..<(fullTests ? 12 : 3) {
+            let items = (0..<20_000).map { n in
+                StressItem(id: String(format: "r\(round)-%05d", n), name: "n\(n % 17)", age: n % 90, tags: n % 3 == 0 ? ["a", "b"] : ["c"], score: Double(n % 7),
+                           writer: "setup", note: "")
+            }
+            var retired: UInt32 = 0
+            do {
+                let db = try BuriDatabase(path: dbPath)
+                let bucket = try db.bucket(StressItem.self)
+                try bucket.store(items)
+                retired = bucket.raw.descriptor.id
+                db.close()
+            }
+            let outputPath = directory.path("purge-\(round).out")
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["deleteall", dbPath]
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var waited = 0
+            while process.isRunning, waited < 60_000,
+                  !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("deleted") ?? false) {
+                usleep(1_000)
+                waited += 1
+            }
+            usleep(UInt32.random(in: 0...30_000, using: &random))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            #expect(output.contains("deleted 20000"), "round \(round): \(output)")
+
+            // Reopened without purging: the state the crash left is consistent, the purge pending or done.
+            var still = BuriOptions()
+            still.purgesInBackground = false
+            do {
+                let db = try BuriDatabase(path: dbPath, options: still)
+                defer { db.close() }
+                let report = try db.check()
+                #expect(report.problems.isEmpty, "round \(round): \(report.problems)")
+                let pending = try db.pendingPurges()
+                if !pending.isEmpty {
+                    interrupted += 1
+                    #expect(pending == [RetiredBucket(id: retired, bucket: "stress", state: .purging)], "round \(round)")
+                    #expect(report.pendingPurges == pending)
+                }
+                #expect(try db.bucket(StressItem.self).count() == 0)
+            }
+            // Reopened as usual: the purge resumes and finishes; nothing else is touched.
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            let deadline = Date().addingTimeInterval(120)
+            while try !db.pendingPurges().isEmpty, Date() < deadline { usleep(2_000) }
+            #expect(try db.pendingPurges().isEmpty, "round \(round): the purge did not finish")
+            let leftovers = try db.engine.snapshot().cursor(in: .prefix(Keyspace.recordPrefix(bucket: retired)))
+            #expect(try !leftovers.next(), "round \(round): records left under the retired id")
+            let entries = try db.engine.snapshot().cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: retired)))
+            #expect(try !entries.next(), "round \(round): index entries left under the retired id")
+            #expect(try db.bucket(PurgeKept.self).allObjects() == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) })
+            #expect(try db.bucket(PurgeKept.self).keys(.index("age", in: 0...9)).count == 10)
+            let stress = try db.bucket(StressItem.self)
+            #expect(try stress.count() == 0)
+            try stress.store(items[0])
+            #expect(try stress.keys(index: "name", equalTo: IndexValue(items[0].name)) == [items[0].id])
+            try stress.deleteAll()
+            try db.purgeRetiredBuckets()
+            let report = try db.check()
+            #expect(report.problems.isEmpty && report.pendingPurges.isEmpty, "round \(round): \(report.problems)")
+        }
+        print("deleteAll purge kills: \(interrupted) of the rounds interrupted mid-purge")
     }
 
     @Test("SIGKILL during an index rebuild: the next open with the new type finishes it, and nothing is lost")

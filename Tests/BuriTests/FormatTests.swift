@@ -340,7 +340,11 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 2", "42 55 52 49 00 02", { Keyspace.headerValue() }),
+    ("database header value, format 3", "42 55 52 49 00 03", { Keyspace.headerValue() }),
+    ("database header value, format 2 (read, upgraded by the first write)", "42 55 52 49 00 02", { Keyspace.headerValue(version: 2) }),
+    ("retired bucket id marker key of bucket id 1", "04 00 00 00 01", { Keyspace.retiredKey(bucket: 1) }),
+    ("retired bucket id marker value: purging, bucket Person", "01 50 65 72 73 6f 6e", { Keyspace.retiredValue(.purging, bucket: "Person") }),
+    ("retired bucket id marker value: staging, bucket Person", "02 50 65 72 73 6f 6e", { Keyspace.retiredValue(.staging, bucket: "Person") }),
     ("database header value, format 1 (read, upgraded by the first write)", "42 55 52 49 00 01", { Keyspace.headerValue(version: 1) }),
     ("catalog key of bucket Person", "01 50 65 72 73 6f 6e", { Keyspace.catalogKey(bucket: "Person") }),
     ("catalog value of bucket Person",
@@ -488,7 +492,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 2") || doc.contains("Format version 2"))
+        #expect(doc.contains("format version 3") || doc.contains("Format version 3"))
     }
 
 
@@ -525,7 +529,8 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 2)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 3)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x01]) == 1)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x02]) == 2)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x01, 0x00]) == 256)
@@ -539,8 +544,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x02, 0xFF, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("buri".utf8) + [0x00, 0x02]) == nil)
         // A newer version is a version, whatever its length: the opener says "upgrade Buri".
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03, 0x01, 0x02]) == 3)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04, 0x01, 0x02]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 
@@ -641,7 +647,7 @@ struct FormatDiskTests {
 
     @Test("a database of a newer format version, or with a foreign header, is refused and left untouched")
     func newerFormat() throws {
-        for value in [Array("BURI".utf8) + [0x00, 0x03], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01]] {
+        for value in [Array("BURI".utf8) + [0x00, 0x04], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01]] {
             let directory = Directory()
             do {
                 let raw = try Database(path: directory.path, options: Options())
@@ -653,7 +659,7 @@ struct FormatDiskTests {
                 Issue.record("opened a database with header \(formatHex(value))")
             } catch {
                 if value.starts(with: Array("BURI".utf8)) {
-                    #expect(error == .unsupportedFormat(path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 2))
+                    #expect(error == .unsupportedFormat(path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 3))
                 } else {
                     #expect(error == .notABuriDatabase(path: directory.path))
                 }
@@ -1312,8 +1318,10 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x02, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x01, 0xFF], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x03, 0x00, 0x00], .unsupportedFormat(path: "", found: 3, supported: 2)),
+            (Array("BURI".utf8) + [0x00, 0x03, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x04, 0x00, 0x00], .unsupportedFormat(path: "", found: 4, supported: 3)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
+            (Array("BURI".utf8) + [0x00, 0x03], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()
@@ -1388,7 +1396,7 @@ struct FormatSpecTests {
         defer { raw.close() }
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 02")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 03")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),

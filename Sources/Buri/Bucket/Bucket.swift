@@ -183,6 +183,16 @@ public final class Bucket<T: BuriSupport>: Sendable {
     }
 
     /// Deletes every object and index entry of the bucket, atomically. Returns how many objects there were.
+    ///
+    /// Outside a transaction it writes two keys however large the bucket is: the bucket moves to a
+    /// new, empty generation and the old one is purged in the background (see
+    /// ``RawBucket/deleteAll(sync:)``). This `Bucket` and every other one of the same bucket go on
+    /// with the new generation.
+    ///
+    /// ```swift
+    /// let removed = try people.deleteAll()
+    /// try people.store(newcomer)      // the same handle keeps working
+    /// ```
     @discardableResult
     public func deleteAll() throws(BuriError) -> Int { try raw.deleteAll() }
 

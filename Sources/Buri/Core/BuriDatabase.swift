@@ -25,6 +25,10 @@ public struct BuriOptions: Sendable {
     /// How many times a write or transaction is tried on a shared engine when another client's
     /// commit conflicts with what it read, before ``BuriError/conflict(attempts:detail:)``. Default 8.
     public var maxCommitAttempts: Int = 8
+    /// Purge the generations `deleteAll` retires on a background thread, and resume pending purges
+    /// at open. Default `true`. With `false`, retired generations stay (listed by
+    /// ``BuriDatabase/pendingPurges()``) until ``BuriDatabase/purgeRetiredBuckets()`` is called.
+    public var purgesInBackground: Bool = true
 
     public init() {
         var storage = LevelDBOptions()
@@ -90,6 +94,10 @@ public final class BuriDatabase: Sendable {
     private let catalogGenerations = Mutex<[[UInt8]: Int]>([:])
     /// Routes the engine's commits to change streams and live queries (observes only while any exist).
     let changeHub: ChangeHub
+    /// Where retired bucket ids went, for handles made before a generation switch.
+    let generations: BucketGenerations
+    /// The background purge of retired generations.
+    let purger = Purger()
 
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
@@ -159,13 +167,17 @@ public final class BuriDatabase: Sendable {
         self.options = options
         self.engine = engine
         self.closesEngine = closesEngine
-        changeHub = ChangeHub(engine: engine)
+        let generations = BucketGenerations()
+        self.generations = generations
+        changeHub = ChangeHub(engine: engine, generations: generations)
         do {
             headerVersion = Atomic(try Self.openHeader(engine, path: engine.location, create: options.createIfMissing))
         } catch {
             if closesEngine { engine.close() }
             throw BuriError.wrap(error)
         }
+        // A marker that does not parse is reported by `check`; it does not keep the database closed.
+        try? resumePurges()
     }
 
     /// Reads (or, on an empty engine, writes) the database header; returns the format version.
@@ -223,6 +235,8 @@ public final class BuriDatabase: Sendable {
     /// ``BuriError/databaseClosed(path:)``. Idempotent.
     public func close() {
         closed.withLock { $0 = true }
+        // The purge in progress finishes its chunk; the next open resumes it.
+        purger.stop()
         changeHub.close()
         if closesEngine { engine.close() }
     }
@@ -416,10 +430,15 @@ public final class BuriDatabase: Sendable {
         if upgrading { headerVersion.store(Keyspace.formatVersion, ordering: .releasing) }
     }
 
-    /// The id a new bucket gets: one more than the largest in the catalog.
+    /// The id a new bucket (or generation) gets: one more than the largest in the catalog, among
+    /// the retired ids (whose keys may not be purged yet) and among those handles here may follow.
     func nextBucketId(reader: any StorageReader) throws(BuriError) -> UInt32 {
-        let ids = try allBucketInfo(reader: reader).map(\.id)
-        return (ids.max() ?? 0) + 1
+        let ids = try allBucketInfo(reader: reader).map(\.id) + retiredBuckets(reader: reader).map(\.id)
+        let largest = max(ids.max() ?? 0, generations.largestId)
+        guard largest < UInt32.max else {
+            throw .invalidBucketName(name: "(new bucket)", reason: "every bucket id up to \(UInt32.max) has been used; export and restore the database to renumber them")
+        }
+        return largest + 1
     }
 
     func catalogGeneration(_ name: String) -> Int {

@@ -45,6 +45,10 @@ public struct ConsistencyReport: Sendable {
     public var objects = 0
     public var indexEntries = 0
     public var problems: [ConsistencyProblem] = []
+    /// Retired bucket ids whose keys are still there: generations replaced by `deleteAll` (or an
+    /// import) that the background purge has not finished, and imports being staged. Information,
+    /// not problems: their keys are neither checked nor repaired.
+    public var pendingPurges: [RetiredBucket] = []
     /// Whether no problem was found (or every problem found was repaired).
     public var isConsistent: Bool { problems.allSatisfy(\.repaired) }
 }
@@ -97,12 +101,26 @@ extension BuriDatabase {
             }
         }
         report.buckets = buckets.count
+        // Retired ids: their keys belong to no bucket on purpose (docs/FORMAT.md §6a).
+        var retired = Set<UInt32>()
+        let markers = try snapshot.cursor(in: Keyspace.retiredRange)
+        while try markers.next() {
+            let key = markers.key
+            if let marker = Keyspace.parseRetired(key: key, value: markers.value), buckets[marker.bucket] == nil {
+                retired.insert(marker.bucket)
+                report.pendingPurges.append(RetiredBucket(id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+            } else {
+                // Never repaired: deleting a marker would turn a pending purge into orphaned keys.
+                report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
+                                                          detail: "retired bucket id marker \(key.map { String(format2: $0) }.joined(separator: " ")) does not parse or names a bucket id the catalog uses"))
+            }
+        }
         var processed = 0
 
         // Records: each must parse, decode as CBOR, and have every entry its header lists.
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
-            let raw = RawBucket(database: self, descriptor: descriptor)
+            let raw = RawBucket(database: self, descriptor: descriptor, pinned: true)
             reading = descriptor.name
             let records = try snapshot.cursor(in: .prefix(raw.recordPrefix))
             while try records.next() {
@@ -161,6 +179,12 @@ extension BuriDatabase {
             report.indexEntries += 1
             let key = entries.key
             let ids = key.withUnsafeBytes { Keyspace.bucketAndIndex(ofEntry: $0) }
+            if let ids, retired.contains(ids.bucket) {
+                report.indexEntries -= 1
+                if ids.bucket == UInt32.max { break }
+                entries.seek(Keyspace.indexSpacePrefix(bucket: ids.bucket + 1))
+                continue
+            }
             guard let ids, let descriptor = buckets[ids.bucket] else {
                 var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                  detail: "index entry for unknown bucket id \(ids.map { String($0.bucket) } ?? "?")")
@@ -228,7 +252,7 @@ extension BuriDatabase {
 
         // Anything else outside the known spaces.
         reading = nil
-        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.indexTag + 1]))
+        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.retiredTag + 1]))
         while try stray.next() {
             report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                       detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
@@ -236,7 +260,7 @@ extension BuriDatabase {
         let records = try snapshot.cursor(in: .prefix([Keyspace.recordTag]))
         while try records.next() {
             let bucketId = records.withKey { $0.count >= 5 ? Keyspace.readBigEndian($0, at: 1) : UInt32.max }
-            if buckets[bucketId] == nil {
+            if buckets[bucketId] == nil, !retired.contains(bucketId) {
                 report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                           detail: "record for unknown bucket id \(bucketId)"))
             }
@@ -253,5 +277,13 @@ extension BuriDatabase {
         }
         progress?(processed)
         return report
+    }
+}
+
+extension String {
+    /// A byte as two hex digits.
+    init(format2 byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 }

@@ -1,4 +1,5 @@
 import BuriStorage
+import Synchronization
 
 /// A bucket seen without its Swift type: records as header plus CBOR payload, index entries as
 /// value tuples. ``Bucket`` is built on it; the `buri` tool uses it directly.
@@ -8,31 +9,80 @@ import BuriStorage
 /// for key in try raw.keys(.index("locale", equals: "EN")) { print(key) }
 /// ```
 public final class RawBucket: Sendable {
-    /// The bucket's catalog entry as of when this view was made.
-    public let descriptor: BucketDescriptor
+    /// The bucket's catalog entry as of when this view was made, with the id of the bucket's
+    /// current generation: after ``deleteAll(sync:)`` (here, or through another view of the same
+    /// bucket) the id is the new generation's.
+    public var descriptor: BucketDescriptor {
+        var descriptor = madeDescriptor
+        descriptor.id = bucketId
+        return descriptor
+    }
+    /// The catalog entry this view was made from.
+    let madeDescriptor: BucketDescriptor
     let database: BuriDatabase
-    let recordPrefix: [UInt8]
-    /// Each index's key prefix, by index id.
-    let indexPrefixes: [UInt32: [UInt8]]
+    /// Whether the view keeps the id it was made with: a transaction's view (which sees the
+    /// transaction's snapshot) and the view one query reads through. Other views follow the
+    /// bucket to each new generation.
+    let pinned: Bool
+    /// The epoch of `database.generations` (high 32 bits) at which the id (low 32 bits) was resolved.
+    private let current: Atomic<UInt64>
 
     /// The catalog generation this view was made at (see `BuriDatabase.catalogGeneration`).
     let generation: Int
     /// The transaction this view reads and writes through, if any.
     let transaction: BuriTransaction?
 
-    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil) {
+    /// For the view of a staged import: its id's marker, put again with every batch it writes so
+    /// observers know the batch for staging, not objects (see `ParsedCommit`).
+    let stagingMarker: (key: [UInt8], value: [UInt8])?
+
+    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil, pinned: Bool = false,
+         stagingMarker: (key: [UInt8], value: [UInt8])? = nil) {
+        self.stagingMarker = stagingMarker
         self.database = database
-        self.descriptor = descriptor
+        self.madeDescriptor = descriptor
         self.transaction = transaction
+        self.pinned = pinned || transaction != nil
         self.generation = generation ?? database.catalogGeneration(descriptor.name)
-        recordPrefix = Keyspace.recordPrefix(bucket: descriptor.id)
-        var prefixes: [UInt32: [UInt8]] = [:]
-        for index in descriptor.indexes { prefixes[index.id] = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) }
-        indexPrefixes = prefixes
+        // An epoch that cannot be the current one, so the first use resolves the id.
+        let epoch = database.generations.epoch.load(ordering: .acquiring) &- 1
+        current = Atomic(UInt64(epoch) << 32 | UInt64(descriptor.id))
+        pinnedRecordPrefix = self.pinned ? Keyspace.recordPrefix(bucket: descriptor.id) : nil
+    }
+
+    /// The id of the bucket's current generation (one atomic load when no generation switched).
+    @inline(__always)
+    var bucketId: UInt32 {
+        if pinned { return madeDescriptor.id }
+        let epoch = database.generations.epoch.load(ordering: .acquiring)
+        let packed = current.load(ordering: .relaxed)
+        if UInt32(truncatingIfNeeded: packed >> 32) == epoch { return UInt32(truncatingIfNeeded: packed) }
+        return resolveId(epoch: epoch, from: UInt32(truncatingIfNeeded: packed))
+    }
+
+    private func resolveId(epoch: UInt32, from id: UInt32) -> UInt32 {
+        let resolved = database.generations.resolve(id)
+        current.store(UInt64(epoch) << 32 | UInt64(resolved), ordering: .relaxed)
+        return resolved
+    }
+
+    /// `0x02` + the id, kept for a pinned view (queries build record keys from it per entry).
+    private let pinnedRecordPrefix: [UInt8]?
+
+    /// `0x02` + the current bucket id.
+    var recordPrefix: [UInt8] {
+        if let pinnedRecordPrefix { return pinnedRecordPrefix }
+        return Keyspace.recordPrefix(bucket: bucketId)
+    }
+
+    /// A view fixed to the current generation, for work that must use one id throughout (a query).
+    func pinnedView() -> RawBucket {
+        if pinned { return self }
+        return RawBucket(database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true)
     }
 
     /// The bucket's name.
-    public var name: String { descriptor.name }
+    public var name: String { madeDescriptor.name }
 
     /// A consistent view for one query: the transaction's, or a fresh snapshot.
     func reader() throws(BuriError) -> any StorageReader {
@@ -49,7 +99,12 @@ public final class RawBucket: Sendable {
     /// Runs one writer: inside the transaction, or as its own atomic commit.
     func withWriter<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         if let transaction { return try body(transaction.writer()) }
-        return try database.performWrite(sync: sync, body)
+        guard let stagingMarker else { return try database.performWrite(sync: sync, body) }
+        return try database.performWrite(sync: sync) { writer throws(BuriError) -> R in
+            let result = try body(writer)
+            if !writer.batch.isEmpty { writer.batch.put(stagingMarker.key, stagingMarker.value) }
+            return result
+        }
     }
 
     /// Runs a storage call on this bucket's data: LevelDB errors become Buri's, and damage met
@@ -70,7 +125,7 @@ public final class RawBucket: Sendable {
     }
 
     @inline(__always)
-    func recordKey(_ key: String) -> [UInt8] { Keyspace.recordKey(bucket: descriptor.id, key: key) }
+    func recordKey(_ key: String) -> [UInt8] { Keyspace.recordKey(bucket: bucketId, key: key) }
 
     /// Checks one value tuple against an index's definition (arity, kinds, encoded length) and adds
     /// its entry to `entries` unless an equal one is there. The one place both writers (typed and
@@ -94,10 +149,26 @@ public final class RawBucket: Sendable {
 
     /// Refuses to write through a view made before the bucket was redefined or dropped in this
     /// process: its index ids would no longer match the catalog. Callers hold the write lock.
-    func checkCurrent() throws(BuriError) {
+    ///
+    /// On a shared engine, the catalog entry is read too (so it is a condition of the commit): a
+    /// generation switched by another client is followed, like one switched here.
+    func checkCurrent(_ reader: any StorageReader) throws(BuriError) {
         guard database.catalogGeneration(name) == generation else {
             throw .invalidIndexDefinition(bucket: name, index: "*",
                                           reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
+        }
+        guard database.engine.isShared, !pinned else { return }
+        let id = bucketId
+        guard let stored = try database.bucketInfo(named: name, reader: reader) else {
+            throw .unknownBucket(name: name, known: try database.bucketNames(reader: reader))
+        }
+        if stored.id != id {
+            guard stored.indexes.count == madeDescriptor.indexes.count,
+                  zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) }) else {
+                throw .invalidIndexDefinition(bucket: name, index: "*",
+                                              reason: "another client redefined the bucket after this Bucket was opened; open it again with db.bucket(_:)")
+            }
+            database.generations.forward(id, to: stored.id)
         }
     }
 
@@ -112,9 +183,9 @@ public final class RawBucket: Sendable {
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
         try withWriter(sync: sync) { writer throws(BuriError) in
-            try checkCurrent()
+            try checkCurrent(writer.reader)
             let batch = writer.batch
-            if descriptor.indexes.isEmpty {
+            if madeDescriptor.indexes.isEmpty {
                 // No index entries to replace (index evolution strips dropped indexes from every
                 // header), so there is nothing to read back or track: each object is one put.
                 for write in writes { batch.put(recordKey(write.key), write.value) }
@@ -127,7 +198,7 @@ public final class RawBucket: Sendable {
             pending.reserveCapacity(writes.count)
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
-            let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
+            let uniqueIds = Set(madeDescriptor.indexes.filter(\.unique).map(\.id))
             let reader = try readerForKeys(writes.map(\.key), writer.reader)
             for write in writes {
                 let keyBytes = Array(write.key.utf8)
@@ -161,7 +232,7 @@ public final class RawBucket: Sendable {
     @discardableResult
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
-            try checkCurrent()
+            try checkCurrent(writer.reader)
             var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
             let reader = try readerForKeys(keys, writer.reader)
             for key in keys where !deleted.contains(Array(key.utf8)) {
@@ -174,20 +245,51 @@ public final class RawBucket: Sendable {
         }
     }
 
-    /// Deletes every object and index entry of the bucket in one atomic batch; keeps the bucket
-    /// and its index definitions. Returns how many objects were deleted.
+    /// Deletes every object and index entry of the bucket; keeps the bucket and its index
+    /// definitions. Returns how many objects were deleted (counted in the state the deletion
+    /// commits on).
+    ///
+    /// Outside a transaction this writes two keys whatever the size of the bucket: the bucket gets
+    /// a new, empty generation (a fresh bucket id) in one catalog commit, and the old generation's
+    /// keys are purged in the background, in chunks, resuming at the next open if the process ends
+    /// first (see ``BuriDatabase/pendingPurges()``). This view and every other view of the bucket
+    /// go on with the new generation. Inside ``BuriDatabase/write(_:)`` each key is deleted in the
+    /// transaction instead, so the transaction's later reads and writes see the bucket as before.
+    ///
+    /// ```swift
+    /// let removed = try raw.deleteAll()
+    /// try raw.count()   // 0
+    /// ```
     @discardableResult
     public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
+        if transaction != nil { return try deleteEachKey(sync: sync) }
+        return try withWriter(sync: sync) { writer throws(BuriError) -> Int in
+            try checkCurrent(writer.reader)
+            guard let stored = try database.bucketInfo(named: name, reader: writer.reader) else {
+                throw .unknownBucket(name: name, known: try database.bucketNames(reader: writer.reader))
+            }
+            let count = try countEntries(in: .prefix(Keyspace.recordPrefix(bucket: stored.id)), reader: writer.reader, cap: nil)
+            if count == 0, try countEntries(in: .prefix(Keyspace.indexSpacePrefix(bucket: stored.id)), reader: writer.reader, cap: 1) == 0 {
+                return 0
+            }
+            try database.retire(stored, replacingWith: database.nextBucketId(reader: writer.reader), writer: writer)
+            return count
+        }
+    }
+
+    /// `deleteAll` as one batch deleting every key (inside a transaction).
+    private func deleteEachKey(sync: Bool?) throws(BuriError) -> Int {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
-            try checkCurrent()
+            try checkCurrent(writer.reader)
+            let id = bucketId
             return try run {
                 var count = 0
-                let records = try writer.reader.cursor(in: .prefix(recordPrefix))
+                let records = try writer.reader.cursor(in: .prefix(Keyspace.recordPrefix(bucket: id)))
                 while try records.next() {
                     records.withKey { writer.batch.delete($0) }
                     count += 1
                 }
-                let entries = try writer.reader.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id)))
+                let entries = try writer.reader.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: id)))
                 while try entries.next() { entries.withKey { writer.batch.delete($0) } }
                 return count
             }
@@ -196,8 +298,7 @@ public final class RawBucket: Sendable {
 
     @inline(__always)
     func entryKey(_ entry: RecordHeader.Entry, objectKey: String) -> [UInt8] {
-        let prefix = indexPrefixes[entry.index] ?? Keyspace.indexPrefix(bucket: descriptor.id, index: entry.index)
-        return Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
+        Keyspace.indexEntryKey(bucket: bucketId, index: entry.index, tuple: entry.tuple, objectKey: objectKey)
     }
 
     /// `reader`, or, on an engine where every read is a round trip, a reader that has read the
@@ -228,8 +329,8 @@ public final class RawBucket: Sendable {
         let objectKey = Array(key.utf8)
         var entries: [RecordHeader.Entry] = []
         try run {
-            for index in descriptor.indexes {
-                let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)))
+            for index in madeDescriptor.indexes {
+                let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: bucketId, index: index.id)))
                 while try cursor.next() {
                     let tuple = cursor.withKey { raw -> [UInt8]? in
                         guard let parts = try? Keyspace.splitIndexEntry(raw, arity: index.components.count),
@@ -244,13 +345,13 @@ public final class RawBucket: Sendable {
     }
 
     private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader) throws(BuriError) {
-        let indexName = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+        let indexName = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
             let shown = IndexTuple.describe(entry.tuple)
             return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
-        let prefix = (indexPrefixes[entry.index] ?? []) + entry.tuple
+        let prefix = Keyspace.indexPrefix(bucket: bucketId, index: entry.index) + entry.tuple
         try run {
             let cursor = try reader.cursor(in: .prefix(prefix))
             while try cursor.next() {
@@ -317,16 +418,18 @@ public final class RawBucket: Sendable {
 
     /// The number of objects in the bucket.
     public func count() throws(BuriError) -> Int {
-        try countEntries(in: .prefix(recordPrefix), reader: reader(), cap: nil)
+        let reader = try reader()
+        return try countEntries(in: .prefix(recordPrefix), reader: reader, cap: nil)
     }
 
     /// The number of entries index `index` holds (an object has one per distinct value of a
     /// multi-valued index), counted from the index alone.
     public func entryCount(index: String) throws(BuriError) -> Int {
-        guard let definition = descriptor.index(named: index) else {
-            throw .unknownIndex(bucket: name, index: index, known: descriptor.indexes.map(\.name))
+        guard let definition = madeDescriptor.index(named: index) else {
+            throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
         }
-        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id)), reader: reader(), cap: nil)
+        let reader = try reader()
+        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: bucketId, index: definition.id)), reader: reader, cap: nil)
     }
 
     /// Counts the keys in `range`, stopping at `cap`.
@@ -346,7 +449,7 @@ public final class RawBucket: Sendable {
     func indexValues(of header: RecordHeader) -> [IndexName: [[IndexValue]]] {
         var result: [IndexName: [[IndexValue]]] = [:]
         for entry in header.entries {
-            let name = descriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+            let name = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
             result[IndexName(name), default: []].append(IndexTuple.split(entry.tuple))
         }
         return result
@@ -378,9 +481,11 @@ public final class RawBucket: Sendable {
     }
 
     func makeCursor(_ query: Query, strategy: QueryPlan.Strategy) throws(BuriError) -> RawQueryCursor {
+        // The snapshot first, then the generation: a switch committed before the snapshot is seen.
         let reader = try reader()
-        let plan = try QueryPlan(query, bucket: self, reader: reader, strategy: strategy)
-        return try RawQueryCursor(bucket: self, plan: plan, reader: reader)
+        let bucket = pinnedView()
+        let plan = try QueryPlan(query, bucket: bucket, reader: reader, strategy: strategy)
+        return try RawQueryCursor(bucket: bucket, plan: plan, reader: reader)
     }
 
     /// One page of at most `size` keys matching `query`, and a token for the next page

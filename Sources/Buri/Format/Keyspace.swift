@@ -11,6 +11,7 @@ import BuriStorage
 /// | 0x01 | bucket catalog | bucket name, UTF-8                                           | bucket descriptor (CBOR) |
 /// | 0x02 | records        | bucket id (u32 BE), object key (UTF-8)                       | record (header + CBOR) |
 /// | 0x03 | index entries  | bucket id (u32 BE), index id (u32 BE), value tuple, object key | empty                 |
+/// | 0x04 | retired ids    | bucket id (u32 BE)                                           | state byte, bucket name (v3) |
 ///
 /// Buckets and indexes are named by fixed-width numeric ids, so no name, however spelled,
 /// can reach into another bucket's or index's keys.
@@ -19,11 +20,13 @@ enum Keyspace {
     static let catalogTag: UInt8 = 0x01
     static let recordTag: UInt8 = 0x02
     static let indexTag: UInt8 = 0x03
+    static let retiredTag: UInt8 = 0x04
 
     /// The current format version, written at creation (and by the first write to a database of
     /// an older version) and checked at every open. Version 2 writes `Date`s as RFC 8949 tag 1 and
-    /// records where tools read index values (`fieldForms`, `computed`); version 1 databases are read.
-    static let formatVersion: UInt16 = 2
+    /// records where tools read index values (`fieldForms`, `computed`); version 3 adds the retired
+    /// bucket ids (tag 0x04) of bucket generations. Versions 1 and 2 databases are read.
+    static let formatVersion: UInt16 = 3
     static let magic: [UInt8] = Array("BURI".utf8)
     static let headerKey: [UInt8] = [databaseTag] + Array("format".utf8)
 
@@ -72,6 +75,7 @@ enum Keyspace {
         case record(bucket: UInt32)
         case index(bucket: UInt32)
         case catalog
+        case retired
         case other
     }
 
@@ -87,6 +91,8 @@ enum Keyspace {
             return .index(bucket: UInt32(key[1]) << 24 | UInt32(key[2]) << 16 | UInt32(key[3]) << 8 | UInt32(key[4]))
         case catalogTag:
             return .catalog
+        case retiredTag:
+            return .retired
         default:
             return .other
         }
@@ -147,6 +153,39 @@ enum Keyspace {
         }
     }
 
+    // MARK: Retired bucket ids
+
+    /// What a retired-id marker (tag 0x04) says about the keys under its bucket id.
+    enum RetiredState: UInt8, Sendable {
+        /// A generation replaced (`deleteAll`): its records and entries are purged in the background.
+        case purging = 0x01
+        /// A generation being loaded and not yet published (a staged import): purged if the load
+        /// never publishes it.
+        case staging = 0x02
+    }
+
+    /// `0x04` + bucket id: the marker that keys under `bucket` belong to no catalog entry on purpose.
+    static func retiredKey(bucket: UInt32) -> [UInt8] {
+        var key: [UInt8] = [retiredTag]
+        appendBigEndian(bucket, to: &key)
+        return key
+    }
+
+    static let retiredRange = KeyRange.prefix([retiredTag])
+
+    /// The state byte, then the UTF-8 name of the bucket the id belonged (or will belong) to.
+    static func retiredValue(_ state: RetiredState, bucket name: String) -> [UInt8] {
+        [state.rawValue] + Array(name.utf8)
+    }
+
+    /// The bucket id of a marker key and its state and bucket name, or `nil` if they do not parse.
+    static func parseRetired(key: [UInt8], value: [UInt8]) -> (bucket: UInt32, state: RetiredState, name: String)? {
+        guard key.count == 5, key[0] == retiredTag, let first = value.first, let state = RetiredState(rawValue: first),
+              let name = String(validating: value.dropFirst(), as: UTF8.self) else { return nil }
+        let bucket = key.withUnsafeBytes { readBigEndian($0, at: 1) }
+        return (bucket, state, name)
+    }
+
     // MARK: Index entries
 
     /// `0x03` + bucket id: the prefix of every index entry of a bucket.
@@ -184,6 +223,19 @@ enum Keyspace {
         out.append(contentsOf: prefix)
         out.append(contentsOf: tuple)
         out.append(contentsOf: objectKey)
+        return out
+    }
+
+    /// An entry's full key from the bucket and index ids, built in one allocation.
+    @inline(__always)
+    static func indexEntryKey(bucket: UInt32, index: UInt32, tuple: [UInt8], objectKey: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(indexPrefixLength + tuple.count + objectKey.utf8.count)
+        out.append(indexTag)
+        appendBigEndian(bucket, to: &out)
+        appendBigEndian(index, to: &out)
+        out.append(contentsOf: tuple)
+        out.append(contentsOf: objectKey.utf8)
         return out
     }
 

@@ -15,17 +15,43 @@ struct ParsedCommit: Sendable {
     var indexKeys: [UInt32: [[UInt8]]] = [:]
     /// Whether a catalog entry was written or deleted (a bucket created, redefined or dropped).
     var catalogChanged = false
+    /// Generations the commit replaced: old bucket id → the id that replaced it (a `deleteAll`, or
+    /// an import published). Every object of the old generation is gone in this commit.
+    var cleared: [UInt32: UInt32] = [:]
 
     init(_ event: StorageCommitEvent) {
         revision = event.revision
+        var retired: [(bucket: UInt32, name: String)] = []
+        /// Ids whose marker the commit writes: a purge chunk or a staged load, no object changes.
+        var marked: [UInt32] = []
         for change in event.changes {
+            if change.key.first == Keyspace.retiredTag {
+                if change.key.count == 5 { marked.append(change.key.withUnsafeBytes { Keyspace.readBigEndian($0, at: 1) }) }
+                if case .put(let key, let value) = change, let marker = Keyspace.parseRetired(key: key, value: value), marker.state == .purging {
+                    retired.append((marker.bucket, marker.name))
+                }
+            }
             switch Keyspace.classify(change.key) {
             case .record(let bucket): records[bucket, default: []].append(change)
             case .index(let bucket):
                 indexed.insert(bucket)
                 indexKeys[bucket, default: []].append(change.key)
             case .catalog: catalogChanged = true
-            case .other: break
+            case .retired, .other: break
+            }
+        }
+        // Keys under a retired or staged id are no bucket's objects: a purge chunk (or a staged
+        // load) writes its id's marker with them, so they are not reported as changes.
+        for id in marked {
+            records[id] = nil
+            indexed.remove(id)
+            indexKeys[id] = nil
+        }
+        // A generation switch puts the old id's marker and the catalog entry naming the new id.
+        for (old, name) in retired {
+            let catalogKey = Keyspace.catalogKey(bucket: name)
+            for case .put(let key, let value) in event.changes where key == catalogKey {
+                if let descriptor = try? BucketDescriptor.decode(value), descriptor.id != old { cleared[old] = descriptor.id }
             }
         }
     }
@@ -71,12 +97,17 @@ final class ChangeHub: Sendable {
     }
 
     private let engine: any StorageEngine
+    /// Learns the generation switches observed, so views follow them before subscribers run.
+    private let generations: BucketGenerations
     private let state = Mutex(State())
     /// The engine observation, present while there are subscribers. Taken only outside `state`
     /// and never by a dispatch, so registering cannot deadlock with a commit being observed.
     private let registration = Mutex<StorageObservation?>(nil)
 
-    init(engine: any StorageEngine) { self.engine = engine }
+    init(engine: any StorageEngine, generations: BucketGenerations) {
+        self.engine = engine
+        self.generations = generations
+    }
 
     /// The number of live subscriptions (change streams and live queries).
     var subscriberCount: Int { state.withLock { $0.count } }
@@ -169,16 +200,24 @@ final class ChangeHub: Sendable {
                 if let descriptor = try? BucketDescriptor.decode(value) { learned.append((descriptor.id, descriptor.name)) }
             }
         }
+        for (old, new) in commit.cleared { generations.forward(old, to: new) }
         let targets = state.withLock { state -> [Subscriber] in
             for (id, name) in learned { state.names[id] = name }
+            // A bucket's subscribers follow it to its new generation (they learn the new id from
+            // the commit's `cleared`).
+            for (old, new) in commit.cleared {
+                guard let moved = state.byBucket.removeValue(forKey: old) else { continue }
+                state.byBucket[new, default: [:]].merge(moved) { a, _ in a }
+            }
+            let clearedInto = Set(commit.cleared.values)
             var targets: [Subscriber] = []
-            if !commit.records.isEmpty { targets.append(contentsOf: state.everything.values) }
+            if !commit.records.isEmpty || !commit.cleared.isEmpty { targets.append(contentsOf: state.everything.values) }
             if commit.catalogChanged {
-                for subscribers in state.byBucket.values {
+                for (bucket, subscribers) in state.byBucket {
                     for subscriber in subscribers.values {
                         switch subscriber.interest {
                         case .query: targets.append(subscriber)
-                        case .records(let bucket) where commit.records[bucket] != nil: targets.append(subscriber)
+                        case .records where commit.records[bucket] != nil || clearedInto.contains(bucket): targets.append(subscriber)
                         default: break
                         }
                     }

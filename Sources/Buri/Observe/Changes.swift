@@ -35,6 +35,14 @@ public struct BucketChange<Object: Sendable>: Sendable {
     /// Each key the commit wrote, once, in the order of the commit's batch (a direct write's
     /// order; a transaction commits in key order).
     public var changes: [Change]
+    /// Whether the commit deleted every object the bucket held before it (``Bucket/deleteAll()``
+    /// outside a transaction, which replaces the bucket's generation, or an import published):
+    /// those keys are not listed one by one in ``changes``.
+    ///
+    /// ```swift
+    /// for try await change in people.changes() where change.deletedAll { clearCache() }
+    /// ```
+    public var deletedAll = false
 
     /// The keys stored, in commit order.
     public var storedKeys: [String] {
@@ -195,6 +203,10 @@ extension BuriDatabase {
         let hub = changeHub
         let stream = try changeStream(.objects, bucket: nil, bufferLimit: bufferLimit) { commit throws(BuriError) -> DatabaseChange? in
             var buckets: [BucketChange<[UInt8]>] = []
+            for (old, _) in commit.cleared.sorted(by: { $0.key < $1.key }) {
+                let name = hub.name(ofBucket: old) ?? "#\(old)"
+                buckets.append(BucketChange(bucket: name, revision: commit.revision, changes: [], deletedAll: true))
+            }
             for (id, changes) in commit.records.sorted(by: { $0.key < $1.key }) {
                 let name = hub.name(ofBucket: id) ?? "#\(id)"
                 buckets.append(try BucketChange(bucket: name, revision: commit.revision, records: changes) { _, payload in
@@ -277,11 +289,24 @@ extension Bucket where T: Sendable {
     /// - Parameter includingObjects: decode the stored objects too (on the consuming task).
     public func changes(includingObjects: Bool = false, bufferLimit: Int = BuriDatabase.defaultChangeBufferLimit) throws(BuriError) -> ChangeStream<BucketChange<T>> {
         let name = name
-        return try raw.database.changeStream(.records(raw.descriptor.id), bucket: name, bufferLimit: bufferLimit) { [self] commit throws(BuriError) -> BucketChange<T>? in
-            guard let records = commit.records[raw.descriptor.id] else { return nil }
-            return try BucketChange(bucket: name, revision: commit.revision, records: records) { key, payload throws(BuriError) -> T? in
+        // The generation the stream follows: it moves on with each commit that replaces it.
+        let followed = Atomic<UInt32>(raw.bucketId)
+        return try raw.database.changeStream(.records(followed.load(ordering: .relaxed)), bucket: name, bufferLimit: bufferLimit) { [self] commit throws(BuriError) -> BucketChange<T>? in
+            var id = followed.load(ordering: .relaxed)
+            var deletedAll = false
+            while let next = commit.cleared[id] {
+                id = next
+                deletedAll = true
+            }
+            followed.store(id, ordering: .relaxed)
+            guard let records = commit.records[id] else {
+                return deletedAll ? BucketChange(bucket: name, revision: commit.revision, changes: [], deletedAll: true) : nil
+            }
+            var change = try BucketChange(bucket: name, revision: commit.revision, records: records) { key, payload throws(BuriError) -> T? in
                 includingObjects ? try decode(payload, key: key) : nil
             }
+            change.deletedAll = deletedAll
+            return change
         }
     }
 }

@@ -93,21 +93,63 @@ final class LiveQueryState: Sendable {
     /// The record keys of the last results (for `.results`), and whether a refresh is reading.
     private let watched = Mutex<(keys: Set<[UInt8]>, refreshing: Int)>(([], 0))
 
-    init(relevance: LiveQueryRelevance) { self.relevance = relevance }
+    init(relevance: LiveQueryRelevance, bucket: UInt32) {
+        self.relevance = relevance
+        self.bucket = Atomic(bucket)
+        original = bucket
+    }
+
+    /// The id the relevance's ranges and keys were made with.
+    private let original: UInt32
+
+    /// `key` (a record or index-entry key of a later generation) as it reads under the original
+    /// id, so the relevance made then still applies.
+    private func asOriginal(_ key: [UInt8]) -> [UInt8] {
+        guard key.count >= Keyspace.recordPrefixLength else { return key }
+        var key = key
+        key[1] = UInt8(truncatingIfNeeded: original >> 24)
+        key[2] = UInt8(truncatingIfNeeded: original >> 16)
+        key[3] = UInt8(truncatingIfNeeded: original >> 8)
+        key[4] = UInt8(truncatingIfNeeded: original)
+        return key
+    }
 
     func beginRefresh() { watched.withLock { $0.refreshing += 1 } }
     func endRefresh() { watched.withLock { $0.refreshing -= 1 } }
 
     /// Notes the record keys of results just read (for a query of objects).
-    func resultsRead(_ recordKeys: Set<[UInt8]>) { watched.withLock { $0.keys = recordKeys } }
+    func resultsRead(_ recordKeys: Set<[UInt8]>) {
+        let keys = recordKeys.contains(where: { Keyspace.classify($0) != .record(bucket: original) }) ? Set(recordKeys.map(asOriginal)) : recordKeys
+        watched.withLock { $0.keys = keys }
+    }
 
-    /// Whether `commit` can change the results of the query on bucket `bucket`.
-    func isRelevant(_ commit: ParsedCommit, bucket: UInt32) -> Bool {
+    /// The bucket's generation the query follows (moved on by each commit that replaces it).
+    let bucket: Atomic<UInt32>
+
+    /// Whether `commit` can change the results of the query on its bucket.
+    func isRelevant(_ commit: ParsedCommit) -> Bool {
+        var bucket = self.bucket.load(ordering: .relaxed)
+        if !commit.cleared.isEmpty {
+            while let next = commit.cleared[bucket] { bucket = next }
+            self.bucket.store(bucket, ordering: .relaxed)
+        }
         if commit.catalogChanged { return true }
-        if let keys = commit.indexKeys[bucket], keys.contains(where: { key in relevance.ranges.contains { $0.contains(key) } }) {
+        let moved = bucket != original
+        if let keys = commit.indexKeys[bucket], keys.contains(where: { key in
+            let key = moved ? asOriginal(key) : key
+            return relevance.ranges.contains { $0.contains(key) }
+        }) {
             return true
         }
-        guard let records = commit.records[bucket], !records.isEmpty else { return false }
+        guard var records = commit.records[bucket], !records.isEmpty else { return false }
+        if moved {
+            records = records.map { change in
+                switch change {
+                case .put(let key, let value): .put(key: asOriginal(key), value: value)
+                case .delete(let key): .delete(key: asOriginal(key))
+                }
+            }
+        }
         switch relevance.records {
         case .none:
             return false
@@ -158,12 +200,12 @@ extension BuriDatabase {
             throw .invalidTransaction(reason: "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's")
         }
         try checkOpen()
-        let state = LiveQueryState(relevance: relevance)
-        let bucketId = bucket.descriptor.id
+        let bucketId = bucket.bucketId
+        let state = LiveQueryState(relevance: relevance, bucket: bucketId)
         // Newest only: any number of commits between two reads coalesce into one refresh.
         let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
-        let subscription = try changeHub.subscribe(.query(bucket.descriptor.id), deliver: { [weak source] commit in
-            guard state.isRelevant(commit, bucket: bucketId) else { return }
+        let subscription = try changeHub.subscribe(.query(bucketId), deliver: { [weak source] commit in
+            guard state.isRelevant(commit) else { return }
             state.latest.store(commit.revision, ordering: .releasing)
             source?.continuation.yield(commit.revision)
         }, finish: { [weak source] in source?.continuation.finish() })

@@ -1,0 +1,248 @@
+import BuriStorage
+import Dispatch
+import Synchronization
+
+/// Where each bucket id retired by a generation switch in this process went: the id that
+/// replaced it. A ``RawBucket`` made before a switch follows these forwards to the bucket's current
+/// id, so handles keep working after `deleteAll` (see `docs/FORMAT.md` §6a).
+///
+/// Forwards are learned from this process's own switches (after they commit) and from commits the
+/// change hub observes (another client's switch on a shared engine, while anything observes).
+final class BucketGenerations: Sendable {
+    /// Moves on with every forward learned, so a handle notices with one atomic load.
+    let epoch = Atomic<UInt32>(0)
+    private let forwards = Mutex<[UInt32: UInt32]>([:])
+
+    /// Records that `old` was replaced by `new`.
+    func forward(_ old: UInt32, to new: UInt32) {
+        forwards.withLock { forwards in
+            guard forwards[old] != new else { return }
+            forwards[old] = new
+            epoch.add(1, ordering: .releasing)
+        }
+    }
+
+    /// The id `id` leads to after every forward learned (itself when it was never retired here).
+    func resolve(_ id: UInt32) -> UInt32 {
+        forwards.withLock { forwards in
+            var current = id
+            var steps = 0
+            while let next = forwards[current], steps <= forwards.count {
+                current = next
+                steps += 1
+            }
+            return current
+        }
+    }
+
+    /// The largest id a forward names, so that no new bucket takes an id a handle may still follow.
+    var largestId: UInt32 {
+        forwards.withLock { forwards in forwards.reduce(0) { max($0, $1.key, $1.value) } }
+    }
+}
+
+/// A bucket id whose keys belong to no catalog entry on purpose: a generation replaced by
+/// `deleteAll` (or by an import's publish) waiting to be purged, or an import being staged.
+///
+/// ```swift
+/// for purge in try db.pendingPurges() { print(purge.bucket, purge.id, purge.state) }
+/// ```
+public struct RetiredBucket: Sendable, Hashable {
+    /// What is to happen to the keys under the id.
+    public enum State: String, Sendable, Hashable {
+        /// Replaced; its records and index entries are being deleted in the background.
+        case purging
+        /// Being loaded by an import that has not published it (purged if it never does).
+        case staging
+    }
+
+    /// The bucket id.
+    public var id: UInt32
+    /// The bucket the id belonged (or is to belong) to.
+    public var bucket: String
+    public var state: State
+}
+
+/// The background purge of retired bucket ids: one job at a time on its own queue, in chunks.
+final class Purger: Sendable {
+    private struct State {
+        var running = false
+        var wanted = false
+        var stopped = false
+        /// Staging ids found at open: loads that never published (their process ended).
+        var abandonedStages: Set<UInt32> = []
+        var lastError: BuriError?
+    }
+
+    private let state = Mutex(State())
+    private let group = DispatchGroup()
+    private let queue = DispatchQueue(label: "buri.purge", qos: .utility)
+    /// Keys deleted per chunk; halved when an engine refuses a batch that large (etcd's max-txn-ops).
+    let chunkSize = Atomic<Int>(1_000)
+
+    func abandon(_ stages: [UInt32]) { state.withLock { $0.abandonedStages.formUnion(stages) } }
+    func isAbandoned(_ id: UInt32) -> Bool { state.withLock { $0.abandonedStages.contains(id) } }
+    var lastError: BuriError? { state.withLock { $0.lastError } }
+
+    /// Makes sure a purge pass runs soon (another pass if one is running now).
+    func kick(_ database: BuriDatabase) {
+        let start = state.withLock { state -> Bool in
+            if state.stopped { return false }
+            state.wanted = true
+            if state.running { return false }
+            state.running = true
+            group.enter()
+            return true
+        }
+        guard start else { return }
+        queue.async { [self] in
+            while true {
+                let go = state.withLock { state -> Bool in
+                    if state.stopped || !state.wanted {
+                        state.running = false
+                        return false
+                    }
+                    state.wanted = false
+                    return true
+                }
+                guard go else { break }
+                do throws(BuriError) {
+                    try database.purgeRetired { self.state.withLock { $0.stopped } }
+                } catch {
+                    state.withLock { $0.lastError = error }
+                }
+            }
+            group.leave()
+        }
+    }
+
+    /// Stops after the chunk in progress and waits for it; nothing is started afterwards.
+    func stop() {
+        state.withLock { $0.stopped = true }
+        group.wait()
+    }
+}
+
+extension BuriDatabase {
+    /// The retired bucket ids of the database: generations waiting to be purged and imports being
+    /// staged (see ``RetiredBucket``). `buri check` lists them.
+    ///
+    /// ```swift
+    /// try people.deleteAll()
+    /// print(try db.pendingPurges().count)   // 1 until the background purge finishes
+    /// ```
+    /// - Throws: ``BuriError/corruption(bucket:key:index:reason:)`` for a marker that does not parse.
+    public func pendingPurges() throws(BuriError) -> [RetiredBucket] {
+        try retiredBuckets(reader: currentReader())
+    }
+
+    func retiredBuckets(reader: any StorageReader) throws(BuriError) -> [RetiredBucket] {
+        try run {
+            var result: [RetiredBucket] = []
+            let cursor = try reader.cursor(in: Keyspace.retiredRange)
+            while try cursor.next() {
+                guard let marker = Keyspace.parseRetired(key: cursor.key, value: cursor.value) else {
+                    throw BuriError.corruption(bucket: nil, key: nil, index: nil,
+                                               reason: "a retired bucket id marker (key \(cursor.key.map { String($0, radix: 16) }.joined(separator: " "))) does not parse; run `buri check` on a copy and report it")
+                }
+                result.append(RetiredBucket(id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+            }
+            return result
+        }
+    }
+
+    /// Purges every retired generation now, on the calling thread, and returns when none is left
+    /// (staged imports of live loads are left alone). The background purge does the same on its own;
+    /// this is for tools and tests that want the space back before going on.
+    ///
+    /// ```swift
+    /// try people.deleteAll()
+    /// try db.purgeRetiredBuckets()
+    /// ```
+    public func purgeRetiredBuckets() throws(BuriError) {
+        try checkOpen()
+        try purgeRetired { false }
+    }
+
+    /// One pass: every purgeable id, chunk by chunk, until done or `shouldStop()`.
+    func purgeRetired(shouldStop: () -> Bool) throws(BuriError) {
+        while !shouldStop() {
+            let retired = try retiredBuckets(reader: currentReader())
+            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else { return }
+            while !shouldStop() {
+                if try purgeChunk(bucket: next.id) { break }
+            }
+        }
+    }
+
+    /// Deletes up to one chunk of keys under retired id `bucket`; with the last of them, its marker.
+    /// Returns whether the id is purged. Keys under a retired id are never written again, so the
+    /// chunks need no lock against writers; a chunk that meets a marker no longer there does nothing.
+    func purgeChunk(bucket: UInt32) throws(BuriError) -> Bool {
+        try run {
+            while true {
+                let limit = max(3, chunkLimit)
+                let snapshot = try engine.snapshot()
+                let markerKey = Keyspace.retiredKey(bucket: bucket)
+                guard let value = try snapshot.get(markerKey), let marker = Keyspace.parseRetired(key: markerKey, value: value),
+                      marker.state == .purging || purger.isAbandoned(bucket) else { return true }
+                let batch = engine.makeBatch()
+                var count = 0
+                for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)), .prefix(Keyspace.indexSpacePrefix(bucket: bucket))] {
+                    let cursor = try snapshot.cursor(in: range)
+                    while count < limit - 2, try cursor.next() {
+                        cursor.withKey { batch.delete($0) }
+                        count += 1
+                    }
+                }
+                let finished = count < limit - 2
+                // The marker is in every chunk (rewritten as it is, or deleted with the last keys),
+                // so observers know the chunk's deletes for what they are (see `ParsedCommit`).
+                if finished { batch.delete(markerKey) } else { batch.put(markerKey, value) }
+                do {
+                    try engine.commit(batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil, sync: false)
+                } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {
+                    purger.chunkSize.store(limit / 2, ordering: .relaxed)
+                    continue
+                } catch let error as StorageError where error.code == .conflict {
+                    continue  // another client purged or changed the marker: look again
+                }
+                return finished
+            }
+        }
+    }
+
+    private var chunkLimit: Int { purger.chunkSize.load(ordering: .relaxed) }
+
+    /// Starts the background purge if anything is retired (at open; staging ids found then belong
+    /// to loads that ended without publishing).
+    func resumePurges() throws(BuriError) {
+        let retired = try retiredBuckets(reader: currentReader())
+        guard !retired.isEmpty else { return }
+        // On a shared engine another client may be staging right now: only its own open finds it abandoned.
+        if !engine.isShared { purger.abandon(retired.filter { $0.state == .staging }.map(\.id)) }
+        if options.purgesInBackground { purger.kick(self) }
+    }
+}
+
+extension BuriDatabase {
+    /// Puts into `writer`'s batch the switch of bucket `stored` to generation `newId`: its catalog
+    /// entry names the new id (nothing else changes, so views stay valid), and the old id gets a
+    /// purge marker. Once committed, views here follow the new id and the purge starts.
+    func retire(_ stored: BucketDescriptor, replacingWith newId: UInt32, writer: Writer) throws(BuriError) {
+        var next = stored
+        next.id = newId
+        let bytes: [UInt8]
+        do {
+            bytes = try next.encoded()
+        } catch {
+            throw .encodingFailed(bucket: stored.name, key: "(catalog)", reason: String(describing: error))
+        }
+        writer.batch.put(Keyspace.catalogKey(bucket: stored.name), bytes)
+        writer.batch.put(Keyspace.retiredKey(bucket: stored.id), Keyspace.retiredValue(.purging, bucket: stored.name))
+        writer.afterCommit { [self] in
+            generations.forward(stored.id, to: newId)
+            if options.purgesInBackground { purger.kick(self) }
+        }
+    }
+}
