@@ -128,13 +128,20 @@ public final class RawBucket: Sendable {
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
             let uniqueIds = Set(descriptor.indexes.filter(\.unique).map(\.id))
-            let reader = try readerForKeys(writes.map(\.key), writer.reader)
+            // A bucket with no record at the writer's view has no old header to read for any key:
+            // the only earlier versions are those in this batch (`pending`). One seek instead of a
+            // point read per object; through a shared engine's recording reader the scanned range
+            // becomes a commit condition, so a record another client adds meanwhile is a conflict.
+            let bucketIsEmpty = writes.count > 1 ? try hasNoRecords(writer.reader) : false
+            let reader = bucketIsEmpty ? writer.reader : try readerForKeys(writes.map(\.key), writer.reader)
             for write in writes {
                 let keyBytes = Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
                 if let known = pending[pendingKey] {
                     old = known
+                } else if bucketIsEmpty {
+                    old = nil
                 } else {
                     old = try currentHeader(forKey: write.key, reader: reader)
                 }
@@ -154,6 +161,11 @@ public final class RawBucket: Sendable {
                 pending[pendingKey] = .some(write.header)
             }
         }
+    }
+
+    /// Whether the bucket has no record at all in `reader`'s view (one seek on the record prefix).
+    func hasNoRecords(_ reader: any StorageReader) throws(BuriError) -> Bool {
+        try run { try !reader.cursor(in: .prefix(recordPrefix)).next() }
     }
 
     /// Deletes objects and every index entry their stored headers list, in one atomic batch.
