@@ -105,27 +105,66 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("a refill (every object stored again with new index values) leaves no old entry behind", arguments: Engine.allCases)
+    @Test("in a transaction, a large batch over records on disk and records the transaction stored replaces both", arguments: Engine.allCases)
+    func transactionLargeBatchOverDiskAndPending(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        try test.db.bucket(PersonRecord.self).store((0..<150).map { PersonRecord(objectId: "q\($0)", name: "disk", locale: "EN", age: $0 % 40) })
+        try test.db.write { tx in
+            let people = try tx.bucket(PersonRecord.self)
+            try people.store((150..<300).map { PersonRecord(objectId: "q\($0)", name: "pending", locale: "FR", age: $0 % 40) })
+            var all = (0..<300).map { PersonRecord(objectId: "q\($0)", name: "new", locale: "DE", age: 100 + $0 % 40) }
+            var generator = SeededGenerator(seed: 5)
+            all.shuffle(using: &generator)
+            try people.store(all)
+        }
+        let people = try test.db.bucket(PersonRecord.self)
+        #expect(try people.keys(.index("locale", equals: "DE")).count == 300)
+        #expect(try people.raw.entryCount(index: "locale") == 300)
+        #expect(try people.raw.entryCount(index: "age") == 300)
+        #expect(try people.keys(.index("age", in: 0...99)).isEmpty)
+        #expect(try test.db.check().problems.isEmpty)
+    }
+
+    @Test("a refill leaves no old entry behind: keys again in shuffled order, with gaps short and long, one twice, new ones among them", arguments: Engine.allCases)
     func refillReplacesEntries(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(PersonRecord.self)
-        let count = 300
+        let count = 1_200  // 3,600 keys: within etcd's 4,096 operations per transaction
         try people.store((0..<count).map { PersonRecord(objectId: "k\($0)", name: "n", locale: "EN", age: $0 % 50) })
-        // Half the keys again, shuffled, one of them twice, plus new ones.
+        // Every 10th key of the first 600 (gaps longer than a walk steps), every 2nd of the
+        // next 400, shuffled; k0 twice; and 20 keys not stored yet. Over RawBucket.walkThreshold.
+        let chosen = Set(Array(stride(from: 0, to: 600, by: 10)) + Array(stride(from: 600, to: 1_000, by: 2)))
         var generator = SeededGenerator(seed: 13)
-        var again = (0..<count).filter { $0 % 2 == 0 }.map { PersonRecord(objectId: "k\($0)", name: "m", locale: "FR", age: 100 + $0 % 50) }
+        var again = chosen.sorted().map { PersonRecord(objectId: "k\($0)", name: "m", locale: "FR", age: 100 + $0 % 50) }
         again.shuffle(using: &generator)
         again.append(PersonRecord(objectId: "k0", name: "last", locale: "DE", age: 199))
         again.append(contentsOf: (count..<(count + 20)).map { PersonRecord(objectId: "k\($0)", name: "new", locale: "DE", age: 150) })
+        #expect(again.count >= RawBucket.walkThreshold)
         try people.store(again)
         let indexed = try Self.indexed(people)
         #expect(indexed.count == count + 20)
         for n in 0..<(count + 20) {
-            let expected: (String, Int) = n == 0 ? ("DE", 199) : n >= count ? ("DE", 150) : n % 2 == 0 ? ("FR", 100 + n % 50) : ("EN", n % 50)
+            let expected: (String, Int) = n == 0 ? ("DE", 199) : n >= count ? ("DE", 150) : chosen.contains(n) ? ("FR", 100 + n % 50) : ("EN", n % 50)
             #expect(indexed["k\(n)"]?.locale == [expected.0], "k\(n)")
             #expect(indexed["k\(n)"]?.age == [expected.1], "k\(n)")
         }
+        #expect(try people.object(forKey: "k0")?.name == "last")
         #expect(try people.raw.entryCount(index: "age") == count + 20)
+        #expect(try test.db.check().problems.isEmpty)
+    }
+
+    @Test("a refill of only keys past the last stored one, or before the first, finds no old record and loses none", arguments: Engine.allCases)
+    func refillOutsideStoredRange(engine: Engine) throws {
+        let test = try TestDatabase(engine)
+        let people = try test.db.bucket(PersonRecord.self)
+        try people.store((0..<10).map { PersonRecord(objectId: "m\($0)", name: "n", locale: "EN", age: $0) })
+        let outside = (0..<150).map { PersonRecord(objectId: "a\($0)", name: "a", locale: "DE", age: 50) }
+            + (0..<150).map { PersonRecord(objectId: "z\($0)", name: "z", locale: "FR", age: 60) }
+        var generator = SeededGenerator(seed: 7)
+        try people.store(outside.shuffled(using: &generator))
+        #expect(try people.count() == 310)
+        #expect(try people.keys(.index("locale", equals: "EN")).count == 10)
+        #expect(try people.keys(.index("age", equals: 50)).count == 150)
         #expect(try test.db.check().problems.isEmpty)
     }
 
