@@ -214,8 +214,14 @@ public final class RawBucket: Sendable {
     /// of one point read each. A damaged header is marked, for `currentHeader` to rebuild it from the
     /// index entries as a point read would.
     func walkOldHeaders(_ keys: [[UInt8]], reader: any StorageReader) throws(BuriError) -> WalkedHeaders {
-        var order = Array(keys.indices)
-        order.sort { compareBytes(keys[$0], keys[$1]) < 0 }
+        // Sorted by each key's first 8 bytes as one big-endian integer, then bytewise: most
+        // comparisons are one integer comparison instead of a call over two arrays.
+        var order: [(head: UInt64, index: Int)] = keys.indices.map { index in
+            var head: UInt64 = 0
+            for (offset, byte) in keys[index].prefix(8).enumerated() { head |= UInt64(byte) << (56 - 8 * UInt64(offset)) }
+            return (head, index)
+        }
+        order.sort { a, b in a.head != b.head ? a.head < b.head : compareBytes(keys[a.index], keys[b.index]) < 0 }
         var slots = [WalkedHeaders.Slot](repeating: .absent, count: keys.count)
         var bytes: [UInt8] = []
         try run {
@@ -224,7 +230,7 @@ public final class RawBucket: Sendable {
             var started = false
             var exhausted = false
             var previous: Int?
-            for position in order {
+            for (_, position) in order {
                 if let previous, keys[previous] == keys[position] {
                     slots[position] = slots[previous]
                     continue
