@@ -192,4 +192,57 @@ struct StorePathTests {
         #expect(try people.raw.entryCount(index: "age") == 5)
         #expect(try a.check().problems.isEmpty)
     }
+
+    @Test("a large array is encoded on several cores into exactly the serial path's writes, in order, and stored as the serial path stores it")
+    func parallelEncodingMatchesSerial() throws {
+        let count = Bucket<PersonRecord>.parallelEncodingThreshold + Bucket<PersonRecord>.encodingChunkSize + 17
+        // Keys composed and decomposed, names with NUL bytes and unicode, negative and huge ages.
+        let objects = (0..<count).map { n in
+            PersonRecord(objectId: "p\(n)" + (n % 2 == 0 ? "\u{E9}" : "e\u{301}"), name: String(repeating: "\u{1F600}", count: n % 5) + "\0" + String(n),
+                         locale: ["EN", "DE", "FR"][n % 3], age: n % 3 == 0 ? Int.max - n : n - 5_000)
+        }
+        let serialTest = try TestDatabase(.memory)
+        let serialPeople = try serialTest.db.bucket(PersonRecord.self)
+        let serial = try serialPeople.prepareAll(objects, parallel: false)
+        let parallel = try serialPeople.prepareAll(objects)
+        #expect(serial.count == count)
+        #expect(parallel.count == count)
+        let same = zip(serial, parallel).allSatisfy { a, b in
+            Array(a.key.utf8) == Array(b.key.utf8) && a.value == b.value && a.header == b.header
+        }
+        #expect(same)
+
+        // Through the public API: the same records as objects stored one batch at a time, serially.
+        let test = try TestDatabase(.memory)
+        let people = try test.db.bucket(PersonRecord.self)
+        try people.store(objects)
+        for chunk in stride(from: 0, to: count, by: 1_000) {
+            try serialPeople.store(AnySequence(objects[chunk..<Swift.min(count, chunk + 1_000)]))
+        }
+        for n in stride(from: 0, to: count, by: 97) {
+            #expect(try people.raw.record(forKey: objects[n].objectId) == serialPeople.raw.record(forKey: objects[n].objectId))
+        }
+        #expect(try people.count() == count)
+        #expect(try people.raw.entryCount(index: "age") == count)
+        #expect(try test.db.check().problems.isEmpty)
+    }
+
+    @Test("in a parallel encoding, the first object that fails (in array order) is the error, and nothing is stored")
+    func parallelEncodingFirstError() throws {
+        let test = try TestDatabase(.memory)
+        let bucket = try test.db.bucket(Measurement.self)
+        let count = Bucket<Measurement>.parallelEncodingThreshold + 100
+        var objects = (0..<count).map { Measurement(id: "m\($0)", value: Double($0), count: Int64($0), big: UInt64($0), label: nil) }
+        let early = Bucket<Measurement>.encodingChunkSize + 3, late = count - 2
+        objects[late].value = .nan
+        objects[early].value = .nan
+        let error = #expect(throws: BuriError.self) { try bucket.store(objects) }
+        guard case .invalidIndexValue(_, let key, let index, _)? = error else {
+            Issue.record("expected invalidIndexValue, got \(String(describing: error))")
+            return
+        }
+        #expect(key == "m\(early)")
+        #expect(index == "value")
+        #expect(try bucket.count() == 0)
+    }
 }
