@@ -174,6 +174,35 @@ struct CorruptionTests {
         #expect(try people.keys(.index("age", in: 22...23)) == [])
     }
 
+    @Test("a large batch over damaged records (read by the store path's walk) replaces them and takes their old index entries with it")
+    func damagedRecordsInLargeBatch() throws {
+        let directory = TemporaryDirectory("buri-corrupt-batch")
+        let path = directory.path("db")
+        let originals = (0..<400).map { n in Person(id: "b\(n)", name: "n", locale: "EN", age: n % 30) }
+        let descriptor = try Self.makeDatabase(path, objects: originals)
+        let damaged = ["b0", "b17", "b399"]
+        try withRawDatabase(path) { raw in
+            for key in damaged {
+                let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: key)
+                var value = try #require(try raw.get(recordKey))
+                value[0] = 0xEE  // the header can no longer be read
+                try raw.put(recordKey, value)
+            }
+        }
+        let db = try BuriDatabase(path: path)
+        defer { db.close() }
+        let people = try db.bucket(Person.self)
+        let replacements = originals.map { Person(id: $0.id, name: "new", locale: "FR", age: 100 + $0.age) }
+        #expect(replacements.count >= RawBucket.walkThreshold)
+        try people.store(replacements.reversed())
+        for key in damaged { #expect(try people.object(forKey: key)?.name == "new") }
+        let report = try db.check()
+        #expect(report.problems.isEmpty, "\(report.summary)")
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
+        #expect(try people.keys(.index("age", in: 0...99)).isEmpty)
+        #expect(try people.keys(.index("locale", equals: "FR")).count == 400)
+    }
+
     @Test("random garbage as record values: every fetch and query returns an object or a typed error, and check reports each")
     func randomGarbageRecords() throws {
         let directory = TemporaryDirectory("buri-garbage")
