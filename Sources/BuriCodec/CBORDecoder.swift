@@ -101,7 +101,7 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
 
     init(input: _CBORInput, userInfo: [CodingUserInfoKey: any Sendable]) {
         self.sendableUserInfo = userInfo
-        super.init(input: input, firstEntry: 0, count: 0)
+        super.init(input: input, owner: nil, path: [], firstEntry: 0, count: 0)
     }
 
     var userInfo: [CodingUserInfoKey: Any] { sendableUserInfo }
@@ -193,12 +193,12 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
         let cursor: _CBORMapCursor
         if start == 0 && !isTopMapCursor {
             isTopMapCursor = true
-            reset(firstEntry: pos, count: count)
+            reset(path: path, firstEntry: pos, count: count)
             cursor = self
         } else {
-            cursor = _CBORMapCursor(input: input, firstEntry: pos, count: count)
+            cursor = _CBORMapCursor(input: input, owner: self, path: path, firstEntry: pos, count: count)
         }
-        return KeyedDecodingContainer(_CBORKeyedDecodingContainer<Key>(state: self, cursor: cursor, codingPath: path))
+        return KeyedDecodingContainer(_CBORKeyedDecodingContainer<Key>(cursor: cursor))
     }
 
     func makeUnkeyedContainer(at start: Int, path: [any CodingKey]) throws -> _CBORUnkeyedDecodingContainer {
@@ -260,6 +260,11 @@ class _CBORMapCursor {
     }
 
     final let input: _CBORInput
+    /// The decoding state of a nested map's cursor; nil for the top-level map's, which is the
+    /// state itself.
+    final let retainedOwner: _CBORDecodingState?
+    /// The coding path of the container this cursor serves.
+    final var containerPath: [any CodingKey]
     final var firstEntry: Int
     final var count: Int
     /// The entry the cursor points at and the offset of its key head, or
@@ -271,15 +276,25 @@ class _CBORMapCursor {
     /// The offset just past the map, once `buildIndex` has walked all of it.
     final var indexedEnd = -1
 
-    init(input: _CBORInput, firstEntry: Int, count: Int) {
+    init(input: _CBORInput, owner: _CBORDecodingState?, path: [any CodingKey], firstEntry: Int, count: Int) {
         self.input = input
+        self.retainedOwner = owner
+        self.containerPath = path
         self.firstEntry = firstEntry
         self.count = count
         self.cursorOffset = firstEntry
     }
 
+    /// The decoding state this map is read by.
+    @inline(__always)
+    final var owner: _CBORDecodingState {
+        if let retainedOwner { return retainedOwner }
+        return unsafeDowncast(self, to: _CBORDecodingState.self)
+    }
+
     /// Points the cursor at the first of `count` entries starting at `firstEntry`.
-    final func reset(firstEntry: Int, count: Int) {
+    final func reset(path: [any CodingKey], firstEntry: Int, count: Int) {
+        containerPath = path
         self.firstEntry = firstEntry
         self.count = count
         cursorIndex = 0
@@ -365,21 +380,20 @@ class _CBORMapCursor {
     }
 }
 
-/// A struct, so that it lives inside the standard library's box of `KeyedDecodingContainer`
-/// instead of being a second object per container; its cursor is the decoding state itself for
-/// the top-level map (no allocation at all) and an object of its own for a nested one.
+/// A struct of one reference, so that it lives inside the standard library's box of
+/// `KeyedDecodingContainer` instead of being a second object per container (the box copies it on
+/// every call, so it holds nothing else). Its cursor is the decoding state itself for the
+/// top-level map (no allocation at all) and an object of its own for a nested one.
 struct _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let state: _CBORDecodingState
     let cursor: _CBORMapCursor
-    let codingPath: [any CodingKey]
-    private let input: _CBORInput
 
-    init(state: _CBORDecodingState, cursor: _CBORMapCursor, codingPath: [any CodingKey]) {
-        self.state = state
+    init(cursor: _CBORMapCursor) {
         self.cursor = cursor
-        self.codingPath = codingPath
-        self.input = state.input
     }
+
+    var state: _CBORDecodingState { cursor.owner }
+    var codingPath: [any CodingKey] { cursor.containerPath }
+    private var input: _CBORInput { cursor.input }
 
     // MARK: Lookup
 

@@ -81,7 +81,7 @@ extension ObjectCursor where T: Sendable {
     func decodeRest(into objects: inout [T]) throws(BuriError) {
         var running: ParallelDecoding.Job<T>?
         while true {
-            let batch = ParallelDecoding.Batch()
+            var batch = ParallelDecoding.Batch()
             var storageError: BuriError?
             var ended = false
             do {
@@ -127,8 +127,9 @@ enum ParallelDecoding {
     static let helpers = Swift.max(0, Swift.min(ProcessInfo.processInfo.activeProcessorCount, 16) - 1)
     static let queue = DispatchQueue(label: "buri.decode", qos: .userInitiated, attributes: .concurrent)
 
-    /// Copies of payloads and object keys, back to back.
-    final class Batch {
+    /// Copies of payloads and object keys, back to back. (A struct: a class's arrays would pay
+    /// a dynamic exclusivity check on every append.)
+    struct Batch {
         private(set) var bytes: [UInt8] = []
         /// Payload `i` is `bytes[payloadStarts[i] ..< keyStarts[i]]`, its key
         /// `bytes[keyStarts[i] ..< payloadStarts[i + 1]]`.
@@ -143,7 +144,7 @@ enum ParallelDecoding {
 
         var count: Int { keyStarts.count }
 
-        func append(payload: UnsafeRawBufferPointer, cursor: RawQueryCursor) {
+        mutating func append(payload: UnsafeRawBufferPointer, cursor: RawQueryCursor) {
             bytes.append(contentsOf: payload)
             keyStarts.append(bytes.count)
             cursor.appendCurrentObjectKey(to: &bytes)
