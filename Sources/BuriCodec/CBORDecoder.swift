@@ -61,32 +61,47 @@ public struct CBORDecoder: Sendable {
             throw CBORError(.unexpectedEnd, "the input is empty", offset: 0)
         }
         let input = _CBORInput(base: raw.assumingMemoryBound(to: UInt8.self), count: bytes.count)
-        // One cheap pass over the heads proves the item is well-formed and
-        // ends exactly at the end of the input.
-        let end = try input.skip(0)
-        guard end == input.count else {
-            throw CBORError(
-                .trailingBytes, "\(input.count - end) bytes follow the top-level item", offset: end)
-        }
         let state = _CBORDecodingState(input: input, userInfo: userInfo)
-        var pos = 0
-        if let value = try state.decodePrimitive(T.self, at: &pos) { return value }
-        return try state.decodeNested(T.self, at: 0, path: [], key: nil)
+        // Validation is part of decoding: every read checks what it reads, and what the value
+        // does not read is skipped (which checks it) before the end is compared with the input's.
+        do {
+            var pos = 0
+            if let value = try state.decodePrimitive(T.self, at: &pos) {
+                guard pos == input.count else { throw Self.trailing(input, end: pos) }
+                return value
+            }
+            let value = try state.decodeNested(T.self, at: 0, path: [], key: nil)
+            let end = try state.isTopMapCursor ? state.endOfMap() : input.skip(0)
+            guard end == input.count else { throw Self.trailing(input, end: end) }
+            return value
+        } catch {
+            // Malformed input reports its malformation, whatever the value's type found first.
+            let end = try input.skip(0)
+            guard end == input.count else { throw Self.trailing(input, end: end) }
+            throw error
+        }
+    }
+
+    private static func trailing(_ input: _CBORInput, end: Int) -> CBORError {
+        CBORError(.trailingBytes, "\(input.count - end) bytes follow the top-level item", offset: end)
     }
 }
 
-/// The `Decoder` handed to `init(from:)`.
-final class _CBORDecodingState: Decoder {
-    let input: _CBORInput
+/// The `Decoder` handed to `init(from:)`. It is also the cursor of the first keyed container
+/// made on the top-level item (the only item at offset 0): that cursor tells where the item
+/// ends, and a record needs no container object of its own.
+final class _CBORDecodingState: _CBORMapCursor, Decoder {
     /// Where the value being decoded starts.
     var offset = 0
     var recursion = 0
     var codingPath: [any CodingKey] = []
+    /// Whether this object is the cursor of a container on the top-level map.
+    var isTopMapCursor = false
     let sendableUserInfo: [CodingUserInfoKey: any Sendable]
 
     init(input: _CBORInput, userInfo: [CodingUserInfoKey: any Sendable]) {
-        self.input = input
         self.sendableUserInfo = userInfo
+        super.init(input: input, owner: nil, path: [], firstEntry: 0, count: 0)
     }
 
     var userInfo: [CodingUserInfoKey: Any] { sendableUserInfo }
@@ -175,8 +190,15 @@ final class _CBORDecodingState: Decoder {
         let (initial, argument) = try input.readValueHead(&pos)
         guard initial >> 5 == _Major.map else { throw input.mismatch(initial, at: start, expected: "map") }
         let count = try input.checkedCount(argument, perItem: 2, at: pos, headStart: start)
-        return KeyedDecodingContainer(_CBORKeyedDecodingContainer<Key>(
-            state: self, codingPath: path, firstEntry: pos, count: count))
+        let cursor: _CBORMapCursor
+        if start == 0 && !isTopMapCursor {
+            isTopMapCursor = true
+            reset(path: path, firstEntry: pos, count: count)
+            cursor = self
+        } else {
+            cursor = _CBORMapCursor(input: input, owner: self, path: path, firstEntry: pos, count: count)
+        }
+        return KeyedDecodingContainer(_CBORKeyedDecodingContainer<Key>(cursor: cursor))
     }
 
     func makeUnkeyedContainer(at start: Int, path: [any CodingKey]) throws -> _CBORUnkeyedDecodingContainer {
@@ -219,11 +241,16 @@ final class _CBORDecodingState: Decoder {
 
 // MARK: - Keyed
 
-/// Looks keys up with a cursor: keys asked for in encoding order are found
-/// by checking the next entry only. Any other order builds an index of the
-/// map's entries once and scans it. Keys are compared as UTF-8 bytes.
-final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    private struct Entry {
+/// The walk over one map's entries, apart from the key type (so it is compiled once, not per
+/// `Key`). Looks keys up with a cursor: keys asked for in encoding order are found by checking the
+/// next entry only. Any other order builds an index of the map's entries once and scans it. Keys
+/// are compared as UTF-8 bytes.
+///
+/// Every entry the cursor moves past has been read or skipped, and ``endOfMap()`` skips the
+/// rest: that is how the decoder proves the input well-formed while decoding it, without a
+/// separate pass over the bytes first.
+class _CBORMapCursor {
+    struct Entry {
         /// Offset of the key's head.
         var head: Int
         /// Offset and length of a text key's bytes; length -1 for other keys.
@@ -232,36 +259,52 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         var value: Int
     }
 
-    let state: _CBORDecodingState
-    let codingPath: [any CodingKey]
-    private let input: _CBORInput
-    private let firstEntry: Int
-    private let count: Int
+    final let input: _CBORInput
+    /// The decoding state of a nested map's cursor; nil for the top-level map's, which is the
+    /// state itself.
+    final let retainedOwner: _CBORDecodingState?
+    /// The coding path of the container this cursor serves.
+    final var containerPath: [any CodingKey]
+    final var firstEntry: Int
+    final var count: Int
     /// The entry the cursor points at and the offset of its key head, or
     /// (if `pendingSkip` >= 0) the value to skip to get there.
-    private var cursorIndex = 0
-    private var cursorOffset: Int
-    private var pendingSkip = -1
-    private var entries: [Entry]?
+    final var cursorIndex = 0
+    final var cursorOffset: Int
+    final var pendingSkip = -1
+    final var entries: [Entry]?
+    /// The offset just past the map, once `buildIndex` has walked all of it.
+    final var indexedEnd = -1
 
-    init(state: _CBORDecodingState, codingPath: [any CodingKey], firstEntry: Int, count: Int) {
-        self.state = state
-        self.input = state.input
-        self.codingPath = codingPath
+    init(input: _CBORInput, owner: _CBORDecodingState?, path: [any CodingKey], firstEntry: Int, count: Int) {
+        self.input = input
+        self.retainedOwner = owner
+        self.containerPath = path
         self.firstEntry = firstEntry
         self.count = count
         self.cursorOffset = firstEntry
     }
 
-    // MARK: Lookup
-
+    /// The decoding state this map is read by.
     @inline(__always)
-    private func find(_ key: Key) throws -> (entry: Int, value: Int)? {
-        var name = key.stringValue
-        return try name.withUTF8 { try find(utf8: $0) }
+    final var owner: _CBORDecodingState {
+        if let retainedOwner { return retainedOwner }
+        return unsafeDowncast(self, to: _CBORDecodingState.self)
     }
 
-    private func find(utf8 name: UnsafeBufferPointer<UInt8>) throws -> (entry: Int, value: Int)? {
+    /// Points the cursor at the first of `count` entries starting at `firstEntry`.
+    final func reset(path: [any CodingKey], firstEntry: Int, count: Int) {
+        containerPath = path
+        self.firstEntry = firstEntry
+        self.count = count
+        cursorIndex = 0
+        cursorOffset = firstEntry
+        pendingSkip = -1
+        entries = nil
+        indexedEnd = -1
+    }
+
+    final func find(utf8 name: UnsafeBufferPointer<UInt8>) throws -> (entry: Int, value: Int)? {
         if cursorIndex < count {
             if pendingSkip >= 0 {
                 cursorOffset = try input.skip(pendingSkip)
@@ -284,7 +327,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         return nil
     }
 
-    private func buildIndex() throws -> [Entry] {
+    final func buildIndex() throws -> [Entry] {
         var result: [Entry] = []
         result.reserveCapacity(count)
         var pos = firstEntry
@@ -302,13 +345,14 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
             pos = try input.skip(pos)
         }
         entries = result
+        indexedEnd = pos
         return result
     }
 
     /// Moves the cursor past `entry`, whose value starts at `value` and ends
     /// at `end` (-1 if not known yet).
     @inline(__always)
-    private func advance(past entry: Int, value: Int, end: Int) {
+    final func advance(past entry: Int, value: Int, end: Int) {
         cursorIndex = entry + 1
         if end >= 0 {
             cursorOffset = end
@@ -321,6 +365,44 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         }
     }
 
+    /// The offset just past the map, after skipping (and so checking) every entry the cursor has
+    /// not moved past. When the keys were read in order, that is at most the last value.
+    final func endOfMap() throws -> Int {
+        if entries != nil { return indexedEnd }
+        var pos = pendingSkip >= 0 ? try input.skip(pendingSkip) : cursorOffset
+        var index = cursorIndex
+        while index < count {
+            pos = try input.skip(pos)
+            pos = try input.skip(pos)
+            index += 1
+        }
+        return pos
+    }
+}
+
+/// A struct of one reference, so that it lives inside the standard library's box of
+/// `KeyedDecodingContainer` instead of being a second object per container (the box copies it on
+/// every call, so it holds nothing else). Its cursor is the decoding state itself for the
+/// top-level map (no allocation at all) and an object of its own for a nested one.
+struct _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let cursor: _CBORMapCursor
+
+    init(cursor: _CBORMapCursor) {
+        self.cursor = cursor
+    }
+
+    var state: _CBORDecodingState { cursor.owner }
+    var codingPath: [any CodingKey] { cursor.containerPath }
+    private var input: _CBORInput { cursor.input }
+
+    // MARK: Lookup
+
+    @inline(__always)
+    private func find(_ key: Key) throws -> (entry: Int, value: Int)? {
+        var name = key.stringValue
+        return try name.withUTF8 { try cursor.find(utf8: $0) }
+    }
+
     private func keyNotFound(_ key: some CodingKey) -> CBORError {
         CBORError(.keyNotFound, "no value for key \"\(key.stringValue)\"")
     }
@@ -331,7 +413,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
             guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
             var pos = value
             let result = try read(&pos)
-            advance(past: entry, value: value, end: pos)
+            cursor.advance(past: entry, value: value, end: pos)
             return result
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)
@@ -343,12 +425,12 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         do {
             guard let (entry, value) = try find(key) else { return nil }
             if let end = input.nilEnd(at: value) {
-                advance(past: entry, value: value, end: end)
+                cursor.advance(past: entry, value: value, end: end)
                 return nil
             }
             var pos = value
             let result = try read(&pos)
-            advance(past: entry, value: value, end: pos)
+            cursor.advance(past: entry, value: value, end: pos)
             return result
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)
@@ -358,7 +440,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
     // MARK: KeyedDecodingContainerProtocol
 
     var allKeys: [Key] {
-        guard let entries = try? (self.entries ?? buildIndex()) else { return [] }
+        guard let entries = try? (cursor.entries ?? cursor.buildIndex()) else { return [] }
         return entries.compactMap { entry in
             guard entry.keyLength >= 0,
                   let name = String(
@@ -377,7 +459,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         do {
             guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
             guard let end = input.nilEnd(at: value) else { return false }
-            advance(past: entry, value: value, end: end)
+            cursor.advance(past: entry, value: value, end: end)
             return true
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)
@@ -487,11 +569,11 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
     private func decodeEntry<T: Decodable>(_ type: T.Type, entry: Int, value: Int, key: Key) throws -> T {
         var pos = value
         if let primitive = try state.decodePrimitive(T.self, at: &pos) {
-            advance(past: entry, value: value, end: pos)
+            cursor.advance(past: entry, value: value, end: pos)
             return primitive
         }
         let result = try state.decodeNested(T.self, at: value, path: codingPath, key: key)
-        advance(past: entry, value: value, end: -1)
+        cursor.advance(past: entry, value: value, end: -1)
         return result
     }
 
@@ -569,7 +651,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         do {
             guard let (entry, value) = try find(key) else { return nil }
             if let end = input.nilEnd(at: value) {
-                advance(past: entry, value: value, end: end)
+                cursor.advance(past: entry, value: value, end: end)
                 return nil
             }
             return try decodeEntry(type, entry: entry, value: value, key: key)
@@ -584,7 +666,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         do {
             guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
             let container = try state.makeKeyedContainer(type, at: value, path: codingPath + [key])
-            advance(past: entry, value: value, end: -1)
+            cursor.advance(past: entry, value: value, end: -1)
             return container
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)
@@ -595,7 +677,7 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
         do {
             guard let (entry, value) = try find(key) else { throw keyNotFound(key) }
             let container = try state.makeUnkeyedContainer(at: value, path: codingPath + [key])
-            advance(past: entry, value: value, end: -1)
+            cursor.advance(past: entry, value: value, end: -1)
             return container
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)
@@ -613,8 +695,8 @@ final class _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerP
     private func superDecoder(name: String, key: some CodingKey) throws -> any Decoder {
         do {
             var name = name
-            guard let (entry, value) = try name.withUTF8({ try find(utf8: $0) }) else { throw keyNotFound(key) }
-            advance(past: entry, value: value, end: -1)
+            guard let (entry, value) = try name.withUTF8({ try cursor.find(utf8: $0) }) else { throw keyNotFound(key) }
+            cursor.advance(past: entry, value: value, end: -1)
             return state.makeSuperDecoder(at: value, path: codingPath + [key])
         } catch let error as CBORError {
             throw error.withPath(codingPath, appending: key)

@@ -226,6 +226,11 @@ public final class RawQueryCursor {
     /// The key of the result last returned (built on demand: reading objects does not need it).
     var currentKey: String { objectKey(in: lastStorageKey) }
 
+    /// Appends the bytes of ``currentKey`` to `bytes` (no `String` built).
+    func appendCurrentObjectKey(to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: lastStorageKey[objectKeyRange])
+    }
+
     /// Points `record` at the stored value of the candidate's object; `false` if there is none.
     private func locateRecord() throws(BuriError) -> Bool {
         if plan.order == nil, let cursor {

@@ -1,0 +1,249 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import BuriCodec
+import BuriStorage
+import Dispatch
+import Synchronization
+
+// Large object reads decode on every core. Decoding is most of a read's cost (a `Person` of four
+// fields costs several times the storage step), and it needs nothing but the payload's bytes, so
+// the calling thread walks the query's cursor as always (one snapshot, results in order, storage
+// errors where they occur) and copies each payload into a batch; helper threads decode a batch
+// while the caller collects the next, and the caller helps decode before it moves on. The results,
+// their order and the first error are exactly those of the serial loop.
+//
+// Only for a `Sendable` `T`: its `init(from:)` then runs safely on another thread (a type whose
+// `Decodable` conformance is isolated to an actor is not `Sendable`'s metatype, and reads serially
+// through the unconstrained methods of `Bucket`).
+
+extension Bucket where T: Sendable {
+    /// The objects matching `query`; a large result is decoded on every core, with the same
+    /// objects, order and first error as one thread would give.
+    ///
+    /// ```swift
+    /// let twenties = try people.objects(.index("age", in: 20...29))
+    /// ```
+    @inlinable
+    public func objects(_ query: Query) throws(BuriError) -> [T] {
+        let cursor = try cursor(query)
+        let threshold = cursor.parallelThreshold
+        var objects: [T] = []
+        while let object = try cursor.next() {
+            objects.append(object)
+            if objects.count == threshold {
+                try cursor.decodeRest(into: &objects)
+                break
+            }
+        }
+        return objects
+    }
+
+    /// All objects, in key order (decoded on every core when there are many).
+    @inlinable
+    public func allObjects() throws(BuriError) -> [T] { try objects(.all) }
+
+    /// Objects whose index `index` equals `value` exactly (decoded on every core when there are many).
+    @inlinable
+    public func objects(index: String, equalTo value: IndexValue) throws(BuriError) -> [T] {
+        try objects(.index(index, equals: value))
+    }
+
+    /// Objects whose index value lies in `range`, both bounds included (decoded on every core
+    /// when there are many).
+    @inlinable
+    public func objects(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [T] {
+        try objects(.index(index, in: range))
+    }
+
+    /// Objects whose binary index value begins with `prefix` (decoded on every core when there
+    /// are many).
+    @inlinable
+    public func objects(index: String, prefix: String) throws(BuriError) -> [T] {
+        try objects(.index(index, prefix: prefix))
+    }
+}
+
+extension ObjectCursor where T: Sendable {
+    /// After how many objects `Bucket.objects(_:)` hands the rest of the read to
+    /// ``decodeRest(into:)``: `Int.max` (never) on one core or on an engine where each read is a
+    /// round trip (its batched read-ahead stays as it is). Below it a read stays on one thread.
+    @usableFromInline
+    var parallelThreshold: Int {
+        ParallelDecoding.helpers > 0 && !raw.reader.prefersBatchedReads ? ParallelDecoding.threshold : Int.max
+    }
+
+    /// Decodes every remaining object, in order, onto `objects`, using the helper threads.
+    /// Throws the first error the serial loop would have thrown; `objects` is then unspecified.
+    @usableFromInline
+    func decodeRest(into objects: inout [T]) throws(BuriError) {
+        var running: ParallelDecoding.Job<T>?
+        while true {
+            var batch = ParallelDecoding.Batch()
+            var storageError: BuriError?
+            var ended = false
+            do {
+                while batch.count < ParallelDecoding.batchSize {
+                    guard try raw.nextObject() else {
+                        ended = true
+                        break
+                    }
+                    batch.append(payload: raw.currentPayload, cursor: raw)
+                }
+            } catch {
+                storageError = error
+            }
+            // The batch before this one precedes it: its objects, and its first error, come first.
+            if let running { try finish(running, into: &objects) }
+            running = nil
+            let job = batch.count > 0 ? ParallelDecoding.Job<T>(batch: batch) : nil
+            if let job {
+                job.start()
+                if ended || storageError != nil { try finish(job, into: &objects) } else { running = job }
+            }
+            if let storageError { throw storageError }
+            if ended { return }
+        }
+    }
+
+    private func finish(_ job: ParallelDecoding.Job<T>, into objects: inout [T]) throws(BuriError) {
+        if let (index, error) = job.finish(into: &objects) {
+            throw .decodingFailed(bucket: bucket.name, key: job.batch.key(index), type: String(describing: T.self),
+                                  reason: String(describing: error))
+        }
+    }
+}
+
+enum ParallelDecoding {
+    /// Objects decoded on the calling thread before any helper starts.
+    static let threshold = 2_048
+    /// Objects per batch (payload copies held at a time: two batches).
+    static let batchSize = 4_096
+    /// Objects per unit of work that a thread claims.
+    static let chunkSize = 128
+    /// Threads that decode besides the caller.
+    static let helpers = Swift.max(0, Swift.min(ProcessInfo.processInfo.activeProcessorCount, 16) - 1)
+    static let queue = DispatchQueue(label: "buri.decode", qos: .userInitiated, attributes: .concurrent)
+
+    /// Copies of payloads and object keys, back to back. (A struct: a class's arrays would pay
+    /// a dynamic exclusivity check on every append.)
+    struct Batch {
+        private(set) var bytes: [UInt8] = []
+        /// Payload `i` is `bytes[payloadStarts[i] ..< keyStarts[i]]`, its key
+        /// `bytes[keyStarts[i] ..< payloadStarts[i + 1]]`.
+        private var payloadStarts: [Int] = [0]
+        private var keyStarts: [Int] = []
+
+        init() {
+            bytes.reserveCapacity(batchSize * 96)
+            payloadStarts.reserveCapacity(batchSize + 1)
+            keyStarts.reserveCapacity(batchSize)
+        }
+
+        var count: Int { keyStarts.count }
+
+        mutating func append(payload: UnsafeRawBufferPointer, cursor: RawQueryCursor) {
+            bytes.append(contentsOf: payload)
+            keyStarts.append(bytes.count)
+            cursor.appendCurrentObjectKey(to: &bytes)
+            payloadStarts.append(bytes.count)
+        }
+
+        func withPayload<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+            try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[payloadStarts[index]..<keyStarts[index]])) }
+        }
+
+        /// The object key (checked to be UTF-8 when the cursor read it).
+        func key(_ index: Int) -> String {
+            String(decoding: bytes[keyStarts[index]..<payloadStarts[index + 1]], as: UTF8.self)
+        }
+    }
+
+    /// Decodes one batch into uninitialised memory, chunk by chunk, on whichever threads claim
+    /// the chunks. Every chunk is written by one thread; `finish` reads them after all are done.
+    final class Job<T: Decodable & Sendable>: @unchecked Sendable {
+        // @unchecked: the batch is only read once the job starts; each chunk's slots and status
+        // are written by the one thread that claimed it and read after `group.wait()`.
+        let batch: Batch
+        private let output: UnsafeMutablePointer<T>
+        private let chunks: Int
+        /// Per chunk: how many objects it initialised, and the error that stopped it.
+        private let initialized: UnsafeMutablePointer<Int>
+        private let failures: UnsafeMutablePointer<(any Error)?>
+        private let nextChunk = Atomic<Int>(0)
+        private let group = DispatchGroup()
+
+        init(batch: Batch) {
+            self.batch = batch
+            output = .allocate(capacity: batch.count)
+            chunks = (batch.count + chunkSize - 1) / chunkSize
+            initialized = .allocate(capacity: chunks)
+            initialized.initialize(repeating: 0, count: chunks)
+            failures = .allocate(capacity: chunks)
+            failures.initialize(repeating: nil, count: chunks)
+        }
+
+        deinit {
+            output.deallocate()
+            initialized.deallocate()
+            failures.deinitialize(count: chunks)
+            failures.deallocate()
+        }
+
+        /// Lets helper threads claim chunks (no more helpers than chunks beyond the caller's).
+        func start() {
+            for _ in 0..<Swift.min(helpers, chunks - 1) {
+                group.enter()
+                queue.async { [self] in
+                    work()
+                    group.leave()
+                }
+            }
+        }
+
+        private func work() {
+            while true {
+                let chunk = nextChunk.add(1, ordering: .relaxed).oldValue
+                guard chunk < chunks else { return }
+                let start = chunk * chunkSize
+                let end = Swift.min(start + chunkSize, batch.count)
+                let decoder = CBORDecoder()
+                for index in start..<end {
+                    do {
+                        let object = try batch.withPayload(index) { try decoder.decode(T.self, from: $0) }
+                        (output + index).initialize(to: object)
+                        initialized[chunk] += 1
+                    } catch {
+                        failures[chunk] = error
+                        break
+                    }
+                }
+            }
+        }
+
+        /// Decodes what the helpers have not claimed, waits for them, and appends the objects to
+        /// `objects`; or, if any failed, returns the first failure in order (appending nothing).
+        func finish(into objects: inout [T]) -> (index: Int, error: any Error)? {
+            work()
+            group.wait()
+            var firstFailure: (Int, any Error)?
+            for chunk in 0..<chunks {
+                if let error = failures[chunk] {
+                    firstFailure = (chunk * chunkSize + initialized[chunk], error)
+                    break
+                }
+            }
+            let count = batch.count
+            if let firstFailure {
+                for chunk in 0..<chunks { (output + chunk * chunkSize).deinitialize(count: initialized[chunk]) }
+                return firstFailure
+            }
+            objects.reserveCapacity(objects.count + count)
+            objects.append(contentsOf: UnsafeBufferPointer(start: output, count: count))
+            output.deinitialize(count: count)
+            return nil
+        }
+    }
+}
