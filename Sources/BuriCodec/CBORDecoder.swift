@@ -439,15 +439,19 @@ struct _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
 
     // MARK: KeyedDecodingContainerProtocol
 
+    /// Every key of the map. `allKeys` cannot throw, so an entry it cannot name (a damaged map, a
+    /// key that is not text, or text that is not UTF-8) is never dropped: it is listed under a name
+    /// no entry's bytes can equal (U+FFFD stands for the bad bytes), so decoding it (as
+    /// `Dictionary` does for every listed key) throws instead of returning a shorter dictionary.
     var allKeys: [Key] {
-        guard let entries = try? (cursor.entries ?? cursor.buildIndex()) else { return [] }
+        guard let entries = try? (cursor.entries ?? cursor.buildIndex()) else {
+            return Key(stringValue: "\u{FFFD}").map { [$0] } ?? []
+        }
         return entries.compactMap { entry in
-            guard entry.keyLength >= 0,
-                  let name = String(
-                    validating: UnsafeBufferPointer(start: input.base + entry.keyStart, count: entry.keyLength),
-                    as: UTF8.self)
-            else { return nil }
-            return Key(stringValue: name)
+            guard entry.keyLength >= 0 else { return Key(stringValue: "\u{FFFD}") }
+            let bytes = UnsafeBufferPointer(start: input.base + entry.keyStart, count: entry.keyLength)
+            if let name = String(validating: bytes, as: UTF8.self) { return Key(stringValue: name) }
+            return Key(stringValue: String(decoding: bytes, as: UTF8.self))
         }
     }
 

@@ -124,4 +124,19 @@ struct FusedValidationTests {
         // Some mutations (a changed letter in a string, a different number) keep the input valid.
         #expect(accepted > 0)
     }
+
+    /// A `Dictionary` lists its keys with `allKeys`, which cannot throw. A key that is not UTF-8
+    /// or not text used to be left out of that list, so the dictionary decoded one entry short
+    /// with no error. Now every such map is an error, and good maps decode whole.
+    @Test func dictionaryNeverDropsAnEntryItCannotName() throws {
+        // {"a": 1, "b": 2}
+        #expect(try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 6162 02")) == ["a": 1, "b": 2])
+        // {"a": 1, <ff fe as text>: 2}: the second key is not UTF-8.
+        #expect(throws: (any Error).self) { try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 62fffe 02")) }
+        // {"a": 1, 7: 2}: the second key is an integer.
+        #expect(throws: (any Error).self) { try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 07 02")) }
+        // The same inside a record's field.
+        struct Holder: Decodable { var tags: [String: Int] }
+        #expect(throws: (any Error).self) { try CBORDecoder().decode(Holder.self, from: hex("a1 6474616773 a2 6161 01 62fffe 02")) }
+    }
 }
