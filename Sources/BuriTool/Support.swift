@@ -258,7 +258,9 @@ private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 /// Progress on standard error, shown only when standard error is a terminal.
 final class Progress {
-    let enabled = isatty(2) != 0
+    /// Whether progress is shown: standard error is a terminal, or it was asked for (`--progress`).
+    let enabled: Bool
+    init(forced: Bool = false) { enabled = forced || isatty(2) != 0 }
     private var shown = false
     private var lastUpdate = Date.distantPast
 
@@ -276,14 +278,15 @@ final class Progress {
     private var phaseStart = Date()
 
     /// Shows how far `phase` is: "PHASE: DONE of TOTAL (P%), RATE/s, ETA Ns", in bytes or objects.
-    func measure(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?) {
+    /// `force` shows it even within a tenth of a second of the last message (a phase's start and end).
+    func measure(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?, force: Bool = false) {
         guard enabled else { return }
         let now = Date()
         if phase != self.phase {
             self.phase = phase
             phaseStart = now
         }
-        update(Progress.line(phase, done: done, total: total, bytes: bytes, detail: detail, elapsed: now.timeIntervalSince(phaseStart)))
+        update(Progress.line(phase, done: done, total: total, bytes: bytes, detail: detail, elapsed: now.timeIntervalSince(phaseStart)), force: force)
     }
 
     static func line(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?, elapsed: Double) -> String {

@@ -3,6 +3,7 @@ import Buri
 import BuriEtcd
 import BuriCodec
 import Foundation
+import Glibc
 
 // MARK: - export
 
@@ -271,7 +272,7 @@ final class SkipReport {
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create or extend a bucket from JSON Lines, in one atomic batch.",
+        abstract: "Create or extend a bucket from JSON Lines, atomically and in bounded memory.",
         discussion: """
         The input is either the output of `buri export` (its first line is the header \
         ["buri-export",3] (or 2, from an older buri); each further line is a record \
@@ -298,9 +299,16 @@ struct Import: ParsableCommand {
         computes, or whose declaration names no field, cannot be computed here: such a bucket is \
         refused, naming the index.
 
-        Every line is checked before anything is written, and all objects are stored in one \
-        atomic batch (held in memory): on any error the database is left exactly as it was (a \
-        database the import would have created is not created). A key given twice: the last line wins.
+        The import is atomic with bounded memory: the input is read line by line (never held \
+        whole; a pipe is copied to a temporary file first), the bucket's objects and the new ones \
+        are stored in chunks under a fresh, unpublished bucket id, and one catalog commit \
+        publishes them. On any error (a bad line, even the last one; a unique index violated) the \
+        stage is purged and the database is left exactly as it was (a database the import would \
+        have created is not created); if the process is killed, the next open purges the stage. \
+        A new bucket's input is checked in a first pass before anything is written. A key given \
+        twice: the last line wins. On a terminal (or with --progress) each phase shows its \
+        total, percentage, rate and ETA: checking, copying existing objects, reading and \
+        storing, publishing (purging the stage on failure).
 
         Examples:
           buri import people.buri Person --key objectId --binary-index locale --numeric-index age people.jsonl
@@ -330,6 +338,12 @@ struct Import: ParsableCommand {
 
     @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
+
+    @Flag(name: .customLong("progress"), help: "Show progress on standard error even when it is not a terminal.")
+    var showProgress = false
+
+    @Flag(name: .customLong("debug-peak-memory"), help: .hidden)
+    var debugPeakMemory = false
 
     /// An index option: name, field and kind.
     struct IndexOption {
@@ -400,10 +414,39 @@ struct Import: ParsableCommand {
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
         var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
-        let input = try readInput()
-        let progress = Progress()
-        let objects = try plan.objects(from: input, progress: progress)
-        progress.finish()
+        let progress = Progress(forced: showProgress)
+        defer { progress.finish() }
+        let input = try JSONLinesInput(file ?? "-")
+        defer { input.release() }
+        let total = input.size
+        let storeChunk = chunkSize ?? Self.stageChunk
+
+        /// Runs `body` over every line with its number, showing the reading progress as `phase`.
+        func eachLine(_ phase: String, _ body: ([UInt8], Int) throws -> Void) throws {
+            try input.rewind()
+            progress.measure(phase, done: 0, total: total, bytes: true, detail: nil, force: true)
+            var number = 0
+            while let line = try input.nextLine() {
+                number += 1
+                try body(line, number)
+                if progress.enabled, number % 1000 == 0 {
+                    progress.measure(phase, done: input.consumed, total: total, bytes: true, detail: "\(number) lines")
+                }
+            }
+            progress.measure(phase, done: input.consumed, total: total, bytes: true, detail: "\(number) lines", force: true)
+        }
+
+        // A new bucket's definition (multi-valued indexes, the schema line's indexes) and the
+        // non-atomic --chunk-size mode need every line checked before anything is written: a
+        // first pass reads the input without keeping it.
+        if existing == nil || chunkSize != nil {
+            try eachLine("checking") { line, number in _ = try plan.prepare(line, line: number) }
+            try plan.checkEnd()
+        }
+        let definitions = plan.newDefinitions()
+        let keyField = plan.keyField
+        let checked = plan
+        var storing = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
         // Nothing is written before this point.
         let created = db == nil
@@ -423,30 +466,65 @@ struct Import: ParsableCommand {
             }
         }
         guard let db else { return }
-        progress.update("storing \(objects.count) objects in one atomic batch…", force: true)
         var createdBucket = false
+        var stage: StagedImport? = nil
         do {
             try mapErrors(path: path) {
                 let raw: RawBucket
                 if existing == nil {
-                    raw = try db.createBucket(named: bucket, keyField: plan.keyField, indexes: plan.newDefinitions())
+                    raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions)
                     createdBucket = true
                 } else {
                     raw = try db.rawBucket(named: bucket)
                 }
-                if let chunkSize, chunkSize < objects.count {
+                var chunk: [RawObject] = []
+                var chunkBytes = 0
+                if chunkSize != nil {
                     // Asked for: one commit per chunk, not atomic as a whole.
-                    var start = 0
-                    while start < objects.count {
-                        try raw.store(Array(objects[start ..< min(objects.count, start + chunkSize)]), sync: true)
-                        start += chunkSize
+                    try eachLine("storing in chunks of \(storeChunk)") { line, number in
+                        guard let object = try storing.prepare(line, line: number) else { return }
+                        chunk.append(object)
+                        if chunk.count >= storeChunk {
+                            try raw.store(chunk, sync: true)
+                            chunk.removeAll(keepingCapacity: true)
+                        }
                     }
-                } else {
-                    try raw.store(objects, sync: true)
+                    if !chunk.isEmpty { try raw.store(chunk, sync: true) }
+                    return
                 }
+                // Atomic: staged under a fresh bucket id, published with one catalog commit.
+                let existingCount = progress.enabled && existing != nil ? try raw.count() : 0
+                progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
+                let load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { copied in
+                    progress.measure("copying existing objects", done: copied, total: existingCount, bytes: false, detail: nil)
+                }
+                stage = load
+                progress.measure("copying existing objects", done: existingCount, total: existingCount, bytes: false, detail: nil, force: true)
+                try eachLine("reading and storing") { line, number in
+                    guard let object = try storing.prepare(line, line: number) else { return }
+                    chunkBytes += object.payload.count + object.key.utf8.count
+                    chunk.append(object)
+                    if chunk.count >= storeChunk || chunkBytes >= Self.stageChunkBytes {
+                        try load.store(chunk)
+                        chunk.removeAll(keepingCapacity: true)
+                        chunkBytes = 0
+                    }
+                }
+                if !chunk.isEmpty { try load.store(chunk) }
+                chunk = []
+                try storing.checkEnd()
+                let staged = progress.enabled ? try load.stagedCount() : 0
+                progress.measure("publishing", done: 0, total: staged, bytes: false, detail: nil, force: true)
+                try load.publish()
+                progress.measure("publishing", done: staged, total: staged, bytes: false, detail: nil, force: true)
             }
             progress.finish()
         } catch {
+            if let stage {
+                progress.measure("purging the stage", done: 0, total: 1, bytes: false, detail: nil, force: true)
+                stage.abandon()
+                progress.measure("purging the stage", done: 1, total: 1, bytes: false, detail: nil, force: true)
+            }
             progress.finish()
             if createdBucket { try? db.dropBucket(named: bucket) }
             if created {
@@ -460,26 +538,24 @@ struct Import: ParsableCommand {
             }
             throw error
         }
-        let out = Output.standardOutput()
-        try out.line("imported \(objects.count) object\(objects.count == 1 ? "" : "s") into bucket '\(bucket)' of \(path)")
-        try out.flush()
-        if !plan.skipped.isEmpty {
-            writeAll(2, Array("buri: note: skipped export records of other buckets: \(plan.skippedList)\n".utf8))
+        if debugPeakMemory, let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
+            writeAll(2, Array("buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n".utf8))
         }
-        for warning in plan.emptyIndexWarnings(objectCount: objects.count) { writeAll(2, Array(warning.utf8)) }
+        let count = storing.prepared
+        let out = Output.standardOutput()
+        try out.line("imported \(count) object\(count == 1 ? "" : "s") into bucket '\(bucket)' of \(path)")
+        try out.flush()
+        if !storing.skipped.isEmpty {
+            writeAll(2, Array("buri: note: skipped export records of other buckets: \(storing.skippedList)\n".utf8))
+        }
+        for warning in checked.emptyIndexWarnings(objectCount: count) { writeAll(2, Array(warning.utf8)) }
     }
 
-    func readInput() throws -> [UInt8] {
-        if file == nil || file == "-" {
-            return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
-        }
-        let name = file ?? "-"
-        guard let data = FileManager.default.contents(atPath: name) else {
-            let reason = FileManager.default.fileExists(atPath: name) ? "it cannot be read" : "there is no such file"
-            throw ToolError(.failure, "cannot read '\(name)': \(reason)")
-        }
-        return [UInt8](data)
-    }
+    /// Objects per commit into the stage (and per copied chunk), and the bytes that end a chunk
+    /// early: what bounds the import's memory.
+    static let stageChunk = 1_000
+    static let stageChunkBytes = 4 << 20
 
     func removeCreatedDatabase(_ path: String, wasEmptyDirectory: Bool) {
         let manager = FileManager.default
@@ -491,6 +567,122 @@ struct Import: ParsableCommand {
             try? manager.removeItem(atPath: path)
         }
     }
+}
+
+/// A JSON Lines input read line by line in blocks, never whole; it can be read again from the
+/// start. Standard input that is not a regular file (a pipe) is first copied to an unlinked
+/// temporary file, so its size is known and a second pass can read it.
+final class JSONLinesInput {
+    private let fd: Int32
+    private let owned: Bool
+    /// The input's size in bytes.
+    let size: Int
+    /// The bytes of the lines returned so far (their newlines included).
+    private(set) var consumed = 0
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var atEnd = false
+    private static let blockSize = 1 << 20
+
+    init(_ name: String) throws {
+        let source: Int32
+        if name == "-" {
+            source = 0
+        } else {
+            source = open(name, O_RDONLY)
+            guard source >= 0 else {
+                let reason = errno == ENOENT ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
+                throw ToolError(.failure, "cannot read '\(name)': \(reason)")
+            }
+        }
+        var info = stat()
+        if fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            fd = source
+            owned = source != 0
+            size = Int(info.st_size) - max(0, Int(lseek(source, 0, SEEK_CUR)))
+            return
+        }
+        // A pipe (or another stream): copied to an unlinked temporary file.
+        defer { if source != 0 { _ = Glibc.close(source) } }
+        let what = name == "-" ? "standard input" : "'\(name)'"
+        var template = Array((NSTemporaryDirectory() + "/buri-import-XXXXXX").utf8CString)
+        let spool = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard spool >= 0 else { throw ToolError(.failure, "cannot make a temporary file for \(what) in \(NSTemporaryDirectory()): \(String(cString: strerror(errno))); set TMPDIR, or give the input as a regular file") }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        var block = [UInt8](repeating: 0, count: Self.blockSize)
+        var total = 0
+        while true {
+            let got = block.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else {
+                let reason = String(cString: strerror(errno))
+                _ = Glibc.close(spool)
+                throw ToolError(.failure, "cannot read \(what): \(reason); nothing was imported")
+            }
+            if got == 0 { break }
+            var written = 0
+            while written < got {
+                let put = block.withUnsafeBytes { write(spool, $0.baseAddress! + written, got - written) }
+                if put < 0, errno == EINTR { continue }
+                guard put > 0 else {
+                    let reason = String(cString: strerror(errno))
+                    _ = Glibc.close(spool)
+                    throw ToolError(.failure, "cannot copy \(what) to a temporary file in \(NSTemporaryDirectory()): \(reason); free space there (or set TMPDIR), or give the input as a regular file; nothing was imported")
+                }
+                written += put
+            }
+            total += got
+        }
+        fd = spool
+        owned = true
+        size = total
+        start = 0
+    }
+
+    private var start: off_t = -1
+
+    /// Goes back to the start of the input.
+    func rewind() throws {
+        if start < 0 { start = lseek(fd, 0, SEEK_CUR) }
+        guard lseek(fd, start, SEEK_SET) >= 0 else { throw ToolError(.failure, "cannot read the input again: \(String(cString: strerror(errno)))") }
+        buffer = []
+        position = 0
+        consumed = 0
+        atEnd = false
+    }
+
+    /// The next line without its newline, or nil at the end.
+    func nextLine() throws -> [UInt8]? {
+        while true {
+            if let newline = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[position..<newline])
+                consumed += newline + 1 - position
+                position = newline + 1
+                return line
+            }
+            if atEnd {
+                guard position < buffer.count else { return nil }
+                let line = Array(buffer[position...])
+                consumed += buffer.count - position
+                position = buffer.count
+                return line
+            }
+            buffer.removeFirst(position)
+            position = 0
+            let old = buffer.count
+            buffer.append(contentsOf: repeatElement(0, count: Self.blockSize))
+            var got = 0
+            repeat {
+                got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, Self.blockSize) }
+            } while got < 0 && errno == EINTR
+            guard got >= 0 else { throw ToolError(.failure, "cannot read the input: \(String(cString: strerror(errno))); nothing was imported") }
+            buffer.removeLast(Self.blockSize - got)
+            if got == 0 { atEnd = true }
+        }
+    }
+
+    /// Closes the input (a temporary copy is gone with it).
+    func release() { if owned { _ = Glibc.close(fd) } }
 }
 
 /// The header line of `buri export`'s output, which alone makes the input an export.
@@ -695,13 +887,12 @@ struct ImportPlan {
         skipped.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "'\($0)' (\(skipped[$0] ?? 0))" }.joined(separator: ", ")
     }
 
-    /// Parses and checks every line, returning the objects to store.
+    /// Parses and checks every line, returning the objects to store (for inputs held whole:
+    /// `buri put` and `buri restore`; `buri import` streams through ``prepare(_:line:)``).
     mutating func objects(from input: [UInt8], progress: Progress) throws -> [RawObject] {
         var objects: [RawObject] = []
         var lineNumber = 0
         var start = 0
-        var first = true
-        var records = 0
         try input.withUnsafeBufferPointer { bytes in
             while start < bytes.count {
                 var end = start
@@ -709,27 +900,48 @@ struct ImportPlan {
                 lineNumber += 1
                 let line = Array(UnsafeBufferPointer(rebasing: bytes[start..<end]))
                 start = end + 1
-                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                if try header(line, line: lineNumber, first: first) {
-                    first = false
-                    continue
-                }
-                first = false
-                if isExport {
-                    records += 1
-                    if let object = try prepareRecord(line, line: lineNumber) { objects.append(object) }
-                } else {
-                    objects.append(try preparePlain(line, line: lineNumber))
-                }
+                if let object = try prepare(line, line: lineNumber) { objects.append(object) }
                 if progress.enabled, lineNumber % 1000 == 0 {
                     progress.measure("reading", done: start, total: bytes.count, bytes: true, detail: "\(lineNumber) lines")
                 }
             }
         }
-        if isExport, records > 0, objects.isEmpty, !fromSchema {
+        try checkEnd()
+        return objects
+    }
+
+    /// Whether no line has been seen yet that decides the kind of input.
+    private var first = true
+    /// The export records seen (of any bucket).
+    private(set) var records = 0
+    /// The objects prepared for this bucket (a key given twice counts twice).
+    private(set) var prepared = 0
+
+    /// Parses and checks one line (without its newline): the object to store, or nil for a blank
+    /// line, the header, a schema line or a record of another bucket.
+    mutating func prepare(_ line: [UInt8], line lineNumber: Int) throws -> RawObject? {
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
+        if try header(line, line: lineNumber, first: first) {
+            first = false
+            return nil
+        }
+        first = false
+        let object: RawObject?
+        if isExport {
+            records += 1
+            object = try prepareRecord(line, line: lineNumber)
+        } else {
+            object = try preparePlain(line, line: lineNumber)
+        }
+        if object != nil { prepared += 1 }
+        return object
+    }
+
+    /// The checks that need the whole input, once every line has been prepared.
+    func checkEnd() throws {
+        if isExport, records > 0, prepared == 0, !fromSchema {
             throw ToolError(.invalidInput, "the export holds no record of bucket '\(bucket)' (only of \(skippedList)); name one of those buckets; nothing was imported")
         }
-        return objects
     }
 
     func fail(_ line: Int, _ message: String) -> ToolError {

@@ -163,7 +163,11 @@ struct ErrorMessageToolTests {
         expectFailure(full, status: 3, mentioning: ["is full", "data stored before it is intact", "free space"])
         // The data stored before is all there, and nothing of the failed import is.
         #expect(try sandbox.read("out.keys").split(separator: "\n").map(String.init) == fixturePeople.map(\.objectId))
-        #expect(try sandbox.read("out.check").hasPrefix("ok: "))
+        // No problems; the stage of the failed import, if the full disk kept its purge from
+        // finishing, is only noted (the next open that may write purges it).
+        let check = try sandbox.read("out.check").split(separator: "\n")
+        #expect(check.last?.hasPrefix("ok: ") == true, "\(check)")
+        #expect(check.dropLast().allSatisfy { $0.hasPrefix("note: bucket 'Person' has a retired generation") }, "\(check)")
     }
 
     @Test func writingOutputToAFullDiskSaysTheDatabaseIsUnaffected() throws {

@@ -27,10 +27,10 @@ struct ImportProgressToolTests {
         let db = sandbox.path("p.buri")
         let shown = try onTerminal("'\(binary)' import '\(db)' Person --key objectId --numeric-index age '\(input)' && '\(binary)' export '\(db)' -o '\(sandbox.path("out.jsonl"))'", in: sandbox)
         let total = String(format: "%.1f MiB", Double(try Data(contentsOf: URL(fileURLWithPath: input)).count) / 1_048_576)
-        #expect(shown.contains("reading: ") && shown.contains("of \(total) ("), "\(shown)")
+        #expect(shown.contains("checking: ") && shown.contains("reading and storing: ") && shown.contains("of \(total) ("), "\(shown)")
         #expect(shown.contains("%), 1000 lines,") || shown.contains(" lines, "), "\(shown)")
         #expect(shown.contains("/s, ETA "), "\(shown)")
-        #expect(shown.contains("storing 30000 objects in one atomic batch"), "\(shown)")
+        #expect(shown.contains("publishing: 30000 of 30000 objects (100%)"), "\(shown)")
         #expect(shown.contains("exporting 'Person': 1000 of 30000 objects (3%)"), "\(shown)")
         #expect(shown.contains("imported 30000 objects"))
         // Without a terminal nothing but the result is printed.
