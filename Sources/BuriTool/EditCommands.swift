@@ -192,7 +192,10 @@ struct Drop: ParsableCommand {
     var force = false
 
     func run() throws {
-        let db = try target.open()
+        // Without --force nothing is written, not even a pending purge; with it, the dropped
+        // bucket's keys (and any other pending purge) are purged before the command returns, so a
+        // process that ends right after does not leave them for the next writer.
+        let db = try target.open(purgesInBackground: false)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         let count = try mapErrors(path: target.database) { try raw.count() }
@@ -200,7 +203,10 @@ struct Drop: ParsableCommand {
         guard force else {
             throw ToolError(.usage, "dropping deletes \(what); nothing was changed: run again with --force (export it first with `buri export \(target.database) \(bucket) -o \(bucket).jsonl` to keep a copy)")
         }
-        try mapErrors(path: target.database) { try db.dropBucket(named: bucket) }
+        try mapErrors(path: target.database) {
+            try db.dropBucket(named: bucket)
+            try db.purgeRetiredBuckets()
+        }
         let out = Output.standardOutput()
         try out.line("dropped \(what)")
         try out.flush()

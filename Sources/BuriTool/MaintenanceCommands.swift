@@ -159,12 +159,17 @@ struct Compact: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        let db = try target.open()
+        let db = try target.open(purgesInBackground: false)
         defer { db.close() }
         let before = sizeOnDisk(target.database)
         let progress = Progress()
         progress.update("compacting…", force: true)
-        try mapErrors(path: target.database) { try db.compact() }
+        // Generations still waiting to be purged are deleted first, so that their space is
+        // given back by this compaction rather than by a later one.
+        try mapErrors(path: target.database) {
+            try db.purgeRetiredBuckets()
+            try db.compact()
+        }
         progress.finish()
         let after = sizeOnDisk(target.database)
         let out = Output.standardOutput()

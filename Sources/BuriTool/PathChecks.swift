@@ -140,10 +140,12 @@ extension DatabaseArgument {
     /// Opens the database (see ``openExisting(_:)``), waiting `--wait` seconds for a lock.
     /// A command that only reads (`readOnly`) on a read-only file system, or in a directory it may
     /// not write, reads a temporary copy instead — LevelDB must write a lock and a log to open —
-    /// and says so on standard error.
-    func open(readOnly: Bool = false) throws -> BuriDatabase {
+    /// and says so on standard error. A command that only reads does not resume pending purges
+    /// (a write); one that writes resumes them in the background, as the library does.
+    /// `purgesInBackground: false` lets a writing command run the purge itself (`buri compact`).
+    func open(readOnly: Bool = false, purgesInBackground: Bool? = nil) throws -> BuriDatabase {
         do {
-            return try waitingForLock(wait) { try openExisting(database) }
+            return try waitingForLock(wait) { try openExisting(database, purges: purgesInBackground ?? !readOnly) }
         } catch let error as ToolError where isReadOnlyFailure(error) {
             let reason = error.message.contains("Read-only file system") ? "is on a read-only file system" : "is in a directory this user may not write"
             guard readOnly else {
@@ -172,6 +174,7 @@ extension DatabaseArgument {
         writeAll(2, Array("buri: note: '\(database)' \(reason); reading a temporary copy (\(formatBytes(sizeOnDisk(copy))))\n".utf8))
         var options = BuriOptions()
         options.createIfMissing = false
+        options.purgesInBackground = false
         return try mapErrors(path: database) { try BuriDatabase(path: copy, options: options) }
     }
 }

@@ -119,8 +119,10 @@ func pathState(_ path: String) -> PathState {
 }
 
 /// Opens an existing database without ever creating one (nor any file in a directory that
-/// holds none): a path that is not a database gives a one-line error.
-func openExisting(_ path: String) throws -> BuriDatabase {
+/// holds none): a path that is not a database gives a one-line error. With `purges` false the
+/// generations waiting to be purged (`docs/FORMAT.md` §6a) are left as they are: a command that
+/// only reads writes nothing, not even the purge a write would resume.
+func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
     if EtcdEngine.isEtcdLocation(path) {
         // A database in an etcd cluster: never created here either.
         if pathState(path) == .missing {
@@ -128,6 +130,7 @@ func openExisting(_ path: String) throws -> BuriDatabase {
         }
         var options = BuriOptions()
         options.createIfMissing = false
+        options.purgesInBackground = purges
         return try mapErrors(path: path) { try BuriDatabase(engine: EtcdEngine(location: path), options: options) }
     }
     switch pathState(path) {
@@ -144,6 +147,7 @@ func openExisting(_ path: String) throws -> BuriDatabase {
     case .database:
         var options = BuriOptions()
         options.createIfMissing = false
+        options.purgesInBackground = purges
         return try mapErrors(path: path) { try BuriDatabase(path: path, options: options) }
     }
 }

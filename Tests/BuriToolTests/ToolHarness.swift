@@ -139,8 +139,9 @@ func buri(_ arguments: String..., stdin: String? = nil) throws -> ToolRun {
 }
 
 @discardableResult
-func buri(_ arguments: [String], stdin: String? = nil) throws -> ToolRun {
-    let executable = try BuriBinary.located()
+func buri(_ arguments: [String], stdin: String? = nil, executable path: String? = nil) throws -> ToolRun {
+    // `executable`: a program that runs buri itself (setpriv, to run it as another user).
+    let executable = try path.map { URL(fileURLWithPath: $0) } ?? BuriBinary.located()
     let scratch = try Sandbox()
     let process = Process()
     process.executableURL = executable

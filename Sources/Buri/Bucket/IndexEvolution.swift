@@ -272,9 +272,9 @@ extension RawBucket {
         guard let index = descriptor.index(named: name) else {
             throw .unknownIndex(bucket: self.name, index: name, known: descriptor.indexes.map(\.name))
         }
-        let reader = try reader()
+        let (reader, bucket) = try readView()
         return try run {
-            let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)), reverse: last)
+            let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)), reverse: last)
             guard try cursor.next() else { return nil }
             return try cursor.withKey { raw throws -> IndexValue in
                 do {

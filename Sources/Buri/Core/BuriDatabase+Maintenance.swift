@@ -54,6 +54,8 @@ extension RawBucket {
         if let limit, limit <= 0 { return [] }
         // The record keys are the bucket's record prefix followed by the key's bytes, so a key
         // range is a range of record keys: just after a key is that key followed by byte 0.
+        let (reader, bucket) = try readView()
+        let recordPrefix = bucket.recordPrefix
         var range = KeyRange.prefix(recordPrefix + Array(prefix.utf8))
         if let lower {
             let start: [UInt8]
@@ -72,7 +74,6 @@ extension RawBucket {
             if let current = range.end, current.lexicographicallyPrecedes(end) {} else { range.end = end }
         }
         if let start = range.start, let end = range.end, !start.lexicographicallyPrecedes(end) { return [] }
-        let reader = try reader()
         return try run {
             let cursor = try reader.cursor(in: range, reverse: reverse)
             var keys: [String] = []

@@ -368,18 +368,30 @@ public final class BuriDatabase: Sendable {
         }
     }
 
-    /// Deletes bucket `name`: its objects, index entries and catalog entry, in one atomic batch.
+    /// Deletes bucket `name`: its objects, index entries and catalog entry. Nothing happens if
+    /// there is no such bucket.
+    ///
+    /// Whatever the size of the bucket, this commits two keys at once: the catalog entry is
+    /// deleted and the bucket's id is marked retired (`docs/FORMAT.md` §6a), so from that commit on
+    /// the bucket is gone for every reader; its records and index entries are then purged in the
+    /// background, in chunks, resuming at the next open if the process ends first (see
+    /// ``pendingPurges()``). Handles of the bucket made before stop working with a typed error.
+    ///
+    /// ```swift
+    /// try db.dropBucket(named: "Person")
+    /// try db.bucketNames()   // no "Person"
+    /// ```
     public func dropBucket(named name: String) throws(BuriError) {
         try performWrite(sync: true) { writer throws(BuriError) in
             guard let descriptor = try bucketInfo(named: name, reader: writer.reader) else { return }
-            try run(bucket: name) {
-                for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: descriptor.id)), .prefix(Keyspace.indexSpacePrefix(bucket: descriptor.id))] {
-                    let cursor = try writer.reader.cursor(in: range)
-                    while try cursor.next() { cursor.withKey { writer.batch.delete($0) } }
-                }
-            }
             writer.batch.delete(Keyspace.catalogKey(bucket: name))
-            writer.afterCommit { self.bumpCatalogGeneration(name) }
+            writer.batch.put(Keyspace.retiredKey(bucket: descriptor.id), Keyspace.retiredValue(.purging, bucket: name))
+            writer.afterCommit { [self] in
+                bumpCatalogGeneration(name)
+                // Views here read nothing of the retired id from now on (see `RawBucket.readView`).
+                generations.forward(descriptor.id, to: BucketGenerations.dropped)
+                if options.purgesInBackground { purger.kick(self) }
+            }
         }
     }
 

@@ -9,6 +9,9 @@ import Synchronization
 /// Forwards are learned from this process's own switches (after they commit) and from commits the
 /// change hub observes (another client's switch on a shared engine, while anything observes).
 final class BucketGenerations: Sendable {
+    /// Where a dropped bucket's id is forwarded: no bucket has id 0 (ids start at 1), so a handle
+    /// that resolves to it knows its bucket is gone and refuses to read.
+    static let dropped: UInt32 = 0
     /// Moves on with every forward learned, so a handle notices with one atomic load.
     let epoch = Atomic<UInt32>(0)
     private let forwards = Mutex<[UInt32: UInt32]>([:])

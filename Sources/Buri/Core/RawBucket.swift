@@ -96,6 +96,88 @@ public final class RawBucket: Sendable {
         return try database.currentReader()
     }
 
+    /// Whether a read must find the bucket's current id in the catalog at its own snapshot: on an
+    /// engine where another client can switch the bucket's generation (or drop it) unseen, the id
+    /// this view knows may be retired and partly purged. Pinned views (a transaction's, a query's)
+    /// were resolved at the snapshot they read; unshared engines learn every switch as it commits.
+    var resolvesAtRead: Bool { !pinned && database.engine.isShared }
+
+    /// For one range read (a query, a count, a key walk): a consistent view and this bucket pinned
+    /// to its generation at that view. On a shared engine the catalog entry is read at the same
+    /// snapshot (one more key per read, never per object), so another client's `deleteAll` or
+    /// drop is seen by the very read that could otherwise meet its partly purged keys.
+    func readView() throws(BuriError) -> (reader: any StorageReader, bucket: RawBucket) {
+        // The snapshot first, then the generation: a switch committed before the snapshot is seen.
+        let reader = try reader()
+        guard resolvesAtRead else {
+            let view = pinnedView()
+            if view.bucketId == BucketGenerations.dropped { throw droppedError }
+            return (reader, view)
+        }
+        let id = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)
+        var descriptor = madeDescriptor
+        descriptor.id = id
+        return (reader, RawBucket(database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true))
+    }
+
+    /// Lends the stored record value of object `key` (or `nil`) to `body`, read at the current
+    /// generation. On a shared engine the catalog entry and the record are read from one snapshot in
+    /// one request (``StorageReader/values(forKeys:)``); only if the generation switched is the
+    /// record read again under the new id.
+    func withCurrentValue<R>(forKey key: String, _ body: (UnsafeRawBufferPointer?) throws -> R) throws(BuriError) -> R {
+        guard resolvesAtRead else {
+            let reader = try pointReader()
+            let id = bucketId
+            if id == BucketGenerations.dropped { throw droppedError }
+            return try run { try reader.withValue(forKey: Keyspace.recordKey(bucket: id, key: key), body) }
+        }
+        let reader = try reader()
+        let known = bucketId
+        let catalogKey = Keyspace.catalogKey(bucket: name)
+        let values = try run { try reader.values(forKeys: [catalogKey, Keyspace.recordKey(bucket: known, key: key)]) }
+        let stored: BucketDescriptor?
+        if let bytes = values.first ?? nil {
+            do {
+                stored = try BucketDescriptor.decode(bytes)
+            } catch {
+                throw .corruption(bucket: name, key: nil, index: nil, reason: "its catalog entry does not decode: \(error)")
+            }
+        } else {
+            stored = nil
+        }
+        let id = try idInCatalog(stored, reader: reader)
+        let value = id == known ? (values.count > 1 ? values[1] : nil) : try run { try reader.get(Keyspace.recordKey(bucket: id, key: key)) }
+        return try run {
+            guard let value else { return try body(nil) }
+            return try value.withUnsafeBytes { try body($0) }
+        }
+    }
+
+    /// What a read or write through a view of a bucket dropped (or redefined) since it was made throws.
+    var droppedError: BuriError {
+        .invalidIndexDefinition(bucket: name, index: "*",
+                                reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
+    }
+
+    /// The bucket id that catalog entry `stored` (read through `reader`) names for this view.
+    /// A generation switched by another client is followed (and remembered for later reads); a
+    /// bucket dropped or redefined since this view was made is refused with a typed error.
+    func idInCatalog(_ stored: BucketDescriptor?, reader: any StorageReader) throws(BuriError) -> UInt32 {
+        let id = bucketId
+        // Dropped here (a bucket of the name made since is another bucket), or dropped anywhere.
+        guard let stored, id != BucketGenerations.dropped else { throw droppedError }
+        if stored.id == id { return id }
+        guard stored.indexes.count == madeDescriptor.indexes.count,
+              zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) }) else {
+            throw .invalidIndexDefinition(bucket: name, index: "*",
+                                          reason: "another client redefined the bucket after this Bucket was opened; open it again with db.bucket(_:)")
+        }
+        // Ids only grow: a smaller one is an older snapshot than what this process has learned,
+        // and is read as it stands there (complete: nothing is purged before its switch commits).
+        if stored.id > id { database.generations.forward(id, to: stored.id) }
+        return stored.id
+    }
+
     /// Runs one writer: inside the transaction, or as its own atomic commit.
     func withWriter<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         if let transaction { return try body(transaction.writer()) }
@@ -158,18 +240,7 @@ public final class RawBucket: Sendable {
                                           reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
         }
         guard database.engine.isShared, !pinned else { return }
-        let id = bucketId
-        guard let stored = try database.bucketInfo(named: name, reader: reader) else {
-            throw .unknownBucket(name: name, known: try database.bucketNames(reader: reader))
-        }
-        if stored.id != id {
-            guard stored.indexes.count == madeDescriptor.indexes.count,
-                  zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) }) else {
-                throw .invalidIndexDefinition(bucket: name, index: "*",
-                                              reason: "another client redefined the bucket after this Bucket was opened; open it again with db.bucket(_:)")
-            }
-            database.generations.forward(id, to: stored.id)
-        }
+        _ = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)
     }
 
     /// One object to write: its key, its header (index entries) and the complete record value.
@@ -486,60 +557,47 @@ public final class RawBucket: Sendable {
 
     // MARK: Reading
 
-    /// Lends the stored record of `key` (header and payload bytes) to `body`; `nil` if absent.
-    func withRecord<R>(forKey key: String, reader: any StorageReader, _ body: (RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
-        try run {
-            try reader.withValue(forKey: recordKey(key)) { buffer throws -> R? in
-                guard let buffer else { return nil }
-                let header: RecordHeader
-                let offset: Int
-                do {
-                    (header, offset) = try RecordHeader.parse(buffer)
-                } catch {
-                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
-                }
-                return try body(header, UnsafeRawBufferPointer(rebasing: buffer[offset...]))
-            }
-        }
-    }
-
     /// Lends the payload (CBOR bytes) of object `key` to `body`; returns `false`, without calling
     /// it, if there is no such object. Checks the header without building it.
     @discardableResult
     func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
-        let reader = try pointReader()
-        return try run {
-            try reader.withValue(forKey: recordKey(key)) { buffer throws -> Bool in
-                guard let buffer else { return false }
-                let offset: Int
-                do {
-                    offset = try RecordHeader.payloadOffset(buffer)
-                } catch {
-                    throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
-                }
-                body(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
-                return true
+        try withCurrentValue(forKey: key) { buffer throws -> Bool in
+            guard let buffer else { return false }
+            let offset: Int
+            do {
+                offset = try RecordHeader.payloadOffset(buffer)
+            } catch {
+                throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
             }
+            body(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            return true
         }
     }
 
     /// The stored payload (CBOR bytes) and header of object `key`, or `nil`.
     public func record(forKey key: String) throws(BuriError) -> StoredRecord? {
-        try withRecord(forKey: key, reader: pointReader()) { header, payload in
-            StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(payload))
+        try withCurrentValue(forKey: key) { buffer throws -> StoredRecord? in
+            guard let buffer else { return nil }
+            let header: RecordHeader
+            let offset: Int
+            do {
+                (header, offset) = try RecordHeader.parse(buffer)
+            } catch {
+                throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+            }
+            return StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(buffer[offset...]))
         }
     }
 
     /// Whether object `key` exists.
     public func contains(key: String) throws(BuriError) -> Bool {
-        let reader = try pointReader()
-        return try run { try reader.contains(recordKey(key)) }
+        try withCurrentValue(forKey: key) { $0 != nil }
     }
 
     /// The number of objects in the bucket.
     public func count() throws(BuriError) -> Int {
-        let reader = try reader()
-        return try countEntries(in: .prefix(recordPrefix), reader: reader, cap: nil)
+        let (reader, bucket) = try readView()
+        return try countEntries(in: .prefix(bucket.recordPrefix), reader: reader, cap: nil)
     }
 
     /// The number of entries index `index` holds (an object has one per distinct value of a
@@ -548,8 +606,8 @@ public final class RawBucket: Sendable {
         guard let definition = madeDescriptor.index(named: index) else {
             throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
         }
-        let reader = try reader()
-        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: bucketId, index: definition.id)), reader: reader, cap: nil)
+        let (reader, bucket) = try readView()
+        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)), reader: reader, cap: nil)
     }
 
     /// Counts the keys in `range`, stopping at `cap`.
@@ -601,9 +659,7 @@ public final class RawBucket: Sendable {
     }
 
     func makeCursor(_ query: Query, strategy: QueryPlan.Strategy) throws(BuriError) -> RawQueryCursor {
-        // The snapshot first, then the generation: a switch committed before the snapshot is seen.
-        let reader = try reader()
-        let bucket = pinnedView()
+        let (reader, bucket) = try readView()
         let plan = try QueryPlan(query, bucket: bucket, reader: reader, strategy: strategy)
         return try RawQueryCursor(bucket: bucket, plan: plan, reader: reader)
     }
