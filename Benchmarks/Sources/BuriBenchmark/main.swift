@@ -81,6 +81,10 @@ struct Options {
           --systems        only these systems: buri, buri-in-memory, leveldb, grdb, grdb-best (a full name is
                            that system alone, a shorter prefix every system it starts; the table needs
                            Buri, LevelDB and GRDB)
+        environment:
+          BURI_BENCH_LEVELDB  LevelDB options for Buri and the floor instead of Buri's defaults, e.g.
+                              write_buffer=32M,block_size=16K,max_file_size=8M,cache=64M,bloom=10,compression=1
+          BURI_BENCH_OBSERVERS  live queries held during the observed refill (default 1000)
         """
 
     func repetitions(for count: Int) -> Int { repetitions ?? (count >= 1_000_000 ? 1 : count > 200_000 ? 3 : 5) }
@@ -271,6 +275,7 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
     let n = m.n
     print("## Buri throughput: \(formatRate(Double(n))) objects, median of \(m.repetitions) repetition\(m.repetitions == 1 ? "" : "s")")
     print("")
+    if !StorageTuning.description.isEmpty { print("LevelDB options changed from Buri's defaults: \(StorageTuning.description)\n") }
     print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work.")
     print("")
     let withBest = systems.contains(GRDBBestSystem.name)
