@@ -26,7 +26,18 @@ public final class EtcdClient: Sendable {
     /// The time (seconds) one HTTP exchange may take.
     public let requestTimeout: Double
     private let preferred = Atomic<Int>(0)
+    private let requests = Atomic<Int>(0)
     let connections: HTTPConnections
+
+    /// How many requests this client has made (each is one round trip to a member, or more when
+    /// one is retried): what a caller pays on a network engine, for diagnostics and tests.
+    ///
+    /// ```swift
+    /// let before = engine.client.requestCount
+    /// _ = try people.objects(.index("age", in: 20...29))
+    /// print(engine.client.requestCount - before)   // a handful, not one per object
+    /// ```
+    public var requestCount: Int { requests.load(ordering: .relaxed) }
 
     public init(endpoints: [String], maxAttempts: Int = 80, retryWindow: Double = 30, requestTimeout: Double = 5) throws(StorageError) {
         guard !endpoints.isEmpty else {
@@ -115,6 +126,7 @@ public final class EtcdClient: Sendable {
         } catch {
             throw StorageError(code: .invalidArgument, message: "could not encode an etcd request: \(error)", location: address)
         }
+        requests.add(1, ordering: .relaxed)
         let started = DispatchTime.now().uptimeNanoseconds
         var attempt = 0
         var lastProblem = ""

@@ -242,6 +242,10 @@ final class EtcdSnapshot: StorageSnapshot, @unchecked Sendable {
         try lookUp(keys).map { $0?.value }
     }
 
+    /// Every read is a network round trip: queries read records ahead in batches, and writes read
+    /// the old records they replace in one request.
+    var prefersBatchedReads: Bool { true }
+
     /// The `mod_revision` at this snapshot of each key (0 where absent), from what was read or
     /// else read now.
     func modRevisions(of keys: [[UInt8]]) throws -> [UInt64] {
