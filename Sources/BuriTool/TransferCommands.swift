@@ -305,7 +305,8 @@ struct Import: ParsableCommand {
         publishes them. On any error (a bad line, even the last one; a unique index violated) the \
         stage is purged and the database is left exactly as it was (a database the import would \
         have created is not created); if the process is killed, the next open purges the stage. \
-        A new bucket's input is checked in a first pass before anything is written. A key given \
+        A new bucket's input is checked in a first pass before anything is written, and the \
+        bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
         twice: the last line wins. On a terminal (or with --progress) each phase shows its \
         total, percentage, rate and ETA: checking, copying existing objects, reading and \
         storing, publishing (purging the stage on failure).
@@ -1193,9 +1194,13 @@ struct Restore: ParsableCommand {
         recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
         multi-valued, versions — so the restored database answers every query the same, and \
         exporting it again gives the same bytes. The database must be new (a missing path or an \
-        empty directory). Every line is checked before anything is written; on any error no \
-        database is left behind. Indexes whose values Swift code computes cannot be restored from \
-        JSON and are refused, naming them.
+        empty directory). The export is read line by line in bounded memory (a pipe is copied to a \
+        temporary file first): each bucket is staged under a fresh, unpublished id as its records \
+        come, and one commit publishes every bucket at once. On any error no database is left \
+        behind; if the process is killed, the new database holds no bucket (the next open purges \
+        what was staged): remove it and restore again. Indexes whose values Swift code computes \
+        cannot be restored from JSON and are refused, naming them. With --progress (or on a \
+        terminal) reading and publishing show their total, percentage, rate and ETA.
 
         Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
         """
