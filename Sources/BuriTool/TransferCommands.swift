@@ -1321,7 +1321,9 @@ struct Restore: ParsableCommand {
             for stage in stages { stage.abandon() }
             db?.close()
             let manager = FileManager.default
-            if db != nil || pathState(path) != state {
+            // Only a database this restore created is removed (one another process created
+            // meanwhile made the creation fail, leaving `db` nil).
+            if db != nil {
                 if state == .emptyDirectory {
                     for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
                         try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
