@@ -186,8 +186,9 @@ struct RestoreToolTests {
     }
 
     /// Restore streams the dump record by record into one staged import per bucket: 100,000
-    /// records (11 MB) restore in bounded memory (the restore of main held the whole dump and
-    /// every object: several times the dump), and export again byte for byte.
+    /// records (11.6 MB) restore in bounded memory, and export again byte for byte. The restore
+    /// of main held the whole dump and every object: 167 MB peak for 99,000 of these records,
+    /// against 44 MB streamed (measured with /usr/bin/time, debug builds).
     @Test func aLargeRestoreStaysInBoundedMemoryAndPublishesEveryBucketAtOnce() throws {
         let sandbox = try Sandbox()
         let (header, person, zed) = try Self.schemaLines(sandbox)
