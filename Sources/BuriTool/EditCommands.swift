@@ -1,6 +1,7 @@
 import ArgumentParser
 import Buri
 import Foundation
+import Glibc
 
 // MARK: - put
 
@@ -10,7 +11,7 @@ struct Put: ParsableCommand {
         discussion: """
         The object is one JSON object — on the command line, or read from FILE or standard input \
         ('-' or nothing) — and may span lines, so the pretty JSON of `buri get` can be edited and \
-        stored back. Its key is its key field (the bucket's recorded one, or --key), and its index \
+        stored back. At most 16 MiB of JSON is read; a longer input is refused. Its key is its key field (the bucket's recorded one, or --key), and its index \
         values are computed from its fields exactly as `buri import` computes them; numbers are \
         stored exactly or refused. The bucket must exist: `buri import` creates buckets.
 
@@ -37,6 +38,10 @@ struct Put: ParsableCommand {
     @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970 (as for `buri import`). Repeatable.", valueName: "field"))
     var dateFields: [String] = []
 
+    /// The most JSON text `buri put` reads for its one object (16 MiB): the input is read up to
+    /// this and refused beyond it, rather than held whole however long a stream is.
+    static let maxObjectBytes = 16 << 20
+
     func validate() throws {
         if object != nil, file != nil { throw ValidationError("give the object either as an argument or with --file, not both") }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
@@ -46,8 +51,11 @@ struct Put: ParsableCommand {
         var input: [UInt8]
         if let object, object != "-" {
             input = Array(object.utf8)
+            if input.count > Self.maxObjectBytes {
+                throw ToolError(.invalidInput, "the object given is \(input.count) bytes, over \(Self.maxObjectBytes >> 20) MiB (\(Self.maxObjectBytes) bytes), the most `buri put` takes for one object; nothing was stored")
+            }
         } else {
-            input = try readInputFile(file ?? "-")
+            input = try readInputFile(file ?? "-", limit: Self.maxObjectBytes, what: "`buri put` reads for one object")
         }
         // JSON allows a line break wherever it allows a space, and never inside a string: joining
         // the lines keeps the text's meaning and makes it the one line the import reader takes.
@@ -86,14 +94,38 @@ struct Put: ParsableCommand {
     }
 }
 
-/// The bytes of `name`, or of standard input for '-'.
-func readInputFile(_ name: String) throws -> [UInt8] {
-    if name == "-" { return [UInt8](FileHandle.standardInput.readDataToEndOfFile()) }
-    guard let data = FileManager.default.contents(atPath: name) else {
-        let reason = FileManager.default.fileExists(atPath: name) ? "it cannot be read" : "there is no such file"
-        throw ToolError(.failure, "cannot read '\(name)': \(reason)")
+/// The bytes of `name`, or of standard input for '-', read in blocks and never more than `limit`
+/// bytes: a longer input is refused (naming the limit) as soon as it passes it, however long the
+/// stream is.
+func readInputFile(_ name: String, limit: Int, what: String) throws -> [UInt8] {
+    let fd: Int32
+    if name == "-" {
+        fd = 0
+    } else {
+        fd = open(name, O_RDONLY)
+        guard fd >= 0 else {
+            let reason = errno == ENOENT ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
+            throw ToolError(.failure, "cannot read '\(name)': \(reason)")
+        }
     }
-    return [UInt8](data)
+    defer { if fd != 0 { _ = close(fd) } }
+    let source = name == "-" ? "standard input" : "'\(name)'"
+    var bytes: [UInt8] = []
+    let block = 1 << 16
+    while true {
+        let old = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: block))
+        var got = 0
+        repeat {
+            got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, block) }
+        } while got < 0 && errno == EINTR
+        guard got >= 0 else { throw ToolError(.failure, "cannot read \(source): \(String(cString: strerror(errno)))") }
+        bytes.removeLast(block - got)
+        if got == 0 { return bytes }
+        if bytes.count > limit {
+            throw ToolError(.invalidInput, "\(source) holds more than \(limit >> 20) MiB (\(limit) bytes), the most \(what); nothing was stored (give a smaller input, or store many objects with `buri import`)")
+        }
+    }
 }
 
 // MARK: - delete

@@ -305,7 +305,8 @@ struct Import: ParsableCommand {
         publishes them. On any error (a bad line, even the last one; a unique index violated) the \
         stage is purged and the database is left exactly as it was (a database the import would \
         have created is not created); if the process is killed, the next open purges the stage. \
-        A new bucket's input is checked in a first pass before anything is written. A key given \
+        A new bucket's input is checked in a first pass before anything is written, and the \
+        bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
         twice: the last line wins. On a terminal (or with --progress) each phase shows its \
         total, percentage, rate and ETA: checking, copying existing objects, reading and \
         storing, publishing (purging the stage on failure).
@@ -470,17 +471,17 @@ struct Import: ParsableCommand {
         var stage: StagedImport? = nil
         do {
             try mapErrors(path: path) {
-                let raw: RawBucket
-                if existing == nil {
-                    raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions)
-                    createdBucket = true
-                } else {
-                    raw = try db.rawBucket(named: bucket)
-                }
                 var chunk: [RawObject] = []
                 var chunkBytes = 0
                 if chunkSize != nil {
                     // Asked for: one commit per chunk, not atomic as a whole.
+                    let raw: RawBucket
+                    if existing == nil {
+                        raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions)
+                        createdBucket = true
+                    } else {
+                        raw = try db.rawBucket(named: bucket)
+                    }
                     try eachLine("storing in chunks of \(storeChunk)") { line, number in
                         guard let object = try storing.prepare(line, line: number) else { return }
                         chunk.append(object)
@@ -492,14 +493,20 @@ struct Import: ParsableCommand {
                     if !chunk.isEmpty { try raw.store(chunk, sync: true) }
                     return
                 }
-                // Atomic: staged under a fresh bucket id, published with one catalog commit.
-                let existingCount = progress.enabled && existing != nil ? try raw.count() : 0
-                progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
-                let load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { copied in
-                    progress.measure("copying existing objects", done: copied, total: existingCount, bytes: false, detail: nil)
+                // Atomic: staged under a fresh bucket id, published with one catalog commit; a new
+                // bucket is created by that commit (until then the catalog does not change).
+                let load: StagedImport
+                if existing == nil {
+                    load = try db.stageImport(creating: bucket, keyField: keyField, indexes: definitions)
+                } else {
+                    let existingCount = progress.enabled ? try db.rawBucket(named: bucket).count() : 0
+                    progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
+                    load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { copied in
+                        progress.measure("copying existing objects", done: copied, total: existingCount, bytes: false, detail: nil)
+                    }
+                    progress.measure("copying existing objects", done: existingCount, total: existingCount, bytes: false, detail: nil, force: true)
                 }
                 stage = load
-                progress.measure("copying existing objects", done: existingCount, total: existingCount, bytes: false, detail: nil, force: true)
                 try eachLine("reading and storing") { line, number in
                     guard let object = try storing.prepare(line, line: number) else { return }
                     chunkBytes += object.payload.count + object.key.utf8.count
@@ -513,10 +520,7 @@ struct Import: ParsableCommand {
                 if !chunk.isEmpty { try load.store(chunk) }
                 chunk = []
                 try storing.checkEnd()
-                let staged = progress.enabled ? try load.stagedCount() : 0
-                progress.measure("publishing", done: 0, total: staged, bytes: false, detail: nil, force: true)
-                try load.publish()
-                progress.measure("publishing", done: staged, total: staged, bytes: false, detail: nil, force: true)
+                try publishStages(db, [load], progress: progress)
             }
             progress.finish()
         } catch {
@@ -567,6 +571,21 @@ struct Import: ParsableCommand {
             try? manager.removeItem(atPath: path)
         }
     }
+}
+
+/// Publishes staged imports in one commit, showing the publish phase's work (counting the staged
+/// objects; checking existing buckets are unchanged) with total, percentage, rate and ETA.
+@discardableResult
+func publishStages(_ db: BuriDatabase, _ loads: [StagedImport], progress: Progress) throws -> [Int] {
+    let counts = try db.publish(loads) { step in
+        // New buckets have nothing to compare: no such phase is shown for them.
+        if step.phase == .verifying, step.total == 0 { return }
+        let phase = step.phase == .counting ? "publishing" : "publishing (checking the bucket is unchanged)"
+        progress.measure(phase, done: step.done, total: step.total, bytes: false, detail: nil, force: step.done == 0 || step.done == step.total)
+    }
+    let total = counts.reduce(0, +)
+    progress.update("published \(total) object\(total == 1 ? "" : "s") in one commit", force: true)
+    return counts
 }
 
 /// A JSON Lines input read line by line in blocks, never whole; it can be read again from the
@@ -966,7 +985,9 @@ struct ImportPlan {
     }
 
     /// The JSON parse error as a one-line message naming line, column and member.
-    func malformed(_ error: CBORError, line: Int) -> ToolError {
+    func malformed(_ error: CBORError, line: Int) -> ToolError { Self.malformed(error, line: line) }
+
+    static func malformed(_ error: CBORError, line: Int) -> ToolError {
         var message = error.message
         if let range = message.range(of: " (line ", options: .backwards) { message = String(message[..<range.lowerBound]) }
         let column = error.column.map { ", column \($0)" } ?? ""
@@ -1008,6 +1029,11 @@ struct ImportPlan {
         } catch let error as CBORError {
             throw malformed(error, line: line)
         }
+        return try prepareRecord(members: members, line: line)
+    }
+
+    /// An export line already parsed into its members (`buri restore` routes each to its bucket).
+    mutating func prepareRecord(members: [CBORMapEntry], line: Int) throws -> RawObject? {
         if members.count == 2, let schemaBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
            let schema = members.first(where: { $0.key == "schema" })?.value {
             schemaBuckets.append(schemaBucket)
@@ -1168,9 +1194,13 @@ struct Restore: ParsableCommand {
         recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
         multi-valued, versions — so the restored database answers every query the same, and \
         exporting it again gives the same bytes. The database must be new (a missing path or an \
-        empty directory). Every line is checked before anything is written; on any error no \
-        database is left behind. Indexes whose values Swift code computes cannot be restored from \
-        JSON and are refused, naming them.
+        empty directory). The export is read line by line in bounded memory (a pipe is copied to a \
+        temporary file first): each bucket is staged under a fresh, unpublished id as its records \
+        come, and one commit publishes every bucket at once. On any error no database is left \
+        behind; if the process is killed, the new database holds no bucket (the next open purges \
+        what was staged): remove it and restore again. Indexes whose values Swift code computes \
+        cannot be restored from JSON and are refused, naming them. With --progress (or on a \
+        terminal) reading and publishing show their total, percentage, rate and ETA.
 
         Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
         """
@@ -1180,6 +1210,12 @@ struct Restore: ParsableCommand {
 
     @Argument(help: ArgumentHelp("The export to restore; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
+
+    @Flag(name: .customLong("progress"), help: "Show progress on standard error even when it is not a terminal.")
+    var showProgress = false
+
+    @Flag(name: .customLong("debug-peak-memory"), help: .hidden)
+    var debugPeakMemory = false
 
     func run() throws {
         let path = target.database
@@ -1194,91 +1230,133 @@ struct Restore: ParsableCommand {
         case .file, .otherDirectory, .damaged:
             throw ToolError(.notADatabase, "'\(path)' exists and is not empty; restore creates a new database: give a new path or an empty directory")
         }
-        let input = try readInputFile(file ?? "-")
-        let progress = Progress()
+        let input = try JSONLinesInput(file ?? "-")
+        defer { input.release() }
+        let progress = Progress(forced: showProgress)
         defer { progress.finish() }
 
-        // Which buckets the export describes, from its schema lines.
-        var buckets: [String] = []
-        var sawHeader = false
-        for (number, line) in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
-            let bytes = Array(line)
-            if !sawHeader {
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                guard let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else {
-                    throw ToolError(.invalidInput, "line \(number + 1): the input is not a `buri export` (it must start with the header \(ExportFormat.header)); nothing was restored")
-                }
-                guard version == .unsigned(ExportFormat.version) else {
-                    throw ToolError(.invalidInput, "line \(number + 1): this export has format \(version.jsonString()), which carries no schema; import its buckets one by one with `buri import`, naming their indexes; nothing was restored")
-                }
-                sawHeader = true
-                continue
-            }
-            guard bytes.starts(with: Array(#"{"bucket":"#.utf8)), bytes.count > 20,
-                  let members = try? CBORValue.exactJSONMembers(bytes), members.count == 2,
-                  members.contains(where: { $0.key == "schema" }),
-                  let name = members.first(where: { $0.key == "bucket" })?.value.stringValue else { continue }
-            if buckets.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
-                throw ToolError(.invalidInput, "line \(number + 1): bucket '\(name)' has a second schema line; nothing was restored")
-            }
-            buckets.append(name)
-        }
-        guard sawHeader else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
-
-        // Every bucket's objects, each checked and indexed by its schema, before anything is written.
-        var plans: [(plan: ImportPlan, objects: [RawObject])] = []
-        for name in buckets {
-            progress.update("reading bucket '\(name)'…", force: true)
-            var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
-            var objects: [RawObject]
-            do {
-                objects = try plan.objects(from: input, progress: progress)
-            } catch let error as ToolError {
-                throw ToolError(error.status, error.message.replacingOccurrences(of: "nothing was imported", with: "nothing was restored"))
-            }
-            for (other, count) in plan.skipped where !buckets.contains(where: { $0.utf8.elementsEqual(other.utf8) }) {
-                throw ToolError(.invalidInput, "the export has \(count) record\(count == 1 ? "" : "s") of bucket '\(other)' but no schema line for it; nothing was restored")
-            }
-            // The records are written under the bucket's schema version, as the Swift type writes them.
-            if plan.schemaVersion != 0 {
-                for position in objects.indices { objects[position].schemaVersion = plan.schemaVersion }
-            }
-            plans.append((plan, objects))
-        }
-
-        var create = BuriOptions()
-        create.storage.errorIfExists = true
-        create.syncWrites = true
-        let db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+        // One pass, line by line: each schema line begins a staged import creating its bucket;
+        // each record goes into its bucket's stage in chunks; all stages publish in one commit.
+        var db: BuriDatabase?
+        var plans: [ImportPlan] = []
+        var stages: [StagedImport] = []
+        var byName: [[UInt8]: Int] = [:]
+        var chunk: [RawObject] = []
+        var chunkBytes = 0
+        var chunkOwner = -1
         var total = 0
+        func flush() throws {
+            if !chunk.isEmpty { try stages[chunkOwner].store(chunk) }
+            chunk.removeAll(keepingCapacity: true)
+            chunkBytes = 0
+        }
+        func fail(_ line: Int, _ message: String) -> ToolError {
+            ToolError(.invalidInput, "line \(line): \(message); nothing was restored")
+        }
         do {
             try mapErrors(path: path) {
-                for (plan, objects) in plans {
-                    progress.update("storing \(objects.count) objects of bucket '\(plan.bucket)'…", force: true)
-                    let raw = try db.createBucket(named: plan.bucket, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion)
-                    try raw.store(objects, sync: true)
-                    total += objects.count
+                try input.rewind()
+                var header: (bytes: [UInt8], number: Int)?
+                var number = 0
+                progress.measure("restoring", done: 0, total: input.size, bytes: true, detail: nil, force: true)
+                while let line = try input.nextLine() {
+                    number += 1
+                    if progress.enabled, number % 1000 == 0 {
+                        progress.measure("restoring", done: input.consumed, total: input.size, bytes: true, detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")")
+                    }
+                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                    guard let header else {
+                        guard let value = try? CBORValue(jsonBytes: line), let version = ExportFormat.headerVersion(value) else {
+                            throw fail(number, "the input is not a `buri export` (it must start with the header \(ExportFormat.header))")
+                        }
+                        guard version == .unsigned(ExportFormat.version) else {
+                            throw fail(number, "this export has format \(version.jsonString()), which carries no schema; import its buckets one by one with `buri import`, naming their indexes")
+                        }
+                        header = (line, number)
+                        continue
+                    }
+                    let members: [CBORMapEntry]
+                    do {
+                        members = try CBORValue.exactJSONMembers(line)
+                    } catch let error as CBORError {
+                        throw ImportPlan.malformed(error, line: number)
+                    }
+                    guard let name = members.first(where: { $0.key == "bucket" })?.value.stringValue else {
+                        throw fail(number, "an export line is a record {\"bucket\": text, \"key\": text, \"object\": ...} or a schema line {\"bucket\": text, \"schema\": ...}")
+                    }
+                    let nameBytes = Array(name.utf8)
+                    if members.count == 2, members.contains(where: { $0.key == "schema" }) {
+                        if byName[nameBytes] != nil { throw fail(number, "bucket '\(name)' has a second schema line") }
+                        var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
+                        _ = try plan.prepare(header.bytes, line: header.number)
+                        _ = try plan.prepare(line, line: number)
+                        let database = try db ?? createDatabase(path)
+                        db = database
+                        stages.append(try database.stageImport(creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion))
+                        plans.append(plan)
+                        byName[nameBytes] = plans.count - 1
+                        continue
+                    }
+                    guard let owner = byName[nameBytes] else {
+                        throw fail(number, "the export has a record of bucket '\(name)' but no schema line for it before its records (`buri export` writes each bucket's schema line first)")
+                    }
+                    guard var object = try plans[owner].prepareRecord(members: members, line: number) else { continue }
+                    // The records are written under the bucket's schema version, as the Swift type writes them.
+                    object.schemaVersion = plans[owner].schemaVersion
+                    if owner != chunkOwner { try flush() }
+                    chunkOwner = owner
+                    chunkBytes += object.payload.count + object.key.utf8.count
+                    chunk.append(object)
+                    total += 1
+                    if chunk.count >= Import.stageChunk || chunkBytes >= Import.stageChunkBytes { try flush() }
                 }
+                guard header != nil else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
+                progress.measure("restoring", done: input.consumed, total: input.size, bytes: true, detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")", force: true)
+                try flush()
+                let database = try db ?? createDatabase(path)
+                db = database
+                try publishStages(database, stages, progress: progress)
             }
         } catch {
-            db.close()
+            for stage in stages { stage.abandon() }
+            db?.close()
             let manager = FileManager.default
-            if state == .emptyDirectory {
-                for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
-                    try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+            // Only a database this restore created is removed (one another process created
+            // meanwhile made the creation fail, leaving `db` nil).
+            if db != nil {
+                if state == .emptyDirectory {
+                    for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
+                        try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+                    }
+                } else {
+                    try? manager.removeItem(atPath: path)
                 }
-            } else {
-                try? manager.removeItem(atPath: path)
             }
             if let tool = error as? ToolError {
+                if tool.message.contains("nothing was restored") { throw tool }
+                if tool.message.contains("nothing was imported") {
+                    throw ToolError(tool.status, tool.message.replacingOccurrences(of: "nothing was imported", with: "nothing was restored"))
+                }
                 throw ToolError(tool.status, tool.message + "; nothing was restored")
             }
             throw error
         }
-        db.close()
+        db?.close()
         progress.finish()
+        if debugPeakMemory, let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
+            writeAll(2, Array("buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n".utf8))
+        }
         let out = Output.standardOutput()
-        try out.line("restored \(plans.count) bucket\(plans.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)")
+        try out.line("restored \(stages.count) bucket\(stages.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)")
         try out.flush()
+    }
+
+    /// Creates the new database (once the export has shown it is one).
+    func createDatabase(_ path: String) throws -> BuriDatabase {
+        var create = BuriOptions()
+        create.storage.errorIfExists = true
+        create.syncWrites = true
+        return try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
     }
 }

@@ -70,6 +70,39 @@ struct EditToolTests {
         #expect(try buri("export", db).stdout == before)
     }
 
+    /// `put` reads at most 16 MiB for its one object and refuses more, naming the limit, as soon as
+    /// the input passes it: an endless stream ends the command instead of filling memory.
+    @Test func putReadsABoundedInputAndRefusesMoreNamingTheLimit() throws {
+        let sandbox = try Sandbox()
+        let db = try makeFixture(sandbox)
+        let before = try buri("export", db).stdout
+        // A valid object just over the limit (a long string), from a file.
+        let limit = 16 << 20
+        let overName = String(repeating: "x", count: limit - 35)
+        let over = try sandbox.write("over.json", #"{"objectId":"big","name":"\#(overName)","age":1}"#)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: over)).count == limit + 1)
+        expectFailure(try buri("put", db, "Person", "--file", over), status: 7,
+                      mentioning: ["'\(over)' holds more than 16 MiB (16777216 bytes)", "the most `buri put` reads for one object", "nothing was stored"])
+        // Exactly at the limit, the object is stored.
+        let atLimit = try sandbox.write("at.json", #"{"objectId":"big","name":"\#(overName.dropLast())","age":1}"#)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: atLimit)).count == limit)
+        let stored = try buri("put", db, "Person", "--file", atLimit)
+        #expect(stored.status == 0 && stored.stdout == "stored object 'big' in bucket 'Person'\n", "\(stored.stderr)")
+        #expect(try buri("get", db, "Person", "big", "--json").stdout.utf8.count > limit - 100)
+        // An endless stream on standard input: refused once it passes the limit.
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "cat /dev/zero | '\(try BuriBinary.located().path)' put '\(db)' Person 2>'\(sandbox.path("err"))'"]
+        shell.standardOutput = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 7)
+        #expect(try sandbox.read("err") == "buri: standard input holds more than 16 MiB (16777216 bytes), the most `buri put` reads for one object; nothing was stored (give a smaller input, or store many objects with `buri import`)\n")
+        // Nothing but 'big' was stored.
+        expectSuccess(try buri("delete", db, "Person", "big"))
+        #expect(try buri("export", db).stdout == before)
+    }
+
     @Test func deleteRemovesObjectsByKeyFromArgumentsOrAQuery() throws {
         let sandbox = try Sandbox()
         let db = try makeFixture(sandbox)

@@ -125,6 +125,63 @@ struct StreamingImportToolTests {
         #expect(check.status == 0, "\(check)")
     }
 
+    /// An import creating a bucket is staged without touching the catalog: a SIGKILL while it
+    /// stores leaves no bucket of that name (not even an empty one), and the next read-write
+    /// open purges the stage.
+    @Test func aKillWhileStoringIntoANewBucketLeavesNoBucketBehind() throws {
+        let sandbox = try Sandbox()
+        let (db, before) = try existingDatabase(sandbox)
+        let infoBefore = try buri("info", db, "--json")
+        #expect(infoBefore.status == 0, "\(infoBefore)")
+        let input = try writePeople(sandbox, "kill.jsonl", count: 60_000, prefix: "n")
+        let process = Process()
+        process.executableURL = try BuriBinary.located()
+        process.arguments = ["import", db, "Fresh", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", "--progress", input]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Killed once the storing pass (after the checking pass) has stored a few chunks.
+        var seen = ""
+        let deadline = Date().addingTimeInterval(120)
+        func storedEnough() -> Bool {
+            guard let storing = seen.range(of: "reading and storing: ") else { return false }
+            return seen[storing.upperBound...].contains(", 5000 lines,")
+        }
+        while !storedEnough(), Date() < deadline {
+            let data = errors.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal, "the import ended before it was killed: \(seen)")
+        #expect(storedEnough(), "\(seen)")
+        // Reading commands (which do not purge) show no bucket 'Fresh'.
+        // (Their buckets as before; the size on disk grew with the stage.)
+        func buckets(_ json: String) throws -> NSArray? {
+            (try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary)?["buckets"] as? NSArray
+        }
+        let info = try buri("info", db, "--json")
+        #expect(info.status == 0 && !info.stdout.contains("Fresh"), "\(info)")
+        let bucketsAfter = try buckets(info.stdout)
+        let bucketsBefore = try buckets(infoBefore.stdout)
+        #expect(bucketsAfter != nil && bucketsAfter == bucketsBefore, "\(info.stdout)")
+        let export = try buri("export", db)
+        #expect(export.status == 0 && export.stdout == before, "\(export.stderr)")
+        let missing = try buri("keys", db, "Fresh")
+        expectFailure(missing, status: 6, mentioning: ["no bucket 'Fresh'"])
+        // The next read-write open finds the stage, under the new bucket's name, and purges it.
+        let purges = try purgesAtNextOpen(db)
+        #expect(purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Fresh", "\(purges.found)")
+        #expect(purges.after.isEmpty && purges.consistent)
+        let check = try buri("check", db)
+        #expect(check.status == 0 && !check.stdout.contains("Fresh"), "\(check)")
+        // The name is free: the same import now creates the bucket.
+        let again = try buri("import", db, "Fresh", "--key", "objectId", "--numeric-index", "age", stdin: #"{"objectId":"x","age":3}"# + "\n")
+        #expect(again.status == 0 && again.stdout.hasPrefix("imported 1 object "), "\(again)")
+    }
+
     @Test func forcedProgressShowsTotalPercentRateAndETAInEveryPhase() throws {
         let sandbox = try Sandbox()
         let (db, _) = try existingDatabase(sandbox)
@@ -134,16 +191,25 @@ struct StreamingImportToolTests {
         let size = try Data(contentsOf: URL(fileURLWithPath: input)).count / 1024
         for shown in ["copying existing objects: 0 of 300 objects (0%)", "copying existing objects: 300 of 300 objects (100%)",
                       "reading and storing: 0 KiB of \(size) KiB (0%)", "reading and storing: \(size) KiB of \(size) KiB (100%), 3000 lines, ",
-                      "publishing: 0 of 3300 objects (0%)", "publishing: 3300 of 3300 objects (100%), "] {
+                      "publishing: 0 of 3300 objects (0%)", "publishing: 3300 of 3300 objects (100%), ",
+                      // Publishing compares the bucket with the 300 objects it was copied from, under the write lock.
+                      "publishing (checking the bucket is unchanged): 0 of 300 objects (0%)",
+                      "publishing (checking the bucket is unchanged): 300 of 300 objects (100%), ",
+                      "published 3300 objects in one commit"] {
             #expect(run.stderr.contains(shown), "missing \(shown): \(run.stderr)")
         }
-        #expect(run.stderr.components(separatedBy: "/s, ETA ").count >= 7, "\(run.stderr)")
+        #expect(run.stderr.components(separatedBy: "/s, ETA ").count >= 9, "\(run.stderr)")
         // A new bucket is checked first; a failure shows the stage being purged.
         let failing = try buri("import", db, "Person", "--progress", stdin: #"{"objectId":"x","age":3}"# + "\n" + #"{"name":"no key"}"# + "\n")
         #expect(failing.status == 7 && failing.stderr.contains("purging the stage: 1 of 1 objects (100%)"), "\(failing)")
         #expect(failing.stderr.contains("line 2: the object has no key field 'objectId'"), "\(failing)")
         let fresh = try buri("import", sandbox.path("new.buri"), "N", "--key", "objectId", "--progress", input)
         #expect(fresh.stderr.contains("checking: \(size) KiB of \(size) KiB (100%), 3000 lines, "), "\(fresh)")
+        // A new bucket has nothing to compare: publishing counts what it stages, then commits.
+        for shown in ["publishing: 0 of 3000 objects (0%)", "publishing: 3000 of 3000 objects (100%), ", "published 3000 objects in one commit"] {
+            #expect(fresh.stderr.contains(shown), "missing \(shown): \(fresh.stderr)")
+        }
+        #expect(!fresh.stderr.contains("checking the bucket is unchanged"), "\(fresh.stderr)")
         // Without a terminal and without --progress: nothing but the result.
         expectSuccess(try buri("import", sandbox.path("quiet.buri"), "N", "--key", "objectId", input))
     }

@@ -2,14 +2,16 @@ import BuriStorage
 import Synchronization
 
 /// An import into a bucket staged under a fresh bucket id that no catalog entry names yet, and
-/// published with one catalog commit: until ``publish()``, the bucket and its readers see nothing
-/// of it; after, they see all of it. Memory stays bounded by the chunks given to ``store(_:)``.
+/// published with one catalog commit: until ``publish(progress:)``, the bucket and its readers see
+/// nothing of it; after, they see all of it. Memory stays bounded by the chunks given to ``store(_:)``.
 ///
-/// Staging starts with a copy of the bucket's objects (so the import merges into them, as storing
-/// them directly would); each chunk is then stored into the stage with the bucket's indexes,
-/// unique ones checked against everything staged so far. The stage's id has a durable marker
-/// (`docs/FORMAT.md` §6a): if the process ends before publishing, the next open purges it, and the
-/// bucket is exactly as before.
+/// Staging into an existing bucket starts with a copy of its objects (so the import merges into
+/// them, as storing them directly would); staging a bucket that does not exist yet
+/// (``BuriDatabase/stageImport(creating:keyField:indexes:schemaVersion:)``) changes no catalog
+/// entry at all: publishing creates the bucket. Each chunk is then stored into the stage with the
+/// bucket's indexes, unique ones checked against everything staged so far. The stage's id has a
+/// durable marker (`docs/FORMAT.md` §6a): if the process ends before publishing, the next open
+/// purges it, and the database is exactly as before (a bucket being created does not exist).
 ///
 /// ```swift
 /// let load = try db.stageImport(into: "Person")
@@ -21,27 +23,49 @@ public final class StagedImport {
     /// The bucket being loaded.
     public let bucket: String
     let database: BuriDatabase
-    /// The bucket's catalog entry when staging began.
-    let base: BucketDescriptor
-    /// The state the bucket was copied from.
+    /// The bucket's catalog entry when staging began; nil when publishing creates the bucket.
+    let base: BucketDescriptor?
+    /// The state the bucket was copied from (nil for a new bucket).
     private var baseSnapshot: (any StorageSnapshot)?
     /// The view writing into the stage.
     let stage: RawBucket
     private var finished = false
+    /// The objects copied from the bucket when staging began.
+    private(set) var copied = 0
+    /// The objects given to ``store(_:)`` so far (a key given twice counts twice).
+    private(set) var given = 0
 
-    init(database: BuriDatabase, base: BucketDescriptor, stageId: UInt32, snapshot: any StorageSnapshot) {
+    /// The work publishing does that grows with the data, reported as it goes.
+    public struct PublishProgress: Sendable, Hashable {
+        public enum Phase: String, Sendable, Hashable {
+            /// Counting the staged objects (the number `publish` returns).
+            case counting
+            /// Checking, under the write lock, that an existing bucket still holds exactly the
+            /// objects the stage was copied from (so no write is lost by publishing).
+            case verifying
+        }
+        public var phase: Phase
+        /// Objects done in this phase.
+        public var done: Int
+        /// Objects this phase walks at most: exact for `verifying`; for `counting`, the objects
+        /// copied and stored (keys given twice make it larger than the count).
+        public var total: Int
+    }
+
+    init(database: BuriDatabase, base: BucketDescriptor?, definition: BucketDescriptor, snapshot: (any StorageSnapshot)?) {
         self.database = database
         self.base = base
-        bucket = base.name
+        bucket = definition.name
         baseSnapshot = snapshot
-        var staged = base
-        staged.id = stageId
-        stage = RawBucket(database: database, descriptor: staged, pinned: true,
-                          stagingMarker: (Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: base.name)))
+        stage = RawBucket(database: database, descriptor: definition, pinned: true,
+                          stagingMarker: (Keyspace.retiredKey(bucket: definition.id), Keyspace.retiredValue(.staging, bucket: definition.name)))
     }
 
     /// The stage's bucket id.
     public var stageId: UInt32 { stage.madeDescriptor.id }
+
+    /// Whether publishing creates the bucket (it did not exist when staging began).
+    public var createsBucket: Bool { base == nil }
 
     /// Stores a chunk of objects into the stage, replacing staged objects of the same keys (as
     /// ``RawBucket/store(_:sync:)`` does). Unique indexes are checked against everything staged.
@@ -50,6 +74,7 @@ public final class StagedImport {
     public func store(_ objects: [RawObject]) throws(BuriError) {
         try checkActive()
         try stage.store(objects, sync: false)
+        given += objects.count
     }
 
     /// The number of objects staged so far (the copy included).
@@ -58,7 +83,7 @@ public final class StagedImport {
     /// Copies the bucket's objects as they were when staging began into the stage, `chunkSize`
     /// records (with their index entries) per commit, calling `progress` with the number copied.
     func copyBase(chunkSize: Int, progress: ((Int) -> Void)?) throws(BuriError) {
-        guard let snapshot = baseSnapshot else { return }
+        guard let snapshot = baseSnapshot, let base else { return }
         let stageId = self.stageId
         let marker = stage.stagingMarker
         try database.run(bucket: bucket) {
@@ -90,42 +115,74 @@ public final class StagedImport {
                         try database.run { try database.commit(batch, conditions: nil, sync: false) }
                     }
                     copied += inBatch
+                    self.copied = copied
                     progress?(copied)
                 }
             }
         }
     }
 
-    /// Publishes the stage in one commit: the bucket's catalog entry names the stage's id, and the
-    /// generation it replaces is purged in the background. Returns the number of objects the
-    /// bucket now holds.
+    /// Publishes the stage in one commit (see ``BuriDatabase/publish(_:progress:)``, which
+    /// publishes several at once): the bucket's catalog entry names the stage's id (or, for a new
+    /// bucket, is created), and a generation it replaces is purged in the background. Returns the
+    /// number of objects the bucket now holds.
+    ///
+    /// Publishing counts the staged objects and, for an existing bucket, compares the bucket with
+    /// the state it was copied from: both take time proportional to the data, reported to
+    /// `progress`. The commit itself writes a fixed number of keys.
     /// - Throws: ``BuriError/conflict(attempts:detail:)`` if the bucket was written, redefined or
-    ///   dropped since staging began (the stage is then purged and the bucket left as it is: run
-    ///   the import again).
+    ///   dropped since staging began, or, for a new bucket, if a bucket of that name was created
+    ///   meanwhile (the stage is then purged and the bucket left as it is: run the import again).
     @discardableResult
-    public func publish() throws(BuriError) -> Int {
-        try checkActive()
-        guard let snapshot = baseSnapshot else { throw .invalidTransaction(reason: "the staged import of '\(bucket)' has ended") }
-        let stageId = self.stageId
-        let count = try stage.count()
-        do {
-            try database.performWrite(sync: true) { writer throws(BuriError) in
-                guard let stored = try database.bucketInfo(named: bucket, reader: writer.reader), stored == base else {
-                    throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was redefined or dropped since the import began staging; nothing was imported, run it again")
-                }
-                if try !sameRange(.prefix(Keyspace.recordPrefix(bucket: base.id)), snapshot, writer.reader) {
-                    throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was written since the import began staging; nothing was imported, run it again")
-                }
-                writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
-                try database.retire(stored, replacingWith: stageId, writer: writer)
+    public func publish(progress: ((PublishProgress) -> Void)? = nil) throws(BuriError) -> Int {
+        try database.publish([self], progress: progress).first ?? 0
+    }
+
+    /// Counts the staged objects, reporting progress from `offset` of `total`.
+    func countStaged(offset: Int, total: Int, progress: ((PublishProgress) -> Void)?) throws(BuriError) -> Int {
+        try database.run(bucket: bucket) {
+            let cursor = try database.engine.snapshot().cursor(in: .prefix(Keyspace.recordPrefix(bucket: stageId)))
+            var count = 0
+            while try cursor.next() {
+                count += 1
+                if count % 10_000 == 0 { progress?(PublishProgress(phase: .counting, done: offset + count, total: max(total, offset + count))) }
             }
-        } catch {
-            abandon()
-            throw error
+            return count
         }
+    }
+
+    /// Puts this stage's publication into `writer`'s batch, after checking the bucket is as staging
+    /// found it. Callers hold the write lock.
+    func addPublication(to writer: Writer, verified: Int, total: Int, progress: ((PublishProgress) -> Void)?) throws(BuriError) -> Int {
+        let stageId = self.stageId
+        let stored = try database.bucketInfo(named: bucket, reader: writer.reader)
+        guard let base else {
+            if stored != nil {
+                throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was created by another writer while the import was staging it; nothing was imported: run the import again (it adds to the bucket now there)")
+            }
+            writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
+            try database.saveDescriptor(stage.madeDescriptor, into: writer.batch)
+            return 0
+        }
+        guard let snapshot = baseSnapshot else { throw .invalidTransaction(reason: "the staged import of '\(bucket)' has ended") }
+        guard let stored, stored == base else {
+            throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was redefined or dropped since the import began staging; nothing was imported, run it again")
+        }
+        let compared = try sameRange(.prefix(Keyspace.recordPrefix(bucket: base.id)), snapshot, writer.reader) { done in
+            progress?(PublishProgress(phase: .verifying, done: verified + done, total: total))
+        }
+        guard let compared else {
+            throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was written since the import began staging; nothing was imported, run it again")
+        }
+        writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
+        try database.retire(stored, replacingWith: stageId, writer: writer)
+        return compared
+    }
+
+    /// Marks the stage published.
+    func didPublish() {
         finished = true
         baseSnapshot = nil
-        return count
     }
 
     /// Ends the import without publishing it: the stage is purged in the background. Idempotent.
@@ -141,21 +198,25 @@ public final class StagedImport {
         }
     }
 
-    private func checkActive() throws(BuriError) {
+    func checkActive() throws(BuriError) {
         if finished { throw .invalidTransaction(reason: "the staged import of '\(bucket)' has been published or abandoned") }
     }
 
-    /// Whether `range` holds the same keys and values in both readers (streamed, bounded memory).
-    private func sameRange(_ range: KeyRange, _ a: any StorageReader, _ b: any StorageReader) throws(BuriError) -> Bool {
+    /// The number of keys `range` holds in both readers if it holds the same keys and values in
+    /// both, nil if not (streamed, bounded memory), calling `progress` every 10,000 keys.
+    private func sameRange(_ range: KeyRange, _ a: any StorageReader, _ b: any StorageReader, progress: (Int) -> Void) throws(BuriError) -> Int? {
         try database.run(bucket: bucket) {
             let left = try a.cursor(in: range)
             let right = try b.cursor(in: range)
+            var count = 0
             while true {
                 let l = try left.next()
                 let r = try right.next()
-                if l != r { return false }
-                if !l { return true }
-                if left.key != right.key || left.value != right.value { return false }
+                if l != r { return nil }
+                if !l { return count }
+                if left.key != right.key || left.value != right.value { return nil }
+                count += 1
+                if count % 10_000 == 0 { progress(count) }
             }
         }
     }
@@ -181,7 +242,9 @@ extension BuriDatabase {
             writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name))
             // Under the writer lock, so the snapshot is the state the stage starts from.
             let snapshot = try run { try engine.snapshot() }
-            return StagedImport(database: self, base: base, stageId: stageId, snapshot: snapshot)
+            var definition = base
+            definition.id = stageId
+            return StagedImport(database: self, base: base, definition: definition, snapshot: snapshot)
         }
         do {
             try load.copyBase(chunkSize: max(1, chunkSize), progress: progress)
@@ -190,5 +253,94 @@ extension BuriDatabase {
             throw error
         }
         return load
+    }
+
+    /// Begins a staged import that creates bucket `name`, which must not exist yet: the bucket is
+    /// defined as ``createBucket(named:keyField:indexes:schemaVersion:)`` would define it, but the
+    /// definition stays with the stage (in memory) and no catalog entry is written until
+    /// ``StagedImport/publish(progress:)`` creates the bucket in its one commit. If the import is
+    /// abandoned, fails or its process ends, no bucket of that name appears (the stage's keys are
+    /// purged, at the next open after a crash).
+    ///
+    /// ```swift
+    /// let load = try db.stageImport(creating: "Person", keyField: "objectId",
+    ///                               indexes: [IndexDefinition(id: 0, name: "age", components: [.numeric])])
+    /// try load.store(objects)
+    /// try load.publish()     // Person exists from this commit on
+    /// ```
+    /// - Throws: ``BuriError/conflict(attempts:detail:)`` if the bucket exists (stage into it with
+    ///   ``stageImport(into:chunkSize:progress:)``), ``BuriError/invalidBucketName(name:reason:)``
+    ///   and ``BuriError/invalidIndexDefinition(bucket:index:reason:)`` for a bad definition.
+    public func stageImport(creating name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0) throws(BuriError) -> StagedImport {
+        try validateBucketName(name)
+        return try performWrite(sync: true) { writer throws(BuriError) -> StagedImport in
+            if try bucketInfo(named: name, reader: writer.reader) != nil {
+                throw .conflict(attempts: 1, detail: "bucket '\(name)' already exists; stage an import into it instead of creating it")
+            }
+            let stageId = try nextBucketId(reader: writer.reader)
+            var definition = BucketDescriptor(id: stageId, name: name, keyField: keyField, schemaVersion: schemaVersion)
+            for var index in indexes {
+                index.id = definition.nextIndexId
+                definition.nextIndexId += 1
+                definition.indexes.append(index)
+            }
+            try validate(definition)
+            writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name))
+            return StagedImport(database: self, base: nil, definition: definition, snapshot: nil)
+        }
+    }
+
+    /// Publishes staged imports of different buckets in **one commit**: every bucket switches to
+    /// (or, if new, is created with) its staged objects at once, or — on any conflict — none does
+    /// and every stage is purged. Returns each bucket's object count, in order.
+    ///
+    /// Before the commit, the staged objects are counted; under the write lock, each existing
+    /// bucket is compared with the state it was copied from. Both walk the data once and report to
+    /// `progress`; the commit itself writes two or three keys per bucket.
+    ///
+    /// ```swift
+    /// let people = try db.stageImport(creating: "Person")
+    /// let notes = try db.stageImport(creating: "Note")
+    /// try people.store(somePeople); try notes.store(someNotes)
+    /// try db.publish([people, notes])
+    /// ```
+    /// - Throws: ``BuriError/conflict(attempts:detail:)`` as ``StagedImport/publish(progress:)``
+    ///   does; ``BuriError/invalidTransaction(reason:)`` for an import already ended, of another
+    ///   database, or two imports of one bucket. Every stage given is purged after an error.
+    @discardableResult
+    public func publish(_ imports: [StagedImport], progress: ((StagedImport.PublishProgress) -> Void)? = nil) throws(BuriError) -> [Int] {
+        do throws(BuriError) {
+            var names = Set<[UInt8]>()
+            for load in imports {
+                try load.checkActive()
+                if load.database !== self { throw BuriError.invalidTransaction(reason: "the staged import of '\(load.bucket)' belongs to another database") }
+                if !names.insert(Array(load.bucket.utf8)).inserted {
+                    throw BuriError.invalidTransaction(reason: "two staged imports of bucket '\(load.bucket)' cannot be published together; nothing was imported")
+                }
+            }
+            let bound = imports.reduce(0) { $0 + $1.copied + $1.given }
+            progress?(StagedImport.PublishProgress(phase: .counting, done: 0, total: bound))
+            var counts: [Int] = []
+            for load in imports {
+                let counted = counts.reduce(0, +)
+                counts.append(try load.countStaged(offset: counted, total: bound, progress: progress))
+            }
+            let total = counts.reduce(0, +)
+            progress?(StagedImport.PublishProgress(phase: .counting, done: total, total: total))
+            let toVerify = imports.reduce(0) { $0 + ($1.base == nil ? 0 : $1.copied) }
+            try performWrite(sync: true) { writer throws(BuriError) in
+                progress?(StagedImport.PublishProgress(phase: .verifying, done: 0, total: toVerify))
+                var verified = 0
+                for load in imports {
+                    verified += try load.addPublication(to: writer, verified: verified, total: toVerify, progress: progress)
+                }
+                progress?(StagedImport.PublishProgress(phase: .verifying, done: verified, total: verified))
+            }
+            for load in imports { load.didPublish() }
+            return counts
+        } catch {
+            for load in imports { load.abandon() }
+            throw error
+        }
     }
 }
