@@ -1193,12 +1193,12 @@ struct Restore: ParsableCommand {
         The export must carry schema lines (format 3, written by this buri): each bucket is \
         recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
         multi-valued, versions — so the restored database answers every query the same, and \
-        exporting it again gives the same bytes. The database must be new (a missing path or an \
-        empty directory). The export is read line by line in bounded memory (a pipe is copied to a \
+        exporting it again gives the same bytes. The database must be new (a missing path, an \
+        empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
         temporary file first): each bucket is staged under a fresh, unpublished id as its records \
         come, and one commit publishes every bucket at once. On any error no database is left \
         behind; if the process is killed, the new database holds no bucket (the next open purges \
-        what was staged): remove it and restore again. Indexes whose values Swift code computes \
+        what was staged): restore into it again. Indexes whose values Swift code computes \
         cannot be restored from JSON and are refused, naming them. With --progress (or on a \
         terminal) reading and publishing show their total, percentage, rate and ETA.
 
@@ -1220,13 +1220,16 @@ struct Restore: ParsableCommand {
     func run() throws {
         let path = target.database
         let state = pathState(path)
+        /// A database without buckets that was there before (one a killed restore left): restored
+        /// into, and never removed.
+        var existing: BuriDatabase?
         switch state {
         case .missing:
             if let problem = creationProblem(path) { throw ToolError(.failure, problem) }
         case .emptyDirectory:
             break
         case .database:
-            throw ToolError(.usage, "'\(path)' is already a database; restore creates a new one: give a new path (to add one bucket to it, use `buri import \(path) BUCKET`)")
+            existing = try openEmptyDatabase(path)
         case .file, .otherDirectory, .damaged:
             throw ToolError(.notADatabase, "'\(path)' exists and is not empty; restore creates a new database: give a new path or an empty directory")
         }
@@ -1237,7 +1240,7 @@ struct Restore: ParsableCommand {
 
         // One pass, line by line: each schema line begins a staged import creating its bucket;
         // each record goes into its bucket's stage in chunks; all stages publish in one commit.
-        var db: BuriDatabase?
+        var db: BuriDatabase? = existing
         var plans: [ImportPlan] = []
         var stages: [StagedImport] = []
         var byName: [[UInt8]: Int] = [:]
@@ -1323,7 +1326,7 @@ struct Restore: ParsableCommand {
             let manager = FileManager.default
             // Only a database this restore created is removed (one another process created
             // meanwhile made the creation fail, leaving `db` nil).
-            if db != nil {
+            if db != nil, existing == nil {
                 if state == .emptyDirectory {
                     for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
                         try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
@@ -1350,6 +1353,21 @@ struct Restore: ParsableCommand {
         let out = Output.standardOutput()
         try out.line("restored \(stages.count) bucket\(stages.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)")
         try out.flush()
+    }
+
+    /// Opens the database at `path` if it has no buckets (a restore killed before it published
+    /// leaves such a database, and restoring into it again must work); refuses one with buckets.
+    func openEmptyDatabase(_ path: String) throws -> BuriDatabase {
+        var options = BuriOptions()
+        options.createIfMissing = false
+        options.syncWrites = true
+        let database = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: options) } }
+        let names = try mapErrors(path: path) { try database.bucketNames() }
+        guard names.isEmpty else {
+            database.close()
+            throw ToolError(.usage, "'\(path)' is already a database with \(names.count) bucket\(names.count == 1 ? "" : "s"); restore creates a new one (or fills one without buckets): give a new path (to add one bucket to it, use `buri import \(path) BUCKET`)")
+        }
+        return database
     }
 
     /// Creates the new database (once the export has shown it is one).

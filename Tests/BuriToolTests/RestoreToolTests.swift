@@ -262,5 +262,14 @@ struct RestoreToolTests {
         db.close()
         let check = try buri("check", copy)
         #expect(check.status == 0, "\(check)")
+        // The database the killed restore left has no bucket: restoring into it again works, and a
+        // restore into a database with buckets is still refused, leaving it as it was.
+        let small = header + "\n" + zed + "\n" + #"{"bucket":"Zed","key":"z","object":{"id":"z","tags":["a"]}}"# + "\n"
+        let again = try buri("restore", copy, stdin: small)
+        #expect(again.status == 0 && again.stdout.hasPrefix("restored 1 bucket and 1 object"), "\(again)")
+        let before = try buri("export", copy).stdout
+        expectFailure(try buri("restore", copy, stdin: small), status: 2, mentioning: ["already a database with 1 bucket", "buri import"])
+        #expect(try buri("export", copy).stdout == before)
+        #expect(try buri("check", copy).status == 0)
     }
 }
