@@ -290,16 +290,21 @@ public final class RawBucket: Sendable {
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
+                /// Not stored and not earlier in this batch (a stored record, even a damaged one, has a header here).
+                let isNew: Bool
                 if let known = pending[pendingKey] {
                     old = known
+                    isNew = false
                 } else if bucketIsEmpty {
                     old = nil
+                    isNew = true
                 } else if let walked {
                     old = try walked.header(at: position, key: write.key, bucket: self, reader: reader)
+                    isNew = old == nil
                 } else {
                     old = try currentHeader(forKey: write.key, reader: reader)
+                    isNew = old == nil
                 }
-                let isNew = old == nil && pending[pendingKey] == nil
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {
                     batch.delete(entryKey(entry, objectKey: write.key))
