@@ -252,12 +252,12 @@ struct BadInputTests {
         let db = try BuriDatabase(path: path)
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
-        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 4), options: .sync) }
+        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 5), options: .sync) }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 4, supported: 3)) { try BuriDatabase(path: path) }
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 5, supported: 4)) { try BuriDatabase(path: path) }
         #expect(try rawContents(path) == before)
         // And the database was closed again: LevelDB can open it right away.
-        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 3)) }
+        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 4)) }
         let reopened = try BuriDatabase(path: path)
         #expect(try reopened.bucket(Person.self).object(forKey: "p1")?.age == 1)
         reopened.close()

@@ -231,6 +231,7 @@ struct KillTests {
             #expect(try !leftovers.next(), "round \(round): records left under the retired id")
             let entries = try db.engine.snapshot().cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: retired)))
             #expect(try !entries.next(), "round \(round): index entries left under the retired id")
+            #expect(try db.engine.snapshot().get(Keyspace.countKey(bucket: retired)) == nil, "round \(round): the retired id's count is left")
             #expect(try db.bucket(PurgeKept.self).allObjects() == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) })
             #expect(try db.bucket(PurgeKept.self).keys(.index("age", in: 0...9)).count == 10)
             let stress = try db.bucket(StressItem.self)
@@ -414,6 +415,9 @@ struct KillTests {
             let objects = try bucket.allObjects()
             let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             #expect(actual.count == objects.count)
+            // The stored object count (one key, written in each write's batch) is the records'.
+            #expect(try bucket.count() == objects.count, "round \(round)")
+            #expect(try db.engine.snapshot().get(Keyspace.countKey(bucket: bucket.raw.descriptor.id)).flatMap(Keyspace.parseCount) == objects.count, "round \(round)")
 
             var allowed = [expected]
             if let inFlight = log.inFlight { allowed.append(expected.applying(inFlight)) }

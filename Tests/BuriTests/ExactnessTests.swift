@@ -263,13 +263,13 @@ struct IndexExactnessTests {
         struct Loose: Codable { var dueDate: Date }
         #expect(try CBORDecoder().decode(Loose.self, from: payload.encoded()).dueDate == date)
 
-        // The first store writes the current (version 3) header in the same batch.
+        // The first store writes the current (version 4) header in the same batch.
         let fresh: CBORValue = ["id": "new", "dueDate": CBORValue(date: date)]
         try tasks.store([RawObject(key: "new", payload: fresh.encoded(), indexValues: ["due": [[try IndexValue(date.timeIntervalSince1970)]]])])
-        #expect(t.db.formatVersion == 3)
-        #expect(try headerOnDisk(t) == Keyspace.headerValue(version: 3))
+        #expect(t.db.formatVersion == 4)
+        #expect(try headerOnDisk(t) == Keyspace.headerValue(version: 4))
         try t.reopen()
-        #expect(t.db.formatVersion == 3)
+        #expect(t.db.formatVersion == 4)
         let again = try t.db.rawBucket(named: "Task")
         #expect(try again.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))) == ["new", "old"])
         for key in ["new", "old"] {
@@ -283,6 +283,9 @@ struct IndexExactnessTests {
         let t = try TestDatabase()
         try makeVersion1(t, date: Date(timeIntervalSince1970: 0))
         _ = try t.db.createBucket(named: "another")
-        #expect(try headerOnDisk(t) == Keyspace.headerValue(version: 3))
+        #expect(try headerOnDisk(t) == Keyspace.headerValue(version: 4))
+        // The upgrade counted the existing bucket in the same commit.
+        let task = try #require(try t.db.bucketInfo(named: "Task"))
+        #expect(try t.db.engine.snapshot().get(Keyspace.countKey(bucket: task.id)) == Keyspace.countValue(1))
     }
 }

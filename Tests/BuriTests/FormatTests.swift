@@ -340,7 +340,13 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 3", "42 55 52 49 00 03", { Keyspace.headerValue() }),
+    ("database header value, format 4", "42 55 52 49 00 04", { Keyspace.headerValue() }),
+    ("database header value, format 3 (read, upgraded by the first write)", "42 55 52 49 00 03", { Keyspace.headerValue(version: 3) }),
+    ("object count key of bucket id 1", "05 00 00 00 01", { Keyspace.countKey(bucket: 1) }),
+    ("object count key of bucket id 258", "05 00 00 01 02", { Keyspace.countKey(bucket: 258) }),
+    ("object count value 0", "00 00 00 00 00 00 00 00", { Keyspace.countValue(0) }),
+    ("object count value 1", "00 00 00 00 00 00 00 01", { Keyspace.countValue(1) }),
+    ("object count value 100000", "00 00 00 00 00 01 86 a0", { Keyspace.countValue(100_000) }),
     ("database header value, format 2 (read, upgraded by the first write)", "42 55 52 49 00 02", { Keyspace.headerValue(version: 2) }),
     ("retired bucket id marker key of bucket id 1", "04 00 00 00 01", { Keyspace.retiredKey(bucket: 1) }),
     ("retired bucket id marker value: purging, bucket Person", "01 50 65 72 73 6f 6e", { Keyspace.retiredValue(.purging, bucket: "Person") }),
@@ -492,7 +498,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 3") || doc.contains("Format version 3"))
+        #expect(doc.contains("format version 4") || doc.contains("Format version 4"))
     }
 
 
@@ -529,7 +535,8 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 3)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 4)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x01]) == 1)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x02]) == 2)
@@ -545,8 +552,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("buri".utf8) + [0x00, 0x02]) == nil)
         // A newer version is a version, whatever its length: the opener says "upgrade Buri".
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03, 0xFF]) == nil)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04, 0x01, 0x02]) == 4)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05, 0x01, 0x02]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 
@@ -604,6 +612,7 @@ struct FormatDiskTests {
             ("02 00 00 00 01 70 31", value),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),
             ("03 00 00 00 01 00 00 00 02 23 04 37 40 00 00 00 00 00 00 00 70 31", []),
+            ("05 00 00 00 01", bytes(hex: "00 00 00 00 00 00 00 01")),
         ]
         #expect(entries.map { formatHex($0.key) } == expected.map(\.0))
         #expect(entries.map(\.value) == expected.map(\.1))
@@ -647,7 +656,7 @@ struct FormatDiskTests {
 
     @Test("a database of a newer format version, or with a foreign header, is refused and left untouched")
     func newerFormat() throws {
-        for value in [Array("BURI".utf8) + [0x00, 0x04], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01]] {
+        for value in [Array("BURI".utf8) + [0x00, 0x05], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01]] {
             let directory = Directory()
             do {
                 let raw = try Database(path: directory.path, options: Options())
@@ -659,7 +668,7 @@ struct FormatDiskTests {
                 Issue.record("opened a database with header \(formatHex(value))")
             } catch {
                 if value.starts(with: Array("BURI".utf8)) {
-                    #expect(error == .unsupportedFormat(path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 3))
+                    #expect(error == .unsupportedFormat(path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 4))
                 } else {
                     #expect(error == .notABuriDatabase(path: directory.path))
                 }
@@ -1319,9 +1328,11 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x02, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x01, 0xFF], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x03, 0x00], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x04, 0x00, 0x00], .unsupportedFormat(path: "", found: 4, supported: 3)),
+            (Array("BURI".utf8) + [0x00, 0x04, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x05, 0x00, 0x00], .unsupportedFormat(path: "", found: 5, supported: 4)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
             (Array("BURI".utf8) + [0x00, 0x03], nil),
+            (Array("BURI".utf8) + [0x00, 0x04], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()
@@ -1396,15 +1407,16 @@ struct FormatSpecTests {
         defer { raw.close() }
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 03")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 04")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),
             ("03 00 00 00 01 00 00 00 02 23 04 37 40 00 00 00 00 00 00 00 70 31", []),
+            ("05 00 00 00 01", bytes(hex: "00 00 00 00 00 00 00 01")),
         ]
         #expect(entries.map { formatHex($0.key) } == expected.map(\.key))
         #expect(entries.map(\.value) == expected.map(\.value))
-        #expect(entries.count == 5 && entries[1].value.count == 202 && entries[2].value.count == 62)
+        #expect(entries.count == 6 && entries[1].value.count == 202 && entries[2].value.count == 62)
     }
 
     struct Rated: BuriSupport {

@@ -204,17 +204,17 @@ struct GenerationTests {
         let bucket = try db.bucket(PersonRecord.self)
         #expect(try bucket.count() == 3)
         #expect(try bucket.deleteAll() == 3)
-        #expect(db.formatVersion == 3)
-        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue(version: 3))
+        #expect(db.formatVersion == 4)
+        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue(version: 4))
         db.close()
 
         let newer = engine.makeBatch()
-        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: 4))
+        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: 5))
         try engine.commit(newer, conditions: nil, sync: true)
         #expect {
             _ = try BuriDatabase(engine: engine, closesEngine: false)
         } throws: { error in
-            guard case BuriError.unsupportedFormat(_, found: 4, supported: 3) = error else { return false }
+            guard case BuriError.unsupportedFormat(_, found: 5, supported: 4) = error else { return false }
             return true
         }
     }

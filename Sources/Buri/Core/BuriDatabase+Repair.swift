@@ -138,7 +138,7 @@ extension BuriDatabase {
                 let cursor = try current.cursor(in: .all)
                 while try cursor.next() {
                     let tag = cursor.withKey { $0.first ?? 0xFF }
-                    guard (Keyspace.catalogTag...Keyspace.retiredTag).contains(tag) else { throw BuriError.notABuriDatabase(path: path) }
+                    guard (Keyspace.catalogTag...Keyspace.countTag).contains(tag) else { throw BuriError.notABuriDatabase(path: path) }
                 }
                 let batch = engine.makeBatch()
                 batch.put(Keyspace.headerKey, Keyspace.headerValue())

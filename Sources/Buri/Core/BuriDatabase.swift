@@ -434,10 +434,15 @@ public final class BuriDatabase: Sendable {
 
     /// Commits a batch of records or catalog entries, first raising an older database's header to
     /// this library's format version in the same batch (never claiming an older version than the
-    /// data written). Callers hold the write lock.
-    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
+    /// data written). Raising a database older than version 4 also puts the object count of every
+    /// bucket (one scan each) whose count the batch does not already hold (`counted`), so that from
+    /// the header bump on every bucket has one. Callers hold the write lock.
+    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool, counted: Set<UInt32> = []) throws {
         let upgrading = headerVersion.load(ordering: .relaxed) < Keyspace.formatVersion
         if upgrading { batch.put(Keyspace.headerKey, Keyspace.headerValue()) }
+        if headerVersion.load(ordering: .relaxed) < Keyspace.countsVersion {
+            try putAllCounts(reader: engine.latest(), into: batch, except: counted)
+        }
         try engine.commit(batch, conditions: conditions, sync: sync)
         if upgrading { headerVersion.store(Keyspace.formatVersion, ordering: .releasing) }
     }

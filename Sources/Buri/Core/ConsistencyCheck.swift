@@ -20,6 +20,9 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         case corruptCatalog
         /// A unique index value held by more than one object.
         case uniqueConflict
+        /// A bucket's stored object count (format 4) that is missing, damaged or not the number of
+        /// its records. Repair writes the number counted (a count is derived data: nothing else changes).
+        case wrongCount
     }
 
     public var kind: Kind
@@ -116,9 +119,20 @@ extension BuriDatabase {
             }
         }
         var processed = 0
+        /// Record ranges whose counts were repaired: on a shared engine, unchanged when the fix applies.
+        var reliedRanges: [KeyRange] = []
+        // Object counts are kept from format 4 on; an older database has none to check.
+        let checksCounts = formatVersion >= Int(Keyspace.countsVersion)
 
         // Records: each must parse, decode as CBOR, and have every entry its header lists.
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
+            let objectsBefore = report.objects
+            defer {
+                if checksCounts {
+                    checkCount(of: descriptor, counted: report.objects - objectsBefore, snapshot: snapshot, repair: repair,
+                               fixes: fixes, relied: &relied, reliedRanges: &reliedRanges, report: &report)
+                }
+            }
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
             let raw = RawBucket(database: self, descriptor: descriptor, pinned: true)
             reading = descriptor.name
@@ -250,9 +264,20 @@ extension BuriDatabase {
             }
         }
 
+        // Object counts: each must belong to a bucket in the catalog or a retired id.
+        let countKeys = try snapshot.cursor(in: Keyspace.countRange)
+        while try countKeys.next() {
+            let key = countKeys.key
+            if let id = Keyspace.bucket(ofCountKey: key), buckets[id] != nil || retired.contains(id) { continue }
+            var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
+                                             detail: "object count key \(key.map { String(format2: $0) }.joined(separator: " ")) names no bucket in the catalog")
+            if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+            report.problems.append(problem)
+        }
+
         // Anything else outside the known spaces.
         reading = nil
-        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.retiredTag + 1]))
+        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.countTag + 1]))
         while try stray.next() {
             report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                                       detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
@@ -272,11 +297,46 @@ extension BuriDatabase {
         if repair, !fixes.isEmpty {
             // Index entries that are deleted were read in this snapshot; on a shared engine they and
             // the records the fixes relied on must be unchanged when the fixes apply.
-            let conditions = engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied) : nil
+            let conditions = engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied, ranges: reliedRanges) : nil
             try engine.commit(fixes, conditions: conditions, sync: true)
         }
         progress?(processed)
         return report
+    }
+}
+
+extension BuriDatabase {
+    /// Compares bucket `descriptor`'s stored object count with the `counted` record keys the check
+    /// walked; a missing (for a bucket with records), damaged or wrong count is a `wrongCount`
+    /// problem naming both numbers, which repair fixes by writing the number counted.
+    fileprivate func checkCount(of descriptor: BucketDescriptor, counted: Int, snapshot: any StorageSnapshot, repair: Bool,
+                                fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
+                                report: inout ConsistencyReport) {
+        let key = Keyspace.countKey(bucket: descriptor.id)
+        let detail: String
+        do {
+            let value = try snapshot.get(key)
+            if let value, let stored = Keyspace.parseCount(value) {
+                if stored == counted { return }
+                detail = "the stored object count is \(stored) but the bucket holds \(counted) records"
+            } else if let value {
+                detail = "the stored object count is damaged (\(value.count) bytes, not an 8-byte count); the bucket holds \(counted) records"
+            } else {
+                // A bucket no format-4 writer has written yet has no count; it is counted when read.
+                if counted == 0 { return }
+                detail = "no object count is stored; the bucket holds \(counted) records"
+            }
+        } catch {
+            detail = "the stored object count cannot be read (\(error)); the bucket holds \(counted) records"
+        }
+        var problem = ConsistencyProblem(kind: .wrongCount, bucket: descriptor.name, key: nil, index: nil, detail: detail)
+        if repair {
+            fixes.put(key, Keyspace.countValue(counted))
+            relied.append(key)
+            reliedRanges.append(.prefix(Keyspace.recordPrefix(bucket: descriptor.id)))
+            problem.repaired = true
+        }
+        report.problems.append(problem)
     }
 }
 

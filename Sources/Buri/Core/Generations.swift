@@ -201,7 +201,13 @@ extension BuriDatabase {
                 let finished = count < limit - 2
                 // The marker is in every chunk (rewritten as it is, or deleted with the last keys),
                 // so observers know the chunk's deletes for what they are (see `ParsedCommit`).
-                if finished { batch.delete(markerKey) } else { batch.put(markerKey, value) }
+                // The id's object count (format 4) goes with the marker: nothing is left under the id.
+                if finished {
+                    batch.delete(markerKey)
+                    batch.delete(Keyspace.countKey(bucket: bucket))
+                } else {
+                    batch.put(markerKey, value)
+                }
                 do {
                     try engine.commit(batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil, sync: false)
                 } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {

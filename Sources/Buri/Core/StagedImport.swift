@@ -111,6 +111,8 @@ public final class StagedImport {
                 }
                 if inBatch > 0 {
                     if let marker { batch.put(marker.key, marker.value) }
+                    // The stage's object count, kept with the records it counts (format 4).
+                    batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(copied + inBatch))
                     try database.withWriteLock { () throws(BuriError) in
                         try database.run { try database.commit(batch, conditions: nil, sync: false) }
                     }

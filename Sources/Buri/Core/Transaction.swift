@@ -8,6 +8,8 @@ final class Writer {
     let batch: any StorageBatch
     private let transaction: BuriTransaction?
     private(set) var hooks: [() -> Void] = []
+    /// The net number of records this direct writer added to (or removed from) each bucket id.
+    private(set) var counts = CountDeltas()
 
     init(reader: any StorageReader, batch: any StorageBatch, transaction: BuriTransaction?) {
         self.reader = reader
@@ -18,6 +20,23 @@ final class Writer {
     /// Runs `hook` once the writes are committed (never if they are rolled back).
     func afterCommit(_ hook: @escaping () -> Void) {
         if let transaction { transaction.hooks.append(hook) } else { hooks.append(hook) }
+    }
+
+    /// Notes that the batch adds `delta` records to bucket id `id` (of bucket `name`, named in errors);
+    /// the commit writes the id's count once (see ``BuriDatabase/putCounts(_:reader:into:)``).
+    func adjustCount(of id: UInt32, bucket name: String, by delta: Int) {
+        guard delta != 0 else { return }
+        if let transaction { transaction.counts.add(delta, to: id, bucket: name) } else { counts.add(delta, to: id, bucket: name) }
+    }
+}
+
+/// Net changes to bucket object counts, per bucket id, gathered while a batch is built: one
+/// count key read and written per bucket per commit, never per object.
+struct CountDeltas {
+    var byId: [UInt32: (bucket: String, delta: Int)] = [:]
+
+    mutating func add(_ delta: Int, to id: UInt32, bucket: String) {
+        byId[id, default: (bucket, 0)].delta += delta
     }
 }
 
@@ -44,6 +63,8 @@ extension BuriDatabase {
         var batch: any StorageBatch
         var hooks: [() -> Void]
         var result: R
+        /// Net record changes per bucket id, written as counts with the batch.
+        var counts = CountDeltas()
     }
 
     /// Runs `attempt` under the writer lock against a fresh view and commits its batch. On an
@@ -67,8 +88,9 @@ extension BuriDatabase {
                 }
                 let outcome = try attempt(reader)
                 if !outcome.batch.isEmpty {
+                    let counted = try putCounts(outcome.counts, reader: reader, into: outcome.batch)
                     do {
-                        try commit(outcome.batch, conditions: recording?.conditions, sync: sync)
+                        try commit(outcome.batch, conditions: recording?.conditions, sync: sync, counted: counted)
                     } catch let error as StorageError where error.code == .conflict {
                         if attempts < max(1, options.maxCommitAttempts) { continue }
                         throw .conflict(attempts: attempts, detail: error.message)
@@ -87,7 +109,7 @@ extension BuriDatabase {
         try committing(sync: sync ?? options.syncWrites) { reader throws(BuriError) -> Attempt<R> in
             let writer = Writer(reader: reader, batch: engine.makeBatch(), transaction: nil)
             let result = try body(writer)
-            return Attempt(batch: writer.batch, hooks: writer.hooks, result: result)
+            return Attempt(batch: writer.batch, hooks: writer.hooks, result: result, counts: writer.counts)
         }
     }
 
@@ -116,7 +138,7 @@ extension BuriDatabase {
             defer { transaction.finish() }
             do {
                 let result = try Self.$activeWriter.withValue(ObjectIdentifier(self)) { try body(transaction) }
-                return Attempt(batch: transaction.pending.batch(for: engine), hooks: transaction.hooks, result: .success(result))
+                return Attempt(batch: transaction.pending.batch(for: engine), hooks: transaction.hooks, result: .success(result), counts: transaction.counts)
             } catch {
                 // Rolled back: the pending writes are dropped, nothing is committed.
                 return Attempt(batch: engine.makeBatch(), hooks: [], result: .failure(error))
@@ -157,6 +179,8 @@ public final class BuriTransaction: @unchecked Sendable {
     public let isWritable: Bool
     let pending = PendingWrites()
     var hooks: [() -> Void] = []
+    /// Net record changes per bucket id of the whole transaction, written as counts at its commit.
+    var counts = CountDeltas()
     private var isFinished = false
 
     init(database: BuriDatabase, base: any StorageReader, isWritable: Bool) {

@@ -12,6 +12,7 @@ import BuriStorage
 /// | 0x02 | records        | bucket id (u32 BE), object key (UTF-8)                       | record (header + CBOR) |
 /// | 0x03 | index entries  | bucket id (u32 BE), index id (u32 BE), value tuple, object key | empty                 |
 /// | 0x04 | retired ids    | bucket id (u32 BE)                                           | state byte, bucket name (v3) |
+/// | 0x05 | object counts  | bucket id (u32 BE)                                           | u64 BE (v4)           |
 ///
 /// Buckets and indexes are named by fixed-width numeric ids, so no name, however spelled,
 /// can reach into another bucket's or index's keys.
@@ -21,12 +22,16 @@ enum Keyspace {
     static let recordTag: UInt8 = 0x02
     static let indexTag: UInt8 = 0x03
     static let retiredTag: UInt8 = 0x04
+    static let countTag: UInt8 = 0x05
 
     /// The current format version, written at creation (and by the first write to a database of
     /// an older version) and checked at every open. Version 2 writes `Date`s as RFC 8949 tag 1 and
     /// records where tools read index values (`fieldForms`, `computed`); version 3 adds the retired
-    /// bucket ids (tag 0x04) of bucket generations. Versions 1 and 2 databases are read.
-    static let formatVersion: UInt16 = 3
+    /// bucket ids (tag 0x04) of bucket generations; version 4 keeps each bucket id's exact object
+    /// count (tag 0x05), which older code would not update. Versions 1 to 3 databases are read.
+    static let formatVersion: UInt16 = 4
+    /// The first version whose writers keep the object counts (tag 0x05).
+    static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
     static let headerKey: [UInt8] = [databaseTag] + Array("format".utf8)
 
@@ -184,6 +189,36 @@ enum Keyspace {
               let name = String(validating: value.dropFirst(), as: UTF8.self) else { return nil }
         let bucket = key.withUnsafeBytes { readBigEndian($0, at: 1) }
         return (bucket, state, name)
+    }
+
+    // MARK: Object counts
+
+    /// `0x05` + bucket id: the key of the exact number of records under the id (format 4).
+    static func countKey(bucket: UInt32) -> [UInt8] {
+        var key: [UInt8] = [countTag]
+        appendBigEndian(bucket, to: &key)
+        return key
+    }
+
+    static let countRange = KeyRange.prefix([countTag])
+
+    /// A count as stored: u64, big-endian, always 8 bytes.
+    static func countValue(_ count: Int) -> [UInt8] {
+        let value = UInt64(max(0, count))
+        return (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
+    }
+
+    /// The count a stored value holds, or `nil` if it is not 8 bytes or is beyond `Int.max`.
+    static func parseCount(_ value: [UInt8]) -> Int? {
+        guard value.count == 8 else { return nil }
+        let number = value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return number <= UInt64(Int.max) ? Int(number) : nil
+    }
+
+    /// The bucket id of a count key, or `nil` if `key` is not one.
+    static func bucket(ofCountKey key: [UInt8]) -> UInt32? {
+        guard key.count == 5, key[0] == countTag else { return nil }
+        return key.withUnsafeBytes { readBigEndian($0, at: 1) }
     }
 
     // MARK: Index entries
