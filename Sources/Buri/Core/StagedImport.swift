@@ -38,7 +38,7 @@ public final class StagedImport {
     /// The work publishing does that grows with the data, reported as it goes.
     public struct PublishProgress: Sendable, Hashable {
         public enum Phase: String, Sendable, Hashable {
-            /// Counting the staged objects (the number `publish` returns).
+            /// Reading the staged object count (the number `publish` returns; one key per stage).
             case counting
             /// Checking, under the write lock, that an existing bucket still holds exactly the
             /// objects the stage was copied from (so no write is lost by publishing).
@@ -129,9 +129,9 @@ public final class StagedImport {
     /// bucket, is created), and a generation it replaces is purged in the background. Returns the
     /// number of objects the bucket now holds.
     ///
-    /// Publishing counts the staged objects and, for an existing bucket, compares the bucket with
-    /// the state it was copied from: both take time proportional to the data, reported to
-    /// `progress`. The commit itself writes a fixed number of keys.
+    /// Publishing reads the staged object count (one key) and, for an existing bucket, compares
+    /// the bucket with the state it was copied from, which takes time proportional to the data,
+    /// reported to `progress`. The commit itself writes a fixed number of keys.
     /// - Throws: ``BuriError/conflict(attempts:detail:)`` if the bucket was written, redefined or
     ///   dropped since staging began, or, for a new bucket, if a bucket of that name was created
     ///   meanwhile (the stage is then purged and the bucket left as it is: run the import again).
@@ -140,17 +140,12 @@ public final class StagedImport {
         try database.publish([self], progress: progress).first ?? 0
     }
 
-    /// Counts the staged objects, reporting progress from `offset` of `total`.
+    /// The number of staged objects: the stage's object count, kept in the same batches as its
+    /// records (format 4), so reading it is one key whatever the size of the stage.
     func countStaged(offset: Int, total: Int, progress: ((PublishProgress) -> Void)?) throws(BuriError) -> Int {
-        try database.run(bucket: bucket) {
-            let cursor = try database.engine.snapshot().cursor(in: .prefix(Keyspace.recordPrefix(bucket: stageId)))
-            var count = 0
-            while try cursor.next() {
-                count += 1
-                if count % 10_000 == 0 { progress?(PublishProgress(phase: .counting, done: offset + count, total: max(total, offset + count))) }
-            }
-            return count
-        }
+        let count = try stage.count()
+        progress?(PublishProgress(phase: .counting, done: offset + count, total: max(total, offset + count)))
+        return count
     }
 
     /// Puts this stage's publication into `writer`'s batch, after checking the bucket is as staging
@@ -296,9 +291,9 @@ extension BuriDatabase {
     /// (or, if new, is created with) its staged objects at once, or — on any conflict — none does
     /// and every stage is purged. Returns each bucket's object count, in order.
     ///
-    /// Before the commit, the staged objects are counted; under the write lock, each existing
-    /// bucket is compared with the state it was copied from. Both walk the data once and report to
-    /// `progress`; the commit itself writes two or three keys per bucket.
+    /// Before the commit, each stage's object count is read (one key); under the write lock, each
+    /// existing bucket is compared with the state it was copied from, walking it once and reporting
+    /// to `progress`; the commit itself writes a few keys per bucket.
     ///
     /// ```swift
     /// let people = try db.stageImport(creating: "Person")
