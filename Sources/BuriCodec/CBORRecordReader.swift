@@ -14,12 +14,14 @@ import Foundation
 /// the next one.
 ///
 /// ```swift
-/// struct Person: Codable, CBORRecordDecodable {
+/// struct Person: Codable {
 ///     var objectId: String
 ///     var name: String
 ///     var locale: String
 ///     var age: Int
+/// }
 ///
+/// extension Person: CBORRecordDecodable {   // an extension keeps the memberwise init
 ///     init(record: inout CBORRecordReader) throws {
 ///         var objectId: String?, name: String?, locale: String?, age: Int?
 ///         while let field = try record.nextField() {
@@ -398,10 +400,12 @@ public struct CBORField {
 /// is unchanged (`Encodable`), so the stored bytes are the same.
 ///
 /// ```swift
-/// struct Person: BuriSupport, CBORRecordDecodable {
+/// struct Person: BuriSupport {
 ///     var objectId: String, name: String, locale: String, age: Int
 ///     static let buri = BuriSchema<Person>(key: \.objectId, indexes: [.numeric("age", \.age)])
+/// }
 ///
+/// extension Person: CBORRecordDecodable {
 ///     init(record: inout CBORRecordReader) throws {
 ///         var objectId: String?, name: String?, locale: String?, age: Int?
 ///         while let field = try record.nextField() {

@@ -1,7 +1,6 @@
-@_exported import protocol BuriCodec.CBORRecordDecodable
-@_exported import struct BuriCodec.CBORRecordReader
-@_exported import struct BuriCodec.CBORField
-import BuriCodec
+// The whole codec, not only the reader's types: a scoped import would hide `CBORField`'s `~=`
+// (what `switch field { case "name": ... }` needs) from a module that imports only Buri.
+@_exported import BuriCodec
 
 // The opt-in decoding fast path: a bucket whose type adopts `CBORRecordDecodable` reads its
 // objects through `T(record:)`, a hand-written walk over the record's fields, instead of
@@ -11,10 +10,12 @@ import BuriCodec
 /// hand-written `init(record:)` (see ``CBORRecordReader``), as GRDB's `init(row:)` reads columns.
 ///
 /// ```swift
-/// struct Person: BuriSupport, BuriRecordDecodable {
+/// struct Person: BuriSupport {
 ///     var objectId: String, name: String, locale: String, age: Int
 ///     static let buri = BuriSchema<Person>(key: \.objectId, indexes: [.numeric("age", \.age)])
+/// }
 ///
+/// extension Person: BuriRecordDecodable {   // an extension keeps the memberwise init
 ///     init(record: inout CBORRecordReader) throws {
 ///         var objectId: String?, name: String?, locale: String?, age: Int?
 ///         while let field = try record.nextField() {
