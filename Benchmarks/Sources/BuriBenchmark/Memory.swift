@@ -217,6 +217,7 @@ enum FillProbe {
         case FloorSystem.name:
             let layout = try FloorLayout.learn(in: directory)
             system = try FloorSystem(path: directory + "/floor", workload: workload, layout: layout, bytes: FloorSystem.Bytes(workload: workload, layout: layout))
+        case BuriBestSystem.name: system = try BuriBestSystem(path: directory + "/buri-best", workload: workload)
         case GRDBSystem.name: system = try GRDBSystem(path: directory + "/grdb.sqlite", workload: workload)
         case GRDBBestSystem.name: system = try GRDBBestSystem(path: directory + "/grdb.sqlite", workload: workload)
         default: throw BenchmarkFailure("unknown system \(name)")

@@ -22,7 +22,7 @@ struct Options {
     var rows: Set<Row> = Set(Row.allCases)
     /// `--scale`: the counts to run, smallest first (nil: just `count`).
     var scale: [Int]?
-    var systems: [String] = [BuriSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name, GRDBBestSystem.name]
+    var systems: [String] = [BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name, GRDBBestSystem.name]
 
     init(arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -51,7 +51,7 @@ struct Options {
                 rows = Set(Row.allCases.filter { wanted.contains($0.id) })
             case "--systems":
                 // Names compare by their lowercased letters and digits. A full name selects that
-                // system alone ("buri", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
+                // system alone ("buri", "buri-best", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
                 // every system it starts ("level", "gr", "bur").
                 func simple(_ s: some StringProtocol) -> String { String(s.lowercased().filter { $0.isLetter || $0.isNumber }) }
                 let wanted = try value(argument).split(separator: ",").map(simple)
@@ -59,7 +59,7 @@ struct Options {
                 systems = systems.filter { name in
                     wanted.contains { names.contains($0) ? simple(name) == $0 : simple(name).hasPrefix($0) }
                 }
-                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, buri-in-memory, leveldb, grdb, grdb-best") }
+                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best") }
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)
@@ -78,7 +78,7 @@ struct Options {
           --json           one JSON record per row and system instead of the Markdown tables
           --no-memory      skip the peak-memory measurements (all-objects retrieval and fills)
           --rows           only these rows (ids as in the JSON output); the complex fill always runs
-          --systems        only these systems: buri, buri-in-memory, leveldb, grdb, grdb-best (a full name is
+          --systems        only these systems: buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best (a full name is
                            that system alone, a shorter prefix every system it starts; the table needs
                            Buri, LevelDB and GRDB)
         environment:
@@ -186,6 +186,7 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
             switch name {
             case BuriSystem.name: open[name] = try BuriSystem(path: base + "/buri", workload: workload)
             case BuriSystem.memoryName: open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
+            case BuriBestSystem.name: open[name] = try BuriBestSystem(path: base + "/buri-best", workload: workload)
             case FloorSystem.name: open[name] = try FloorSystem(path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
             case GRDBBestSystem.name: open[name] = try GRDBBestSystem(path: base + "/grdb-best.sqlite", workload: workload)
             default: open[name] = try GRDBSystem(path: base + "/grdb.sqlite", workload: workload)
@@ -276,14 +277,18 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
     print("## Buri throughput: \(formatRate(Double(n))) objects, median of \(m.repetitions) repetition\(m.repetitions == 1 ? "" : "s")")
     print("")
     if !StorageTuning.description.isEmpty { print("LevelDB options changed from Buri's defaults: \(StorageTuning.description)\n") }
-    print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work.")
+    print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. Buri (best) is Buri through the same typed API with a hand-written `init(record:)` (BuriRecordDecodable) on the same stored bytes; Buri (best)/best compares it with GRDB best. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work.")
     print("")
     let withBest = systems.contains(GRDBBestSystem.name)
     let withMemory = systems.contains(BuriSystem.memoryName)
+    let withBuriBest = systems.contains(BuriBestSystem.name)
+    let bothBest = withBuriBest && withBest
     print("| Row | Objects | Buri | LevelDB floor | GRDB |" + (withBest ? " GRDB best |" : "")
           + " Buri/floor | Buri/GRDB |" + (withBest ? " Buri/best |" : "") + " floor/GRDB |" + (withBest ? " floor/best |" : "")
-          + " Targets (≥ ½ floor, ≥ 2× GRDB" + (withBest ? ", ≥ 1× best" : "") + ") |" + (withMemory ? " Buri in memory | memory/Buri |" : ""))
-    print("|---|---:|---:|---:|---:|" + (withBest ? "---:|" : "") + "---:|---:|" + (withBest ? "---:|" : "") + "---:|" + (withBest ? "---:|" : "") + "---|" + (withMemory ? "---:|---:|" : ""))
+          + " Targets (≥ ½ floor, ≥ 2× GRDB" + (withBest ? ", ≥ 1× best" : "") + ") |" + (withMemory ? " Buri in memory | memory/Buri |" : "")
+          + (withBuriBest ? " Buri (best) | Buri (best)/Buri |" : "") + (bothBest ? " Buri (best)/best |" : ""))
+    print("|---|---:|---:|---:|---:|" + (withBest ? "---:|" : "") + "---:|---:|" + (withBest ? "---:|" : "") + "---:|" + (withBest ? "---:|" : "") + "---|" + (withMemory ? "---:|---:|" : "")
+          + (withBuriBest ? "---:|---:|" : "") + (bothBest ? "---:|" : ""))
     for row in rows {
         let buri = m.rate(row, BuriSystem.name)
         let floor = m.rate(row, FloorSystem.name)
@@ -303,6 +308,11 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         if withMemory {
             let memory = m.rate(row, BuriSystem.memoryName)
             line += " \(formatRate(memory)) | \(ratio(memory / buri)) |"
+        }
+        if withBuriBest {
+            let buriBest = m.rate(row, BuriBestSystem.name)
+            line += " \(formatRate(buriBest)) | \(ratio(buriBest / buri)) |"
+            if bothBest { line += " \(ratio(buriBest / best)) |" }
         }
         print(line)
     }

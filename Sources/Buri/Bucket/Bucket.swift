@@ -34,10 +34,14 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// Whether the next object stored is to be checked against the indexes' declared fields
     /// (once per `Bucket`: a wrong `field:` would make `buri import` compute other values).
     let fieldCheckPending: Atomic<Bool>
+    /// `T(record:)` over a payload when `T` adopts ``CBORRecordDecodable``, else nil (decided
+    /// once per bucket, so a read pays no dynamic cast per object).
+    let recordDecoder: RecordDecoder<T>?
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
         self.schema = schema
+        self.recordDecoder = RecordDecoding.decoder(for: T.self)
         var declared: [(IndexDefinition, BuriIndex<T>)] = []
         for index in schema.indexes {
             if let definition = raw.descriptor.index(named: index.name) { declared.append((definition, index)) }
@@ -113,10 +117,18 @@ public final class Bucket<T: BuriSupport>: Sendable {
         }
     }
 
+    /// Decodes one object's payload: through `T(record:)` if `T` adopts ``CBORRecordDecodable``,
+    /// else through `Decodable`.
+    @inline(__always)
+    func decodeObject(_ payload: UnsafeRawBufferPointer) throws -> T {
+        if let recordDecoder { return try recordDecoder(payload) }
+        return try CBORDecoder().decode(T.self, from: payload)
+    }
+
     @inline(__always)
     func decode(_ payload: UnsafeRawBufferPointer, key: String) throws(BuriError) -> T {
         do {
-            return try CBORDecoder().decode(T.self, from: payload)
+            return try decodeObject(payload)
         } catch {
             throw .decodingFailed(bucket: name, key: key, type: String(describing: T.self), reason: String(describing: error))
         }
@@ -243,7 +255,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
         try raw.page(query, size: size) { cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
             do {
-                return try CBORDecoder().decode(T.self, from: cursor.currentPayload)
+                return try decodeObject(cursor.currentPayload)
             } catch {
                 // The key is built only here: returning objects does not need it.
                 throw .decodingFailed(bucket: name, key: cursor.currentKey, type: String(describing: T.self), reason: String(describing: error))
@@ -336,7 +348,7 @@ public final class ObjectCursor<T: BuriSupport> {
     public func next() throws(BuriError) -> T? {
         guard try raw.nextObject() else { return nil }
         do {
-            return try CBORDecoder().decode(T.self, from: raw.currentPayload)
+            return try bucket.decodeObject(raw.currentPayload)
         } catch {
             // The key is built only here: returning objects does not need it.
             throw .decodingFailed(bucket: bucket.name, key: raw.currentKey, type: String(describing: T.self), reason: String(describing: error))

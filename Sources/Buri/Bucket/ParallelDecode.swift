@@ -98,7 +98,7 @@ extension ObjectCursor where T: Sendable {
             // The batch before this one precedes it: its objects, and its first error, come first.
             if let running { try finish(running, into: &objects) }
             running = nil
-            let job = batch.count > 0 ? ParallelDecoding.Job<T>(batch: batch) : nil
+            let job = batch.count > 0 ? ParallelDecoding.Job<T>(batch: batch, recordDecoder: bucket.recordDecoder) : nil
             if let job {
                 job.start()
                 if ended || storageError != nil { try finish(job, into: &objects) } else { running = job }
@@ -174,9 +174,12 @@ enum ParallelDecoding {
         private let failures: UnsafeMutablePointer<(any Error)?>
         private let nextChunk = Atomic<Int>(0)
         private let group = DispatchGroup()
+        /// The bucket's `T(record:)` decoder, if `T` has one.
+        private let recordDecoder: RecordDecoder<T>?
 
-        init(batch: Batch) {
+        init(batch: Batch, recordDecoder: RecordDecoder<T>?) {
             self.batch = batch
+            self.recordDecoder = recordDecoder
             output = .allocate(capacity: batch.count)
             chunks = (batch.count + chunkSize - 1) / chunkSize
             initialized = .allocate(capacity: chunks)
@@ -210,9 +213,13 @@ enum ParallelDecoding {
                 let start = chunk * chunkSize
                 let end = Swift.min(start + chunkSize, batch.count)
                 let decoder = CBORDecoder()
+                let recordDecoder = recordDecoder
                 for index in start..<end {
                     do {
-                        let object = try batch.withPayload(index) { try decoder.decode(T.self, from: $0) }
+                        let object = try batch.withPayload(index) { payload in
+                            if let recordDecoder { return try recordDecoder(payload) }
+                            return try decoder.decode(T.self, from: payload)
+                        }
                         (output + index).initialize(to: object)
                         initialized[chunk] += 1
                     } catch {
