@@ -247,7 +247,9 @@ enum ParallelDecoding {
                 for chunk in 0..<chunks { (output + chunk * chunkSize).deinitialize(count: initialized[chunk]) }
                 return firstFailure
             }
-            objects.reserveCapacity(objects.count + count)
+            // No `reserveCapacity(objects.count + count)` here: it reallocates to exactly that size,
+            // so every batch would copy the whole array (quadratic: 6 µs per object at 1,000,000);
+            // `append(contentsOf:)` grows the array geometrically.
             objects.append(contentsOf: UnsafeBufferPointer(start: output, count: count))
             output.deinitialize(count: count)
             return nil
