@@ -14,9 +14,12 @@
 // - text: RFC 8259 escaping: `"` and `\` escaped, \b \f \n \r \t for those
 //   controls and \u00XX for the other controls below 0x20; everything else,
 //   non-ASCII included, is written as UTF-8.
-// - tags: their content (the tag number is dropped); a date in RFC 9581's
-//   tag 1001 {5: bigfloat} form is written as its seconds since 1970 (the
-//   float64 `Date.timeIntervalSince1970` gives), like a tag 1 date.
+// - tags: their content (the tag number is dropped), except dates: a tag 1
+//   or tag 1001 date is written as its seconds since 1970 as a `Date` holds
+//   them (the float64 `Date.timeIntervalSince1970` gives, its index value):
+//   tag 1's own number when it is exactly that (every date Buri writes),
+//   else that float64 (tag 1001, and tag 1 around a number with more
+//   precision than a `Date` holds).
 // - undefined and other simple values: null.
 // - map keys: text keys as they are; other keys as a string holding their
 //   JSON text (a string-valued key such as bytes gives that string); a
@@ -169,10 +172,19 @@ struct _JSONWriter {
             newline(&out, indent)
             out.append(UInt8(ascii: "}"))
         case .tagged(let tag, let content):
-            if tag == _CBORDate.extendedTag, let seconds = try? _CBORDate.referenceSeconds(value) {
-                // Shown as seconds since 1970, like a tag 1 date (and as a query takes it).
+            if tag == _CBORDate.epochTag || tag == _CBORDate.extendedTag, let seconds = try? _CBORDate.referenceSeconds(value) {
+                // A date is shown as the seconds since 1970 a `Date` holds for it — its index value,
+                // and what a query takes: tag 1's own number when that is exactly it (every date Buri
+                // writes), else the `Double` it rounds to (tag 1 with more precision than a `Date`
+                // holds; tag 1001).
                 let epoch = seconds + _CBORDate.referenceEpochDouble
-                write(.float(epoch), into: &out, indent: indent)
+                let exact: Bool
+                switch content {
+                case .float(let written): exact = written == epoch || (written.isNaN && epoch.isNaN)
+                case .unsigned, .negative: exact = content.doubleValue == epoch
+                default: exact = false
+                }
+                write(tag == _CBORDate.epochTag && exact ? content : .float(epoch), into: &out, indent: indent)
             } else {
                 write(content, into: &out, indent: indent)
             }

@@ -23,6 +23,13 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// A bucket's stored object count (format 4) that is missing, damaged or not the number of
         /// its records. Repair writes the number counted (a count is derived data: nothing else changes).
         case wrongCount
+        /// An object whose stored index values (its record header) are not what its payload's
+        /// fields give, for an index tools compute from recorded fields (`fields`/`fieldPaths`, not
+        /// `computed`): a date stored one way and indexed another, say, or a field that cannot be
+        /// indexed at all. Queries and tools would disagree about the object. Not repaired (which
+        /// side is right is not derived data): store the object again, through its Swift type or
+        /// `buri put`, or restore an export, which recomputes every such index from the fields.
+        case wrongIndexValue
     }
 
     public var kind: Kind
@@ -59,7 +66,8 @@ public struct ConsistencyReport: Sendable {
 extension BuriDatabase {
     /// Checks that every index entry points to an existing object whose stored index values include
     /// it, that every object's stored index values have their entries, that every record decodes,
-    /// and that unique indexes hold each value once. With `repair`, rebuilds the entries from the
+    /// that unique indexes hold each value once, and — for every index tools compute from recorded
+    /// fields — that each object's stored index values are what its fields give (a date included). With `repair`, rebuilds the entries from the
     /// record headers (deleting dangling, stale and unknown entries, adding missing ones) in one
     /// atomic batch; damaged records are reported, never deleted.
     ///
@@ -134,6 +142,9 @@ extension BuriDatabase {
                 }
             }
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+            // Indexes whose values tools compute from the payload's fields: each record's stored
+            // values must be exactly what its fields give (docs/FORMAT.md §13, invariant 9).
+            let computable = descriptor.indexes.filter { $0.uncomputableReason == nil }
             let raw = RawBucket(database: self, descriptor: descriptor, pinned: true)
             reading = descriptor.name
             let records = try snapshot.cursor(in: .prefix(raw.recordPrefix))
@@ -149,15 +160,20 @@ extension BuriDatabase {
                     continue
                 }
                 let parsed: (RecordHeader, Int)
+                let payload: CBORValue
                 do {
-                    parsed = try records.withValue { value throws -> (RecordHeader, Int) in
+                    (parsed, payload) = try records.withValue { value throws -> ((RecordHeader, Int), CBORValue) in
                         let result = try RecordHeader.parse(value)
-                        _ = try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[result.payloadOffset...]))
-                        return result
+                        return (result, try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[result.payloadOffset...])))
                     }
                 } catch {
                     report.problems.append(ConsistencyProblem(kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil, detail: "\(error)"))
                     continue
+                }
+                for definition in computable {
+                    if let problem = Self.valueProblem(definition, header: parsed.0, payload: payload, bucket: descriptor.name, key: objectKey) {
+                        report.problems.append(problem)
+                    }
                 }
                 for entry in parsed.0.entries {
                     guard let indexName = names[entry.index] else {
@@ -306,6 +322,32 @@ extension BuriDatabase {
 }
 
 extension BuriDatabase {
+    /// A `wrongIndexValue` problem if the tuples `header` stores for `definition` (a computable
+    /// index) are not, as a set, the ones `definition.tuples(of: payload)` computes from the fields.
+    fileprivate static func valueProblem(_ definition: IndexDefinition, header: RecordHeader, payload: CBORValue,
+                                         bucket: String, key: String) -> ConsistencyProblem? {
+        let stored = Set(header.entries.lazy.filter { $0.index == definition.id }.map(\.tuple))
+        let fields = (definition.componentPaths ?? []).map(IndexDefinition.fieldPathText).joined(separator: ", ")
+        let computed: Set<[UInt8]>
+        do {
+            computed = Set(try definition.tuples(of: payload).map { $0.flatMap(\.encoded) })
+        } catch {
+            let reason: String
+            if case .invalidIndexValue(_, _, _, let text) = error { reason = text } else { reason = error.description }
+            return ConsistencyProblem(kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
+                                      detail: "its stored index values are (\(describe(stored))), but its field(s) \(fields) cannot be indexed: \(reason)")
+        }
+        guard computed != stored else { return nil }
+        return ConsistencyProblem(kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
+                                  detail: "its stored index values are (\(describe(stored))), but its field(s) \(fields) give (\(describe(computed))); store the object again (or restore an export) to recompute them")
+    }
+
+    /// Tuples as people read them, in byte order: `"EN", 20; "NL", 3`, or `none`.
+    private static func describe(_ tuples: Set<[UInt8]>) -> String {
+        guard !tuples.isEmpty else { return "none" }
+        return tuples.sorted { $0.lexicographicallyPrecedes($1) }.map(IndexTuple.describe).joined(separator: "; ")
+    }
+
     /// Compares bucket `descriptor`'s stored object count with the `counted` record keys the check
     /// walked; a missing (for a bucket with records), damaged or wrong count is a `wrongCount`
     /// problem naming both numbers, which repair fixes by writing the number counted.

@@ -14,9 +14,11 @@ public struct RawObject: Sendable, Hashable {
     /// For each index, the value tuples of the object's entries (one-element tuples for a plain index).
     /// Indexes not named get no entry. Names are matched as bytes (see ``IndexName``).
     public var indexValues: [IndexName: [[IndexValue]]]
-    public var schemaVersion: UInt64
+    /// The schema version written into the object's record header; `nil` (the default) writes the
+    /// bucket's current one (its catalog `schemaVersion`), as its Swift type writes it.
+    public var schemaVersion: UInt64?
 
-    public init(key: String, payload: [UInt8], indexValues: [IndexName: [[IndexValue]]], schemaVersion: UInt64 = 0) {
+    public init(key: String, payload: [UInt8], indexValues: [IndexName: [[IndexValue]]], schemaVersion: UInt64? = nil) {
         self.key = key
         self.payload = payload
         self.indexValues = indexValues
@@ -25,7 +27,7 @@ public struct RawObject: Sendable, Hashable {
 
     /// An object whose index values are keyed by `String`. A `[String: …]` dictionary cannot hold
     /// two names that differ only in Unicode normalization; use ``IndexName`` keys for those.
-    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64 = 0) {
+    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64? = nil) {
         var byName: [IndexName: [[IndexValue]]] = [:]
         for (name, tuples) in indexValues { byName[IndexName(name)] = tuples }
         self.init(key: key, payload: payload, indexValues: byName, schemaVersion: schemaVersion)
@@ -35,7 +37,8 @@ public struct RawObject: Sendable, Hashable {
 extension RawBucket {
     /// Stores raw objects in one atomic batch, exactly as ``Bucket/store(_:)-(some Sequence<T>)`` does
     /// for typed ones: each object's old index entries are replaced, unique indexes are checked, and
-    /// on any error nothing is written.
+    /// on any error nothing is written. Each record carries the object's ``RawObject/schemaVersion``,
+    /// or, when it has none, the bucket's (its catalog entry's `schemaVersion`).
     /// - Throws: ``BuriError/unknownIndex(bucket:index:known:)`` for an index the bucket lacks,
     ///   ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for a tuple of the wrong shape,
     ///   ``BuriError/encodingFailed(bucket:key:reason:)`` for a payload that is not one CBOR item or
@@ -61,7 +64,9 @@ extension RawBucket {
                 }
                 for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
             }
-            let header = RecordHeader(schemaVersion: object.schemaVersion, entries: entries)
+            // Without one of its own, an object carries the bucket's schema version: the version the
+            // catalog says its objects are written at (docs/FORMAT.md §10).
+            let header = RecordHeader(schemaVersion: object.schemaVersion ?? madeDescriptor.schemaVersion, entries: entries)
             var value: [UInt8] = []
             value.reserveCapacity(object.payload.count + 32)
             header.append(to: &value)

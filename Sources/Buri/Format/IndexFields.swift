@@ -1,4 +1,9 @@
 import BuriCodec
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension IndexDefinition {
     /// Why tools cannot compute this index from stored objects, or `nil` if they can: its values
@@ -8,6 +13,11 @@ extension IndexDefinition {
             return "its values are computed by Swift code (a `.computed` index, or a property whose type tools cannot read)"
         }
         if let fieldPaths {
+            if fields != nil {
+                // Buri writes one or the other: a reader that knows only `fields` would read other
+                // fields than one that knows `fieldPaths`, so neither may guess.
+                return "its catalog entry records both `fields` and `fieldPaths`, which Buri never writes together (docs/FORMAT.md §5), so which fields it reads is ambiguous"
+            }
             if fieldPaths.count != components.count {
                 return "its catalog entry has \(fieldPaths.count) field paths for \(components.count) components"
             }
@@ -73,9 +83,22 @@ extension IndexDefinition {
     }
 
     /// For each component, the path of map keys its value is read from: ``fieldPaths``, or each of
-    /// ``fields`` as a one-key path; `nil` when neither is recorded.
+    /// ``fields`` as a one-key path; `nil` when neither is recorded. (An entry with both is
+    /// ambiguous: ``uncomputableReason`` refuses it.)
     public var componentPaths: [[String]]? {
         fieldPaths ?? fields.map { $0.map { [$0] } }
+    }
+
+    /// The paths of the payload fields this index reads as dates (its ``IndexFieldForm/date``
+    /// components), when tools can compute it; empty otherwise.
+    ///
+    /// ```swift
+    /// let due = IndexDefinition(id: 1, name: "due", components: [.numeric], fields: ["due"], fieldForms: [.date])
+    /// due.datePaths   // [["due"]]
+    /// ```
+    public var datePaths: [[String]] {
+        guard uncomputableReason == nil, let paths = componentPaths, let forms = fieldForms else { return [] }
+        return zip(paths, forms).compactMap { $1 == .date ? $0 : nil }
     }
 
     /// Records `paths` (one per component) as this index's fields: as ``fields`` when every path is
@@ -236,4 +259,103 @@ public struct FieldPathError: Error, Sendable, CustomStringConvertible {
     /// What is wrong with it.
     public var reason: String
     public var description: String { "field path '\(path)': \(reason)" }
+}
+
+// MARK: - Dates in tools
+
+extension BucketDescriptor {
+    /// The paths of the payload fields that the bucket's indexes read as dates
+    /// (``IndexDefinition/datePaths``), each once (keys compared as bytes).
+    ///
+    /// ```swift
+    /// let info = try db.bucketInfo(named: "Task")
+    /// info?.datePaths   // [["dueDate"]]
+    /// ```
+    public var datePaths: [[String]] {
+        var paths: [[String]] = []
+        for index in indexes {
+            for path in index.datePaths where !paths.contains(where: { DatePaths.same($0, path) }) { paths.append(path) }
+        }
+        return paths
+    }
+}
+
+/// How tools give a date one meaning on every path (docs/FORMAT.md §10, "Dates in tools"): a
+/// number a person or a JSON file gives for a date is **seconds since 1970**; a record holds a date
+/// as tag 1 or tag 1001 (or, written by format version 1, an untagged number of seconds since
+/// 2001). These rewrite the values at a bucket's date paths (``BucketDescriptor/datePaths``),
+/// directly or as elements of an array there, and leave every other value as it is.
+public enum DatePaths {
+    /// Whether two paths are the same keys, compared as bytes.
+    static func same(_ a: [String], _ b: [String]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
+    /// `object` with the value at each of `paths` (and each element of an array there) replaced by
+    /// `transform(value, path)`; missing fields, `null`s and non-maps on the way are left alone.
+    public static func rewriting(_ object: CBORValue, at paths: [[String]],
+                                 _ transform: (CBORValue, [String]) throws -> CBORValue) rethrows -> CBORValue {
+        var result = object
+        for path in paths where !path.isEmpty {
+            result = try rewrite(result, path: path[...], whole: path, transform)
+        }
+        return result
+    }
+
+    private static func rewrite(_ value: CBORValue, path: ArraySlice<String>, whole: [String],
+                                _ transform: (CBORValue, [String]) throws -> CBORValue) rethrows -> CBORValue {
+        guard let key = path.first else {
+            if case .array(let elements) = value { return .array(try elements.map { try transform($0, whole) }) }
+            return try transform(value, whole)
+        }
+        guard case .map(var entries) = value,
+              let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(key.utf8) == true }) else { return value }
+        entries[position].value = try rewrite(entries[position].value, path: path.dropFirst(), whole: whole, transform)
+        return .map(entries)
+    }
+
+    /// `object` as tools show and export it: each **untagged** number at a date path — a date a
+    /// format version 1 record holds as seconds since 2001 — becomes the tag 1 (or tag 1001) item
+    /// of that same date, so it is shown as seconds since 1970 like every other date, and an
+    /// export carries its meaning. Tagged dates and other values are unchanged.
+    ///
+    /// ```swift
+    /// let old: CBORValue = ["id": "a", "due": .float(1)]            // 2001-01-01T00:00:01Z, version 1
+    /// DatePaths.taggingStoredDates(old, at: [["due"]])["due"]      // .tagged(1, 978307201)
+    /// ```
+    public static func taggingStoredDates(_ object: CBORValue, at paths: [[String]]) -> CBORValue {
+        guard !paths.isEmpty else { return object }
+        return rewriting(object, at: paths) { value, _ in
+            switch value {
+            case .unsigned, .negative, .float:
+                guard let date = value.dateValue else { return value }
+                return CBORValue(date: date)
+            default:
+                return value
+            }
+        }
+    }
+
+    /// Why a number given as seconds since 1970 is not a date.
+    public enum InputError: Error, Sendable, Equatable {
+        /// NaN, or an integer that is not exactly a `Double`.
+        case notADate
+        /// A `Date` (a `Double` of seconds since 2001) cannot hold it exactly; `nearest` is the
+        /// closest seconds since 1970 one can.
+        case inexact(nearest: Double)
+    }
+
+    /// The date item a number given as seconds since 1970 stands for (tag 1, or tag 1001 when a
+    /// float64 of seconds since 1970 cannot give the `Date` back), exactly or not at all.
+    ///
+    /// ```swift
+    /// try DatePaths.dateItem(ofSecondsSince1970: 1_700_000_000)   // .tagged(1, 1700000000)
+    /// try DatePaths.dateItem(ofSecondsSince1970: 0.1)              // throws .inexact(nearest: 0.10000002384185791)
+    /// ```
+    public static func dateItem(ofSecondsSince1970 number: CBORValue) throws(InputError) -> CBORValue {
+        guard let seconds = number.doubleValue, !seconds.isNaN else { throw .notADate }
+        let date = Date(timeIntervalSince1970: seconds)
+        guard date.timeIntervalSince1970 == seconds else { throw .inexact(nearest: date.timeIntervalSince1970) }
+        return CBORValue(date: date)
+    }
 }

@@ -72,6 +72,18 @@ public struct Query: Sendable, Hashable {
         Query(conditions: [Condition(index: index, leading: values, rest: .none)])
     }
 
+    /// Objects whose index `index` equals `values` exactly, given as an array (for a compound index:
+    /// whose leading components equal them): the same query, and so the same continuation tokens,
+    /// as ``index(_:equals:)-(_,IndexValue...)`` with the values listed.
+    ///
+    /// ```swift
+    /// let leading: [IndexValue] = ["EN", 30]
+    /// let english30 = try notes.keys(.index("locale_age", equals: leading))
+    /// ```
+    public static func index(_ index: String, equals values: [IndexValue]) -> Query {
+        Query(conditions: [Condition(index: index, leading: values, rest: .none)])
+    }
+
     /// Objects whose compound index `index` has leading components `leading` and a next component in `range`.
     public static func index(_ index: String, equals leading: [IndexValue], in range: ClosedRange<IndexValue>) -> Query {
         Query(conditions: [Condition(index: index, leading: leading, rest: .range(lower: .inclusive(range.lowerBound), upper: .inclusive(range.upperBound)))])
