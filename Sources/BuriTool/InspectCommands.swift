@@ -238,9 +238,9 @@ struct Get: ParsableCommand {
         }
         let out = Output.standardOutput()
         if json {
-            try out.line(try exportRecordLine(bucket: bucket, record: record))
+            try out.line(try exportRecordLine(bucket: bucket, record: record, dates: raw.descriptor.datePaths))
         } else {
-            try out.line(try jsonText(ofPayload: record.payload, pretty: true, bucket: bucket, key: key))
+            try out.line(try jsonText(ofPayload: record.payload, pretty: true, bucket: bucket, key: key, dates: raw.descriptor.datePaths))
         }
         try out.flush()
     }
@@ -363,6 +363,7 @@ struct QueryCommand: ParsableCommand {
             throw ToolError(BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
         }
         var query = try makeQuery(definition)
+        let dates = raw.descriptor.datePaths
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
@@ -382,7 +383,7 @@ struct QueryCommand: ParsableCommand {
             let next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
                 if objects {
                     let page = try raw.recordPage(query, size: pageSize)
-                    for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record)) }
+                    for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
                     return page.next
                 }
                 let page = try raw.keyPage(query, size: pageSize)
@@ -399,7 +400,7 @@ struct QueryCommand: ParsableCommand {
         try mapErrors(path: target.database) {
             let cursor = try raw.makeCursor(query)
             if objects {
-                while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record)) }
+                while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
             } else {
                 while let key = try cursor.nextKey() { try list.key(key) }
             }
@@ -470,11 +471,12 @@ struct QueryCommand: ParsableCommand {
             if let below { upper = .exclusive(try parseIndexValue(below, kind: kinds[next], index: definition.name, option: "--below")) }
             return .index(definition.name, leading: leading, from: lower, to: upper)
         }
-        // Exact match on the leading components: the last one as a one-value range.
-        guard let last = leading.last else {
+        // Exact match on the leading components: the very query the Swift API's
+        // `.index(name, equals: values…)` builds, so a page token passes between the two.
+        guard !leading.isEmpty else {
             throw ToolError(.usage, "--equals gives no value; give one value per leading component")
         }
-        return .index(definition.name, leading: Array(leading.dropLast()), from: .inclusive(last), to: .inclusive(last))
+        return .index(definition.name, equals: leading)
     }
 }
 

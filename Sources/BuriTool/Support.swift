@@ -318,26 +318,29 @@ final class Progress {
 // MARK: - JSON
 
 /// The JSON text of a CBOR payload.
-func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: String) throws -> String {
+/// `dates`: the bucket's date paths (``BucketDescriptor/datePaths``), where an untagged number (a
+/// format version 1 date, seconds since 2001) is shown as the seconds since 1970 it stands for.
+func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: String, dates: [[String]]) throws -> String {
     do {
-        return try CBORValue(decoding: payload).jsonString(pretty: pretty)
+        return DatePaths.taggingStoredDates(try CBORValue(decoding: payload), at: dates).jsonString(pretty: pretty)
     } catch {
         throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
     }
 }
 
-/// The exact JSON form of a CBOR payload (for export).
-func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String) throws -> String {
+/// The exact JSON form of a CBOR payload (for export); an untagged number at one of `dates` (a
+/// format version 1 date) is written as the tag 1 date it stands for, so the export says what it means.
+func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String, dates: [[String]]) throws -> String {
     do {
-        return try CBORValue(decoding: payload).exactJSONString()
+        return DatePaths.taggingStoredDates(try CBORValue(decoding: payload), at: dates).exactJSONString()
     } catch {
         throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
     }
 }
 
 /// One record as `buri export` writes it: {"bucket","key","object"} with the object in the exact JSON form.
-func exportRecordLine(bucket: String, record: StoredRecord) throws -> String {
-    let object = try exactJSONText(ofPayload: record.payload, bucket: bucket, key: record.key)
+func exportRecordLine(bucket: String, record: StoredRecord, dates: [[String]]) throws -> String {
+    let object = try exactJSONText(ofPayload: record.payload, bucket: bucket, key: record.key, dates: dates)
     return "{\"bucket\":" + jsonString(bucket) + ",\"key\":" + jsonString(record.key) + ",\"object\":" + object + "}"
 }
 

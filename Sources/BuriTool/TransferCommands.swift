@@ -96,6 +96,7 @@ struct Export: ParsableCommand {
                 try out.line(ExportFormat.schemaLine(raw.descriptor))
                 let total = progress.enabled ? (skipDamaged ? (try? raw.count()) ?? 0 : try raw.count()) : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
+                let dates = raw.descriptor.datePaths
                 let cursor = try raw.makeCursor(.all)
                 var done = 0
                 var last: String? = nil
@@ -104,7 +105,7 @@ struct Export: ParsableCommand {
                         last = record.key
                         let object: String
                         do {
-                            object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key)
+                            object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key, dates: dates)
                         } catch {
                             guard skipDamaged, let tool = error as? ToolError else { throw error }
                             report.record(bucket: raw.name, key: record.key, reason: tool.message)
@@ -174,7 +175,7 @@ struct Export: ParsableCommand {
                     report.record(bucket: raw.name, key: key, reason: "an index entry names it, but it has no record")
                     continue
                 }
-                object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key)
+                object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key, dates: raw.descriptor.datePaths)
             } catch {
                 if let damage = SkipReport.damage(error) {
                     report.record(bucket: raw.name, key: key, reason: ToolError(damage).message)
@@ -293,7 +294,8 @@ struct Import: ParsableCommand {
         numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
         entry per distinct element (a multi-valued index); a missing or null field gives no \
         entry. A date field (one a Swift Date property's index reads, or one named with --date) \
-        takes seconds since 1970 and is stored as a date, as the Swift type stores it; a \
+        takes seconds since 1970 (in plain objects and export records alike) and is stored \
+        as a date, as the Swift type stores it; a \
         numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
         named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
         computes, or whose declaration names no field, cannot be computed here: such a bucket is \
@@ -331,7 +333,7 @@ struct Import: ParsableCommand {
     @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME); a dotted FIELD (address.zip) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
     var numericIndexes: [String] = []
 
-    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD of plain objects holds a date as seconds since 1970: store it as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
+    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970: store a number there as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
     var dateFields: [String] = []
 
     @Option(name: .customLong("chunk-size"), help: ArgumentHelp("Store the objects in commits of N objects each instead of one atomic commit (for an etcd database over its transaction limits). NOT atomic: an import that fails midway leaves the chunks before the failure stored.", valueName: "n"))
@@ -477,7 +479,7 @@ struct Import: ParsableCommand {
                     // Asked for: one commit per chunk, not atomic as a whole.
                     let raw: RawBucket
                     if existing == nil {
-                        raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions)
+                        raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions, schemaVersion: checked.schemaVersion)
                         createdBucket = true
                     } else {
                         raw = try db.rawBucket(named: bucket)
@@ -497,7 +499,7 @@ struct Import: ParsableCommand {
                 // bucket is created by that commit (until then the catalog does not change).
                 let load: StagedImport
                 if existing == nil {
-                    load = try db.stageImport(creating: bucket, keyField: keyField, indexes: definitions)
+                    load = try db.stageImport(creating: bucket, keyField: keyField, indexes: definitions, schemaVersion: checked.schemaVersion)
                 } else {
                     let existingCount = progress.enabled ? try db.rawBucket(named: bucket).count() : 0
                     progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
@@ -1055,7 +1057,9 @@ struct ImportPlan {
                 throw fail(line, "the record's key \(jsonString(key)) disagrees with its object's key field '\(keyField)' (\(field.jsonString())); fix one of them")
             }
         }
-        return try rawObject(key: key, object: object, line: line)
+        // A plain number in a date field is seconds since 1970 here too (an export writes dates
+        // tagged; a hand-written or foreign record may not), never a version 1 record's 2001 seconds.
+        return try rawObject(key: key, object: try taggingDates(object, line: line), line: line)
     }
 
     /// A new bucket takes the indexes and key field of its schema line (an existing one keeps its
@@ -1096,43 +1100,38 @@ struct ImportPlan {
     }
 
     /// `object` with each plain number in a date field turned into the date it names (seconds since
-    /// 1970), refusing numbers a Swift `Date` cannot hold exactly.
+    /// 1970), refusing numbers a Swift `Date` cannot hold exactly. Plain objects and export records
+    /// alike: a date given as a number means one thing on every path (docs/FORMAT.md §10).
     func taggingDates(_ object: CBORValue, line: Int) throws -> CBORValue {
-        guard case .map(var entries) = object else { return object }
-        // The fields a date index reads, and those named with --date.
-        var dates: [(field: String, index: String?)] = []
+        // The fields a date index reads (top-level or nested), and those named with --date.
+        var dates: [(path: [String], index: String?)] = []
         for definition in definitions {
-            guard let fields = definition.fields, let forms = definition.fieldForms else { continue }
-            for (field, form) in zip(fields, forms) where form == .date { dates.append((field, definition.name)) }
+            for path in definition.datePaths { dates.append((path, definition.name)) }
         }
-        for field in dateFields where !dates.contains(where: { $0.field.utf8.elementsEqual(field.utf8) }) {
-            dates.append((field, nil))
+        for field in dateFields where !dates.contains(where: { $0.path.count == 1 && $0.path[0].utf8.elementsEqual(field.utf8) }) {
+            dates.append(([field], nil))
         }
-        for (field, index) in dates {
-            guard let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(field.utf8) == true }) else { continue }
-            let place = index.map { "field '\(field)' of index '\($0)'" } ?? "date field '\(field)'"
-            let tag = { (value: CBORValue) throws -> CBORValue in
-                switch value {
-                case .unsigned, .negative, .float:
-                    guard let seconds = value.doubleValue, !seconds.isNaN else {
+        guard !dates.isEmpty else { return object }
+        return try DatePaths.rewriting(object, at: dates.map(\.path)) { value, path in
+            switch value {
+            case .unsigned, .negative, .float:
+                let field = IndexDefinition.fieldPathText(path)
+                let index = dates.first { $0.path.elementsEqual(path) { $0.utf8.elementsEqual($1.utf8) } }?.index
+                let place = index.map { "field '\(field)' of index '\($0)'" } ?? "date field '\(field)'"
+                do throws(DatePaths.InputError) {
+                    return try DatePaths.dateItem(ofSecondsSince1970: value)
+                } catch {
+                    switch error {
+                    case .notADate:
                         throw fail(line, "\(place) holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)")
+                    case .inexact(let nearest):
+                        throw fail(line, "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(nearest).jsonString())")
                     }
-                    let date = Date(timeIntervalSince1970: seconds)
-                    guard date.timeIntervalSince1970 == seconds else {
-                        throw fail(line, "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(date.timeIntervalSince1970).jsonString())")
-                    }
-                    return CBORValue(date: date)
-                default:
-                    return value
                 }
-            }
-            if case .array(let elements) = entries[position].value {
-                entries[position].value = .array(try elements.map(tag))
-            } else {
-                entries[position].value = try tag(entries[position].value)
+            default:
+                return value
             }
         }
-        return .map(entries)
     }
 
     /// The object to store: key checked, index values computed from the recorded fields.
