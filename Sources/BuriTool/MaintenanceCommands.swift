@@ -10,9 +10,12 @@ struct Check: ParsableCommand {
         abstract: "Check that indexes and records agree; optionally repair the indexes.",
         discussion: """
         Exits with 0 when the database is consistent, and with 1 after printing one line per \
-        problem otherwise. --repair rebuilds index entries from the record headers (deleting \
-        dangling, stale and unknown entries, adding missing ones) in one atomic batch; damaged \
-        records and unique conflicts are reported, never deleted, and still exit with 1. Damaged \
+        problem otherwise. Besides entries against record headers, it compares each object's \
+        stored index values with what its fields give, for every index tools compute from \
+        fields (wrongIndexValue: a date stored one way and indexed another, say). --repair \
+        rebuilds index entries from the record headers (deleting dangling, stale and unknown \
+        entries, adding missing ones) in one atomic batch; damaged records, unique conflicts and \
+        wrong index values are reported, never deleted or guessed, and still exit with 1. Damaged \
         files (a block or log record failing LevelDB's checksum) exit with 3 instead: salvage \
         them with `buri repair`.
 
