@@ -313,15 +313,26 @@ struct TimedRun: Sendable {
     var seconds: Double
 }
 
-/// Runs each argument list as `buri …`, all at once, and returns the runs in order.
-func runConcurrently(_ commands: [[String]]) throws -> [TimedRun] {
+/// Runs each argument list as `buri …`, up to `width` at a time (each on a thread of its own, not
+/// limited to the number of cores: the runs mostly wait), and returns the runs in order.
+func runConcurrently(_ commands: [[String]], width: Int = 32) throws -> [TimedRun] {
     let results = Mutex<[Int: Result<TimedRun, any Error>]>([:])
-    DispatchQueue.concurrentPerform(iterations: commands.count) { index in
-        let start = DispatchTime.now().uptimeNanoseconds
-        let outcome = Result { try buri(commands[index]) }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        results.withLock { $0[index] = outcome.map { TimedRun(arguments: commands[index], run: $0, seconds: seconds) } }
+    let slots = DispatchSemaphore(value: width)
+    let group = DispatchGroup()
+    for (index, arguments) in commands.enumerated() {
+        slots.wait()
+        group.enter()
+        let thread = Thread {
+            let start = DispatchTime.now().uptimeNanoseconds
+            let outcome = Result { try buri(arguments) }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            results.withLock { $0[index] = outcome.map { TimedRun(arguments: arguments, run: $0, seconds: seconds) } }
+            slots.signal()
+            group.leave()
+        }
+        thread.start()
     }
+    group.wait()
     let all = results.withLock { $0 }
     return try commands.indices.map { index in
         guard let result = all[index] else { throw CocoaError(.featureUnsupported) }
