@@ -71,6 +71,16 @@ func requireAvailableCluster(_ location: String) throws -> EtcdLocation {
     }
 }
 
+/// The message for a request the cluster stopped answering during a command (after the probe at
+/// its start found it available): what a new probe finds, with the engine's own error.
+func etcdUnavailableMessage(_ location: String, _ error: StorageError) -> String {
+    let parsed = try? EtcdLocation(location)
+    let probe = parsed.flatMap { try? EtcdClient(endpoints: $0.endpoints) }?.probe()
+    var message = "'\(location)': the cluster stopped answering during the command (\(error.message))"
+    if let probe, probe.verdict != .available { message += "; now \(probe.summary)" }
+    return message
+}
+
 /// An engine for `location` on a cluster just probed available.
 func etcdEngine(_ location: String) throws -> EtcdEngine {
     _ = try requireAvailableCluster(location)

@@ -41,6 +41,8 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notFound, error.description)
         case .notABuriDatabase, .unsupportedFormat:
             self.init(.notADatabase, error.description)
+        case .storage(let storage) where storage.code == .unavailable && EtcdEngine.isEtcdLocation(path ?? storage.location ?? ""):
+            self.init(.failure, etcdUnavailableMessage(path ?? storage.location ?? "", storage))
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
