@@ -85,6 +85,17 @@ public final class EtcdClient: Sendable {
         return try Self.keyValues(reply["kvs"]).map { ($0.key, $0.value) }
     }
 
+    /// How many keys `[start, end)` holds now (a linearizable count; etcd walks its index for it),
+    /// with the revision it was counted at.
+    ///
+    /// ```swift
+    /// let (keys, revision) = try client.count(from: Array("app\0".utf8), to: Array("app\u{1}".utf8))
+    /// ```
+    public func count(from start: [UInt8], to end: [UInt8]) throws(StorageError) -> (count: UInt64, revision: UInt64) {
+        let reply = try call("/v3/kv/range", ["key": Self.base64(start), "range_end": Self.base64(end), "count_only": true], ambiguousIsSafe: true)
+        return (Self.int(reply["count"]), Self.revision(of: reply))
+    }
+
     /// Compacts the cluster's history up to `revision`: reads at earlier revisions fail from then
     /// on. Cluster-wide (every database in it).
     public func compact(to revision: UInt64) throws(StorageError) {
@@ -140,10 +151,10 @@ public final class EtcdClient: Sendable {
             case let .reply(json):
                 if let message = json["error"] as? String ?? json["message"] as? String, json["header"] == nil {
                     let code = (json["code"] as? NSNumber)?.intValue ?? -1
-                    if code == 14 || message.contains("no leader") || message.contains("leader changed") || message.contains("timed out") {
+                    if code == 14 || message.contains("no leader") || message.contains("leader changed") || message.contains("timed out") || message.contains("deadline exceeded") {
                         // Unavailable: an election is under way, or this member lost its leader.
                         lastProblem = "\(endpoint): \(message)"
-                        if message.contains("timed out") && !ambiguousIsSafe {
+                        if (message.contains("timed out") || message.contains("deadline exceeded")) && !ambiguousIsSafe {
                             throw StorageError(code: .unavailable, message: "\(message) at \(endpoint); the commit may or may not have been applied: read again before retrying", location: address)
                         }
                         rotate(from: index)

@@ -82,14 +82,15 @@ public final class EtcdEngine: StorageEngine, Sendable {
 
     /// Opens the database a location names: `etcd://HOST:PORT[,HOST:PORT…]/NAME`, optionally
     /// followed by `?max-txn-ops=N&max-request-bytes=M` (the cluster's limits; etcd's defaults
-    /// otherwise). A host without a port gets 2379.
+    /// otherwise). A host without a port gets 2379. A malformed location is refused (see
+    /// ``EtcdLocation``). `retryWindow` is how long a request no member answers is retried.
     ///
     /// ```swift
     /// let engine = try EtcdEngine(location: "etcd://127.0.0.1:2379/app?max-txn-ops=4096")
     /// ```
-    public convenience init(location: String) throws(StorageError) {
+    public convenience init(location: String, retryWindow: Double = 30) throws(StorageError) {
         let parsed = try EtcdLocation(location)
-        try self.init(endpoints: parsed.endpoints, name: parsed.name, limits: parsed.limits)
+        try self.init(endpoints: parsed.endpoints, name: parsed.name, limits: parsed.limits, retryWindow: retryWindow)
     }
 
     /// Whether `location` names an etcd database (starts with `etcd://`).
@@ -412,31 +413,46 @@ final class EtcdBatch: StorageBatch {
     func finalOperations() -> [Operation] { operations }
 }
 
-/// A parsed `etcd://` location.
-struct EtcdLocation {
-    var endpoints: [String]
-    var name: String
-    var limits: EtcdLimits
+/// A parsed `etcd://` location: the members' `host:port` list, the database's name and the
+/// cluster's limits. The accepted form is ``form``; anything else (another scheme, an empty or
+/// malformed host, a port that is not a number from 1 to 65535, an unknown, repeated or
+/// non-numeric query parameter) is refused with ``StorageError/Code/invalidArgument`` and a
+/// message that shows the form.
+///
+/// ```swift
+/// let location = try EtcdLocation("etcd://10.0.0.1:2379,[::1]:2381/people?max-txn-ops=4096")
+/// // location.endpoints == ["10.0.0.1:2379", "[::1]:2381"], location.name == "people"
+/// ```
+public struct EtcdLocation: Sendable, Hashable {
+    /// `host:port` of each member (a host without a port gets 2379; IPv6 hosts in brackets).
+    public var endpoints: [String]
+    /// The database's name in the cluster (percent-decoded).
+    public var name: String
+    /// The limits the query parameters name (etcd's defaults otherwise).
+    public var limits: EtcdLimits
 
-    init(_ location: String) throws(StorageError) {
+    /// How an etcd location is written.
+    public static let form = "etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M]"
+
+    public init(_ location: String) throws(StorageError) {
+        func refuse(_ problem: String) -> StorageError {
+            StorageError(code: .invalidArgument, message: "'\(location)' is not a valid etcd location: \(problem); write \(Self.form)", location: location)
+        }
         guard location.hasPrefix("etcd://") else {
-            throw StorageError(code: .invalidArgument, message: "'\(location)' is not an etcd location; write etcd://HOST:PORT[,HOST:PORT…]/NAME", location: location)
+            throw refuse("it does not start with etcd://")
         }
         let rest = location.dropFirst("etcd://".count)
+        if rest.contains("#") { throw refuse("it contains '#' (write a '#' in the name as %23)") }
         guard let slash = rest.firstIndex(of: "/") else {
-            throw StorageError(code: .invalidArgument, message: "'\(location)' names no database; write etcd://HOST:PORT[,HOST:PORT…]/NAME", location: location)
+            throw refuse(rest.isEmpty ? "it names no member and no database" : "it names no database (no '/NAME' after the members)")
         }
         let hosts = rest[..<slash].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        guard !hosts.isEmpty, !hosts.contains(where: \.isEmpty) else {
-            throw StorageError(code: .invalidArgument, message: "'\(location)' has an empty host in its member list", location: location)
-        }
-        endpoints = hosts.map { $0.contains(":") ? $0 : $0 + ":2379" }
-        for endpoint in endpoints {
-            guard !endpoint.hasPrefix(":") else {
-                throw StorageError(code: .invalidArgument, message: "'\(endpoint)' in '\(location)' has no host", location: location)
-            }
-            guard let port = endpoint.split(separator: ":").last, let number = Int(port), (1...65535).contains(number) else {
-                throw StorageError(code: .invalidArgument, message: "'\(endpoint)' in '\(location)' has no valid port", location: location)
+        if hosts == [""] { throw refuse("it names no member (no HOST:PORT between etcd:// and /NAME)") }
+        endpoints = []
+        for host in hosts {
+            switch Self.endpoint(host) {
+            case .success(let endpoint): endpoints.append(endpoint)
+            case .failure(let problem): throw refuse(problem.text)
             }
         }
         var path = rest[rest.index(after: slash)...]
@@ -446,21 +462,61 @@ struct EtcdLocation {
             path = path[..<mark]
         }
         guard let decoded = String(path).removingPercentEncoding else {
-            throw StorageError(code: .invalidArgument, message: "the database name in '\(location)' is not valid percent-encoding", location: location)
+            throw refuse("the database name '\(path)' is not valid percent-encoding")
         }
+        guard !decoded.isEmpty else { throw refuse("the database name after the '/' is empty") }
+        guard !decoded.utf8.contains(0) else { throw refuse("the database name contains a NUL byte, which ends the key prefix") }
         name = decoded
         limits = EtcdLimits()
-        for item in query.split(separator: "&") where !item.isEmpty {
-            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let value = Int(parts[1]), value > 0 else {
-                throw StorageError(code: .invalidArgument, message: "'\(item)' in '\(location)' is not NAME=POSITIVE-NUMBER", location: location)
+        var seen = Set<String>()
+        for item in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let known = ["max-txn-ops", "max-request-bytes"]
+            guard known.contains(parts[0]) else {
+                throw refuse("'\(parts[0])' is not a parameter of an etcd location (known: max-txn-ops, max-request-bytes)")
             }
-            switch parts[0] {
-            case "max-txn-ops": limits.maxTxnOps = value
-            case "max-request-bytes": limits.maxRequestBytes = value
-            default:
-                throw StorageError(code: .invalidArgument, message: "unknown option '\(parts[0])' in '\(location)'; known: max-txn-ops, max-request-bytes", location: location)
+            guard seen.insert(parts[0]).inserted else { throw refuse("'\(parts[0])' is given twice") }
+            guard parts.count == 2, !parts[1].isEmpty, parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let value = Int(parts[1]), value > 0 else {
+                throw refuse("'\(item)' needs a positive whole number: \(parts[0])=N")
+            }
+            if parts[0] == "max-txn-ops" { limits.maxTxnOps = value } else { limits.maxRequestBytes = value }
+        }
+    }
+
+    private struct Problem: Error { var text: String }
+
+    /// `host[:port]` as `host:port`, or why it is not one.
+    private static func endpoint(_ text: String) -> Result<String, Problem> {
+        if text.isEmpty { return .failure(Problem(text: "its member list has an empty entry (two commas, or a comma at an end)")) }
+        var host: Substring
+        var port: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return .failure(Problem(text: "'\(text)' opens an IPv6 address with '[' but never closes it")) }
+            host = text[text.index(after: text.startIndex)..<close]
+            let after = text[text.index(after: close)...]
+            if !after.isEmpty {
+                guard after.first == ":" else { return .failure(Problem(text: "'\(text)' has '\(after)' after its IPv6 address; write [ADDRESS]:PORT")) }
+                port = after.dropFirst()
+            }
+            guard !host.isEmpty, host.contains(":"), host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" || $0.isLetter || $0.isNumber }) else {
+                return .failure(Problem(text: "'\(text)' does not hold an IPv6 address between its brackets"))
+            }
+        } else {
+            let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+            if pieces.count > 2 { return .failure(Problem(text: "'\(text)' has more than one ':' (write an IPv6 address in brackets: [::1]:2379)")) }
+            host = pieces[0]
+            port = pieces.count == 2 ? pieces[1] : nil
+            if host.isEmpty { return .failure(Problem(text: "'\(text)' has no host before the port")) }
+            guard host.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "." || $0 == "_") }) else {
+                return .failure(Problem(text: "'\(host)' is not a host name or IPv4 address (letters, digits, '-', '.' and '_' only)"))
             }
         }
+        guard let port else { return .success(text + ":2379") }
+        guard !port.isEmpty else { return .failure(Problem(text: "'\(text)' has no port after its ':'")) }
+        guard port.utf8.allSatisfy({ (0x30...0x39).contains($0) }), port.count <= 5, let number = Int(port), (1...65535).contains(number) else {
+            return .failure(Problem(text: "'\(port)' in '\(text)' is not a port (a number from 1 to 65535)"))
+        }
+        return .success(text)
     }
 }

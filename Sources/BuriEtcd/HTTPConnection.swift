@@ -114,9 +114,33 @@ final class HTTPConnections: Sendable {
         return nil
     }
 
+    /// Why no connection to a member could be made.
+    struct ConnectFailure: Error {
+        enum Kind: Sendable {
+            /// The host answered that nothing listens on the port (ECONNREFUSED).
+            case refused
+            /// No answer to the connection attempt within the timeout.
+            case timedOut
+            /// The host name does not resolve.
+            case unresolvable
+            /// Anything else the system said (no route, network unreachable, …).
+            case other
+        }
+        var kind: Kind
+        var message: String
+    }
+
     /// A connected socket to `endpoint`, within the timeout, with read and write timeouts set.
     func connect(_ endpoint: String) throws(Failure) -> Int32 {
-        guard let colon = endpoint.lastIndex(of: ":") else { throw .refused("'\(endpoint)' is not host:port") }
+        switch open(endpoint) {
+        case .success(let fd): return fd
+        case .failure(let failure): throw .refused(failure.message)
+        }
+    }
+
+    /// A connected socket to `endpoint`, or why there is none.
+    func open(_ endpoint: String) -> Result<Int32, ConnectFailure> {
+        guard let colon = endpoint.lastIndex(of: ":") else { return .failure(ConnectFailure(kind: .unresolvable, message: "'\(endpoint)' is not host:port")) }
         var host = String(endpoint[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let port = String(endpoint[endpoint.index(after: colon)...])
@@ -130,15 +154,15 @@ final class HTTPConnections: Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, port, &hints, &list)
         guard status == 0, let first = list else {
-            throw .refused("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+            return .failure(ConnectFailure(kind: .unresolvable, message: "cannot resolve \(host): \(String(cString: gai_strerror(status)))"))
         }
         defer { freeaddrinfo(first) }
-        var problem = "no address"
+        var failure = ConnectFailure(kind: .other, message: "no address")
         var current: UnsafeMutablePointer<addrinfo>? = first
         while let info = current {
             current = info.pointee.ai_next
             let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-            if fd < 0 { problem = String(cString: strerror(errno)); continue }
+            if fd < 0 { failure = ConnectFailure(kind: .other, message: String(cString: strerror(errno))); continue }
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
             var result = systemConnect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen)
@@ -157,7 +181,12 @@ final class HTTPConnections: Sendable {
                 }
             }
             if result != 0 {
-                problem = "connect to \(endpoint) failed: \(String(cString: strerror(errno)))"
+                let code = errno
+                let kind: ConnectFailure.Kind = code == ECONNREFUSED ? .refused : code == ETIMEDOUT ? .timedOut : .other
+                // A refusal or timeout on one address says more than "no address" on another.
+                if failure.kind == .other || kind != .other {
+                    failure = ConnectFailure(kind: kind, message: "connect to \(endpoint) failed: \(String(cString: strerror(code)))")
+                }
                 close(fd)
                 continue
             }
@@ -167,9 +196,30 @@ final class HTTPConnections: Sendable {
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             var on: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-            return fd
+            return .success(fd)
         }
-        throw .refused(problem)
+        return .failure(failure)
+    }
+
+    /// One request on a connection of its own (opened, used, closed): what a probe sends, so that
+    /// a failure says exactly which step failed.
+    func single(endpoint: String, path: String, body: [UInt8]) -> Result<Response, SingleFailure> {
+        let fd: Int32
+        switch open(endpoint) {
+        case .success(let opened): fd = opened
+        case .failure(let failure): return .failure(.connect(failure))
+        }
+        defer { close(fd) }
+        switch exchange(fd: fd, request: Self.request(endpoint: endpoint, path: path, body: body)) {
+        case .success(let (response, _)): return .success(response)
+        case .failure(.refused(let problem)), .failure(.lost(let problem)): return .failure(.exchange(problem))
+        }
+    }
+
+    enum SingleFailure: Error {
+        case connect(ConnectFailure)
+        /// Connected, but no whole answer came (within the timeout, or the connection ended).
+        case exchange(String)
     }
 }
 

@@ -21,7 +21,8 @@ struct BuriCommand: ParsableCommand {
           1  `buri check` found problems, `buri repair` could not recover everything, or
              `buri export --skip-damaged` skipped records
           2  usage error: bad arguments, or a query value that does not fit its index
-          3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files)
+          3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
+             an etcd cluster that is unreachable or has no quorum
           4  not a Buri database: missing path, other files, a newer format
           5  the database is in use by another process
           6  not found: unknown bucket, index or key

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Buri
 import BuriCodec
+import BuriEtcd
 import Foundation
 
 // MARK: - check
@@ -101,7 +102,13 @@ struct Check: ParsableCommand {
 struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print LevelDB's statistics: files per level, table files, compactions, memory.",
-        discussion: "Example: buri stats people.buri --json"
+        discussion: """
+        On an etcd location there are no LevelDB files: it prints the cluster's own numbers \
+        instead — the database's key count and revision, and each member's status (leader or \
+        follower, etcd version, revision, backend size and the part in use, Raft index and term).
+
+        Example: buri stats people.buri --json
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -110,6 +117,7 @@ struct Stats: ParsableCommand {
     var json = false
 
     func run() throws {
+        if EtcdEngine.isEtcdLocation(target.database) { return try printEtcdStats(target.database, json: json) }
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
@@ -156,12 +164,21 @@ struct Stats: ParsableCommand {
 struct Compact: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compact the database: rewrite its files, dropping deleted and overwritten data.",
-        discussion: "Example: buri compact people.buri"
+        discussion: """
+        On an etcd location: purges the database's retired generations (old bucket contents \
+        replaced by imports, deleteAll), then compacts the cluster's history up to the current \
+        revision — etcd keeps every revision until compacted. The compaction is cluster-wide \
+        (every database in the cluster; reads fixed at an earlier revision must run again); \
+        defragmenting each member (etcdctl defrag) gives the freed space back to its file system.
+
+        Example: buri compact people.buri
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
+        if EtcdEngine.isEtcdLocation(target.database) { return try compactEtcd(target.database) }
         let db = try target.open(purgesInBackground: false)
         defer { db.close() }
         let before = sizeOnDisk(target.database)
@@ -194,7 +211,9 @@ struct Repair: ParsableCommand {
         LevelDB dropped, objects known lost, objects recovered from a log record that failed its \
         checksum (verify them), problems left — and exits with 0 when everything was recovered, \
         1 when anything was lost or is suspect. Close every other user of the database first and \
-        keep a copy of its directory: what cannot be read is dropped.
+        keep a copy of its directory: what cannot be read is dropped. LevelDB directories only: \
+        on an etcd location (whose members keep their own checksummed replicas) it refuses with \
+        exit 2; `buri check --repair` rebuilds index entries there.
 
         Example: buri repair people.buri
         """
@@ -204,7 +223,8 @@ struct Repair: ParsableCommand {
 
     func run() throws {
         let path = target.database
-        switch pathState(path) {
+        if EtcdEngine.isEtcdLocation(path) { try refuseRepairOnEtcd(path) }
+        switch try pathState(path) {
         case .missing:
             throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")
         case .file:

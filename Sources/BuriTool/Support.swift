@@ -41,6 +41,8 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notFound, error.description)
         case .notABuriDatabase, .unsupportedFormat:
             self.init(.notADatabase, error.description)
+        case .storage(let storage) where storage.code == .unavailable && EtcdEngine.isEtcdLocation(path ?? storage.location ?? ""):
+            self.init(.failure, etcdUnavailableMessage(path ?? storage.location ?? "", storage))
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
@@ -85,6 +87,7 @@ struct DatabaseArgument: ParsableArguments {
 
     func validate() throws {
         if let wait, !(wait >= 0 && wait <= 86_400 * 365) { throw ValidationError("--wait takes a number of seconds from 0 up, not \(wait)") }
+        if let problem = locationProblem(database) { throw ValidationError(problem) }
     }
 }
 
@@ -99,16 +102,9 @@ enum PathState {
     case damaged
 }
 
-func pathState(_ path: String) -> PathState {
-    if EtcdEngine.isEtcdLocation(path) {
-        // Whether the cluster holds keys under this database's prefix.
-        guard let engine = try? EtcdEngine(location: path) else { return .file }
-        defer { engine.close() }
-        guard let snapshot = try? engine.snapshot() else { return .missing }
-        // Any key: a database (opening it refuses data that is not Buri's).
-        let cursor = try? snapshot.cursor(in: .all, reverse: false)
-        return ((try? cursor?.next()) ?? false) ? .database : .missing
-    }
+/// An etcd location is probed first: a cluster that cannot answer throws (exit 3), never `.missing`.
+func pathState(_ path: String) throws -> PathState {
+    if EtcdEngine.isEtcdLocation(path) { return try etcdPathState(path) }
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
     guard isDirectory.boolValue else { return .file }
@@ -123,17 +119,9 @@ func pathState(_ path: String) -> PathState {
 /// generations waiting to be purged (`docs/FORMAT.md` §6a) are left as they are: a command that
 /// only reads writes nothing, not even the purge a write would resume.
 func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
-    if EtcdEngine.isEtcdLocation(path) {
-        // A database in an etcd cluster: never created here either.
-        if pathState(path) == .missing {
-            throw ToolError(.notADatabase, "'\(path)' holds no Buri database: the cluster has no key under that name (or did not answer); check the name, or create it with 'buri import'")
-        }
-        var options = BuriOptions()
-        options.createIfMissing = false
-        options.purgesInBackground = purges
-        return try mapErrors(path: path) { try BuriDatabase(engine: EtcdEngine(location: path), options: options) }
-    }
-    switch pathState(path) {
+    // A database in an etcd cluster: never created here either.
+    if EtcdEngine.isEtcdLocation(path) { return try openExistingEtcd(path, purges: purges) }
+    switch try pathState(path) {
     case .missing:
         throw ToolError(.notADatabase, missingPathMessage(path))
     case .file:

@@ -336,7 +336,7 @@ struct Import: ParsableCommand {
     @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970: store a number there as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
     var dateFields: [String] = []
 
-    @Option(name: .customLong("chunk-size"), help: ArgumentHelp("Store the objects in commits of N objects each instead of one atomic commit (for an etcd database over its transaction limits). NOT atomic: an import that fails midway leaves the chunks before the failure stored.", valueName: "n"))
+    @Option(name: .customLong("chunk-size"), help: ArgumentHelp("Store the objects straight into the bucket in commits of N objects each, instead of staging them and publishing them in one commit. NOT atomic: an import that fails midway leaves the chunks before the failure stored. (A staged import fits etcd's transaction limits by itself.)", valueName: "n"))
     var chunkSize: Int?
 
     @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
@@ -395,7 +395,7 @@ struct Import: ParsableCommand {
 
     func run() throws {
         let path = target.database
-        let state = pathState(path)
+        let state = try pathState(path)
         switch state {
         case .file:
             throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
@@ -458,7 +458,7 @@ struct Import: ParsableCommand {
             create.storage.errorIfExists = true
             create.syncWrites = true
             if EtcdEngine.isEtcdLocation(path) {
-                db = try mapErrors(path: path) { try BuriDatabase(engine: EtcdEngine(location: path), options: create) }
+                db = try createEtcdDatabase(path)
             } else {
                 do {
                     db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
@@ -537,7 +537,7 @@ struct Import: ParsableCommand {
                 db.close()
                 if EtcdEngine.isEtcdLocation(path) {
                     // The database this import created (its header only): gone again.
-                    try? EtcdEngine(location: path).deleteAll()
+                    removeCreatedEtcdDatabase(path)
                 } else {
                     removeCreatedDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
                 }
@@ -1218,7 +1218,7 @@ struct Restore: ParsableCommand {
 
     func run() throws {
         let path = target.database
-        let state = pathState(path)
+        let state = try pathState(path)
         /// A database without buckets that was there before (one a killed restore left): restored
         /// into, and never removed.
         var existing: BuriDatabase?
@@ -1317,7 +1317,13 @@ struct Restore: ParsableCommand {
                 try flush()
                 let database = try db ?? createDatabase(path)
                 db = database
-                try publishStages(database, stages, progress: progress)
+                do {
+                    try publishStages(database, stages, progress: progress)
+                } catch BuriError.storage(let storage) where storage.code == .limitExceeded {
+                    // Only one commit keeps the restore atomic; an engine with transaction limits
+                    // (etcd) may refuse it for a dump of many buckets.
+                    throw ToolError(.failure, "restore publishes every bucket of the dump in one commit, so that the whole dump appears at once or not at all, and the database's engine refuses a commit that large for \(stages.count) buckets (\(storage.message)); nothing was restored: raise the limit, or import the buckets one at a time with `buri import` (each import is atomic on its own)")
+                }
             }
         } catch {
             for stage in stages { stage.abandon() }
@@ -1326,7 +1332,9 @@ struct Restore: ParsableCommand {
             // Only a database this restore created is removed (one another process created
             // meanwhile made the creation fail, leaving `db` nil).
             if db != nil, existing == nil {
-                if state == .emptyDirectory {
+                if EtcdEngine.isEtcdLocation(path) {
+                    removeCreatedEtcdDatabase(path)
+                } else if state == .emptyDirectory {
                     for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
                         try? manager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
                     }
@@ -1360,7 +1368,9 @@ struct Restore: ParsableCommand {
         var options = BuriOptions()
         options.createIfMissing = false
         options.syncWrites = true
-        let database = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: options) } }
+        let database = EtcdEngine.isEtcdLocation(path)
+            ? try openExistingEtcd(path, purges: true)
+            : try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: options) } }
         let names = try mapErrors(path: path) { try database.bucketNames() }
         guard names.isEmpty else {
             database.close()
@@ -1371,6 +1381,7 @@ struct Restore: ParsableCommand {
 
     /// Creates the new database (once the export has shown it is one).
     func createDatabase(_ path: String) throws -> BuriDatabase {
+        if EtcdEngine.isEtcdLocation(path) { return try createEtcdDatabase(path) }
         var create = BuriOptions()
         create.storage.errorIfExists = true
         create.syncWrites = true

@@ -69,12 +69,39 @@ public final class StagedImport {
 
     /// Stores a chunk of objects into the stage, replacing staged objects of the same keys (as
     /// ``RawBucket/store(_:sync:)`` does). Unique indexes are checked against everything staged.
+    ///
+    /// A chunk the engine refuses as too large for one commit (an etcd cluster's `--max-txn-ops`
+    /// or `--max-request-bytes`) is stored in smaller commits, halved until they fit, in order:
+    /// nobody sees the stage before it is published, so its commits need not be the caller's
+    /// chunks, and the import stays atomic. Only one object whose record and index entries exceed
+    /// the limit on their own is refused.
     /// - Throws: ``BuriError/uniqueViolation(bucket:index:value:holder:)`` and the errors of
-    ///   `store`; nothing of the chunk is staged then (earlier chunks stay staged).
+    ///   `store`. After an error, abandon the import: a chunk stored in several commits may be
+    ///   partly staged (earlier chunks stay staged).
     public func store(_ objects: [RawObject]) throws(BuriError) {
         try checkActive()
-        try stage.store(objects, sync: false)
+        var start = 0
+        while start < objects.count {
+            let end = min(objects.count, start + (fittingChunk ?? objects.count))
+            try storeFitting(objects[start..<end])
+            start = end
+        }
         given += objects.count
+    }
+
+    /// The most objects one commit into the stage has been found to hold, once a larger one was
+    /// refused as over the engine's limits (nil: no refusal yet).
+    private var fittingChunk: Int?
+
+    private func storeFitting(_ objects: ArraySlice<RawObject>) throws(BuriError) {
+        do {
+            try stage.store(Array(objects), sync: false)
+        } catch let error where isOverLimit(error) && objects.count > 1 {
+            let half = objects.count / 2
+            fittingChunk = min(fittingChunk ?? half, half)
+            try storeFitting(objects.prefix(half))
+            try storeFitting(objects.dropFirst(half))
+        }
     }
 
     /// The number of objects staged so far (the copy included).
@@ -82,18 +109,22 @@ public final class StagedImport {
 
     /// Copies the bucket's objects as they were when staging began into the stage, `chunkSize`
     /// records (with their index entries) per commit, calling `progress` with the number copied.
+    /// A commit the engine refuses as over its limits (etcd's `--max-txn-ops`, `--max-request-bytes`)
+    /// is made again with half as many records, until it fits: the copy's commit size never grows
+    /// with the bucket.
     func copyBase(chunkSize: Int, progress: ((Int) -> Void)?) throws(BuriError) {
         guard let snapshot = baseSnapshot, let base else { return }
         let stageId = self.stageId
         let marker = stage.stagingMarker
+        var fitting = max(1, chunkSize)
         try database.run(bucket: bucket) {
             let cursor = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: base.id)))
             var copied = 0
             var more = true
-            while more {
-                let batch = database.engine.makeBatch()
-                var inBatch = 0
-                while inBatch < chunkSize {
+            /// Records read but not yet copied, with their index entry keys.
+            var pending: [(key: [UInt8], value: [UInt8], entries: [[UInt8]])] = []
+            while more || !pending.isEmpty {
+                while more, pending.count < fitting {
                     guard try cursor.next() else { more = false; break }
                     let (key, value) = (cursor.key, cursor.value)
                     let objectKey = try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
@@ -103,23 +134,31 @@ public final class StagedImport {
                     } catch {
                         throw BuriError.corruption(bucket: bucket, key: objectKey, index: nil, reason: "record header: \(error); nothing was imported (run `buri check` first)")
                     }
-                    batch.put(Keyspace.recordKey(bucket: stageId, key: objectKey), value)
-                    for entry in header.entries {
-                        batch.put(Keyspace.indexEntryKey(bucket: stageId, index: entry.index, tuple: entry.tuple, objectKey: objectKey), [])
-                    }
-                    inBatch += 1
+                    pending.append((Keyspace.recordKey(bucket: stageId, key: objectKey), value,
+                                    header.entries.map { Keyspace.indexEntryKey(bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey) }))
                 }
-                if inBatch > 0 {
-                    if let marker { batch.put(marker.key, marker.value) }
-                    // The stage's object count, kept with the records it counts (format 4).
-                    batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(copied + inBatch))
+                if pending.isEmpty { break }
+                let inBatch = min(fitting, pending.count)
+                let batch = database.engine.makeBatch()
+                for item in pending[..<inBatch] {
+                    batch.put(item.key, item.value)
+                    for entry in item.entries { batch.put(entry, []) }
+                }
+                if let marker { batch.put(marker.key, marker.value) }
+                // The stage's object count, kept with the records it counts (format 4).
+                batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(copied + inBatch))
+                do {
                     try database.withWriteLock { () throws(BuriError) in
                         try database.run { try database.commit(batch, conditions: nil, sync: false) }
                     }
-                    copied += inBatch
-                    self.copied = copied
-                    progress?(copied)
+                } catch let error where isOverLimit(error) && inBatch > 1 {
+                    fitting = max(1, inBatch / 2)
+                    continue
                 }
+                pending.removeFirst(inBatch)
+                copied += inBatch
+                self.copied = copied
+                progress?(copied)
             }
         }
     }
@@ -171,6 +210,11 @@ public final class StagedImport {
         guard let compared else {
             throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was written since the import began staging; nothing was imported, run it again")
         }
+        // On a shared engine the walk's range is a condition of the commit, which sees keys put
+        // in it meanwhile but not keys deleted (etcd compares keys that exist). A delete changes
+        // the bucket's object count, so reading the count key makes one more condition — a fixed
+        // number of conditions, whatever the size of the bucket.
+        _ = try database.run { try writer.reader.get(Keyspace.countKey(bucket: base.id)) }
         writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
         try database.retire(stored, replacingWith: stageId, writer: writer)
         return compared
@@ -340,4 +384,11 @@ extension BuriDatabase {
             throw error
         }
     }
+}
+
+/// Whether `error` is an engine's refusal of a commit over its limits (nothing was written).
+private func isOverLimit(_ error: any Error) -> Bool {
+    if let error = error as? BuriError, case .storage(let storage) = error { return storage.code == .limitExceeded }
+    if let error = error as? StorageError { return error.code == .limitExceeded }
+    return false
 }
