@@ -15,7 +15,10 @@ struct Export: ParsableCommand {
         {"bucket": ..., "schema": {"keyField", "schemaVersion", "indexes": [...]}} naming every \
         index with its kinds, fields, field forms, unique and multi-valued flags and version, and \
         its records, one object per line, ordered by bucket name, then key (both bytewise), so the \
-        same database always exports to the same bytes. `buri restore` recreates the database from \
+        same database always exports to the same bytes. An index whose values buri cannot compute \
+        from the object (declared in Swift without `field:`, or `.computed`) has each record carry \
+        its values as stored, in "indexValues", and the header is then ["buri-export",4] \
+        (docs/FORMAT.md §19): every database restores from its own export. `buri restore` recreates the database from \
         it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
         {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
         since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
@@ -289,9 +292,11 @@ struct Import: ParsableCommand {
         abstract: "Create or extend a bucket from JSON Lines, atomically and in bounded memory.",
         discussion: """
         The input is either the output of `buri export` (its first line is the header \
-        ["buri-export",3] (or 2, from an older buri); each further line is a record \
-        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line; records of \
-        other buckets are skipped; a new bucket gets the indexes of its schema line) or plain JSON Lines, one object per line, \
+        ["buri-export",3] or 4 (or 2, from an older buri); each further line is a record \
+        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line, every member \
+        checked (a wrong one is refused, naming line and member); records of \
+        other buckets are skipped; a new bucket gets the indexes of its schema line, and the index \
+        values format 4 records carry) or plain JSON Lines, one object per line, \
         each stored as it is: a plain object is never taken for an export record. A plain object's \
         key is its --key field: a string, or an integer stored as its decimal text. An export \
         record's key must agree with its object's key field, if the object has one.
@@ -310,18 +315,23 @@ struct Import: ParsableCommand {
         takes seconds since 1970 and is stored as a date, as the Swift type stores it; a \
         numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
         named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
-        computes, or whose declaration names no field, cannot be computed here: such a bucket is \
-        refused, naming the index.
+        computes, or whose declaration names no field, cannot be computed here: an existing bucket \
+        with one is refused, naming the index (a new bucket made from a format 4 export takes \
+        the values its records carry).
 
         The import is atomic with bounded memory: the input is read line by line (never held \
-        whole; a pipe is copied to a temporary file first), the bucket's objects and the new ones \
+        whole; a pipe is copied to a temporary file first; a line of any length is read in time \
+        linear in its length, memory growing with the longest line), the bucket's objects and the new ones \
         are stored in chunks under a fresh, unpublished bucket id, and one catalog commit \
-        publishes them. On any error (a bad line, even the last one; a unique index violated) the \
-        stage is purged and the database is left exactly as it was (a database the import would \
-        have created is not created); if the process is killed, the next open purges the stage. \
+        publishes them. On any error (a bad line, even the last one; a unique index violated, \
+        named with its line, key, value and the key holding it) the \
+        stage is deleted before the command ends and the database is left exactly as it was (a database the import would \
+        have created is not created); if the process is killed, the next command that writes to \
+        the database deletes the stage (and gives its space back); running the same import again works. \
         A new bucket's input is checked in a first pass before anything is written, and the \
         bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
-        twice: the last line wins. On a terminal (or with --progress) each phase shows its \
+        twice: the last line wins, and the result counts objects, not lines (it says how many \
+        lines replaced an object of the same key). On a terminal (or with --progress) each phase shows its \
         total, percentage, rate and ETA: checking, copying existing objects, reading and \
         storing, publishing (purging the stage on failure).
 
@@ -1126,7 +1136,7 @@ enum ExportFormat {
     /// What an export line is, its members checked: a schema line {"bucket","schema"} or a record
     /// {"bucket","key","object"} (and, from format 4, "indexValues"), nothing else.
     static func classify(_ members: [CBORMapEntry], version: UInt64, fail: @escaping (String) -> ToolError) throws -> Line {
-        let shapes = "a record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
+        let shapes = "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
         let line = CBORValue.map(members)
         guard let bucketValue = line["bucket"] else { throw fail("the line has no \"bucket\"; in an export (it started with the export header) \(shapes)") }
         guard case .text(let bucket) = bucketValue else { throw fail("\"bucket\" is \(kindName(bucketValue)); it must be the bucket's name as text") }
@@ -1387,7 +1397,13 @@ struct ImportPlan {
         guard case let .record(recordBucket, key, object, indexValues) = parsed else {
             if case let .schema(schemaBucket, schema) = parsed {
                 schemaBuckets.append(schemaBucket)
-                if schemaBucket.utf8.elementsEqual(bucket.utf8) { try adoptSchema(schema, line: line) }
+                if schemaBucket.utf8.elementsEqual(bucket.utf8) {
+                    try adoptSchema(schema, line: line)
+                } else {
+                    // Another bucket's schema is not used, but checked all the same: a malformed
+                    // export is refused whichever bucket is imported from it.
+                    _ = try ExportFormat.parseSchema(schema) { Self.failure(line, $0) }
+                }
             }
             return nil
         }
@@ -1599,16 +1615,19 @@ struct Restore: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
         discussion: """
-        The export must carry schema lines (format 3, written by this buri): each bucket is \
+        The export must carry schema lines (format 3 or 4, written by this buri): each bucket is \
         recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
         multi-valued, versions — so the restored database answers every query the same, and \
-        exporting it again gives the same bytes. The database must be new (a missing path, an \
+        exporting it again gives the same bytes. Every member of every schema line and record is \
+        checked; a wrong one is refused, naming its line and member (docs/FORMAT.md §19). The \
+        entries of indexes whose values only Swift code computes (declared without `field:`, or \
+        `.computed`) are restored from the values format 4 records carry; a format 3 export of \
+        such a bucket is refused, naming the index. The database must be new (a missing path, an \
         empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
         temporary file first): each bucket is staged under a fresh, unpublished id as its records \
         come, and one commit publishes every bucket at once. On any error no database is left \
-        behind; if the process is killed, the new database holds no bucket (the next open purges \
-        what was staged): restore into it again. Indexes whose values Swift code computes \
-        cannot be restored from JSON and are refused, naming them. With --progress (or on a \
+        behind (nor, in a database without buckets, anything staged); if the process is killed, the new database holds no bucket (the next \
+        command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
         terminal) reading and publishing show their total, percentage, rate and ETA.
 
         Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
