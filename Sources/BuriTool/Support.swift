@@ -120,7 +120,7 @@ func pathState(_ path: String) throws -> PathState {
 /// only reads writes nothing, not even the purge a write would resume.
 func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
     // A database in an etcd cluster: never created here either.
-    if EtcdEngine.isEtcdLocation(path) { return try openExistingEtcd(path, purges: purges) }
+    if EtcdEngine.isEtcdLocation(path) { return finishingPurges(try openExistingEtcd(path, purges: purges), purges) }
     switch try pathState(path) {
     case .missing:
         throw ToolError(.notADatabase, missingPathMessage(path))
@@ -136,8 +136,18 @@ func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
         var options = BuriOptions()
         options.createIfMissing = false
         options.purgesInBackground = purges
-        return try mapErrors(path: path) { try BuriDatabase(path: path, options: options) }
+        return finishingPurges(try mapErrors(path: path) { try BuriDatabase(path: path, options: options) }, purges)
     }
+}
+
+/// A command that writes finishes what a killed import or restore staged, and the generations
+/// waiting to be purged, before it does anything else, and compacts their ranges to give their
+/// space back: a background purge would stop when the command ends, leaving them for the next
+/// one (docs/FORMAT.md §6a). If that fails (a full disk), the command goes on, and the next one
+/// that writes tries again.
+func finishingPurges(_ db: BuriDatabase, _ purges: Bool) -> BuriDatabase {
+    if purges { try? db.purgeRetiredBuckets() }
+    return db
 }
 
 /// The sum of the sizes of the files in the database directory.

@@ -15,7 +15,10 @@ struct Export: ParsableCommand {
         {"bucket": ..., "schema": {"keyField", "schemaVersion", "indexes": [...]}} naming every \
         index with its kinds, fields, field forms, unique and multi-valued flags and version, and \
         its records, one object per line, ordered by bucket name, then key (both bytewise), so the \
-        same database always exports to the same bytes. `buri restore` recreates the database from \
+        same database always exports to the same bytes. An index whose values buri cannot compute \
+        from the object (declared in Swift without `field:`, or `.computed`) has each record carry \
+        its values as stored, in "indexValues", and the header is then ["buri-export",4] \
+        (docs/FORMAT.md §19): every database restores from its own export. `buri restore` recreates the database from \
         it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
         {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
         since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
@@ -90,10 +93,12 @@ struct Export: ParsableCommand {
     func export(_ buckets: [RawBucket], to out: Output, report: SkipReport) throws {
         let progress = Progress()
         defer { progress.finish() }
-        try out.line(ExportFormat.header)
+        // Format 4 when a record carries index values (an index tools cannot compute), else 3.
+        try out.line(ExportFormat.header(for: buckets.map(\.descriptor)))
         try mapErrors(path: target.database) {
             for raw in buckets {
                 try out.line(ExportFormat.schemaLine(raw.descriptor))
+                let carried = ExportFormat.carriedIndexes(raw.descriptor)
                 let total = progress.enabled ? (skipDamaged ? (try? raw.count()) ?? 0 : try raw.count()) : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
                 let dates = raw.descriptor.datePaths
@@ -106,6 +111,7 @@ struct Export: ParsableCommand {
                         let object: String
                         do {
                             object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key, dates: dates)
+                                + Self.carriedValues(record, of: raw.name, carried)
                         } catch {
                             guard skipDamaged, let tool = error as? ToolError else { throw error }
                             report.record(bucket: raw.name, key: record.key, reason: tool.message)
@@ -176,6 +182,7 @@ struct Export: ParsableCommand {
                     continue
                 }
                 object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key, dates: raw.descriptor.datePaths)
+                    + Self.carriedValues(record, of: raw.name, ExportFormat.carriedIndexes(raw.descriptor))
             } catch {
                 if let damage = SkipReport.damage(error) {
                     report.record(bucket: raw.name, key: key, reason: ToolError(damage).message)
@@ -188,6 +195,16 @@ struct Export: ParsableCommand {
             }
             try out.line(head + jsonString(key) + ",\"object\":" + object + "}")
             report.exported += 1
+        }
+    }
+
+    /// The record's `"indexValues"` member (format 4; empty when the bucket's indexes are all
+    /// computable): the values its header stores for the indexes tools cannot compute.
+    static func carriedValues(_ record: StoredRecord, of bucket: String, _ carried: [IndexDefinition]) throws -> String {
+        do {
+            return try ExportFormat.indexValuesMember(record.indexValues, carried: carried)
+        } catch {
+            throw ToolError(.failure, "bucket '\(bucket)', key \(jsonString(record.key)): \(error.message); the record is damaged (run `buri check`)")
         }
     }
 
@@ -276,9 +293,11 @@ struct Import: ParsableCommand {
         abstract: "Create or extend a bucket from JSON Lines, atomically and in bounded memory.",
         discussion: """
         The input is either the output of `buri export` (its first line is the header \
-        ["buri-export",3] (or 2, from an older buri); each further line is a record \
-        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line; records of \
-        other buckets are skipped; a new bucket gets the indexes of its schema line) or plain JSON Lines, one object per line, \
+        ["buri-export",3] or 4 (or 2, from an older buri); each further line is a record \
+        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line, every member \
+        checked (a wrong one is refused, naming line and member); records of \
+        other buckets are skipped; a new bucket gets the indexes of its schema line, and the index \
+        values format 4 records carry) or plain JSON Lines, one object per line, \
         each stored as it is: a plain object is never taken for an export record. A plain object's \
         key is its --key field: a string, or an integer stored as its decimal text. An export \
         record's key must agree with its object's key field, if the object has one.
@@ -298,18 +317,23 @@ struct Import: ParsableCommand {
         as a date, as the Swift type stores it; a \
         numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
         named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
-        computes, or whose declaration names no field, cannot be computed here: such a bucket is \
-        refused, naming the index.
+        computes, or whose declaration names no field, cannot be computed here: an existing bucket \
+        with one is refused, naming the index (a new bucket made from a format 4 export takes \
+        the values its records carry).
 
         The import is atomic with bounded memory: the input is read line by line (never held \
-        whole; a pipe is copied to a temporary file first), the bucket's objects and the new ones \
+        whole; a pipe is copied to a temporary file first; a line of any length is read in time \
+        linear in its length, memory growing with the longest line), the bucket's objects and the new ones \
         are stored in chunks under a fresh, unpublished bucket id, and one catalog commit \
-        publishes them. On any error (a bad line, even the last one; a unique index violated) the \
-        stage is purged and the database is left exactly as it was (a database the import would \
-        have created is not created); if the process is killed, the next open purges the stage. \
+        publishes them. On any error (a bad line, even the last one; a unique index violated, \
+        named with its line, key, value and the key holding it) the \
+        stage is deleted before the command ends and the database is left exactly as it was (a database the import would \
+        have created is not created); if the process is killed, the next command that writes to \
+        the database deletes the stage (and gives its space back); running the same import again works. \
         A new bucket's input is checked in a first pass before anything is written, and the \
         bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
-        twice: the last line wins. On a terminal (or with --progress) each phase shows its \
+        twice: the last line wins, and the result counts objects, not lines (it says how many \
+        lines replaced an object of the same key). On a terminal (or with --progress) each phase shows its \
         total, percentage, rate and ETA: checking, copying existing objects, reading and \
         storing, publishing (purging the stage on failure).
 
@@ -412,7 +436,7 @@ struct Import: ParsableCommand {
         }
         let options = try indexOptions()
         // An existing database is opened (and locked) first, so the checks see its catalog.
-        var db: BuriDatabase? = state == .database ? try target.open() : nil
+        var db: BuriDatabase? = state == .database ? try openForLoading(target) : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
         var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
@@ -471,9 +495,13 @@ struct Import: ParsableCommand {
         guard let db else { return }
         var createdBucket = false
         var stage: StagedImport? = nil
+        /// The objects the bucket held before (copied into the stage) and after the import.
+        var before = 0
+        var after = 0
         do {
             try mapErrors(path: path) {
                 var chunk: [RawObject] = []
+                var chunkLines: [Int] = []
                 var chunkBytes = 0
                 if chunkSize != nil {
                     // Asked for: one commit per chunk, not atomic as a whole.
@@ -483,16 +511,20 @@ struct Import: ParsableCommand {
                         createdBucket = true
                     } else {
                         raw = try db.rawBucket(named: bucket)
+                        before = try raw.count()
                     }
                     try eachLine("storing in chunks of \(storeChunk)") { line, number in
                         guard let object = try storing.prepare(line, line: number) else { return }
                         chunk.append(object)
+                        chunkLines.append(number)
                         if chunk.count >= storeChunk {
-                            try raw.store(chunk, sync: true)
+                            try Self.store(chunk, lines: chunkLines, partial: true) { try raw.store($0, sync: true) }
                             chunk.removeAll(keepingCapacity: true)
+                            chunkLines.removeAll(keepingCapacity: true)
                         }
                     }
-                    if !chunk.isEmpty { try raw.store(chunk, sync: true) }
+                    if !chunk.isEmpty { try Self.store(chunk, lines: chunkLines, partial: true) { try raw.store($0, sync: true) } }
+                    after = try raw.count()
                     return
                 }
                 // Atomic: staged under a fresh bucket id, published with one catalog commit; a new
@@ -503,9 +535,12 @@ struct Import: ParsableCommand {
                 } else {
                     let existingCount = progress.enabled ? try db.rawBucket(named: bucket).count() : 0
                     progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
-                    load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { copied in
-                        progress.measure("copying existing objects", done: copied, total: existingCount, bytes: false, detail: nil)
+                    var copied = 0
+                    load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { done in
+                        copied = done
+                        progress.measure("copying existing objects", done: done, total: existingCount, bytes: false, detail: nil)
                     }
+                    before = copied
                     progress.measure("copying existing objects", done: existingCount, total: existingCount, bytes: false, detail: nil, force: true)
                 }
                 stage = load
@@ -513,26 +548,39 @@ struct Import: ParsableCommand {
                     guard let object = try storing.prepare(line, line: number) else { return }
                     chunkBytes += object.payload.count + object.key.utf8.count
                     chunk.append(object)
+                    chunkLines.append(number)
                     if chunk.count >= storeChunk || chunkBytes >= Self.stageChunkBytes {
-                        try load.store(chunk)
+                        try Self.store(chunk, lines: chunkLines, partial: false) { try load.store($0) }
                         chunk.removeAll(keepingCapacity: true)
+                        chunkLines.removeAll(keepingCapacity: true)
                         chunkBytes = 0
                     }
                 }
-                if !chunk.isEmpty { try load.store(chunk) }
+                if !chunk.isEmpty { try Self.store(chunk, lines: chunkLines, partial: false) { try load.store($0) } }
                 chunk = []
                 try storing.checkEnd()
-                try publishStages(db, [load], progress: progress)
+                after = try publishStages(db, [load], progress: progress).reduce(0, +)
             }
             progress.finish()
         } catch {
+            var note = ""
             if let stage {
                 progress.measure("purging the stage", done: 0, total: 1, bytes: false, detail: nil, force: true)
-                stage.abandon()
+                // Deleted now (not left to a background purge this process would not live to
+                // finish), so the database is exactly as it was.
+                do {
+                    try stage.discard()
+                } catch {
+                    note = "buri: note: the import's stage could not be deleted now (\(oneLine(ToolError(error, path: path).message))); it is marked for purging, and the next command that writes to \(path) deletes it\n"
+                }
                 progress.measure("purging the stage", done: 1, total: 1, bytes: false, detail: nil, force: true)
             }
             progress.finish()
-            if createdBucket { try? db.dropBucket(named: bucket) }
+            if !note.isEmpty { writeAll(2, Array(note.utf8)) }
+            if createdBucket {
+                try? db.dropBucket(named: bucket)
+                try? db.purgeRetiredBuckets()
+            }
             if created {
                 db.close()
                 if EtcdEngine.isEtcdLocation(path) {
@@ -550,12 +598,50 @@ struct Import: ParsableCommand {
         }
         let count = storing.prepared
         let out = Output.standardOutput()
-        try out.line("imported \(count) object\(count == 1 ? "" : "s") into bucket '\(bucket)' of \(path)")
+        try out.line(Self.summary(lines: count, before: before, after: after, bucket: bucket, path: path, isNew: existing == nil))
         try out.flush()
         if !storing.skipped.isEmpty {
             writeAll(2, Array("buri: note: skipped export records of other buckets: \(storing.skippedList)\n".utf8))
         }
         for warning in checked.emptyIndexWarnings(objectCount: count) { writeAll(2, Array(warning.utf8)) }
+    }
+
+    /// What the import stored, honestly counted: `lines` objects read, into a bucket that held
+    /// `before` objects and holds `after`. A line whose key an earlier line (or the bucket) had
+    /// replaced that object: the import says so instead of counting it as one more object.
+    static func summary(lines: Int, before: Int, after: Int, bucket: String, path: String, isNew: Bool) -> String {
+        func objects(_ n: Int) -> String { "\(n) object\(n == 1 ? "" : "s")" }
+        let added = after - before
+        let replaced = lines - added
+        if replaced <= 0 {
+            return "imported \(objects(lines)) into bucket '\(bucket)' of \(path)"
+        }
+        if isNew {
+            return "imported \(objects(after)) into bucket '\(bucket)' of \(path) from \(lines) lines: \(replaced) line\(replaced == 1 ? "" : "s") gave a key an earlier line gave (the last line of a key wins)"
+        }
+        return "imported \(lines) lines into bucket '\(bucket)' of \(path): \(objects(added)) added, \(replaced) replacing an object of the same key (one the bucket held, or an earlier line's; the last line of a key wins); the bucket holds \(objects(after))"
+    }
+
+    /// Stores one chunk of objects (read from `lines`) with `store`. When a unique index refuses
+    /// the chunk, the objects are stored one by one to find the first that breaks it, so that the
+    /// error names its line and key, the index, the value and the key that holds it. With
+    /// `partial` (--chunk-size, not atomic) the objects of the lines before it are then stored.
+    static func store(_ chunk: [RawObject], lines: [Int], partial: Bool, _ store: ([RawObject]) throws -> Void) throws {
+        do {
+            try store(chunk)
+        } catch {
+            guard case .uniqueViolation? = error as? BuriError else { throw error }
+            for (object, line) in zip(chunk, lines) {
+                do {
+                    try store([object])
+                } catch {
+                    guard case let .uniqueViolation(name, index, value, holder)? = error as? BuriError else { throw error }
+                    let stored = partial ? "the objects of the lines before it are stored (--chunk-size is not atomic)" : "nothing was imported"
+                    throw ToolError(.invalidInput, "line \(line): key \(jsonString(object.key)): unique index '\(index)' of bucket '\(name)' already holds \(value) for key \(jsonString(holder)); \(stored)")
+                }
+            }
+            throw error
+        }
     }
 
     /// Objects per commit into the stage (and per copied chunk), and the bytes that end a chunk
@@ -571,6 +657,26 @@ struct Import: ParsableCommand {
             }
         } else {
             try? manager.removeItem(atPath: path)
+        }
+    }
+}
+
+/// Opens an existing database for `buri import`, finishing pending purges (see
+/// ``finishingPurges(_:_:)``). A LevelDB directory that holds no key at all — what an import or
+/// restore killed between creating the database and writing its header leaves — is taken as a
+/// new database (it holds nothing to lose), so running the same import again works.
+func openForLoading(_ target: DatabaseArgument) throws -> BuriDatabase {
+    do {
+        return try target.open()
+    } catch let error as ToolError where error.status == .notADatabase && !EtcdEngine.isEtcdLocation(target.database) {
+        var options = BuriOptions()
+        options.createIfMissing = true
+        options.syncWrites = true
+        // Writes the header only into a store without keys; anything else is refused as before.
+        do {
+            return try waitingForLock(target.wait) { try mapErrors(path: target.database) { try BuriDatabase(path: target.database, options: options) } }
+        } catch let again as ToolError where again.status == .notADatabase {
+            throw error
         }
     }
 }
@@ -668,50 +774,193 @@ final class JSONLinesInput {
         guard lseek(fd, start, SEEK_SET) >= 0 else { throw ToolError(.failure, "cannot read the input again: \(String(cString: strerror(errno)))") }
         buffer = []
         position = 0
+        scanned = 0
         consumed = 0
         atEnd = false
     }
 
     /// The next line without its newline, or nil at the end.
+    ///
+    /// Linear in the input, however long a line is: the search for the newline goes on from
+    /// where the last block's search ended (never over the same bytes again), blocks are read
+    /// straight into the buffer's free capacity, and consumed bytes are dropped only once they
+    /// are most of the buffer. Memory is the longest line plus a block.
     func nextLine() throws -> [UInt8]? {
         while true {
-            if let newline = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(buffer[position..<newline])
+            let newline: Int? = buffer.withUnsafeBufferPointer { bytes in
+                guard scanned < bytes.count, let base = bytes.baseAddress,
+                      let found = memchr(base + scanned, 0x0A, bytes.count - scanned) else { return nil }
+                return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            }
+            if let newline {
                 consumed += newline + 1 - position
+                if newline - position > 4 * Self.blockSize {
+                    // A long line: the buffer itself becomes the line (no second copy of it), and
+                    // what follows it starts a new buffer.
+                    let rest = Array(buffer[(newline + 1)...])
+                    buffer.removeSubrange(newline...)
+                    buffer.removeSubrange(0..<position)
+                    let line = buffer
+                    buffer = rest
+                    position = 0
+                    scanned = 0
+                    return line
+                }
+                let line = Array(buffer[position..<newline])
                 position = newline + 1
+                scanned = position
+                releaseIfLarge()
                 return line
             }
+            scanned = buffer.count
             if atEnd {
                 guard position < buffer.count else { return nil }
                 let line = Array(buffer[position...])
                 consumed += buffer.count - position
                 position = buffer.count
+                scanned = position
+                releaseIfLarge()
                 return line
             }
-            buffer.removeFirst(position)
-            position = 0
-            let old = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: Self.blockSize))
+            // Drop the consumed bytes once they are at least half the buffer (each byte is moved
+            // a bounded number of times), then read a block into the free capacity.
+            if position > 0, position * 2 >= buffer.count {
+                buffer.removeSubrange(0..<position)
+                scanned -= position
+                position = 0
+            }
             var got = 0
-            repeat {
-                got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + old, Self.blockSize) }
-            } while got < 0 && errno == EINTR
-            guard got >= 0 else { throw ToolError(.failure, "cannot read the input: \(String(cString: strerror(errno))); nothing was imported") }
-            buffer.removeLast(Self.blockSize - got)
+            var failure: Int32 = 0
+            let readCount = Self.blockSize
+            let tail = [UInt8](unsafeUninitializedCapacity: readCount) { chunk, initialized in
+                repeat {
+                    got = read(fd, chunk.baseAddress, readCount)
+                } while got < 0 && errno == EINTR
+                if got < 0 { failure = errno }
+                initialized = max(0, got)
+            }
+            guard got >= 0 else { throw ToolError(.failure, "cannot read the input: \(String(cString: strerror(failure))); nothing was imported") }
+            buffer.append(contentsOf: tail)
             if got == 0 { atEnd = true }
         }
+    }
+
+    /// Bytes of the buffer already searched for a newline (from `position` on).
+    private var scanned = 0
+
+    /// After a long line, gives its memory back instead of keeping a buffer that large.
+    private func releaseIfLarge() {
+        guard buffer.capacity > 4 * Self.blockSize, buffer.count - position <= Self.blockSize else { return }
+        buffer = Array(buffer[position...])
+        scanned -= position
+        position = 0
     }
 
     /// Closes the input (a temporary copy is gone with it).
     func release() { if owned { _ = Glibc.close(fd) } }
 }
 
-/// The header line of `buri export`'s output, which alone makes the input an export.
+/// The header line of `buri export`'s output, which alone makes the input an export, and the
+/// export's lines (docs/FORMAT.md §19).
 enum ExportFormat {
-    /// 3 added the schema lines; 2 (records only) is still read.
-    static let version: UInt64 = 3
-    static let readable: [UInt64] = [2, 3]
-    static let header = #"["buri-export",3]"#
+    /// The newest format: 4 added the index values a record carries for the indexes `buri` cannot
+    /// compute from an object's fields; 3 added the schema lines; 2 (records only) is still read.
+    static let version: UInt64 = 4
+    static let readable: [UInt64] = [2, 3, 4]
+    /// The header of an export whose records carry no index values: format 3, which an older buri
+    /// reads too.
+    static let header = header(version: 3)
+
+    static func header(version: UInt64) -> String { "[\"buri-export\",\(version)]" }
+
+    /// The header for exporting buckets with these definitions: format 4 if any record carries
+    /// index values (a bucket has an index tools cannot compute), else format 3.
+    static func header(for descriptors: [BucketDescriptor]) -> String {
+        header(version: descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
+    }
+
+    /// The readable formats as text ("2, 3 and 4").
+    static var readableList: String {
+        let names = readable.map(String.init)
+        return names.dropLast().joined(separator: ", ") + " and " + (names.last ?? "")
+    }
+
+    /// The indexes whose values each record of the bucket carries (format 4): those whose values
+    /// tools cannot compute from the object (a Swift declaration without `field:`, a `.computed`
+    /// index), in the bucket's order.
+    static func carriedIndexes(_ descriptor: BucketDescriptor) -> [IndexDefinition] {
+        descriptor.indexes.filter { $0.uncomputableReason != nil }
+    }
+
+    /// The `,"indexValues":{…}` member of a record of a bucket whose `carried` indexes are not
+    /// computable (empty when there are none): for each such index, in the bucket's order, the
+    /// value tuples of the object's entries as stored (from its record header), sorted bytewise
+    /// by their encoding. Each value is an integer, a double, text (a UTF-8 byte string) or
+    /// {"$bytes": …} (other bytes).
+    /// - Throws: the reason, for a stored value that does not read back as itself.
+    static func indexValuesMember(_ values: [IndexName: [[IndexValue]]], carried: [IndexDefinition]) throws(ToolError) -> String {
+        guard !carried.isEmpty else { return "" }
+        var entries: [CBORMapEntry] = []
+        for index in carried {
+            var seen = Set<[UInt8]>()
+            var tuples: [(encoded: [UInt8], values: [IndexValue])] = []
+            for tuple in values[IndexName(index.name)] ?? [] {
+                // The encodings are prefix-free, so the joined bytes order tuples as their elements do.
+                let encoded = tuple.flatMap(\.encoded)
+                if seen.insert(encoded).inserted { tuples.append((encoded, tuple)) }
+            }
+            tuples.sort { $0.encoded.lexicographicallyPrecedes($1.encoded) }
+            var written: [CBORValue] = []
+            for tuple in tuples {
+                var elements: [CBORValue] = []
+                for value in tuple.values {
+                    let element = jsonValue(value)
+                    guard (try? indexValue(element, numeric: value.isNumeric)) == value else {
+                        throw ToolError(.failure, "index '\(index.name)' holds a value (\(value.encoded.map { String($0, radix: 16) }.joined(separator: " "))) that does not read back as itself")
+                    }
+                    elements.append(element)
+                }
+                written.append(.array(elements))
+            }
+            entries.append(CBORMapEntry(key: .text(index.name), value: .array(written)))
+        }
+        return ",\"indexValues\":" + CBORValue.map(entries).exactJSONString()
+    }
+
+    /// An index value as JSON: a number as itself, a byte string as text when it is UTF-8, else as bytes.
+    static func jsonValue(_ value: IndexValue) -> CBORValue {
+        switch value.decoded {
+        case .integer(let number): return .int(number)
+        case .unsigned(let number): return .unsigned(number)
+        case .double(let number): return .float(number)
+        case .bytes(let bytes):
+            if let text = String(validating: bytes, as: UTF8.self) { return .text(text) }
+            return .bytes(bytes)
+        }
+    }
+
+    /// The index value a carried JSON value gives for a component of kind numeric or binary.
+    /// - Throws: the reason it is not one, as text.
+    static func indexValue(_ value: CBORValue, numeric: Bool) throws(ToolError) -> IndexValue {
+        if numeric {
+            switch value {
+            case .unsigned, .negative, .float:
+                do {
+                    return try IndexValue(number: value)
+                } catch {
+                    if case let .invalidIndexValue(_, _, _, reason) = error { throw ToolError(.invalidInput, reason) }
+                    throw ToolError(.invalidInput, error.description)
+                }
+            default:
+                throw ToolError(.invalidInput, "a numeric component takes a number, not \(kindName(value))")
+            }
+        }
+        switch value {
+        case .text(let text): return IndexValue(text)
+        case .bytes(let bytes): return IndexValue(bytes: bytes)
+        default: throw ToolError(.invalidInput, "a binary component takes text or {\"$bytes\": …}, not \(kindName(value))")
+        }
+    }
 
     /// The schema line written before a bucket's records:
     /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"[,"fieldPaths"]}]}}
@@ -737,70 +986,172 @@ enum ExportFormat {
         return "{\"bucket\":" + jsonString(descriptor.name) + ",\"schema\":" + schema.jsonString() + "}"
     }
 
-    /// The bucket schema a schema line describes; `fail` makes the error for a malformed one.
-    static func parseSchema(_ value: CBORValue, fail: (String) -> ToolError) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
-        guard case .map = value, case .array(let list)? = value["indexes"] else {
-            throw fail("a schema line is {\"bucket\": text, \"schema\": {\"keyField\", \"schemaVersion\", \"indexes\": [...]}}")
+    /// The members of one object of an export line, checked: each name one of those it may have
+    /// (compared as bytes), the required ones present; each read with its type checked, so that a
+    /// wrong value is refused naming its member instead of becoming a default.
+    struct Members {
+        let entries: [CBORMapEntry]
+        /// Where the object is, for messages: "the schema", "index 2 ('email') of the schema".
+        let place: String
+        let fail: (String) -> ToolError
+
+        init(_ value: CBORValue, place: String, required: [String], optional: [String] = [], fail: @escaping (String) -> ToolError) throws {
+            self.place = place
+            self.fail = fail
+            let names = required + optional
+            let list = names.map { "\"\($0)\"" }.joined(separator: ", ")
+            guard case .map(let entries) = value else {
+                throw fail("\(place) is \(kindName(value)); it must be an object with the members \(list)")
+            }
+            self.entries = entries
+            for entry in entries {
+                guard let name = entry.key.stringValue else { throw fail("\(place) has a member named \(entry.key.exactJSONString()), which is not text") }
+                guard names.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
+                    throw fail("\(place) has the member \(jsonString(name)), which an export does not have (its members are \(list))")
+                }
+            }
+            for name in required where self[name] == nil {
+                throw fail("\(place) lacks the member \"\(name)\" (its members are \(list))")
+            }
         }
-        var keyField: String? = nil
-        if let field = value["keyField"], !field.isNull {
-            guard let text = field.stringValue else { throw fail("the schema's keyField must be text or null") }
-            keyField = text
+
+        subscript(_ name: String) -> CBORValue? {
+            entries.first { $0.key.stringValue?.utf8.elementsEqual(name.utf8) == true }?.value
+        }
+
+        func wrong(_ name: String, _ value: CBORValue, _ expected: String) -> ToolError {
+            fail("\(place): \"\(name)\" is \(kindName(value)); it must be \(expected)")
+        }
+
+        /// A member that must be true or false.
+        func bool(_ name: String) throws -> Bool {
+            guard let value = self[name] else { throw fail("\(place) lacks the member \"\(name)\"") }
+            guard case .bool(let flag) = value else { throw wrong(name, value, "true or false") }
+            return flag
+        }
+
+        /// A member that must be text (non-empty if `nonEmpty`; or null, if `nullable`).
+        func text(_ name: String, nullable: Bool, nonEmpty: Bool = false) throws -> String? {
+            guard let value = self[name] else { return nil }
+            if nullable, value.isNull { return nil }
+            guard case .text(let text) = value, !(nonEmpty && text.isEmpty) else {
+                throw wrong(name, value, (nonEmpty ? "non-empty text" : "text") + (nullable ? " or null" : ""))
+            }
+            return text
+        }
+
+        /// A member that must be an array (or null, if `nullable`) of text.
+        func texts(_ name: String, nullable: Bool) throws -> [String]? {
+            guard let value = self[name] else { return nil }
+            if nullable, value.isNull { return nil }
+            let expected = "an array of text" + (nullable ? " or null" : "")
+            guard case .array(let items) = value else { throw wrong(name, value, expected) }
+            return try items.map { item in
+                guard case .text(let text) = item else {
+                    throw fail("\(place): \"\(name)\" holds \(kindName(item)); it must be \(expected)")
+                }
+                return text
+            }
+        }
+    }
+
+    /// The bucket schema a schema line describes; `fail` makes the error for a malformed one (the
+    /// caller adds the line). Every member is checked: a value of the wrong type or out of range,
+    /// an unknown or missing member is refused, naming it — never read as a default.
+    static func parseSchema(_ value: CBORValue, fail: @escaping (String) -> ToolError) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
+        let schema = try Members(value, place: "the schema", required: ["keyField", "schemaVersion", "indexes"], fail: fail)
+        let keyField = try schema.text("keyField", nullable: true)
+        guard let versionValue = schema["schemaVersion"], case .unsigned(let schemaVersion) = versionValue else {
+            throw schema.wrong("schemaVersion", schema["schemaVersion"] ?? .null, "an integer from 0 to 18446744073709551615")
+        }
+        guard let indexList = schema["indexes"], case .array(let list) = indexList else {
+            throw schema.wrong("indexes", schema["indexes"] ?? .null, "an array of index objects")
         }
         var indexes: [IndexDefinition] = []
+        var names = Set<[UInt8]>()
         for (position, entry) in list.enumerated() {
-            let place = "index \(position + 1) of the schema"
-            guard let name = entry["name"]?.stringValue, case .array(let kindValues)? = entry["kinds"] else {
-                throw fail("\(place) needs a \"name\" and \"kinds\"")
+            var place = "index \(position + 1) of the schema"
+            let members = ["name", "kinds", "unique", "multiValued", "version", "fields", "fieldForms", "computed"]
+            let first = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
+            guard let name = try first.text("name", nullable: false, nonEmpty: true) else { throw first.fail("\(place) lacks the member \"name\"") }
+            place += " (\(jsonString(name)))"
+            let index = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
+            guard names.insert(Array(name.utf8)).inserted else { throw fail("\(place): another index of the schema has the same name; give each index once") }
+            guard let kindValues = index["kinds"], case .array(let kindList) = kindValues, !kindList.isEmpty else {
+                throw index.wrong("kinds", index["kinds"] ?? .null, "a non-empty array of \"binary\" and \"numeric\"")
             }
             var kinds: [IndexKind] = []
-            for kind in kindValues {
-                guard let text = kind.stringValue, let parsed = IndexKind(rawValue: text) else { throw fail("\(place) ('\(name)') has kind \(kind.jsonString()); kinds are \"binary\" and \"numeric\"") }
+            for kind in kindList {
+                guard let text = kind.stringValue, let parsed = IndexKind(rawValue: text) else {
+                    throw fail("\(place): \"kinds\" holds \(kindName(kind)); a kind is \"binary\" or \"numeric\"")
+                }
                 kinds.append(parsed)
             }
-            func texts(_ member: String) throws -> [String]? {
-                guard let value = entry[member], !value.isNull else { return nil }
-                guard case .array(let items) = value else { throw fail("\(place) ('\(name)'): \"\(member)\" must be an array or null") }
-                return try items.map { item in
-                    guard let text = item.stringValue else { throw fail("\(place) ('\(name)'): \"\(member)\" must hold text") }
-                    return text
-                }
+            func counted<T>(_ member: String, _ items: [T]?, _ what: String) throws -> [T]? {
+                guard let items, items.count != kinds.count else { return items }
+                throw fail("\(place): \"\(member)\" has \(items.count) \(what)\(items.count == 1 ? "" : "s") for \(kinds.count) kind\(kinds.count == 1 ? "" : "s"); give one per kind")
             }
-            let forms = try texts("fieldForms")?.map { text -> IndexFieldForm in
-                guard let form = IndexFieldForm(rawValue: text) else { throw fail("\(place) ('\(name)') has field form '\(text)'") }
+            let unique = try index.bool("unique")
+            let multiValued = try index.bool("multiValued")
+            let computed = try index.bool("computed")
+            guard let versionValue = index["version"], let version = versionValue.int64Value.flatMap({ Int(exactly: $0) }) else {
+                throw index.wrong("version", index["version"] ?? .null, "an integer from \(Int.min) to \(Int.max)")
+            }
+            let fields = try counted("fields", try index.texts("fields", nullable: true), "field")
+            let formNames = try counted("fieldForms", try index.texts("fieldForms", nullable: true), "field form")
+            let forms = try formNames?.map { text -> IndexFieldForm in
+                guard let form = IndexFieldForm(rawValue: text) else {
+                    throw fail("\(place): \"fieldForms\" holds \(jsonString(text)); a field form is \"value\" or \"date\"")
+                }
                 return form
             }
-            guard let version = entry["version"]?.int64Value ?? Optional(0), let unique = entry["unique"]?.boolValue ?? Optional(false) else {
-                throw fail("\(place) ('\(name)') has a malformed version or unique flag")
-            }
             var paths: [[String]]? = nil
-            if let value = entry["fieldPaths"], !value.isNull {
-                guard case .array(let items) = value else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must be an array of arrays of text, or null") }
-                paths = try items.map { item in
-                    guard case .array(let keys) = item, !keys.isEmpty else { throw fail("\(place) ('\(name)'): each of \"fieldPaths\" must be a non-empty array of text") }
+            if let value = index["fieldPaths"], !value.isNull {
+                let expected = "an array of non-empty arrays of text, or null"
+                guard case .array(let items) = value else { throw index.wrong("fieldPaths", value, expected) }
+                paths = try counted("fieldPaths", try items.map { item in
+                    guard case .array(let keys) = item, !keys.isEmpty else { throw fail("\(place): \"fieldPaths\" holds \(kindName(item)); it must be \(expected)") }
                     return try keys.map { key in
-                        guard let text = key.stringValue else { throw fail("\(place) ('\(name)'): \"fieldPaths\" must hold text") }
+                        guard let text = key.stringValue else { throw fail("\(place): a path of \"fieldPaths\" holds \(kindName(key)); it must be \(expected)") }
                         return text
                     }
-                }
+                }, "field path")
             }
-            indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique,
-                                           multiValued: entry["multiValued"]?.boolValue ?? false, version: Int(version),
-                                           fields: try texts("fields"), fieldForms: forms,
-                                           computed: entry["computed"]?.boolValue == true ? true : nil, fieldPaths: paths))
-        }
-        var schemaVersion: UInt64 = 0
-        if let version = value["schemaVersion"], !version.isNull {
-            guard case .unsigned(let number) = version else { throw fail("the schema's schemaVersion must be a non-negative integer") }
-            schemaVersion = number
+            indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
+                                           fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths))
         }
         return (keyField, schemaVersion, indexes)
     }
 
     /// The export format version if `value` is an export header (any version), else nil.
     static func headerVersion(_ value: CBORValue) -> CBORValue? {
-        guard case .array(let parts) = value, parts.count == 2, parts[0] == "buri-export" else { return nil }
+        guard case .array(let parts) = value, parts.count == 2, parts[0].stringValue?.utf8.elementsEqual("buri-export".utf8) == true else { return nil }
         return parts[1]
+    }
+
+    /// One line of an export after its header.
+    enum Line {
+        case schema(bucket: String, schema: CBORValue)
+        case record(bucket: String, key: String, object: CBORValue, indexValues: CBORValue?)
+    }
+
+    /// What an export line is, its members checked: a schema line {"bucket","schema"} or a record
+    /// {"bucket","key","object"} (and, from format 4, "indexValues"), nothing else.
+    static func classify(_ members: [CBORMapEntry], version: UInt64, fail: @escaping (String) -> ToolError) throws -> Line {
+        let shapes = "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
+        let line = CBORValue.map(members)
+        guard let bucketValue = line["bucket"] else { throw fail("the line has no \"bucket\"; in an export (it started with the export header) \(shapes)") }
+        guard case .text(let bucket) = bucketValue else { throw fail("\"bucket\" is \(kindName(bucketValue)); it must be the bucket's name as text") }
+        if line["schema"] != nil {
+            let checked = try Members(line, place: "the schema line of bucket '\(bucket)'", required: ["bucket", "schema"], fail: fail)
+            return .schema(bucket: bucket, schema: checked["schema"] ?? .null)
+        }
+        let record = try Members(line, place: "the record of bucket '\(bucket)'", required: ["bucket", "key", "object"],
+                                 optional: version >= 4 ? ["indexValues"] : [], fail: fail)
+        guard let keyValue = record["key"], case .text(let key) = keyValue else {
+            throw record.wrong("key", record["key"] ?? .null, "the object's key as text")
+        }
+        return .record(bucket: bucket, key: key, object: record["object"] ?? .null, indexValues: record["indexValues"])
     }
 }
 
@@ -823,6 +1174,11 @@ struct ImportPlan {
     var schemaVersion: UInt64 = 0
     /// The indexes (UTF-8 names) that got at least one entry.
     var indexed = Set<[UInt8]>()
+    /// The export format of the input (0 until its header is read; plain JSON Lines have none).
+    var exportVersion: UInt64 = 0
+    /// The indexes of the schema line whose values tools cannot compute: each record carries them
+    /// (format 4, "indexValues"), and they are stored as carried.
+    var carried: [IndexDefinition] = []
 
     /// The new indexes no object gave a value: a field name that matches nothing is likely a typo.
     func emptyIndexWarnings(objectCount: Int) -> [String] {
@@ -965,7 +1321,9 @@ struct ImportPlan {
         }
     }
 
-    func fail(_ line: Int, _ message: String) -> ToolError {
+    func fail(_ line: Int, _ message: String) -> ToolError { Self.failure(line, message) }
+
+    static func failure(_ line: Int, _ message: String) -> ToolError {
         ToolError(.invalidInput, "line \(line): \(message); nothing was imported")
     }
 
@@ -976,10 +1334,11 @@ struct ImportPlan {
         guard bytes[start...].drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
               let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else { return false }
         guard case .unsigned(let number) = version, ExportFormat.readable.contains(number) else {
-            throw fail(line, "this is a `buri export` of format \(version.jsonString()); this buri reads formats \(ExportFormat.readable.map(String.init).joined(separator: " and "))")
+            throw fail(line, "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); import it with the buri that wrote it, or a newer one")
         }
         if first {
             isExport = true
+            exportVersion = number
         } else if !isExport {
             throw fail(line, "an export header may only start the input (the lines before it are plain objects); import the export on its own")
         }
@@ -1036,16 +1395,19 @@ struct ImportPlan {
 
     /// An export line already parsed into its members (`buri restore` routes each to its bucket).
     mutating func prepareRecord(members: [CBORMapEntry], line: Int) throws -> RawObject? {
-        if members.count == 2, let schemaBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
-           let schema = members.first(where: { $0.key == "schema" })?.value {
-            schemaBuckets.append(schemaBucket)
-            if schemaBucket.utf8.elementsEqual(bucket.utf8) { try adoptSchema(schema, line: line) }
+        let parsed = try ExportFormat.classify(members, version: exportVersion) { Self.failure(line, $0) }
+        guard case let .record(recordBucket, key, object, indexValues) = parsed else {
+            if case let .schema(schemaBucket, schema) = parsed {
+                schemaBuckets.append(schemaBucket)
+                if schemaBucket.utf8.elementsEqual(bucket.utf8) {
+                    try adoptSchema(schema, line: line)
+                } else {
+                    // Another bucket's schema is not used, but checked all the same: a malformed
+                    // export is refused whichever bucket is imported from it.
+                    _ = try ExportFormat.parseSchema(schema) { Self.failure(line, $0) }
+                }
+            }
             return nil
-        }
-        guard members.count == 3, let recordBucket = members.first(where: { $0.key == "bucket" })?.value.stringValue,
-              let key = members.first(where: { $0.key == "key" })?.value.stringValue,
-              let object = members.first(where: { $0.key == "object" })?.value else {
-            throw fail(line, "an export record is {\"bucket\": text, \"key\": text, \"object\": ...} and nothing else (this input started with the export header)")
         }
         guard recordBucket.utf8.elementsEqual(bucket.utf8) else {
             skipped[recordBucket, default: 0] += 1
@@ -1059,7 +1421,61 @@ struct ImportPlan {
         }
         // A plain number in a date field is seconds since 1970 here too (an export writes dates
         // tagged; a hand-written or foreign record may not), never a version 1 record's 2001 seconds.
-        return try rawObject(key: key, object: try taggingDates(object, line: line), line: line)
+        return try rawObject(key: key, object: try taggingDates(object, line: line), line: line, carriedValues: try carriedValues(indexValues, line: line))
+    }
+
+    /// The index values a record carries for the indexes tools cannot compute (format 4), checked
+    /// against the bucket's schema: exactly those indexes, each an array of value tuples of its kinds.
+    func carriedValues(_ member: CBORValue?, line: Int) throws -> [IndexName: [[IndexValue]]] {
+        guard let member else {
+            if let index = carried.first {
+                throw fail(line, "the record carries no \"indexValues\", but index '\(index.name)' of bucket '\(bucket)' is not computed from a field (\(index.uncomputableReason ?? "")): every record must carry its values, as `buri export` writes them")
+            }
+            return [:]
+        }
+        guard !carried.isEmpty else {
+            let why = fromSchema ? "its schema line has no index that needs them (each is computed from a field)" : "only a bucket created from the export's schema line takes them (this import computes every index from its field)"
+            throw fail(line, "the record carries \"indexValues\", but bucket '\(bucket)' takes none: \(why); remove the member or import into a new bucket from the whole export")
+        }
+        guard case .map(let entries) = member else {
+            throw fail(line, "\"indexValues\" is \(kindName(member)); it must be an object {index name: [[value, …], …]}")
+        }
+        var result: [IndexName: [[IndexValue]]] = [:]
+        for entry in entries {
+            guard let name = entry.key.stringValue else { throw fail(line, "\"indexValues\" has a member named \(entry.key.exactJSONString()), which is not text") }
+            guard let index = carried.first(where: { $0.name.utf8.elementsEqual(name.utf8) }) else {
+                let known = carried.map { "'\($0.name)'" }.joined(separator: ", ")
+                throw fail(line, "\"indexValues\" names index \(jsonString(name)), which is not one whose values records carry (bucket '\(bucket)': \(known))")
+            }
+            let place = "\"indexValues\" of index '\(index.name)'"
+            guard case .array(let tuples) = entry.value else {
+                throw fail(line, "\(place) is \(kindName(entry.value)); it must be an array of value tuples ([[value, …], …]; [] for no entry)")
+            }
+            var parsed: [[IndexValue]] = []
+            for tuple in tuples {
+                guard case .array(let elements) = tuple, elements.count == index.components.count else {
+                    throw fail(line, "\(place) holds \(kindName(tuple)); each entry is an array of \(index.components.count) value\(index.components.count == 1 ? "" : "s") (\(index.components.map(\.rawValue).joined(separator: ", ")))")
+                }
+                var values: [IndexValue] = []
+                for (element, kind) in zip(elements, index.components) {
+                    do {
+                        values.append(try ExportFormat.indexValue(element, numeric: kind == .numeric))
+                    } catch {
+                        throw fail(line, "\(place) holds \(element.exactJSONString()): \(error.message)")
+                    }
+                }
+                let length = values.reduce(0) { $0 + $1.encoded.count }
+                if length > Self.maxTupleLength {
+                    throw fail(line, "the value of index '\(index.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
+                }
+                parsed.append(values)
+            }
+            result[IndexName(index.name)] = parsed
+        }
+        if let missing = carried.first(where: { result[IndexName($0.name)] == nil }) {
+            throw fail(line, "\"indexValues\" lacks index '\(missing.name)', whose values every record of bucket '\(bucket)' must carry ([] for none)")
+        }
+        return result
     }
 
     /// A new bucket takes the indexes and key field of its schema line (an existing one keeps its
@@ -1068,7 +1484,7 @@ struct ImportPlan {
         guard isNew else { return }
         if sawRecord { throw fail(line, "the schema line of bucket '\(bucket)' comes after its records; it must come before them") }
         if fromSchema { throw fail(line, "bucket '\(bucket)' has a second schema line; give one") }
-        let schema = try ExportFormat.parseSchema(value) { fail(line, $0) }
+        let schema = try ExportFormat.parseSchema(value) { Self.failure(line, $0) }
         for option in options {
             guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
                   index.components == [option.kind], index.componentPaths == [option.path] else {
@@ -1076,10 +1492,11 @@ struct ImportPlan {
             }
         }
         for index in schema.indexes {
-            if let reason = index.uncomputableReason {
-                throw ToolError(.invalidInput, "line \(line): bucket '\(bucket)' has index '\(index.name)', which buri cannot restore from JSON: \(reason); copy this bucket with the Swift API (or BuriDatabase.backup); nothing was imported")
+            if let reason = index.uncomputableReason, exportVersion < 4 {
+                throw ToolError(.invalidInput, "line \(line): bucket '\(bucket)' has index '\(index.name)', which buri cannot compute from the objects: \(reason); this export (format \(exportVersion)) does not carry its values: export the database again with this buri (format 4 carries them), or copy the bucket with the Swift API (BuriDatabase.backup); nothing was imported")
             }
         }
+        carried = schema.indexes.filter { $0.uncomputableReason != nil }
         if let given = keyField, keyGiven, let recorded = schema.keyField, !given.utf8.elementsEqual(recorded.utf8) {
             throw fail(line, "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out")
         }
@@ -1135,7 +1552,7 @@ struct ImportPlan {
     }
 
     /// The object to store: key checked, index values computed from the recorded fields.
-    mutating func rawObject(key: String, object: CBORValue, line: Int) throws -> RawObject {
+    mutating func rawObject(key: String, object: CBORValue, line: Int, carriedValues: [IndexName: [[IndexValue]]] = [:]) throws -> RawObject {
         if key.isEmpty { throw fail(line, "the key is empty; every object needs a non-empty key") }
         if key.utf8.count > Self.maxKeyLength {
             throw fail(line, "the key is \(key.utf8.count) bytes, over the limit of \(Self.maxKeyLength)")
@@ -1143,9 +1560,17 @@ struct ImportPlan {
         if let repeated = object.firstRepeatedMapKey() {
             throw fail(line, "the object has a map with the key \(repeated.exactJSONString()) twice; give each key once")
         }
-        var indexValues: [String: [[IndexValue]]] = [:]
+        var indexValues: [IndexName: [[IndexValue]]] = [:]
         for definition in definitions {
             let tuples: [[IndexValue]]
+            if let values = carriedValues[IndexName(definition.name)] {
+                // Stored as the export carried them (checked against the definition's kinds).
+                if !values.isEmpty {
+                    indexValues[definition.name] = values
+                    indexed.insert(Array(definition.name.utf8))
+                }
+                continue
+            }
             do {
                 tuples = try definition.tuples(of: object, acceptingArrays: isNew && !fromSchema ? true : nil)
             } catch let BuriError.invalidIndexValue(_, _, index, reason) {
@@ -1189,16 +1614,19 @@ struct Restore: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
         discussion: """
-        The export must carry schema lines (format 3, written by this buri): each bucket is \
+        The export must carry schema lines (format 3 or 4, written by this buri): each bucket is \
         recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
         multi-valued, versions — so the restored database answers every query the same, and \
-        exporting it again gives the same bytes. The database must be new (a missing path, an \
+        exporting it again gives the same bytes. Every member of every schema line and record is \
+        checked; a wrong one is refused, naming its line and member (docs/FORMAT.md §19). The \
+        entries of indexes whose values only Swift code computes (declared without `field:`, or \
+        `.computed`) are restored from the values format 4 records carry; a format 3 export of \
+        such a bucket is refused, naming the index. The database must be new (a missing path, an \
         empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
         temporary file first): each bucket is staged under a fresh, unpublished id as its records \
         come, and one commit publishes every bucket at once. On any error no database is left \
-        behind; if the process is killed, the new database holds no bucket (the next open purges \
-        what was staged): restore into it again. Indexes whose values Swift code computes \
-        cannot be restored from JSON and are refused, naming them. With --progress (or on a \
+        behind (nor, in a database without buckets, anything staged); if the process is killed, the new database holds no bucket (the next \
+        command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
         terminal) reading and publishing show their total, percentage, rate and ETA.
 
         Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
@@ -1244,12 +1672,18 @@ struct Restore: ParsableCommand {
         var stages: [StagedImport] = []
         var byName: [[UInt8]: Int] = [:]
         var chunk: [RawObject] = []
+        var chunkLines: [Int] = []
         var chunkBytes = 0
         var chunkOwner = -1
         var total = 0
+        var exportVersion: UInt64 = 0
         func flush() throws {
-            if !chunk.isEmpty { try stages[chunkOwner].store(chunk) }
+            if !chunk.isEmpty {
+                let stage = stages[chunkOwner]
+                try Import.store(chunk, lines: chunkLines, partial: false) { try stage.store($0) }
+            }
             chunk.removeAll(keepingCapacity: true)
+            chunkLines.removeAll(keepingCapacity: true)
             chunkBytes = 0
         }
         func fail(_ line: Int, _ message: String) -> ToolError {
@@ -1268,13 +1702,18 @@ struct Restore: ParsableCommand {
                     }
                     if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
                     guard let header else {
-                        guard let value = try? CBORValue(jsonBytes: line), let version = ExportFormat.headerVersion(value) else {
-                            throw fail(number, "the input is not a `buri export` (it must start with the header \(ExportFormat.header))")
+                        let start = line.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(line.dropFirst(3)) : line
+                        guard let value = try? CBORValue(jsonBytes: start), let version = ExportFormat.headerVersion(value) else {
+                            throw fail(number, "the input is not a `buri export` (it must start with the header \(ExportFormat.header(version: ExportFormat.version)), or \(ExportFormat.header) from an older buri)")
                         }
-                        guard version == .unsigned(ExportFormat.version) else {
-                            throw fail(number, "this export has format \(version.jsonString()), which carries no schema; import its buckets one by one with `buri import`, naming their indexes")
+                        guard case .unsigned(let known) = version, ExportFormat.readable.contains(known) else {
+                            throw fail(number, "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); restore it with the buri that wrote it, or a newer one")
+                        }
+                        guard known >= 3 else {
+                            throw fail(number, "this export has format \(known), written by an older buri before exports carried each bucket's schema (format 3): restore cannot recreate its indexes; import its buckets one by one with `buri import`, naming their indexes")
                         }
                         header = (line, number)
+                        exportVersion = known
                         continue
                     }
                     let members: [CBORMapEntry]
@@ -1283,18 +1722,24 @@ struct Restore: ParsableCommand {
                     } catch let error as CBORError {
                         throw ImportPlan.malformed(error, line: number)
                     }
-                    guard let name = members.first(where: { $0.key == "bucket" })?.value.stringValue else {
-                        throw fail(number, "an export line is a record {\"bucket\": text, \"key\": text, \"object\": ...} or a schema line {\"bucket\": text, \"schema\": ...}")
+                    let parsed = try ExportFormat.classify(members, version: exportVersion) { fail(number, $0) }
+                    let name: String
+                    switch parsed {
+                    case .schema(let bucket, _), .record(let bucket, _, _, _): name = bucket
                     }
                     let nameBytes = Array(name.utf8)
-                    if members.count == 2, members.contains(where: { $0.key == "schema" }) {
-                        if byName[nameBytes] != nil { throw fail(number, "bucket '\(name)' has a second schema line") }
+                    if case .schema = parsed {
+                        if byName[nameBytes] != nil { throw fail(number, "bucket '\(name)' has a second schema line; give one per bucket") }
                         var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
                         _ = try plan.prepare(header.bytes, line: header.number)
                         _ = try plan.prepare(line, line: number)
                         let database = try db ?? createDatabase(path)
                         db = database
-                        stages.append(try database.stageImport(creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion))
+                        do {
+                            stages.append(try database.stageImport(creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion))
+                        } catch let error as BuriError {
+                            throw fail(number, "the schema of bucket '\(name)' is not one a bucket can have: \(ToolError(error, path: path).message)")
+                        }
                         plans.append(plan)
                         byName[nameBytes] = plans.count - 1
                         continue
@@ -1309,7 +1754,7 @@ struct Restore: ParsableCommand {
                     chunkOwner = owner
                     chunkBytes += object.payload.count + object.key.utf8.count
                     chunk.append(object)
-                    total += 1
+                    chunkLines.append(number)
                     if chunk.count >= Import.stageChunk || chunkBytes >= Import.stageChunkBytes { try flush() }
                 }
                 guard header != nil else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
@@ -1318,7 +1763,8 @@ struct Restore: ParsableCommand {
                 let database = try db ?? createDatabase(path)
                 db = database
                 do {
-                    try publishStages(database, stages, progress: progress)
+                    // What the buckets hold (a key given twice in the dump is one object).
+                    total = try publishStages(database, stages, progress: progress).reduce(0, +)
                 } catch BuriError.storage(let storage) where storage.code == .limitExceeded {
                     // Only one commit keeps the restore atomic; an engine with transaction limits
                     // (etcd) may refuse it for a dump of many buckets.
@@ -1326,7 +1772,11 @@ struct Restore: ParsableCommand {
                 }
             }
         } catch {
-            for stage in stages { stage.abandon() }
+            // A database this restore created is removed below; one that was there (a killed
+            // restore's, without buckets) keeps nothing of the stages.
+            for stage in stages {
+                if existing != nil { try? stage.discard() } else { stage.abandon() }
+            }
             db?.close()
             let manager = FileManager.default
             // Only a database this restore created is removed (one another process created
@@ -1366,11 +1816,15 @@ struct Restore: ParsableCommand {
     /// leaves such a database, and restoring into it again must work); refuses one with buckets.
     func openEmptyDatabase(_ path: String) throws -> BuriDatabase {
         var options = BuriOptions()
-        options.createIfMissing = false
         options.syncWrites = true
+        // Created if the directory holds a LevelDB store without a single key (a restore killed
+        // before it wrote the header); refused, as before, if it holds anything that is not Buri's.
+        options.createIfMissing = true
         let database = EtcdEngine.isEtcdLocation(path)
             ? try openExistingEtcd(path, purges: true)
             : try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: options) } }
+        // What a killed restore staged is deleted first (and its space given back).
+        _ = finishingPurges(database, true)
         let names = try mapErrors(path: path) { try database.bucketNames() }
         guard names.isEmpty else {
             database.close()

@@ -28,7 +28,7 @@ struct OutputFormatToolTests {
     @Test func versionNamesTheFormatsAndLevelDB() throws {
         let run = try buri("--version")
         expectSuccess(run)
-        #expect(run.stdout == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 3, LevelDB \(Database.libraryVersion)\n")
+        #expect(run.stdout == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 4, LevelDB \(Database.libraryVersion)\n")
     }
 
     @Test func keysAsJSONOrNULSeparatedKeepAwkwardKeysWhole() throws {

@@ -82,6 +82,10 @@ final class Purger: Sendable {
     private let queue = DispatchQueue(label: "buri.purge", qos: .utility)
     /// Keys deleted per chunk; halved when an engine refuses a batch that large (etcd's max-txn-ops).
     let chunkSize = Atomic<Int>(1_000)
+    /// Held by each chunk from its snapshot to its commit, so that the background pass and a
+    /// purge on the calling thread (``BuriDatabase/purgeRetiredBuckets()``) never interleave: a
+    /// chunk that saw the marker before another deleted it would write it back.
+    let chunkLock = Mutex<Void>(())
 
     func abandon(_ stages: [UInt32]) { state.withLock { $0.abandonedStages.formUnion(stages) } }
     func isAbandoned(_ id: UInt32) -> Bool { state.withLock { $0.abandonedStages.contains(id) } }
@@ -155,8 +159,11 @@ extension BuriDatabase {
     }
 
     /// Purges every retired generation now, on the calling thread, and returns when none is left
-    /// (staged imports of live loads are left alone). The background purge does the same on its own;
-    /// this is for tools and tests that want the space back before going on.
+    /// (staged imports of live loads are left alone), then compacts the key ranges it emptied so
+    /// that their space is given back (on LevelDB; other engines have nothing to compact). The
+    /// background purge deletes the same keys on its own, leaving the space to LevelDB's own
+    /// compactions; this is for tools and tests that want the space back before going on (every
+    /// `buri` command that writes runs it when it opens a database).
     ///
     /// ```swift
     /// try people.deleteAll()
@@ -164,31 +171,66 @@ extension BuriDatabase {
     /// ```
     public func purgeRetiredBuckets() throws(BuriError) {
         try checkOpen()
-        try purgeRetired { false }
+        let purged = try purgeRetired { false }
+        try compactPurged(purged)
     }
 
-    /// One pass: every purgeable id, chunk by chunk, until done or `shouldStop()`.
-    func purgeRetired(shouldStop: () -> Bool) throws(BuriError) {
-        while !shouldStop() {
-            let retired = try retiredBuckets(reader: currentReader())
-            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else { return }
-            while !shouldStop() {
-                if try purgeChunk(bucket: next.id) { break }
+    /// Compacts the record, index and count keys of each purged id (LevelDB drops deleted keys
+    /// only when it rewrites the files holding them).
+    func compactPurged(_ ids: [UInt32]) throws(BuriError) {
+        for id in Set(ids).sorted() {
+            try run {
+                for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: id)), .prefix(Keyspace.indexSpacePrefix(bucket: id)),
+                              .prefix(Keyspace.countKey(bucket: id)), .prefix(Keyspace.retiredKey(bucket: id))] {
+                    try engine.compact(range)
+                }
             }
         }
+    }
+
+    /// One pass: every purgeable id, chunk by chunk, until done or `shouldStop()`. Returns the ids
+    /// it finished purging.
+    @discardableResult
+    func purgeRetired(shouldStop: () -> Bool) throws(BuriError) -> [UInt32] {
+        var purged: [UInt32] = []
+        while !shouldStop() {
+            let retired = try retiredBuckets(reader: currentReader())
+            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else { return purged }
+            while !shouldStop() {
+                if try purgeChunk(bucket: next.id) {
+                    purged.append(next.id)
+                    break
+                }
+            }
+        }
+        return purged
+    }
+
+    /// Purges the keys under retired id `bucket` now, on the calling thread, whatever its marker's
+    /// state (an abandoned stage of this process), then compacts their range. Returns when they are
+    /// gone; the marker goes with the last of them.
+    func purgeNow(bucket: UInt32) throws(BuriError) {
+        while try !purgeChunk(bucket: bucket, force: true) {}
+        try compactPurged([bucket])
     }
 
     /// Deletes up to one chunk of keys under retired id `bucket`; with the last of them, its marker.
     /// Returns whether the id is purged. Keys under a retired id are never written again, so the
     /// chunks need no lock against writers; a chunk that meets a marker no longer there does nothing.
-    func purgeChunk(bucket: UInt32) throws(BuriError) -> Bool {
+    func purgeChunk(bucket: UInt32, force: Bool = false) throws(BuriError) -> Bool {
         try run {
+            try purger.chunkLock.withLock { _ in try purgeChunkLocked(bucket: bucket, force: force) }
+        }
+    }
+
+    private func purgeChunkLocked(bucket: UInt32, force: Bool) throws -> Bool {
+        do {
             while true {
                 let limit = max(3, chunkLimit)
                 let snapshot = try engine.snapshot()
                 let markerKey = Keyspace.retiredKey(bucket: bucket)
                 guard let value = try snapshot.get(markerKey), let marker = Keyspace.parseRetired(key: markerKey, value: value),
-                      marker.state == .purging || purger.isAbandoned(bucket) else { return true }
+                      force || marker.state == .purging || purger.isAbandoned(bucket) else { return true }
                 let batch = engine.makeBatch()
                 var count = 0
                 for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)), .prefix(Keyspace.indexSpacePrefix(bucket: bucket))] {

@@ -30,6 +30,8 @@ public final class StagedImport {
     /// The view writing into the stage.
     let stage: RawBucket
     private var finished = false
+    /// Whether ``publish(progress:)`` committed (the stage's id is then the bucket's).
+    private var published = false
     /// The objects copied from the bucket when staging began.
     private(set) var copied = 0
     /// The objects given to ``store(_:)`` so far (a key given twice counts twice).
@@ -223,6 +225,7 @@ public final class StagedImport {
     /// Marks the stage published.
     func didPublish() {
         finished = true
+        published = true
         baseSnapshot = nil
     }
 
@@ -237,6 +240,24 @@ public final class StagedImport {
             writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.purging, bucket: bucket))
             writer.afterCommit { [database] in if database.options.purgesInBackground { database.purger.kick(database) } }
         }
+    }
+
+    /// Ends the import without publishing it and deletes the stage now, on the calling thread: its
+    /// records, index entries, object count and marker are gone when this returns, and the key
+    /// ranges they held are compacted (their space given back), so the database is exactly as it
+    /// was before staging began. Use it before ending a process (a tool's failed import); an app
+    /// that goes on running may ``abandon()`` instead and let the background purge do it.
+    ///
+    /// ```swift
+    /// do { try load.store(chunk) } catch { try? load.discard(); throw error }
+    /// ```
+    /// - Throws: the storage error that stopped the purge; the stage is then marked for purging,
+    ///   and the next open (or ``BuriDatabase/purgeRetiredBuckets()``) deletes the rest.
+    public func discard() throws(BuriError) {
+        guard !published else { return }
+        abandon()
+        try database.checkOpen()
+        try database.purgeNow(bucket: stageId)
     }
 
     func checkActive() throws(BuriError) {

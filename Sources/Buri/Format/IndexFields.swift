@@ -22,7 +22,11 @@ extension IndexDefinition {
                 return "its catalog entry has \(fieldPaths.count) field paths for \(components.count) components"
             }
             if fieldPaths.contains(where: \.isEmpty) { return "its catalog entry has an empty field path" }
-        } else if fields?.count != components.count {
+        } else if let fields {
+            if fields.count != components.count {
+                return "its catalog entry has \(fields.count) field\(fields.count == 1 ? "" : "s") for \(components.count) component\(components.count == 1 ? "" : "s")"
+            }
+        } else {
             return "its Swift declaration names no field (declare it with `field:`, e.g. .numeric(\"\(name)\", \\.\(name), field: \"\(name)\"))"
         }
         if let forms = fieldForms, forms.count != components.count {
