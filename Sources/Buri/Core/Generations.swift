@@ -224,42 +224,40 @@ extension BuriDatabase {
     }
 
     private func purgeChunkLocked(bucket: UInt32, force: Bool) throws -> Bool {
-        do {
-            while true {
-                let limit = max(3, chunkLimit)
-                let snapshot = try engine.snapshot()
-                let markerKey = Keyspace.retiredKey(bucket: bucket)
-                guard let value = try snapshot.get(markerKey), let marker = Keyspace.parseRetired(key: markerKey, value: value),
-                      force || marker.state == .purging || purger.isAbandoned(bucket) else { return true }
-                let batch = engine.makeBatch()
-                var count = 0
-                for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)), .prefix(Keyspace.indexSpacePrefix(bucket: bucket))] {
-                    let cursor = try snapshot.cursor(in: range)
-                    while count < limit - 2, try cursor.next() {
-                        cursor.withKey { batch.delete($0) }
-                        count += 1
-                    }
+        while true {
+            let limit = max(3, chunkLimit)
+            let snapshot = try engine.snapshot()
+            let markerKey = Keyspace.retiredKey(bucket: bucket)
+            guard let value = try snapshot.get(markerKey), let marker = Keyspace.parseRetired(key: markerKey, value: value),
+                  force || marker.state == .purging || purger.isAbandoned(bucket) else { return true }
+            let batch = engine.makeBatch()
+            var count = 0
+            for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)), .prefix(Keyspace.indexSpacePrefix(bucket: bucket))] {
+                let cursor = try snapshot.cursor(in: range)
+                while count < limit - 2, try cursor.next() {
+                    cursor.withKey { batch.delete($0) }
+                    count += 1
                 }
-                let finished = count < limit - 2
-                // The marker is in every chunk (rewritten as it is, or deleted with the last keys),
-                // so observers know the chunk's deletes for what they are (see `ParsedCommit`).
-                // The id's object count (format 4) goes with the marker: nothing is left under the id.
-                if finished {
-                    batch.delete(markerKey)
-                    batch.delete(Keyspace.countKey(bucket: bucket))
-                } else {
-                    batch.put(markerKey, value)
-                }
-                do {
-                    try engine.commit(batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil, sync: false)
-                } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {
-                    purger.chunkSize.store(limit / 2, ordering: .relaxed)
-                    continue
-                } catch let error as StorageError where error.code == .conflict {
-                    continue  // another client purged or changed the marker: look again
-                }
-                return finished
             }
+            let finished = count < limit - 2
+            // The marker is in every chunk (rewritten as it is, or deleted with the last keys),
+            // so observers know the chunk's deletes for what they are (see `ParsedCommit`).
+            // The id's object count (format 4) goes with the marker: nothing is left under the id.
+            if finished {
+                batch.delete(markerKey)
+                batch.delete(Keyspace.countKey(bucket: bucket))
+            } else {
+                batch.put(markerKey, value)
+            }
+            do {
+                try engine.commit(batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil, sync: false)
+            } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {
+                purger.chunkSize.store(limit / 2, ordering: .relaxed)
+                continue
+            } catch let error as StorageError where error.code == .conflict {
+                continue  // another client purged or changed the marker: look again
+            }
+            return finished
         }
     }
 

@@ -287,7 +287,8 @@ public final class StagedImport {
 extension BuriDatabase {
     /// Begins a staged import into existing bucket `name` (see ``StagedImport``): reserves a fresh
     /// bucket id with a durable staging marker, and copies the bucket's objects into it,
-    /// `chunkSize` per commit, calling `progress` with the number copied.
+    /// `chunkSize` per commit, calling `progress` with the number copied. If the copy fails, what
+    /// it copied is deleted before the error is thrown.
     ///
     /// ```swift
     /// let load = try db.stageImport(into: "Person")
@@ -311,7 +312,8 @@ extension BuriDatabase {
         do {
             try load.copyBase(chunkSize: max(1, chunkSize), progress: progress)
         } catch {
-            load.abandon()
+            // The chunks copied so far are deleted now (the caller has no stage to discard).
+            do { try load.discard() } catch { load.abandon() }
             throw error
         }
         return load
