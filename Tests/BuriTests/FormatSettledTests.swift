@@ -207,7 +207,7 @@ struct FormatSettledTests {
         let second = try raw.keyPage(query.after(token), size: 3)
         #expect(second.items == ["k5", "k6"])
         #expect(second.next == nil)
-        #expect(try flatFormat().contains("Results skipped by `offset` are not counted in *n*"))
+        #expect(try flatFormat().contains("results skipped by `offset` are not counted in *n*"))
     }
 
     @Test("§11: a page carries a token only if a result follows it within the limit")
