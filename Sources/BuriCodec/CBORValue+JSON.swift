@@ -295,19 +295,14 @@ struct _JSONParser {
         self.maxDepth = maxDepth
     }
 
-    /// The path as `items[2].price`.
+    /// The path as `items[2].price` (shortened when deep, see ``_renderPath(_:)``).
     var renderedPath: String {
-        var text = ""
-        for item in path {
+        _renderPath(path.map { item in
             switch item {
-            case .member(let name):
-                if !text.isEmpty { text += "." }
-                text += name
-            case .element(let index):
-                text += "[\(index)]"
+            case .member(let name): return .member(name)
+            case .element(let index): return .element(index)
             }
-        }
-        return text
+        })
     }
 
     mutating func parseDocument() throws -> CBORValue {

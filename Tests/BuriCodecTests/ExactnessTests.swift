@@ -329,6 +329,32 @@ struct ExactnessTests {
         }
     }
 
+    /// An error deep in nested input names where it is without repeating every level: the first
+    /// and last six steps around "…(N more levels)…", and member names cut at 64 characters.
+    @Test func deepPathsInErrorsAreShortenedSayingHowMuch() throws {
+        let arrays = #"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
+        let arrayError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: arrays) }
+        #expect(arrayError?.codingPath == "a[0][0][0][0][0]…(500 more levels)…[0][0][0][0][0][0]", "\(String(describing: arrayError))")
+        let members = #"{"a":"# + String(repeating: #"{"b":"#, count: 600) + "1" + String(repeating: "}", count: 601)
+        let memberError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: members) }
+        #expect(memberError?.codingPath == "a.b.b.b.b.b…(500 more levels)…b.b.b.b.b.b", "\(String(describing: memberError))")
+        let tags = #"{"a":"# + String(repeating: #"{"$tag":1,"$value":"#, count: 600) + "1" + String(repeating: "}", count: 601)
+        let tagError = expectCBORError(.invalidJSON) { _ = try CBORValue(exactJSON: tags) }
+        #expect(tagError?.codingPath.hasPrefix("a{$tag 1}{$tag 1}") == true && tagError?.codingPath.contains(" more levels)…{$tag 1}") == true, "\(String(describing: tagError))")
+        #expect((tagError?.codingPath.count ?? .max) < 200)
+        // Sixteen steps are shown whole; a long member name is cut, saying so.
+        let sixteen = #"{"a":"# + String(repeating: "[", count: 15) + "1e400" + String(repeating: "]", count: 15) + "}"
+        #expect(expectCBORError(.invalidJSON) { _ = try CBORValue(json: sixteen) }?.codingPath == "a" + String(repeating: "[0]", count: 15))
+        let long = String(repeating: "n", count: 100)
+        let named = expectCBORError(.invalidJSON) { _ = try CBORValue(json: #"{"\#(long)":{"x":1e400}}"#) }
+        #expect(named?.codingPath == String(repeating: "n", count: 64) + "….x", "\(String(describing: named))")
+        // Codable decoding errors are shortened the same way.
+        struct Deep: Decodable { var v: [[[[[[[[[[[[[[[[[[Int]]]]]]]]]]]]]]]]]] }
+        let cbor = CBORValue.map([CBORMapEntry(key: "v", value: (0..<17).reduce(CBORValue.array([.text("x")])) { inner, _ in .array([inner]) })]).encoded()
+        let decoding = expectCBORError { _ = try CBORDecoder().decode(Deep.self, from: cbor) }
+        #expect(decoding?.codingPath.contains("…(") == true, "\(String(describing: decoding))")
+    }
+
     @Test func malformedWrappersAreRefusedNamingWhereTheyAre() throws {
         let cases = [
             #"{"a":{"$bytes":"AAE"}}"#, #"{"a":{"$bytes":"AAF="}}"#, #"{"a":{"$bytes":1}}"#,
