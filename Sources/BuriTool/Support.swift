@@ -73,6 +73,29 @@ func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
 }
 
+// MARK: - Test hook
+
+/// A kill at a known point, for tests that must not depend on timing (docs/DURABILITY.md, "Test
+/// hooks"): with `BURI_TEST_KILL_AFTER_CHUNKS=N` in the environment, `buri import` and `buri
+/// restore` send themselves SIGKILL right after the Nth chunk they store has been committed — into
+/// the stage of an atomic import or restore, or into the bucket with `--chunk-size`. Without the
+/// variable nothing changes.
+///
+/// ```sh
+/// BURI_TEST_KILL_AFTER_CHUNKS=2 buri import db.buri B --key id big.jsonl   # killed mid-write
+/// ```
+enum TestKillHook {
+    static let afterChunks: Int? = ProcessInfo.processInfo.environment["BURI_TEST_KILL_AFTER_CHUNKS"].flatMap { Int($0) }
+    nonisolated(unsafe) private static var stored = 0
+
+    /// Counts a committed chunk; the Nth one ends the process with SIGKILL.
+    static func chunkStored() {
+        guard let afterChunks else { return }
+        stored += 1
+        if stored >= afterChunks { kill(getpid(), SIGKILL) }
+    }
+}
+
 // MARK: - Opening databases
 
 /// The `DB` argument every command takes.

@@ -487,10 +487,14 @@ struct Import: ParsableCommand {
                         chunk.append(object)
                         if chunk.count >= storeChunk {
                             try raw.store(chunk, sync: true)
+                            TestKillHook.chunkStored()
                             chunk.removeAll(keepingCapacity: true)
                         }
                     }
-                    if !chunk.isEmpty { try raw.store(chunk, sync: true) }
+                    if !chunk.isEmpty {
+                        try raw.store(chunk, sync: true)
+                        TestKillHook.chunkStored()
+                    }
                     return
                 }
                 // Atomic: staged under a fresh bucket id, published with one catalog commit; a new
@@ -513,11 +517,15 @@ struct Import: ParsableCommand {
                     chunk.append(object)
                     if chunk.count >= storeChunk || chunkBytes >= Self.stageChunkBytes {
                         try load.store(chunk)
+                        TestKillHook.chunkStored()
                         chunk.removeAll(keepingCapacity: true)
                         chunkBytes = 0
                     }
                 }
-                if !chunk.isEmpty { try load.store(chunk) }
+                if !chunk.isEmpty {
+                    try load.store(chunk)
+                    TestKillHook.chunkStored()
+                }
                 chunk = []
                 try storing.checkEnd()
                 try publishStages(db, [load], progress: progress)
@@ -1249,7 +1257,10 @@ struct Restore: ParsableCommand {
         var chunkOwner = -1
         var total = 0
         func flush() throws {
-            if !chunk.isEmpty { try stages[chunkOwner].store(chunk) }
+            if !chunk.isEmpty {
+                try stages[chunkOwner].store(chunk)
+                TestKillHook.chunkStored()
+            }
             chunk.removeAll(keepingCapacity: true)
             chunkBytes = 0
         }
