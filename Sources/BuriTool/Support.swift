@@ -28,6 +28,8 @@ enum ExitStatus: Int32 {
 struct ToolError: Error, CustomStringConvertible {
     let status: ExitStatus
     let message: String
+    /// For `.inUse`: the database another process holds (for `--wait`'s messages).
+    var heldPath: String?
 
     init(_ status: ExitStatus, _ message: String) {
         self.status = status
@@ -44,6 +46,7 @@ struct ToolError: Error, CustomStringConvertible {
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
+            heldPath = place
         case .storage(let storage) where storage.message.contains("No space left on device"):
             self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"))
         case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
@@ -103,11 +106,13 @@ struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
     var database: String
 
-    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out).", valueName: "seconds"))
     var wait: Double?
 
     func validate() throws {
-        if let wait, !(wait >= 0 && wait <= 86_400 * 365) { throw ValidationError("--wait takes a number of seconds from 0 up, not \(wait)") }
+        if let wait, !(wait >= 0 && wait <= 86_400 * 365) {
+            throw ValidationError("--wait takes the most seconds to wait for another process to close the database, from 0 to 31536000 (a year), such as --wait 30; not \(wait)")
+        }
     }
 }
 
