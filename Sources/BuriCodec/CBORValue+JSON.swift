@@ -113,6 +113,42 @@ extension CBORValue {
     }
 }
 
+extension CBORValue {
+    /// The double whose exact value is the decimal number `text` (JSON's number grammar, such as
+    /// `36893488147419103232` or `4611686018427387904.0`), or nil if no double is exactly that
+    /// number. Unlike ``init(jsonNumber:)`` it takes integers beyond CBOR's range and never the
+    /// shortest form for another number (`0.1` gives nil: the double nearest 0.1 is not 0.1).
+    ///
+    /// ```swift
+    /// CBORValue.exactDouble("36893488147419103232")   // 0x1p65
+    /// CBORValue.exactDouble("36893488147419103233")   // nil
+    /// ```
+    public static func exactDouble(_ text: String) -> Double? {
+        let trimmed = text.trimmingSpaces
+        let bytes = Array(trimmed.utf8)
+        // JSON's grammar only: Double(_:) also reads hex, "inf", "nan" and a leading '+'.
+        var index = bytes.first == UInt8(ascii: "-") ? 1 : 0
+        let isDigit = { (i: Int) in i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") }
+        guard isDigit(index) else { return nil }
+        while isDigit(index) { index += 1 }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard isDigit(index) else { return nil }
+            while isDigit(index) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { return nil }
+            while isDigit(index) { index += 1 }
+        }
+        guard index == bytes.count, let double = Double(trimmed), double.isFinite else { return nil }
+        let written = _DecimalValue(trimmed)
+        if double == 0 { return written.isZero ? double : nil }
+        return _DecimalValue(exactly: double) == written ? double : nil
+    }
+}
+
 extension String {
     var trimmingSpaces: String {
         let utf8 = Array(self.utf8)

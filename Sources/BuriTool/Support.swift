@@ -387,13 +387,10 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
         do {
             number = try CBORValue(jsonNumber: text)
         } catch let error as CBORError {
-            if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
-               first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
-                var reason = error.message
-                if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
-                throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
-            }
-            throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
+            // An integer beyond CBOR's range that is exactly a double (2^65): an index holds it
+            // as that double, so a query names it as written.
+            guard let exact = CBORValue.exactDouble(text) else { try refuseNumber(text, error, index: index, option: option) }
+            number = .float(exact)
         }
         do {
             return try IndexValue(number: number)
@@ -403,4 +400,19 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
             throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
         }
     }
+}
+
+/// The error for a query value that is not a number a numeric index holds.
+private func refuseNumber(_ text: String, _ error: CBORError, index: String, option: String) throws -> Never {
+    if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
+       first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
+        var reason = error.message
+        if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
+        if reason.contains("the integers CBOR holds exactly"), let nearest = Double(text.trimmingCharacters(in: .whitespaces)) {
+            // A query value is not stored: what matters is what an index holds.
+            reason = "the integer \(text.trimmingCharacters(in: .whitespaces)) is neither an Int64, a UInt64 nor exactly a double, the numbers an index holds (the nearest double is \(nearest)); it is refused rather than rounded"
+        }
+        throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
+    }
+    throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
 }

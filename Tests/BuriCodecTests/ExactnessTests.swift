@@ -89,6 +89,19 @@ struct ExactnessTests {
         }
     }
 
+    /// `exactDouble` takes any decimal (integers beyond 64 bits too) that is exactly a double, and
+    /// nothing else: not the shortest form of another number, not hex, inf or a '+'.
+    @Test func exactDoubleNamesOnlyDoublesExactly() {
+        let exact: [(String, Double)] = [("36893488147419103232", 0x1p65), ("-18446744073709551616", -0x1p64), ("4611686018427387904.0", 0x1p62),
+                                         ("0.5", 0.5), ("-0.0", -0.0), ("1e0", 1), (" 2.50 ", 2.5), ("5e-324", 0)]
+        for (text, double) in exact where double != 0 || text == "-0.0" {
+            #expect(CBORValue.exactDouble(text) == double, "\(text)")
+        }
+        for text in ["36893488147419103233", "0.1", "1e23", "5e-324", "0x10", "+1", "inf", "nan", "1.", ".5", "1e", "", "1 2", "1e400"] {
+            #expect(CBORValue.exactDouble(text) == nil, "\(text)")
+        }
+    }
+
     /// Property: random doubles (every binade, subnormals, integers beyond 2^53) printed with all
     /// the digits of their exact value by the C library — fixed-point, with an exponent, with
     /// trailing zeros — read back as exactly that double; the same text with one more digit that

@@ -39,6 +39,31 @@ private func describedCommands() throws -> [Described] {
 
 @Suite("buri reads its command line exactly: UTF-8 only, --opt= is an empty value, a key is never help")
 struct ArgumentToolTests {
+    // MARK: Issue 22 item 12: doubles written in full
+
+    /// A number written with every digit of a double's exact value is that double, in stored
+    /// objects and in query values; an integer beyond 64 bits that is exactly a double is a query
+    /// value too (an index holds it as that double). Only inexact numbers are refused.
+    @Test func doublesWrittenInFullAreStoredAndQueriedExactly() throws {
+        let sandbox = try Sandbox()
+        let db = sandbox.path("x.buri")
+        let lines = [#"{"id":"a","x":4611686018427387904.0}"#, #"{"id":"b","x":-18446744073709551616.0}"#,
+                     #"{"id":"c","x":36893488147419103232.000}"#, #"{"id":"d","x":0.1000000000000000055511151231257827021181583404541015625}"#]
+        let imported = try buri("import", db, "N", "--key", "id", "--numeric-index", "x", stdin: lines.joined(separator: "\n") + "\n")
+        expectSuccess(imported)
+        expectSuccess(try buri("put", db, "N", #"{"id":"e","x":4.611686018427387904e18}"#))
+        #expect(try buri("query", db, "N", "x", "--equals", "4611686018427387904.0").lines == ["a", "e"])
+        #expect(try buri("query", db, "N", "x", "--equals", "4611686018427387904").lines == ["a", "e"])
+        #expect(try buri("query", db, "N", "x", "--equals", "-18446744073709551616.0").lines == ["b"])
+        #expect(try buri("query", db, "N", "x", "--equals", "36893488147419103232").lines == ["c"])
+        #expect(try buri("query", db, "N", "x", "--equals", "3.6893488147419103232e19").lines == ["c"])
+        #expect(try buri("query", db, "N", "x", "--equals", "0.1").lines == ["d"])
+        expectFailure(try buri("query", db, "N", "x", "--equals", "36893488147419103233"), status: 2,
+                      mentioning: ["neither an Int64, a UInt64 nor exactly a double", "nearest double is 3.6893488147419103e+19"])
+        expectFailure(try buri("put", db, "N", #"{"id":"f","x":4611686018427387905.0}"#), status: 7, mentioning: ["more precision than a double holds"])
+        expectFailure(try buri("query", db, "N", "x", "--from", "4611686018427387904.5"), status: 2, mentioning: ["more precision than a double holds"])
+    }
+
     // MARK: Issue 22 item 13: invalid UTF-8 in arguments
 
     /// Every argument that is not UTF-8 is refused, naming it, and nothing is written: before, the
