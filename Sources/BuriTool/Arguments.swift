@@ -18,9 +18,10 @@ import Darwin
 //   `--equals=\u{301}x` was taken for an unknown option; and an empty VALUE (`--from=`) made it
 //   take the next argument as the value. Such an option is passed on as `--option` `VALUE`, which
 //   gives exactly VALUE, even an empty one. A flag given a value (`--json=`) is refused.
-// - `-h` (or short flags that include it, such as `-0h`) where a key, a value or a name is
-//   expected is refused rather than taken for a request for help: `buri delete DB B -h` printed
-//   the help and exited 0, deleting nothing. After `--` it is a key like any other word.
+// - `-h` (or short flags that include it, such as `-0h`) or `--version` where a key, a value or a
+//   name is expected is refused rather than taken for a request for help or the version: `buri
+//   delete DB B -h` printed the help and exited 0, deleting nothing. After `--` it is a key like
+//   any other word.
 //
 // What takes a value is read from ArgumentParser's own description of each command
 // (`_dumpHelp()`), so every option of every command, including ones added later, is covered.
@@ -224,21 +225,24 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
             }
             continue
         }
-        if text.hasPrefix("--") {
-            if let option = shape.options[text], option.takesValue { pending = (text, option) }
-            result.append(text)
-            continue
-        }
-        if shape.asksForHelp(text) {
+        // -h (help) and --version (which every command takes) end the command at once, printing
+        // and exiting 0: where a value goes, they are refused rather than taken for that.
+        if shape.asksForHelp(text) || text == "--version" {
+            let request = text == "--version" ? "the version" : "help"
             if let optionName = awaiting {
-                throw ToolError(.usage, "'\(text)' follows \(optionName), which needs a value, so it is taken neither for help nor as the value; nothing was done. "
+                throw ToolError(.usage, "'\(text)' follows \(optionName), which needs a value, so it is taken neither for \(request) nor as the value; nothing was done. "
                     + "For help run `buri \(name) --help`; to give '\(text)' as its value write \(optionName)=\(text)")
             }
             if valueSlotOpen() {
                 let role = role(ofPositional: positional)
-                throw ToolError(.usage, "'\(text)' stands where \(role) goes, so it is taken neither for help nor as a value; nothing was done. "
+                throw ToolError(.usage, "'\(text)' stands where \(role) goes, so it is taken neither for \(request) nor as a value; nothing was done. "
                     + "For help run `buri \(name) --help`; to give '\(text)' as \(role) write it after '--': buri \(name) … -- \(text)")
             }
+        }
+        if text.hasPrefix("--") {
+            if let option = shape.options[text], option.takesValue { pending = (text, option) }
+            result.append(text)
+            continue
         }
         if text.count > 1, text.hasPrefix("-") {
             if let option = shape.options[text], option.takesValue { pending = (text, option) }

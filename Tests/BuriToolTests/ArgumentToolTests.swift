@@ -125,10 +125,12 @@ struct ArgumentToolTests {
             (["put", db, "K", "-h"], "stands where the object (JSON) goes"),
             (["put", db, "K", "--key", "-h", "{}"], "follows --key, which needs a value"),
             (["export", db, "-o", "-h"], "follows -o, which needs a value"),
+            (["delete", db, "K", "--version"], "stands where a key goes"),
+            (["get", db, "K", "--version"], "stands where a key goes"),
         ]
         for (arguments, fragment) in cases {
             let run = try buri(arguments)
-            expectFailure(run, status: 2, mentioning: [fragment, "taken neither for help nor as", "nothing was done", "--help"])
+            expectFailure(run, status: 2, mentioning: [fragment, "taken neither for \(arguments.contains("--version") ? "the version" : "help") nor as", "nothing was done", "--help"])
             #expect(run.stdout.isEmpty, "\(run)")
         }
         #expect(try buri("keys", db, "K").lines == ["-0h", "-h", "a", "b"], "a refused -h deleted something")
@@ -138,6 +140,11 @@ struct ArgumentToolTests {
         expectSuccess(deleted)
         #expect(deleted.stdout == "deleted 2 objects from bucket 'K'\n")
         #expect(try buri("keys", db, "K").lines == ["a", "b"])
+        for arguments in [["--version"], ["get", "--version"], ["info", db, "--version"]] {
+            let version = try buri(arguments)
+            expectSuccess(version)
+            #expect(version.stdout.hasPrefix("buri for Buri format"), "\(arguments): \(version)")
+        }
         // Help is still help where no value is expected, and --help everywhere.
         for arguments in [["get", "-h"], ["delete", "-h"], ["info", db, "-h"], ["delete", db, "K", "a", "--help"], ["query", "--help"]] {
             let help = try buri(arguments)
