@@ -137,16 +137,54 @@ struct _CBORSuperKey: CodingKey {
 }
 
 /// Renders `[person, address, zip]` as `person.address.zip` and unkeyed
-/// positions as `[3]`.
+/// positions as `[3]` (shortened as ``_renderPath(_:)`` says).
 func _renderCodingPath(_ path: [any CodingKey]) -> String {
-    var text = ""
-    for key in path {
-        if let index = key as? _CBORIndexKey {
-            text += "[\(index.index)]"
-        } else {
-            if !text.isEmpty { text += "." }
-            text += key.stringValue
+    _renderPath(path.map { key in
+        if let index = key as? _CBORIndexKey { return .element(index.index) }
+        return .member(key.stringValue)
+    })
+}
+
+/// One step of a path in an error message: a member name, an array position, or text shown as
+/// it is (`{$tag 1}`).
+enum _PathStep {
+    case member(String)
+    case element(Int)
+    case verbatim(String)
+}
+
+/// The most steps a path in a message shows: a deeper one shows its first and last
+/// `_pathEnds` steps around "…(N more)…", so that an error at the 512th level of nesting names
+/// where it is in a line, not in 512 repetitions of `[0]`.
+let _pathStepsShown = 16
+let _pathEnds = 6
+/// The most characters of a member name a path shows (a longer one ends with "…").
+let _pathNameShown = 64
+
+/// Renders steps as `items[2].price`: a member after another step follows a '.', a position is
+/// `[i]`. Paths deeper than ``_pathStepsShown`` and names longer than ``_pathNameShown`` are
+/// shortened, saying how much was left out.
+func _renderPath(_ steps: [_PathStep]) -> String {
+    func render(_ slice: ArraySlice<_PathStep>, into text: inout String, afterGap: Bool = false) {
+        for (offset, step) in slice.enumerated() {
+            switch step {
+            case .element(let index):
+                text += "[\(index)]"
+            case .verbatim(let shown):
+                text += shown
+            case .member(let name):
+                if !text.isEmpty, !(afterGap && offset == 0) { text += "." }
+                text += name.count > _pathNameShown ? name.prefix(_pathNameShown) + "…" : name
+            }
         }
+    }
+    var text = ""
+    if steps.count > _pathStepsShown {
+        render(steps.prefix(_pathEnds), into: &text)
+        text += "…(\(steps.count - 2 * _pathEnds) more levels)…"
+        render(steps.suffix(_pathEnds), into: &text, afterGap: true)
+    } else {
+        render(steps[...], into: &text)
     }
     return text
 }

@@ -76,7 +76,7 @@ extension CBORValue {
         var result: [CBORMapEntry] = []
         for entry in entries {
             let name = entry.key.stringValue ?? ""
-            var reader = _ExactJSONReader(path: [name])
+            var reader = _ExactJSONReader(path: [.member(name)])
             result.append(CBORMapEntry(key: entry.key, value: try reader.unwrap(entry.value, depth: 0)))
         }
         return result
@@ -151,10 +151,10 @@ struct _ExactJSONWriter {
 
 struct _ExactJSONReader {
     /// Where the reader is, for error messages.
-    var path: [String] = []
+    var path: [_PathStep] = []
 
     func fail(_ message: String) -> CBORError {
-        CBORError(.invalidJSON, message, codingPath: path.joined())
+        CBORError(.invalidJSON, message, codingPath: _renderPath(path))
     }
 
     /// The CBOR item a parsed JSON value stands for, checking CBOR's nesting limit.
@@ -165,7 +165,7 @@ struct _ExactJSONReader {
             var result: [CBORValue] = []
             result.reserveCapacity(elements.count)
             for (i, element) in elements.enumerated() {
-                path.append("[\(i)]")
+                path.append(.element(i))
                 result.append(try unwrap(element, depth: depth + 1))
                 path.removeLast()
             }
@@ -178,7 +178,7 @@ struct _ExactJSONReader {
             var result: [CBORMapEntry] = []
             result.reserveCapacity(entries.count)
             for entry in entries {
-                path.append((path.isEmpty ? "" : ".") + (entry.key.stringValue ?? ""))
+                path.append(.member(entry.key.stringValue ?? ""))
                 result.append(CBORMapEntry(key: entry.key, value: try unwrap(entry.value, depth: depth + 1)))
                 path.removeLast()
             }
@@ -215,7 +215,7 @@ struct _ExactJSONReader {
                 throw fail("\"$tag\" takes an unsigned integer")
             }
             try checkDepth(depth)
-            path.append("{$tag \(tag)}")
+            path.append(.verbatim("{$tag \(tag)}"))
             defer { path.removeLast() }
             return .tagged(tag, try unwrap(content, depth: depth + 1))
         case ["$simple"]:
@@ -234,7 +234,7 @@ struct _ExactJSONReader {
                 guard case .array(let parts) = pair, parts.count == 2 else {
                     throw fail("\"$map\" takes an array of [key, value] pairs")
                 }
-                path.append("{$map \(i)}")
+                path.append(.verbatim("{$map \(i)}"))
                 let key = try unwrap(parts[0], depth: depth + 1)
                 guard seen.insert(key.encoded()).inserted else {
                     throw fail("the map has the key \(key.exactJSONString()) twice; give each key once")

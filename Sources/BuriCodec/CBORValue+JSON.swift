@@ -33,10 +33,12 @@
 //   outside -2^64 ... 2^64-1 (the integers CBOR holds) is an error, never
 //   rounded to a float.
 // - other numbers become the float64 nearest to them, but only if that
-//   float64 *is* the number written, as far as its shortest round-trip text
-//   tells: the literal and Swift's `description` of the double must have
-//   the same decimal value (`0.1`, `2.50`, `1e3`, `-0.0` and every
-//   shortest-form output of JSON writers pass). A literal that overflows to
+//   float64 *is* the number written: the literal has the decimal value of
+//   the double's shortest round-trip text (Swift's `description`: `0.1`,
+//   `2.50`, `1e3`, `-0.0` and every shortest-form output of JSON writers
+//   pass) or of its exact value, all its digits (`4611686018427387904.0`
+//   for 2^62, `-18446744073709551616.0`, `0.1000000000000000055511151231257827021181583404541015625`
+//   for the double nearest 0.1). A literal that overflows to
 //   ±infinity (`1e400`), underflows to zero (`1e-400`) or carries more
 //   digits than a double keeps (`9007199254740993.0`, whose nearest double is
 //   9007199254740992) is an error naming the nearest double.
@@ -111,6 +113,42 @@ extension CBORValue {
             default: throw CBORError(.invalidJSON, "'\(text)' is not a number", found: text)
             }
         }
+    }
+}
+
+extension CBORValue {
+    /// The double whose exact value is the decimal number `text` (JSON's number grammar, such as
+    /// `36893488147419103232` or `4611686018427387904.0`), or nil if no double is exactly that
+    /// number. Unlike ``init(jsonNumber:)`` it takes integers beyond CBOR's range and never the
+    /// shortest form for another number (`0.1` gives nil: the double nearest 0.1 is not 0.1).
+    ///
+    /// ```swift
+    /// CBORValue.exactDouble("36893488147419103232")   // 0x1p65
+    /// CBORValue.exactDouble("36893488147419103233")   // nil
+    /// ```
+    public static func exactDouble(_ text: String) -> Double? {
+        let trimmed = text.trimmingSpaces
+        let bytes = Array(trimmed.utf8)
+        // JSON's grammar only: Double(_:) also reads hex, "inf", "nan" and a leading '+'.
+        var index = bytes.first == UInt8(ascii: "-") ? 1 : 0
+        let isDigit = { (i: Int) in i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") }
+        guard isDigit(index) else { return nil }
+        while isDigit(index) { index += 1 }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard isDigit(index) else { return nil }
+            while isDigit(index) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { return nil }
+            while isDigit(index) { index += 1 }
+        }
+        guard index == bytes.count, let double = Double(trimmed), double.isFinite else { return nil }
+        let written = _DecimalValue(trimmed)
+        if double == 0 { return written.isZero ? double : nil }
+        return _DecimalValue(exactly: double) == written ? double : nil
     }
 }
 
@@ -305,19 +343,14 @@ struct _JSONParser {
         self.maxDepth = maxDepth
     }
 
-    /// The path as `items[2].price`.
+    /// The path as `items[2].price` (shortened when deep, see ``_renderPath(_:)``).
     var renderedPath: String {
-        var text = ""
-        for item in path {
+        _renderPath(path.map { item in
             switch item {
-            case .member(let name):
-                if !text.isEmpty { text += "." }
-                text += name
-            case .element(let index):
-                text += "[\(index)]"
+            case .member(let name): return .member(name)
+            case .element(let index): return .element(index)
             }
-        }
-        return text
+        })
     }
 
     mutating func parseDocument() throws -> CBORValue {
@@ -644,9 +677,73 @@ func _inexactDecimal(_ text: String, _ double: Double) -> String? {
     if double == 0 {
         return written.isZero ? nil : "is too small for a double (it would become 0); write it as a string"
     }
+    // The shortest form that reads back as `double` (`0.1`), or every digit of the double's
+    // exact value (`4611686018427387904.0` for 2^62, whose shortest form 4.611686018427388e18 is
+    // another number): either says exactly which double is meant.
     let shortest = double.description
     if _DecimalValue(shortest) == written { return nil }
+    if _DecimalValue(exactly: double) == written { return nil }
     return "has more precision than a double holds: the nearest double is \(_floatLiteral(double)); write that, or the number as a string"
+}
+
+extension _DecimalValue {
+    /// The exact value of a finite `double`, every digit of it: a double is an integer times a
+    /// power of two, m·2^e, which is m·2^e exactly when e ≥ 0 and m·5^-e · 10^e when e < 0, so
+    /// its decimal expansion always ends (at most 767 significant digits).
+    init(exactly double: Double) {
+        self.init("0")
+        guard double.isFinite, double != 0 else { return }
+        negative = double.sign == .minus
+        var significand = double.significandBitPattern
+        var exponent = Int(double.exponentBitPattern)
+        if exponent == 0 {
+            exponent = 1  // subnormal: no implicit bit
+        } else {
+            significand |= 1 << UInt64(Double.significandBitCount)
+        }
+        exponent -= 1023 + Double.significandBitCount  // the bias of a double's exponent
+        while significand & 1 == 0 {
+            significand >>= 1
+            exponent += 1
+        }
+        // Little-endian limbs of nine decimal digits each.
+        var limbs: [UInt64] = [significand % 1_000_000_000, significand / 1_000_000_000 % 1_000_000_000, significand / 1_000_000_000_000_000_000]
+        func multiply(by factor: UInt64) {
+            var carry: UInt64 = 0
+            for i in limbs.indices {
+                let product = limbs[i] * factor + carry
+                limbs[i] = product % 1_000_000_000
+                carry = product / 1_000_000_000
+            }
+            while carry > 0 {
+                limbs.append(carry % 1_000_000_000)
+                carry /= 1_000_000_000
+            }
+        }
+        // Factors below 2^30, so that a limb (< 10^9) times one fits in 64 bits.
+        var twos = exponent > 0 ? exponent : 0
+        while twos > 0 {
+            let step = min(twos, 29)
+            multiply(by: 1 << UInt64(step))
+            twos -= step
+        }
+        var fives = exponent < 0 ? -exponent : 0
+        while fives > 0 {
+            let step = min(fives, 12)
+            var factor: UInt64 = 1
+            for _ in 0..<step { factor *= 5 }
+            multiply(by: factor)
+            fives -= step
+        }
+        var text = ""
+        while limbs.count > 1, limbs.last == 0 { limbs.removeLast() }
+        for (i, limb) in limbs.reversed().enumerated() {
+            let part = String(limb)
+            if i > 0 { text += String(repeating: "0", count: 9 - part.count) }
+            text += part
+        }
+        self.init((negative ? "-" : "") + text + (exponent < 0 ? "e\(exponent)" : ""))
+    }
 }
 
 /// A decimal number as sign, significant digits (no leading or trailing zeros) and the power of

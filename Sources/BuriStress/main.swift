@@ -11,10 +11,12 @@
 //       file was printed after the write it reports completed. "ready" is printed once the
 //       database is open. Writes are synchronous (BuriOptions.syncWrites) unless --async.
 //
-//   BuriStress evolve <db-path> <age-index-version>
+//   BuriStress evolve <db-path> <age-index-version> [<kill-after-batches>]
 //       Opens bucket "stress" with the "age" index declared at the given version, which makes Buri
 //       rebuild that index (in batches of 100, printing "progress <n>" after each), then prints
-//       "evolved". The index-evolution kill test kills it in the middle of the rebuild.
+//       "evolved". With <kill-after-batches> K it sends itself SIGKILL right after printing the
+//       Kth progress line: the index-evolution kill test kills it in the middle of the rebuild at
+//       a known point, on any machine.
 //
 //   BuriStress deleteall <db-path>
 //       Opens the database, deletes every object of bucket "stress" (a new generation; the old
@@ -237,7 +239,11 @@ func runEvolve(path: String) -> Never {
     let db = openDatabase(path, sync: false)
     emit("ready pid=\(getpid()) version=\(evolveVersion)")
     do {
-        _ = try db.bucket(EvolvingItem.self, batchSize: 100) { progress in emit("progress \(progress.processed)") }
+        let killAfter = arguments.count >= 5 ? Int(arguments[4]) : nil
+        _ = try db.bucket(EvolvingItem.self, batchSize: 100) { progress in
+            emit("progress \(progress.processed)")
+            if let killAfter, progress.processed >= killAfter * 100 { kill(getpid(), SIGKILL) }
+        }
     } catch {
         fail("evolve failed: \(error)")
     }

@@ -40,8 +40,17 @@ struct BuriCommand: ParsableCommand {
 enum BuriMain {
     static func main() {
         var command: any ParsableCommand
+        let arguments: [String]
         do {
-            command = try BuriCommand.parseAsRoot()
+            // The raw argv bytes, checked and made unambiguous (Arguments.swift).
+            arguments = try preparedArguments(rawCommandLine())
+        } catch let error as ToolError {
+            fail(error)
+        } catch {
+            fail(ToolError(.usage, String(describing: error)))
+        }
+        do {
+            command = try BuriCommand.parseAsRoot(arguments)
         } catch {
             if BuriCommand.exitCode(for: error) == .success {
                 BuriCommand.exit(withError: error)  // --help: prints to stdout, exits 0

@@ -138,8 +138,10 @@ struct Delete: ParsableCommand {
         NUL-terminated with -0) — so the keys a query prints can be deleted: \
         `buri query DB B INDEX … -0 | buri delete DB B --stdin -0`. Prints how many objects were \
         deleted and how many keys were not there. A key that starts with one '-' may be given as \
-        it is; one that starts with '--' (or is -0) goes after `--`, so that a mistyped option is \
-        never taken for a key.
+        it is; one that starts with '--', or is one of its flags (-0, -h, or both as -0h), goes \
+        after `--`, so that a mistyped option is never taken for a key nor a key for a flag. A \
+        list that `buri keys` or `buri query` cannot delimit (a NUL in a key with -0, a line break \
+        one per line) stops them with an error before that key: it is never read here as other keys.
 
         Examples:
           buri delete people.buri Person p1 p2

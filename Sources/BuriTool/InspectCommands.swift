@@ -103,16 +103,35 @@ struct Info: ParsableCommand {
 struct Buckets: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the bucket names, one per line.",
-        discussion: "Example: buri buckets people.buri"
+        discussion: """
+        A name that holds a line break (or ends with a carriage return) cannot be listed one per \
+        line: the command then stops with exit status 2; list with -0 or --json instead.
+
+        Example: buri buckets people.buri
+        """
     )
 
     @OptionGroup var target: DatabaseArgument
+
+    @Flag(help: "Print the names as one JSON array of strings.")
+    var json = false
+
+    @Flag(name: .customShort("0"), help: "End each name with a NUL byte instead of a newline (names may hold newlines).")
+    var nul = false
+
+    func validate() throws {
+        if json, nul { throw ValidationError("--json and -0 are two output forms; give one") }
+    }
 
     func run() throws {
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
-        for name in try mapErrors(path: target.database, { try db.bucketNames() }) { try out.line(name) }
+        let list = KeyListWriter(out, json: json, nul: nul, source: "the database", noun: "bucket name")
+        let names = try mapErrors(path: target.database, { try db.bucketNames() })
+        try list.begin()
+        try list.listing { for name in names { try list.key(name) } }
+        try list.end()
         try out.flush()
     }
 }
@@ -175,17 +194,19 @@ struct Keys: ParsableCommand {
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         let out = Output.standardOutput()
-        let list = KeyListWriter(out, keyFormat)
+        let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)'")
         try list.begin()
-        try mapErrors(path: target.database) {
-            if prefix != nil || lower != nil || upper != nil {
-                for key in try raw.keys(withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit) { try list.key(key) }
-            } else {
-                var query = Query.all
-                if reverse { query = query.descending() }
-                if let limit { query = query.limit(limit) }
-                let cursor = try raw.makeCursor(query)
-                while let key = try cursor.nextKey() { try list.key(key) }
+        try list.listing {
+            try mapErrors(path: target.database) {
+                if prefix != nil || lower != nil || upper != nil {
+                    for key in try raw.keys(withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit) { try list.key(key) }
+                } else {
+                    var query = Query.all
+                    if reverse { query = query.descending() }
+                    if let limit { query = query.limit(limit) }
+                    let cursor = try raw.makeCursor(query)
+                    while let key = try cursor.nextKey() { try list.key(key) }
+                }
             }
         }
         try list.end()
@@ -200,8 +221,8 @@ struct Get: ParsableCommand {
         abstract: "Print one object as pretty JSON.",
         discussion: """
         A key that starts with one '-' may be given as it is (buri get DB BUCKET -weird); one that \
-        starts with '--' goes after '--' (buri get DB BUCKET -- --weird), so that a mistyped \
-        option is never taken for a key.
+        starts with '--', or that is -h (help), goes after '--' (buri get DB BUCKET -- --weird), so \
+        that a mistyped option is never taken for a key nor a key for a request for help.
 
         Example: buri get people.buri Person person-00042
         """
@@ -376,19 +397,31 @@ struct QueryCommand: ParsableCommand {
             return
         }
         if objects { try out.line(ExportFormat.header) }
-        let list = KeyListWriter(out, keyFormat)
+        let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)', index '\(index)'")
         if let pageSize {
             if keyFormat.json { try out.write("{\"keys\":") }
             if !objects { try list.begin() }
-            let next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
-                if objects {
-                    let page = try raw.recordPage(query, size: pageSize)
-                    for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
-                    return page.next
+            var next: ContinuationToken?
+            do {
+                try list.listing(newline: false) {
+                    next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
+                        if objects {
+                            let page = try raw.recordPage(query, size: pageSize)
+                            for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
+                            return page.next
+                        }
+                        let page = try raw.keyPage(query, size: pageSize)
+                        for key in page.items { try list.key(key) }
+                        return page.next
+                    }
                 }
-                let page = try raw.keyPage(query, size: pageSize)
-                for key in page.items { try list.key(key) }
-                return page.next
+            } catch {
+                // {"keys":[…,{"error":…}]}: valid JSON, with no "next" to go on from.
+                if keyFormat.json, !objects {
+                    try? out.line("}")
+                    try? out.flush()
+                }
+                throw error
             }
             if !objects { try list.end(newline: !keyFormat.json) }
             if keyFormat.json { try out.line(",\"next\":" + (next.map { jsonString($0.description) } ?? "null") + "}") }
@@ -397,12 +430,14 @@ struct QueryCommand: ParsableCommand {
             return
         }
         if !objects { try list.begin() }
-        try mapErrors(path: target.database) {
-            let cursor = try raw.makeCursor(query)
-            if objects {
-                while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
-            } else {
-                while let key = try cursor.nextKey() { try list.key(key) }
+        try list.listing {
+            try mapErrors(path: target.database) {
+                let cursor = try raw.makeCursor(query)
+                if objects {
+                    while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
+                } else {
+                    while let key = try cursor.nextKey() { try list.key(key) }
+                }
             }
         }
         if !objects { try list.end() }
@@ -484,10 +519,10 @@ struct QueryCommand: ParsableCommand {
 
 /// How commands that list keys print them: lines, `--json` (one JSON array), `-0` (NUL-terminated).
 struct KeyListFormat: ParsableArguments {
-    @Flag(help: "Print the keys as one JSON array of strings.")
+    @Flag(help: "Print the keys as one JSON array of strings (if an error stops the listing, the array ends with an {\"error\": MESSAGE} element and the exit status is not 0).")
     var json = false
 
-    @Flag(name: .customShort("0"), help: "End each key with a NUL byte instead of a newline (for xargs -0; keys may hold newlines).")
+    @Flag(name: .customShort("0"), help: "End each key with a NUL byte instead of a newline (for xargs -0; keys may hold newlines). A key that holds a NUL byte cannot be listed so: the command stops there with exit status 2; use --json.")
     var nul = false
 
     func validate() throws {
@@ -495,33 +530,92 @@ struct KeyListFormat: ParsableArguments {
     }
 }
 
-/// Writes a list of keys in a ``KeyListFormat``.
+/// Writes a list of keys (or names) in a ``KeyListFormat``: one a line, NUL-terminated, or a JSON
+/// array. A key its form cannot delimit — a NUL byte with `-0`; a line break, or a carriage return
+/// at its end (which `buri delete --stdin` takes for a Windows line end), one a line — stops the
+/// list with an error naming it rather than being printed as other keys: `keys … -0 | delete
+/// --stdin -0` must never delete `a` and `b` for the key "a\0b". An error that stops a JSON array
+/// ends it with an `{"error": MESSAGE}` element (``fail(_:)``), so the output stays valid JSON but
+/// can never be taken for a complete list of strings.
 final class KeyListWriter {
     let out: Output
-    let format: KeyListFormat
+    let format: (json: Bool, nul: Bool)
+    /// What is listed, for messages: "bucket 'B'", "the database".
+    let source: String
+    /// What one item is: "key", "bucket name".
+    let noun: String
     private var first = true
+    private var open = false
 
-    init(_ out: Output, _ format: KeyListFormat) {
+    init(_ out: Output, json: Bool, nul: Bool, source: String, noun: String = "key") {
         self.out = out
-        self.format = format
+        format = (json, nul)
+        self.source = source
+        self.noun = noun
+    }
+
+    convenience init(_ out: Output, _ format: KeyListFormat, source: String) {
+        self.init(out, json: format.json, nul: format.nul, source: source)
     }
 
     func begin() throws {
-        if format.json { try out.write("[") }
+        if format.json {
+            try out.write("[")
+            open = true
+        }
     }
 
     func key(_ key: String) throws {
         if format.json {
             try out.write((first ? "" : ",") + jsonString(key))
         } else if format.nul {
+            if key.utf8.contains(0) {
+                throw ToolError(.usage, "\(source): the \(noun) \(jsonString(key)) holds a NUL byte, which ends a \(noun) in -0 output, so it cannot be listed that way (it would read as other \(noun)s); the list stops before it: list with --json instead")
+            }
             try out.write(key + "\u{0}")
         } else {
+            let bytes = key.utf8
+            if bytes.contains(UInt8(ascii: "\n")) || bytes.last == UInt8(ascii: "\r") {
+                let what = bytes.contains(UInt8(ascii: "\n")) ? "holds a line break" : "ends with a carriage return (which readers drop as part of a line end)"
+                throw ToolError(.usage, "\(source): the \(noun) \(jsonString(key)) \(what), so it cannot be listed one per line (it would read as other \(noun)s); the list stops before it: list with -0 (NUL-terminated) or --json instead")
+            }
             try out.line(key)
         }
         first = false
     }
 
     func end(newline: Bool = true) throws {
-        if format.json { try newline ? out.line("]") : out.write("]") }
+        if format.json {
+            open = false
+            try newline ? out.line("]") : out.write("]")
+        }
+    }
+
+    /// After `error` stopped the list: a JSON array still open is closed with an
+    /// `{"error": MESSAGE}` element (valid JSON, never a list of strings taken for complete) and
+    /// written out. Lines and NUL-terminated keys get nothing more (what is still buffered is not
+    /// written). `error` is then reported as usual.
+    func fail(_ error: any Error, newline: Bool = true) {
+        if open {
+            let message: String
+            switch error {
+            case let error as ToolError: message = error.message
+            case let error as BuriError: message = ToolError(error).message
+            default: message = String(describing: error)
+            }
+            try? out.write((first ? "" : ",") + "{\"error\":" + jsonString(oneLine(message)) + "}")
+            try? end(newline: newline)
+            try? out.flush()
+        }
+    }
+
+    /// Runs `body`, which lists items, and ends the list on error as ``fail(_:)`` says.
+    func listing(newline: Bool = true, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            fail(error, newline: newline)
+            throw error
+        }
     }
 }

@@ -81,14 +81,23 @@ func lockHolder(_ path: String) -> pid_t? {
 /// A directory without CURRENT whose LOCK another process holds is a database being created
 /// right now (LevelDB writes CURRENT last), not a damaged one: that is the in-use error.
 func refuseIfBeingCreated(_ path: String) throws {
-    if lockHolder(path) != nil { throw ToolError(.inUse, inUseMessage(path)) }
+    if lockHolder(path) != nil {
+        var error = ToolError(.inUse, inUseMessage(path))
+        error.heldPath = path
+        throw error
+    }
 }
 
 /// The in-use error, naming the holder's PID when the OS tells it.
 func inUseMessage(_ path: String) -> String {
-    let holder = lockHolder(path).map { "process \($0)" } ?? "another process"
-    return "the database at '\(path)' is in use by \(holder) (LevelDB lets one process open it at a time); "
+    "\(inUseFact(path)) (LevelDB lets one process open it at a time); "
         + "close it there and retry, or give --wait SECONDS to wait for it"
+}
+
+/// "the database at 'X' is in use by process N".
+func inUseFact(_ path: String, still: Bool = false) -> String {
+    let holder = lockHolder(path).map { "process \($0)" } ?? "another process"
+    return "the database at '\(path)' is \(still ? "still " : "")in use by \(holder)"
 }
 
 /// LevelDB's `No space left on device`, said so that the user knows nothing was lost.
@@ -110,16 +119,36 @@ func otherComparatorMessage(_ path: String, _ message: String) -> String {
         + "and Buri uses LevelDB's bytewise order; give the directory of a Buri database"
 }
 
-/// Runs `body` until it no longer fails because the database is in use, for up to `seconds`.
+/// Runs `body` until it no longer fails because the database is in use, for up to `seconds`
+/// (`--wait`). The first time it finds the database held it says so on standard error — who holds
+/// it and how long it will wait — and if the time runs out the error says it waited, and for how
+/// long, rather than advising the --wait that was given.
 func waitingForLock<R>(_ seconds: Double?, _ body: () throws -> R) throws -> R {
     let deadline = Date().addingTimeInterval(seconds ?? 0)
+    var announced = false
     while true {
         do {
             return try body()
-        } catch let error as ToolError where error.status == .inUse && Date() < deadline {
+        } catch let error as ToolError where error.status == .inUse {
+            guard let seconds, seconds > 0 else { throw error }
+            let path = error.heldPath ?? "the given path"
+            guard Date() < deadline else {
+                throw ToolError(.inUse, "\(inUseFact(path, still: true)) after waiting \(secondsText(seconds)) (--wait \(secondsText(seconds, unit: false))); "
+                    + "nothing was done: close it in that process and run the command again, or give a longer --wait")
+            }
+            if !announced {
+                announced = true
+                writeAll(2, Array("buri: note: \(inUseFact(path)); waiting up to \(secondsText(seconds)) for it to be closed (--wait; Ctrl-C gives up)\n".utf8))
+            }
             usleep(50_000)
         }
     }
+}
+
+/// "30 seconds", "0.5 seconds", "1 second"; with `unit: false` just the number.
+func secondsText(_ seconds: Double, unit: Bool = true) -> String {
+    let number = seconds == seconds.rounded() && seconds < 1e15 ? String(Int64(seconds)) : String(seconds)
+    return unit ? number + (seconds == 1 ? " second" : " seconds") : number
 }
 
 /// Copies of databases on read-only file systems, removed when the process exits.

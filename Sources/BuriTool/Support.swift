@@ -28,6 +28,8 @@ enum ExitStatus: Int32 {
 struct ToolError: Error, CustomStringConvertible {
     let status: ExitStatus
     let message: String
+    /// For `.inUse`: the database another process holds (for `--wait`'s messages).
+    var heldPath: String?
 
     init(_ status: ExitStatus, _ message: String) {
         self.status = status
@@ -46,6 +48,7 @@ struct ToolError: Error, CustomStringConvertible {
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
+            heldPath = place
         case .storage(let storage) where storage.message.contains("No space left on device"):
             self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"))
         case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
@@ -75,6 +78,29 @@ func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
 }
 
+// MARK: - Test hook
+
+/// A kill at a known point, for tests that must not depend on timing (docs/DURABILITY.md, "Test
+/// hooks"): with `BURI_TEST_KILL_AFTER_CHUNKS=N` in the environment, `buri import` and `buri
+/// restore` send themselves SIGKILL right after the Nth chunk they store has been committed — into
+/// the stage of an atomic import or restore, or into the bucket with `--chunk-size`. Without the
+/// variable nothing changes.
+///
+/// ```sh
+/// BURI_TEST_KILL_AFTER_CHUNKS=2 buri import db.buri B --key id big.jsonl   # killed mid-write
+/// ```
+enum TestKillHook {
+    static let afterChunks: Int? = ProcessInfo.processInfo.environment["BURI_TEST_KILL_AFTER_CHUNKS"].flatMap { Int($0) }
+    nonisolated(unsafe) private static var stored = 0
+
+    /// Counts a committed chunk; the Nth one ends the process with SIGKILL.
+    static func chunkStored() {
+        guard let afterChunks else { return }
+        stored += 1
+        if stored >= afterChunks { kill(getpid(), SIGKILL) }
+    }
+}
+
 // MARK: - Opening databases
 
 /// The `DB` argument every command takes.
@@ -82,11 +108,13 @@ struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
     var database: String
 
-    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out).", valueName: "seconds"))
     var wait: Double?
 
     func validate() throws {
-        if let wait, !(wait >= 0 && wait <= 86_400 * 365) { throw ValidationError("--wait takes a number of seconds from 0 up, not \(wait)") }
+        if let wait, !(wait >= 0 && wait <= 86_400 * 365) {
+            throw ValidationError("--wait takes the most seconds to wait for another process to close the database, from 0 to 31536000 (a year), such as --wait 30; not \(wait)")
+        }
         if let problem = locationProblem(database) { throw ValidationError(problem) }
     }
 }
@@ -360,13 +388,10 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
         do {
             number = try CBORValue(jsonNumber: text)
         } catch let error as CBORError {
-            if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
-               first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
-                var reason = error.message
-                if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
-                throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
-            }
-            throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
+            // An integer beyond CBOR's range that is exactly a double (2^65): an index holds it
+            // as that double, so a query names it as written.
+            guard let exact = CBORValue.exactDouble(text) else { try refuseNumber(text, error, index: index, option: option) }
+            number = .float(exact)
         }
         do {
             return try IndexValue(number: number)
@@ -376,4 +401,19 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
             throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
         }
     }
+}
+
+/// The error for a query value that is not a number a numeric index holds.
+private func refuseNumber(_ text: String, _ error: CBORError, index: String, option: String) throws -> Never {
+    if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
+       first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
+        var reason = error.message
+        if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
+        if reason.contains("the integers CBOR holds exactly"), let nearest = Double(text.trimmingCharacters(in: .whitespaces)) {
+            // A query value is not stored: what matters is what an index holds.
+            reason = "the integer \(text.trimmingCharacters(in: .whitespaces)) is neither an Int64, a UInt64 nor exactly a double, the numbers an index holds (the nearest double is \(nearest)); it is refused rather than rounded"
+        }
+        throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
+    }
+    throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
 }

@@ -519,11 +519,15 @@ struct Import: ParsableCommand {
                         chunkLines.append(number)
                         if chunk.count >= storeChunk {
                             try Self.store(chunk, lines: chunkLines, partial: true) { try raw.store($0, sync: true) }
+                            TestKillHook.chunkStored()
                             chunk.removeAll(keepingCapacity: true)
                             chunkLines.removeAll(keepingCapacity: true)
                         }
                     }
-                    if !chunk.isEmpty { try Self.store(chunk, lines: chunkLines, partial: true) { try raw.store($0, sync: true) } }
+                    if !chunk.isEmpty {
+                        try Self.store(chunk, lines: chunkLines, partial: true) { try raw.store($0, sync: true) }
+                        TestKillHook.chunkStored()
+                    }
                     after = try raw.count()
                     return
                 }
@@ -551,12 +555,16 @@ struct Import: ParsableCommand {
                     chunkLines.append(number)
                     if chunk.count >= storeChunk || chunkBytes >= Self.stageChunkBytes {
                         try Self.store(chunk, lines: chunkLines, partial: false) { try load.store($0) }
+                        TestKillHook.chunkStored()
                         chunk.removeAll(keepingCapacity: true)
                         chunkLines.removeAll(keepingCapacity: true)
                         chunkBytes = 0
                     }
                 }
-                if !chunk.isEmpty { try Self.store(chunk, lines: chunkLines, partial: false) { try load.store($0) } }
+                if !chunk.isEmpty {
+                    try Self.store(chunk, lines: chunkLines, partial: false) { try load.store($0) }
+                    TestKillHook.chunkStored()
+                }
                 chunk = []
                 try storing.checkEnd()
                 after = try publishStages(db, [load], progress: progress).reduce(0, +)
@@ -1691,6 +1699,7 @@ struct Restore: ParsableCommand {
             if !chunk.isEmpty {
                 let stage = stages[chunkOwner]
                 try Import.store(chunk, lines: chunkLines, partial: false) { try stage.store($0) }
+                TestKillHook.chunkStored()
             }
             chunk.removeAll(keepingCapacity: true)
             chunkLines.removeAll(keepingCapacity: true)

@@ -65,6 +65,84 @@ struct ExactnessTests {
         }
     }
 
+    /// A double written with every digit of its exact value is exactly that double, however far
+    /// that is from its shortest form: 2^62 written out, -2^64 with a ".0", with an exponent, with
+    /// trailing zeros. Only a literal that is neither the exact value nor the shortest form of the
+    /// double it rounds to is refused.
+    @Test func doublesWrittenInFullAreAcceptedExactly() throws {
+        let accepted: [(String, Double)] = [
+            ("-18446744073709551616.0", -0x1p64), ("4611686018427387904.0", 0x1p62), ("4611686018427387904.000", 0x1p62),
+            ("4.611686018427387904e18", 0x1p62), ("46116860184273879040e-1", 0x1p62), ("0.4611686018427387904E+19", 0x1p62),
+            ("18446744073709551616.0", 0x1p64), ("-9223372036854775808.0", -0x1p63), ("36893488147419103232.0", 0x1p65),
+            ("0.1000000000000000055511151231257827021181583404541015625", 0.1),
+            ("1e23", 1e23), ("99999999999999991611392.0", 1e23), ("5e-324", .leastNonzeroMagnitude),
+        ]
+        for (text, double) in accepted {
+            #expect(try CBORValue(json: text) == .float(double), "\(text)")
+            #expect(try CBORValue(jsonNumber: text) == .float(double), "\(text)")
+            #expect(try CBORValue(json: "[\(text)]") == [.float(double)], "\(text)")
+        }
+        for text in ["4611686018427387904.5", "4611686018427387905.0", "4611686018427387903.0", "-18446744073709551617.0",
+                     "0.10000000000000000555", "9007199254740993.0e0", "4.6116860184273879e18"] {
+            let error = expectCBORError(.invalidJSON) { _ = try CBORValue(jsonNumber: text) }
+            #expect(error?.message.contains("more precision than a double holds") == true, "\(text): \(String(describing: error))")
+        }
+    }
+
+    /// `exactDouble` takes any decimal (integers beyond 64 bits too) that is exactly a double, and
+    /// nothing else: not the shortest form of another number, not hex, inf or a '+'.
+    @Test func exactDoubleNamesOnlyDoublesExactly() {
+        let exact: [(String, Double)] = [("36893488147419103232", 0x1p65), ("-18446744073709551616", -0x1p64), ("4611686018427387904.0", 0x1p62),
+                                         ("0.5", 0.5), ("-0.0", -0.0), ("1e0", 1), (" 2.50 ", 2.5), ("5e-324", 0)]
+        for (text, double) in exact where double != 0 || text == "-0.0" {
+            #expect(CBORValue.exactDouble(text) == double, "\(text)")
+        }
+        for text in ["36893488147419103233", "0.1", "1e23", "5e-324", "0x10", "+1", "inf", "nan", "1.", ".5", "1e", "", "1 2", "1e400"] {
+            #expect(CBORValue.exactDouble(text) == nil, "\(text)")
+        }
+    }
+
+    /// Property: random doubles (every binade, subnormals, integers beyond 2^53) printed with all
+    /// the digits of their exact value by the C library — fixed-point, with an exponent, with
+    /// trailing zeros — read back as exactly that double; the same text with one more digit that
+    /// rounds back to the double is refused, never rounded.
+    @Test func randomDoublesPrintedExactlyReadBackExactly() throws {
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SplitMix64(seed: seed)
+        let count = ProcessInfo.processInfo.environment["BURI_FULL_TESTS"] == "1" ? 20_000 : 1_500
+        for round in 0..<count {
+            let double: Double
+            switch round % 3 {
+            case 0: double = Double(bitPattern: random.next())                                                     // any bits
+            case 1: double = Double(Int64(bitPattern: random.next()) >> Int64(random.next() % 60))
+                        * Double(sign: .plus, exponent: Int(random.next() % 200) - 100, significand: 1)   // integers scaled
+            default: double = Double(sign: random.next() & 1 == 0 ? .plus : .minus, exponent: Int(random.next() % 2098) - 1074, significand: 1)
+            }
+            guard double.isFinite, double != 0 else { continue }
+            // glibc prints the exact decimal value when asked for enough digits (1074 after the point suffice).
+            var fixed = String(format: "%.1100f", double)
+            while fixed.hasSuffix("0") { fixed.removeLast() }
+            if fixed.hasSuffix(".") { fixed += "0" }
+            let negative = fixed.hasPrefix("-")
+            let unsigned = negative ? String(fixed.dropFirst()) : fixed
+            let parts = unsigned.split(separator: ".", omittingEmptySubsequences: false)
+            let allDigits = String((parts[0] + parts[1]).drop { $0 == "0" })
+            let scientific = (negative ? "-" : "") + String(allDigits.prefix(1)) + "." + (allDigits.count > 1 ? String(allDigits.dropFirst()) : "0")
+                + "e" + String(parts[0] == "0" ? -(parts[1].prefix { $0 == "0" }.count + 1) : parts[0].count - 1)
+            let integerForm = (negative ? "-" : "") + allDigits + "0000e" + String(-(parts[1].count) - 4)
+            for text in [fixed, fixed + "000", scientific, integerForm] {
+                #expect(try CBORValue(jsonNumber: text) == .float(double), "seed \(seed): \(double.debugDescription) as \(text.prefix(80))…")
+            }
+            // One more digit, far below the last one: still rounds to the double, but is not it.
+            let finer = fixed + "00000000000000000001"
+            if Double(finer) == double {
+                let error = expectCBORError(.invalidJSON) { _ = try CBORValue(jsonNumber: finer) }
+                #expect(error?.message.contains("more precision than a double holds") == true, "seed \(seed): \(double.debugDescription)")
+            }
+        }
+    }
+
     @Test func queryLiteralsTakeInfinityButNothingElseThatIsNotANumber() throws {
         #expect(try CBORValue(jsonNumber: "Infinity") == .float(.infinity))
         #expect(try CBORValue(jsonNumber: "-Infinity") == .float(-.infinity))
@@ -264,6 +342,32 @@ struct ExactnessTests {
         }
     }
 
+    /// An error deep in nested input names where it is without repeating every level: the first
+    /// and last six steps around "…(N more levels)…", and member names cut at 64 characters.
+    @Test func deepPathsInErrorsAreShortenedSayingHowMuch() throws {
+        let arrays = #"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
+        let arrayError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: arrays) }
+        #expect(arrayError?.codingPath == "a[0][0][0][0][0]…(500 more levels)…[0][0][0][0][0][0]", "\(String(describing: arrayError))")
+        let members = #"{"a":"# + String(repeating: #"{"b":"#, count: 600) + "1" + String(repeating: "}", count: 601)
+        let memberError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: members) }
+        #expect(memberError?.codingPath == "a.b.b.b.b.b…(500 more levels)…b.b.b.b.b.b", "\(String(describing: memberError))")
+        let tags = #"{"a":"# + String(repeating: #"{"$tag":1,"$value":"#, count: 600) + "1" + String(repeating: "}", count: 601)
+        let tagError = expectCBORError(.invalidJSON) { _ = try CBORValue(exactJSON: tags) }
+        #expect(tagError?.codingPath.hasPrefix("a{$tag 1}{$tag 1}") == true && tagError?.codingPath.contains(" more levels)…{$tag 1}") == true, "\(String(describing: tagError))")
+        #expect((tagError?.codingPath.count ?? .max) < 200)
+        // Sixteen steps are shown whole; a long member name is cut, saying so.
+        let sixteen = #"{"a":"# + String(repeating: "[", count: 15) + "1e400" + String(repeating: "]", count: 15) + "}"
+        #expect(expectCBORError(.invalidJSON) { _ = try CBORValue(json: sixteen) }?.codingPath == "a" + String(repeating: "[0]", count: 15))
+        let long = String(repeating: "n", count: 100)
+        let named = expectCBORError(.invalidJSON) { _ = try CBORValue(json: #"{"\#(long)":{"x":1e400}}"#) }
+        #expect(named?.codingPath == String(repeating: "n", count: 64) + "….x", "\(String(describing: named))")
+        // Codable decoding errors are shortened the same way.
+        struct Deep: Decodable { var v: [[[[[[[[[[[[[[[[[[Int]]]]]]]]]]]]]]]]]] }
+        let cbor = CBORValue.map([CBORMapEntry(key: "v", value: (0..<17).reduce(CBORValue.array([.text("x")])) { inner, _ in .array([inner]) })]).encoded()
+        let decoding = expectCBORError { _ = try CBORDecoder().decode(Deep.self, from: cbor) }
+        #expect(decoding?.codingPath.contains("…(") == true, "\(String(describing: decoding))")
+    }
+
     @Test func malformedWrappersAreRefusedNamingWhereTheyAre() throws {
         let cases = [
             #"{"a":{"$bytes":"AAE"}}"#, #"{"a":{"$bytes":"AAF="}}"#, #"{"a":{"$bytes":1}}"#,
@@ -279,3 +383,4 @@ struct ExactnessTests {
         #expect(try CBORValue(json: #"{"$bytes":"AA=="}"#) == ["$bytes": "AA=="])
     }
 }
+

@@ -50,10 +50,16 @@ struct CommitObservationTests {
         if events.count == 2 { #expect(events[0].revision < events[1].revision) }
 
         observation.cancel()
+        // A probe observing from before the third commit: once it has that commit, a change feed
+        // has delivered it (an event, not a delay), and the cancelled observation must not have.
+        let probe = EventLog()
+        let probing = engine.observeCommits { probe.append($0) }
+        defer { probing.cancel() }
         let third = engine.makeBatch()
         third.put([9], [9])
         try engine.commit(third, conditions: nil, sync: false)
-        usleep(300_000)  // time for a change feed to deliver, had the observation not ended
+        settle(probe, count: 1)
+        #expect(probe.all.map(\.changes) == [[.put(key: [9], value: [9])]])
         #expect(log.all.count == 2, "a cancelled observation is called no more")
     }
 

@@ -234,9 +234,11 @@ struct EtcdEngineTests {
         try put(other, [([2], [2]), ([3], [0x00, 0xFF])])
         try put(neighbour, [([4], [4])])                  // another database: not delivered
         try put(engine, [([2], nil), ([0xC3, 0xA9], [5])])
-        let deadline = Date().addingTimeInterval(10)
+        // Wait for the two (an event; the deadline only guards against a hang). That no other
+        // event follows (the neighbour's commit, a repeat) is checked at the end, once a later
+        // commit has been delivered to a probe.
+        let deadline = Date().addingTimeInterval(60)
         while events.withLock({ $0.count }) < 2 && Date() < deadline { usleep(10_000) }
-        usleep(200_000)
         let seen = events.withLock { $0 }
         #expect(seen.count == 2)
         if seen.count == 2 {
@@ -246,9 +248,15 @@ struct EtcdEngineTests {
         }
         observation.cancel()
         observation.cancel()
-        usleep(100_000)
+        // A probe watching from before the next commit: once it has that commit, the feed has
+        // delivered it (an event, not a delay), and the cancelled observation must not have it.
+        let probe = Mutex<[StorageCommitEvent]>([])
+        let probing = engine.observeCommits { event in probe.withLock { $0.append(event) } }
+        defer { probing.cancel() }
         try put(other, [([7], [7])])
-        usleep(300_000)
+        let probeDeadline = Date().addingTimeInterval(60)
+        while probe.withLock({ $0.isEmpty }) && Date() < probeDeadline { usleep(10_000) }
+        #expect(probe.withLock { $0.map(\.changes) } == [[.put(key: [7], value: [7])]])
         #expect(events.withLock { $0.count } == 2, "nothing after cancel")
     }
 }

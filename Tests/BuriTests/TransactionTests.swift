@@ -290,10 +290,12 @@ struct BackupTests {
         try db.bucket(Account.self).store((0..<50).map { Account(id: "a\($0)", email: "\($0)@x", balance: 100) })
         _ = try db.bucket(Ledger.self)
         let stop = Mutex(false)
+        let committed = Mutex(0)
         let writer = Thread {
             var n = 0
             while !stop.withLock({ $0 }) {
                 n += 1
+                defer { committed.withLock { $0 = n } }
                 // Each transaction moves 1 between two accounts and records it: totals stay 5000.
                 try? db.write { tx in
                     let accounts = try tx.bucket(Account.self)
@@ -309,7 +311,10 @@ struct BackupTests {
         var copies: [String] = []
         defer { for copy in copies { try? FileManager.default.removeItem(atPath: copy) } }
         for round in 0..<3 {
-            usleep(20_000)
+            // Each copy is taken after the writer has committed more transfers (counted, not a
+            // delay), so that every round copies a database that changed since the last one.
+            let seen = committed.withLock { $0 }
+            while committed.withLock({ $0 }) < seen + 20 { usleep(500) }
             let copy = test.directory.appendingPathComponent("backup-\(round)").path
             copies.append(copy)
             try db.backup(to: copy)

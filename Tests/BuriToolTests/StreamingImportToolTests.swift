@@ -96,26 +96,12 @@ struct StreamingImportToolTests {
     @Test func aKillWhileStoringLeavesTheDatabaseAsBeforeAndTheStageIsPurgedAtTheNextOpen() throws {
         let sandbox = try Sandbox()
         let (db, before) = try existingDatabase(sandbox)
-        let input = try writePeople(sandbox, "kill.jsonl", count: 200_000)
-        let process = Process()
-        process.executableURL = try BuriBinary.located()
-        process.arguments = ["import", db, "Person", "--progress", input]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        // Killed once it has stored a few chunks into the stage.
-        var seen = ""
-        let deadline = Date().addingTimeInterval(60)
-        while !seen.contains(", 5000 lines,"), Date() < deadline {
-            let data = errors.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal, "the import ended before it was killed: \(seen)")
-        #expect(seen.contains("reading and storing: "), "\(seen)")
+        // 5,000 lines are five chunks (Import.stageChunk is 1,000 objects): killed after the second.
+        let input = try writePeople(sandbox, "kill.jsonl", count: 5_000)
+        let killed = try buriKilledAfter(chunks: 2, ["import", db, "Person", "--progress", input])
+        #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "the import was not killed: \(killed)")
+        #expect(killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)")
+        // The kill was mid-write: the next open finds the stage it had stored into, and purges it.
         let purges = try purgesAtNextOpen(db)
         #expect(purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Person", "\(purges.found)")
         #expect(purges.after.isEmpty && purges.consistent)
@@ -123,6 +109,9 @@ struct StreamingImportToolTests {
         #expect(after.status == 0 && after.stdout == before, "\(after.stderr)")
         let check = try buri("check", db)
         #expect(check.status == 0, "\(check)")
+        // Without the hook the same import completes.
+        let whole = try buri("import", db, "Person", input)
+        #expect(whole.status == 0 && whole.stdout.hasPrefix("imported 5000 objects"), "\(whole)")
     }
 
     /// An import creating a bucket is staged without touching the catalog: a SIGKILL while it
@@ -133,30 +122,11 @@ struct StreamingImportToolTests {
         let (db, before) = try existingDatabase(sandbox)
         let infoBefore = try buri("info", db, "--json")
         #expect(infoBefore.status == 0, "\(infoBefore)")
-        let input = try writePeople(sandbox, "kill.jsonl", count: 60_000, prefix: "n")
-        let process = Process()
-        process.executableURL = try BuriBinary.located()
-        process.arguments = ["import", db, "Fresh", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", "--progress", input]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        // Killed once the storing pass (after the checking pass) has stored a few chunks.
-        var seen = ""
-        let deadline = Date().addingTimeInterval(120)
-        func storedEnough() -> Bool {
-            guard let storing = seen.range(of: "reading and storing: ") else { return false }
-            return seen[storing.upperBound...].contains(", 5000 lines,")
-        }
-        while !storedEnough(), Date() < deadline {
-            let data = errors.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal, "the import ended before it was killed: \(seen)")
-        #expect(storedEnough(), "\(seen)")
+        let input = try writePeople(sandbox, "kill.jsonl", count: 5_000, prefix: "n")
+        // Killed after the storing pass (which follows the checking pass) has committed 3 chunks.
+        let killed = try buriKilledAfter(chunks: 3, ["import", db, "Fresh", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", "--progress", input])
+        #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "the import was not killed: \(killed)")
+        #expect(killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)")
         // Reading commands (which do not purge) show no bucket 'Fresh'.
         // (Their buckets as before; the size on disk grew with the stage.)
         func buckets(_ json: String) throws -> NSArray? {

@@ -174,6 +174,26 @@ func buri(_ arguments: [String], stdin: String? = nil, executable path: String? 
     return ToolRun(status: process.terminationStatus, stdout: try scratch.read("stdout"), stderr: try scratch.read("stderr"))
 }
 
+/// Runs `buri arguments…` with the test hook that SIGKILLs it right after its `chunks`th
+/// stored chunk is committed (`BURI_TEST_KILL_AFTER_CHUNKS`, docs/DURABILITY.md): a kill at a
+/// known point of the write, on any machine, however fast or slow.
+func buriKilledAfter(chunks: Int, _ arguments: [String]) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
+    let sandbox = try Sandbox()
+    let process = Process()
+    process.executableURL = try BuriBinary.located()
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(["BURI_TEST_KILL_AFTER_CHUNKS": String(chunks)]) { $1 }
+    let errPath = sandbox.path("stderr")
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    defer { try? errors.close() }
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return (process.terminationReason, process.terminationStatus, try sandbox.read("stderr"))
+}
+
 /// Expects a failure reported as exactly one line `buri: …` on stderr, with `status`.
 func expectFailure(_ run: ToolRun, status: Int32, mentioning fragments: [String], sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
