@@ -83,7 +83,7 @@ struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
     var database: String
 
-    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it (default: fail at once with exit 5). Commands that only read never wait: they read a snapshot of its files.", valueName: "seconds"))
     var wait: Double?
 
     func validate() throws {
