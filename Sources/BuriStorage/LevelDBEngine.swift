@@ -10,6 +10,10 @@ import Foundation
 public typealias LevelDBOptions = LevelDB.Options
 /// A write-ahead log record of a LevelDB database that fails its checksum or framing.
 public typealias DamagedLogRecord = LevelDB.DamagedLogRecord
+/// A private snapshot of a LevelDB database directory's files, for ``LevelDBEngine/init(readingSnapshot:options:)``.
+public typealias DatabaseFileSnapshot = LevelDB.FileSnapshot
+/// Why a ``DatabaseFileSnapshot`` could not be taken.
+public typealias DatabaseFileSnapshotError = LevelDB.FileSnapshotError
 
 /// The default engine: one LevelDB database in a directory, opened by this process alone.
 ///
@@ -27,6 +31,12 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public var isShared: Bool { false }
     /// Whether the directory is removed when the engine closes.
     public let removesDirectoryOnClose: Bool
+    /// The private snapshot of another directory's files this engine reads (see
+    /// ``init(readingSnapshot:options:)``), removed when the engine closes; nil for a database
+    /// opened in place.
+    public let snapshotFiles: FileSnapshot?
+    /// Error messages name the snapshot's files by the original directory's path.
+    private let alias: PathAlias?
     /// Reads the current state; immutable, so one serves every caller.
     private let current: LevelDBReader
     /// Serialises commits (LevelDB queues concurrent writers anyway) and counts them: the revision
@@ -43,13 +53,48 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         }
         location = path
         removesDirectoryOnClose = false
+        snapshotFiles = nil
+        alias = nil
         current = LevelDBReader(database: database, options: Self.checkedReads)
+    }
+
+    /// Opens the database in a private snapshot of a directory's files (``FileSnapshot``) to read
+    /// it without writing anything in that directory — while another process holds it open, on a
+    /// read-only file system or a full disk. The engine reads; ``commit(_:conditions:sync:)`` and
+    /// ``compact(_:)`` refuse with `notSupported`. Its ``location`` and its errors name the
+    /// original directory. Closing the engine removes the snapshot.
+    ///
+    /// ```swift
+    /// let files = try FileSnapshot.take(of: "people.buri", in: NSTemporaryDirectory())
+    /// let engine = try LevelDBEngine(readingSnapshot: files)
+    /// defer { engine.close() }
+    /// ```
+    ///
+    /// - Throws: ``StorageError`` as opening the original would (damage is `corruption`). The
+    ///   snapshot is left in place then, for the caller to inspect (its logs) and remove.
+    public init(readingSnapshot files: FileSnapshot, options: Options = Options()) throws(StorageError) {
+        var options = options
+        options.createIfMissing = false
+        options.errorIfExists = false
+        let alias = PathAlias(from: files.path, to: files.source)
+        do {
+            database = try Database(path: files.path, options: options)
+        } catch {
+            throw StorageError(error, alias: alias)
+        }
+        location = files.source
+        removesDirectoryOnClose = false
+        snapshotFiles = files
+        self.alias = alias
+        current = LevelDBReader(database: database, options: Self.checkedReads, alias: alias)
     }
 
     private init(database: Database, path: String, removesDirectoryOnClose: Bool) {
         self.database = database
         self.location = path
         self.removesDirectoryOnClose = removesDirectoryOnClose
+        snapshotFiles = nil
+        alias = nil
         current = LevelDBReader(database: database, options: Self.checkedReads)
     }
 
@@ -70,7 +115,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     }
 
     deinit {
-        if removesDirectoryOnClose { close() }
+        if removesDirectoryOnClose || snapshotFiles != nil { close() }
     }
 
     public var isClosed: Bool { database.isClosed }
@@ -97,6 +142,9 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     public func close() {
         database.close()
+        // LevelDB's files there are released with the handle (a cursor still alive keeps its
+        // tables open; their links are gone, the files stay readable until it ends).
+        snapshotFiles?.remove()
         if removesDirectoryOnClose {
             // Readers still alive keep LevelDB's files open; removing the directory unlinks them,
             // and the space returns when the last one finishes.
@@ -108,9 +156,9 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     public func snapshot() throws -> any StorageSnapshot {
         do {
-            return LevelDBSnapshot(database: database, snapshot: try database.snapshot())
+            return LevelDBSnapshot(database: database, snapshot: try database.snapshot(), alias: alias)
         } catch {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 
@@ -125,6 +173,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
             throw StorageError(code: .invalidArgument, message: "a batch made by another engine", location: location)
         }
         guard !batch.isEmpty else { return }
+        if snapshotFiles != nil { throw readOnlyRefusal("write") }
         try commitLock.withLock { revision throws(StorageError) in
             do throws(LevelDBError) {
                 try database.write(batch.batch, options: sync ? .sync : .async)
@@ -152,6 +201,7 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public var commitObserverCount: Int { observers.observerCount }
 
     public func compact(_ range: KeyRange?) throws {
+        if snapshotFiles != nil { throw readOnlyRefusal("compact") }
         do {
             try database.compact(range)
         } catch {
@@ -159,11 +209,16 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         }
     }
 
+    /// The refusal of a change to an engine that reads a snapshot.
+    private func readOnlyRefusal(_ what: String) -> StorageError {
+        StorageError(code: .notSupported, message: "this engine reads a private snapshot of the files of '\(location)' and cannot \(what) it; open the database itself to \(what) it", location: location)
+    }
+
     public func property(_ name: String) throws -> String? {
         do {
             return try database.property(name)
         } catch {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 
@@ -171,12 +226,29 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         do {
             return try database.approximateSizes(of: ranges)
         } catch {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 }
 
+/// A directory that error messages name by another path: a snapshot's by its original's.
+struct PathAlias: Sendable {
+    let from: String
+    let to: String
+    func apply(_ text: String) -> String { text.replacing(from, with: to) }
+}
+
 extension StorageError {
+    /// ``init(_:)`` naming the files of `alias.from` by `alias.to`.
+    init(_ error: LevelDBError, alias: PathAlias?) {
+        guard let alias else {
+            self.init(error)
+            return
+        }
+        let renamed = StorageError(error)
+        self.init(code: renamed.code, message: alias.apply(renamed.message), location: renamed.location.map(alias.apply))
+    }
+
     /// The engine-neutral form of a LevelDB error, keeping LevelDB's message.
     public init(_ error: LevelDBError) {
         let code: Code
@@ -199,47 +271,53 @@ class LevelDBReader: StorageReader, @unchecked Sendable {
     // @unchecked: Database is thread-safe and the options are immutable.
     let database: Database
     let options: ReadOptions
+    let alias: PathAlias?
 
-    init(database: Database, options: ReadOptions) {
+    init(database: Database, options: ReadOptions, alias: PathAlias? = nil) {
         self.database = database
         self.options = options
+        self.alias = alias
     }
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         do {
             return try database.withValue(forKey: key, options: options, body)
         } catch let error as LevelDBError {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
         do {
-            return LevelDBCursor(try database.cursor(in: range, reverse: reverse, options: options))
+            return LevelDBCursor(try database.cursor(in: range, reverse: reverse, options: options), alias: alias)
         } catch {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 }
 
 final class LevelDBSnapshot: LevelDBReader, StorageSnapshot, @unchecked Sendable {
-    init(database: Database, snapshot: Snapshot) {
-        super.init(database: database, options: ReadOptions(snapshot: snapshot, verifyChecksums: true))
+    init(database: Database, snapshot: Snapshot, alias: PathAlias? = nil) {
+        super.init(database: database, options: ReadOptions(snapshot: snapshot, verifyChecksums: true), alias: alias)
     }
 }
 
 /// A LevelDB cursor with engine-neutral errors.
 final class LevelDBCursor: StorageCursor {
     let cursor: Cursor
+    let alias: PathAlias?
 
-    init(_ cursor: Cursor) { self.cursor = cursor }
+    init(_ cursor: Cursor, alias: PathAlias? = nil) {
+        self.cursor = cursor
+        self.alias = alias
+    }
 
     @inline(__always)
     func next() throws -> Bool {
         do {
             return try cursor.next()
         } catch {
-            throw StorageError(error)
+            throw StorageError(error, alias: alias)
         }
     }
 

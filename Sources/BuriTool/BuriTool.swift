@@ -14,7 +14,11 @@ struct BuriCommand: ParsableCommand {
         abstract: "Inspect, query, export, import and maintain Buri databases.",
         discussion: """
         Works on any Buri database from its bucket catalog and self-describing CBOR records; \
-        objects are shown as JSON. Read-only commands never create a database.
+        objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, export, \
+        check without --repair, stats) never create a database nor create or change a file in \
+        its directory: they read a private snapshot of its files made in $TMPDIR (default /tmp), \
+        which also lets them read a database another process has open (its last committed \
+        state) or one on a full disk.
 
         Exit codes:
           0  success
@@ -24,7 +28,7 @@ struct BuriCommand: ParsableCommand {
           3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
              an etcd cluster that is unreachable or has no quorum
           4  not a Buri database: missing path, other files, a newer format
-          5  the database is in use by another process
+          5  a command that writes found the database in use by another process
           6  not found: unknown bucket, index or key
           7  invalid input: `buri import` data rejected (nothing was written)
         """,

@@ -151,60 +151,39 @@ func secondsText(_ seconds: Double, unit: Bool = true) -> String {
     return unit ? number + (seconds == 1 ? " second" : " seconds") : number
 }
 
-/// Copies of databases on read-only file systems, removed when the process exits.
-nonisolated(unsafe) private var temporaryCopies: [String] = []
-nonisolated(unsafe) private var cleanupRegistered = false
-
-private func removeTemporaryCopies() {
-    for path in temporaryCopies { try? FileManager.default.removeItem(atPath: path) }
-    temporaryCopies.removeAll()
-}
-
 /// Whether LevelDB failed because it may not write into the database directory.
 func isReadOnlyFailure(_ error: ToolError) -> Bool {
     error.status == .failure && (error.message.contains("Read-only file system") || error.message.contains("Permission denied"))
 }
 
 extension DatabaseArgument {
-    /// Opens the database (see ``openExisting(_:)``), waiting `--wait` seconds for a lock.
-    /// A command that only reads (`readOnly`) on a read-only file system, or in a directory it may
-    /// not write, reads a temporary copy instead — LevelDB must write a lock and a log to open —
-    /// and says so on standard error. A command that only reads does not resume pending purges
-    /// (a write); one that writes resumes them in the background, as the library does.
-    /// `purgesInBackground: false` lets a writing command run the purge itself (`buri compact`).
+    /// Opens the database (see ``openExisting(_:purges:snapshot:)``). A command that only reads
+    /// (`readOnly`) reads a private snapshot of a LevelDB database's files: it creates and changes
+    /// nothing in the directory, does not wait for the lock (it reads what another process holding
+    /// the database has committed to disk), and works on a read-only file system or a full disk.
+    /// A command that writes opens the database itself, waiting `--wait` seconds for its lock, and
+    /// resumes pending purges in the background, as the library does;
+    /// `purgesInBackground: false` lets it run the purge itself (`buri compact`).
+    ///
+    /// Before a command writes, the stages of imports that ended without publishing (killed, or
+    /// failed on a full disk that kept their purge from running) are purged and their space is
+    /// given back (``reclaimAbandonedStages(_:path:)``).
     func open(readOnly: Bool = false, purgesInBackground: Bool? = nil) throws -> BuriDatabase {
         do {
-            return try waitingForLock(wait) { try openExisting(database, purges: purgesInBackground ?? !readOnly) }
-        } catch let error as ToolError where isReadOnlyFailure(error) {
+            let db = try waitingForLock(wait) { try openExisting(database, purges: purgesInBackground ?? !readOnly, snapshot: readOnly) }
+            if !readOnly {
+                do {
+                    try reclaimAbandonedStages(db, path: database)
+                } catch {
+                    db.close()
+                    throw error
+                }
+            }
+            return db
+        } catch let error as ToolError where !readOnly && isReadOnlyFailure(error) {
             let reason = error.message.contains("Read-only file system") ? "is on a read-only file system" : "is in a directory this user may not write"
-            guard readOnly else {
-                throw ToolError(.failure, "'\(database)' \(reason), and this command changes the database; copy the directory somewhere writable and run it there (reading commands work as they are, on a temporary copy)")
-            }
-            return try openCopy(reason: reason)
+            throw ToolError(.failure, "'\(database)' \(reason), and this command changes the database; copy the directory somewhere writable and run it there (reading commands work as they are)")
         }
-    }
-
-    private func openCopy(reason: String) throws -> BuriDatabase {
-        let manager = FileManager.default
-        let copy = manager.temporaryDirectory.appendingPathComponent("buri-read-only-copy-\(getpid())-\(UUID().uuidString)").path
-        if !cleanupRegistered {
-            cleanupRegistered = true
-            atexit { removeTemporaryCopies() }
-        }
-        temporaryCopies.append(copy)
-        do {
-            try manager.createDirectory(atPath: copy, withIntermediateDirectories: true)
-            for name in try manager.contentsOfDirectory(atPath: database) where name != "LOCK" {
-                try manager.copyItem(atPath: (database as NSString).appendingPathComponent(name), toPath: (copy as NSString).appendingPathComponent(name))
-            }
-        } catch {
-            throw ToolError(.failure, "'\(database)' \(reason), and LevelDB must write to open it; copying it to '\(copy)' to read it there failed (\(error.localizedDescription)); copy the directory somewhere writable and give that path")
-        }
-        writeAll(2, Array("buri: note: '\(database)' \(reason); reading a temporary copy (\(formatBytes(sizeOnDisk(copy))))\n".utf8))
-        var options = BuriOptions()
-        options.createIfMissing = false
-        options.purgesInBackground = false
-        return try mapErrors(path: database) { try BuriDatabase(path: copy, options: options) }
     }
 }
 

@@ -30,10 +30,13 @@ struct ToolError: Error, CustomStringConvertible {
     let message: String
     /// For `.inUse`: the database another process holds (for `--wait`'s messages).
     var heldPath: String?
+    /// Whether the disk holding the database is full (the error of a write that was refused).
+    var isDiskFull = false
 
-    init(_ status: ExitStatus, _ message: String) {
+    init(_ status: ExitStatus, _ message: String, diskFull: Bool = false) {
         self.status = status
         self.message = message
+        isDiskFull = diskFull
     }
 
     /// Classifies a library error.
@@ -49,8 +52,8 @@ struct ToolError: Error, CustomStringConvertible {
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
             heldPath = place
-        case .storage(let storage) where storage.message.contains("No space left on device"):
-            self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"))
+        case .storage(let storage) where storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded"):
+            self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"), diskFull: true)
         case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
             self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
         case .invalidQuery, .invalidContinuation:
@@ -108,7 +111,7 @@ struct DatabaseArgument: ParsableArguments {
     @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
     var database: String
 
-    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out). Commands that only read never wait: they read a snapshot of its files.", valueName: "seconds"))
     var wait: Double?
 
     func validate() throws {
@@ -144,9 +147,11 @@ func pathState(_ path: String) throws -> PathState {
 
 /// Opens an existing database without ever creating one (nor any file in a directory that
 /// holds none): a path that is not a database gives a one-line error. With `purges` false the
-/// generations waiting to be purged (`docs/FORMAT.md` §6a) are left as they are: a command that
-/// only reads writes nothing, not even the purge a write would resume.
-func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
+/// generations waiting to be purged (`docs/FORMAT.md` §6a) are left as they are. With
+/// `snapshot`, a LevelDB database is read through a private snapshot of its files
+/// (``openSnapshot(_:)``): nothing in its directory is created or changed, and a database
+/// another process holds open is read as its files stand.
+func openExisting(_ path: String, purges: Bool = true, snapshot: Bool = false) throws -> BuriDatabase {
     // A database in an etcd cluster: never created here either.
     if EtcdEngine.isEtcdLocation(path) { return finishingPurges(try openExistingEtcd(path, purges: purges), purges) }
     switch try pathState(path) {
@@ -161,6 +166,7 @@ func openExisting(_ path: String, purges: Bool = true) throws -> BuriDatabase {
         try refuseIfBeingCreated(path)
         throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
+        if snapshot { return try openSnapshot(path) }
         var options = BuriOptions()
         options.createIfMissing = false
         options.purgesInBackground = purges
@@ -269,6 +275,9 @@ final class Output {
         buffer.removeAll(keepingCapacity: true)
         if !ok {
             let code = errno
+            // The reader went away (`buri export DB | head`): end quietly, as SIGPIPE would have
+            // (the tool ignores it while it holds a snapshot, so that the snapshot is removed).
+            if code == EPIPE { throw ExitCode(128 + SIGPIPE) }
             var message = "cannot write to \(name): \(String(cString: strerror(code)))"
             if code == ENOSPC { message += "; the disk is full; the database is not affected by this output: free space there and run the command again" }
             throw ToolError(.failure, message)

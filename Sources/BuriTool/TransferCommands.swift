@@ -489,6 +489,11 @@ struct Import: ParsableCommand {
                 } catch let error as ToolError where error.message.contains("error_if_exists") {
                     // Another import created it since this one looked: the same race as the lock.
                     throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+                } catch {
+                    // A full disk met while creating it: nothing is left behind, so that running
+                    // the import again (as the message advises) finds the path as it was.
+                    removeFailedCreation(path, error: error, wasEmptyDirectory: state == .emptyDirectory)
+                    throw error
                 }
             }
         }
@@ -596,6 +601,13 @@ struct Import: ParsableCommand {
                     removeCreatedEtcdDatabase(path)
                 } else {
                     removeCreatedDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
+                }
+            } else if stage != nil, let full = error as? ToolError, full.isDiskFull {
+                // The handle that met the full disk writes no more (not even the stage's purge
+                // marker): a new one removes the stage if the disk now has room for it.
+                db.close()
+                if !removeStageAfterDiskFull(path) {
+                    throw ToolError(full.status, full.message + stageLeftNote(path), diskFull: true)
                 }
             }
             throw error
@@ -1752,7 +1764,7 @@ struct Restore: ParsableCommand {
                         var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
                         _ = try plan.prepare(header.bytes, line: header.number)
                         _ = try plan.prepare(line, line: number)
-                        let database = try db ?? createDatabase(path)
+                        let database = try db ?? createDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
                         db = database
                         do {
                             stages.append(try database.stageImport(creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion))
@@ -1779,7 +1791,7 @@ struct Restore: ParsableCommand {
                 guard header != nil else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
                 progress.measure("restoring", done: input.consumed, total: input.size, bytes: true, detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")", force: true)
                 try flush()
-                let database = try db ?? createDatabase(path)
+                let database = try db ?? createDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
                 db = database
                 do {
                     // What the buckets hold (a key given twice in the dump is one object).
@@ -1853,12 +1865,18 @@ struct Restore: ParsableCommand {
         return database
     }
 
-    /// Creates the new database (once the export has shown it is one).
-    func createDatabase(_ path: String) throws -> BuriDatabase {
+    /// Creates the new database (once the export has shown it is one). A failed attempt (a full
+    /// disk) leaves nothing behind, so that restoring again finds the path as it was.
+    func createDatabase(_ path: String, wasEmptyDirectory: Bool) throws -> BuriDatabase {
         if EtcdEngine.isEtcdLocation(path) { return try createEtcdDatabase(path) }
         var create = BuriOptions()
         create.storage.errorIfExists = true
         create.syncWrites = true
-        return try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+        do {
+            return try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+        } catch {
+            removeFailedCreation(path, error: error, wasEmptyDirectory: wasEmptyDirectory)
+            throw error
+        }
     }
 }

@@ -32,6 +32,9 @@ public final class Database: Sendable {
     /// The directory this database lives in.
     public let path: String
     private let state: Mutex<Handle?>
+    /// LevelDB's message for the first write that failed with an I/O error (a full disk), after
+    /// which this handle refuses to write: see ``write(_:options:)``.
+    private let failedWrite = Mutex<String?>(nil)
 
     /// Opens (and by default creates) the database in directory `path`.
     ///
@@ -195,33 +198,71 @@ public final class Database: Sendable {
 
     /// Stores `value` under `key`, replacing any previous value.
     public func put(_ key: some ContiguousBytes, _ value: some ContiguousBytes, options: WriteOptions = .async) throws(LevelDBError) {
-        let handle = try handle()
-        try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
-            try withCBytes(value) { valuePointer, valueCount throws(LevelDBError) in
-                try withErrorSlot(path: path) { error in
-                    leveldb_put(handle.db, handle.writeOptions(options), keyPointer, keyCount, valuePointer, valueCount, error)
+        let handle = try writableHandle()
+        do {
+            try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
+                try withCBytes(value) { valuePointer, valueCount throws(LevelDBError) in
+                    try withErrorSlot(path: path) { error in
+                        leveldb_put(handle.db, handle.writeOptions(options), keyPointer, keyCount, valuePointer, valueCount, error)
+                    }
                 }
             }
+        } catch {
+            throw writeFailed(error)
         }
     }
 
     /// Removes `key`. Removing a key that is not there is not an error.
     public func delete(_ key: some ContiguousBytes, options: WriteOptions = .async) throws(LevelDBError) {
-        let handle = try handle()
-        try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
-            try withErrorSlot(path: path) { error in
-                leveldb_delete(handle.db, handle.writeOptions(options), keyPointer, keyCount, error)
+        let handle = try writableHandle()
+        do {
+            try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
+                try withErrorSlot(path: path) { error in
+                    leveldb_delete(handle.db, handle.writeOptions(options), keyPointer, keyCount, error)
+                }
             }
+        } catch {
+            throw writeFailed(error)
         }
     }
 
     /// Applies every operation of `batch` atomically: after a crash either all of them are there or none.
+    ///
+    /// A write that fails with an I/O error (a full disk) may have left part of its record at the
+    /// end of the write-ahead log, while LevelDB's log writer goes on as if the whole record were
+    /// there: the next record would be framed against the wrong block boundaries and make the log
+    /// unreadable from there on. So after such a failure this handle refuses every further write
+    /// (with ``LevelDBError/Code/ioError`` quoting the first failure) while reads go on; close
+    /// and reopen the database to write again — recovery drops the cut-off record, as after a
+    /// crash, and the failed write is not in the database.
     public func write(_ batch: WriteBatch, options: WriteOptions = .async) throws(LevelDBError) {
-        let handle = try handle()
-        try withErrorSlot(path: path) { error in
-            leveldb_write(handle.db, handle.writeOptions(options), batch.pointer, error)
+        let handle = try writableHandle()
+        do {
+            try withErrorSlot(path: path) { error in
+                leveldb_write(handle.db, handle.writeOptions(options), batch.pointer, error)
+            }
+        } catch {
+            throw writeFailed(error)
         }
     }
+
+    /// The handle, if this database may still write (see ``write(_:options:)``).
+    private func writableHandle() throws(LevelDBError) -> Handle {
+        let handle = try handle()
+        if let first = failedWrite.withLock({ $0 }) {
+            throw LevelDBError(code: .ioError, message: "IO error: an earlier write failed (\(first)) and may have left a partial record at the end of the write-ahead log, after which no write can be appended safely; nothing more was written: close and reopen the database to write again", path: path)
+        }
+        return handle
+    }
+
+    /// Remembers the first write that failed with an I/O error.
+    private func writeFailed(_ error: LevelDBError) -> LevelDBError {
+        if error.code == .ioError { failedWrite.withLock { if $0 == nil { $0 = error.message } } }
+        return error
+    }
+
+    /// Whether a write failed with an I/O error, so that this handle refuses to write (see ``write(_:options:)``).
+    public var refusesWrites: Bool { failedWrite.withLock { $0 != nil } }
 
     // MARK: Snapshots
 

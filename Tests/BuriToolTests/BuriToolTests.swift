@@ -250,10 +250,15 @@ struct BuriToolTests {
         let path = try makeFixture(sandbox)
         let held = try BuriDatabase(path: path)
         defer { held.close() }
-        for arguments in [["info", path], ["keys", path, "Person"], ["export", path], ["check", path], ["compact", path],
+        // Commands that write need the database itself.
+        for arguments in [["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
                           ["import", path, "Person", "--key", "objectId"]] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])
+        }
+        // Reading commands read a private snapshot of its files (ReadOnlySnapshotToolTests).
+        for arguments in [["info", path], ["keys", path, "Person"], ["export", path], ["check", path]] {
+            #expect(try buri(arguments).status == 0, "\(arguments)")
         }
         #expect(try held.bucket(Person.self).count() == 40)
     }

@@ -219,10 +219,11 @@ public final class BuriDatabase: Sendable {
 
     /// The error for a failed LevelDB open. Damage is most often a write-ahead log record that
     /// fails its checksum (paranoid checks refuse it rather than drop it): name the record.
-    private static func openFailure(_ error: StorageError, path: String) -> BuriError {
+    /// `logs` is the directory whose logs were replayed, when not `path` (a snapshot of its files).
+    static func openFailure(_ error: StorageError, path: String, logs: String? = nil) -> BuriError {
         guard error.code == .corruption else { return BuriError.wrap(error) }
         var reason = "opening it met \(error.message)"
-        if let records = try? LevelDBEngine.damagedLogRecords(path: path), !records.isEmpty {
+        if let records = try? LevelDBEngine.damagedLogRecords(path: logs ?? path), !records.isEmpty {
             if !records.allSatisfy({ error.message.contains($0.file) }) {
                 reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
             }

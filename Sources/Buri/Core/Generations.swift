@@ -123,6 +123,9 @@ final class Purger: Sendable {
         }
     }
 
+    /// Waits until no pass runs (one kicked before this call has finished).
+    func waitUntilIdle() { group.wait() }
+
     /// Stops after the chunk in progress and waits for it; nothing is started afterwards.
     func stop() {
         state.withLock { $0.stopped = true }
