@@ -227,9 +227,3 @@ struct FullDiskToolTests {
     }
 }
 
-/// The bytes the files of a directory take.
-func directorySize(_ path: String) throws -> Int {
-    try FileManager.default.contentsOfDirectory(atPath: path).reduce(0) { total, name in
-        total + ((try FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? NSNumber)?.intValue ?? 0)
-    }
-}
