@@ -102,28 +102,38 @@ func rawCommandLine() -> [[UInt8]] {
     return words
 }
 
-/// `bytes` shown as text, each byte that is not part of valid UTF-8 (and each control) as \xNN.
+/// `bytes` shown as text, each byte that is not part of valid UTF-8 (and each control) as \xNN;
+/// a long argument only around its first such byte, with "…" for what is left out.
 func escapedForMessage(_ bytes: [UInt8]) -> String {
-    var text = ""
+    var pieces: [(text: String, valid: Bool)] = []
     var index = 0
     while index < bytes.count {
-        // The longest valid UTF-8 sequence starting here (1 to 4 bytes), else one bad byte.
-        var taken = false
-        for length in 1...4 where index + length <= bytes.count {
-            if let piece = String(validating: bytes[index..<(index + length)], as: UTF8.self), piece.unicodeScalars.count == 1 {
-                let scalar = piece.unicodeScalars.first!
-                text += scalar.value < 0x20 || scalar.value == 0x7F ? String(format: "\\x%02X", scalar.value) : piece
-                index += length
-                taken = true
+        // The shortest valid UTF-8 sequence starting here (1 to 4 bytes), else one bad byte.
+        var scalar: Unicode.Scalar?
+        var length = 1
+        for candidate in 1...4 where index + candidate <= bytes.count {
+            if let piece = String(validating: bytes[index..<(index + candidate)], as: UTF8.self),
+               piece.unicodeScalars.count == 1, let only = piece.unicodeScalars.first {
+                scalar = only
+                length = candidate
                 break
             }
         }
-        if !taken {
-            text += String(format: "\\x%02X", bytes[index])
-            index += 1
+        if let scalar {
+            let shown = scalar.value < 0x20 || scalar.value == 0x7F ? String(format: "\\x%02X", scalar.value) : String(scalar)
+            pieces.append((shown, true))
+        } else {
+            pieces.append((String(format: "\\x%02X", bytes[index]), false))
         }
+        index += length
     }
-    return text
+    let around = 40
+    guard pieces.count > 2 * around + 1, let bad = pieces.firstIndex(where: { !$0.valid }) else {
+        return pieces.map(\.text).joined()
+    }
+    let from = max(0, bad - around)
+    let to = min(pieces.count, bad + around + 1)
+    return (from > 0 ? "…" : "") + pieces[from..<to].map(\.text).joined() + (to < pieces.count ? "…" : "")
 }
 
 /// The arguments to hand ArgumentParser: `raw` (argv without the program), checked and made
@@ -192,7 +202,7 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
         }
         guard let text = String(validating: word, as: UTF8.self) else {
             // Not UTF-8: named by where it stands.
-            if word.starts(with: Array("--".utf8)), let equals = word.firstIndex(of: UInt8(ascii: "=")),
+            if word.first == UInt8(ascii: "-"), let equals = word.firstIndex(of: UInt8(ascii: "=")),
                let optionName = String(validating: word[..<equals], as: UTF8.self), shape.options[optionName] != nil {
                 throw ToolError(shape.options[optionName]?.valueName == "json" ? .invalidInput : .usage,
                                 notUTF8Message("the value of \(optionName)", Array(word[(equals + 1)...]), command: name))

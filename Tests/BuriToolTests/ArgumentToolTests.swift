@@ -97,6 +97,10 @@ struct ArgumentToolTests {
             expectFailure(run, status: status, mentioning: [names, "is not valid UTF-8", "nothing was read or changed"])
             #expect(!run.stderr.contains("\u{FFFD}"), "\(run)")
         }
+        // A long argument is shown around its first bad byte, not whole.
+        let long = try shell(#""$BURI" put '\#(db)' Person "$(printf '{"objectId":"'; head -c 50000 /dev/zero | tr '\0' a; printf '\377"}')""#)
+        expectFailure(long, status: 7, mentioning: ["the object (JSON), '…aaaa", "aaaa\\xFF\"}', is not valid UTF-8"])
+        #expect(long.stderr.utf8.count < 600, "\(long.stderr.prefix(300))")
         #expect(try buri("export", db).stdout == before, "an argument that is not UTF-8 changed the database")
         #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).sorted() == ["fixture.buri", "one.jsonl"])
         // The same arguments as UTF-8 work.

@@ -71,9 +71,11 @@ struct ExactImportTests {
         #expect(try buri("get", db, "nums", "negzero").stdout.contains(#""n": -0.0"#))
 
         // Query literals follow the same rule: refused, never rounded.
-        for literal in ["-9223372036854775809", "18446744073709551616", "9007199254740993.0", "1e400", "1e-400", "0.30000000000000001"] {
+        for literal in ["-9223372036854775809", "18446744073709551617", "9007199254740993.0", "1e400", "1e-400", "0.30000000000000001"] {
             expectFailure(try buri("query", db, "nums", "n", "--equals", literal), status: 2, mentioning: ["'\(literal)'", "numeric index 'n' is refused"])
         }
+        // An integer that is exactly a double is that double, beyond 64 bits too, as the help says.
+        expectSuccess(try buri("query", db, "nums", "n", "--equals", "18446744073709551616"))
         expectFailure(try buri("query", db, "nums", "n", "--from", "-9223372036854775809"), status: 2, mentioning: ["--from", "neither an Int64, a UInt64 nor exactly a Double"])
 
         // Every inexact number in an import is refused with its line, field and what to do.
