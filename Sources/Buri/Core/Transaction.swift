@@ -202,11 +202,28 @@ public final class BuriTransaction: @unchecked Sendable {
         return pending.isEmpty ? base : pending.reader(over: base)
     }
 
-    func writer() throws(BuriError) -> Writer {
+    /// Runs one operation of the transaction (a store, a delete, a `deleteAll`, a bucket made):
+    /// the statement-level savepoint every write inside `write { }` goes through. If `body` throws,
+    /// everything it did to the transaction is undone before the error is passed on: its pending
+    /// writes, its object-count changes and its after-commit hooks. A closure that catches the
+    /// error and goes on therefore commits nothing of the failed operation, as SQLite rolls back a
+    /// failed statement but not its transaction. Nested statements nest their savepoints.
+    func statement<R>(_ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         guard isWritable else {
             throw .invalidTransaction(reason: "this transaction only reads (`db.read`); write inside `db.write { }`")
         }
-        return Writer(reader: try reader(), batch: pending, transaction: self)
+        let writer = Writer(reader: try reader(), batch: pending, transaction: self)
+        let writes = pending.savepoint()
+        let savedCounts = counts
+        let savedHooks = hooks.count
+        do {
+            return try body(writer)
+        } catch {
+            pending.rollback(to: writes)
+            counts = savedCounts
+            if hooks.count > savedHooks { hooks.removeSubrange(savedHooks...) }
+            throw error
+        }
     }
 
     /// The bucket for `T` as this transaction sees it. A bucket that does not exist yet is created
@@ -235,7 +252,7 @@ public final class BuriTransaction: @unchecked Sendable {
         let empty = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
         let descriptor = BuriDatabase.evolution(of: empty, to: schema).updated
         try database.validate(descriptor)
-        try database.saveDescriptor(descriptor, into: pending)
+        try statement { writer throws(BuriError) in try database.saveDescriptor(descriptor, into: writer.batch) }
         return Bucket(raw: RawBucket(database: database, descriptor: descriptor, transaction: self), schema: schema)
     }
 
