@@ -13,9 +13,7 @@ public final class RawBucket: Sendable {
     /// current generation: after ``deleteAll(sync:)`` (here, or through another view of the same
     /// bucket) the id is the new generation's.
     public var descriptor: BucketDescriptor {
-        var descriptor = madeDescriptor
-        descriptor.id = bucketId
-        return descriptor
+        madeDescriptor.movedTo(bucketId)
     }
     /// The catalog entry this view was made from.
     let madeDescriptor: BucketDescriptor
@@ -115,9 +113,7 @@ public final class RawBucket: Sendable {
             return (reader, view)
         }
         let id = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)
-        var descriptor = madeDescriptor
-        descriptor.id = id
-        return (reader, RawBucket(database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true))
+        return (reader, RawBucket(database: database, descriptor: madeDescriptor.movedTo(id), transaction: nil, generation: generation, pinned: true))
     }
 
     /// Lends the stored record value of object `key` (or `nil`) to `body`, read at the current
