@@ -132,6 +132,19 @@ extension BuriDatabase {
     ///     try people.store(customer)        // both or neither
     /// }
     /// ```
+    ///
+    /// Each operation inside is atomic on its own, like a statement in SQL: a store, batch store,
+    /// delete or `deleteAll` that throws (a unique violation, say) leaves nothing in the
+    /// transaction, so the closure may catch the error and go on; what it committed is exactly
+    /// the operations that succeeded.
+    ///
+    /// ```swift
+    /// try db.write { tx in
+    ///     let people = try tx.bucket(Person.self)
+    ///     do { try people.store([anna, lars]) } catch BuriError.uniqueViolation { }  // neither stored
+    ///     try people.store(dirk)                                                     // committed
+    /// }
+    /// ```
     public func write<R>(_ body: (BuriTransaction) throws -> R) throws -> R {
         try committing(sync: options.syncWrites) { base throws(BuriError) -> Attempt<Result<R, any Error>> in
             let transaction = BuriTransaction(database: self, base: base, isWritable: true)
