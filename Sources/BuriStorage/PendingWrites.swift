@@ -44,6 +44,28 @@ public final class PendingWrites: StorageBatch {
         byteSize = 0
     }
 
+    /// The writes as they stand now, to return to with ``rollback(to:)``: O(1), because the tree
+    /// is persistent (later writes copy the nodes they change instead of changing these).
+    ///
+    /// ```swift
+    /// let before = pending.savepoint()
+    /// pending.put(key, value)
+    /// pending.rollback(to: before)    // `key` is as it was
+    /// ```
+    public func savepoint() -> Savepoint { Savepoint(tree: tree, byteSize: byteSize) }
+
+    /// Puts the writes back as they were at `savepoint`: every write made since is forgotten.
+    public func rollback(to savepoint: Savepoint) {
+        tree = savepoint.tree
+        byteSize = savepoint.byteSize
+    }
+
+    /// The writes of a ``PendingWrites`` at one moment (see ``PendingWrites/savepoint()``).
+    public struct Savepoint: Sendable {
+        let tree: PersistentTree
+        let byteSize: Int
+    }
+
     /// What the transaction wrote for `key`: `.some(nil)` for a delete, `nil` when untouched.
     public func lookup(_ key: [UInt8]) -> [UInt8]?? { tree.lookup(key) }
 

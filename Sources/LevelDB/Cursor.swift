@@ -4,8 +4,9 @@ import CLevelDB
 /// reverse, and never past the range's ends.
 ///
 /// The cursor starts *before* its first entry. Each ``next()`` moves onto the next entry and
-/// returns `false` once the range is exhausted (the C iterator is released then, or by ``close()``,
-/// or when the cursor is deallocated, whichever comes first).
+/// returns `false` once the range is exhausted; ``seek(_:)`` then positions it again, as it does
+/// any time (the C iterator is released by ``close()``, after an error, or when the cursor is
+/// deallocated, whichever comes first).
 ///
 /// ```swift
 /// let cursor = try db.cursor(in: .prefix(Array("user:".utf8)))
@@ -139,8 +140,10 @@ public final class Cursor {
             self.failure = failure
             throw failure
         }
+        // Run out of the range: no entry until a seek (the iterator stays, so a seek can
+        // position it again; a cursor that could not would skip every later entry silently).
         guard leveldb_iter_valid(iterator) != 0 else {
-            close()
+            state = .finished
             return false
         }
         var length = 0
@@ -152,7 +155,7 @@ public final class Cursor {
             inside = range.end.map { compareBytes(current, $0) < 0 } ?? true
         }
         guard inside else {
-            close()
+            state = .finished
             return false
         }
         state = .onEntry

@@ -204,7 +204,9 @@ extension BuriDatabase {
         // are equal Strings but two objects, and mixing up their headers would make a consistent
         // database look stale and have repair delete valid entries.
         var headers: [ObjectKeyBytes: RecordHeader?] = [:]
-        var previousUnique: (index: UInt32, tuple: [UInt8], key: String)? = nil
+        /// The last entry of a unique index seen: the next one conflicts if it is of the same bucket,
+        /// index and value (index ids are per bucket, and other indexes' entries lie in between).
+        var previousUnique: (bucket: UInt32, index: UInt32, tuple: [UInt8], key: String)? = nil
         while try entries.next() {
             report.indexEntries += 1
             let key = entries.key
@@ -272,11 +274,11 @@ extension BuriDatabase {
                 continue
             }
             if definition.unique {
-                if let previous = previousUnique, previous.index == definition.id, previous.tuple == split.tuple {
+                if let previous = previousUnique, previous.bucket == descriptor.id, previous.index == definition.id, previous.tuple == split.tuple {
                     report.problems.append(ConsistencyProblem(kind: .uniqueConflict, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                                                               detail: "value \(shown) is also held by '\(previous.key)'"))
                 }
-                previousUnique = (definition.id, split.tuple, split.objectKey)
+                previousUnique = (descriptor.id, definition.id, split.tuple, split.objectKey)
             }
         }
 

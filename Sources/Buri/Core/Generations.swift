@@ -282,8 +282,8 @@ extension BuriDatabase {
     /// entry names the new id (nothing else changes, so views stay valid), and the old id gets a
     /// purge marker. Once committed, views here follow the new id and the purge starts.
     func retire(_ stored: BucketDescriptor, replacingWith newId: UInt32, writer: Writer) throws(BuriError) {
-        var next = stored
-        next.id = newId
+        // The lineage (`originId`) stays, so continuation tokens of the bucket go on working.
+        let next = stored.movedTo(newId)
         let bytes: [UInt8]
         do {
             bytes = try next.encoded()

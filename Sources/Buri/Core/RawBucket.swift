@@ -13,9 +13,7 @@ public final class RawBucket: Sendable {
     /// current generation: after ``deleteAll(sync:)`` (here, or through another view of the same
     /// bucket) the id is the new generation's.
     public var descriptor: BucketDescriptor {
-        var descriptor = madeDescriptor
-        descriptor.id = bucketId
-        return descriptor
+        madeDescriptor.movedTo(bucketId)
     }
     /// The catalog entry this view was made from.
     let madeDescriptor: BucketDescriptor
@@ -115,9 +113,7 @@ public final class RawBucket: Sendable {
             return (reader, view)
         }
         let id = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)
-        var descriptor = madeDescriptor
-        descriptor.id = id
-        return (reader, RawBucket(database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true))
+        return (reader, RawBucket(database: database, descriptor: madeDescriptor.movedTo(id), transaction: nil, generation: generation, pinned: true))
     }
 
     /// Lends the stored record value of object `key` (or `nil`) to `body`, read at the current
@@ -178,9 +174,10 @@ public final class RawBucket: Sendable {
         return stored.id
     }
 
-    /// Runs one writer: inside the transaction, or as its own atomic commit.
+    /// Runs one writer: inside the transaction as one statement (if it throws, it leaves nothing in
+    /// the transaction: see ``BuriTransaction/statement(_:)``), or as its own atomic commit.
     func withWriter<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
-        if let transaction { return try body(transaction.writer()) }
+        if let transaction { return try transaction.statement(body) }
         guard let stagingMarker else { return try database.performWrite(sync: sync, body) }
         return try database.performWrite(sync: sync) { writer throws(BuriError) -> R in
             let result = try body(writer)
@@ -282,8 +279,8 @@ public final class RawBucket: Sendable {
             let walking = !bucketIsEmpty && writes.count >= Self.walkThreshold && !reader.prefersBatchedReads && !database.engine.isShared
             let allKeyBytes = walking ? writes.map { Array($0.key.utf8) } : []
             let walked = walking ? try walkOldHeaders(allKeyBytes, reader: reader) : nil
-            /// Objects new to the bucket (not stored, and not earlier in this batch): the count's change,
-            /// noted even when a later object fails (inside a transaction what was put stays put).
+            /// Objects new to the bucket (not stored, and not earlier in this batch): the count's change
+            /// (if a later object fails, a transaction's statement savepoint takes it back with the puts).
             var added = 0
             defer { writer.adjustCount(of: bucketId, bucket: name, by: added) }
             for (position, write) in writes.enumerated() {

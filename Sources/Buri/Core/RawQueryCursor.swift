@@ -134,7 +134,7 @@ public final class RawQueryCursor {
     /// A token that resumes the query right after the last result returned.
     public var continuation: ContinuationToken? {
         guard hasReturned else { return nil }
-        return ContinuationToken(bucket: bucket.descriptor.id, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
+        return ContinuationToken(bucket: bucket.descriptor.lineageId, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
                                  returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
     }
 

@@ -132,6 +132,19 @@ extension BuriDatabase {
     ///     try people.store(customer)        // both or neither
     /// }
     /// ```
+    ///
+    /// Each operation inside is atomic on its own, like a statement in SQL: a store, batch store,
+    /// delete or `deleteAll` that throws (a unique violation, say) leaves nothing in the
+    /// transaction, so the closure may catch the error and go on; what it committed is exactly
+    /// the operations that succeeded.
+    ///
+    /// ```swift
+    /// try db.write { tx in
+    ///     let people = try tx.bucket(Person.self)
+    ///     do { try people.store([anna, lars]) } catch BuriError.uniqueViolation { }  // neither stored
+    ///     try people.store(dirk)                                                     // committed
+    /// }
+    /// ```
     public func write<R>(_ body: (BuriTransaction) throws -> R) throws -> R {
         try committing(sync: options.syncWrites) { base throws(BuriError) -> Attempt<Result<R, any Error>> in
             let transaction = BuriTransaction(database: self, base: base, isWritable: true)
@@ -202,11 +215,28 @@ public final class BuriTransaction: @unchecked Sendable {
         return pending.isEmpty ? base : pending.reader(over: base)
     }
 
-    func writer() throws(BuriError) -> Writer {
+    /// Runs one operation of the transaction (a store, a delete, a `deleteAll`, a bucket made):
+    /// the statement-level savepoint every write inside `write { }` goes through. If `body` throws,
+    /// everything it did to the transaction is undone before the error is passed on: its pending
+    /// writes, its object-count changes and its after-commit hooks. A closure that catches the
+    /// error and goes on therefore commits nothing of the failed operation, as SQLite rolls back a
+    /// failed statement but not its transaction. Nested statements nest their savepoints.
+    func statement<R>(_ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         guard isWritable else {
             throw .invalidTransaction(reason: "this transaction only reads (`db.read`); write inside `db.write { }`")
         }
-        return Writer(reader: try reader(), batch: pending, transaction: self)
+        let writer = Writer(reader: try reader(), batch: pending, transaction: self)
+        let writes = pending.savepoint()
+        let savedCounts = counts
+        let savedHooks = hooks.count
+        do {
+            return try body(writer)
+        } catch {
+            pending.rollback(to: writes)
+            counts = savedCounts
+            if hooks.count > savedHooks { hooks.removeSubrange(savedHooks...) }
+            throw error
+        }
     }
 
     /// The bucket for `T` as this transaction sees it. A bucket that does not exist yet is created
@@ -235,7 +265,7 @@ public final class BuriTransaction: @unchecked Sendable {
         let empty = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
         let descriptor = BuriDatabase.evolution(of: empty, to: schema).updated
         try database.validate(descriptor)
-        try database.saveDescriptor(descriptor, into: pending)
+        try statement { writer throws(BuriError) in try database.saveDescriptor(descriptor, into: writer.batch) }
         return Bucket(raw: RawBucket(database: database, descriptor: descriptor, transaction: self), schema: schema)
     }
 

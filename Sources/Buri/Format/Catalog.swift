@@ -95,14 +95,39 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
     public var indexes: [IndexDefinition]
     /// The id the next new index will get (ids are never reused).
     public var nextIndexId: UInt32
+    /// The id the bucket had before its first generation switch (`deleteAll`, or an import
+    /// published into it), kept through every later one; `nil` while the bucket still has the id
+    /// it was made with. Continuation tokens name the bucket by it (see ``lineageId``), so a token
+    /// resumes across `deleteAll` but never in another bucket (`docs/FORMAT.md` §5, §11).
+    public var originId: UInt32?
 
-    public init(id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [], nextIndexId: UInt32 = 1) {
+    public init(id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [], nextIndexId: UInt32 = 1,
+                originId: UInt32? = nil) {
         self.id = id
         self.name = name
         self.keyField = keyField
         self.schemaVersion = schemaVersion
         self.indexes = indexes
         self.nextIndexId = nextIndexId
+        self.originId = originId
+    }
+
+    /// The id that names the bucket through all its generations: the one it was made with
+    /// (``originId``, or ``id`` while it has never switched). What continuation tokens carry.
+    ///
+    /// ```swift
+    /// let info = try db.bucketInfo(named: "Person")
+    /// print(info.id, info.lineageId)   // 7 1 after a few `deleteAll`s of bucket 1
+    /// ```
+    public var lineageId: UInt32 { originId ?? id }
+
+    /// The same bucket under generation `newId`: the id changes, the lineage stays.
+    func movedTo(_ newId: UInt32) -> BucketDescriptor {
+        guard newId != id else { return self }
+        var moved = self
+        moved.originId = lineageId
+        moved.id = newId
+        return moved
     }
 
     /// The index called `name`, if any. Names are compared as UTF-8 bytes: `"\u{E9}"` and

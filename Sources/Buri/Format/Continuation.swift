@@ -4,7 +4,7 @@
 ///
 /// ```
 /// b1                 token layout version
-/// u32be              bucket id
+/// u32be              bucket lineage id (the id the bucket was made with: see `BucketDescriptor.lineageId`)
 /// u32be              id of the index the query is ordered by (0: the bucket's records)
 /// u64be              fingerprint of the query's conditions and direction
 /// varint             results returned so far by the walk (earlier pages included)
@@ -25,6 +25,19 @@ enum ContinuationFormat {
         Varint.append(token.returned, to: &out)
         out.append(contentsOf: token.position)
         return out
+    }
+
+    /// A token's position (a record key `02 || u32be(b) || key` or an index entry key
+    /// `03 || u32be(b) || …`) moved to bucket generation `id`: the same key under the bucket's
+    /// current id, which a `deleteAll` since the token was issued has changed. `nil` if the
+    /// position is neither kind of key.
+    static func position(_ position: [UInt8], inGeneration id: UInt32) -> [UInt8]? {
+        guard position.count > 5, position[0] == Keyspace.recordTag || position[0] == Keyspace.indexTag else { return nil }
+        var moved: [UInt8] = [position[0]]
+        moved.reserveCapacity(position.count)
+        Keyspace.appendBigEndian(id, to: &moved)
+        moved.append(contentsOf: position[5...])
+        return moved
     }
 
     static func decode(_ bytes: [UInt8]) throws(FormatError) -> ContinuationToken {

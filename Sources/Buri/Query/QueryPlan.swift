@@ -161,8 +161,11 @@ struct QueryPlan {
         if let token = query.continuation {
             let orderId = order?.index.id ?? 0
             func refuse(_ reason: String) -> BuriError { .invalidContinuation(bucket: descriptor.name, reason: reason) }
-            guard token.bucket == descriptor.id else {
-                throw refuse("the token was issued by another bucket (id \(token.bucket), this one is \(descriptor.id))")
+            // A token names its bucket by lineage (the id the bucket was made with), so it resumes
+            // after `deleteAll` switched the bucket to a new generation; one naming the current
+            // generation's id comes from this bucket too (Buri before the lineage was kept wrote those).
+            guard token.bucket == descriptor.lineageId || token.bucket == descriptor.id else {
+                throw refuse("the token was issued by another bucket (bucket id \(token.bucket); this bucket is \(descriptor.lineageId)), or by one dropped since; start the walk again without a token")
             }
             guard token.order == orderId else {
                 let issued = token.order == 0 ? "key order" : (descriptor.indexes.first { $0.id == token.order }.map { "index '\($0.name)'" } ?? "index id \(token.order), which the bucket no longer has")
@@ -172,13 +175,16 @@ struct QueryPlan {
             guard token.fingerprint == fingerprint else {
                 throw refuse("the token was issued for a query with other conditions or another direction")
             }
-            guard token.position.starts(with: orderPrefix), fullRange.contains(token.position) else {
+            // The position is a storage key of the generation the page was read from: the same
+            // place in this generation's keys.
+            guard let position = ContinuationFormat.position(token.position, inGeneration: descriptor.id),
+                  position.starts(with: orderPrefix), fullRange.contains(position) else {
                 throw refuse("the token's position lies outside the query's range")
             }
             if descending {
-                if range.end.map({ token.position.lexicographicallyPrecedes($0) }) ?? true { range.end = token.position }
+                if range.end.map({ position.lexicographicallyPrecedes($0) }) ?? true { range.end = position }
             } else {
-                let after = token.position + [0]
+                let after = position + [0]
                 if range.start.map({ $0.lexicographicallyPrecedes(after) }) ?? true { range.start = after }
             }
             returnedBefore = token.returned

@@ -1,0 +1,689 @@
+@testable import Buri
+import BuriStorage
+import Foundation
+
+// The runner of the randomized model test (ModelTests.swift): one seeded stream of random
+// operations against a database on one engine and against ModelState, compared after every
+// step (the bucket's count and the keys written), every 10 steps in full (every object, a few
+// queries) and with `check` every 300 steps and at the end.
+//
+// To add an operation (a new query form, records, full text, encryption), append a
+// ``ModelOperation`` to ``ModelRun/standardOperations`` (or to `run.operationKinds` in a test):
+// it gets the run, draws what it needs from `run.rng`, calls Buri, updates `run.model` with what
+// must have happened, and throws `run.fail(…)` on any difference. ``ModelDamagePhase`` is the hook
+// for damaging the database's files and repairing them.
+
+/// A difference between Buri and the model, with what is needed to replay it.
+struct ModelMismatch: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// What a damage phase gets: the database's directory (the database is closed while the phase
+/// runs), what the model knows was written, and the run's random generator (to draw where to damage).
+struct ModelDamageContext {
+    /// The LevelDB directory of the database.
+    let path: String
+    let engine: Engine
+    /// Every object every bucket must hold (the model), by bucket name bytes and key bytes.
+    let model: ModelState
+    /// The run's step, for messages.
+    let step: Int
+    var rng: SeededGenerator
+}
+
+/// Damages the files of a closed database and repairs them (say with `BuriDatabase.repair`), then
+/// returns the model as it must be afterwards: the model less exactly the objects the repair
+/// reported lost (anything else missing is a mismatch the run finds when it reopens and compares),
+/// or throws a ``ModelMismatch`` for a report that disagrees with the model. Runs on `.leveldb`.
+///
+/// ```swift
+/// run.damagePhase = { context in
+///     try damageOneTable(at: context.path, using: &context.rng)
+///     let report = try BuriDatabase.repair(path: context.path)
+///     return context.model.removing(report.lost)
+/// }
+/// ```
+typealias ModelDamagePhase = (inout ModelDamageContext) throws -> ModelState
+
+/// One kind of operation the runner draws, by weight.
+struct ModelOperation {
+    let name: String
+    let weight: Double
+    /// Whether it runs on an engine (reopen and damage do not make sense everywhere).
+    var applies: (Engine) -> Bool = { _ in true }
+    let run: (ModelRun) throws -> Void
+}
+
+final class ModelRun {
+    let engine: Engine
+    let seed: UInt64
+    var rng: SeededGenerator
+    let test: TestDatabase
+    var model = ModelState()
+    /// Calls made to Buri (every store, delete, query, page, read and check; a transaction's
+    /// operations one by one).
+    var operations = 0
+    var step = 0
+    /// How often each outcome happened (refusals by kind, commits, rollbacks, pages, deleteAll
+    /// between pages…), printed by full runs so a run shows what it exercised.
+    var tally: [String: Int] = [:]
+    /// The last operations, for the failure report.
+    private var log: [String] = []
+    var operationKinds: [ModelOperation]
+    let damagePhase: ModelDamagePhase?
+
+    /// Steps between `check` runs: 300, or BURI_MODEL_CHECK_EVERY (1 to find the step that
+    /// broke an invariant when replaying a seed).
+    let checkEvery = ProcessInfo.processInfo.environment["BURI_MODEL_CHECK_EVERY"].flatMap { Int($0) }.map { max(1, $0) } ?? 300
+
+    /// Two buckets whose names are canonically equal but byte-different: two buckets.
+    static let bucketNames = ["\u{E9}", "e\u{301}"]
+
+    init(engine: Engine, seed: UInt64, damagePhase: ModelDamagePhase? = nil) throws {
+        self.engine = engine
+        self.seed = seed
+        rng = SeededGenerator(seed: seed)
+        test = try TestDatabase(engine)
+        self.damagePhase = damagePhase
+        operationKinds = Self.standardOperations
+        if damagePhase != nil {
+            operationKinds.append(ModelOperation(name: "damage and repair", weight: 0.2, applies: { $0 == .leveldb }) { run in try run.damage() })
+        }
+        for name in Self.bucketNames {
+            _ = try test.db.bucket(ModelItem.self, named: name)
+            model.buckets[Array(name.utf8)] = [:]
+        }
+    }
+
+    var db: BuriDatabase { test.db }
+
+    func bucket(_ name: String) throws -> Bucket<ModelItem> { try db.bucket(ModelItem.self, named: name) }
+
+    func note(_ text: String) {
+        log.append("\(step): \(text)")
+        if log.count > 60 { log.removeFirst(log.count - 60) }
+    }
+
+    func fail(_ message: String) -> ModelMismatch {
+        let engines = engine.rawValue
+        // NUL bytes (in keys and values) would cut the report short in a terminal.
+        let message = message.replacingOccurrences(of: "\u{0}", with: "\\0")
+        let log = log.map { $0.replacingOccurrences(of: "\u{0}", with: "\\0") }
+        return ModelMismatch(message: """
+            model mismatch on engine \(engine), seed \(seed), step \(step) (after \(operations) operations): \(message)
+            replay: BURI_MODEL_SEED=\(seed) BURI_MODEL_OPS=\(operations + 1) BURI_TEST_ENGINES=\(engines) swift test --filter ModelTests
+            last operations (step: what → what the model expected):
+            \(log.joined(separator: "\n"))
+            """)
+    }
+
+    /// Runs steps until `target` operations have been made, then compares everything, checks,
+    /// reopens and compares again.
+    func run(operations target: Int) throws {
+        let kinds = operationKinds.filter { $0.applies(engine) && $0.weight > 0 }
+        let total = kinds.reduce(0) { $0 + $1.weight }
+        while operations < target {
+            step += 1
+            var draw = Double.random(in: 0..<total, using: &rng)
+            var chosen = kinds[kinds.count - 1]
+            for kind in kinds {
+                if draw < kind.weight { chosen = kind; break }
+                draw -= kind.weight
+            }
+            try chosen.run(self)
+            if step % 10 == 0 { try verifyAll() }
+            if step % checkEvery == 0 { try checkClean() }
+        }
+        try verifyAll()
+        try checkClean()
+        try reopen()
+        try verifyAll()
+    }
+
+    // MARK: Random values
+
+    func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < probability }
+    func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &rng)] }
+    func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &rng) }
+
+    /// Keys: canonically equal but byte-different pairs, NUL bytes, astral characters.
+    static let keyPool: [String] = [
+        "a", "b", "c", "A", "k1", "k10", "k2", "\u{E9}", "e\u{301}", "e", "\u{E4}", "a\u{308}", "a\u{0}", "a\u{0}b", "\u{0}",
+        "\u{0}\u{0}", "\u{FB01}", "fi", "\u{1F642}", "\u{65E5}\u{672C}", "\u{2126}", "\u{3A9}", " ", "a b", "zz", "\u{FFFF}", "\u{10FFFF}",
+        "x\u{0}y\u{0}z", "\u{1F1E9}\u{1F1EA}",
+    ]
+    static let groupPool: [String] = ["", "a", "ab", "abc", "\u{E9}", "e\u{301}", "e", "\u{0}", "a\u{0}", "a\u{0}b", "b", "\u{2126}", "\u{3A9}"]
+    static let tagPool: [String] = ["x", "y", "xy", "\u{E9}", "e\u{301}", "\u{0}", ""]
+    static let emailPool: [String] = ["a@x", "b@x", "\u{E9}@x", "e\u{301}@x", "c@x\u{0}", "d@x"]
+    static let numberPool: [ModelNumber] = [
+        .int(.min), .int(.min + 1), .int(.max), .uint(.max), .uint(.max - 1), .uint(1 << 63), .int(0), .double(-0.0), .double(0), .uint(0),
+        .int(1), .uint(1), .double(1), .int(-1), .double(-1), .double(0.5), .double(-0.5), .double(1.5), .int(2),
+        .double(.infinity), .double(-.infinity), .double(.greatestFiniteMagnitude), .double(-.greatestFiniteMagnitude),
+        .double(.leastNonzeroMagnitude), .double(-.leastNonzeroMagnitude), .int(1 << 53), .int((1 << 53) + 1), .double(9_007_199_254_740_992),
+        .double(9_223_372_036_854_775_808), .double(-9_223_372_036_854_775_808), .double(18_446_744_073_709_551_616), .double(1e300),
+        .double(-1e-300),
+    ]
+    static let notePool: [String] = ["", "n", "\u{0}", "line\nbreak", "\u{1F642}\u{0}\u{E9}", String(repeating: "long ", count: 40)]
+
+    func randomKey() -> String {
+        if chance(0.004) { return "" }
+        if chance(0.004) { return String(repeating: "x", count: 4097) }
+        if chance(0.004) { return String(repeating: "x", count: 4096) }
+        return pick(Self.keyPool)
+    }
+
+    func randomNumber(allowNaN: Bool) -> ModelNumber {
+        if allowNaN, chance(0.01) { return .double(.nan) }
+        return pick(Self.numberPool)
+    }
+
+    func randomReal(allowNaN: Bool) -> Double {
+        if allowNaN, chance(0.01) { return .nan }
+        switch pick(Self.numberPool) {
+        case .int(let value): return Double(value)
+        case .uint(let value): return Double(value)
+        case .double(let value): return value
+        }
+    }
+
+    func randomItem(key: String? = nil) -> ModelItem {
+        ModelItem(id: key ?? randomKey(), group: pick(Self.groupPool), num: randomNumber(allowNaN: true), real: randomReal(allowNaN: true),
+                  tags: (0..<int(0...3)).map { _ in pick(Self.tagPool) }, email: chance(0.55) ? nil : pick(Self.emailPool),
+                  note: pick(Self.notePool))
+    }
+
+    func randomStringValue() -> ModelValue { .string(pick(Self.groupPool + Self.tagPool + Self.emailPool)) }
+    func randomNumberValue() -> ModelValue { .number(randomNumber(allowNaN: false)) }
+
+    func randomBound(_ value: () -> ModelValue) -> ModelCondition.Bound {
+        switch int(0...2) {
+        case 0: return .unbounded
+        case 1: return .inclusive(value())
+        default: return .exclusive(value())
+        }
+    }
+
+    func randomPrefix() -> [UInt8] {
+        Array(pick(["", "a", "e", "\u{E9}", "\u{0}", "a\u{0}", "x", "ab", "\u{2126}", "b@", "e\u{301}"]).utf8)
+    }
+
+    func randomCondition() -> ModelCondition {
+        let name = pick(ModelItem.indexes).name
+        switch name {
+        case "num", "real":
+            if chance(0.3) { return ModelCondition(index: name, leading: [randomNumberValue()], rest: .none) }
+            return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
+        case "group_real":
+            switch int(0...4) {
+            case 0: return ModelCondition(index: name, leading: [randomStringValue()], rest: .none)
+            case 1: return ModelCondition(index: name, leading: [randomStringValue(), randomNumberValue()], rest: .none)
+            case 2: return ModelCondition(index: name, leading: [randomStringValue()], rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
+            case 3: return ModelCondition(index: name, leading: [], rest: .prefix(randomPrefix()))
+            default: return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
+            }
+        default:
+            switch int(0...2) {
+            case 0: return ModelCondition(index: name, leading: [randomStringValue()], rest: .none)
+            case 1: return ModelCondition(index: name, leading: [], rest: .prefix(randomPrefix()))
+            default: return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
+            }
+        }
+    }
+
+    func randomQuery(paging: Bool = false) -> ModelQuery {
+        var query = ModelQuery()
+        let conditions = chance(0.15) ? 0 : (chance(0.65) ? 1 : (chance(0.7) ? 2 : 3))
+        query.conditions = (0..<conditions).map { _ in randomCondition() }
+        query.descending = chance(0.4)
+        if chance(paging ? 0.15 : 0.25) { query.limit = int(1...6) }
+        if chance(0.2) { query.offset = int(0...4) }
+        return query
+    }
+
+    // MARK: Calling Buri
+
+    /// Runs one write that the model expects to succeed (`refusal` nil) or to be refused; returns
+    /// whether it was applied (so the caller applies it to the model). On etcd a commit over the
+    /// cluster's limits is a typed refusal of the whole write, which is fine.
+    func attempt(_ refusal: ModelState.Refusal?, _ what: String, _ body: () throws -> Void) throws -> Bool {
+        operations += 1
+        note("\(what) → \(refusal.map { "refused: \($0)" } ?? "ok")")
+        tally[refusal.map { "refused: \($0)" } ?? "write applied", default: 0] += 1
+        do {
+            try body()
+        } catch let mismatch as ModelMismatch {
+            throw mismatch
+        } catch let error as BuriError {
+            if let refusal, refusal.matches(error) { return false }
+            if engine == .etcd, case .storage(let storage) = error, storage.code == .limitExceeded {
+                note("  the cluster refused the commit as too large: nothing applied")
+                return false
+            }
+            throw fail("\(what): \(refusal.map { "expected \($0), but got" } ?? "unexpected error:") \(error)")
+        } catch {
+            throw fail("\(what): unexpected error: \(error)")
+        }
+        if let refusal { throw fail("\(what): expected \(refusal), but it was accepted") }
+        return true
+    }
+
+    /// Runs a read, turning any error into a mismatch. Reads made to compare are not counted as
+    /// operations; `counted` ones (a query or page the stream asked for) are.
+    func read<R>(_ what: String, counted: Bool = false, _ body: () throws -> R) throws -> R {
+        if counted { operations += 1 }
+        do {
+            return try body()
+        } catch let mismatch as ModelMismatch {
+            throw mismatch
+        } catch {
+            throw fail("\(what): unexpected error: \(error)")
+        }
+    }
+
+    /// The raw objects Buri's typed bucket would store for `items` (their index values computed
+    /// by the model), for the raw write path.
+    func rawObjects(_ items: [ModelItem]) throws -> [RawObject] {
+        try items.map { item in
+            var values: [IndexName: [[IndexValue]]] = [:]
+            for (index, _) in ModelItem.indexes {
+                let tuples = item.entries(index)
+                if tuples.isEmpty { continue }
+                values[IndexName(index)] = try tuples.map { tuple in try tuple.map { try $0.indexValue() } }
+            }
+            return RawObject(key: item.id, payload: try CBOREncoder().encode(item), indexValues: values)
+        }
+    }
+
+    /// One random write through `bucket` (and its raw view), applied to `model` when Buri applied it.
+    func randomWrite(in name: String, bucket: Bucket<ModelItem>, model: inout ModelState, transaction: Bool) throws {
+        let place = "\(transaction ? "tx " : "")\(escaped(name))"
+        switch int(0...99) {
+        case 0..<34:
+            let item = randomItem()
+            let refusal = model.refusal(storing: [item], in: name)
+            if try attempt(refusal, "\(place) store \(item)", { try bucket.store(item) }) { model.store([item], in: name) }
+        case 34..<54:
+            let items = (0..<int(1...6)).map { _ in randomItem() }
+            let refusal = model.refusal(storing: items, in: name)
+            if try attempt(refusal, "\(place) store batch \(items)", { try bucket.store(items) }) { model.store(items, in: name) }
+        case 54..<62:
+            // The raw path, with the index values given (objects Buri refuses to index are left to the typed path).
+            let items = (0..<int(1...4)).map { _ in randomItem() }.filter { !$0.hasInvalidIndexValue }
+            guard !items.isEmpty else { return }
+            let refusal = model.refusal(storing: items, in: name)
+            let objects = try rawObjects(items)
+            if try attempt(refusal, "\(place) raw store \(items)", { try bucket.raw.store(objects) }) { model.store(items, in: name) }
+        case 62..<74:
+            let key = randomKey()
+            var copy = model
+            let expected = copy.delete([key], in: name) == 1
+            var deleted = false
+            if try attempt(nil, "\(place) delete key \(escaped(key))", { deleted = try bucket.delete(key: key) }) {
+                model = copy
+                if deleted != expected { throw fail("delete(key:) returned \(deleted), the model says \(expected)") }
+            }
+        case 74..<84:
+            let keys = (0..<int(0...5)).map { _ in randomKey() }
+            var copy = model
+            let expected = copy.delete(keys, in: name)
+            var deleted = 0
+            let raw = chance(0.3)
+            if try attempt(nil, "\(place) \(raw ? "raw " : "")delete keys [\(keys.map(escaped).joined(separator: ", "))]", {
+                deleted = raw ? try bucket.raw.delete(keys: keys) : try bucket.delete(keys: keys)
+            }) {
+                model = copy
+                if deleted != expected { throw fail("delete(keys:) returned \(deleted), the model says \(expected)") }
+            }
+        case 84..<93:
+            // An object as stored (or a random one): deleted by its key.
+            let objects = model.sorted(name)
+            let item = !objects.isEmpty && chance(0.8) ? pick(objects) : randomItem()
+            var copy = model
+            let expected = copy.delete([item.id], in: name) == 1
+            var deleted = false
+            if try attempt(nil, "\(place) delete object \(escaped(item.id))", { deleted = try bucket.delete(item) }) {
+                model = copy
+                if deleted != expected { throw fail("delete(_ object:) returned \(deleted), the model says \(expected)") }
+            }
+        default:
+            var copy = model
+            let expected = copy.deleteAll(in: name)
+            var deleted = 0
+            let raw = chance(0.3)
+            if try attempt(nil, "\(place) \(raw ? "raw " : "")deleteAll (\(expected) objects)", { deleted = raw ? try bucket.raw.deleteAll() : try bucket.deleteAll() }) {
+                model = copy
+                if deleted != expected { throw fail("deleteAll returned \(deleted), the model says \(expected)") }
+            }
+        }
+    }
+
+    // MARK: Comparing
+
+    /// The objects Buri returned for a query against the model's, by key bytes and content.
+    func compare(_ got: [ModelItem], _ expected: [ModelItem], _ what: String) throws {
+        guard got.count == expected.count, zip(got, expected).allSatisfy({ $0.isIdentical(to: $1) }) else {
+            let first = zip(got, expected).first { !$0.isIdentical(to: $1) }
+            throw fail("\(what): got \(got.count) objects, the model has \(expected.count)\(first.map { "; first difference: got \($0.0), expected \($0.1)" } ?? "")\n got keys: [\(got.map { escaped($0.id) }.joined(separator: ", "))]\n expected: [\(expected.map { escaped($0.id) }.joined(separator: ", "))]")
+        }
+    }
+
+    func compareKeys(_ got: [String], _ expected: [ModelResult], _ what: String) throws {
+        guard got.map({ Array($0.utf8) }) == expected.map(\.key) else {
+            throw fail("\(what): got keys [\(got.map(escaped).joined(separator: ", "))], the model expects [\(expected.map { escaped($0.item.id) }.joined(separator: ", "))]")
+        }
+    }
+
+    /// Every object, the count and the index entry counts of one bucket, as `bucket` sees it.
+    func verifyBucket(_ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String) throws {
+        let expected = model.sorted(name)
+        try compare(try read("\(label) all objects") { try bucket.allObjects() }, expected, "\(label) all objects of \(escaped(name))")
+        let count = try read("\(label) count") { try bucket.count() }
+        if count != expected.count { throw fail("\(label) count() of \(escaped(name)) is \(count), the model has \(expected.count)") }
+        for (index, _) in ModelItem.indexes where chance(0.2) {
+            let entries = try read("\(label) entry count") { try bucket.raw.entryCount(index: index) }
+            let modelEntries = expected.reduce(0) { $0 + $1.entries(index).count }
+            if entries != modelEntries { throw fail("\(label) index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)") }
+        }
+    }
+
+    func verifyQuery(_ query: ModelQuery, _ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String, counted: Bool = false) throws {
+        let expected = model.answer(query, in: name)
+        let buriQuery = try read("building \(query)") { try query.buriQuery() }
+        note("\(label) query \(query) on \(escaped(name)) → \(expected.count) results")
+        try compareKeys(try read("\(label) keys(\(query))", counted: counted) { try bucket.keys(buriQuery) }, expected, "\(label) keys(\(query))")
+        if chance(0.3) {
+            try compare(try read("\(label) objects(\(query))") { try bucket.objects(buriQuery) }, expected.map(\.item), "\(label) objects(\(query))")
+        }
+        if chance(0.3) {
+            let count = try read("\(label) count(\(query))") { try bucket.count(buriQuery) }
+            if count != expected.count { throw fail("\(label) count(\(query)) is \(count), the model says \(expected.count)") }
+        }
+    }
+
+    /// Both buckets whole, and a few random queries.
+    func verifyAll() throws {
+        for name in Self.bucketNames {
+            let bucket = try read("opening \(name)") { try self.bucket(name) }
+            try verifyBucket(name, bucket, model, "")
+            for _ in 0..<2 { try verifyQuery(randomQuery(), name, bucket, model, "") }
+        }
+    }
+
+    func checkClean() throws {
+        let report = try read("check") { try db.check() }
+        if !report.problems.isEmpty { throw fail("check reports \(report.problems.count) problems: \(report.problems.prefix(5))") }
+        if report.objects != model.buckets.values.reduce(0, { $0 + $1.count }) {
+            throw fail("check counted \(report.objects) objects, the model has \(model.buckets.values.reduce(0) { $0 + $1.count })")
+        }
+    }
+
+    func reopen() throws {
+        note("reopen")
+        operations += 1
+        do { try test.reopen() } catch { throw fail("reopening: \(error)") }
+    }
+
+    // MARK: Operations
+
+    static var standardOperations: [ModelOperation] { [
+        ModelOperation(name: "write", weight: 55) { run in
+            let name = run.pick(bucketNames)
+            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+            try run.randomWrite(in: name, bucket: bucket, model: &run.model, transaction: false)
+            let count = try run.read("count") { try bucket.count() }
+            if count != run.model.objects(name).count { throw run.fail("after the write, count() is \(count), the model has \(run.model.objects(name).count)") }
+        },
+        ModelOperation(name: "transaction", weight: 9) { run in try run.transaction(throwing: false) },
+        ModelOperation(name: "transaction that throws", weight: 3) { run in try run.transaction(throwing: true) },
+        ModelOperation(name: "query", weight: 15) { run in
+            let name = run.pick(bucketNames)
+            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+            try run.verifyQuery(run.randomQuery(), name, bucket, run.model, "", counted: true)
+        },
+        ModelOperation(name: "point reads", weight: 5) { run in
+            let name = run.pick(bucketNames)
+            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+            for _ in 0..<3 {
+                let key = run.randomKey()
+                let expected = run.model.objects(name)[Array(key.utf8)]
+                let got = try run.read("object(forKey: \(escaped(key)))", counted: true) { try bucket.object(forKey: key) }
+                if let expected {
+                    guard let got, got.isIdentical(to: expected) else { throw run.fail("object(forKey: \(escaped(key))) is \(String(describing: got)), the model has \(expected)") }
+                } else if let got {
+                    throw run.fail("object(forKey: \(escaped(key))) is \(got), the model has none")
+                }
+                let contains = try run.read("contains") { try bucket.contains(key: key) }
+                if contains != (expected != nil) { throw run.fail("contains(key: \(escaped(key))) is \(contains)") }
+            }
+        },
+        ModelOperation(name: "paging walk", weight: 6) { run in try run.pagingWalk() },
+        ModelOperation(name: "large batch", weight: 0.3, applies: { $0 != .etcd }) { run in try run.largeBatch(in: run.pick(bucketNames)) },
+        ModelOperation(name: "staged import", weight: 1) { run in try run.stagedImport(into: run.pick(bucketNames)) },
+        ModelOperation(name: "reopen", weight: 0.3) { run in
+            try run.reopen()
+            try run.verifyAll()
+        },
+    ] }
+
+    /// A batch of 256 to 320 objects (keys of the pool and `big0`…`big299`, few unique values):
+    /// large enough for the writer to read the old records by one walk instead of point reads.
+    func largeBatch(in name: String) throws {
+        var items = (0..<int(256...320)).map { _ -> ModelItem in
+            var item = randomItem(key: chance(0.9) ? "big\(int(0...299))" : nil)
+            if chance(0.995) { item.email = nil }
+            // NaN, empty or overlong keys refuse a batch before it writes: one in ten batches has one.
+            if item.hasInvalidIndexValue { item.real = 7; item.num = .int(7) }
+            if item.id.isEmpty || item.id.utf8.count > 4096 { item.id = "big300" }
+            return item
+        }
+        if chance(0.1) { items[int(0...(items.count - 1))] = randomItem(key: "") }
+        let refusal = model.refusal(storing: items, in: name)
+        let bucket = try read("opening \(name)") { try self.bucket(name) }
+        if try attempt(refusal, "\(escaped(name)) store a batch of \(items.count) objects", { try bucket.store(items) }) {
+            model.store(items, in: name)
+        }
+        tally[refusal == nil ? "large batch stored" : "large batch refused", default: 0] += 1
+    }
+
+    /// A staged import into the bucket: one or two chunks of raw objects over a copy of its
+    /// objects (a refused chunk stages nothing; earlier chunks stay), then published (the bucket
+    /// becomes the stage, under a new id) or abandoned (nothing changes).
+    func stagedImport(into name: String) throws {
+        note("staged import into \(escaped(name))")
+        operations += 1
+        let load: StagedImport
+        do {
+            load = try db.stageImport(into: name, chunkSize: int(1...8))
+        } catch {
+            throw fail("staging an import into \(escaped(name)): \(error)")
+        }
+        var staged = model
+        for _ in 0..<int(1...2) {
+            let items = (0..<int(1...5)).map { _ in randomItem() }.filter { !$0.hasInvalidIndexValue }
+            guard !items.isEmpty else { continue }
+            let refusal = staged.refusal(storing: items, in: name)
+            let objects = try rawObjects(items)
+            if try attempt(refusal, "  stage \(items)", { try load.store(objects) }) { staged.store(items, in: name) }
+        }
+        if chance(0.2) {
+            note("  abandoned")
+            load.abandon()
+            tally["staged import abandoned", default: 0] += 1
+            return
+        }
+        var count = 0
+        if try attempt(nil, "  publish", { count = try load.publish() }) {
+            model = staged
+            if count != model.objects(name).count { throw fail("publishing returned \(count) objects, the model has \(model.objects(name).count)") }
+            tally["staged import published", default: 0] += 1
+        }
+    }
+
+    /// A transaction of a few random writes and reads, whose refused operations are caught and
+    /// ignored; it commits (everything not refused), or throws at the end (nothing).
+    func transaction(throwing: Bool) throws {
+        struct Abort: Error {}
+        var inside = model
+        let writes = int(1...6)
+        note("transaction of \(writes) operations\(throwing ? ", then throws" : "")")
+        operations += 1
+        do {
+            try db.write { tx in
+                for _ in 0..<writes {
+                    let name = pick(Self.bucketNames)
+                    let bucket = try read("tx.bucket") { try tx.bucket(ModelItem.self, named: name) }
+                    if chance(0.75) {
+                        try randomWrite(in: name, bucket: bucket, model: &inside, transaction: true)
+                    } else if chance(0.5) {
+                        try verifyQuery(randomQuery(), name, bucket, inside, "tx", counted: true)
+                    } else {
+                        try verifyBucket(name, bucket, inside, "tx")
+                    }
+                }
+                if throwing { throw Abort() }
+            }
+            if throwing { throw fail("the transaction's closure threw, yet write returned") }
+            model = inside
+            tally["transaction committed", default: 0] += 1
+        } catch is Abort {
+            note("  rolled back")
+            tally["transaction rolled back", default: 0] += 1
+        } catch let mismatch as ModelMismatch {
+            throw mismatch
+        } catch let error as BuriError {
+            // A commit over the cluster's limits is refused whole.
+            if engine == .etcd, case .storage(let storage) = error, storage.code == .limitExceeded {
+                note("  the cluster refused the commit as too large: nothing applied")
+                return
+            }
+            throw fail("the transaction failed: \(error)")
+        }
+    }
+
+    /// A walk of pages with random writes (and deleteAll) between them: each page must be exactly
+    /// the query's current results after the previous page's last result (FORMAT.md §11), `offset`
+    /// applied once, `limit` to the whole walk, and `next` set exactly when more results follow.
+    func pagingWalk() throws {
+        let name = pick(Self.bucketNames)
+        let query = randomQuery(paging: true)
+        let size = int(1...5)
+        let objects = chance(0.3)
+        var token: ContinuationToken?
+        var last: (tuple: [ModelValue], key: [UInt8])?
+        var returned = 0
+        note("paging walk over \(escaped(name)): \(query), pages of \(size)\(objects ? " (objects)" : "")")
+        for page in 0..<40 {
+            let bucket = try read("opening \(name)") { try self.bucket(name) }
+            var buriQuery = try read("building \(query)") { try query.buriQuery() }
+            if let token {
+                // Sometimes the token travels as text, as to a client and back.
+                let given = chance(0.3) ? try read("parsing a token") { try ContinuationToken(parsing: token.description) } : token
+                buriQuery = buriQuery.after(given)
+            }
+            // What the model says this page holds.
+            var all = model.results(query, in: name)
+            if let last {
+                all = all.filter { result in
+                    let order = ModelResult.compare(result.position, last)
+                    return query.descending ? order < 0 : order > 0
+                }
+            } else {
+                all = Array(all.dropFirst(query.offset))
+            }
+            let remaining = query.limit.map { $0 - returned }
+            let expected = Array(all.prefix(Swift.min(size, remaining ?? Int.max)))
+            let expectNext = expected.count == size && (remaining.map { $0 > size } ?? true) && all.count > size
+            let got: [String]
+            let next: ContinuationToken?
+            if objects {
+                let result = try read("page \(page) of \(query)", counted: true) { try bucket.page(buriQuery, size: size) }
+                try compare(result.items, expected.map(\.item), "page \(page) of \(query)")
+                got = result.items.map(\.id)
+                next = result.next
+            } else {
+                let result = try read("key page \(page) of \(query)", counted: true) { try bucket.keyPage(buriQuery, size: size) }
+                got = result.items
+                next = result.next
+            }
+            try compareKeys(got, expected, "page \(page) of the walk over \(query) (pages of \(size), \(returned) returned before)")
+            if (next != nil) != expectNext {
+                throw fail("page \(page) of the walk over \(query): next is \(next == nil ? "nil" : "set"), the model says \(expectNext ? "more follow" : "the walk is over")")
+            }
+            note("  page \(page): [\(got.map(escaped).joined(separator: ", "))]")
+            tally["page", default: 0] += 1
+            returned += expected.count
+            last = expected.last?.position ?? last
+            guard let next else { return }
+            token = next
+            // A reopen between pages: the token still resumes.
+            if chance(0.04) {
+                try reopen()
+                tally["reopen between pages", default: 0] += 1
+            }
+            // A bucket dropped and made again is another bucket: the token is refused, typed.
+            if chance(0.03) {
+                operations += 1
+                note("drop and make again \(escaped(name)) between pages")
+                tally["drop between pages", default: 0] += 1
+                do {
+                    try db.dropBucket(named: name)
+                    _ = try self.bucket(name)
+                } catch {
+                    throw fail("dropping and making again \(escaped(name)): \(error)")
+                }
+                _ = model.deleteAll(in: name)
+                let after = try read("building \(query)") { try query.buriQuery() }.after(next)
+                do {
+                    _ = try self.bucket(name).keyPage(after, size: size)
+                    throw fail("a token of the dropped bucket \(escaped(name)) was accepted by the bucket made again")
+                } catch let mismatch as ModelMismatch {
+                    throw mismatch
+                } catch BuriError.invalidContinuation {
+                    return
+                } catch {
+                    throw fail("a token of the dropped bucket: expected invalidContinuation, got \(error)")
+                }
+            }
+            // Writes between pages, a deleteAll among them now and then.
+            for _ in 0..<int(0...2) {
+                if chance(0.15) {
+                    try transaction(throwing: chance(0.2))
+                    continue
+                }
+                if chance(0.05) {
+                    try stagedImport(into: chance(0.8) ? name : pick(Self.bucketNames))
+                    continue
+                }
+                let writeName = chance(0.8) ? name : pick(Self.bucketNames)
+                let writeBucket = try read("opening \(writeName)") { try self.bucket(writeName) }
+                if chance(0.25) {
+                    var copy = model
+                    let expected = copy.deleteAll(in: writeName)
+                    var deleted = 0
+                    tally["deleteAll between pages", default: 0] += 1
+                    if try attempt(nil, "deleteAll between pages (\(expected) objects)", { deleted = try writeBucket.deleteAll() }) {
+                        model = copy
+                        if deleted != expected { throw fail("deleteAll returned \(deleted), the model says \(expected)") }
+                    }
+                } else {
+                    try randomWrite(in: writeName, bucket: writeBucket, model: &model, transaction: false)
+                }
+            }
+        }
+    }
+
+    /// Closes the database, runs the damage phase on its files, reopens and compares.
+    func damage() throws {
+        guard let damagePhase else { return }
+        note("damage and repair")
+        operations += 1
+        db.close()
+        var context = ModelDamageContext(path: test.path, engine: engine, model: model, step: step, rng: rng)
+        model = try damagePhase(&context)
+        rng = context.rng
+        try reopen()
+        try verifyAll()
+        try checkClean()
+    }
+}
