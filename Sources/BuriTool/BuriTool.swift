@@ -68,6 +68,7 @@ enum BuriMain {
         } catch let error as BuriError {
             fail(ToolError(error))
         } catch let code as ExitCode {
+            SnapshotCleanup.holdIfTerminating()
             exit(code.rawValue)
         } catch let error as ValidationError {
             fail(ToolError(.usage, error.message))
@@ -94,6 +95,7 @@ enum BuriMain {
     }
 
     static func fail(_ error: ToolError) -> Never {
+        SnapshotCleanup.holdIfTerminating()
         let line = "buri: " + oneLine(error.message) + "\n"
         writeAll(2, Array(line.utf8))
         exit(error.status.rawValue)

@@ -25,31 +25,64 @@ func snapshotParent() -> String {
 /// The snapshots this process made: removed when it exits, and when a signal ends it.
 enum SnapshotCleanup {
     private static let live = Mutex<(snapshots: [FileSnapshot], installed: Bool)>(([], false))
+    /// Set when a signal is ending the process: its snapshot is being removed under the command.
+    private static let terminating = Atomic<Bool>(false)
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
-    static func register(_ files: FileSnapshot) {
-        let install = live.withLock { state -> Bool in
-            state.snapshots.append(files)
+    /// Installs the removal at exit and on SIGINT, SIGTERM, SIGHUP and SIGQUIT, once; called
+    /// before a snapshot directory is made, so that no signal can end the process between.
+    static func install() {
+        let first = live.withLock { state -> Bool in
             defer { state.installed = true }
             return !state.installed
         }
-        guard install else { return }
+        guard first else { return }
         atexit { SnapshotCleanup.removeAll() }
         // A reader that goes away (`buri export DB | head`) makes a write fail with EPIPE, which
         // ends the command through its normal path (removing the snapshot), not a silent death.
         signal(SIGPIPE, SIG_IGN)
         for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
-            signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
+                // The command may fail once its files are gone: it must not exit with that
+                // failure (see holdIfTerminating) before the signal ends it.
+                terminating.store(true, ordering: .sequentiallyConsistent)
                 SnapshotCleanup.removeAll()
-                // End as the signal would have ended the process.
+                // And one still being made (not yet registered): this process's directories.
+                let parent = snapshotParent()
+                let mine = FileSnapshot.directoryPrefix + "\(getpid())-"
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(mine) {
+                    try? FileManager.default.removeItem(atPath: parent + "/" + name)
+                }
+                // End as the signal would have ended the process. Dispatch receives signals with
+                // them blocked (signalfd on Linux): unblock it on this thread and raise it here.
                 signal(number, SIG_DFL)
-                kill(getpid(), number)
+                var set = sigset_t()
+                sigemptyset(&set)
+                sigaddset(&set, number)
+                pthread_sigmask(SIG_UNBLOCK, &set, nil)
+                raise(number)
+                _exit(128 + number)
             }
             source.resume()
             sources.append(source)
+            // Only now is the default action (ending the process at once) turned off: a signal
+            // arriving before was not lost either way.
+            signal(number, SIG_IGN)
         }
+    }
+
+    /// Removes `files` when the process exits or a signal ends it (see ``install()``).
+    static func register(_ files: FileSnapshot) {
+        install()
+        live.withLock { $0.snapshots.append(files) }
+    }
+
+    /// Called before the process exits: while a signal is ending it, waits for that instead of
+    /// reporting the failure its vanishing snapshot caused.
+    static func holdIfTerminating() {
+        guard terminating.load(ordering: .sequentiallyConsistent) else { return }
+        while true { pause() }
     }
 
     static func removeAll() {
@@ -64,6 +97,7 @@ enum SnapshotCleanup {
 /// Opens the existing database in directory `path` through a private snapshot of its files.
 func openSnapshot(_ path: String) throws -> BuriDatabase {
     let parent = snapshotParent()
+    SnapshotCleanup.install()
     let files: FileSnapshot
     do {
         files = try FileSnapshot.take(of: path, in: parent)
