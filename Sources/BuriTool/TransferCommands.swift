@@ -589,7 +589,10 @@ struct Import: ParsableCommand {
                 progress.measure("purging the stage", done: 1, total: 1, bytes: false, detail: nil, force: true)
             }
             progress.finish()
-            if !note.isEmpty { writeAll(2, Array(note.utf8)) }
+            // A database this import created is removed whole below, and a stage a full disk kept
+            // is reported with the error (or removed by a fresh handle): no note for those.
+            let diskFull = (error as? ToolError)?.isDiskFull == true
+            if !note.isEmpty, !created, !diskFull { writeAll(2, Array(note.utf8)) }
             if createdBucket {
                 try? db.dropBucket(named: bucket)
                 try? db.purgeRetiredBuckets()
