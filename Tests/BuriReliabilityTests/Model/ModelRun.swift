@@ -34,15 +34,18 @@ struct ModelDamageContext {
 
 /// Damages the files of a closed database and repairs them (say with `BuriDatabase.repair`), then
 /// returns the model as it must be afterwards: the model less exactly the objects the repair
-/// reported lost (anything else missing is a mismatch the run finds when it reopens and compares),
-/// or throws a ``ModelMismatch`` for a report that disagrees with the model. Runs on `.leveldb`.
+/// reported lost (anything else missing is a mismatch the run finds when it reopens and compares;
+/// `check` must then be clean), or throws a ``ModelMismatch`` for a report that disagrees with the
+/// model. Given to ``ModelRun/init(engine:seed:damagePhase:)``, it is drawn like any operation
+/// (weight 0.2 per step) on `.leveldb`, the engine whose files are at `context.path`.
 ///
 /// ```swift
-/// run.damagePhase = { context in
-///     try damageOneTable(at: context.path, using: &context.rng)
+/// let run = try ModelRun(engine: .leveldb, seed: seed) { context in
+///     try damageOneTable(at: context.path, using: &context.rng)        // the repair work's own
 ///     let report = try BuriDatabase.repair(path: context.path)
-///     return context.model.removing(report.lost)
+///     return modelWithout(report.lostObjects, from: context.model)     // likewise
 /// }
+/// try run.run(operations: 20_000)
 /// ```
 typealias ModelDamagePhase = (inout ModelDamageContext) throws -> ModelState
 
