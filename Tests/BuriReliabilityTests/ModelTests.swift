@@ -64,6 +64,25 @@ struct ModelTests {
         }
     }
 
+    @Test("the damage hook runs on the closed database's files, and the run goes on after it")
+    func theDamageHookRuns() throws {
+        final class Calls: @unchecked Sendable { var count = 0 }
+        let calls = Calls()
+        // A phase that damages nothing: it only proves the hook's plumbing (close, the files at
+        // `path`, reopen, compare). The repair work plugs real damage in here.
+        let run = try ModelRun(engine: .leveldb, seed: 77) { context in
+            calls.count += 1
+            #expect(FileManager.default.fileExists(atPath: context.path + "/CURRENT"))
+            return context.model
+        }
+        do {
+            try run.run(operations: 1_500)
+        } catch let mismatch as ModelMismatch {
+            Issue.record("\(mismatch)")
+        }
+        #expect(calls.count > 0)
+    }
+
     @Test("the model orders numbers exactly across Int64, UInt64 and Double")
     func theModelsNumberOrderIsExact() {
         // The model must be right for the test to mean anything: its comparisons against known answers.

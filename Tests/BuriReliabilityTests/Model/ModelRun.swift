@@ -34,15 +34,18 @@ struct ModelDamageContext {
 
 /// Damages the files of a closed database and repairs them (say with `BuriDatabase.repair`), then
 /// returns the model as it must be afterwards: the model less exactly the objects the repair
-/// reported lost (anything else missing is a mismatch the run finds when it reopens and compares),
-/// or throws a ``ModelMismatch`` for a report that disagrees with the model. Runs on `.leveldb`.
+/// reported lost (anything else missing is a mismatch the run finds when it reopens and compares;
+/// `check` must then be clean), or throws a ``ModelMismatch`` for a report that disagrees with the
+/// model. Given to ``ModelRun/init(engine:seed:damagePhase:)``, it is drawn like any operation
+/// (weight 0.2 per step) on `.leveldb`, the engine whose files are at `context.path`.
 ///
 /// ```swift
-/// run.damagePhase = { context in
-///     try damageOneTable(at: context.path, using: &context.rng)
+/// let run = try ModelRun(engine: .leveldb, seed: seed) { context in
+///     try damageOneTable(at: context.path, using: &context.rng)        // the repair work's own
 ///     let report = try BuriDatabase.repair(path: context.path)
-///     return context.model.removing(report.lost)
+///     return modelWithout(report.lostObjects, from: context.model)     // likewise
 /// }
+/// try run.run(operations: 20_000)
 /// ```
 typealias ModelDamagePhase = (inout ModelDamageContext) throws -> ModelState
 
@@ -98,7 +101,20 @@ final class ModelRun {
 
     var db: BuriDatabase { test.db }
 
-    func bucket(_ name: String) throws -> Bucket<ModelItem> { try db.bucket(ModelItem.self, named: name) }
+    /// On an engine shared by several clients (shared memory, etcd), a second client of the same
+    /// data: about a third of the buckets opened (for writes, transactions, queries and pages) are
+    /// its, so each client must follow the other's writes, `deleteAll`s, drops and publishes.
+    private(set) lazy var otherClient: BuriDatabase? = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+
+    deinit { if engine == .shared { otherClient?.close() } }
+
+    /// The database of this client or, on a shared engine, sometimes of the other client.
+    func anyClient() -> BuriDatabase {
+        if let otherClient, chance(0.3) { return otherClient }
+        return db
+    }
+
+    func bucket(_ name: String) throws -> Bucket<ModelItem> { try anyClient().bucket(ModelItem.self, named: name) }
 
     func note(_ text: String) {
         log.append("\(step): \(text)")
@@ -529,7 +545,7 @@ final class ModelRun {
         note("transaction of \(writes) operations\(throwing ? ", then throws" : "")")
         operations += 1
         do {
-            try db.write { tx in
+            try anyClient().write { tx in
                 for _ in 0..<writes {
                     let name = pick(Self.bucketNames)
                     let bucket = try read("tx.bucket") { try tx.bucket(ModelItem.self, named: name) }
