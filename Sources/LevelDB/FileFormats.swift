@@ -416,6 +416,30 @@ struct ManifestState {
         return .success(state)
     }
 
+    /// The newest log number that the checksum-valid version edits of the MANIFEST named by
+    /// `CURRENT` (or, if `CURRENT` is unreadable, of any `MANIFEST-*` file) record.
+    static func newestLogNumber(lenientlyFrom path: String) -> UInt64? {
+        var names: [String] = []
+        if let current = FileManager.default.contents(atPath: path + "/CURRENT") {
+            let text = String(String(decoding: current, as: UTF8.self).prefix { $0 != "\n" })
+            if text.hasPrefix("MANIFEST-"), !text.contains("/") { names.append(text) }
+        }
+        if names.isEmpty {
+            names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasPrefix("MANIFEST-") }
+        }
+        var newest: UInt64?
+        for name in names {
+            guard let data = FileManager.default.contents(atPath: path + "/" + name) else { continue }
+            let bytes = [UInt8](data)
+            for found in LogScanner.validRecordPayloads(bytes) {
+                var state = ManifestState(name: name)
+                guard state.apply(edit: found[...]), state.logNumber != 0 else { continue }
+                newest = max(newest ?? 0, state.logNumber)
+            }
+        }
+        return newest
+    }
+
     /// Applies one encoded version edit; `false` if it does not parse.
     mutating func apply(edit: ArraySlice<UInt8>) -> Bool {
         var reader = ByteReader(edit)
@@ -546,13 +570,14 @@ struct LoggedBatch {
         self.operations = operations
     }
 
-    /// The sequence number and operations that still parse in a damaged batch.
-    static func lenient(_ bytes: ArraySlice<UInt8>) -> (sequence: UInt64?, operations: [Operation]) {
+    /// The sequence number, the count of operations its header declares, and the operations that
+    /// still parse in a damaged batch (no more than the declared count).
+    static func lenient(_ bytes: ArraySlice<UInt8>) -> (sequence: UInt64?, count: Int?, operations: [Operation]) {
         var reader = ByteReader(bytes)
         let sequence = reader.fixed64()
-        _ = reader.fixed32()
+        let count = reader.fixed32().map(Int.init)
         var operations: [Operation] = []
-        while !reader.isAtEnd {
+        while !reader.isAtEnd, operations.count < (count ?? Int.max) {
             guard let tag = reader.byte(), tag <= 1, let key = reader.lengthPrefixed() else { break }
             if tag == 1 {
                 guard let value = reader.lengthPrefixed() else { break }
@@ -561,6 +586,6 @@ struct LoggedBatch {
                 operations.append(Operation(key: Array(key), value: nil))
             }
         }
-        return (sequence, operations)
+        return (sequence, count, operations)
     }
 }

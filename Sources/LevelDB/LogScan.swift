@@ -334,6 +334,23 @@ enum LogScanner {
         return batches
     }
 
+    /// The payloads of the checksum-valid whole records (type FULL) found anywhere in `bytes`.
+    static func validRecordPayloads(_ bytes: [UInt8]) -> [[UInt8]] {
+        var payloads: [[UInt8]] = []
+        var offset = 0
+        while offset + headerSize <= bytes.count {
+            let end = min((offset / blockSize + 1) * blockSize, bytes.count)
+            if isValidRecord(bytes, at: offset, end: end) {
+                let (_, length, type) = header(bytes, at: offset)
+                if type == 1 { payloads.append(Array(bytes[(offset + headerSize)..<(offset + headerSize + length)])) }
+                offset += headerSize + length
+            } else {
+                offset += 1
+            }
+        }
+        return payloads
+    }
+
     /// For a record at `offset` that is not valid as framed: the payload length its stored
     /// checksum matches, if a shorter or longer length within the block (or the file) matches it.
     static func checksumPrefix(_ bytes: [UInt8], at offset: Int, end: Int) -> Int? {

@@ -19,6 +19,18 @@ public struct SalvageReport: Sendable {
         /// The file holding the damaged or dropped data.
         public var file: String
         public var detail: String
+        /// For a suspect key: its latest state in intact data, before the damaged write that
+        /// LevelDB's repair applied — what to roll back to if the damaged state is unusable.
+        public var verifiedState: VerifiedState = .unknown
+    }
+
+    /// A key's state as intact data last had it.
+    public enum VerifiedState: Sendable, Hashable {
+        /// No intact data holds the key, or it was deleted.
+        case absent
+        case value([UInt8])
+        /// Intact data holds a value, but it was not kept.
+        case unknown
     }
 
     /// Data that could not be read at all, so the keys it held cannot be named: every key in
@@ -225,7 +237,48 @@ struct Inventory {
             }
         case .failure(let problem):
             inventory.report.manifestProblem = problem.reason
+            // What the MANIFEST's intact records still say: a log at least as new as the newest
+            // one they name must exist, or the latest writes went with it.
+            if let newest = ManifestState.newestLogNumber(lenientlyFrom: path), newest != 0, !logs.keys.contains(where: { $0 >= newest }) {
+                inventory.report.unknownLosses.append(
+                    "no write-ahead log is left although the intact part of the damaged MANIFEST names \(DatabaseFile.logName(newest)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
+            }
         }
+
+        // Logs: verified batches are the acknowledged writes; damaged records give suspects.
+        var batches: [(sequence: UInt64, count: Int, file: String)] = []
+        var damagedSpans: [ClosedRange<UInt64>] = []
+        var lenientLog: [(sequence: UInt64?, count: Int?, operations: [LoggedBatch.Operation], file: String, offset: Int)] = []
+        for (_, name) in liveLogs.sorted(by: { $0.key < $1.key }) {
+            guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
+                inventory.report.unknownLosses.append("the write-ahead log \(name) cannot be read; the writes it held are lost and their keys cannot be known")
+                continue
+            }
+            let bytes = [UInt8](data)
+            var verifiedOffsets = Set<Int>()
+            for found in LogScanner.verifiedBatches(in: bytes, file: name) {
+                verifiedOffsets.insert(found.offset)
+                for (index, operation) in found.batch.operations.enumerated() {
+                    let key = InternalKey(userKey: operation.key, sequence: found.batch.sequence + UInt64(index), isDeletion: operation.value == nil)
+                    inventory.note(key, value: operation.value.map { $0[...] } ?? [], keepValue: true, restorable: true, fromLog: true, file: name)
+                }
+                batches.append((found.batch.sequence, found.batch.operations.count, name))
+            }
+            let damaged = LogScanner.damagedRecords(in: bytes, file: name)
+            inventory.report.damagedLogRecords += damaged
+            for record in damaged where record.offset + LogScanner.headerSize <= bytes.count && !verifiedOffsets.contains(record.offset) {
+                let (_, length, type) = LogScanner.header(bytes, at: record.offset)
+                guard type == 1 || type == 2 else { continue }
+                let blockEnd = min((record.offset / LogScanner.blockSize + 1) * LogScanner.blockSize, bytes.count)
+                let end = min(record.offset + LogScanner.headerSize + length, blockEnd)
+                guard end > record.offset + LogScanner.headerSize else { continue }
+                let parsed = LoggedBatch.lenient(bytes[(record.offset + LogScanner.headerSize)..<end])
+                lenientLog.append((parsed.sequence, parsed.count, parsed.operations, name, record.offset))
+            }
+        }
+        // The states damaged log records may have overwritten: their values are kept from the
+        // tables too, so that a damaged write can be rolled back to the state before it.
+        let touched = Set(lenientLog.flatMap { $0.operations.map { KeyBytes($0.key) } })
 
         var lenient: [(entry: InternalKey, value: [UInt8], file: String, lower: [UInt8]?, upper: [UInt8]?)] = []
         for (number, name) in liveTables.sorted(by: { $0.key < $1.key }) {
@@ -240,7 +293,7 @@ struct Inventory {
                 for block in TableFile.dataBlocksWithoutIndex(bytes) {
                     for entry in block.entries {
                         guard let key = InternalKey(entry.key[...]) else { continue }
-                        inventory.note(key, value: entry.value, keep: true, fromLog: false, file: name)
+                        inventory.note(key, value: entry.value, keepValue: true, restorable: true, fromLog: false, file: name)
                         lower = key.userKey
                     }
                     found += 1
@@ -278,7 +331,7 @@ struct Inventory {
                     if let entries = BlockParser.entries(contents) {
                         for entry in entries {
                             guard let key = InternalKey(entry.key[...]) else { continue }
-                            inventory.note(key, value: entry.value, keep: false, fromLog: false, file: name)
+                            inventory.note(key, value: entry.value, keepValue: touched.contains(KeyBytes(key.userKey)), restorable: false, fromLog: false, file: name)
                         }
                     } else {
                         damage = ("the block's checksum matches but its entries do not parse", contents)
@@ -297,36 +350,6 @@ struct Inventory {
             }
         }
 
-        // Logs: verified batches are the acknowledged writes; damaged records give suspects.
-        var batches: [(sequence: UInt64, count: Int, file: String)] = []
-        var damagedSpans: [ClosedRange<UInt64>] = []
-        var lenientLog: [(sequence: UInt64?, operations: [LoggedBatch.Operation], file: String, offset: Int)] = []
-        for (_, name) in liveLogs.sorted(by: { $0.key < $1.key }) {
-            guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
-                inventory.report.unknownLosses.append("the write-ahead log \(name) cannot be read; the writes it held are lost and their keys cannot be known")
-                continue
-            }
-            let bytes = [UInt8](data)
-            for found in LogScanner.verifiedBatches(in: bytes, file: name) {
-                for (index, operation) in found.batch.operations.enumerated() {
-                    let key = InternalKey(userKey: operation.key, sequence: found.batch.sequence + UInt64(index), isDeletion: operation.value == nil)
-                    inventory.note(key, value: operation.value.map { $0[...] } ?? [], keep: true, fromLog: true, file: name)
-                }
-                batches.append((found.batch.sequence, found.batch.operations.count, name))
-            }
-            let damaged = LogScanner.damagedRecords(in: bytes, file: name)
-            inventory.report.damagedLogRecords += damaged
-            for record in damaged where record.offset + LogScanner.headerSize <= bytes.count {
-                let (_, length, type) = LogScanner.header(bytes, at: record.offset)
-                guard type == 1 || type == 2 else { continue }
-                let blockEnd = min((record.offset / LogScanner.blockSize + 1) * LogScanner.blockSize, bytes.count)
-                let end = min(record.offset + LogScanner.headerSize + length, blockEnd)
-                guard end > record.offset + LogScanner.headerSize else { continue }
-                let parsed = LoggedBatch.lenient(bytes[(record.offset + LogScanner.headerSize)..<end])
-                lenientLog.append((parsed.sequence, parsed.operations, name, record.offset))
-            }
-        }
-
         // The newest sequence number any intact data vouches for bounds what a damaged one may say.
         let newest = max(manifest?.lastSequence ?? 0, inventory.latest.values.map(\.sequence).max() ?? 0)
         let plausible = newest + (1 << 20)
@@ -341,7 +364,15 @@ struct Inventory {
         }
         for item in lenientLog {
             let sequence = item.sequence.flatMap { $0 > 0 && $0 <= plausible ? $0 : nil }
-            if let sequence, !item.operations.isEmpty { damagedSpans.append(sequence...(sequence + UInt64(item.operations.count) - 1)) }
+            if let sequence, let count = item.count, count > 0, count <= 1 << 24 {
+                damagedSpans.append(sequence...(sequence + UInt64(count) - 1))
+            }
+            // Its writes as far as they parse are named; but a write whose own bytes were damaged
+            // (its key, or the framing of the writes after it) cannot be, so the record is a loss
+            // of unknown keys too.
+            let declared = item.count.map { $0 <= 1 << 24 ? "\($0) write\($0 == 1 ? "" : "s")" : "writes" } ?? "writes"
+            inventory.report.unknownLosses.append(
+                "the damaged record at byte \(item.offset) of the write-ahead log \(item.file) held \(declared)\(sequence.map { " from sequence number \($0)" } ?? ""); \(item.operations.count) of them still parse and are named as suspect or lost, but a write whose own bytes were damaged cannot be named")
             for (index, operation) in item.operations.enumerated() {
                 inventory.noteUncertain(operation.key, sequence: sequence.map { $0 + UInt64(index) } ?? UInt64.max,
                                         isDeletion: operation.value == nil, fromLog: true, file: item.file,
@@ -356,7 +387,9 @@ struct Inventory {
         for batch in batches {
             if let next = expected, batch.sequence > next {
                 let gap = next...(batch.sequence - 1)
-                let explained = damagedSpans.contains { $0.overlaps(gap) }
+                // A damaged record whose header says it holds exactly these writes explains the gap:
+                // its keys are reported with it.
+                let explained = damagedSpans.contains { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }
                 if !explained, batch.sequence - next < (1 << 32) {
                     let count = batch.sequence - next
                     inventory.report.unknownLosses.append(
@@ -371,12 +404,12 @@ struct Inventory {
     /// The newest sequence number of any entry read from a table.
     var tableSequence: UInt64 = 0
 
-    mutating func note(_ key: InternalKey, value: ArraySlice<UInt8>, keep: Bool, fromLog: Bool, file: String) {
+    mutating func note(_ key: InternalKey, value: ArraySlice<UInt8>, keepValue: Bool, restorable: Bool, fromLog: Bool, file: String) {
         if !fromLog { tableSequence = max(tableSequence, key.sequence) }
         let id = KeyBytes(key.userKey)
         if let current = latest[id], current.sequence >= key.sequence { return }
         latest[id] = Version(sequence: key.sequence, digest: key.isDeletion ? nil : ValueDigest(value),
-                             value: keep && !key.isDeletion ? Array(value) : nil, restorable: keep, file: file)
+                             value: keepValue && !key.isDeletion ? Array(value) : nil, restorable: restorable, file: file)
     }
 
     mutating func noteUncertain(_ key: [UInt8], sequence: UInt64, isDeletion: Bool, fromLog: Bool, file: String, detail: String) {
@@ -427,8 +460,10 @@ struct Inventory {
                 if matches {
                     lost.append(SalvageReport.KeyLoss(key: key, file: damage.file, detail: damage.detail + "; it holds " + (present ? "an older value" : "nothing")))
                 } else {
+                    let verified: SalvageReport.VerifiedState = version.map { $0.digest == nil ? .absent : $0.value.map { .value($0) } ?? .unknown } ?? .absent
                     suspect.append(SalvageReport.KeyLoss(key: key, file: damage.file, detail: damage.detail
-                        + (damage.fromLog ? ", which LevelDB's repair applied without its checksum: it may be wrong" : "; it holds a state no readable data holds")))
+                        + (damage.fromLog ? ", which LevelDB's repair applied without its checksum: it may be wrong" : "; it holds a state no readable data holds"),
+                        verifiedState: verified))
                 }
                 return
             }

@@ -1,3 +1,4 @@
+import BuriCodec
 import BuriStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -199,6 +200,7 @@ extension BuriDatabase {
         let salvage: SalvageReport
         var notes: [String] = []
         var recovery = CatalogRecovery.Outcome()
+        var rolledBack = Set<[UInt8]>()
         do {
             salvage = try LevelDBEngine.salvage(path: path, options: storageOptions)
             let engine = try LevelDBEngine(path: path, options: storageOptions)
@@ -218,12 +220,21 @@ extension BuriDatabase {
                 try engine.commit(batch, conditions: nil, sync: true)
                 notes.append("Buri's database header was in the data that was lost; it was written again (format version \(version)\(copy == nil ? ", the version of this Buri" : ", as a damaged copy of it says"))")
             }
-            recovery = try CatalogRecovery.run(engine: engine, unverified: salvage.unverifiedEntries)
+            // Damaged states first set back where they do not even parse, then the catalog rebuilt,
+            // then those that do not fit it (an index the bucket does not have) set back too.
+            rolledBack = try rollBackUnusable(salvage.suspectKeys, engine: engine)
+            let damagedKeys = Set((salvage.lostKeys + salvage.suspectKeys).map(\.key))
+            recovery = try CatalogRecovery.run(engine: engine, unverified: salvage.unverifiedEntries, damagedKeys: damagedKeys,
+                                               unreadable: salvage.unreadableRanges)
+            rolledBack.formUnion(try rollBackUnusable(salvage.suspectKeys.filter { !rolledBack.contains($0.key) }, engine: engine))
+            notes += recovery.notes
         } catch {
             throw BuriError.wrap(error)
         }
         var openOptions = options
         openOptions.createIfMissing = false
+        // No purge runs while the report is drawn up (the next open resumes it).
+        openOptions.purgesInBackground = false
         let db = try BuriDatabase(path: path, options: openOptions)
         defer { db.close() }
         let check = try db.check(repair: true)
@@ -231,13 +242,16 @@ extension BuriDatabase {
         for descriptor in try db.allBucketInfo() { bucketNames[descriptor.id] = descriptor.name }
         func bucketName(_ id: UInt32) -> String { bucketNames[id] ?? "#\(id)" }
 
+        // Keys under a retired id are a replaced generation's garbage, not objects: their loss is none.
+        let retired = Set(try db.pendingPurges().map(\.id))
         func objects(_ keys: [[UInt8]]) -> [ObjectReference] {
             keys.compactMap { key in
-                Keyspace.bucketAndObjectKey(ofRecordKey: key).map { ObjectReference(bucket: bucketName($0.bucket), key: $0.key) }
+                guard let (bucket, objectKey) = Keyspace.bucketAndObjectKey(ofRecordKey: key), !retired.contains(bucket) else { return nil }
+                return ObjectReference(bucket: bucketName(bucket), key: objectKey)
             }
         }
-        let suspects = Set(objects(salvage.suspectKeys.map(\.key)))
-        var lost = Set(objects(salvage.lostKeys.map(\.key))).subtracting(suspects)
+        let suspects = Set(objects(salvage.suspectKeys.map(\.key).filter { !rolledBack.contains($0) }))
+        var lost = Set(objects(salvage.lostKeys.map(\.key) + Array(rolledBack))).subtracting(suspects)
         for problem in check.problems where problem.kind == .danglingEntry {
             guard let bucket = problem.bucket, let key = problem.key else { continue }
             let reference = ObjectReference(bucket: bucket, key: key)
@@ -266,6 +280,68 @@ extension BuriDatabase {
             storageLosses: salvage.levelDBLog, damagedLogRecords: salvage.damagedLogRecords, suspectObjects: ordered(suspects),
             lostObjects: ordered(lost), lostRanges: lostRanges, unknownLosses: unknownLosses, recoveredBuckets: recovery.recovered,
             restoredObjects: ordered(objects(salvage.restoredKeys)), setAsideFiles: salvage.setAside, notes: notes, check: check)
+    }
+
+    /// Suspect keys whose damaged state is not even well-formed — a record whose header or CBOR
+    /// does not parse, a catalog entry that does not decode — are set back to their state in
+    /// intact data (or removed, when intact data holds none): such a state serves no one, and
+    /// keeping it would leave the database inconsistent. Returns the keys set back; they are
+    /// reported as lost (their last write could not be recovered).
+    static func rollBackUnusable(_ suspects: [SalvageReport.KeyLoss], engine: any StorageEngine) throws -> Set<[UInt8]> {
+        let reader = try engine.latest()
+        let batch = engine.makeBatch()
+        var rolledBack = Set<[UInt8]>()
+        var descriptors: [UInt32: BucketDescriptor] = [:]
+        let catalog = try reader.cursor(in: Keyspace.catalogRange)
+        while try catalog.next() {
+            if let descriptor = try? BucketDescriptor.decode(catalog.value) { descriptors[descriptor.id] = descriptor }
+        }
+        func wellFormed(_ value: [UInt8]) -> (_ key: [UInt8]) -> Bool {
+            { key in
+                guard isWellFormed(key: key, value: value) else { return false }
+                // A record must fit its bucket's catalog entry, where there is one.
+                guard key.first == Keyspace.recordTag, let (bucket, _) = Keyspace.bucketAndObjectKey(ofRecordKey: key),
+                      let descriptor = descriptors[bucket] else { return true }
+                return value.withUnsafeBytes { raw in
+                    guard let header = try? RecordHeader.parse(raw).0 else { return false }
+                    return header.entries.allSatisfy { entry in
+                        guard let index = descriptor.indexes.first(where: { $0.id == entry.index }) else { return false }
+                        return IndexTuple.split(entry.tuple).count == index.components.count
+                    }
+                }
+            }
+        }
+        for suspect in suspects {
+            guard let value = try reader.get(suspect.key), !wellFormed(value)(suspect.key) else { continue }
+            switch suspect.verifiedState {
+            case .absent:
+                batch.delete(suspect.key)
+            case .value(let previous) where wellFormed(previous)(suspect.key):
+                batch.put(suspect.key, previous)
+            default:
+                continue  // nothing better to put there: left for check to report
+            }
+            rolledBack.insert(suspect.key)
+        }
+        if !batch.isEmpty { try engine.commit(batch, conditions: nil, sync: true) }
+        return rolledBack
+    }
+
+    /// Whether `value` is well-formed for `key`'s space (records and catalog entries are checked;
+    /// other keys are derived data that `check` rebuilds).
+    static func isWellFormed(key: [UInt8], value: [UInt8]) -> Bool {
+        switch key.first {
+        case Keyspace.recordTag?:
+            return value.withUnsafeBytes { raw in
+                guard let offset = try? RecordHeader.parse(raw).payloadOffset else { return false }
+                return (try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[offset...]))) != nil
+            }
+        case Keyspace.catalogTag?:
+            guard let descriptor = try? BucketDescriptor.decode(value) else { return false }
+            return Array(descriptor.name.utf8) == Array(key.dropFirst())
+        default:
+            return true
+        }
     }
 
     /// What the loss of a key outside the record space means: Buri's own keys are written again

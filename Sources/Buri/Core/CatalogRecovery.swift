@@ -39,6 +39,7 @@ enum CatalogRecovery {
         var recovered: [RecoveredBucket] = []
         var lostObjects: [ObjectReference] = []
         var unknownLosses: [String] = []
+        var notes: [String] = []
     }
 
     /// Finds the bucket ids that hold keys (records, index entries, an object count) but have
@@ -47,15 +48,20 @@ enum CatalogRecovery {
     /// inferred); when only index entries survive, names their objects as lost and deletes them
     /// with the count; when only a count survives, deletes it (reporting the objects it counted).
     /// One atomic commit.
-    static func run(engine: any StorageEngine, unverified: [SalvageReport.UnverifiedEntry]) throws -> Outcome {
+    static func run(engine: any StorageEngine, unverified: [SalvageReport.UnverifiedEntry], damagedKeys: Set<[UInt8]>,
+                    unreadable: [SalvageReport.UnreadableRange]) throws -> Outcome {
         var outcome = Outcome()
         let snapshot = try engine.snapshot()
         var catalogIds = Set<UInt32>()
         var names = Set<[UInt8]>()
+        var descriptors: [BucketDescriptor] = []
         let catalog = try snapshot.cursor(in: Keyspace.catalogRange)
         while try catalog.next() {
             names.insert(Array(catalog.key.dropFirst()))
-            if let descriptor = try? BucketDescriptor.decode(catalog.value) { catalogIds.insert(descriptor.id) }
+            if let descriptor = try? BucketDescriptor.decode(catalog.value) {
+                catalogIds.insert(descriptor.id)
+                descriptors.append(descriptor)
+            }
         }
         var retired = Set<UInt32>()
         var markerNames: [UInt32: String] = [:]
@@ -73,8 +79,68 @@ enum CatalogRecovery {
         while try counts.next() {
             if let id = Keyspace.bucket(ofCountKey: counts.key) { countIds.insert(id) }
         }
-        let orphans = recordIds.union(entryIds).union(countIds).subtracting(catalogIds).subtracting(retired).sorted()
-        guard !orphans.isEmpty else { return outcome }
+        var orphans = recordIds.union(entryIds).union(countIds).subtracting(catalogIds).subtracting(retired).sorted()
+        let batch = engine.makeBatch()
+
+        // A catalog entry may be out of date: its newer state (naming a newer generation's id, after
+        // a deleteAll) lost with the damage. That shows when a retired-id marker names its id (the
+        // switch writes both in one batch, FORMAT.md §6a), or when its key's latest state was in
+        // damaged data and a newer id without catalog entry holds objects that fit its indexes.
+        // The entry is then pointed at the newest such id; its old id, unless retired, keeps its
+        // objects as a recovered bucket of its own (it may be the replaced generation: nothing is
+        // deleted on a guess).
+        var hints: [UInt32: String] = [:]
+        for descriptor in descriptors {
+            let catalogKey = Keyspace.catalogKey(bucket: descriptor.name)
+            let replaced = retired.contains(descriptor.id)
+            let doubtful = damagedKeys.contains(catalogKey) || unreadable.contains { range in
+                !catalogKey.lexicographicallyPrecedes(range.lowerBound ?? []) && (range.upperBound.map { !$0.lexicographicallyPrecedes(catalogKey) } ?? true)
+            }
+            guard replaced || doubtful else { continue }
+            var successor: UInt32?
+            var successorEvidence: Evidence?
+            for candidate in orphans.reversed() where candidate > descriptor.id {
+                let evidence = try Evidence.gather(id: candidate, snapshot: snapshot)
+                guard evidence.fits(descriptor) else { continue }
+                successor = candidate
+                successorEvidence = evidence
+                break
+            }
+            if successor == nil && !replaced { continue }
+            var updated = descriptor
+            var objects = 0
+            let id: UInt32
+            if let successor, var evidence = successorEvidence {
+                id = successor
+                orphans.removeAll { $0 == successor }
+                updated = evidence.merge(into: descriptor)
+                objects = evidence.records
+            } else {
+                // The newer generation kept no key: it is empty. It gets a fresh id, as deleteAll gives one.
+                id = (recordIds.union(entryIds).union(countIds).union(catalogIds).union(retired).max() ?? 0) + 1
+            }
+            updated.id = id
+            updated.nextIndexId = max(updated.nextIndexId, (updated.indexes.map(\.id).max() ?? 0) + 1)
+            batch.put(catalogKey, try updated.encoded())
+            catalogIds.insert(id)
+            if !replaced {
+                // Its old id's objects stay reachable, under a name of their own.
+                catalogIds.remove(descriptor.id)
+                if recordIds.contains(descriptor.id) || entryIds.contains(descriptor.id) || countIds.contains(descriptor.id) {
+                    orphans.append(descriptor.id)
+                    orphans.sort()
+                    hints[descriptor.id] = descriptor.name
+                }
+            }
+            outcome.recovered.append(RecoveredBucket(
+                id: id, name: descriptor.name, nameIsKnown: true, objects: objects, descriptor: updated,
+                source: (replaced
+                    ? "its catalog entry, which had come back from before the generation switch that retired id \(descriptor.id) (its newer state was in damaged data)"
+                    : "its catalog entry, whose newer state was in damaged data and which still named id \(descriptor.id)")
+                    + (successor == nil ? "; it now names id \(id), a new empty generation: the one that replaced id \(descriptor.id) kept no key"
+                                        : "; it now names id \(id), a newer generation whose objects fit its indexes"),
+                possibleName: nil))
+        }
 
         // Copies of catalog entries read from damaged data, by the id they name.
         var copies: [UInt32: BucketDescriptor] = [:]
@@ -86,7 +152,6 @@ enum CatalogRecovery {
         // Names of generations whose catalog entry is gone: a hint only.
         let orphanNames = markerNames.filter { !names.contains(Array($0.value.utf8)) }.map(\.value)
 
-        let batch = engine.makeBatch()
         for id in orphans {
             if !recordIds.contains(id) {
                 try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copies[id], outcome: &outcome)
@@ -104,20 +169,24 @@ enum CatalogRecovery {
                     : "its catalog entry as read from the damaged data, with \(evidence.conflicts.joined(separator: ", ")) rebuilt from the records"
             } else {
                 var name = "recovered-\(id)"
+                if let hint = hints[id] {
+                    source = "the objects under the id bucket '\(hint)' named before its catalog entry was pointed at its newer generation (they may be the generation a deleteAll replaced): "
+                } else {
+                    source = ""
+                }
                 var attempt = 1
                 while names.contains(Array(name.utf8)) {
                     attempt += 1
                     name = "recovered-\(id)-\(attempt)"
                 }
                 descriptor = evidence.infer(id: id, name: name)
-                source = "its \(evidence.records) record\(evidence.records == 1 ? "" : "s"): " + evidence.describe(descriptor)
+                source += "its \(evidence.records) record\(evidence.records == 1 ? "" : "s"): " + evidence.describe(descriptor)
             }
             names.insert(Array(descriptor.name.utf8))
             batch.put(Keyspace.catalogKey(bucket: descriptor.name), try descriptor.encoded())
             outcome.recovered.append(RecoveredBucket(
                 id: id, name: descriptor.name, nameIsKnown: nameIsKnown, objects: evidence.records, descriptor: descriptor, source: source,
-                possibleName: nameIsKnown || orphanNames.count != 1 ? nil : orphanNames.first))
-            evidence = Evidence()
+                possibleName: hints[id] ?? (nameIsKnown || orphanNames.count != 1 ? nil : orphanNames.first)))
         }
         if !batch.isEmpty { try engine.commit(batch, conditions: nil, sync: true) }
         return outcome
@@ -212,7 +281,7 @@ enum CatalogRecovery {
                 guard let record = read(first) else { continue }
                 evidence.schemaVersion = max(evidence.schemaVersion, record.header.schemaVersion)
                 var perIndex: [UInt32: Int] = [:]
-                for entry in record.header.entries {
+                for entry in record.header.entries where entry.index != 0 {
                     perIndex[entry.index, default: 0] += 1
                     var shape = evidence.shapes[entry.index] ?? IndexShape()
                     let kinds = IndexTuple.split(entry.tuple).map { $0.encoded.first == 0x30 ? IndexKind.binary : IndexKind.numeric }
@@ -267,6 +336,16 @@ enum CatalogRecovery {
                     guard let tuples = try? definition.tuples(of: .map(members)) else { return false }
                     return Set(tuples.map { IndexTuple.join($0) }) == byIndex[index, default: []]
                 }
+            }
+        }
+
+        /// Whether these records could belong to a bucket described by `descriptor`: every index
+        /// their headers use is one of its indexes, with as many components of the same kinds.
+        func fits(_ descriptor: BucketDescriptor) -> Bool {
+            guard records > 0 else { return false }
+            return shapes.allSatisfy { index, shape in
+                guard let definition = descriptor.indexes.first(where: { $0.id == index }) else { return false }
+                return shape.consistent && shape.kinds == definition.components
             }
         }
 
