@@ -73,6 +73,8 @@ enum DamageModel {
     enum Value: Equatable {
         case person(Person)
         case gadget(Gadget)
+        /// A stored object that does not decode as its bucket's type (a suspect state, say).
+        case undecodable(String)
     }
 
     static let buckets = ["Person", "gadgets"]
@@ -221,9 +223,13 @@ enum DamageModel {
                 let rawBucket = try repaired.rawBucket(named: current)
                 for key in try rawBucket.keys(.all) {
                     guard let record = try rawBucket.record(forKey: key) else { continue }
-                    actual[key] = bucket == "Person"
-                        ? .person(try decoder.decode(Person.self, from: record.payload))
-                        : .gadget(try decoder.decode(Gadget.self, from: record.payload))
+                    do {
+                        actual[key] = bucket == "Person"
+                            ? .person(try decoder.decode(Person.self, from: record.payload))
+                            : .gadget(try decoder.decode(Gadget.self, from: record.payload))
+                    } catch {
+                        actual[key] = .undecodable("\(error)")
+                    }
                 }
             }
             for key in Set(model[bucket]!.keys).union(actual.keys).sorted() {

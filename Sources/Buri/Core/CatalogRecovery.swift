@@ -99,9 +99,11 @@ enum CatalogRecovery {
             guard replaced || doubtful else { continue }
             var successor: UInt32?
             var successorEvidence: Evidence?
+            // What the old generation's own surviving records look like, if any survive.
+            let former = recordIds.contains(descriptor.id) ? try Evidence.gather(id: descriptor.id, snapshot: snapshot) : nil
             for candidate in orphans.reversed() where candidate > descriptor.id {
                 let evidence = try Evidence.gather(id: candidate, snapshot: snapshot)
-                guard evidence.fits(descriptor) else { continue }
+                guard evidence.fits(descriptor, former: former) else { continue }
                 successor = candidate
                 successorEvidence = evidence
                 break
@@ -341,12 +343,30 @@ enum CatalogRecovery {
 
         /// Whether these records could belong to a bucket described by `descriptor`: every index
         /// their headers use is one of its indexes, with as many components of the same kinds.
-        func fits(_ descriptor: BucketDescriptor) -> Bool {
+        /// Whether these records could be the newer generation of a bucket described by
+        /// `descriptor`, whose older generation's records (if any survive) are `former`: every
+        /// index their headers use is one of its indexes, with components of the same kinds; an
+        /// index with recorded fields computes their stored values from those fields; and their
+        /// objects have the fields of the older generation's (or, with none left to compare, they
+        /// use every index of the descriptor).
+        func fits(_ descriptor: BucketDescriptor, former: Evidence?) -> Bool {
             guard records > 0 else { return false }
-            return shapes.allSatisfy { index, shape in
+            let shapesFit = shapes.allSatisfy { index, shape in
                 guard let definition = descriptor.indexes.first(where: { $0.id == index }) else { return false }
-                return shape.consistent && shape.kinds == definition.components
+                guard shape.consistent, shape.kinds == definition.components else { return false }
+                if let declared = definition.fields, declared.count == 1 {
+                    return (fields[index] ?? []).contains { $0.field.utf8.elementsEqual(declared[0].utf8) }
+                }
+                return true
             }
+            guard shapesFit else { return false }
+            if let former, former.records > 0 {
+                let mine = Set(firstFieldOrder.map { Array($0.utf8) })
+                let theirs = Set(former.firstFieldOrder.map { Array($0.utf8) })
+                return !mine.isEmpty && mine.intersection(theirs).count * 2 >= mine.union(theirs).count
+                    && Set(shapes.keys) == Set(former.shapes.keys)
+            }
+            return Set(shapes.keys) == Set(descriptor.indexes.map(\.id))
         }
 
         /// A definition inferred from the evidence alone.
