@@ -14,6 +14,8 @@ public typealias DamagedLogRecord = LevelDB.DamagedLogRecord
 public typealias DatabaseFileSnapshot = LevelDB.FileSnapshot
 /// Why a ``DatabaseFileSnapshot`` could not be taken.
 public typealias DatabaseFileSnapshotError = LevelDB.FileSnapshotError
+/// What ``LevelDBEngine/salvage(path:options:)`` recovered and lost, key by key.
+public typealias SalvageReport = LevelDB.SalvageReport
 
 /// The default engine: one LevelDB database in a directory, opened by this process alone.
 ///
@@ -135,6 +137,17 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public static func repair(path: String, options: Options = Options()) throws(StorageError) {
         do {
             try Database.repair(path: path, options: options)
+        } catch {
+            throw StorageError(error)
+        }
+    }
+
+    /// LevelDB's repair of the damaged database in `path`, with an inventory of the readable data
+    /// taken before and compared after, so that every lost key is named (``Database/salvage(path:options:)``).
+    /// It must not be open.
+    public static func salvage(path: String, options: Options = Options()) throws(StorageError) -> SalvageReport {
+        do {
+            return try Database.salvage(path: path, options: options)
         } catch {
             throw StorageError(error)
         }

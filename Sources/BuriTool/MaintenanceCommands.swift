@@ -204,16 +204,22 @@ struct Repair: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Salvage a database whose files are damaged, and say what could not be recovered.",
         discussion: """
-        For a database that other commands report as damaged (exit 3). Runs LevelDB's repair, \
-        which rebuilds the database from every table block and log record it can still read \
-        (the damaged files are kept in DB/lost/), restores Buri's header if it was lost, and \
-        rebuilds the index entries from the surviving records. Prints one line per loss — data \
-        LevelDB dropped, objects known lost, objects recovered from a log record that failed its \
-        checksum (verify them), problems left — and exits with 0 when everything was recovered, \
-        1 when anything was lost or is suspect. Close every other user of the database first and \
-        keep a copy of its directory: what cannot be read is dropped. LevelDB directories only: \
-        on an etcd location (whose members keep their own checksummed replicas) it refuses with \
-        exit 2; `buri check --repair` rebuilds index entries there.
+        For a database that other commands report as damaged (exit 3). Reads every table block \
+        and log record the database's MANIFEST names and notes what each holds; sets aside files \
+        no MANIFEST names (leftovers of an interrupted compaction: not a loss); runs LevelDB's \
+        repair, which rebuilds the database from what it can read (the damaged files are kept in \
+        DB/lost/); puts back writes of intact log records LevelDB dropped; restores Buri's header \
+        if it was lost; gives a bucket whose catalog entry was lost a new one rebuilt from its \
+        records (under its own name if a copy can still be read, otherwise `recovered-<id>`), so \
+        no readable object becomes unreachable; and rebuilds the index entries from the records. \
+        Comparing what was readable before with what is there after, it prints one line per \
+        loss — objects known lost, ranges of objects in unreadable data, losses whose keys \
+        cannot be known (a missing log), objects recovered from a damaged log record (verify \
+        them), rebuilt buckets, problems left — and exits with 0 when nothing was lost, 1 when \
+        anything was. Close every other user of the database first and keep a copy of its \
+        directory: what cannot be read is dropped. LevelDB directories only: on an etcd location \
+        (whose members keep their own checksummed replicas) it refuses with exit 2; `buri check \
+        --repair` rebuilds index entries there.
 
         Example: buri repair people.buri
         """
@@ -245,13 +251,18 @@ struct Repair: ParsableCommand {
         if report.isComplete {
             try out.line("repaired \(path): \(counts); nothing was lost")
         } else {
+            func plural(_ count: Int, _ one: String, _ many: String) -> String { "\(count) \(count == 1 ? one : many)" }
             var lost: [String] = []
-            if !report.storageLosses.isEmpty { lost.append("LevelDB dropped unreadable data (the damaged files are in \(path)/lost/)") }
-            if !report.lostObjects.isEmpty { lost.append("\(report.lostObjects.count) object\(report.lostObjects.count == 1 ? "" : "s") known lost") }
-            if !report.suspectObjects.isEmpty { lost.append("\(report.suspectObjects.count) suspect object\(report.suspectObjects.count == 1 ? "" : "s") to verify") }
-            if !report.damagedLogRecords.isEmpty && report.suspectObjects.isEmpty { lost.append("damaged log records") }
+            if !report.lostObjects.isEmpty { lost.append(plural(report.lostObjects.count, "object", "objects") + " known lost") }
+            if !report.lostRanges.isEmpty { lost.append(plural(report.lostRanges.count, "range", "ranges") + " of objects in unreadable data") }
+            if !report.unknownLosses.isEmpty { lost.append(plural(report.unknownLosses.count, "loss", "losses") + " whose keys cannot be known") }
+            if !report.suspectObjects.isEmpty { lost.append(plural(report.suspectObjects.count, "suspect object", "suspect objects") + " to verify") }
+            if !report.recoveredBuckets.isEmpty {
+                lost.append(plural(report.recoveredBuckets.count, "bucket", "buckets") + " recovered without its catalog entry")
+            }
             let left = check.problems.filter { !$0.repaired }.count
-            if left > 0 { lost.append("\(left) problem\(left == 1 ? "" : "s") left; see `buri check \(path)`") }
+            if left > 0 { lost.append(plural(left, "problem", "problems") + " left; see `buri check \(path)`") }
+            if FileManager.default.fileExists(atPath: path + "/lost") { lost.append("the damaged files are kept in \(path)/lost/") }
             try out.line("repaired \(path) with losses: \(lost.joined(separator: "; ")); \(counts)")
         }
         try out.flush()

@@ -46,9 +46,16 @@ public final class Database: Sendable {
     public init(path: String, options: Options = Options()) throws(LevelDBError) {
         self.path = path
         // LevelDB takes a record whose length runs past the end of the log for a write cut off by
-        // a crash and drops it, and everything after it, even with paranoid checks.
-        if options.paranoidChecks, let problem = LogScanner.silentlyDroppedTail(path: path) {
-            throw LevelDBError(code: .corruption, message: "Corruption: \(problem)", path: path)
+        // a crash, and zeroed bytes for preallocated space, and drops what follows without a word,
+        // even with paranoid checks; and it opens without complaint when the log the MANIFEST names
+        // is missing, losing the writes it held.
+        if options.paranoidChecks {
+            if let problem = LogScanner.silentlyDroppedRecords(path: path) {
+                throw LevelDBError(code: .corruption, message: "Corruption: \(problem)", path: path)
+            }
+            if let problem = ManifestState.missingLiveLog(path: path) {
+                throw LevelDBError(code: .corruption, message: "Corruption: \(problem)", path: path)
+            }
         }
         self.state = Mutex(try Handle(path: path, options: options))
     }

@@ -170,8 +170,16 @@ enum LogScanner {
                                                     keys: keysOfValidRecords(bytes, in: (offset + 1)..<blockEnd)))
                     break
                 }
-                // Zero-filled (preallocated) space: LevelDB skips the rest of the block silently.
-                if type == 0 && length == 0 { break }
+                // Zero-filled (preallocated) space: LevelDB skips the rest of the block silently,
+                // which is damage when complete records follow the zeroes.
+                if type == 0 && length == 0 {
+                    if zeroedRecords(bytes, at: offset, blockEnd: blockEnd) {
+                        damaged.append(DamagedLogRecord(file: file, offset: offset, droppedBytes: blockEnd - offset,
+                                                        reason: "zeroed bytes hide complete records after them in their block",
+                                                        keys: keysOfValidRecords(bytes, in: offset..<blockEnd)))
+                    }
+                    break
+                }
                 let end = offset + headerSize + length
                 let payload = bytes[(offset + headerSize)..<end]
                 if mask(crc32c([type] + payload)) != stored || !(1...4).contains(type) {
@@ -192,36 +200,226 @@ enum LogScanner {
         return damaged
     }
 
-    /// Checks only the last, partial block of each log of the database at `path` for a record
-    /// that LevelDB's recovery would take for a write cut off by a crash although it is damaged
-    /// (see ``damagedTail(_:at:)``), which it drops silently even with paranoid checks. Cheap
-    /// enough for every open: at most 32 KiB per log, record headers only unless one runs past
-    /// the end. Returns a description of the first such record, or `nil`.
-    static func silentlyDroppedTail(path: String) -> String? {
-        guard let logs = try? logFiles(path) else { return nil }
-        for name in logs {
-            let fd = open(path + "/" + name, O_RDONLY)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
-            var info = stat()
-            guard fstat(fd, &info) == 0 else { continue }
-            let size = Int(info.st_size)
-            let tailStart = size - size % blockSize
-            guard size > tailStart else { continue }
-            var tail = [UInt8](repeating: 0, count: size - tailStart)
-            let read = tail.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(tailStart)) }
-            guard read == tail.count else { continue }
-            var offset = 0
-            while tail.count - offset >= headerSize {
-                let (_, length, type) = header(tail, at: offset)
+    /// The logical records of a log read the way LevelDB's own reader reads a MANIFEST, with
+    /// checksums: whole records and FIRST…LAST chains; zero-filled space skips the rest of its
+    /// block and a record cut off at the very end is a write that never completed. Anything else
+    /// that does not check out ends the read with a description of the problem.
+    static func strictRecords(_ bytes: [UInt8]) -> ([[UInt8]], problem: String?) {
+        var records: [[UInt8]] = []
+        var pending: [UInt8]? = nil
+        var blockStart = 0
+        while blockStart < bytes.count {
+            let blockEnd = min(blockStart + blockSize, bytes.count)
+            var offset = blockStart
+            while blockEnd - offset >= headerSize {
+                let (_, length, type) = header(bytes, at: offset)
                 if type == 0 && length == 0 { break }
-                if offset + headerSize + length > tail.count {
-                    if damagedTail(tail, at: offset) != nil {
-                        return "\(name) at byte \(tailStart + offset): the record's length runs past the end of the log, but it is not a write cut off by a crash"
-                    }
-                    break
+                if offset + headerSize + length > blockEnd {
+                    if blockEnd == bytes.count { return (records, nil) }  // cut off at the end
+                    return (records, "the record at byte \(offset) runs past its block")
+                }
+                guard isValidRecord(bytes, at: offset, end: blockEnd) else {
+                    return (records, "the record at byte \(offset) fails its checksum")
+                }
+                let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
+                switch type {
+                case 1:
+                    if pending != nil { return (records, "a chain of fragments ends without its last fragment at byte \(offset)") }
+                    records.append(Array(payload))
+                case 2:
+                    if pending != nil { return (records, "a chain of fragments ends without its last fragment at byte \(offset)") }
+                    pending = Array(payload)
+                case 3:
+                    guard pending != nil else { return (records, "a middle fragment without its first at byte \(offset)") }
+                    pending? += payload
+                default:
+                    guard let first = pending else { return (records, "a last fragment without its first at byte \(offset)") }
+                    records.append(first + payload)
+                    pending = nil
                 }
                 offset += headerSize + length
+            }
+            blockStart += blockSize
+        }
+        return (records, nil)
+    }
+
+    /// A write batch found in a log whose record (or every fragment of it) passes its checksum:
+    /// an acknowledged write that can be trusted byte for byte, wherever the log's framing around
+    /// it is damaged.
+    struct VerifiedBatch {
+        var file: String
+        /// Where its record (its first fragment) starts.
+        var offset: Int
+        var batch: LoggedBatch
+        /// Whether LevelDB's reader, following the framing, would miss it (it lies after damage in
+        /// its block, or its own length field is damaged).
+        var outsideFraming: Bool
+    }
+
+    /// Every checksum-valid write batch of a log, including those LevelDB's reader loses: records
+    /// after a damaged record, a zeroed stretch or a broken length in the same block are found by
+    /// searching byte by byte for a valid record, and a record whose length field is damaged is
+    /// recognised when its checksum matches a shorter length. FIRST…LAST chains are joined when
+    /// their fragments follow each other block by block, as LevelDB writes them.
+    static func verifiedBatches(in bytes: [UInt8], file: String) -> [VerifiedBatch] {
+        struct Physical {
+            var offset: Int
+            var type: UInt8
+            var payload: Range<Int>
+            var blockStart: Int
+            var outsideFraming: Bool
+        }
+        var physical: [Physical] = []
+        var blockStart = 0
+        while blockStart < bytes.count {
+            let blockEnd = min(blockStart + blockSize, bytes.count)
+            var offset = blockStart
+            var framed = true
+            while blockEnd - offset >= headerSize {
+                let (_, length, type) = header(bytes, at: offset)
+                if isValidRecord(bytes, at: offset, end: blockEnd) {
+                    physical.append(Physical(offset: offset, type: type, payload: (offset + headerSize)..<(offset + headerSize + length),
+                                             blockStart: blockStart, outsideFraming: !framed))
+                    offset += headerSize + length
+                    continue
+                }
+                if framed {
+                    if type == 0 && length == 0 && bytes[offset..<blockEnd].allSatisfy({ $0 == 0 }) { break }
+                    // A record whose length is damaged: its checksum matches the length it had.
+                    if (1...4).contains(type), let matched = checksumPrefix(bytes, at: offset, end: blockEnd) {
+                        physical.append(Physical(offset: offset, type: type, payload: (offset + headerSize)..<(offset + headerSize + matched),
+                                                 blockStart: blockStart, outsideFraming: true))
+                        offset += headerSize + matched
+                        framed = false
+                        continue
+                    }
+                    framed = false
+                }
+                offset += 1
+            }
+            blockStart += blockSize
+        }
+        var batches: [VerifiedBatch] = []
+        var chain: (first: Physical, payload: [UInt8], outside: Bool, lastBlock: Int)? = nil
+        for record in physical {
+            switch record.type {
+            case 1:
+                chain = nil
+                if let batch = LoggedBatch(bytes[record.payload]) {
+                    batches.append(VerifiedBatch(file: file, offset: record.offset, batch: batch, outsideFraming: record.outsideFraming))
+                }
+            case 2:
+                // A first fragment fills its block to the end.
+                chain = record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
+                    ? (record, Array(bytes[record.payload]), record.outsideFraming, record.blockStart) : nil
+            default:
+                guard let current = chain, record.offset == current.lastBlock + blockSize else {
+                    chain = nil
+                    continue
+                }
+                let payload = current.payload + bytes[record.payload]
+                if record.type == 3 {
+                    chain = record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
+                        ? (current.first, payload, current.outside || record.outsideFraming, record.blockStart) : nil
+                } else {
+                    chain = nil
+                    if let batch = LoggedBatch(payload[...]) {
+                        batches.append(VerifiedBatch(file: file, offset: current.first.offset, batch: batch,
+                                                     outsideFraming: current.outside || record.outsideFraming))
+                    }
+                }
+            }
+        }
+        return batches
+    }
+
+    /// The payloads of the checksum-valid whole records (type FULL) found anywhere in `bytes`.
+    static func validRecordPayloads(_ bytes: [UInt8]) -> [[UInt8]] {
+        var payloads: [[UInt8]] = []
+        var offset = 0
+        while offset + headerSize <= bytes.count {
+            let end = min((offset / blockSize + 1) * blockSize, bytes.count)
+            if isValidRecord(bytes, at: offset, end: end) {
+                let (_, length, type) = header(bytes, at: offset)
+                if type == 1 { payloads.append(Array(bytes[(offset + headerSize)..<(offset + headerSize + length)])) }
+                offset += headerSize + length
+            } else {
+                offset += 1
+            }
+        }
+        return payloads
+    }
+
+    /// For a record at `offset` that is not valid as framed: the payload length its stored
+    /// checksum matches, if a shorter or longer length within the block (or the file) matches it.
+    static func checksumPrefix(_ bytes: [UInt8], at offset: Int, end: Int) -> Int? {
+        let (stored, _, type) = header(bytes, at: offset)
+        var crc = update(0xFFFF_FFFF, type)
+        var count = 0
+        for byte in bytes[(offset + headerSize)..<end] {
+            crc = update(crc, byte)
+            count += 1
+            if mask(crc ^ 0xFFFF_FFFF) == stored { return count }
+        }
+        return nil
+    }
+
+    /// Whether a checksum-valid record starts anywhere in `range` (searched byte by byte).
+    static func containsValidRecord(_ bytes: [UInt8], in range: Range<Int>) -> Bool {
+        var offset = range.lowerBound
+        while offset + headerSize <= range.upperBound {
+            if isValidRecord(bytes, at: offset, end: min((offset / blockSize + 1) * blockSize, range.upperBound)) { return true }
+            offset += 1
+        }
+        return false
+    }
+
+    /// Whether zero-filled bytes at `offset`, which LevelDB's reader takes for preallocated space
+    /// and skips to the end of the block without a word, hide complete records after them.
+    static func zeroedRecords(_ bytes: [UInt8], at offset: Int, blockEnd: Int) -> Bool {
+        guard let firstNonZero = bytes[offset..<blockEnd].firstIndex(where: { $0 != 0 }) else { return false }
+        return containsValidRecord(bytes, in: max(offset + 1, firstNonZero - headerSize)..<blockEnd)
+    }
+
+    /// Finds the damage in the logs of the database at `path` that LevelDB's recovery drops
+    /// silently, even with paranoid checks: a record of a log's last block whose length runs past
+    /// the end of the file although it is not a write cut off by a crash (see
+    /// ``damagedTail(_:at:)``), and zeroed bytes that hide complete records after them in their
+    /// block. Reads record headers only, unless one of these turns up. Returns a description of
+    /// the first such damage, or `nil`.
+    static func silentlyDroppedRecords(path: String) -> String? {
+        guard let logs = try? logFiles(path) else { return nil }
+        for name in logs {
+            guard let data = FileManager.default.contents(atPath: path + "/" + name) else { continue }
+            let bytes = [UInt8](data)
+            var blockStart = 0
+            blocks: while blockStart < bytes.count {
+                let blockEnd = min(blockStart + blockSize, bytes.count)
+                let lastPartial = blockEnd == bytes.count && blockEnd - blockStart < blockSize
+                var offset = blockStart
+                var previous: Int? = nil
+                while blockEnd - offset >= headerSize {
+                    let (_, length, type) = header(bytes, at: offset)
+                    if type == 0 && length == 0 {
+                        // Zeroes reached through a damaged record are that record's damage, which
+                        // LevelDB reports itself (its checksum fails).
+                        if let previous, !isValidRecord(bytes, at: previous, end: blockEnd) { break }
+                        if zeroedRecords(bytes, at: offset, blockEnd: blockEnd) {
+                            return "\(name) at byte \(offset): zeroed bytes hide complete records after them in their block"
+                        }
+                        break
+                    }
+                    if offset + headerSize + length > blockEnd {
+                        if lastPartial, damagedTail(bytes, at: offset) != nil {
+                            return "\(name) at byte \(offset): the record's length runs past the end of the log, but it is not a write cut off by a crash"
+                        }
+                        break  // in a full block LevelDB reports it itself
+                    }
+                    previous = offset
+                    offset += headerSize + length
+                }
+                blockStart += blockSize
             }
         }
         return nil

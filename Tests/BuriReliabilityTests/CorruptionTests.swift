@@ -326,19 +326,58 @@ struct CorruptionTests {
         try Database.repair(path: path)
         #expect(throws: BuriError.notABuriDatabase(path: path)) { try BuriDatabase(path: path) }
 
-        // BuriDatabase.repair restores the header, and the records that survived in the log
-        // (their bucket gets its id back when it is opened again) are readable and indexed.
+        // BuriDatabase.repair restores the header, and the records that survived in the log stay
+        // reachable: the catalog entry was lost with the table (and LevelDB's repair left no copy
+        // of it to read), so the bucket gets one again, rebuilt from its records under a name
+        // that says so, with its indexes and key field found from the records themselves.
         let report = try BuriDatabase.repair(path: path)
-        #expect(report.check.problems.allSatisfy { $0.repaired || $0.kind == .strayKey }, "\(report.check.summary)")
-        // The catalog was lost with the table: the surviving records are stray until their bucket
-        // is opened again (it gets its old id back, being the only bucket) and re-indexed.
+        #expect(report.check.isConsistent, "\(report.lines)")
+        #expect(report.recoveredBuckets.map(\.name) == ["recovered-1"], "\(report.lines)")
+        let recovered = try #require(report.recoveredBuckets.first)
+        #expect(!recovered.nameIsKnown && recovered.objects == inLog.count)
+        #expect(recovered.descriptor.keyField == "id")
+        #expect(recovered.descriptor.indexes.map(\.name).sorted() == ["age", "locale", "score"], "\(recovered.descriptor)")
+        #expect(!report.isComplete)
+        #expect(report.lines.contains { $0.hasPrefix("recovered: bucket id 1 lost its catalog entry") && $0.contains("'recovered-1'") }, "\(report.lines)")
         let db = try BuriDatabase(path: path)
-        _ = try db.bucket(Person.self)
-        _ = try db.check(repair: true)
-        db.close()
+        defer { db.close() }
+        #expect(try db.check().problems.isEmpty)
+        let raw = try db.rawBucket(named: "recovered-1")
+        #expect(try raw.count() == inLog.count)
+        // Its index entries are exact: a query through the rebuilt index finds the objects.
+        #expect(try raw.keys(.index("locale", equals: "FR")).sorted() == inLog.map(\.id).sorted())
+        #expect(inLog.count < inTables.count)
+    }
+
+    @Test("a truncated table file: BuriDatabase.repair reads its intact blocks without the index, keeps them, and names the rest")
+    func truncatedTableFileKeepsItsIntactBlocks() throws {
+        let directory = TemporaryDirectory("buri-truncated-table-kept")
+        let path = directory.path("db")
+        let (inTables, inLog) = try Self.makeFileDatabase(path)
+        let table = try #require(try Self.files(path, suffix: ".ldb").first)
+        // Cut inside the records (the index entries, after them, are most of the table).
+        #expect(truncate(table, off_t(try Self.size(of: table) / 8)) == 0)
+
+        // LevelDB's repair alone drops the whole table (its footer is gone); Buri's finds the data
+        // blocks before the cut by their checksums and puts back what they hold: the header, the
+        // catalog entry and the first records, under the bucket's own name.
+        let report = try BuriDatabase.repair(path: path)
+        #expect(report.recoveredBuckets.isEmpty, "\(report.lines)")
+        #expect(report.check.isConsistent, "\(report.lines)")
+        #expect(!report.isComplete)
+        #expect(report.lostRanges.count == 1 && report.lostRanges.first?.bucket == "Person" && report.lostRanges.first?.toKey == nil, "\(report.lines)")
         let survivors = try Self.openAndRead(path)
-        #expect(survivors == inLog.sorted { $0.id < $1.id }, "only the log's objects survive a lost table")
-        #expect(survivors.count < inTables.count)
+        let kept = Set(survivors.map(\.id))
+        #expect(kept.isSuperset(of: inLog.map(\.id)))
+        let keptFromTable = inTables.filter { kept.contains($0.id) }
+        #expect(keptFromTable.count > 50 && keptFromTable.count < inTables.count, "\(keptFromTable.count)")
+        // What survived is a prefix of the table's records, exact; the range starts after it.
+        #expect(keptFromTable.map(\.id) == Array(inTables.prefix(keptFromTable.count)).map(\.id))
+        #expect(survivors.filter { $0.id.hasPrefix("t") } == keptFromTable)
+        let from = try #require(report.lostRanges.first?.fromKey)
+        #expect(from <= inTables[keptFromTable.count].id)
+        // Objects named as lost are exactly absent ones (those whose index entries survived).
+        for object in report.lostObjects { #expect(!kept.contains(object.key), "\(object)") }
     }
 
     @Test("garbled CURRENT or MANIFEST: open fails with a storage error; Database.repair brings everything back")

@@ -126,6 +126,13 @@ extension BuriDatabase {
                                                           detail: "retired bucket id marker \(key.map { String(format2: $0) }.joined(separator: " ")) does not parse or names a bucket id the catalog uses"))
             }
         }
+        /// Keys under bucket ids with neither a catalog entry nor a retired-id marker.
+        struct OrphanKeys {
+            var records = 0
+            var entries = 0
+            var count: Int?? = nil
+        }
+        var orphans: [UInt32: OrphanKeys] = [:]
         var processed = 0
         /// Record ranges whose counts were repaired: on a shared engine, unchanged when the fix applies.
         var reliedRanges: [KeyRange] = []
@@ -217,11 +224,17 @@ extension BuriDatabase {
                 entries.seek(Keyspace.indexSpacePrefix(bucket: ids.bucket + 1))
                 continue
             }
-            guard let ids, let descriptor = buckets[ids.bucket] else {
+            guard let ids else {
                 var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                                 detail: "index entry for unknown bucket id \(ids.map { String($0.bucket) } ?? "?")")
+                                                 detail: "index entry key of \(key.count) bytes is too short to name a bucket and an index; `check --repair` deletes it")
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
+                continue
+            }
+            guard let descriptor = buckets[ids.bucket] else {
+                // A bucket id no catalog entry names: its catalog entry was lost. Its entries may be
+                // all that names its objects, so they are counted and left for `repair`.
+                orphans[ids.bucket, default: OrphanKeys()].entries += 1
                 continue
             }
             reading = descriptor.name
@@ -287,6 +300,10 @@ extension BuriDatabase {
         while try countKeys.next() {
             let key = countKeys.key
             if let id = Keyspace.bucket(ofCountKey: key), buckets[id] != nil || retired.contains(id) { continue }
+            if let id = Keyspace.bucket(ofCountKey: key), orphans[id] != nil {
+                orphans[id]?.count = Keyspace.parseCount(countKeys.value)
+                continue
+            }
             var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
                                              detail: "object count key \(key.map { String(format2: $0) }.joined(separator: " ")) names no bucket in the catalog")
             if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
@@ -304,12 +321,27 @@ extension BuriDatabase {
         while try records.next() {
             let bucketId = records.withKey { $0.count >= 5 ? Keyspace.readBigEndian($0, at: 1) : UInt32.max }
             if buckets[bucketId] == nil, !retired.contains(bucketId) {
-                report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                                          detail: "record for unknown bucket id \(bucketId)"))
+                // Counted, never touched: the records of a bucket whose catalog entry was lost.
+                var count = 0
+                let orphaned = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: bucketId)))
+                while try orphaned.next() { count += 1 }
+                orphans[bucketId, default: OrphanKeys()].records = count
             }
             // Each bucket's records were checked above: jump to the next bucket id.
             if bucketId == UInt32.max { break }
             records.seek(Keyspace.recordPrefix(bucket: bucketId + 1))
+        }
+        for (id, keys) in orphans.sorted(by: { $0.key < $1.key }) {
+            var parts: [String] = []
+            if keys.records > 0 { parts.append("\(keys.records) record\(keys.records == 1 ? "" : "s")") }
+            if keys.entries > 0 { parts.append("\(keys.entries) index entr\(keys.entries == 1 ? "y" : "ies")") }
+            if let count = keys.count { parts.append("an object count of \(count.map(String.init) ?? "(damaged)")") }
+            let what = keys.records > 0
+                ? "run `buri repair` (BuriDatabase.repair(path:)) to give the bucket a catalog entry again, rebuilt from its records, so its objects stay reachable"
+                : "its records are gone too: run `buri repair` (BuriDatabase.repair(path:)) to name the lost objects from these entries and remove them"
+            report.problems.append(ConsistencyProblem(
+                kind: .strayKey, bucket: "#\(id)", key: nil, index: nil,
+                detail: "bucket id \(id) has \(parts.joined(separator: ", ")) but no catalog entry (it was lost); they are kept: \(what)"))
         }
 
         if repair, !fixes.isEmpty {
