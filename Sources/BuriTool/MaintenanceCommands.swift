@@ -12,7 +12,9 @@ struct Check: ParsableCommand {
         Exits with 0 when the database is consistent, and with 1 after printing one line per \
         problem otherwise. --repair rebuilds index entries from the record headers (deleting \
         dangling, stale and unknown entries, adding missing ones) in one atomic batch; damaged \
-        records and unique conflicts are reported, never deleted, and still exit with 1. Damaged \
+        records and unique conflicts are reported, never deleted, and still exit with 1; so are \
+        the keys of a bucket id whose catalog entry was lost (named `#<id>`: `buri repair` gives \
+        the bucket a catalog entry again, rebuilt from its records). Damaged \
         files (a block or log record failing LevelDB's checksum) exit with 3 instead: salvage \
         them with `buri repair`.
 
