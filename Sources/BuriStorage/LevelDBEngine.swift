@@ -145,6 +145,11 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     /// LevelDB's repair of the damaged database in `path`, with an inventory of the readable data
     /// taken before and compared after, so that every lost key is named (``Database/salvage(path:options:)``).
     /// It must not be open.
+    ///
+    /// ```swift
+    /// let report = try LevelDBEngine.salvage(path: "people.buri")
+    /// print(report.lostKeys.count, report.unreadableRanges.count, report.unknownLosses)
+    /// ```
     public static func salvage(path: String, options: Options = Options()) throws(StorageError) -> SalvageReport {
         do {
             return try Database.salvage(path: path, options: options)

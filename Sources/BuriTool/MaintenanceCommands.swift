@@ -16,7 +16,9 @@ struct Check: ParsableCommand {
         fields (wrongIndexValue: a date stored one way and indexed another, say). --repair \
         rebuilds index entries from the record headers (deleting dangling, stale and unknown \
         entries, adding missing ones) in one atomic batch; damaged records, unique conflicts and \
-        wrong index values are reported, never deleted or guessed, and still exit with 1. Damaged \
+        wrong index values are reported, never deleted or guessed, and still exit with 1; so are \
+        the keys of a bucket id whose catalog entry was lost (named `#<id>`: `buri repair` gives \
+        the bucket a catalog entry again, rebuilt from its records). Damaged \
         files (a block or log record failing LevelDB's checksum) exit with 3 instead: salvage \
         them with `buri repair`.
 

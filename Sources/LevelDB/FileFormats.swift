@@ -416,28 +416,30 @@ struct ManifestState {
         return .success(state)
     }
 
-    /// The newest log number that the checksum-valid version edits of the MANIFEST named by
-    /// `CURRENT` (or, if `CURRENT` is unreadable, of any `MANIFEST-*` file) record.
-    static func newestLogNumber(lenientlyFrom path: String) -> UInt64? {
-        var names: [String] = []
+    /// What the checksum-valid version edits of a damaged MANIFEST still say, applied in file
+    /// order: the one `CURRENT` names or, if `CURRENT` is unreadable, the newest `MANIFEST-*`. An
+    /// edit lost to the damage may have changed any of it, so this is evidence, not a file list.
+    static func readLenient(path: String) -> ManifestState? {
+        var name: String?
         if let current = FileManager.default.contents(atPath: path + "/CURRENT") {
             let text = String(String(decoding: current, as: UTF8.self).prefix { $0 != "\n" })
-            if text.hasPrefix("MANIFEST-"), !text.contains("/") { names.append(text) }
+            if text.hasPrefix("MANIFEST-"), !text.contains("/"), FileManager.default.fileExists(atPath: path + "/" + text) { name = text }
         }
-        if names.isEmpty {
-            names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasPrefix("MANIFEST-") }
+        if name == nil {
+            name = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasPrefix("MANIFEST-") }
+                .max { (UInt64($0.dropFirst(9)) ?? 0) < (UInt64($1.dropFirst(9)) ?? 0) }
         }
-        var newest: UInt64?
-        for name in names {
-            guard let data = FileManager.default.contents(atPath: path + "/" + name) else { continue }
-            let bytes = [UInt8](data)
-            for found in LogScanner.validRecordPayloads(bytes) {
-                var state = ManifestState(name: name)
-                guard state.apply(edit: found[...]), state.logNumber != 0 else { continue }
-                newest = max(newest ?? 0, state.logNumber)
+        guard let name, let data = FileManager.default.contents(atPath: path + "/" + name) else { return nil }
+        var state = ManifestState(name: name)
+        var applied = false
+        for record in LogScanner.validLogicalRecords([UInt8](data)) {
+            var edit = state
+            if edit.apply(edit: record.payload[...]) {
+                state = edit
+                applied = true
             }
         }
-        return newest
+        return applied ? state : nil
     }
 
     /// Applies one encoded version edit; `false` if it does not parse.

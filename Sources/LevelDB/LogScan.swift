@@ -263,6 +263,16 @@ enum LogScanner {
     /// recognised when its checksum matches a shorter length. FIRST…LAST chains are joined when
     /// their fragments follow each other block by block, as LevelDB writes them.
     static func verifiedBatches(in bytes: [UInt8], file: String) -> [VerifiedBatch] {
+        validLogicalRecords(bytes).compactMap { record in
+            LoggedBatch(record.payload[...]).map { VerifiedBatch(file: file, offset: record.offset, batch: $0, outsideFraming: record.outsideFraming) }
+        }
+    }
+
+    /// Every logical record of a log (a whole record, or a FIRST…LAST chain joined) whose every
+    /// fragment passes its checksum, wherever the framing around it is damaged (see
+    /// ``verifiedBatches(in:file:)``): where it starts, its payload, and whether LevelDB's reader,
+    /// following the framing, would miss it.
+    static func validLogicalRecords(_ bytes: [UInt8]) -> [(offset: Int, payload: [UInt8], outsideFraming: Bool)] {
         struct Physical {
             var offset: Int
             var type: UInt8
@@ -300,15 +310,13 @@ enum LogScanner {
             }
             blockStart += blockSize
         }
-        var batches: [VerifiedBatch] = []
+        var records: [(offset: Int, payload: [UInt8], outsideFraming: Bool)] = []
         var chain: (first: Physical, payload: [UInt8], outside: Bool, lastBlock: Int)? = nil
         for record in physical {
             switch record.type {
             case 1:
                 chain = nil
-                if let batch = LoggedBatch(bytes[record.payload]) {
-                    batches.append(VerifiedBatch(file: file, offset: record.offset, batch: batch, outsideFraming: record.outsideFraming))
-                }
+                records.append((record.offset, Array(bytes[record.payload]), record.outsideFraming))
             case 2:
                 // A first fragment fills its block to the end.
                 chain = record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
@@ -324,31 +332,11 @@ enum LogScanner {
                         ? (current.first, payload, current.outside || record.outsideFraming, record.blockStart) : nil
                 } else {
                     chain = nil
-                    if let batch = LoggedBatch(payload[...]) {
-                        batches.append(VerifiedBatch(file: file, offset: current.first.offset, batch: batch,
-                                                     outsideFraming: current.outside || record.outsideFraming))
-                    }
+                    records.append((current.first.offset, payload, current.outside || record.outsideFraming))
                 }
             }
         }
-        return batches
-    }
-
-    /// The payloads of the checksum-valid whole records (type FULL) found anywhere in `bytes`.
-    static func validRecordPayloads(_ bytes: [UInt8]) -> [[UInt8]] {
-        var payloads: [[UInt8]] = []
-        var offset = 0
-        while offset + headerSize <= bytes.count {
-            let end = min((offset / blockSize + 1) * blockSize, bytes.count)
-            if isValidRecord(bytes, at: offset, end: end) {
-                let (_, length, type) = header(bytes, at: offset)
-                if type == 1 { payloads.append(Array(bytes[(offset + headerSize)..<(offset + headerSize + length)])) }
-                offset += headerSize + length
-            } else {
-                offset += 1
-            }
-        }
-        return payloads
+        return records
     }
 
     /// For a record at `offset` that is not valid as framed: the payload length its stored

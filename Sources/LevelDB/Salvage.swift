@@ -40,6 +40,9 @@ public struct SalvageReport: Sendable {
         public var detail: String
         public var lowerBound: [UInt8]?
         public var upperBound: [UInt8]?
+        /// Whether a whole table file is unreadable or missing (rather than one block of it), so
+        /// that whole buckets — catalog entry, records and index entries — may have gone with it.
+        public var isWholeFile: Bool = false
     }
 
     /// An entry read from damaged data without a checksum to vouch for it: its key and value may
@@ -65,7 +68,8 @@ public struct SalvageReport: Sendable {
     public var unknownLosses: [String] = []
     /// Keys set back to their latest verified state after LevelDB's repair: writes in
     /// checksum-valid log records that LevelDB's reader dropped because the log's framing around
-    /// them was damaged.
+    /// them was damaged, and entries of intact data blocks of a table LevelDB could not open (its
+    /// footer or index gone). In key order.
     public var restoredKeys: [[UInt8]] = []
     /// Files that are not part of the database (the MANIFEST does not name them: left by an
     /// interrupted compaction, or not yet deleted), moved to `lost/` before the repair so that
@@ -108,9 +112,14 @@ extension Database {
     /// print(report.isComplete ? "nothing lost" : "\(report.lostKeys.count) keys lost")
     /// ```
     ///
-    /// - Throws: ``LevelDBError`` if the directory cannot be read, LevelDB's repair fails, or the
-    ///   database is in use.
+    /// - Throws: ``LevelDBError`` if the directory cannot be read or LevelDB's repair fails, and
+    ///   ``LevelDBError/Code/databaseInUse`` before changing anything if another process has the
+    ///   database open.
     public static func salvage(path: String, options: Options = Options()) throws(LevelDBError) -> SalvageReport {
+        // LevelDB's repair takes no lock: never start on files another process is writing.
+        if ManifestState.lockHeldByAnotherProcess(path) {
+            throw LevelDBError(statusMessage: "IO error: lock \(path)/LOCK: held by another process", path: path)
+        }
         var inventory = try Inventory.take(path: path)
         var report = inventory.report
         try inventory.setAsideLeftovers(path: path, report: &report)
@@ -130,7 +139,7 @@ extension Database {
     /// The lines of a LevelDB repair's `LOG` that report dropped data, without their timestamp and
     /// thread columns: corruption, I/O errors, dropped or ignored records and unparsable keys.
     /// (Lines about archiving files and the closing summary are not losses.)
-    public static func levelDBLossLines(logText: String) -> [String] {
+    static func levelDBLossLines(logText: String) -> [String] {
         var result: [String] = []
         for line in logText.split(whereSeparator: \.isNewline) {
             // "2025/01/02-03:04:05.123456 7f3a… message"
@@ -229,7 +238,7 @@ struct Inventory {
                 inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
                     file: DatabaseFile.tableName(number),
                     detail: "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which \(state.name) names, is missing",
-                    lowerBound: InternalKey(table.smallest[...])?.userKey, upperBound: InternalKey(table.largest[...])?.userKey))
+                    lowerBound: InternalKey(table.smallest[...])?.userKey, upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
             }
             if state.logNumber != 0, logs[state.logNumber] == nil {
                 inventory.report.unknownLosses.append(
@@ -238,10 +247,19 @@ struct Inventory {
         case .failure(let problem):
             inventory.report.manifestProblem = problem.reason
             // What the MANIFEST's intact records still say: a log at least as new as the newest
-            // one they name must exist, or the latest writes went with it.
-            if let newest = ManifestState.newestLogNumber(lenientlyFrom: path), newest != 0, !logs.keys.contains(where: { $0 >= newest }) {
-                inventory.report.unknownLosses.append(
-                    "no write-ahead log is left although the intact part of the damaged MANIFEST names \(DatabaseFile.logName(newest)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
+            // one they name must exist, or the latest writes went with it; and a table they name
+            // that is missing may have held live data (a lost edit may have replaced it, so "may").
+            if let intact = ManifestState.readLenient(path: path) {
+                if intact.logNumber != 0, !logs.keys.contains(where: { $0 >= intact.logNumber }) {
+                    inventory.report.unknownLosses.append(
+                        "no write-ahead log is left although the intact part of the damaged \(intact.name) names \(DatabaseFile.logName(intact.logNumber)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
+                }
+                for (number, table) in intact.tables.sorted(by: { $0.key < $1.key }) where tables[number] == nil {
+                    inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
+                        file: DatabaseFile.tableName(number),
+                        detail: "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which the intact part of the damaged \(intact.name) names, is missing (unless an edit lost to the damage replaced it)",
+                        lowerBound: InternalKey(table.smallest[...])?.userKey, upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
+                }
             }
         }
 
@@ -300,11 +318,11 @@ struct Inventory {
                 }
                 let recovered = found == 0 ? "" : "; its first \(found) data block\(found == 1 ? "" : "s") were read without it"
                 inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                    file: name, detail: "table file \(name) cannot be read: \(reason)\(recovered)", lowerBound: lower, upperBound: largest))
+                    file: name, detail: "table file \(name) cannot be read: \(reason)\(recovered)", lowerBound: lower, upperBound: largest, isWholeFile: true))
             }
             guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
                 inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                    file: name, detail: "table file \(name) cannot be read", lowerBound: smallest, upperBound: largest))
+                    file: name, detail: "table file \(name) cannot be read", lowerBound: smallest, upperBound: largest, isWholeFile: true))
                 continue
             }
             let bytes = [UInt8](data)

@@ -218,6 +218,18 @@ struct DamageToolTests {
         expectSuccess(try buri("check", db))
     }
 
+    @Test func repairOfADatabaseAnotherProcessHoldsChangesNothing() throws {
+        let sandbox = try Sandbox()
+        let db = try makeFixture(sandbox)
+        let held = try BuriDatabase(path: db)
+        defer { held.close() }
+        let before = try Self.dataFiles(db)
+        expectFailure(try buri("repair", db), status: 5, mentioning: ["in use"])
+        #expect(try Self.dataFiles(db) == before)
+        #expect(!FileManager.default.fileExists(atPath: db + "/lost"))
+        #expect(try held.bucket(Person.self).count() == fixturePeople.count)
+    }
+
     @Test func repairRefusesPathsThatHoldNoDatabase() throws {
         let sandbox = try Sandbox()
         expectFailure(try buri("repair", sandbox.path("missing")), status: 4, mentioning: ["does not exist"])

@@ -265,8 +265,9 @@ extension BuriDatabase {
 
         var lostRanges: [LostRange] = []
         var unknownLosses = salvage.unknownLosses + recovery.unknownLosses
+        let maxKnownId = (bucketNames.keys.max() ?? 0) > (retired.max() ?? 0) ? (bucketNames.keys.max() ?? 0) : (retired.max() ?? 0)
         for range in salvage.unreadableRanges {
-            let (ranges, other) = describe(range, bucketNames: bucketNames)
+            let (ranges, other) = describe(range, bucketNames: bucketNames, retired: retired, maxKnownId: maxKnownId)
             lostRanges += ranges
             unknownLosses += other.losses
             notes += other.notes
@@ -360,7 +361,8 @@ extension BuriDatabase {
 
     /// An unreadable key range in Buri's terms: for each bucket whose records it spans, the
     /// stretch of object keys; plus what it means for the catalog and the other key spaces.
-    static func describe(_ range: SalvageReport.UnreadableRange, bucketNames: [UInt32: String]) -> ([LostRange], (losses: [String], notes: [String])) {
+    static func describe(_ range: SalvageReport.UnreadableRange, bucketNames: [UInt32: String], retired: Set<UInt32>,
+                         maxKnownId: UInt32) -> ([LostRange], (losses: [String], notes: [String])) {
         let lower = range.lowerBound ?? []
         let upper = range.upperBound
         func within(_ key: [UInt8]) -> Bool {
@@ -397,8 +399,25 @@ extension BuriDatabase {
                 ranges.append(LostRange(bucket: name, bucketId: bucketId, fromKey: objectKey(lower), toKey: objectKey(upper), source: range.source))
                 covered = true
             }
-            if !covered {
-                losses.append("records were in unreadable data (\(range.source)) under bucket ids that no catalog entry names any more: their objects cannot be named")
+            // Records of a bucket whose catalog entry went too, and whose every key was in this data,
+            // leave no trace: say so when the range spans a bucket id nothing names. For one block,
+            // only ids up to the largest one known count (a bucket fits in one block only if small);
+            // a whole file may have held buckets newer than anything left.
+            func id(_ key: [UInt8]) -> UInt32 {
+                var bytes = Array(key.dropFirst().prefix(4))
+                while bytes.count < 4 { bytes.append(0) }
+                return bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            }
+            let firstId = lower.first == Keyspace.recordTag ? max(id(lower), 1) : 1
+            let lastId = upper.map { $0.first == Keyspace.recordTag ? id($0) : UInt32.max } ?? UInt32.max
+            let limit = range.isWholeFile ? lastId : min(lastId, maxKnownId)
+            var unnamed = false
+            if firstId <= limit {
+                let named = Set(bucketNames.keys).union(retired).filter { $0 >= firstId && $0 <= limit }.count
+                unnamed = UInt64(named) < UInt64(limit) - UInt64(firstId) + 1
+            }
+            if !covered || unnamed {
+                losses.append("records were in unreadable data (\(range.source)) where buckets whose catalog entry was lost with them may have had objects: their names and keys cannot be known")
             }
         }
         if meets(Keyspace.indexTag) { notes.append("index entries were in unreadable data (\(range.source)); they were rebuilt from the records") }

@@ -13,6 +13,10 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// An index entry or header entry for an index the catalog does not define.
         case unknownIndex
         /// A key in a bucket space whose bucket is not in the catalog, or a key Buri cannot parse.
+        /// The records and index entries of a bucket id without catalog entry (one whose catalog
+        /// entry was lost) are one problem per id, named `#<id>`, and are never deleted: they may be
+        /// all that is left of its objects; ``BuriDatabase/repair(path:options:)`` gives the bucket a
+        /// catalog entry again.
         case strayKey
         /// A record whose header or payload cannot be read.
         case corruptRecord
@@ -69,7 +73,9 @@ extension BuriDatabase {
     /// that unique indexes hold each value once, and — for every index tools compute from recorded
     /// fields — that each object's stored index values are what its fields give (a date included). With `repair`, rebuilds the entries from the
     /// record headers (deleting dangling, stale and unknown entries, adding missing ones) in one
-    /// atomic batch; damaged records are reported, never deleted.
+    /// atomic batch; damaged records are reported, never deleted, and neither are the keys of a
+    /// bucket id that has records but no catalog entry (reported as one problem naming `#<id>`:
+    /// ``repair(path:options:)`` rebuilds its catalog entry).
     ///
     /// ```swift
     /// let report = try db.check()
