@@ -284,6 +284,12 @@ struct Inventory {
             }
             let damaged = LogScanner.damagedRecords(in: bytes, file: name)
             inventory.report.damagedLogRecords += damaged
+            // Zeroes before the first intact record of a log: LevelDB never writes zeroes there, so
+            // records were zeroed, and with no earlier write to count from, no sequence gap shows it.
+            if let first = verifiedOffsets.min(), let zeroed = damaged.first(where: { $0.offset < first && LogScanner.header(bytes, at: $0.offset).type == 0 }) {
+                inventory.report.unknownLosses.append(
+                    "bytes \(zeroed.offset)–\(first - 1) of the write-ahead log \(name), before its first intact record, were zeroed: the writes they held are lost, and their keys cannot be known")
+            }
             for record in damaged where record.offset + LogScanner.headerSize <= bytes.count && !verifiedOffsets.contains(record.offset) {
                 let (_, length, type) = LogScanner.header(bytes, at: record.offset)
                 guard type == 1 || type == 2 else { continue }

@@ -90,6 +90,13 @@ enum CatalogRecovery {
         // objects as a recovered bucket of its own (it may be the replaced generation: nothing is
         // deleted on a guess).
         var hints: [UInt32: String] = [:]
+        var gathered: [UInt32: Evidence] = [:]
+        func gatheredEvidence(_ id: UInt32) throws -> Evidence {
+            if let known = gathered[id] { return known }
+            let found = try Evidence.gather(id: id, snapshot: snapshot)
+            gathered[id] = found
+            return found
+        }
         for descriptor in descriptors {
             let catalogKey = Keyspace.catalogKey(bucket: descriptor.name)
             let replaced = retired.contains(descriptor.id)
@@ -100,12 +107,12 @@ enum CatalogRecovery {
             var successor: UInt32?
             var successorEvidence: Evidence?
             // What the old generation's own surviving records look like, if any survive.
-            let former = recordIds.contains(descriptor.id) ? try Evidence.gather(id: descriptor.id, snapshot: snapshot) : nil
+            let former = recordIds.contains(descriptor.id) ? try gatheredEvidence(descriptor.id) : nil
             for candidate in orphans.reversed() where candidate > descriptor.id {
-                let evidence = try Evidence.gather(id: candidate, snapshot: snapshot)
-                guard evidence.fits(descriptor, former: former) else { continue }
+                let found = try gatheredEvidence(candidate)
+                guard found.fits(descriptor, former: former) else { continue }
                 successor = candidate
-                successorEvidence = evidence
+                successorEvidence = found
                 break
             }
             if successor == nil && !replaced { continue }
@@ -159,7 +166,7 @@ enum CatalogRecovery {
                 try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copies[id], outcome: &outcome)
                 continue
             }
-            var evidence = try Evidence.gather(id: id, snapshot: snapshot)
+            var evidence = try gatheredEvidence(id)
             var descriptor: BucketDescriptor
             var nameIsKnown = false
             var source: String
