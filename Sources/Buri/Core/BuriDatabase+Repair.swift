@@ -328,11 +328,21 @@ extension BuriDatabase {
         return rolledBack
     }
 
-    /// Whether `value` is well-formed for `key`'s space (records and catalog entries are checked;
-    /// other keys are derived data that `check` rebuilds).
+    /// Whether `key` lies in one of Buri's key spaces with a value of the form that space holds
+    /// (docs/FORMAT.md §3). Index entries and counts are derived data that `check` rebuilds; a key
+    /// outside every space was not written by Buri.
     static func isWellFormed(key: [UInt8], value: [UInt8]) -> Bool {
         switch key.first {
+        case Keyspace.databaseTag?:
+            return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
+        case Keyspace.indexTag?:
+            return key.count > Keyspace.indexPrefixLength && value.isEmpty
+        case Keyspace.retiredTag?:
+            return Keyspace.parseRetired(key: key, value: value) != nil
+        case Keyspace.countTag?:
+            return Keyspace.bucket(ofCountKey: key) != nil && Keyspace.parseCount(value) != nil
         case Keyspace.recordTag?:
+            guard key.count > Keyspace.recordPrefixLength else { return false }
             return value.withUnsafeBytes { raw in
                 guard let offset = try? RecordHeader.parse(raw).payloadOffset else { return false }
                 return (try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[offset...]))) != nil
@@ -341,7 +351,7 @@ extension BuriDatabase {
             guard let descriptor = try? BucketDescriptor.decode(value) else { return false }
             return Array(descriptor.name.utf8) == Array(key.dropFirst())
         default:
-            return true
+            return false
         }
     }
 

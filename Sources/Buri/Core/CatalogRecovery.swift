@@ -163,7 +163,17 @@ enum CatalogRecovery {
 
         for id in orphans {
             if !recordIds.contains(id) {
-                try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copies[id], outcome: &outcome)
+                let copy = copies[id].flatMap { names.contains(Array($0.name.utf8)) ? nil : $0 }
+                try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copy, outcome: &outcome)
+                // Its definition is still legible: the bucket stays, empty, under its own name.
+                if let copy {
+                    names.insert(Array(copy.name.utf8))
+                    batch.put(Keyspace.catalogKey(bucket: copy.name), try copy.encoded())
+                    outcome.recovered.append(RecoveredBucket(
+                        id: id, name: copy.name, nameIsKnown: true, objects: 0, descriptor: copy,
+                        source: "its catalog entry as read from the damaged data; none of its records survive (the objects its index entries name are reported lost)",
+                        possibleName: nil))
+                }
                 continue
             }
             var evidence = try gatheredEvidence(id)
