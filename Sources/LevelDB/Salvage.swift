@@ -249,7 +249,13 @@ struct Inventory {
             // What the MANIFEST's intact records still say: a log at least as new as the newest
             // one they name must exist, or the latest writes went with it; and a table they name
             // that is missing may have held live data (a lost edit may have replaced it, so "may").
-            if let intact = ManifestState.readLenient(path: path) {
+            let intact = ManifestState.readLenient(path: path)
+            if (intact?.logNumber ?? 0) == 0, logs.isEmpty {
+                // Every database LevelDB has opened keeps a log (only its own repair leaves none).
+                inventory.report.unknownLosses.append(
+                    "no write-ahead log is left, and the damaged MANIFEST no longer says which one held the latest writes: writes made after the last table file was written may be lost, and their keys cannot be known")
+            }
+            if let intact {
                 if intact.logNumber != 0, !logs.keys.contains(where: { $0 >= intact.logNumber }) {
                     inventory.report.unknownLosses.append(
                         "no write-ahead log is left although the intact part of the damaged \(intact.name) names \(DatabaseFile.logName(intact.logNumber)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
