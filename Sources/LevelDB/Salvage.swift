@@ -412,21 +412,26 @@ struct Inventory {
         }
 
         // Gaps in the sequence numbers of the logged writes are writes whose records are gone.
+        // Consecutive batches follow each other without a gap, across logs too; the first write
+        // of the live log comes at most one after the last sequence number the MANIFEST records
+        // (its edit naming the log was written after the log was created).
         batches.sort { $0.sequence < $1.sequence }
-        var expected: UInt64? = manifest.map { _ in max(manifest?.lastSequence ?? 0, inventory.tableSequence) + 1 }
+        var next: UInt64? = manifest.map { $0.lastSequence + 1 }
+        var end: UInt64 = 0
         for batch in batches {
-            if let next = expected, batch.sequence > next {
-                let gap = next...(batch.sequence - 1)
+            if let expected = next, batch.sequence > expected {
+                let gap = expected...(batch.sequence - 1)
                 // A damaged record whose header says it holds exactly these writes explains the gap:
                 // its keys are reported with it.
                 let explained = damagedSpans.contains { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }
-                if !explained, batch.sequence - next < (1 << 32) {
-                    let count = batch.sequence - next
+                if !explained, batch.sequence - expected < (1 << 32) {
+                    let count = batch.sequence - expected
                     inventory.report.unknownLosses.append(
-                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(next == batch.sequence - 1 ? "\(next)" : "\(next)–\(batch.sequence - 1)")) before byte-valid records of \(batch.file) could not be read at all: their keys cannot be known")
+                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(expected == batch.sequence - 1 ? "\(expected)" : "\(expected)–\(batch.sequence - 1)")) before intact records of the write-ahead log \(batch.file) could not be read at all: their keys cannot be known")
                 }
             }
-            expected = max(expected ?? 0, batch.sequence + UInt64(batch.count))
+            end = max(end, batch.sequence + UInt64(batch.count))
+            next = end
         }
         return inventory
     }
