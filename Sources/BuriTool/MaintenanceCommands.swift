@@ -260,7 +260,7 @@ struct Repair: ParsableCommand {
             if !report.unknownLosses.isEmpty { lost.append(plural(report.unknownLosses.count, "loss", "losses") + " whose keys cannot be known") }
             if !report.suspectObjects.isEmpty { lost.append(plural(report.suspectObjects.count, "suspect object", "suspect objects") + " to verify") }
             if !report.recoveredBuckets.isEmpty {
-                lost.append(plural(report.recoveredBuckets.count, "bucket", "buckets") + " recovered without its catalog entry")
+                lost.append(plural(report.recoveredBuckets.count, "catalog entry", "catalog entries") + " rebuilt (verify with `buri info`)")
             }
             let left = check.problems.filter { !$0.repaired }.count
             if left > 0 { lost.append(plural(left, "problem", "problems") + " left; see `buri check \(path)`") }

@@ -48,7 +48,8 @@ extension Database {
     /// died mid-write — and zero-filled space are not damage, as in LevelDB's own recovery; but a
     /// record whose length runs past the end of the log although complete records follow it (or
     /// although its checksum matches a shorter length) is: LevelDB would take it for a cut-off
-    /// write and silently drop it and everything after it.
+    /// write and silently drop it and everything after it. So are zeroed bytes with complete
+    /// records after them in their block, which LevelDB takes for preallocated space and skips.
     ///
     /// ```swift
     /// for record in try Database.damagedLogRecords(path: "/tmp/app.ldb") { print(record) }

@@ -19,10 +19,13 @@ public struct Options: Sendable, Equatable {
     /// With `true`, opening fails with ``LevelDBError/Code/corruption`` when a log record fails
     /// its checksum, where LevelDB would otherwise drop the record (and the rest of its 32 KiB log
     /// block) and open without it; a record cut off at the very end of the log — a writer that
-    /// died mid-write — is still ignored. This wrapper adds one check LevelDB lacks: a record in
+    /// died mid-write — is still ignored. This wrapper adds checks LevelDB lacks: a record in
     /// the log's last block whose damaged length runs past the end of the file, which LevelDB
-    /// would take for such a cut-off write and drop with everything after it (see
-    /// ``Database/damagedLogRecords(path:)``). Compactions and ``Database/repair(path:options:)``
+    /// would take for such a cut-off write and drop with everything after it; zeroed bytes with
+    /// complete records after them in their block, which LevelDB would skip as preallocated space
+    /// (see ``Database/damagedLogRecords(path:)``); and a missing write-ahead log that the MANIFEST
+    /// names as holding the latest writes, without which LevelDB would open and lose them.
+    /// Compactions and ``Database/repair(path:options:)``
     /// then also verify table checksums, so a damaged block is never copied on as good data.
     public var paranoidChecks: Bool = false
     /// Compress blocks with Snappy. Default `true`.

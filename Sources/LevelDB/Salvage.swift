@@ -249,7 +249,13 @@ struct Inventory {
             // What the MANIFEST's intact records still say: a log at least as new as the newest
             // one they name must exist, or the latest writes went with it; and a table they name
             // that is missing may have held live data (a lost edit may have replaced it, so "may").
-            if let intact = ManifestState.readLenient(path: path) {
+            let intact = ManifestState.readLenient(path: path)
+            if (intact?.logNumber ?? 0) == 0, logs.isEmpty {
+                // Every database LevelDB has opened keeps a log (only its own repair leaves none).
+                inventory.report.unknownLosses.append(
+                    "no write-ahead log is left, and the damaged MANIFEST no longer says which one held the latest writes: writes made after the last table file was written may be lost, and their keys cannot be known")
+            }
+            if let intact {
                 if intact.logNumber != 0, !logs.keys.contains(where: { $0 >= intact.logNumber }) {
                     inventory.report.unknownLosses.append(
                         "no write-ahead log is left although the intact part of the damaged \(intact.name) names \(DatabaseFile.logName(intact.logNumber)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
@@ -284,6 +290,12 @@ struct Inventory {
             }
             let damaged = LogScanner.damagedRecords(in: bytes, file: name)
             inventory.report.damagedLogRecords += damaged
+            // Zeroes before the first intact record of a log: LevelDB never writes zeroes there, so
+            // records were zeroed, and with no earlier write to count from, no sequence gap shows it.
+            if let first = verifiedOffsets.min(), let zeroed = damaged.first(where: { $0.offset < first && LogScanner.header(bytes, at: $0.offset).type == 0 }) {
+                inventory.report.unknownLosses.append(
+                    "bytes \(zeroed.offset)–\(first - 1) of the write-ahead log \(name), before its first intact record, were zeroed: the writes they held are lost, and their keys cannot be known")
+            }
             for record in damaged where record.offset + LogScanner.headerSize <= bytes.count && !verifiedOffsets.contains(record.offset) {
                 let (_, length, type) = LogScanner.header(bytes, at: record.offset)
                 guard type == 1 || type == 2 else { continue }
@@ -400,21 +412,26 @@ struct Inventory {
         }
 
         // Gaps in the sequence numbers of the logged writes are writes whose records are gone.
+        // Consecutive batches follow each other without a gap, across logs too; the first write
+        // of the live log comes at most one after the last sequence number the MANIFEST records
+        // (its edit naming the log was written after the log was created).
         batches.sort { $0.sequence < $1.sequence }
-        var expected: UInt64? = manifest.map { _ in max(manifest?.lastSequence ?? 0, inventory.tableSequence) + 1 }
+        var next: UInt64? = manifest.map { $0.lastSequence + 1 }
+        var end: UInt64 = 0
         for batch in batches {
-            if let next = expected, batch.sequence > next {
-                let gap = next...(batch.sequence - 1)
+            if let expected = next, batch.sequence > expected {
+                let gap = expected...(batch.sequence - 1)
                 // A damaged record whose header says it holds exactly these writes explains the gap:
                 // its keys are reported with it.
                 let explained = damagedSpans.contains { $0.contains(gap.lowerBound) && $0.contains(gap.upperBound) }
-                if !explained, batch.sequence - next < (1 << 32) {
-                    let count = batch.sequence - next
+                if !explained, batch.sequence - expected < (1 << 32) {
+                    let count = batch.sequence - expected
                     inventory.report.unknownLosses.append(
-                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(next == batch.sequence - 1 ? "\(next)" : "\(next)–\(batch.sequence - 1)")) before byte-valid records of \(batch.file) could not be read at all: their keys cannot be known")
+                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(expected == batch.sequence - 1 ? "\(expected)" : "\(expected)–\(batch.sequence - 1)")) before intact records of the write-ahead log \(batch.file) could not be read at all: their keys cannot be known")
                 }
             }
-            expected = max(expected ?? 0, batch.sequence + UInt64(batch.count))
+            end = max(end, batch.sequence + UInt64(batch.count))
+            next = end
         }
         return inventory
     }

@@ -205,6 +205,10 @@ extension BuriDatabase {
             salvage = try LevelDBEngine.salvage(path: path, options: storageOptions)
             let engine = try LevelDBEngine(path: path, options: storageOptions)
             defer { engine.close() }
+            // Damaged states first set back where they are not even of their key space's form, then
+            // the header checked, the catalog rebuilt, and states that do not fit it (an index the
+            // bucket does not have) set back too.
+            rolledBack = try rollBackUnusable(salvage.suspectKeys, engine: engine)
             let current = try engine.latest()
             if try current.get(Keyspace.headerKey) == nil {
                 let cursor = try current.cursor(in: .all)
@@ -220,9 +224,6 @@ extension BuriDatabase {
                 try engine.commit(batch, conditions: nil, sync: true)
                 notes.append("Buri's database header was in the data that was lost; it was written again (format version \(version)\(copy == nil ? ", the version of this Buri" : ", as a damaged copy of it says"))")
             }
-            // Damaged states first set back where they do not even parse, then the catalog rebuilt,
-            // then those that do not fit it (an index the bucket does not have) set back too.
-            rolledBack = try rollBackUnusable(salvage.suspectKeys, engine: engine)
             let damagedKeys = Set((salvage.lostKeys + salvage.suspectKeys).map(\.key))
             recovery = try CatalogRecovery.run(engine: engine, unverified: salvage.unverifiedEntries, damagedKeys: damagedKeys,
                                                unreadable: salvage.unreadableRanges)
@@ -258,6 +259,10 @@ extension BuriDatabase {
             if !suspects.contains(reference) { lost.insert(reference) }
         }
         lost.formUnion(recovery.lostObjects)
+        let strays = rolledBack.filter { Keyspace.bucketAndObjectKey(ofRecordKey: $0) == nil }.count
+        if strays > 0 {
+            notes.append("\(strays) key\(strays == 1 ? "" : "s") that a damaged log record wrote in a form Buri never writes (outside its key spaces, or not of its space's form) \(strays == 1 ? "was" : "were") set back to the state before it")
+        }
         let rebuilt = Set(recovery.recovered.map { Keyspace.catalogKey(bucket: $0.name) })
         for loss in salvage.suspectKeys + salvage.lostKeys where Keyspace.bucketAndObjectKey(ofRecordKey: loss.key) == nil && !rebuilt.contains(loss.key) {
             if let note = describeOtherKey(loss.key, detail: loss.detail) { notes.append(note) }
@@ -265,7 +270,7 @@ extension BuriDatabase {
 
         var lostRanges: [LostRange] = []
         var unknownLosses = salvage.unknownLosses + recovery.unknownLosses
-        let maxKnownId = (bucketNames.keys.max() ?? 0) > (retired.max() ?? 0) ? (bucketNames.keys.max() ?? 0) : (retired.max() ?? 0)
+        let maxKnownId = max(bucketNames.keys.max() ?? 0, retired.max() ?? 0)
         for range in salvage.unreadableRanges {
             let (ranges, other) = describe(range, bucketNames: bucketNames, retired: retired, maxKnownId: maxKnownId)
             lostRanges += ranges
@@ -328,11 +333,21 @@ extension BuriDatabase {
         return rolledBack
     }
 
-    /// Whether `value` is well-formed for `key`'s space (records and catalog entries are checked;
-    /// other keys are derived data that `check` rebuilds).
+    /// Whether `key` lies in one of Buri's key spaces with a value of the form that space holds
+    /// (docs/FORMAT.md §3). Index entries and counts are derived data that `check` rebuilds; a key
+    /// outside every space was not written by Buri.
     static func isWellFormed(key: [UInt8], value: [UInt8]) -> Bool {
         switch key.first {
+        case Keyspace.databaseTag?:
+            return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
+        case Keyspace.indexTag?:
+            return key.count > Keyspace.indexPrefixLength && value.isEmpty
+        case Keyspace.retiredTag?:
+            return Keyspace.parseRetired(key: key, value: value) != nil
+        case Keyspace.countTag?:
+            return Keyspace.bucket(ofCountKey: key) != nil && Keyspace.parseCount(value) != nil
         case Keyspace.recordTag?:
+            guard key.count > Keyspace.recordPrefixLength else { return false }
             return value.withUnsafeBytes { raw in
                 guard let offset = try? RecordHeader.parse(raw).payloadOffset else { return false }
                 return (try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[offset...]))) != nil
@@ -341,7 +356,7 @@ extension BuriDatabase {
             guard let descriptor = try? BucketDescriptor.decode(value) else { return false }
             return Array(descriptor.name.utf8) == Array(key.dropFirst())
         default:
-            return true
+            return false
         }
     }
 

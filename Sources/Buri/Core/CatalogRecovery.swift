@@ -90,6 +90,13 @@ enum CatalogRecovery {
         // objects as a recovered bucket of its own (it may be the replaced generation: nothing is
         // deleted on a guess).
         var hints: [UInt32: String] = [:]
+        var gathered: [UInt32: Evidence] = [:]
+        func gatheredEvidence(_ id: UInt32) throws -> Evidence {
+            if let known = gathered[id] { return known }
+            let found = try Evidence.gather(id: id, snapshot: snapshot)
+            gathered[id] = found
+            return found
+        }
         for descriptor in descriptors {
             let catalogKey = Keyspace.catalogKey(bucket: descriptor.name)
             let replaced = retired.contains(descriptor.id)
@@ -100,12 +107,12 @@ enum CatalogRecovery {
             var successor: UInt32?
             var successorEvidence: Evidence?
             // What the old generation's own surviving records look like, if any survive.
-            let former = recordIds.contains(descriptor.id) ? try Evidence.gather(id: descriptor.id, snapshot: snapshot) : nil
+            let former = recordIds.contains(descriptor.id) ? try gatheredEvidence(descriptor.id) : nil
             for candidate in orphans.reversed() where candidate > descriptor.id {
-                let evidence = try Evidence.gather(id: candidate, snapshot: snapshot)
-                guard evidence.fits(descriptor, former: former) else { continue }
+                let found = try gatheredEvidence(candidate)
+                guard found.fits(descriptor, former: former) else { continue }
                 successor = candidate
-                successorEvidence = evidence
+                successorEvidence = found
                 break
             }
             if successor == nil && !replaced { continue }
@@ -156,10 +163,20 @@ enum CatalogRecovery {
 
         for id in orphans {
             if !recordIds.contains(id) {
-                try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copies[id], outcome: &outcome)
+                let copy = copies[id].flatMap { names.contains(Array($0.name.utf8)) ? nil : $0 }
+                try dropOrphanEntries(id: id, snapshot: snapshot, batch: batch, copy: copy, outcome: &outcome)
+                // Its definition is still legible: the bucket stays, empty, under its own name.
+                if let copy {
+                    names.insert(Array(copy.name.utf8))
+                    batch.put(Keyspace.catalogKey(bucket: copy.name), try copy.encoded())
+                    outcome.recovered.append(RecoveredBucket(
+                        id: id, name: copy.name, nameIsKnown: true, objects: 0, descriptor: copy,
+                        source: "its catalog entry as read from the damaged data; none of its records survive (the objects its index entries name are reported lost)",
+                        possibleName: nil))
+                }
                 continue
             }
-            var evidence = try Evidence.gather(id: id, snapshot: snapshot)
+            var evidence = try gatheredEvidence(id)
             var descriptor: BucketDescriptor
             var nameIsKnown = false
             var source: String
