@@ -145,7 +145,26 @@ public final class FileSnapshot: Sendable {
         }
         guard let descriptors else { return }
         for fd in descriptors { close(fd) }
-        try? FileManager.default.removeItem(atPath: path)
+        Self.removeDirectory(atPath: path)
+    }
+
+    /// Removes a snapshot directory and everything in it, also while another thread of this
+    /// process is still creating files there (a signal handler removing the snapshot of a command
+    /// that is taking it, or whose LevelDB is opening it). The directory is first renamed, so
+    /// that every later creation by path fails instead of landing in it, then emptied until it is
+    /// gone: a creation already past its path lookup can still add a file after one pass. The new
+    /// name keeps the prefix and process id, so a process killed in between leaves a directory
+    /// that ``removeAbandoned(in:)`` recognises.
+    public static func removeDirectory(atPath path: String) {
+        var target = path
+        let moved = path + "-removing"
+        if rename(path, moved) == 0 { target = moved }
+        var status = stat()
+        for _ in 0..<1_000 {
+            try? FileManager.default.removeItem(atPath: target)
+            if lstat(target, &status) != 0 && errno == ENOENT { return }
+            sched_yield()
+        }
     }
 
     /// Whether ``remove()`` has run.
@@ -183,7 +202,7 @@ public final class FileSnapshot: Sendable {
             }
         } catch {
             gatherer.reset()
-            try? FileManager.default.removeItem(atPath: path)
+            removeDirectory(atPath: path)
             throw error
         }
     }
@@ -196,7 +215,7 @@ public final class FileSnapshot: Sendable {
             let rest = name.dropFirst(directoryPrefix.count)
             guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
             if kill(pid, 0) == -1 && errno == ESRCH {
-                try? FileManager.default.removeItem(atPath: (directory.hasSuffix("/") ? directory : directory + "/") + name)
+                removeDirectory(atPath: (directory.hasSuffix("/") ? directory : directory + "/") + name)
             }
         }
     }
