@@ -57,3 +57,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The documentation build (Scripts/docs) adds swift-docc-plugin only when BURI_DOCS=1 is set, so
+// library users and the ordinary build never resolve it. The plugin can only document the root
+// package's own targets, which is why it is not a separate package under Documentation/.
+if Context.environment["BURI_DOCS"] == "1" {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
