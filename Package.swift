@@ -46,10 +46,13 @@ let package = Package(
         .executableTarget(name: "BuriDemo", dependencies: ["Buri", "BuriEtcd"]),
         // A child process for the reliability tests: writes in a loop and is killed mid-write.
         .executableTarget(name: "BuriStress", dependencies: ["Buri", "BuriEtcd"]),
-        // Test fixtures shared by the suites: one database on each engine.
-        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage", "BuriEtcd"], path: "Tests/BuriTestSupport"),
-        .testTarget(name: "LevelDBTests", dependencies: ["LevelDB"]),
-        .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec"]),
+        // Test helpers with no dependency (a seeded generator, temporary directories), so that the
+        // tests of the lower layers can share them without linking Buri.
+        .target(name: "BuriTestBasics", path: "Tests/BuriTestBasics"),
+        // Test fixtures shared by the suites: one database on each engine; re-exports BuriTestBasics.
+        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics"], path: "Tests/BuriTestSupport"),
+        .testTarget(name: "LevelDBTests", dependencies: ["LevelDB", "BuriTestBasics"]),
+        .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec", "BuriTestBasics"]),
         .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
         .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),

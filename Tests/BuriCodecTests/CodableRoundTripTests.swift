@@ -64,7 +64,7 @@ struct CodableRoundTripTests {
 
     @Test func dataEmptyAndOneMebibyte() throws {
         #expect(try roundTrip(Data()) == Data())
-        var generator = SplitMix64(seed: 1)
+        var generator = SeededGenerator(seed: 1)
         let big = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let bytes = try CBOREncoder().encode(big)
         #expect(bytes.count == (1 << 20) + 5) // 0x5a + 4-byte length

@@ -109,7 +109,7 @@ struct ExactnessTests {
     @Test func randomDoublesPrintedExactlyReadBackExactly() throws {
         var generator = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let count = ProcessInfo.processInfo.environment["BURI_FULL_TESTS"] == "1" ? 20_000 : 1_500
         for round in 0..<count {
             let double: Double

@@ -45,7 +45,7 @@ struct FuzzTests {
     }
 
     @Test func randomBuffers() {
-        var generator = SplitMix64(seed: 0xB0_21)
+        var generator = SeededGenerator(seed: 0xB0_21)
         for _ in 0..<20_000 {
             let length = Int.random(in: 0...48, using: &generator)
             var bytes: [UInt8] = []
@@ -62,7 +62,7 @@ struct FuzzTests {
     }
 
     @Test func mutatedValidBuffers() {
-        var generator = SplitMix64(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         for _ in 0..<10_000 {
             var bytes = Self.seeds.randomElement(using: &generator) ?? []
             for _ in 0..<Int.random(in: 1...4, using: &generator) where !bytes.isEmpty {

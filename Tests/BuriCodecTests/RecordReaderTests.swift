@@ -128,7 +128,7 @@ struct RecordReaderTests {
                                     .leastNonzeroMagnitude, 1.5, -2, 0x1p64, 1e-300, 65504, 0.1]
     static let floats: [Float] = [0, -0.0, .nan, .infinity, -.infinity, .greatestFiniteMagnitude, 1.5, .leastNonzeroMagnitude]
 
-    static func random(_ g: inout SplitMix64) -> Sample {
+    static func random(_ g: inout SeededGenerator) -> Sample {
         func pick<T>(_ values: [T]) -> T { values[Int(g.next() % UInt64(values.count))] }
         func int<T: FixedWidthInteger>(_ type: T.Type) -> T {
             pick([T.min, T.max, 0, 1, T(truncatingIfNeeded: g.next()), T(truncatingIfNeeded: g.next() % 30)])
@@ -162,7 +162,7 @@ struct RecordReaderTests {
     }
 
     @Test func randomAndEdgeObjectsReadTheSame() throws {
-        var g = SplitMix64(seed: 13)
+        var g = SeededGenerator(seed: 13)
         for _ in 0..<400 {
             let sample = Self.random(&g)
             let bytes = try Paths.encoded(sample)
@@ -184,7 +184,7 @@ struct RecordReaderTests {
     }
 
     static func sample() -> Sample {
-        var g = SplitMix64(seed: 7)
+        var g = SeededGenerator(seed: 7)
         var sample = random(&g)
         // Short texts, so that the tests that decode every truncation stay quick.
         sample.s = "e\u{301}\u{0}s"
@@ -305,7 +305,7 @@ struct RecordReaderTests {
 
     @Test func damagedBytesFailOrReadTheSame() throws {
         let original = try Paths.encoded(Self.sample())
-        var g = SplitMix64(seed: 99)
+        var g = SeededGenerator(seed: 99)
         var failures = 0
         for round in 0..<3_000 {
             var bytes = original

@@ -1,4 +1,6 @@
 import BuriCodec
+// The seeded generator (SplitMix64) shared by every test target.
+@_exported import BuriTestBasics
 import Foundation
 import Testing
 
@@ -46,19 +48,6 @@ func hexString(_ bytes: [UInt8]) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }
 
-/// A small, seeded PRNG (SplitMix64) so fuzz runs are repeatable.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 // MARK: - Model types shared by the tests
 
 struct Address: Codable, Equatable {
@@ -67,6 +56,8 @@ struct Address: Codable, Equatable {
     var city: String?
 }
 
+/// A plain `Codable` person with a nested address and a dictionary, for the codec alone (this
+/// target does not link Buri, so no `BuriSupport` fixture can be shared with it).
 struct Person: Codable, Equatable {
     var name: String
     var age: Int

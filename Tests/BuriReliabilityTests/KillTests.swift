@@ -264,20 +264,12 @@ struct KillTests {
         var interrupted = 0
         for round in 0..<(fullTests ? 20 : 3) {
             let version = round % 2 + 1
-            let outputPath = directory.path("evolve-\(round).out")
-            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-            let process = Process()
-            process.executableURL = binary
             // Killed at a known point of the rebuild (after its Kth batch of 100 of 30, K seeded),
             // by the child itself: no wait for a progress line, on any machine.
             let batches = Int.random(in: 1...28, using: &random)
-            process.arguments = ["evolve", dbPath, String(version), String(batches)]
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL, "round \(round): not killed: \(output)")
+            let end = try runChildKilledAtAPoint(binary, ["evolve", dbPath, String(version), String(batches)], capturingOutput: true)
+            let output = end.output
+            #expect(end.reason == .uncaughtSignal && end.status == SIGKILL, "round \(round): not killed: \(output)")
             #expect(output.hasSuffix("progress \(batches * 100)\n") && !output.contains("evolved"), "round \(round): not killed after batch \(batches): \(output)")
             if !output.contains("evolved") { interrupted += 1 }
 

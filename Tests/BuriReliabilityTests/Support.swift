@@ -4,40 +4,8 @@ import Foundation
 import LevelDB
 @testable import Buri
 
-/// A fresh directory under the system temporary directory, removed when the value is dropped.
-final class TemporaryDirectory {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String = "buri-reliability") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit {
-        // Tests may leave directories read-only; make them removable again.
-        chmod(path, 0o755)
-        if let items = try? FileManager.default.subpathsOfDirectory(atPath: path) {
-            for item in items { chmod(path(item), 0o755) }
-        }
-        try? FileManager.default.removeItem(at: url)
-    }
-}
-
-/// SplitMix64 (the same generator BuriStress uses): reproducible sequences from a seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
+    /// `count` random bytes.
     mutating func bytes(_ count: Int) -> [UInt8] {
         (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
     }
@@ -46,7 +14,8 @@ struct SeededGenerator: RandomNumberGenerator {
 /// Whether the long runs were asked for (`Scripts/test --full` sets BURI_FULL_TESTS=1).
 let fullTests = ProcessInfo.processInfo.environment["BURI_FULL_TESTS"] == "1"
 
-/// The object type most reliability tests store.
+/// The object type most reliability tests store. A local type: its shape (`id`, tags, a score,
+/// four indexes) is not that of the other targets' people.
 struct Person: BuriSupport, Equatable, Sendable {
     var id: String
     var name: String

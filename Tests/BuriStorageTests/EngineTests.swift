@@ -34,7 +34,9 @@ enum EngineKind: String, CaseIterable, CustomStringConvertible {
     }
 }
 
-/// A deterministic generator, so a failing case can be replayed.
+/// A deterministic generator, so a failing case can be replayed. Not the shared `SeededGenerator`
+/// (SplitMix64): a different algorithm (an LCG step with another output mix and seeding), whose
+/// sequence these tests' seeds were chosen with — kept so every case stays the one it was.
 struct SeededRandom: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }

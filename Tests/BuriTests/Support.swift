@@ -4,6 +4,9 @@ import Foundation
 @testable import Buri
 import LevelDB
 
+/// The people most BuriTests suites store, in bucket "Person". A local type, not shared with
+/// BuriToolTests' `Person`: that one names its JSON fields and key field (what `buri import` maps
+/// members by), so its stored catalog differs from this one's, which these suites write and read.
 struct PersonRecord: BuriSupport, Equatable, Hashable {
     var objectId: String
     var name: String
@@ -31,15 +34,41 @@ struct Measurement: BuriSupport, Equatable {
     )
 }
 
-/// SplitMix64, so random tests reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+/// Notes: a multi-valued index, a unique one and a compound one (most query suites use them).
+struct Note: BuriSupport, Equatable {
+    var id: String
+    var tags: [String]
+    var scores: [Double]
+    var email: String
+    var locale: String
+    var age: Int
+
+    static let buri = BuriSchema<Note>(
+        key: \.id,
+        indexes: [
+            .binary("tags", \.tags),
+            .numeric("scores", \.scores),
+            .binary("email", \.email, unique: true),
+            .compound("locale_age", .binary(\.locale), .numeric(\.age)),
+            .binary("locale", \.locale),
+            .numeric("age", \.age),
+        ]
+    )
+
+    init(_ id: String, tags: [String] = [], scores: [Double] = [], email: String? = nil, locale: String = "EN", age: Int = 0) {
+        self.id = id
+        self.tags = tags
+        self.scores = scores
+        self.email = email ?? "\(id)@example.com"
+        self.locale = locale
+        self.age = age
     }
+}
+
+/// The index-build progress reports a test received, collected from any thread.
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [IndexBuildProgress] = []
+    func append(_ progress: IndexBuildProgress) { lock.withLock { entries.append(progress) } }
+    var all: [IndexBuildProgress] { lock.withLock { entries } }
 }

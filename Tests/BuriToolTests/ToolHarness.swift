@@ -1,12 +1,15 @@
 import Buri
 import BuriCodec
+import BuriTestSupport
 import Foundation
 import Testing
 
 // Runs the built `buri` binary as a subprocess, end to end, against databases prepared with the
 // Swift API.
 
-/// The people of the demo: a binary index on locale, a numeric one on age.
+/// The people of the demo: a binary index on locale, a numeric one on age. A local type: unlike
+/// BuriTests' `PersonRecord` it names the JSON field of each index and the key field, as the tool
+/// needs to import and export JSON; sharing one type would change what one of the two stores.
 struct Person: BuriSupport, Equatable {
     var objectId: String
     var name: String
@@ -181,20 +184,9 @@ func buri(_ arguments: [String], stdin: String? = nil, executable path: String? 
 /// stored chunk is committed (`BURI_TEST_KILL_AFTER_CHUNKS`, docs/DURABILITY.md): a kill at a
 /// known point of the write, on any machine, however fast or slow.
 func buriKilledAfter(chunks: Int, _ arguments: [String]) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
-    let sandbox = try Sandbox()
-    let process = Process()
-    process.executableURL = try BuriBinary.located()
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(["BURI_TEST_KILL_AFTER_CHUNKS": String(chunks)]) { $1 }
-    let errPath = sandbox.path("stderr")
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    defer { try? errors.close() }
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return (process.terminationReason, process.terminationStatus, try sandbox.read("stderr"))
+    let end = try runChildKilledAtAPoint(try BuriBinary.located(), arguments, environment: ["BURI_TEST_KILL_AFTER_CHUNKS": String(chunks)],
+                                         capturingErrors: true)
+    return (end.reason, end.status, end.errors)
 }
 
 /// Expects a failure reported as exactly one line `buri: …` on stderr, with `status`.
