@@ -50,7 +50,7 @@ package final class TreeNode: @unchecked Sendable {
 }
 
 /// An ordered map from byte strings to byte strings, persistent: copying the tree is O(1) and
-/// copies never see each other's changes, which is how ``MemoryEngine`` takes snapshots. Changes
+/// copies never see each other's changes, which is how `MemoryEngine` (in `BuriEngines`) takes snapshots. Changes
 /// made while a node is referenced by one tree only happen in place; shared nodes are copied.
 /// An AVL tree, so every operation is O(log n).
 ///
