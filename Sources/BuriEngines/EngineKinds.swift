@@ -84,7 +84,13 @@ extension LevelDBEngine {
         public var capabilities: StorageCapabilities { [.files, .repair, .compaction] }
         public func claims(_ location: String) -> Bool { false }
 
+        /// With ``StorageOpenOptions/Mode/existing``, a directory without LevelDB's `CURRENT` file is
+        /// refused with `notFound` before LevelDB is called (LevelDB itself would make the
+        /// directory and its `LOCK` file before finding no database there).
         public func open(_ location: String, options open: StorageOpenOptions) throws(StorageError) -> any StorageEngine {
+            if open.mode == .existing, !FileManager.default.fileExists(atPath: location + "/" + LevelDBEngine.currentFileName) {
+                throw StorageError(code: .notFound, message: "'\(location)' holds no LevelDB database (no \(LevelDBEngine.currentFileName) file); nothing was created", location: location)
+            }
             var options = options
             options.createIfMissing = open.mode != .existing
             options.errorIfExists = open.mode == .createNew

@@ -56,7 +56,7 @@ public enum StorageAvailability: Sendable, Hashable {
 public struct StorageOpenOptions: Sendable, Hashable {
     /// Whether the data must, may or must not exist already.
     public enum Mode: Sendable, Hashable {
-        /// Open existing data only; nothing is created (LevelDB: not even the directory).
+        /// Open existing data only; nothing is created where there is none.
         case existing
         /// Open the data, creating an empty store if there is none. The default.
         case openOrCreate
