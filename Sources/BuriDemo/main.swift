@@ -3,6 +3,7 @@
 // the path may be an etcd location (`etcd://127.0.0.1:2379/demo`, see Scripts/etcd-cluster).
 import Buri
 import BuriEtcd
+import BuriStorage
 import Foundation
 
 struct Person: BuriSupport, Equatable {
@@ -31,9 +32,11 @@ func show(_ label: String, _ value: Any) {
 
 func run(path: String) throws {
     let started = Date()
-    let onEtcd = EtcdEngine.isEtcdLocation(path)
-    let db = onEtcd ? try BuriDatabase(engine: EtcdEngine(location: path)) : try BuriDatabase(path: path)
+    // A directory (LevelDB) or an etcd location: the registry picks the engine.
+    let engines = StorageEngines.standard.registering(EtcdEngine.Kind())
+    let db = try BuriDatabase(location: path, engines: engines)
     defer { db.close() }
+    let onEtcd = db.engine is EtcdEngine
     let people = try db.bucket(Person.self)
     let cleared = try people.deleteAll()
 

@@ -93,9 +93,6 @@ public final class EtcdEngine: StorageEngine, Sendable {
         try self.init(endpoints: parsed.endpoints, name: parsed.name, limits: parsed.limits, retryWindow: retryWindow)
     }
 
-    /// Whether `location` names an etcd database (starts with `etcd://`).
-    public static func isEtcdLocation(_ location: String) -> Bool { location.hasPrefix("etcd://") }
-
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     func checkOpen() throws(StorageError) {

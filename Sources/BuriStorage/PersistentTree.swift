@@ -1,8 +1,8 @@
 /// Bytes at a stable address for as long as the object lives, so cursors can lend them without
 /// copying. Immutable, so copies of a tree share them freely across threads.
-final class StableBytes: @unchecked Sendable {
+package final class StableBytes: @unchecked Sendable {
     // @unchecked: written once in init, never mutated, freed in deinit.
-    let buffer: UnsafeMutableRawBufferPointer
+    package let buffer: UnsafeMutableRawBufferPointer
 
     init(_ bytes: UnsafeRawBufferPointer) {
         buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(bytes.count, 1), alignment: 1)
@@ -14,24 +14,24 @@ final class StableBytes: @unchecked Sendable {
         self.init(bytes.withUnsafeBytes { UnsafeRawBufferPointer($0) })
     }
 
-    let count: Int
+    package let count: Int
 
-    var raw: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffer.baseAddress, count: count) }
+    package var raw: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: buffer.baseAddress, count: count) }
 
     deinit { buffer.deallocate() }
 }
 
 /// One node of a ``PersistentTree``. Nodes reachable from a published root are never mutated;
 /// a tree mutates only nodes no one else references, and copies the rest (path copying).
-final class TreeNode: @unchecked Sendable {
+package final class TreeNode: @unchecked Sendable {
     // @unchecked: a node is mutated only while uniquely referenced by the one tree changing it.
-    var key: StableBytes
+    package var key: StableBytes
     /// The value; `nil` marks a deletion (in trees that record pending deletes).
-    var value: StableBytes?
+    package var value: StableBytes?
     /// The engine revision that last wrote this key.
-    var revision: UInt64
-    var left: TreeNode?
-    var right: TreeNode?
+    package var revision: UInt64
+    package var left: TreeNode?
+    package var right: TreeNode?
     var height: Int32 = 1
 
     init(key: StableBytes, value: StableBytes?, revision: UInt64) {
@@ -50,7 +50,7 @@ final class TreeNode: @unchecked Sendable {
 }
 
 /// An ordered map from byte strings to byte strings, persistent: copying the tree is O(1) and
-/// copies never see each other's changes, which is how ``MemoryEngine`` takes snapshots. Changes
+/// copies never see each other's changes, which is how `MemoryEngine` (in `BuriEngines`) takes snapshots. Changes
 /// made while a node is referenced by one tree only happen in place; shared nodes are copied.
 /// An AVL tree, so every operation is O(log n).
 ///
@@ -62,7 +62,7 @@ final class TreeNode: @unchecked Sendable {
 /// ```
 public struct PersistentTree: @unchecked Sendable {
     // @unchecked: the nodes a copy can see are never mutated again (see TreeNode).
-    var root: TreeNode?
+    package var root: TreeNode?
     /// The number of keys (deletion markers included).
     public private(set) var count = 0
 
@@ -99,7 +99,7 @@ public struct PersistentTree: @unchecked Sendable {
     }
 
     /// The node holding `key`, if any.
-    func node(for key: UnsafeRawBufferPointer) -> TreeNode? {
+    package func node(for key: UnsafeRawBufferPointer) -> TreeNode? {
         var current = root
         while let node = current {
             let order = compareBytes(key, node.key.raw)
@@ -109,7 +109,7 @@ public struct PersistentTree: @unchecked Sendable {
         return nil
     }
 
-    func node(for key: [UInt8]) -> TreeNode? {
+    package func node(for key: [UInt8]) -> TreeNode? {
         key.withUnsafeBytes { node(for: $0) }
     }
 
@@ -235,17 +235,17 @@ public struct PersistentTree: @unchecked Sendable {
 }
 
 /// Walks a ``PersistentTree`` (as it was when the cursor was made) within a ``KeyRange``.
-final class TreeCursor {
+package final class TreeCursor {
     private let root: TreeNode?
     let range: KeyRange
     let isReverse: Bool
     /// The nodes still to visit on the way back up: the next one is on top.
     private var stack: [TreeNode] = []
-    private(set) var current: TreeNode?
+    package private(set) var current: TreeNode?
     private var positioned = false
     private var finished = false
 
-    init(root: TreeNode?, range: KeyRange, reverse: Bool) {
+    package init(root: TreeNode?, range: KeyRange, reverse: Bool) {
         self.root = root
         self.range = range
         self.isReverse = reverse
@@ -291,7 +291,7 @@ final class TreeCursor {
         if isReverse { descend(from: range.end, inclusive: false) } else { descend(from: range.start, inclusive: true) }
     }
 
-    func seek(_ key: [UInt8]) {
+    package func seek(_ key: [UInt8]) {
         guard !range.isEmpty else { return }
         finished = false
         current = nil
@@ -302,7 +302,7 @@ final class TreeCursor {
         }
     }
 
-    func next() -> Bool {
+    package func next() -> Bool {
         guard !finished else { return false }
         if !positioned { positionAtStart() }
         guard let node = stack.popLast() else { return finish() }

@@ -4,7 +4,7 @@ import Synchronization
 /// byte strings with consistent reads and atomic, optionally conditional, commits.
 ///
 /// Buri's buckets, indexes, queries, consistency check and index evolution use nothing else, so
-/// the same database logic runs on LevelDB (``LevelDBEngine``), in memory (``MemoryEngine``) and
+/// the same database logic runs on LevelDB (`LevelDBEngine`), in memory (`MemoryEngine`, both in `BuriEngines`) and
 /// on engines whose reads cross a network. Every read happens through a ``StorageReader``:
 /// a ``StorageSnapshot`` (one consistent point in time) or, for a writer on an engine nobody else
 /// writes to, the engine's ``latest()`` state. Every write is one ``StorageBatch`` applied

@@ -47,6 +47,7 @@ import Darwin
 #endif
 import Buri
 import BuriEtcd
+import BuriStorage
 import Foundation
 
 /// The objects the stress writer stores: a binary, a numeric and a multi-valued index, plus a
@@ -116,20 +117,17 @@ func json(_ value: some Encodable) -> String {
 func openDatabase(_ path: String, sync: Bool) -> BuriDatabase {
     var options = BuriOptions()
     options.syncWrites = sync
-    if EtcdEngine.isEtcdLocation(path) {
+    // Small memtables: table files are written and compacted often, so kills land in the middle of them too.
+    var levelDB = LevelDBOptions.buriDefaults
+    levelDB.writeBufferSize = 64 << 10
+    levelDB.maxFileSize = 256 << 10
+    let engines = StorageEngines(default: LevelDBEngine.Kind(options: levelDB), [EtcdEngine.Kind()])
+    if engines.kind(for: path).capabilities.contains(.shared) {
         // Several processes hammer a handful of keys: give optimistic retries room.
         options.maxCommitAttempts = 1_000
-        do {
-            return try BuriDatabase(engine: EtcdEngine(location: path), options: options)
-        } catch {
-            fail("cannot open \(path): \(error)")
-        }
     }
-    // Small memtables: table files are written and compacted often, so kills land in the middle of them too.
-    options.storage.writeBufferSize = 64 << 10
-    options.storage.maxFileSize = 256 << 10
     do {
-        return try BuriDatabase(path: path, options: options)
+        return try BuriDatabase(location: path, options: options, engines: engines)
     } catch {
         fail("cannot open \(path): \(error)")
     }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Buri
-import LevelDB
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -32,7 +31,7 @@ struct BuriCommand: ParsableCommand {
           6  not found: unknown bucket, index or key
           7  invalid input: `buri import` data rejected (nothing was written)
         """,
-        version: "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(Database.libraryVersion)",
+        version: "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(LevelDBEngine.libraryVersion)",
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self, Stats.self, Compact.self,

@@ -2,7 +2,6 @@ import ArgumentParser
 import Buri
 import BuriCodec
 import BuriEtcd
-import LevelDB
 
 // MARK: - info
 
@@ -30,15 +29,16 @@ struct Info: ParsableCommand {
             }
         }
         // An etcd location has no LevelDB underneath and no files here.
-        let onEtcd = EtcdEngine.isEtcdLocation(path)
+        let kind = engineKind(path)
+        let onEtcd = !kind.capabilities.contains(.files)
         let size = onEtcd ? 0 : sizeOnDisk(path)
-        let leveldb = Database.libraryVersion.description
+        let leveldb = LevelDBEngine.libraryVersion
         let out = Output.standardOutput()
         if json {
             let value: CBORValue = .map([
                 CBORMapEntry(key: "path", value: .text(path)),
                 CBORMapEntry(key: "formatVersion", value: .int(Int64(db.formatVersion))),
-                CBORMapEntry(key: "engine", value: .text(onEtcd ? "etcd" : "leveldb")),
+                CBORMapEntry(key: "engine", value: .text(kind.name)),
                 CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
                 CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
                 CBORMapEntry(key: "buckets", value: .array(buckets.map { bucket in
@@ -68,7 +68,7 @@ struct Info: ParsableCommand {
             try out.line("database:        \(path)")
             try out.line("format version:  \(db.formatVersion)")
             if onEtcd {
-                try out.line("engine:          etcd")
+                try out.line("engine:          \(kind.name)")
             } else {
                 try out.line("LevelDB version: \(leveldb)")
                 try out.line("size on disk:    \(formatBytes(size))")

@@ -119,7 +119,8 @@ struct Stats: ParsableCommand {
     var json = false
 
     func run() throws {
-        if EtcdEngine.isEtcdLocation(target.database) { return try printEtcdStats(target.database, json: json) }
+        // Without files here (etcd): the engine's own numbers.
+        if !hasFiles(target.database) { return try printEtcdStats(target.database, json: json) }
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
@@ -180,7 +181,7 @@ struct Compact: ParsableCommand {
     @OptionGroup var target: DatabaseArgument
 
     func run() throws {
-        if EtcdEngine.isEtcdLocation(target.database) { return try compactEtcd(target.database) }
+        if !hasFiles(target.database) { return try compactEtcd(target.database) }
         let db = try target.open(purgesInBackground: false)
         defer { db.close() }
         let before = sizeOnDisk(target.database)
@@ -231,7 +232,7 @@ struct Repair: ParsableCommand {
 
     func run() throws {
         let path = target.database
-        if EtcdEngine.isEtcdLocation(path) { try refuseRepairOnEtcd(path) }
+        if !engineKind(path).capabilities.contains(.repair) { try refuseRepairOnEtcd(path) }
         switch try pathState(path) {
         case .missing:
             throw ToolError(.notADatabase, "'\(path)' does not exist; give the directory of a Buri database")

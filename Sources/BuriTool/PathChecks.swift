@@ -11,12 +11,6 @@ import Darwin
 // Errors that say what happened: what is at a database path when LevelDB's own status would
 // only say `notFound … /LOCK`, who holds a database, a full disk, a read-only file system.
 
-/// Whether a file name is one LevelDB writes into a database directory (not LOCK or LOG, which
-/// an empty open attempt also leaves).
-func isLevelDBDataFile(_ name: String) -> Bool {
-    name.hasPrefix("MANIFEST-") || name.hasSuffix(".ldb") || name.hasSuffix(".sst") || name.hasSuffix(".log")
-}
-
 /// Why a path that does not exist cannot be opened: a dangling symbolic link, a missing parent.
 func missingPathMessage(_ path: String) -> String {
     if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
@@ -48,7 +42,7 @@ func damagedWithoutCurrentMessage(_ path: String) -> String {
 /// a missing parent directory, a dangling symbolic link, a parent that is not a directory.
 func creationProblem(_ path: String) -> String? {
     // A cluster location names no directory: the engine says what is wrong with it.
-    if EtcdEngine.isEtcdLocation(path) { return nil }
+    if !hasFiles(path) { return nil }
     if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
         return "cannot create a database at '\(path)': it is a symbolic link to '\(target)', which does not exist; create that directory, fix the link, or give another path"
     }
@@ -66,7 +60,7 @@ func creationProblem(_ path: String) -> String? {
 /// The process holding LevelDB's lock on the database at `path`, if the OS says (POSIX record
 /// locks report their holder's PID; a holder in this process or on another machine shows none).
 func lockHolder(_ path: String) -> pid_t? {
-    let fd = open((path as NSString).appendingPathComponent("LOCK"), O_RDONLY)
+    let fd = open((path as NSString).appendingPathComponent(LevelDBEngine.lockFileName), O_RDONLY)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var lock = flock()

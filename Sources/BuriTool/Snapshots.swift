@@ -2,7 +2,6 @@ import Buri
 import BuriEtcd
 import Dispatch
 import Foundation
-import LevelDB
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +9,7 @@ import Glibc
 import Darwin
 #endif
 
-// Reading commands read a private snapshot of the database's files (LevelDB.FileSnapshot), so
+// Reading commands read a private snapshot of the database's files (DatabaseFileSnapshot, from BuriEngines), so
 // that they never create or change a file in the database directory — LevelDB itself cannot open
 // a database without writing its lock, LOG, MANIFEST, CURRENT and a new log, and it may compact —
 // and so that they read a database another process holds open, one on a read-only file system,
@@ -24,7 +23,7 @@ func snapshotParent() -> String {
 
 /// The snapshots this process made: removed when it exits, and when a signal ends it.
 enum SnapshotCleanup {
-    private static let live = Mutex<(snapshots: [FileSnapshot], installed: Bool)>(([], false))
+    private static let live = Mutex<(snapshots: [DatabaseFileSnapshot], installed: Bool)>(([], false))
     /// Set when a signal is ending the process: its snapshot is being removed under the command.
     private static let terminating = Atomic<Bool>(false)
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
@@ -50,7 +49,7 @@ enum SnapshotCleanup {
                 SnapshotCleanup.removeAll()
                 // And one still being made (not yet registered): this process's directories.
                 let parent = snapshotParent()
-                let mine = FileSnapshot.directoryPrefix + "\(getpid())-"
+                let mine = DatabaseFileSnapshot.directoryPrefix + "\(getpid())-"
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(mine) {
                     FileSnapshot.removeDirectory(atPath: parent + "/" + name)
                 }
@@ -73,7 +72,7 @@ enum SnapshotCleanup {
     }
 
     /// Removes `files` when the process exits or a signal ends it (see ``install()``).
-    static func register(_ files: FileSnapshot) {
+    static func register(_ files: DatabaseFileSnapshot) {
         install()
         live.withLock { $0.snapshots.append(files) }
     }
@@ -86,7 +85,7 @@ enum SnapshotCleanup {
     }
 
     static func removeAll() {
-        let snapshots = live.withLock { state -> [FileSnapshot] in
+        let snapshots = live.withLock { state -> [DatabaseFileSnapshot] in
             defer { state.snapshots = [] }
             return state.snapshots
         }
@@ -98,9 +97,9 @@ enum SnapshotCleanup {
 func openSnapshot(_ path: String) throws -> BuriDatabase {
     let parent = snapshotParent()
     SnapshotCleanup.install()
-    let files: FileSnapshot
+    let files: DatabaseFileSnapshot
     do {
-        files = try FileSnapshot.take(of: path, in: parent)
+        files = try DatabaseFileSnapshot.take(of: path, in: parent)
     } catch {
         throw ToolError(.failure, snapshotFailureMessage(path, error))
     }
@@ -113,14 +112,14 @@ func openSnapshot(_ path: String) throws -> BuriDatabase {
     } catch let error {
         // Opening writes only in the snapshot: a full disk there is the temporary directory's.
         if case .storage(let storage) = error, storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded") {
-            throw ToolError(.failure, snapshotFailureMessage(path, FileSnapshotError(kind: .noSpace, source: path, temporaryDirectory: parent, detail: storage.message)))
+            throw ToolError(.failure, snapshotFailureMessage(path, DatabaseFileSnapshotError(kind: .noSpace, source: path, temporaryDirectory: parent, detail: storage.message)))
         }
         throw ToolError(error, path: path)
     }
 }
 
 /// Why the snapshot of `path` could not be made, and what to do.
-func snapshotFailureMessage(_ path: String, _ error: FileSnapshotError) -> String {
+func snapshotFailureMessage(_ path: String, _ error: DatabaseFileSnapshotError) -> String {
     let how = "buri reads a database through a private snapshot of its files, made in the temporary directory '\(error.temporaryDirectory)'"
     switch error.kind {
     case .noSpace:
@@ -143,7 +142,7 @@ func snapshotFailureMessage(_ path: String, _ error: FileSnapshotError) -> Strin
 /// stage found at open is abandoned). Nothing to do on an etcd location (other clients may be
 /// loading their stages there).
 func reclaimAbandonedStages(_ db: BuriDatabase, path: String) throws {
-    guard !EtcdEngine.isEtcdLocation(path) else { return }
+    guard hasFiles(path) else { return }
     let pending = try mapErrors(path: path) { try db.pendingPurges() }
     guard pending.contains(where: { $0.state == .staging }) else { return }
     do {
@@ -168,7 +167,7 @@ func stageLeftNote(_ path: String) -> String {
 func removeStageAfterDiskFull(_ path: String) -> Bool {
     var options = BuriOptions()
     options.createIfMissing = false
-    guard let db = try? BuriDatabase(path: path, options: options) else { return false }
+    guard let db = try? BuriDatabase(location: path, options: options, engines: engines) else { return false }
     defer { db.close() }
     guard (try? db.purgeRetiredBuckets(reclaimingSpace: true)) != nil else { return false }
     return (try? db.pendingPurges().isEmpty) == true
@@ -180,11 +179,11 @@ func removeStageAfterDiskFull(_ path: String) -> Bool {
 /// process creating or holding the database (in use, or already there).
 func removeFailedCreation(_ path: String, error: Error, wasEmptyDirectory: Bool) {
     if let tool = error as? ToolError, tool.status == .inUse || tool.message.contains("error_if_exists") || tool.message.contains("exists (") { return }
-    guard !EtcdEngine.isEtcdLocation(path) else { return }
+    guard hasFiles(path) else { return }
     let manager = FileManager.default
     let names = (try? manager.contentsOfDirectory(atPath: path)) ?? []
     let made = names.filter { name in
-        isLevelDBDataFile(name) || ["LOCK", "LOG", "LOG.old", "CURRENT"].contains(name) || name.hasSuffix(".dbtmp")
+        LevelDBEngine.isOwnFile(name)
     }
     // Anything else in it is not LevelDB's: leave the directory alone.
     guard made.count == names.count else { return }

@@ -2,8 +2,8 @@ import ArgumentParser
 import Buri
 import BuriEtcd
 import BuriCodec
+import BuriStorage
 import Foundation
-import LevelDB
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -46,8 +46,8 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notFound, error.description)
         case .notABuriDatabase, .unsupportedFormat:
             self.init(.notADatabase, error.description)
-        case .storage(let storage) where storage.code == .unavailable && EtcdEngine.isEtcdLocation(path ?? storage.location ?? ""):
-            self.init(.failure, etcdUnavailableMessage(path ?? storage.location ?? "", storage))
+        case .storage(let storage) where storage.code == .unavailable && engineKind(path ?? storage.location ?? "").capabilities.contains(.probe):
+            self.init(.failure, unavailableMessage(path ?? storage.location ?? "", storage))
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
@@ -133,15 +133,16 @@ enum PathState {
     case damaged
 }
 
-/// An etcd location is probed first: a cluster that cannot answer throws (exit 3), never `.missing`.
+/// A location without files here (etcd) is probed first: a cluster that cannot answer throws
+/// (exit 3), never `.missing`.
 func pathState(_ path: String) throws -> PathState {
-    if EtcdEngine.isEtcdLocation(path) { return try etcdPathState(path) }
+    if !hasFiles(path) { return try enginePathState(path) }
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
     guard isDirectory.boolValue else { return .file }
-    if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("CURRENT")) { return .database }
+    if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(LevelDBEngine.currentFileName)) { return .database }
     let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-    if contents.contains(where: isLevelDBDataFile) { return .damaged }
+    if contents.contains(where: LevelDBEngine.isDataFile) { return .damaged }
     return contents.isEmpty ? .emptyDirectory : .otherDirectory
 }
 
@@ -153,7 +154,7 @@ func pathState(_ path: String) throws -> PathState {
 /// another process holds open is read as its files stand.
 func openExisting(_ path: String, purges: Bool = true, snapshot: Bool = false) throws -> BuriDatabase {
     // A database in an etcd cluster: never created here either.
-    if EtcdEngine.isEtcdLocation(path) { return finishingPurges(try openExistingEtcd(path, purges: purges), purges) }
+    if !hasFiles(path) { return finishingPurges(try openExistingEtcd(path, purges: purges), purges) }
     switch try pathState(path) {
     case .missing:
         throw ToolError(.notADatabase, missingPathMessage(path))
@@ -170,7 +171,7 @@ func openExisting(_ path: String, purges: Bool = true, snapshot: Bool = false) t
         var options = BuriOptions()
         options.createIfMissing = false
         options.purgesInBackground = purges
-        return finishingPurges(try mapErrors(path: path) { try BuriDatabase(path: path, options: options) }, purges)
+        return finishingPurges(try openLocation(path, options: options), purges)
     }
 }
 

@@ -478,14 +478,11 @@ struct Import: ParsableCommand {
         // Nothing is written before this point.
         let created = db == nil
         if created {
-            var create = BuriOptions()
-            create.storage.errorIfExists = true
-            create.syncWrites = true
-            if EtcdEngine.isEtcdLocation(path) {
-                db = try createEtcdDatabase(path)
+            if !hasFiles(path) {
+                db = try createLocation(path)
             } else {
                 do {
-                    db = try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+                    db = try waitingForLock(target.wait) { try createLocation(path) }
                 } catch let error as ToolError where error.message.contains("error_if_exists") {
                     // Another import created it since this one looked: the same race as the lock.
                     throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
@@ -599,7 +596,7 @@ struct Import: ParsableCommand {
             }
             if created {
                 db.close()
-                if EtcdEngine.isEtcdLocation(path) {
+                if !hasFiles(path) {
                     // The database this import created (its header only): gone again.
                     removeCreatedEtcdDatabase(path)
                 } else {
@@ -692,13 +689,13 @@ struct Import: ParsableCommand {
 func openForLoading(_ target: DatabaseArgument) throws -> BuriDatabase {
     do {
         return try target.open()
-    } catch let error as ToolError where error.status == .notADatabase && !EtcdEngine.isEtcdLocation(target.database) {
+    } catch let error as ToolError where error.status == .notADatabase && hasFiles(target.database) {
         var options = BuriOptions()
         options.createIfMissing = true
         options.syncWrites = true
         // Writes the header only into a store without keys; anything else is refused as before.
         do {
-            return try waitingForLock(target.wait) { try mapErrors(path: target.database) { try BuriDatabase(path: target.database, options: options) } }
+            return try waitingForLock(target.wait) { try openLocation(target.database, options: options) }
         } catch let again as ToolError where again.status == .notADatabase {
             throw error
         }
@@ -1816,7 +1813,7 @@ struct Restore: ParsableCommand {
             // Only a database this restore created is removed (one another process created
             // meanwhile made the creation fail, leaving `db` nil).
             if db != nil, existing == nil {
-                if EtcdEngine.isEtcdLocation(path) {
+                if !hasFiles(path) {
                     removeCreatedEtcdDatabase(path)
                 } else if state == .emptyDirectory {
                     for name in (try? manager.contentsOfDirectory(atPath: path)) ?? [] {
@@ -1855,9 +1852,9 @@ struct Restore: ParsableCommand {
         // Created if the directory holds a LevelDB store without a single key (a restore killed
         // before it wrote the header); refused, as before, if it holds anything that is not Buri's.
         options.createIfMissing = true
-        let database = EtcdEngine.isEtcdLocation(path)
+        let database = !hasFiles(path)
             ? try openExistingEtcd(path, purges: true)
-            : try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: options) } }
+            : try waitingForLock(target.wait) { try openLocation(path, options: options) }
         // What a killed restore staged is deleted first (and its space given back).
         _ = finishingPurges(database, true)
         let names = try mapErrors(path: path) { try database.bucketNames() }
@@ -1871,12 +1868,9 @@ struct Restore: ParsableCommand {
     /// Creates the new database (once the export has shown it is one). A failed attempt (a full
     /// disk) leaves nothing behind, so that restoring again finds the path as it was.
     func createDatabase(_ path: String, wasEmptyDirectory: Bool) throws -> BuriDatabase {
-        if EtcdEngine.isEtcdLocation(path) { return try createEtcdDatabase(path) }
-        var create = BuriOptions()
-        create.storage.errorIfExists = true
-        create.syncWrites = true
+        if !hasFiles(path) { return try createLocation(path) }
         do {
-            return try waitingForLock(target.wait) { try mapErrors(path: path) { try BuriDatabase(path: path, options: create) } }
+            return try waitingForLock(target.wait) { try createLocation(path) }
         } catch {
             removeFailedCreation(path, error: error, wasEmptyDirectory: wasEmptyDirectory)
             throw error

@@ -294,9 +294,9 @@ struct CorruptionTests {
     }
 
     /// What opening reports: "opened", "storage <code>", "damaged", or another error.
-    static func openOutcome(_ path: String, options: BuriOptions = BuriOptions()) -> String {
+    static func openOutcome(_ path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) -> String {
         do {
-            let db = try BuriDatabase(path: path, options: options)
+            let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
             defer { db.close() }
             _ = try db.check()
             return "opened"
@@ -437,9 +437,9 @@ struct CorruptionTests {
             }
             try Data(bytes).write(to: URL(fileURLWithPath: log))
 
-            var options = BuriOptions()
-            options.storage.paranoidChecks = paranoid
-            let outcome = Self.openOutcome(path, options: options)
+            var levelDB = LevelDBOptions.buriDefaults
+            levelDB.paranoidChecks = paranoid
+            let outcome = Self.openOutcome(path, levelDB: levelDB)
             // What survives: nothing of the log if it was zeroed; else the nine batches before the
             // damaged one (LevelDB drops the rest of a block after a checksum failure).
             let expected = (inTables + (damage == "zeroed" ? [] : Array(inLog.prefix(9)))).sorted { $0.id < $1.id }

@@ -23,7 +23,7 @@ struct Gadget: BuriSupport, Equatable, Sendable {
 /// what repair keeps and reports compared with what the model knows was written.
 ///
 /// Self-contained: a larger model harness can call
-/// ``damageCheckAndRepair(path:options:expected:bucketIds:seed:scratch:random:)`` on the database
+/// ``damageCheckAndRepair(path:options:levelDB:expected:bucketIds:seed:scratch:random:)`` on the database
 /// its own workload left, with the payload bytes of what it acknowledged.
 enum DamageModel {
     /// One kind of damage to the closed database's files.
@@ -104,17 +104,18 @@ enum DamageModel {
         bucket == "Person" ? try db.bucket(Person.self).raw : try db.bucket(Gadget.self).raw
     }
 
-    /// Runs one round: a workload of `operations` writes, then ``damageCheckAndRepair(path:options:expected:bucketIds:seed:scratch:random:)``.
+    /// Runs one round: a workload of `operations` writes, then ``damageCheckAndRepair(path:options:levelDB:expected:bucketIds:seed:scratch:random:)``.
     static func run(seed: UInt64, operations: Int, damage forced: Damage? = nil) throws -> Outcome {
         var random = SeededGenerator(seed: seed)
         let directory = TemporaryDirectory("buri-damage-model")
         let path = directory.path("db")
         var options = BuriOptions()
         options.purgesInBackground = false
-        options.storage.compression = Bool.random(using: &random)
-        options.storage.writeBufferSize = 64 << 10  // several tables from a small workload
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = Bool.random(using: &random)
+        levelDB.writeBufferSize = 64 << 10  // several tables from a small workload
         var model: [String: [String: Value]] = ["Person": [:], "gadgets": [:]]
-        var db = try BuriDatabase(path: path, options: options)
+        var db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         let keyPool = Int.random(in: 40...400, using: &random)
         func randomKey() -> String { "k" + String(Int.random(in: 0..<keyPool, using: &random)) }
         for _ in 0..<operations {
@@ -150,7 +151,7 @@ enum DamageModel {
                 try db.purgeRetiredBuckets()
             default:
                 db.close()
-                db = try BuriDatabase(path: path, options: options)
+                db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
             }
         }
         var ids: [String: UInt32] = [:]
@@ -167,7 +168,7 @@ enum DamageModel {
                 }
             }
         }
-        return try damageCheckAndRepair(path: path, options: options, expected: expected, bucketIds: ids, seed: seed,
+        return try damageCheckAndRepair(path: path, options: options, levelDB: levelDB, expected: expected, bucketIds: ids, seed: seed,
                                         scratch: directory.path("copy"), damage: forced, random: &random)
     }
 
@@ -177,7 +178,7 @@ enum DamageModel {
     /// with its id at close in `bucketIds`), the payload bytes of every object acknowledged —
     /// recording an issue for every object changed without a word, every object reported lost
     /// that is intact, and a check that is not clean after repair.
-    static func damageCheckAndRepair(path: String, options: BuriOptions, expected: [String: [String: [UInt8]]],
+    static func damageCheckAndRepair(path: String, options: BuriOptions, levelDB: LevelDBOptions, expected: [String: [String: [UInt8]]],
                                      bucketIds ids: [String: UInt32], seed: UInt64, scratch: String, damage forced: Damage? = nil,
                                      random: inout SeededGenerator) throws -> Outcome {
         var outcome = Outcome(seed: seed)
@@ -208,10 +209,10 @@ enum DamageModel {
         }
 
         // Repair, and what it says against what the model knows.
-        let report = try BuriDatabase.repair(path: path, options: options)
+        let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
         outcome.recoveredBuckets = report.recoveredBuckets.count
         outcome.restored = report.restoredObjects.count
-        let repaired = try BuriDatabase(path: path, options: options)
+        let repaired = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { repaired.close() }
         let after = try repaired.check()
         #expect(after.problems.isEmpty, "\(outcome): check after repair: \(after.summary)\n\(report.lines.joined(separator: "\n"))")

@@ -88,9 +88,10 @@ struct DamagedFileTests {
     /// with `damage` applied in the middle of each block `choose` picks from the table's blocks;
     /// returns the keys (storage keys) each damaged block held.
     static func makeDamaged(_ path: String, damage: Damage, choose: (BucketDescriptor, [TableBlock]) throws -> [Int]) throws -> (descriptor: BucketDescriptor, damagedStorageKeys: [[UInt8]]) {
-        var options = BuriOptions()
-        options.storage.compression = false
-        let db = try BuriDatabase(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = false
+        let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         try db.bucket(Person.self).store(people)
         try db.compact()
         let descriptor = try #require(try db.bucketInfo(named: "Person"))
@@ -162,9 +163,10 @@ struct DamagedFileTests {
         #expect(firstDamaged > 0 && lastDamaged < ordered.count - 1)
         _ = descriptor
 
-        var options = BuriOptions()
-        options.storage.compression = false
-        let db = try BuriDatabase(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = false
+        let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         let people = try db.bucket(Person.self)
         let original = Self.byKey
 
@@ -250,14 +252,14 @@ struct DamagedFileTests {
         db.close()
 
         // Repair: the damaged block is dropped; its objects are named as lost, everything else is back.
-        let report = try BuriDatabase.repair(path: path, options: options)
+        let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
         #expect(!report.isComplete)
         #expect(report.storageLosses.contains { $0.contains("Table #") && $0.contains("Corruption") }, "\(report.storageLosses)")
         #expect(report.lostObjects.map(\.bucket).allSatisfy { $0 == "Person" })
         #expect(report.lostObjects.map(\.key) == damagedKeys, "\(report.lines)")
         #expect(report.damagedLogRecords.isEmpty && report.suspectObjects.isEmpty)
         #expect(report.lines.contains { $0.hasPrefix("lost: bucket 'Person', key '\(damagedKeys[0])'") }, "\(report.lines)")
-        let reopened = try BuriDatabase(path: path, options: options)
+        let reopened = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
         let survivors = try reopened.bucket(Person.self).allObjects()
@@ -281,9 +283,10 @@ struct DamagedFileTests {
             try #require(blocks[first].upperKey.first == Keyspace.indexTag && last > first)
             return [first, last]
         }
-        var options = BuriOptions()
-        options.storage.compression = false
-        let db = try BuriDatabase(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = false
+        let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         let people = try db.bucket(Person.self)
         let ordered = Self.people.map(\.id).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
 
@@ -308,12 +311,12 @@ struct DamagedFileTests {
         db.close()
 
         // Repair drops the damaged blocks, and rebuilding the indexes from the records restores them.
-        let report = try BuriDatabase.repair(path: path, options: options)
+        let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
         #expect(report.storageLosses.count >= 1, "\(report.lines)")
         #expect(report.lostObjects.isEmpty, "\(report.lines)")
         #expect(report.check.problems.contains { $0.kind == .missingEntry && $0.index == "age" && $0.repaired })
         #expect(report.check.isConsistent, "\(report.lines)")
-        let reopened = try BuriDatabase(path: path, options: options)
+        let reopened = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
         let repaired = try reopened.bucket(Person.self)

@@ -50,9 +50,10 @@ struct RepairReportTests {
         #expect(damagedStorageKeys.contains(Keyspace.catalogKey(bucket: "Person")))
         try #require(!lostKeys.isEmpty && lostKeys.count < 500)
 
-        var options = BuriOptions()
-        options.storage.compression = false
-        let report = try BuriDatabase.repair(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = false
+        let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
         #expect(!report.isComplete)
         // The bucket is back under its own name, read from the damaged block and checked against
         // the records; nothing reports a key without naming its bucket.
@@ -95,9 +96,10 @@ struct RepairReportTests {
         try Data(bytes).write(to: URL(fileURLWithPath: table))
         do {
             // Which records the damaged block held: those the repaired database lacks.
-            var options = BuriOptions()
-            options.storage.compression = false
-            let report = try BuriDatabase.repair(path: path, options: options)
+            let options = BuriOptions()
+            var levelDB = LevelDBOptions.buriDefaults
+            levelDB.compression = false
+            let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
             #expect(report.recoveredBuckets.count == 1, "\(report.lines)")
             let bucket = try #require(report.recoveredBuckets.first)
             #expect(bucket.name == "recovered-1" && !bucket.nameIsKnown)

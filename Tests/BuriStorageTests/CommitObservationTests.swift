@@ -1,3 +1,4 @@
+import BuriEngines
 import BuriStorage
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 import BuriEtcd
+import BuriEngines
 import BuriStorage
 import BuriTestSupport
 import Foundation

@@ -62,7 +62,7 @@ public final class TestDatabase {
             store = memory
             db = try BuriDatabase(engine: memory, options: options, closesEngine: false)
         case .temporary:
-            let temporary = try LevelDBEngine.temporary(options: options.storage)
+            let temporary = try LevelDBEngine.temporary(options: .buriDefaults)
             store = temporary
             db = try BuriDatabase(engine: temporary, options: options, closesEngine: false)
         case .shared:

@@ -79,9 +79,10 @@ struct ReadOnlySnapshotToolTests {
     /// writes still in its log: everything a LevelDB open would rewrite, flush or compact.
     static func busyDatabase(_ sandbox: Sandbox) throws -> String {
         let path = try makeFixture(sandbox)
-        var options = BuriOptions()
-        options.storage.writeBufferSize = 16 << 10
-        let db = try BuriDatabase(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.writeBufferSize = 16 << 10
+        let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         let people = (0..<3000).map { i in
             Person(objectId: String(format: "q%05d", i), name: String(repeating: "n", count: 40 + i % 60), locale: ["DE", "EN"][i % 2], age: i % 70)
         }
@@ -169,9 +170,10 @@ struct ReadOnlySnapshotToolTests {
     @Test func aDatabaseAnAppIsWritingIsReadAsItsLastCommittedState() throws {
         let sandbox = try Sandbox()
         let path = sandbox.path("live.buri")
-        var options = BuriOptions()
-        options.storage.writeBufferSize = 32 << 10  // flushes and compactions while buri reads
-        let app = try BuriDatabase(path: path, options: options)
+        let options = BuriOptions()
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.writeBufferSize = 32 << 10  // flushes and compactions while buri reads
+        let app = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { app.close() }
         let bucket = try app.bucket(Person.self)
         let total = 1500

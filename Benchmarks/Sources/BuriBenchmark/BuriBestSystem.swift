@@ -58,7 +58,7 @@ final class BuriBestSystem: System {
     let bestChanged: [BestPerson]
 
     init(path: String, workload: Workload) throws {
-        database = try BuriDatabase(path: path, options: StorageTuning.options)
+        database = try BuriDatabase(path: path, levelDB: StorageTuning.levelDB)
         tokens = try database.bucket(Token.self)
         people = try database.bucket(BestPerson.self)
         self.workload = workload

@@ -12,7 +12,7 @@ final class BuriSystem: System {
     let workload: Workload
 
     convenience init(path: String, workload: Workload) throws {
-        try self.init(database: BuriDatabase(path: path, options: StorageTuning.options), workload: workload)
+        try self.init(database: BuriDatabase(path: path, levelDB: StorageTuning.levelDB), workload: workload)
     }
 
     init(database: BuriDatabase, workload: Workload) throws {

@@ -34,7 +34,7 @@ struct FloorLayout: Sendable {
         let tokenKey = uuidString(-1)
         let samples = (20..<40).map { Person(objectId: uuidString(-100 - $0), name: "Dirk", locale: "EN", age: $0) }
         do {
-            let db = try BuriDatabase(path: path, options: StorageTuning.options)
+            let db = try BuriDatabase(path: path, levelDB: StorageTuning.levelDB)
             try db.bucket(Token.self).store(Token(objectId: tokenKey))
             try db.bucket(Person.self).store(samples)
             db.close()
@@ -165,7 +165,7 @@ final class FloorSystem: System {
 
     init(path: String, workload: Workload, layout: FloorLayout, bytes: Bytes) throws {
         // The very LevelDB options Buri opens its databases with.
-        storage = try Database(path: path, options: StorageTuning.options.storage)
+        storage = try Database(path: path, options: StorageTuning.levelDB)
         self.workload = workload
         self.layout = layout
         self.bytes = bytes

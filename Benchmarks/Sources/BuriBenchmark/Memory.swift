@@ -77,7 +77,7 @@ enum MemoryProbe {
         func end() { peak = status("VmHWM") ?? 0 }
         switch mode {
         case .buriArray, .buriLazy, .buriCursor:
-            let db = try BuriDatabase(path: path + "/buri", options: StorageTuning.options)
+            let db = try BuriDatabase(path: path + "/buri", levelDB: StorageTuning.levelDB)
             let people = try db.bucket(Person.self)
             let warm = try people.cursor(.all)
             while try warm.next() != nil {}

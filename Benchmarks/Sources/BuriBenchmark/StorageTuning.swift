@@ -10,8 +10,8 @@ import Foundation
 /// Names: `write_buffer`, `block_size`, `max_file_size`, `cache`, `bloom` (bits per key, 0 = none),
 /// `compression` (0 or 1). An unknown name or bad size stops the run.
 enum StorageTuning {
-    static let options: BuriOptions = {
-        var options = BuriOptions()
+    static let levelDB: LevelDBOptions = {
+        var options = LevelDBOptions.buriDefaults
         guard let spec = ProcessInfo.processInfo.environment["BURI_BENCH_LEVELDB"], !spec.isEmpty else { return options }
         for item in spec.split(separator: ",") {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
@@ -20,12 +20,12 @@ enum StorageTuning {
                 exit(2)
             }
             switch parts[0] {
-            case "write_buffer": options.storage.writeBufferSize = size
-            case "block_size": options.storage.blockSize = size
-            case "max_file_size": options.storage.maxFileSize = size
-            case "cache": options.storage.blockCacheSize = size
-            case "bloom": options.storage.bloomFilterBitsPerKey = size == 0 ? nil : size
-            case "compression": options.storage.compression = size != 0
+            case "write_buffer": options.writeBufferSize = size
+            case "block_size": options.blockSize = size
+            case "max_file_size": options.maxFileSize = size
+            case "cache": options.blockCacheSize = size
+            case "bloom": options.bloomFilterBitsPerKey = size == 0 ? nil : size
+            case "compression": options.compression = size != 0
             default:
                 log("BURI_BENCH_LEVELDB: unknown option \(parts[0]) (write_buffer, block_size, max_file_size, cache, bloom, compression)")
                 exit(2)

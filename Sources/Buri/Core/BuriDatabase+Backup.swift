@@ -1,3 +1,4 @@
+import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -8,7 +9,8 @@ import Foundation
 extension BuriDatabase {
     /// Writes a consistent copy of the whole database — every bucket as of one snapshot — to a
     /// new LevelDB database in directory `path`, while other threads go on reading and writing.
-    /// Works from every engine (an in-memory database can be saved this way).
+    /// Works from every engine (an in-memory database can be saved this way). `levelDB`: the
+    /// LevelDB options the copy is written with (``LevelDBOptions/buriDefaults`` unless given).
     ///
     /// The copy is built in a sibling directory and moved to `path` only once complete and synced,
     /// so `path` never holds a partial backup, even if the process dies midway. Returns the
@@ -22,7 +24,7 @@ extension BuriDatabase {
     /// - Throws: ``BuriError/storage(_:)`` if `path` already exists or cannot be written, or the
     ///   source cannot be read (a damaged source never yields a short backup).
     @discardableResult
-    public func backup(to path: String, options: BuriOptions = BuriOptions()) throws(BuriError) -> Int {
+    public func backup(to path: String, levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> Int {
         let manager = FileManager.default
         if manager.fileExists(atPath: path) {
             throw .storage(StorageError(code: .invalidArgument, message: "'\(path)' already exists; back up to a new path", location: path))
@@ -31,7 +33,7 @@ extension BuriDatabase {
         let snapshot = try snapshot()
         var copied = 0
         do {
-            var storage = options.storage
+            var storage = levelDB
             storage.createIfMissing = true
             storage.errorIfExists = true
             let target = try LevelDBEngine(path: staging, options: storage)

@@ -1,4 +1,5 @@
 import BuriCodec
+import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -62,7 +63,7 @@ public struct LostRange: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What ``BuriDatabase/repair(path:options:)`` salvaged, and what it could not recover.
+/// What ``BuriDatabase/repair(path:options:levelDB:)`` salvaged, and what it could not recover.
 ///
 /// ```swift
 /// let report = try BuriDatabase.repair(path: "people.buri")
@@ -189,13 +190,13 @@ extension BuriDatabase {
     ///   or keys Buri never writes (nothing is written then), ``BuriError/storage(_:)`` for LevelDB
     ///   errors (such as the database being open).
     @discardableResult
-    public static func repair(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) -> RepairReport {
+    public static func repair(path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> RepairReport {
         // LevelDB's repair would turn any directory into a database; only salvage one that was.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-        guard names.contains(where: { $0 == "CURRENT" || $0.hasPrefix("MANIFEST-") || $0.hasSuffix(".ldb") || $0.hasSuffix(".sst") || $0.hasSuffix(".log") }) else {
+        guard names.contains(where: { $0 == LevelDBEngine.currentFileName || LevelDBEngine.isDataFile($0) }) else {
             throw .notABuriDatabase(path: path)
         }
-        var storageOptions = options.storage
+        var storageOptions = levelDB
         storageOptions.createIfMissing = false
         let salvage: SalvageReport
         var notes: [String] = []
@@ -236,7 +237,7 @@ extension BuriDatabase {
         openOptions.createIfMissing = false
         // No purge runs while the report is drawn up (the next open resumes it).
         openOptions.purgesInBackground = false
-        let db = try BuriDatabase(path: path, options: openOptions)
+        let db = try BuriDatabase(path: path, options: openOptions, levelDB: levelDB)
         defer { db.close() }
         let check = try db.check(repair: true)
         var bucketNames: [UInt32: String] = [:]

@@ -1,3 +1,4 @@
+import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -27,18 +28,21 @@ extension BuriDatabase {
     /// - Throws: ``BuriError/storage(_:)`` with code `ioError` if the snapshot cannot be made (no
     ///   space or no permission in `temporaryDirectory`, an unreadable file; the message names
     ///   the directory), `unavailable` if the files kept changing; otherwise what
-    ///   ``init(path:options:)`` throws for an existing database.
-    public static func readingSnapshot(of path: String, options: BuriOptions = BuriOptions(), temporaryDirectory: String? = nil) throws(BuriError) -> BuriDatabase {
+    ///   ``init(path:options:levelDB:)`` throws for an existing database.
+    ///
+    /// `levelDB`: the LevelDB options the snapshot is opened with (``LevelDBOptions/buriDefaults`` unless given).
+    public static func readingSnapshot(of path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults,
+                                       temporaryDirectory: String? = nil) throws(BuriError) -> BuriDatabase {
         let files: DatabaseFileSnapshot
         do throws(DatabaseFileSnapshotError) {
             files = try DatabaseFileSnapshot.take(of: path, in: temporaryDirectory ?? FileManager.default.temporaryDirectory.path)
         } catch {
             throw .storage(StorageError(code: error.kind == .keptChanging ? .unavailable : .ioError, message: error.description, location: path))
         }
-        return try BuriDatabase(readingSnapshot: files, options: options)
+        return try BuriDatabase(readingSnapshot: files, options: options, levelDB: levelDB)
     }
 
-    /// Opens the Buri database in a snapshot already taken (see ``readingSnapshot(of:options:temporaryDirectory:)``),
+    /// Opens the Buri database in a snapshot already taken (see ``readingSnapshot(of:options:levelDB:temporaryDirectory:)``),
     /// for callers that handle ``DatabaseFileSnapshotError`` themselves. The database owns `files`
     /// from here on: closing it (or a failure to open) removes them.
     ///
@@ -46,14 +50,15 @@ extension BuriDatabase {
     /// let files = try DatabaseFileSnapshot.take(of: "people.buri", in: "/var/tmp")
     /// let db = try BuriDatabase(readingSnapshot: files)
     /// ```
-    public convenience init(readingSnapshot files: DatabaseFileSnapshot, options: BuriOptions = BuriOptions()) throws(BuriError) {
+    public convenience init(readingSnapshot files: DatabaseFileSnapshot, options: BuriOptions = BuriOptions(),
+                            levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) {
         var options = options
         options.createIfMissing = false
         // Purging is a write: a snapshot only notes what is pending.
         options.purgesInBackground = false
         let engine: LevelDBEngine
         do {
-            engine = try LevelDBEngine(readingSnapshot: files, options: options.storage)
+            engine = try LevelDBEngine(readingSnapshot: files, options: levelDB)
         } catch {
             let failure = Self.openFailure(error, path: files.source, logs: files.path)
             files.remove()

@@ -1,7 +1,12 @@
+// The engines (LevelDB, the default; in-memory) come with Buri: an app that imports Buri opens
+// a path, a temporary or an in-memory database without importing them itself.
+@_exported import BuriEngines
 import BuriStorage
 import Synchronization
 
-/// How to open a Buri database.
+/// How to open a Buri database, whatever its engine. An engine's own options are given where that
+/// engine is made: LevelDB's to the calls that open a directory (``BuriDatabase/init(path:options:levelDB:)``,
+/// ``BuriDatabase/temporary(options:levelDB:)``, …) or to its kind in a ``StorageEngines`` registry.
 ///
 /// ```swift
 /// var options = BuriOptions()
@@ -15,13 +20,6 @@ public struct BuriOptions: Sendable {
     /// Flush every write to stable storage before returning (see the README's durability model).
     /// Default `false`: writes survive a process crash but the last few may be lost in a power cut.
     public var syncWrites: Bool = false
-    /// The LevelDB options of a database opened by path. Buri's defaults add a 10-bit bloom filter
-    /// (fast misses when storing new objects), a 32 MiB block cache and `paranoidChecks`: opening a
-    /// database whose log holds a damaged record fails with ``BuriError/damaged(path:bucket:reason:)``
-    /// instead of silently dropping the writes in it (a write cut off at the log's very end by a
-    /// crash is still recovered normally). Turn it off only to open such a database as LevelDB
-    /// would, losing them.
-    public var storage: LevelDBOptions
     /// How many times a write or transaction is tried on a shared engine when another client's
     /// commit conflicts with what it read, before ``BuriError/conflict(attempts:detail:)``. Default 8.
     public var maxCommitAttempts: Int = 8
@@ -30,14 +28,7 @@ public struct BuriOptions: Sendable {
     /// ``BuriDatabase/pendingPurges()``) until ``BuriDatabase/purgeRetiredBuckets()`` is called.
     public var purgesInBackground: Bool = true
 
-    public init() {
-        var storage = LevelDBOptions()
-        storage.paranoidChecks = true
-        storage.bloomFilterBitsPerKey = 10
-        storage.blockCacheSize = 32 << 20
-        storage.writeBufferSize = 8 << 20
-        self.storage = storage
-    }
+    public init() {}
 }
 
 /// An open Buri database: buckets of objects and their indexes, on a storage engine.
@@ -56,7 +47,8 @@ public struct BuriOptions: Sendable {
 /// ```
 ///
 /// ## Topics
-/// - Opening: ``init(path:options:)``, ``inMemory(options:)``, ``temporary(options:)``, ``init(engine:options:closesEngine:)``
+/// - Opening: ``init(path:options:levelDB:)``, ``init(location:options:engines:)``, ``create(location:options:engines:)``,
+///   ``inMemory(options:)``, ``temporary(options:levelDB:)``, ``init(engine:options:closesEngine:)``
 /// - Buckets: ``bucket(_:named:progress:)``, ``bucketNames()``, ``bucketInfo(named:)``, ``rawBucket(named:)``, ``dropBucket(named:)``
 /// - Transactions: ``write(_:)``, ``read(_:)``, ``backup(to:)``
 /// - Life cycle: ``close()``, ``formatVersion``
@@ -104,14 +96,24 @@ public final class BuriDatabase: Sendable {
 
     /// Opens the Buri database in directory `path` (LevelDB), creating it if allowed.
     ///
+    /// `levelDB` are the LevelDB options it is opened with (``LevelDBOptions/buriDefaults``
+    /// unless given; `createIfMissing` follows `options`). With Buri's default `paranoidChecks`,
+    /// a log holding a damaged record is reported as damage rather than its writes dropped.
+    ///
+    /// ```swift
+    /// var levelDB = LevelDBOptions.buriDefaults
+    /// levelDB.blockCacheSize = 256 << 20
+    /// let db = try BuriDatabase(path: "people.buri", levelDB: levelDB)
+    /// ```
+    ///
     /// - Throws: ``BuriError/notABuriDatabase(path:)`` for a LevelDB database Buri did not create,
     ///   ``BuriError/unsupportedFormat(path:found:supported:)`` for one written by a newer Buri
     ///   (neither writes anything), ``BuriError/damaged(path:bucket:reason:)`` for damaged files
     ///   (a log record or table block failing its checksum; nothing is dropped or changed — salvage
-    ///   with ``repair(path:options:)``), ``BuriError/storage(_:)`` for other storage errors such as
+    ///   with ``repair(path:options:levelDB:)``), ``BuriError/storage(_:)`` for other storage errors such as
     ///   a database in use by another handle or process.
-    public convenience init(path: String, options: BuriOptions = BuriOptions()) throws(BuriError) {
-        var storageOptions = options.storage
+    public convenience init(path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) {
+        var storageOptions = levelDB
         storageOptions.createIfMissing = options.createIfMissing
         let engine: LevelDBEngine
         do {
@@ -120,6 +122,53 @@ public final class BuriDatabase: Sendable {
             throw Self.openFailure(error, path: path)
         }
         try self.init(engine: engine, options: options)
+    }
+
+    /// Opens the Buri database at `location` on the engine a registry picks for it: a directory
+    /// (LevelDB, the default kind), or any location a registered kind claims (`etcd://…` once
+    /// `EtcdEngine.Kind` is registered). The one way tools open what a user names; engine options
+    /// are those of the registered kinds. Creates the database if `options.createIfMissing`.
+    ///
+    /// ```swift
+    /// var engines = StorageEngines.standard
+    /// engines.register(EtcdEngine.Kind())                  // from BuriEtcd
+    /// let local = try BuriDatabase(location: "people.buri", engines: engines)
+    /// let shared = try BuriDatabase(location: "etcd://127.0.0.1:2379/people", engines: engines)
+    /// ```
+    ///
+    /// - Throws: what ``init(path:options:levelDB:)`` throws for a directory; for other engines,
+    ///   ``BuriError/storage(_:)`` with the engine's error (`invalidArgument` for a malformed
+    ///   location), and the format errors of ``init(engine:options:closesEngine:)``.
+    public convenience init(location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard) throws(BuriError) {
+        let mode: StorageOpenOptions.Mode = options.createIfMissing ? .openOrCreate : .existing
+        try self.init(engine: Self.openEngine(location, mode: mode, engines: engines), options: options)
+    }
+
+    /// Creates a new Buri database at `location` (see ``init(location:options:engines:)``),
+    /// failing if the location holds data already — a directory with a database, an etcd name
+    /// with keys — so that two processes creating one database at once never share it unknowingly.
+    ///
+    /// ```swift
+    /// let db = try BuriDatabase.create(location: "new.buri")
+    /// ```
+    ///
+    /// - Throws: ``BuriError/storage(_:)`` when the location holds data (LevelDB's message says
+    ///   `error_if_exists`), and what ``init(location:options:engines:)`` throws.
+    public static func create(location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard) throws(BuriError) -> BuriDatabase {
+        var options = options
+        options.createIfMissing = true
+        return try BuriDatabase(engine: openEngine(location, mode: .createNew, engines: engines), options: options)
+    }
+
+    /// The engine for `location`, with damage met at open described as ``init(path:options:levelDB:)`` does.
+    private static func openEngine(_ location: String, mode: StorageOpenOptions.Mode, engines: StorageEngines) throws(BuriError) -> any StorageEngine {
+        let kind = engines.kind(for: location)
+        do {
+            try kind.validate(location)
+            return try kind.open(location, options: StorageOpenOptions(mode: mode))
+        } catch {
+            throw kind.capabilities.contains(.files) ? openFailure(error, path: location) : .wrap(error)
+        }
     }
 
     /// A new, empty database in memory: nothing touches the disk, and everything is gone when it
@@ -135,18 +184,19 @@ public final class BuriDatabase: Sendable {
     }
 
     /// A new, empty database in a fresh directory under the system's temporary directory,
-    /// removed with everything in it when the database is closed.
+    /// removed with everything in it when the database is closed. `levelDB`: the LevelDB options
+    /// (``LevelDBOptions/buriDefaults`` unless given).
     ///
     /// ```swift
     /// let db = try BuriDatabase.temporary()
     /// defer { db.close() }   // the directory is gone after this
     /// ```
-    public static func temporary(options: BuriOptions = BuriOptions()) throws(BuriError) -> BuriDatabase {
+    public static func temporary(options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> BuriDatabase {
         var options = options
         options.createIfMissing = true
         let engine: LevelDBEngine
         do {
-            engine = try LevelDBEngine.temporary(options: options.storage)
+            engine = try LevelDBEngine.temporary(options: levelDB)
         } catch {
             throw .storage(error)
         }

@@ -32,7 +32,7 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// LevelDB cannot read the database's files: a table block or log record fails its checksum,
     /// is garbled or is cut short. `bucket` names the bucket being read when the damage was met
     /// (`nil` while opening). A read never returns a shorter result instead, and opening refuses
-    /// a damaged log rather than dropping the writes in it; ``BuriDatabase/repair(path:options:)``
+    /// a damaged log rather than dropping the writes in it; ``BuriDatabase/repair(path:options:levelDB:)``
     /// (`buri repair PATH`) salvages what is readable and says what it could not recover.
     case damaged(path: String, bucket: String?, reason: String)
     /// The directory holds a LevelDB database that Buri did not create.

@@ -1,7 +1,8 @@
 import BuriCodec
+import BuriEngines
 import BuriStorage
 
-/// A bucket whose catalog entry was lost and that ``BuriDatabase/repair(path:options:)`` wrote
+/// A bucket whose catalog entry was lost and that ``BuriDatabase/repair(path:options:levelDB:)`` wrote
 /// again, so that its surviving objects stay reachable.
 ///
 /// ```swift

@@ -15,7 +15,7 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// A key in a bucket space whose bucket is not in the catalog, or a key Buri cannot parse.
         /// The records and index entries of a bucket id without catalog entry (one whose catalog
         /// entry was lost) are one problem per id, named `#<id>`, and are never deleted: they may be
-        /// all that is left of its objects; ``BuriDatabase/repair(path:options:)`` gives the bucket a
+        /// all that is left of its objects; ``BuriDatabase/repair(path:options:levelDB:)`` gives the bucket a
         /// catalog entry again.
         case strayKey
         /// A record whose header or payload cannot be read.
@@ -75,7 +75,7 @@ extension BuriDatabase {
     /// record headers (deleting dangling, stale and unknown entries, adding missing ones) in one
     /// atomic batch; damaged records are reported, never deleted, and neither are the keys of a
     /// bucket id that has records but no catalog entry (reported as one problem naming `#<id>`:
-    /// ``repair(path:options:)`` rebuilds its catalog entry).
+    /// ``repair(path:options:levelDB:)`` rebuilds its catalog entry).
     ///
     /// ```swift
     /// let report = try db.check()
@@ -84,7 +84,7 @@ extension BuriDatabase {
     ///
     /// - Throws: ``BuriError/damaged(path:bucket:reason:)`` naming the bucket being read when
     ///   LevelDB cannot read a block: damaged files are not a list of problems but a reason to run
-    ///   ``repair(path:options:)``, and a check that skipped them would report too little.
+    ///   ``repair(path:options:levelDB:)``, and a check that skipped them would report too little.
     public func check(repair: Bool = false, progress: ((Int) -> Void)? = nil) throws(BuriError) -> ConsistencyReport {
         try withWriteLock { () throws(BuriError) -> ConsistencyReport in
             var reading: String?

@@ -1,3 +1,4 @@
+import BuriStorage
 import Synchronization
 
 /// An engine that keeps everything in memory, for tests, previews and caches: ordered, with real

@@ -1,3 +1,4 @@
+import BuriStorage
 import LevelDB
 import Synchronization
 #if canImport(FoundationEssentials)
@@ -218,10 +219,10 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     /// The number of commit observers registered (for tests of observation life cycles).
     public var commitObserverCount: Int { observers.observerCount }
 
-    public func compact(_ range: KeyRange?) throws {
+    public func compact(_ range: BuriStorage.KeyRange?) throws {
         if snapshotFiles != nil { throw readOnlyRefusal("compact") }
         do {
-            try database.compact(range)
+            try database.compact(range.map { LevelDB.KeyRange($0) })
         } catch {
             throw StorageError(error)
         }
@@ -240,9 +241,9 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         }
     }
 
-    public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] {
+    public func approximateSizes(of ranges: [BuriStorage.KeyRange]) throws -> [UInt64] {
         do {
-            return try database.approximateSizes(of: ranges)
+            return try database.approximateSizes(of: ranges.map { LevelDB.KeyRange($0) })
         } catch {
             throw StorageError(error, alias: alias)
         }
@@ -305,9 +306,9 @@ class LevelDBReader: StorageReader, @unchecked Sendable {
         }
     }
 
-    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+    func cursor(in range: BuriStorage.KeyRange, reverse: Bool) throws -> any StorageCursor {
         do {
-            return LevelDBCursor(try database.cursor(in: range, reverse: reverse, options: options), alias: alias)
+            return LevelDBCursor(try database.cursor(in: LevelDB.KeyRange(range), reverse: reverse, options: options), alias: alias)
         } catch {
             throw StorageError(error, alias: alias)
         }
@@ -357,4 +358,12 @@ final class LevelDBBatch: StorageBatch {
     func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) { batch.put(key, value) }
     func delete(_ key: [UInt8]) { batch.delete(key) }
     func delete(_ key: UnsafeRawBufferPointer) { batch.delete(key) }
+}
+
+extension LevelDB.KeyRange {
+    /// The same range in LevelDB's type: the engine boundary, where Buri's ranges meet LevelDB's.
+    @inline(__always)
+    init(_ range: BuriStorage.KeyRange) {
+        self.init(start: range.start, end: range.end)
+    }
 }
