@@ -14,13 +14,24 @@ extension Bucket where T: Sendable {
         try await StorageQueue.run { [self] () throws(BuriError) in try store(object) }
     }
 
-    /// Stores every object in one atomic batch, suspending instead of blocking the caller.
+    /// Stores every object in one atomic batch (see ``store(_:)-(some Sequence<T>)``), suspending
+    /// instead of blocking the caller.
     ///
     /// ```swift
     /// try await people.store([anna, lars])
     /// ```
     public func store(_ objects: [T]) async throws(BuriError) {
         try await StorageQueue.run { [self] () throws(BuriError) in try store(objects) }
+    }
+
+    /// Stores every object in one atomic batch, encoding a large array on every core (see
+    /// ``storeConcurrently(_:)``), suspending instead of blocking the caller.
+    ///
+    /// ```swift
+    /// try await people.storeConcurrently(thousandsOfPeople)
+    /// ```
+    public func storeConcurrently(_ objects: [T]) async throws(BuriError) {
+        try await StorageQueue.run { [self] () throws(BuriError) in try storeConcurrently(objects) }
     }
 
     /// Deletes the object stored under `key`; returns whether there was one.
@@ -48,21 +59,29 @@ extension Bucket where T: Sendable {
         try await StorageQueue.run { [self] () throws(BuriError) in try object(forKey: key) }
     }
 
-    /// The objects matching `query`, read from one snapshot.
+    /// The objects matching `query` (all by default), read from one snapshot.
     ///
     /// ```swift
     /// let adults = try await people.objects(.index("age", in: 18...))
     /// ```
-    public func objects(_ query: Query) async throws(BuriError) -> [T] {
+    public func objects(_ query: Query = .all) async throws(BuriError) -> [T] {
         try await StorageQueue.run { [self] () throws(BuriError) in try objects(query) }
     }
 
-    /// The keys matching `query`.
-    public func keys(_ query: Query) async throws(BuriError) -> [String] {
+    /// The keys matching `query` (all by default).
+    ///
+    /// ```swift
+    /// let english = try await people.keys(.index("locale", equals: "EN"))
+    /// ```
+    public func keys(_ query: Query = .all) async throws(BuriError) -> [String] {
         try await StorageQueue.run { [self] () throws(BuriError) in try keys(query) }
     }
 
     /// The number of objects matching `query`.
+    ///
+    /// ```swift
+    /// let english = try await people.count(.index("locale", equals: "EN"))
+    /// ```
     public func count(_ query: Query) async throws(BuriError) -> Int {
         try await StorageQueue.run { [self] () throws(BuriError) in try count(query) }
     }

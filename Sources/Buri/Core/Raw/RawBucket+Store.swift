@@ -30,7 +30,7 @@ extension RawBucket {
             pending.reserveCapacity(writes.count)
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
-            let uniqueIds = Set(madeDescriptor.indexes.filter(\.unique).map(\.id))
+            let uniqueIds = Set(madeDescriptor.indexes.filter(\.isUnique).map(\.id))
             // A bucket with no record at the writer's view has no old header to read for any key:
             // the only earlier versions are those in this batch (`pending`). One seek instead of a
             // point read per object; through a shared engine's recording reader the scanned range
