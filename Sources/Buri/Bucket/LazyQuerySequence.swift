@@ -12,6 +12,13 @@
 /// let english = people.lazyKeys(.index("locale", equals: "EN"))
 /// let firstTen = Array(english.prefix(10))
 /// ```
+///
+/// One type serves objects and keys: what an element is, and how it is read from the query's
+/// cursor, is fixed when ``Bucket`` makes the sequence (one call per element, no boxing).
+///
+/// ## Topics
+/// - How an iteration ended: ``error``, ``isComplete``
+/// - Iterating by hand: ``makeIterator()``, ``Iterator``
 public struct LazyQuerySequence<Element>: Sequence {
     let raw: RawBucket
     let query: Query
