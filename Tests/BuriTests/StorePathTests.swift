@@ -215,7 +215,7 @@ struct StorePathTests {
         // Through the public API: the same records as objects stored one batch at a time, serially.
         let test = try TestDatabase(.memory)
         let people = try test.db.bucket(PersonRecord.self)
-        try people.store(objects)
+        try people.storeConcurrently(objects)
         for chunk in stride(from: 0, to: count, by: 1_000) {
             try serialPeople.store(AnySequence(objects[chunk..<Swift.min(count, chunk + 1_000)]))
         }
@@ -236,7 +236,7 @@ struct StorePathTests {
         let early = Bucket<Measurement>.encodingChunkSize + 3, late = count - 2
         objects[late].value = .nan
         objects[early].value = .nan
-        let error = #expect(throws: BuriError.self) { try bucket.store(objects) }
+        let error = #expect(throws: BuriError.self) { try bucket.storeConcurrently(objects) }
         guard case .invalidIndexValue(_, let key, let index, _)? = error else {
             Issue.record("expected invalidIndexValue, got \(String(describing: error))")
             return

@@ -85,12 +85,12 @@ final class BuriBestSystem: System {
     // (valgrind --toggle-collect='*BuriBestSystemC10sequential*').
 
     @inline(never) func simpleFill() throws -> Int {
-        try tokens.store(workload.tokens)
+        try tokens.storeConcurrently(workload.tokens)
         return workload.tokens.count
     }
 
     @inline(never) func complexFill() throws -> Int {
-        try people.store(bestPeople)
+        try people.storeConcurrently(bestPeople)
         return bestPeople.count
     }
 
@@ -118,7 +118,7 @@ final class BuriBestSystem: System {
     }
 
     @inline(never) func complexRefill() throws -> Int {
-        try people.store(bestChanged)
+        try people.storeConcurrently(bestChanged)
         agesChanged = true
         return bestChanged.count
     }
@@ -141,7 +141,7 @@ final class BuriBestSystem: System {
 
     @inline(never) func observedRefill() throws -> Int {
         let target = agesChanged ? bestPeople : bestChanged
-        try people.store(target)
+        try people.storeConcurrently(target)
         agesChanged.toggle()
         return target.count
     }

@@ -41,12 +41,12 @@ final class BuriSystem: System {
     // (valgrind --toggle-collect='*BuriSystemC10sequential*').
 
     @inline(never) func simpleFill() throws -> Int {
-        try tokens.store(workload.tokens)  // one atomic batch
+        try tokens.storeConcurrently(workload.tokens)  // one atomic batch
         return workload.tokens.count
     }
 
     @inline(never) func complexFill() throws -> Int {
-        try people.store(workload.people)
+        try people.storeConcurrently(workload.people)
         return workload.people.count
     }
 
@@ -74,7 +74,7 @@ final class BuriSystem: System {
     }
 
     @inline(never) func complexRefill() throws -> Int {
-        try people.store(workload.changed)
+        try people.storeConcurrently(workload.changed)
         agesChanged = true
         return workload.changed.count
     }
@@ -102,7 +102,7 @@ final class BuriSystem: System {
     /// registered on the bucket: the cost of observation to a writer.
     @inline(never) func observedRefill() throws -> Int {
         let target = agesChanged ? workload.people : workload.changed
-        try people.store(target)
+        try people.storeConcurrently(target)
         agesChanged.toggle()
         return target.count
     }

@@ -15,17 +15,20 @@ import Synchronization
 ///
 /// try people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
 /// let dirk = try people.object(forKey: "p1")
-/// let englishKeys = try people.keys(index: "locale", equalTo: "EN")
-/// let twenties = try people.objects(index: "age", in: 20...29)
+/// let englishKeys = try people.keys(.index("locale", equals: "EN"))
+/// let twenties = try people.objects(.index("age", in: 20...29))
 /// let oldest = try people.objects(.index("age", in: 18...).descending().limit(10))
 /// try people.delete(key: "p1")
 /// ```
 ///
 /// ## Topics
 /// - Reading one: ``object(forKey:)``, ``contains(key:)``
-/// - Writing: ``store(_:)-(T)``, ``store(_:)-(some Sequence<T>)``, ``delete(key:)``, ``delete(_:)``, ``deleteAll()``
-/// - Queries: ``keys(_:)``, ``objects(_:)``, ``count(_:)``, ``page(_:size:)``, ``cursor(_:)``, ``lazyObjects(_:)``, ``lazyKeys(_:)``
-/// - The original API: ``keys(index:equalTo:)``, ``objects(index:equalTo:)``, ``keys(index:in:)``, ``objects(index:in:)``, ``allKeys()``, ``allObjects()``
+/// - Writing: ``store(_:)-(T)``, ``store(_:)-(some Sequence<T>)``, ``storeConcurrently(_:)``, ``delete(key:)``,
+///   ``delete(keys:)``, ``delete(_:)``, ``deleteAll()``
+/// - Queries: ``keys(_:)``, ``objects(_:)``, ``entries(_:)``, ``count()``, ``count(_:)``, ``page(_:size:)``,
+///   ``keyPage(_:size:)``, ``cursor(_:)``, ``lazyObjects(_:)``, ``lazyKeys(_:)``, ``min(index:)``, ``max(index:)``
+/// - Deprecated: the names Buri first had for these (`allKeys()`, `objects(index:equalTo:)`, …) forward to
+///   them from `Bucket+Deprecated.swift`.
 public final class Bucket<T: BuriSupport>: Sendable {
     /// The untyped bucket underneath, for tools and advanced use.
     public let raw: RawBucket
@@ -167,7 +170,12 @@ public final class Bucket<T: BuriSupport>: Sendable {
     }
 
     /// Stores every object in one atomic batch: all of them or, on any error, none.
-    /// A key that appears twice ends up with its last object.
+    /// A key that appears twice ends up with its last object. Objects are encoded on the calling
+    /// thread, one after another; ``storeConcurrently(_:)`` encodes a large array on every core.
+    ///
+    /// ```swift
+    /// try people.store([anna, lars])   // both or neither
+    /// ```
     public func store(_ objects: some Sequence<T>) throws(BuriError) {
         var writes: [RawBucket.RecordWrite] = []
         writes.reserveCapacity(objects.underestimatedCount)
@@ -211,28 +219,50 @@ public final class Bucket<T: BuriSupport>: Sendable {
 
     // MARK: Queries
 
-    /// The number of objects in the bucket.
+    /// The number of objects in the bucket: one key read, however many there are.
+    ///
+    /// ```swift
+    /// let total = try people.count()
+    /// ```
     public func count() throws(BuriError) -> Int { try raw.count() }
 
     /// The number of objects matching `query`, from index entries alone.
+    ///
+    /// ```swift
+    /// let english = try people.count(.index("locale", equals: "EN"))
+    /// ```
     public func count(_ query: Query) throws(BuriError) -> Int { try raw.count(query) }
 
-    /// The keys of the objects matching `query`, without reading the objects.
-    public func keys(_ query: Query) throws(BuriError) -> [String] { try raw.keys(query) }
+    /// The keys of the objects matching `query` (all keys, in key order, by default), without
+    /// reading the objects.
+    ///
+    /// ```swift
+    /// let everyone = try people.keys()
+    /// let english = try people.keys(.index("locale", equals: "EN"))
+    /// ```
+    public func keys(_ query: Query = .all) throws(BuriError) -> [String] { try raw.keys(query) }
 
-    /// The objects matching `query`.
+    /// The objects matching `query` (all objects, in key order, by default).
+    ///
+    /// ```swift
+    /// let twenties = try people.objects(.index("age", in: 20...29))
+    /// ```
     // @inlinable (public API only inside): specialized in the caller's module, the array of `T`
     // grows by moves instead of unspecialized per-element copies, a third of a 2i object read.
     // For a `Sendable` `T`, the overloads in ParallelDecode.swift decode a large result on every core.
     @inlinable
-    public func objects(_ query: Query) throws(BuriError) -> [T] {
+    public func objects(_ query: Query = .all) throws(BuriError) -> [T] {
         let cursor = try cursor(query)
         var objects: [T] = []
         while let object = try cursor.next() { objects.append(object) }
         return objects
     }
 
-    /// The keys and objects matching `query`.
+    /// The keys and objects matching `query`, in the query's order.
+    ///
+    /// ```swift
+    /// for (key, person) in try people.entries(.index("age", in: 20...29)) { print(key, person.name) }
+    /// ```
     public func entries(_ query: Query) throws(BuriError) -> [(key: String, object: T)] {
         let cursor = try cursor(query)
         var entries: [(key: String, object: T)] = []
@@ -265,68 +295,69 @@ public final class Bucket<T: BuriSupport>: Sendable {
 
     /// One page of at most `size` keys matching `query`, and a token for the next page; pages
     /// exactly as ``page(_:size:)`` does.
+    ///
+    /// ```swift
+    /// let first = try people.keyPage(.index("age", in: 20...), size: 100)
+    /// let second = try people.keyPage(.index("age", in: 20...).after(first.next), size: 100)
+    /// ```
     public func keyPage(_ query: Query, size: Int) throws(BuriError) -> Page<String> {
         try raw.keyPage(query, size: size)
     }
 
-    /// A streaming cursor over the objects matching `query`: bounded memory, one snapshot.
+    /// A streaming cursor over the objects matching `query`: bounded memory, one snapshot, and
+    /// errors thrown where they occur.
+    ///
+    /// ```swift
+    /// let cursor = try people.cursor(.index("age", in: 22...24))
+    /// while let person = try cursor.next() { print(person.name) }
+    /// ```
     public func cursor(_ query: Query) throws(BuriError) -> ObjectCursor<T> {
-        ObjectCursor(bucket: self, raw: try raw.makeCursor(query))
+        ObjectCursor(bucket: self, raw: try raw.cursor(query))
     }
 
-    /// The objects matching `query` as a lazy `Sequence` that streams from LevelDB.
-    /// See ``ObjectSequence`` for how errors surface.
-    public func lazyObjects(_ query: Query = .all) -> ObjectSequence<T> { ObjectSequence(bucket: self, query: query) }
+    /// The objects matching `query` as a lazy `Sequence` that streams from storage, each iteration
+    /// from its own snapshot. See ``LazyQuerySequence`` for how errors surface.
+    ///
+    /// ```swift
+    /// let everyone = people.lazyObjects()
+    /// for person in everyone { total += person.age }
+    /// if let error = everyone.error { throw error }
+    /// ```
+    public func lazyObjects(_ query: Query = .all) -> LazyQuerySequence<T> {
+        LazyQuerySequence(raw: raw, query: query) { [self] cursor throws(BuriError) -> T? in
+            guard try cursor.nextObject() else { return nil }
+            do {
+                return try decodeObject(cursor.currentPayload)
+            } catch {
+                // The key is built only here: returning objects does not need it.
+                throw .decodingFailed(bucket: name, key: cursor.currentKey, type: String(describing: T.self), reason: String(describing: error))
+            }
+        }
+    }
 
-    /// The keys matching `query` as a lazy `Sequence` that streams from LevelDB.
-    public func lazyKeys(_ query: Query = .all) -> KeySequence { KeySequence(raw: raw, query: query) }
+    /// The keys matching `query` as a lazy `Sequence` that streams from storage; errors surface as
+    /// in ``lazyObjects(_:)``.
+    ///
+    /// ```swift
+    /// for key in people.lazyKeys(.index("locale", equals: "EN")) { print(key) }
+    /// ```
+    public func lazyKeys(_ query: Query = .all) -> LazyQuerySequence<String> {
+        LazyQuerySequence(raw: raw, query: query) { cursor throws(BuriError) -> String? in try cursor.nextKey() }
+    }
 
     /// The smallest value of a numeric or binary index (its first component), read from the index alone.
+    ///
+    /// ```swift
+    /// let youngest = try people.min(index: "age")   // 18, or nil for an empty index
+    /// ```
     public func min(index: String) throws(BuriError) -> IndexValue? { try raw.extremeValue(index: index, last: false) }
 
     /// The largest value of an index (its first component), read from the index alone.
+    ///
+    /// ```swift
+    /// let oldest = try people.max(index: "age")
+    /// ```
     public func max(index: String) throws(BuriError) -> IndexValue? { try raw.extremeValue(index: index, last: true) }
-
-    // MARK: The original Buri API
-
-    /// All keys, in key order.
-    public func allKeys() throws(BuriError) -> [String] { try keys(.all) }
-
-    /// All objects, in key order.
-    @inlinable
-    public func allObjects() throws(BuriError) -> [T] { try objects(.all) }
-
-    /// Keys of the objects whose index `index` equals `value` exactly ("E" never matches "EN").
-    public func keys(index: String, equalTo value: IndexValue) throws(BuriError) -> [String] {
-        try keys(.index(index, equals: value))
-    }
-
-    /// Objects whose index `index` equals `value` exactly.
-    @inlinable
-    public func objects(index: String, equalTo value: IndexValue) throws(BuriError) -> [T] {
-        try objects(.index(index, equals: value))
-    }
-
-    /// Keys of the objects whose index value lies in `range`, both bounds included.
-    public func keys(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [String] {
-        try keys(.index(index, in: range))
-    }
-
-    /// Objects whose index value lies in `range`, both bounds included.
-    @inlinable
-    public func objects(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [T] {
-        try objects(.index(index, in: range))
-    }
-
-    /// Keys of the objects whose binary index value begins with `prefix`.
-    public func keys(index: String, prefix: String) throws(BuriError) -> [String] {
-        try keys(.index(index, prefix: prefix))
-    }
-
-    /// Objects whose binary index value begins with `prefix`.
-    public func objects(index: String, prefix: String) throws(BuriError) -> [T] {
-        try objects(.index(index, prefix: prefix))
-    }
 }
 
 /// Streams the objects of one query, from one snapshot, decoding each as it is reached.
@@ -366,130 +397,23 @@ public final class ObjectCursor<T: BuriSupport> {
     public var continuation: ContinuationToken? { raw.continuation }
 }
 
-/// The objects of a query as a `Sequence`. Each iteration takes its own snapshot and streams in
-/// bounded memory. A `for` loop cannot throw, so an error (a damaged record or file, an I/O error)
-/// ends the iteration early and is kept in ``error``, and ``isComplete`` stays `false`: check one
-/// of them after the loop, or use ``Bucket/cursor(_:)``, which throws.
-///
-/// ```swift
-/// let everyone = people.lazyObjects()
-/// for person in everyone { total += person.age }
-/// if let error = everyone.error { throw error }
-/// ```
-public struct ObjectSequence<T: BuriSupport>: Sequence {
-    let bucket: Bucket<T>
-    let query: Query
-    private let errorBox = ErrorBox()
-
-    init(bucket: Bucket<T>, query: Query) {
-        self.bucket = bucket
-        self.query = query
-    }
-
-    /// The error that ended the most recent iteration early, if any.
-    public var error: BuriError? { errorBox.error }
-
-    /// Whether the most recent iteration reached the end of the results: `false` while it runs,
-    /// after it stopped early, and after an error.
-    public var isComplete: Bool { errorBox.complete }
-
-    public func makeIterator() -> Iterator {
-        errorBox.error = nil
-        errorBox.complete = false
-        do {
-            return Iterator(cursor: try bucket.cursor(query), errorBox: errorBox)
-        } catch {
-            errorBox.error = error
-            return Iterator(cursor: nil, errorBox: errorBox)
-        }
-    }
-
-    public struct Iterator: IteratorProtocol {
-        var cursor: ObjectCursor<T>?
-        let errorBox: ErrorBox
-
-        public mutating func next() -> T? {
-            guard let current = cursor else { return nil }
-            do {
-                if let object = try current.next() { return object }
-                errorBox.complete = true
-            } catch {
-                errorBox.error = error
-            }
-            cursor = nil  // releases the LevelDB iterator and snapshot now
-            return nil
-        }
-    }
-}
-
-/// The keys of a query as a `Sequence`; errors behave as in ``ObjectSequence``.
-public struct KeySequence: Sequence {
-    let raw: RawBucket
-    let query: Query
-    private let errorBox = ErrorBox()
-
-    init(raw: RawBucket, query: Query) {
-        self.raw = raw
-        self.query = query
-    }
-
-    /// The error that ended the most recent iteration early, if any.
-    public var error: BuriError? { errorBox.error }
-
-    /// Whether the most recent iteration reached the end of the results (see ``ObjectSequence/isComplete``).
-    public var isComplete: Bool { errorBox.complete }
-
-    public func makeIterator() -> Iterator {
-        errorBox.error = nil
-        errorBox.complete = false
-        do {
-            return Iterator(cursor: try raw.makeCursor(query), errorBox: errorBox)
-        } catch {
-            errorBox.error = error
-            return Iterator(cursor: nil, errorBox: errorBox)
-        }
-    }
-
-    public struct Iterator: IteratorProtocol {
-        var cursor: RawQueryCursor?
-        let errorBox: ErrorBox
-
-        public mutating func next() -> String? {
-            guard let current = cursor else { return nil }
-            do {
-                if let key = try current.nextKey() { return key }
-                errorBox.complete = true
-            } catch {
-                errorBox.error = error
-            }
-            cursor = nil
-            return nil
-        }
-    }
-}
-
-/// Where a sequence's iterator leaves the error that stopped it, or that it reached the end.
-public final class ErrorBox: @unchecked Sendable {
-    // @unchecked: a sequence and its iterators are used on one thread at a time.
-    var error: BuriError?
-    var complete = false
-}
-
 // MARK: Encoding large batches on several cores
 
 extension Bucket where T: Sendable {
-    /// Stores every object in one atomic batch: all of them or, on any error, none. A key that
-    /// appears twice ends up with its last object.
+    /// Stores every object in one atomic batch, as ``store(_:)-(some Sequence<T>)`` does, encoding
+    /// a large array on every core: all of them or, on any error, none. A key that appears twice
+    /// ends up with its last object.
     ///
     /// An array of ``parallelEncodingThreshold`` objects or more is encoded on every core (each
     /// object's CBOR and index values are independent of the others), in chunks whose results are
     /// put into the batch in the array's order, so the batch is byte for byte the one the serial
     /// path builds; the first object that fails to encode, in array order, is the error thrown.
+    /// A smaller array is encoded on the calling thread.
     ///
     /// ```swift
-    /// try people.store(thousandsOfPeople)   // encoded in parallel, written in one batch
+    /// try people.storeConcurrently(thousandsOfPeople)   // encoded on every core, written in one batch
     /// ```
-    public func store(_ objects: [T]) throws(BuriError) {
+    public func storeConcurrently(_ objects: [T]) throws(BuriError) {
         let writes = try prepareAll(objects)
         if !writes.isEmpty { try raw.write(writes) }
     }

@@ -199,7 +199,7 @@ extension BuriDatabase {
         }
         if buildIds.isEmpty == false || dropIds.isEmpty == false {
             // Unique indexes built over existing data must actually be unique.
-            for definition in building where definition.unique {
+            for definition in building where definition.isUnique {
                 try verifyUnique(raw: raw, index: definition)
             }
         }
@@ -208,7 +208,7 @@ extension BuriDatabase {
     /// Decodes every object of the bucket and computes its entries for the indexes being built,
     /// writing nothing; throws what the build would throw (including a unique value held twice).
     private func validateBuild<T: BuriSupport>(bucket: Bucket<T>, from old: BucketDescriptor, building: [IndexDefinition]) throws(BuriError) {
-        let uniqueIds = Set(building.filter(\.unique).map(\.id))
+        let uniqueIds = Set(building.filter(\.isUnique).map(\.id))
         let buildIds = Set(building.map(\.id))
         var claimed: [RecordHeader.Entry: String] = [:]
         try run(bucket: old.name) {

@@ -20,14 +20,14 @@ import Synchronization
 // through the unconstrained methods of `Bucket`).
 
 extension Bucket where T: Sendable {
-    /// The objects matching `query`; a large result is decoded on every core, with the same
-    /// objects, order and first error as one thread would give.
+    /// The objects matching `query` (all objects, in key order, by default); a large result is
+    /// decoded on every core, with the same objects, order and first error as one thread would give.
     ///
     /// ```swift
     /// let twenties = try people.objects(.index("age", in: 20...29))
     /// ```
     @inlinable
-    public func objects(_ query: Query) throws(BuriError) -> [T] {
+    public func objects(_ query: Query = .all) throws(BuriError) -> [T] {
         let cursor = try cursor(query)
         let threshold = cursor.parallelThreshold
         var objects: [T] = []
@@ -39,30 +39,6 @@ extension Bucket where T: Sendable {
             }
         }
         return objects
-    }
-
-    /// All objects, in key order (decoded on every core when there are many).
-    @inlinable
-    public func allObjects() throws(BuriError) -> [T] { try objects(.all) }
-
-    /// Objects whose index `index` equals `value` exactly (decoded on every core when there are many).
-    @inlinable
-    public func objects(index: String, equalTo value: IndexValue) throws(BuriError) -> [T] {
-        try objects(.index(index, equals: value))
-    }
-
-    /// Objects whose index value lies in `range`, both bounds included (decoded on every core
-    /// when there are many).
-    @inlinable
-    public func objects(index: String, in range: ClosedRange<IndexValue>) throws(BuriError) -> [T] {
-        try objects(.index(index, in: range))
-    }
-
-    /// Objects whose binary index value begins with `prefix` (decoded on every core when there
-    /// are many).
-    @inlinable
-    public func objects(index: String, prefix: String) throws(BuriError) -> [T] {
-        try objects(.index(index, prefix: prefix))
     }
 }
 

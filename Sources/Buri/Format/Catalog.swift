@@ -22,8 +22,13 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     public var name: String
     /// The kinds of the values in its tuples: one for a plain index, several for a compound index.
     public var components: [IndexKind]
-    /// Whether a value tuple may belong to one object at most.
-    public var unique: Bool
+    /// Whether a value tuple may belong to one object at most (stored in the catalog as `unique`).
+    ///
+    /// ```swift
+    /// let email = try db.bucketInfo(named: "Person")?.index(named: "email")
+    /// if email?.isUnique == true { print("one object per email") }
+    /// ```
+    public var isUnique: Bool
     /// Whether an object may have several entries (an index over an array).
     public var multiValued: Bool
     /// The declaration's version; changing it rebuilds the index.
@@ -51,7 +56,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
         self.id = id
         self.name = name
         self.components = components
-        self.unique = unique
+        self.isUnique = unique
         self.multiValued = multiValued
         self.version = version
         self.fields = fields
@@ -63,11 +68,17 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// Whether two definitions describe the same index entries (ignoring the id and how tools
     /// read the values, which never changes the entries).
     func hasSameShape(as other: IndexDefinition) -> Bool {
-        name.hasSameBytes(as: other.name) && components == other.components && unique == other.unique
+        name.hasSameBytes(as: other.name) && components == other.components && isUnique == other.isUnique
             && multiValued == other.multiValued && version == other.version
     }
 
-    public var isUnique: Bool { unique }
+    /// The catalog's field names (`docs/FORMAT.md`, "Bucket catalog"): ``isUnique`` is stored as
+    /// `unique`, as it always was; the others under their own names, in declaration order.
+    enum CodingKeys: String, CodingKey {
+        case id, name, components
+        case isUnique = "unique"
+        case multiValued, version, fields, fieldForms, computed, fieldPaths
+    }
 }
 
 /// How a tool reads one index component's value from the object's field (recorded in the catalog).

@@ -292,7 +292,7 @@ extension BuriDatabase {
                 report.problems.append(problem)
                 continue
             }
-            if definition.unique {
+            if definition.isUnique {
                 if let previous = previousUnique, previous.bucket == descriptor.id, previous.index == definition.id, previous.tuple == split.tuple {
                     report.problems.append(ConsistencyProblem(kind: .uniqueConflict, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                                                               detail: "value \(shown) is also held by '\(previous.key)'"))

@@ -3,7 +3,7 @@ import BuriStorage
 /// Streams the results of one query from one snapshot, in bounded memory.
 ///
 /// ```swift
-/// let cursor = try raw.makeCursor(.index("age", in: 22...24))
+/// let cursor = try raw.cursor(.index("age", in: 22...24))
 /// while let key = try cursor.nextKey() { print(key) }
 /// ```
 ///

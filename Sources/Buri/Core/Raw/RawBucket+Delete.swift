@@ -1,0 +1,79 @@
+import BuriStorage
+
+// Deleting: objects by key with every index entry their headers list, or the whole bucket
+// (a generation switch outside a transaction).
+extension RawBucket {
+    /// Deletes objects and every index entry their stored headers list, in one atomic batch.
+    /// Keys that are not there are ignored. Returns how many objects were deleted.
+    @discardableResult
+    public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
+        try withWriter(sync: sync) { writer throws(BuriError) -> Int in
+            try checkCurrent(writer.reader)
+            var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
+            let reader = try readerForKeys(keys, writer.reader)
+            for key in keys where !deleted.contains(Array(key.utf8)) {
+                guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
+                for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
+                writer.batch.delete(recordKey(key))
+                deleted.insert(Array(key.utf8))
+            }
+            writer.adjustCount(of: bucketId, bucket: name, by: -deleted.count)
+            return deleted.count
+        }
+    }
+
+    /// Deletes every object and index entry of the bucket; keeps the bucket and its index
+    /// definitions. Returns how many objects were deleted (counted in the state the deletion
+    /// commits on).
+    ///
+    /// Outside a transaction this writes two keys whatever the size of the bucket: the bucket gets
+    /// a new, empty generation (a fresh bucket id) in one catalog commit, and the old generation's
+    /// keys are purged in the background, in chunks, resuming at the next open if the process ends
+    /// first (see ``BuriDatabase/pendingPurges()``). This view and every other view of the bucket
+    /// go on with the new generation. Inside ``BuriDatabase/write(_:)`` each key is deleted in the
+    /// transaction instead, so the transaction's later reads and writes see the bucket as before.
+    ///
+    /// ```swift
+    /// let removed = try raw.deleteAll()
+    /// try raw.count()   // 0
+    /// ```
+    @discardableResult
+    public func deleteAll(sync: Bool? = nil) throws(BuriError) -> Int {
+        if transaction != nil { return try deleteEachKey(sync: sync) }
+        return try withWriter(sync: sync) { writer throws(BuriError) -> Int in
+            try checkCurrent(writer.reader)
+            guard let stored = try database.bucketInfo(named: name, reader: writer.reader) else {
+                throw .unknownBucket(name: name, known: try database.bucketNames(reader: writer.reader))
+            }
+            // One key read: the stored count (counted only in a database no format-4 writer has written).
+            let count = try database.objectCount(of: stored.id, bucket: name, reader: writer.reader)
+            if count == 0, try countEntries(in: .prefix(Keyspace.indexSpacePrefix(bucket: stored.id)), reader: writer.reader, cap: 1) == 0 {
+                return 0
+            }
+            let newId = try database.nextBucketId(reader: writer.reader)
+            try database.retire(stored, replacingWith: newId, writer: writer)
+            writer.batch.put(Keyspace.countKey(bucket: newId), Keyspace.countValue(0))
+            return count
+        }
+    }
+
+    /// `deleteAll` as one batch deleting every key (inside a transaction).
+    private func deleteEachKey(sync: Bool?) throws(BuriError) -> Int {
+        try withWriter(sync: sync) { writer throws(BuriError) -> Int in
+            try checkCurrent(writer.reader)
+            let id = bucketId
+            return try run {
+                var count = 0
+                let records = try writer.reader.cursor(in: .prefix(Keyspace.recordPrefix(bucket: id)))
+                while try records.next() {
+                    records.withKey { writer.batch.delete($0) }
+                    count += 1
+                }
+                let entries = try writer.reader.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: id)))
+                while try entries.next() { entries.withKey { writer.batch.delete($0) } }
+                writer.adjustCount(of: id, bucket: name, by: -count)
+                return count
+            }
+        }
+    }
+}

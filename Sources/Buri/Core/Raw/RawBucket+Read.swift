@@ -1,0 +1,105 @@
+import BuriStorage
+
+// Point reads and counts: one object's record or payload, whether it exists, how many objects or
+// index entries the bucket holds.
+extension RawBucket {
+    /// Lends the payload (CBOR bytes) of object `key` to `body`; returns `false`, without calling
+    /// it, if there is no such object. Checks the header without building it.
+    @discardableResult
+    func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
+        try withCurrentValue(forKey: key) { buffer throws -> Bool in
+            guard let buffer else { return false }
+            let offset: Int
+            do {
+                offset = try RecordHeader.payloadOffset(buffer)
+            } catch {
+                throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+            }
+            body(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            return true
+        }
+    }
+
+    /// The stored payload (CBOR bytes) and header of object `key`, or `nil`.
+    public func record(forKey key: String) throws(BuriError) -> StoredRecord? {
+        try withCurrentValue(forKey: key) { buffer throws -> StoredRecord? in
+            guard let buffer else { return nil }
+            let header: RecordHeader
+            let offset: Int
+            do {
+                (header, offset) = try RecordHeader.parse(buffer)
+            } catch {
+                throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+            }
+            return StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(buffer[offset...]))
+        }
+    }
+
+    /// Whether object `key` exists.
+    public func contains(key: String) throws(BuriError) -> Bool {
+        try withCurrentValue(forKey: key) { $0 != nil }
+    }
+
+    /// The number of objects in the bucket: one key read, the count every writer keeps in the same
+    /// commit as the records (a database older than format 4, opened without writing, is counted
+    /// record by record).
+    ///
+    /// ```swift
+    /// try raw.count()   // 100_000, without reading a record
+    /// ```
+    /// - Throws: ``BuriError/corruption(bucket:key:index:reason:)`` if the stored count is damaged
+    ///   (`buri check --repair` recounts it).
+    public func count() throws(BuriError) -> Int {
+        let (reader, bucket) = try readView()
+        let id = bucket.bucketId
+        guard let stored = try database.storedCount(of: id, bucket: name, reader: reader) else {
+            return try database.countRecords(of: id, bucket: name, reader: reader)
+        }
+        // Inside a transaction the count key is written at its commit: add what it changed so far.
+        return stored + (transaction?.counts.byId[id]?.delta ?? 0)
+    }
+
+    /// The number of entries index `index` holds (an object has one per distinct value of a
+    /// multi-valued index), counted from the index alone.
+    public func entryCount(index: String) throws(BuriError) -> Int {
+        guard let definition = madeDescriptor.index(named: index) else {
+            throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
+        }
+        let (reader, bucket) = try readView()
+        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)), reader: reader, cap: nil)
+    }
+
+    /// Counts the keys in `range`, stopping at `cap`.
+    func countEntries(in range: KeyRange, reader: any StorageReader, cap: Int?) throws(BuriError) -> Int {
+        try run {
+            let cursor = try reader.cursor(in: range)
+            var count = 0
+            while try cursor.next() {
+                count += 1
+                if let cap, count >= cap { break }
+            }
+            return count
+        }
+    }
+
+    /// The decoded index values of a header, by index name (as bytes: see ``IndexName``).
+    func indexValues(of header: RecordHeader) -> [IndexName: [[IndexValue]]] {
+        var result: [IndexName: [[IndexValue]]] = [:]
+        for entry in header.entries {
+            let name = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+            result[IndexName(name), default: []].append(IndexTuple.split(entry.tuple))
+        }
+        return result
+    }
+}
+
+/// A stored object as raw data: its key, schema version, index values and CBOR payload.
+public struct StoredRecord: Sendable, Hashable {
+    public var key: String
+    public var schemaVersion: UInt64
+    /// The object's index values as stored, by index name (one tuple per entry). Names are
+    /// compared as bytes (see ``IndexName``): `record.indexValues["age"]`.
+    public var indexValues: [IndexName: [[IndexValue]]]
+    /// The CBOR encoding of the object.
+    public var payload: [UInt8]
+}

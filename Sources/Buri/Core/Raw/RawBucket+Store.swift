@@ -1,0 +1,253 @@
+import BuriStorage
+
+// The write path: records and their index entries put in one atomic batch, each object's old entries
+// replaced by its new ones, unique indexes checked first.
+extension RawBucket {
+    /// One object to write: its key, its header (index entries) and the complete record value.
+    struct RecordWrite {
+        var key: String
+        var header: RecordHeader
+        var value: [UInt8]
+    }
+
+    /// Writes records and their index entries in one atomic batch, replacing each object's previous
+    /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
+    func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
+        try withWriter(sync: sync) { writer throws(BuriError) in
+            try checkCurrent(writer.reader)
+            let batch = writer.batch
+            if madeDescriptor.indexes.isEmpty {
+                // No index entries to replace (index evolution strips dropped indexes from every
+                // header): each object is one put, and only whether it is new is read, for the count.
+                let added = try writeWithoutIndexes(writes, writer: writer)
+                writer.adjustCount(of: bucketId, bucket: name, by: added)
+                return
+            }
+            // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
+            // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
+            /// Headers as they will be once the batch is applied, for keys written earlier in it.
+            var pending: [ObjectKeyBytes: RecordHeader?] = [:]
+            pending.reserveCapacity(writes.count)
+            /// Unique values claimed by objects earlier in this batch.
+            var claims: [RecordHeader.Entry: [UInt8]] = [:]
+            let uniqueIds = Set(madeDescriptor.indexes.filter(\.isUnique).map(\.id))
+            // A bucket with no record at the writer's view has no old header to read for any key:
+            // the only earlier versions are those in this batch (`pending`). One seek instead of a
+            // point read per object; through a shared engine's recording reader the scanned range
+            // becomes a commit condition, so a record another client adds meanwhile is a conflict.
+            let bucketIsEmpty = writes.count > 1 ? try hasNoRecords(writer.reader) : false
+            let reader = bucketIsEmpty ? writer.reader : try readerForKeys(writes.map(\.key), writer.reader)
+            // A large batch over a bucket with records reads its old headers by one walk in key order
+            // (see `walkOldHeaders`), where the engine is local and only this process writes to it.
+            let walking = !bucketIsEmpty && writes.count >= Self.walkThreshold && !reader.prefersBatchedReads && !database.engine.isShared
+            let allKeyBytes = walking ? writes.map { Array($0.key.utf8) } : []
+            let walked = walking ? try walkOldHeaders(allKeyBytes, reader: reader) : nil
+            /// Objects new to the bucket (not stored, and not earlier in this batch): the count's change
+            /// (if a later object fails, a transaction's statement savepoint takes it back with the puts).
+            var added = 0
+            defer { writer.adjustCount(of: bucketId, bucket: name, by: added) }
+            for (position, write) in writes.enumerated() {
+                let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
+                let pendingKey = ObjectKeyBytes(keyBytes)
+                let old: RecordHeader?
+                /// Not stored and not earlier in this batch (a stored record, even a damaged one, has a header here).
+                let isNew: Bool
+                if let known = pending[pendingKey] {
+                    old = known
+                    isNew = false
+                } else if bucketIsEmpty {
+                    old = nil
+                    isNew = true
+                } else if let walked {
+                    old = try walked.header(at: position, key: write.key, bucket: self, reader: reader)
+                    isNew = old == nil
+                } else {
+                    old = try currentHeader(forKey: write.key, reader: reader)
+                    isNew = old == nil
+                }
+                let oldEntries = old?.entries ?? []
+                for entry in oldEntries where !write.header.entries.contains(entry) {
+                    batch.delete(entryKey(entry, objectKey: write.key))
+                    if claims[entry] == keyBytes { claims[entry] = nil }
+                }
+                for entry in write.header.entries where !oldEntries.contains(entry) {
+                    if uniqueIds.contains(entry.index) {
+                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
+                        claims[entry] = keyBytes
+                    }
+                    batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
+                }
+                batch.put(recordKey(write.key), write.value)
+                if isNew { added += 1 }
+                pending[pendingKey] = .some(write.header)
+            }
+        }
+    }
+
+    /// Puts the records of a bucket without indexes and returns how many of them are new: none is
+    /// read when the bucket is empty (one seek), large batches find their stored keys by one walk
+    /// (``walkOldHeaders(_:reader:)``), others by a point read each. A key repeated in the batch is
+    /// new at most once (keys compared as bytes).
+    private func writeWithoutIndexes(_ writes: [RecordWrite], writer: Writer) throws(BuriError) -> Int {
+        let batch = writer.batch
+        if writes.count == 1 {
+            let key = recordKey(writes[0].key)
+            let exists = try run { try writer.reader.contains(key) }
+            batch.put(key, writes[0].value)
+            return exists ? 0 : 1
+        }
+        var seen = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
+        var added = 0
+        if try hasNoRecords(writer.reader) {
+            for write in writes {
+                let key = recordKey(write.key)
+                if seen.insert(ObjectKeyBytes(key)).inserted { added += 1 }
+                batch.put(key, write.value)
+            }
+            return added
+        }
+        let reader = try readerForKeys(writes.map(\.key), writer.reader)
+        let walking = writes.count >= Self.walkThreshold && !reader.prefersBatchedReads && !database.engine.isShared
+        let walked = walking ? try walkOldHeaders(writes.map { Array($0.key.utf8) }, reader: reader) : nil
+        for (position, write) in writes.enumerated() {
+            let key = recordKey(write.key)
+            if seen.insert(ObjectKeyBytes(key)).inserted {
+                let exists: Bool
+                if let walked {
+                    if case .absent = walked.slots[position] { exists = false } else { exists = true }
+                } else {
+                    exists = try run { try reader.contains(key) }
+                }
+                if !exists { added += 1 }
+            }
+            batch.put(key, write.value)
+        }
+        return added
+    }
+
+    /// Batches of at least this many objects read their old records by ``walkOldHeaders(_:reader:)``.
+    static let walkThreshold = 256
+    /// How many entries the walk steps forward before it seeks instead (a step costs about a tenth
+    /// of a point read or seek).
+    static let walkSteps = 8
+
+    /// The stored record headers of a batch's keys, read by one walk.
+    struct WalkedHeaders {
+        enum Slot {
+            case absent
+            /// The record is there but its header does not read.
+            case damaged
+            /// The header's bytes: `bytes[start..<(start + length)]`.
+            case stored(start: Int, length: Int)
+        }
+        /// One slot per write, in the batch's order.
+        var slots: [Slot]
+        /// The header bytes of every record found, one after another (headers only: a few bytes
+        /// per object, not the payloads).
+        var bytes: [UInt8]
+
+        func header(at position: Int, key: String, bucket: RawBucket, reader: any StorageReader) throws(BuriError) -> RecordHeader? {
+            switch slots[position] {
+            case .absent:
+                return nil
+            case .damaged:
+                return try bucket.currentHeader(forKey: key, reader: reader)
+            case let .stored(start, length):
+                let parsed = bytes.withUnsafeBytes { raw in
+                    try? RecordHeader.parse(UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])).0
+                }
+                if let parsed { return parsed }
+                return try bucket.currentHeader(forKey: key, reader: reader)
+            }
+        }
+    }
+
+    /// Reads the stored headers of the records of `keys` (object keys as UTF-8 bytes, in the
+    /// batch's order) by one forward cursor over the bucket's records, visiting the keys in byte
+    /// order: the cursor steps forward up to ``walkSteps`` entries to reach the next key and seeks
+    /// only across longer gaps. A refill of a bucket's objects then costs one step per object instead
+    /// of one point read each. A damaged header is marked, for `currentHeader` to rebuild it from the
+    /// index entries as a point read would.
+    func walkOldHeaders(_ keys: [[UInt8]], reader: any StorageReader) throws(BuriError) -> WalkedHeaders {
+        // Sorted by each key's first 8 bytes as one big-endian integer, then bytewise: most
+        // comparisons are one integer comparison instead of a call over two arrays.
+        var order: [(head: UInt64, index: Int)] = keys.indices.map { index in
+            var head: UInt64 = 0
+            for (offset, byte) in keys[index].prefix(8).enumerated() { head |= UInt64(byte) << (56 - 8 * UInt64(offset)) }
+            return (head, index)
+        }
+        order.sort { a, b in a.head != b.head ? a.head < b.head : compareBytes(keys[a.index], keys[b.index]) < 0 }
+        var slots = [WalkedHeaders.Slot](repeating: .absent, count: keys.count)
+        var bytes: [UInt8] = []
+        try run {
+            let cursor = try reader.cursor(in: .prefix(recordPrefix))
+            var target = recordPrefix
+            var started = false
+            var exhausted = false
+            var previous: Int?
+            for (_, position) in order {
+                if let previous, keys[previous] == keys[position] {
+                    slots[position] = slots[previous]
+                    continue
+                }
+                previous = position
+                if exhausted { continue }
+                target.removeSubrange(recordPrefix.count...)
+                target.append(contentsOf: keys[position])
+                // Move onto the first record at or after `target`.
+                var comparison = 0
+                var steps = 0
+                while true {
+                    if started {
+                        comparison = cursor.withKey { compareBytes($0, target) }
+                        if comparison >= 0 { break }
+                    }
+                    if !started || steps == Self.walkSteps {
+                        cursor.seek(target)
+                        started = true
+                        guard try cursor.next() else { exhausted = true; break }
+                        comparison = cursor.withKey { compareBytes($0, target) }
+                        break
+                    }
+                    guard try cursor.next() else { exhausted = true; break }
+                    steps += 1
+                }
+                guard !exhausted, comparison == 0 else { continue }
+                cursor.withValue { value in
+                    if let length = try? RecordHeader.payloadOffset(value) {
+                        slots[position] = .stored(start: bytes.count, length: length)
+                        bytes.append(contentsOf: value[..<length])
+                    } else {
+                        slots[position] = .damaged
+                    }
+                }
+            }
+        }
+        return WalkedHeaders(slots: slots, bytes: bytes)
+    }
+
+    /// Whether the bucket has no record at all in `reader`'s view (one seek on the record prefix).
+    func hasNoRecords(_ reader: any StorageReader) throws(BuriError) -> Bool {
+        try run { try !reader.cursor(in: .prefix(recordPrefix)).next() }
+    }
+
+    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader) throws(BuriError) {
+        let indexName = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
+        func violation(_ holder: [UInt8]) -> BuriError {
+            let shown = IndexTuple.describe(entry.tuple)
+            return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
+        }
+        if let holder = claims[entry], holder != key { throw violation(holder) }
+        let prefix = Keyspace.indexPrefix(bucket: bucketId, index: entry.index) + entry.tuple
+        try run {
+            let cursor = try reader.cursor(in: .prefix(prefix))
+            while try cursor.next() {
+                let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
+                if holder == key { continue }
+                // Released earlier in this batch?
+                if let after = pending[ObjectKeyBytes(holder)], !(after?.entries.contains(entry) ?? false) { continue }
+                throw violation(holder)
+            }
+        }
+    }
+}
