@@ -51,7 +51,7 @@ enum SnapshotCleanup {
                 let parent = snapshotParent()
                 let mine = DatabaseFileSnapshot.directoryPrefix + "\(getpid())-"
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(mine) {
-                    FileSnapshot.removeDirectory(atPath: parent + "/" + name)
+                    DatabaseFileSnapshot.removeDirectory(atPath: parent + "/" + name)
                 }
                 // End as the signal would have ended the process. Dispatch receives signals with
                 // them blocked (signalfd on Linux): unblock it on this thread and raise it here.
