@@ -49,10 +49,10 @@ func run(path: String) throws {
     if onEtcd {
         // etcd commits at most --max-txn-ops writes atomically: one commit per 1,000 people.
         for start in stride(from: 0, to: everyone.count, by: 1_000) {
-            try people.store(Array(everyone[start ..< min(everyone.count, start + 1_000)]))
+            try people.storeConcurrently(Array(everyone[start ..< min(everyone.count, start + 1_000)]))
         }
     } else {
-        try people.store(everyone)
+        try people.storeConcurrently(everyone)  // encodes on every core, one atomic batch
     }
     print("Buri demo: database at \(path) (format \(db.formatVersion))")
     show("cleared objects from an earlier run", cleared)
@@ -63,15 +63,15 @@ func run(path: String) throws {
     show("object(forKey: \"nobody\")", try people.object(forKey: "nobody").map { "\($0)" } ?? "nil")
 
     print("\n-- binary index 'locale'")
-    show("keys(index: locale, equalTo: EN).count", try people.keys(index: "locale", equalTo: "EN").count)
-    show("keys(index: locale, equalTo: E).count (exact, not prefix)", try people.keys(index: "locale", equalTo: "E").count)
-    show("keys(index: locale, prefix: E).count", try people.keys(index: "locale", prefix: "E").count)
-    show("objects(index: locale, in: DE...FR) locales", Set(try people.objects(index: "locale", in: "DE"..."FR").map(\.locale)).sorted())
+    show("keys(.index(locale, equals: EN)).count", try people.keys(.index("locale", equals: "EN")).count)
+    show("keys(.index(locale, equals: E)).count (exact, not prefix)", try people.keys(.index("locale", equals: "E")).count)
+    show("keys(.index(locale, prefix: E)).count", try people.keys(.index("locale", prefix: "E")).count)
+    show("objects(.index(locale, in: DE...FR)) locales", Set(try people.objects(.index("locale", in: "DE"..."FR")).map(\.locale)).sorted())
 
     print("\n-- numeric index 'age'")
-    show("keys(index: age, equalTo: 25).count", try people.keys(index: "age", equalTo: 25).count)
-    show("keys(index: age, equalTo: 25.0).count (20 == 20.0)", try people.keys(index: "age", equalTo: 25.0).count)
-    show("objects(index: age, in: 22...24).count (inclusive)", try people.objects(index: "age", in: 22...24).count)
+    show("keys(.index(age, equals: 25)).count", try people.keys(.index("age", equals: 25)).count)
+    show("keys(.index(age, equals: 25.0)).count (20 == 20.0)", try people.keys(.index("age", equals: 25.0)).count)
+    show("objects(.index(age, in: 22...24)).count (inclusive)", try people.objects(.index("age", in: 22...24)).count)
     show("count(.index(age, in: 22..<24)) (half-open)", try people.count(.index("age", in: 22..<24)))
     show("count(.index(age, in: 38...)) (one-sided)", try people.count(.index("age", in: 38...)))
     show("count(.index(age, in: ...20.5)) (fractional bound)", try people.count(.index("age", in: ...20.5)))
@@ -93,7 +93,7 @@ func run(path: String) throws {
         seen += page.items.count
     }
     show("NL keys in pages of 1500", "\(seen) keys in \(pages) pages")
-    show("all keys / all objects", "\(try people.allKeys().count) / \(try people.allObjects().count)")
+    show("all keys / all objects", "\(try people.keys().count) / \(try people.objects().count)")
     var streamed = 0
     for person in people.lazyObjects(.index("locale", equals: "FR")) where person.age >= 30 { streamed += 1 }
     show("streamed FR objects with age >= 30 (lazy sequence)", streamed)
@@ -103,11 +103,11 @@ func run(path: String) throws {
     moved.age = 99
     moved.locale = "EN-GB"
     try people.store(moved)
-    show("after moving person-00007 to 99 / EN-GB: age 99", try people.keys(index: "age", equalTo: 99))
-    show("  and locale EN-GB", try people.keys(index: "locale", equalTo: "EN-GB"))
-    show("  and still under its old age \(everyone[7].age)?", try people.keys(index: "age", equalTo: IndexValue(everyone[7].age)).contains("person-00007"))
+    show("after moving person-00007 to 99 / EN-GB: age 99", try people.keys(.index("age", equals: 99)))
+    show("  and locale EN-GB", try people.keys(.index("locale", equals: "EN-GB")))
+    show("  and still under its old age \(everyone[7].age)?", try people.keys(.index("age", equals: IndexValue(everyone[7].age))).contains("person-00007"))
     try people.delete(everyone[7])  // the stale in-memory copy: stored entries are removed anyway
-    show("after delete(stale object): age 99 / locale EN-GB", "\(try people.keys(index: "age", equalTo: 99)) / \(try people.keys(index: "locale", equalTo: "EN-GB"))")
+    show("after delete(stale object): age 99 / locale EN-GB", "\(try people.keys(.index("age", equals: 99))) / \(try people.keys(.index("locale", equals: "EN-GB")))")
     show("objects left", try people.count())
     show("elapsed", String(format: "%.2f s", Date().timeIntervalSince(started)))
 }

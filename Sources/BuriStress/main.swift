@@ -185,7 +185,7 @@ func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: D
                 for _ in 0..<Int.random(in: 2...5, using: &random) { items.append(makeItem(randomKey())) }
                 let text = json(items)
                 emit("begin \(seq) storemany \(text)")
-                try bucket.store(items)
+                try bucket.storeConcurrently(items)
                 emit("ok \(seq) storemany \(text)")
             case 75..<95:
                 seq += 1
@@ -299,7 +299,7 @@ func runTransfers(path: String, seed: UInt64, accounts: Int) -> Never {
         let bucket = try db.bucket(StressAccount.self)
         _ = try db.bucket(StressTransfer.self)
         if try bucket.count() == 0 {
-            try bucket.store((0..<accounts).map { StressAccount(id: "a\($0)", balance: 1000) })
+            try bucket.storeConcurrently((0..<accounts).map { StressAccount(id: "a\($0)", balance: 1000) })
         }
         var sequence = try db.bucket(StressTransfer.self).count()
         emit("ready")

@@ -50,7 +50,7 @@ struct Info: ParsableCommand {
                             .map([
                                 CBORMapEntry(key: "name", value: .text(index.name)),
                                 CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
-                                CBORMapEntry(key: "unique", value: .bool(index.unique)),
+                                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
                                 CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
                                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
                                 CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
@@ -81,7 +81,7 @@ struct Info: ParsableCommand {
                 if bucket.descriptor.indexes.isEmpty { try out.line("  no indexes") }
                 for (index, entries) in zip(bucket.descriptor.indexes, bucket.entries) {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
-                    if index.unique { traits.append("unique") }
+                    if index.isUnique { traits.append("unique") }
                     if index.multiValued { traits.append("multi-valued") }
                     if let paths = index.componentPaths {
                         let forms = index.fieldForms ?? []
@@ -204,7 +204,7 @@ struct Keys: ParsableCommand {
                     var query = Query.all
                     if reverse { query = query.descending() }
                     if let limit { query = query.limit(limit) }
-                    let cursor = try raw.makeCursor(query)
+                    let cursor = try raw.cursor(query)
                     while let key = try cursor.nextKey() { try list.key(key) }
                 }
             }
@@ -406,7 +406,7 @@ struct QueryCommand: ParsableCommand {
                 try list.listing(newline: false) {
                     next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
                         if objects {
-                            let page = try raw.recordPage(query, size: pageSize)
+                            let page = try raw.page(query, size: pageSize)
                             for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
                             return page.next
                         }
@@ -432,7 +432,7 @@ struct QueryCommand: ParsableCommand {
         if !objects { try list.begin() }
         try list.listing {
             try mapErrors(path: target.database) {
-                let cursor = try raw.makeCursor(query)
+                let cursor = try raw.cursor(query)
                 if objects {
                     while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
                 } else {

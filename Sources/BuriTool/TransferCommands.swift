@@ -102,7 +102,7 @@ struct Export: ParsableCommand {
                 let total = progress.enabled ? (skipDamaged ? (try? raw.count()) ?? 0 : try raw.count()) : 0
                 let head = "{\"bucket\":\(jsonString(raw.name)),\"key\":"
                 let dates = raw.descriptor.datePaths
-                let cursor = try raw.makeCursor(.all)
+                let cursor = try raw.cursor(.all)
                 var done = 0
                 var last: String? = nil
                 do {
@@ -144,7 +144,7 @@ struct Export: ParsableCommand {
         var above: [String] = []
         var unlisted: BuriError? = nil
         do {
-            let down = try raw.makeCursor(Query.all.descending())
+            let down = try raw.cursor(Query.all.descending())
             while let key = try down.nextKey(), Self.isAfter(key, last) { above.append(key) }
         } catch {
             guard let damage = SkipReport.damage(error) else { throw error }
@@ -159,7 +159,7 @@ struct Export: ParsableCommand {
             var unreadIndexes: [String] = []
             for index in raw.descriptor.indexes {
                 do {
-                    let cursor = try raw.makeCursor(Query.index(index.name, from: .unbounded, to: .unbounded))
+                    let cursor = try raw.cursor(Query.index(index.name, from: .unbounded, to: .unbounded))
                     // Index order is not key order: every entry is looked at.
                     while let key = try cursor.nextKey() {
                         if Self.isAfter(key, last), Self.isBefore(key, lowest), seen.insert(Array(key.utf8)).inserted { candidates.append(key) }
@@ -1000,7 +1000,7 @@ enum ExportFormat {
             .map([
                 CBORMapEntry(key: "name", value: .text(index.name)),
                 CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
-                CBORMapEntry(key: "unique", value: .bool(index.unique)),
+                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
                 CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
                 CBORMapEntry(key: "version", value: .int(Int64(index.version))),
                 CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),

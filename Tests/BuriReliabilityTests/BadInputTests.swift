@@ -85,7 +85,7 @@ struct BadInputTests {
         ]
         try odd.store(objects)
         for object in objects { #expect(try odd.object(forKey: object.id) == object) }
-        #expect(try odd.allKeys() == ["\u{0}", "a", "a\u{0}", "a\u{0}b", "ab"])
+        #expect(try odd.keys() == ["\u{0}", "a", "a\u{0}", "a\u{0}b", "ab"])
         #expect(try odd.keys(.index("label", equals: "E")) == ["a"])
         #expect(try odd.keys(.index("label", equals: "E\u{0}")) == ["a\u{0}"])
         #expect(try odd.keys(.index("label", equals: "E\u{0}N")) == ["a\u{0}b"])
@@ -218,12 +218,12 @@ struct BadInputTests {
             } catch {
                 Issue.record("expected .decodingFailed, got \(error)")
             }
-            #expect(throws: BuriError.self) { try wrong.allObjects() }
+            #expect(throws: BuriError.self) { try wrong.objects() }
             let lazy = wrong.lazyObjects()
             #expect(Array(lazy).isEmpty)
             if case .decodingFailed? = lazy.error {} else { Issue.record("lazy: \(String(describing: lazy.error))") }
             // Keys and counts need no decoding.
-            #expect(try wrong.allKeys() == ["p1"])
+            #expect(try wrong.keys() == ["p1"])
         }
         #expect(after == before)
     }
@@ -242,7 +242,7 @@ struct BadInputTests {
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")
         #expect(try people.keys(.index("age", in: 2...3)) == ["p2", "p3"])
-        #expect(try people.allObjects().count == 5)
+        #expect(try people.objects().count == 5)
     }
 
     @Test("a database written by a newer Buri: unsupportedFormat, and not a byte is written")

@@ -57,12 +57,12 @@ struct ConcurrencyTests {
                         try people.delete(key: "c\(Int.random(in: 0..<16, using: &random))")
                         count("delete")
                     case 5:
-                        let found = try people.objects(index: "age", in: 30...40)
+                        let found = try people.objects(.index("age", in: 30...40))
                         for p in found where !(30...40).contains(p.age) { violation("age 30...40 returned \(p)") }
                         if found.map(\.age) != found.map(\.age).sorted() { violation("age query out of order: \(found.map(\.age))") }
                         count("query", found.count)
                     case 6:
-                        let found = try people.objects(index: "locale", equalTo: "EN")
+                        let found = try people.objects(.index("locale", equals: "EN"))
                         for p in found where p.locale != "EN" { violation("locale EN returned \(p)") }
                         count("query", found.count)
                     case 7:
@@ -80,8 +80,8 @@ struct ConcurrencyTests {
                         let descending = try people.objects(.index("score", in: (-5.0)...).descending())
                         let scores = descending.map(\.score)
                         if scores != scores.sorted(by: >) || scores.contains(where: { $0 < -5 }) { violation("descending score query: \(scores)") }
-                        let prefix = try people.keys(index: "locale", prefix: "E")
-                        let all = try people.allObjects()
+                        let prefix = try people.keys(.index("locale", prefix: "E"))
+                        let all = try people.objects()
                         if Set(all.map(\.id)).count != all.count { violation("allObjects returned a key twice") }
                         count("query", found.count + descending.count + prefix.count + all.count)
                     case 9:
@@ -102,7 +102,7 @@ struct ConcurrencyTests {
                         try pairs.store([Pair(id: "a", generation: generation), Pair(id: "b", generation: generation)])
                         count("store")
                     default:
-                        let both = try pairs.allObjects()
+                        let both = try pairs.objects()
                         if both.count != 2 || both[0].generation != both[1].generation { violation("a pair batch was seen half-applied: \(both)") }
                         let byIndex = try pairs.objects(.index("generation", in: 0...))
                         if byIndex.count != 2 || byIndex[0].generation != byIndex[1].generation { violation("pair index saw a half-applied batch: \(byIndex)") }
@@ -122,12 +122,12 @@ struct ConcurrencyTests {
         // Afterwards: check passes, and the index entries are exactly those the objects call for.
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")
-        let objects = try people.allObjects()
+        let objects = try people.objects()
         let descriptor = try #require(try db.bucketInfo(named: "Person"))
         #expect(try storedIndexEntries(db, bucket: descriptor.id) == expectedIndexEntries(objects, descriptor: descriptor))
         #expect(report.objects == objects.count + 2)
         for locale in Self.locales {
-            #expect(try people.keys(index: "locale", equalTo: IndexValue(locale)) == objects.filter { $0.locale == locale }.map(\.id).sorted())
+            #expect(try people.keys(.index("locale", equals: IndexValue(locale))) == objects.filter { $0.locale == locale }.map(\.id).sorted())
         }
     }
 
@@ -162,7 +162,7 @@ struct ConcurrencyTests {
             }
         }
         #expect(unexpected.withLock { $0 } == [])
-        let all = try accounts.allObjects()
+        let all = try accounts.objects()
         #expect(Set(all.map(\.email)).count == all.count, "an email has two holders: \(all)")
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")

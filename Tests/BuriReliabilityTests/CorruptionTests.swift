@@ -82,7 +82,7 @@ struct CorruptionTests {
 
         // Array queries throw; lazy sequences stop at the damage and keep the error.
         do {
-            _ = try people.allObjects()
+            _ = try people.objects()
             Issue.record("allObjects succeeded over a damaged record")
         } catch let BuriError.corruption(bucket, key, _, _) {
             #expect(bucket == "Person" && key == "p3")  // key order: p1, p10, p2, p3
@@ -98,7 +98,7 @@ struct CorruptionTests {
             Issue.record("lazyObjects: expected .corruption in .error, got \(String(describing: everyone.error))")
         }
         // Keys alone never read records: all ten keys are listed.
-        #expect(try people.allKeys().count == 10)
+        #expect(try people.keys().count == 10)
 
         // The unparsable index key stops queries over its range with .corruption naming the index.
         do {
@@ -290,7 +290,7 @@ struct CorruptionTests {
         let people = try db.bucket(Person.self)
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")
-        return try people.allObjects()
+        return try people.objects()
     }
 
     /// What opening reports: "opened", "storage <code>", "damaged", or another error.

@@ -182,8 +182,8 @@ struct DamagedFileTests {
         }
 
         // Whole-bucket reads, forward and descending, arrays and counts.
-        Self.expectDamaged("allKeys", path: path) { () throws(BuriError) in try people.allKeys() }
-        Self.expectDamaged("allObjects", path: path) { () throws(BuriError) in try people.allObjects() }
+        Self.expectDamaged("allKeys", path: path) { () throws(BuriError) in try people.keys() }
+        Self.expectDamaged("allObjects", path: path) { () throws(BuriError) in try people.objects() }
         Self.expectDamaged("keys(.all.descending())", path: path) { () throws(BuriError) in try people.keys(.all.descending()) }
         Self.expectDamaged("objects(.all.descending())", path: path) { () throws(BuriError) in try people.objects(.all.descending()) }
         Self.expectDamaged("entries(.all)", path: path) { () throws(BuriError) in try people.entries(.all).count }
@@ -262,7 +262,7 @@ struct DamagedFileTests {
         let reopened = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
-        let survivors = try reopened.bucket(Person.self).allObjects()
+        let survivors = try reopened.bucket(Person.self).objects()
         #expect(survivors == ordered.filter { !damagedKeys.contains($0) }.compactMap { original[$0] })
     }
 
@@ -307,7 +307,7 @@ struct DamagedFileTests {
 
         // The records are intact: reads that do not touch the index are complete and exact.
         #expect(try people.count() == 1000)
-        #expect(try people.allObjects() == ordered.compactMap { Self.byKey[$0] })
+        #expect(try people.objects() == ordered.compactMap { Self.byKey[$0] })
         db.close()
 
         // Repair drops the damaged blocks, and rebuilding the indexes from the records restores them.

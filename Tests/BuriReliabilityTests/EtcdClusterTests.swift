@@ -79,7 +79,7 @@ struct EtcdClusterTests {
         defer { db.close() }
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")
-        let objects = try db.bucket(StressItem.self).allObjects()
+        let objects = try db.bucket(StressItem.self).objects()
         let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         // Both writers finished, so each key holds the last acknowledged write of one of them.
         let lastA = lastWrites(logA), lastB = lastWrites(logB)
@@ -150,7 +150,7 @@ struct EtcdClusterTests {
         defer { db.close() }
         let report = try db.check()
         #expect(report.problems.isEmpty, "\(report.summary)")
-        let objects = try db.bucket(StressItem.self).allObjects()
+        let objects = try db.bucket(StressItem.self).objects()
         let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         #expect(actual == expected, "\(log.completed.count) acknowledged writes; \(Set(expected.keys).symmetricDifference(actual.keys).count) keys differ")
         // Every member, the restarted ones included, has applied the same history.

@@ -232,12 +232,12 @@ struct KillTests {
             let entries = try db.engine.snapshot().cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: retired)))
             #expect(try !entries.next(), "round \(round): index entries left under the retired id")
             #expect(try db.engine.snapshot().get(Keyspace.countKey(bucket: retired)) == nil, "round \(round): the retired id's count is left")
-            #expect(try db.bucket(PurgeKept.self).allObjects() == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) })
+            #expect(try db.bucket(PurgeKept.self).objects() == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) })
             #expect(try db.bucket(PurgeKept.self).keys(.index("age", in: 0...9)).count == 10)
             let stress = try db.bucket(StressItem.self)
             #expect(try stress.count() == 0)
             try stress.store(items[0])
-            #expect(try stress.keys(index: "name", equalTo: IndexValue(items[0].name)) == [items[0].id])
+            #expect(try stress.keys(.index("name", equals: IndexValue(items[0].name))) == [items[0].id])
             try stress.deleteAll()
             try db.purgeRetiredBuckets()
             let report = try db.check()
@@ -281,11 +281,11 @@ struct KillTests {
             if version == 1 {
                 let bucket = try db.bucket(EvolveOne.self)
                 ages = try bucket.keys(.index("age", in: 10...19))
-                objects = try bucket.allObjects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+                objects = try bucket.objects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
             } else {
                 let bucket = try db.bucket(EvolveTwo.self)
                 ages = try bucket.keys(.index("age", in: 10...19))
-                objects = try bucket.allObjects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+                objects = try bucket.objects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
             }
             let report = try db.check()
             #expect(report.problems.isEmpty, "round \(round): \(report.summary)")
@@ -331,8 +331,8 @@ struct KillTests {
             let db = try BuriDatabase(path: dbPath)
             defer { db.close() }
             #expect(try db.check().problems.isEmpty, "round \(round)")
-            let transfers = try db.bucket(TransferRecord.self).allObjects()
-            let accounts = try db.bucket(TransferAccount.self).allObjects()
+            let transfers = try db.bucket(TransferRecord.self).objects()
+            let accounts = try db.bucket(TransferAccount.self).objects()
             #expect(acknowledged.isSubset(of: Set(transfers.map(\.id))), "round \(round): an acknowledged transfer is missing")
             // The balances are exactly 1000 each plus the transfers recorded: no transaction applied in part.
             var balances = Dictionary(uniqueKeysWithValues: accounts.map { ($0.id, 1000) })
@@ -399,7 +399,7 @@ struct KillTests {
             let report = try db.check()
             #expect(report.problems.isEmpty, "round \(round): check found problems after the kill:\n\(report.summary)")
             let bucket = try db.bucket(StressItem.self)
-            let objects = try bucket.allObjects()
+            let objects = try bucket.objects()
             let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             #expect(actual.count == objects.count)
             // The stored object count (one key, written in each write's batch) is the records'.

@@ -205,7 +205,7 @@ struct RepairReportTests {
         let reopened = try BuriDatabase(path: path)
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
-        let survivors = try reopened.bucket(Person.self).allObjects()
+        let survivors = try reopened.bucket(Person.self).objects()
         #expect(survivors == Array(Self.people.prefix(600)))
     }
 
@@ -229,7 +229,7 @@ struct RepairReportTests {
         let db = try BuriDatabase(path: path)
         defer { db.close() }
         #expect(try db.check().problems.isEmpty)
-        #expect(try db.bucket(Person.self).allObjects() == Array(Self.people.prefix(100)))
+        #expect(try db.bucket(Person.self).objects() == Array(Self.people.prefix(100)))
         _ = inLog
     }
 
@@ -294,7 +294,7 @@ struct RepairReportTests {
         let db = try BuriDatabase(path: path)
         defer { db.close() }
         #expect(try db.check().problems.isEmpty)
-        #expect(try db.bucket(Person.self).allObjects() == Self.people.prefix(500).filter { !zeroed.contains($0.id) })
+        #expect(try db.bucket(Person.self).objects() == Self.people.prefix(500).filter { !zeroed.contains($0.id) })
     }
 
     @Test("a record length damaged in a full block: every write is put back from its intact checksum; nothing is lost",
@@ -318,6 +318,6 @@ struct RepairReportTests {
         let db = try BuriDatabase(path: path)
         defer { db.close() }
         #expect(try db.check().problems.isEmpty)
-        #expect(try db.bucket(Person.self).allObjects() == Array(Self.people.prefix(500)))
+        #expect(try db.bucket(Person.self).objects() == Array(Self.people.prefix(500)))
     }
 }

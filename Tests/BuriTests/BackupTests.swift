@@ -48,7 +48,7 @@ struct BackupTests {
             let restored = try BuriDatabase(path: copy)
             defer { restored.close() }
             #expect(try restored.check().problems.isEmpty)
-            let accounts = try restored.bucket(Account.self).allObjects()
+            let accounts = try restored.bucket(Account.self).objects()
             let ledger = try restored.bucket(Ledger.self).count()
             #expect(accounts.count == 50)
             #expect(accounts.reduce(0) { $0 + $1.balance } == 5000)

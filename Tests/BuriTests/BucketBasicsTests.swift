@@ -17,7 +17,7 @@ struct BucketBasicsTests {
         #expect(try people.delete(key: "p1"))
         #expect(try !people.delete(key: "p1"))
         #expect(try people.object(forKey: "p1") == nil)
-        #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
     }
 
     @Test(arguments: Engine.allCases) func bucketNameDefaultsToTheTypeAndCanBeSet(engine: Engine) throws {
@@ -27,8 +27,8 @@ struct BucketBasicsTests {
         #expect(people.name == "Person")
         try people.store(PersonRecord(objectId: "a", name: "A", locale: "EN", age: 1))
         try archive.store(PersonRecord(objectId: "b", name: "B", locale: "EN", age: 2))
-        #expect(try people.allKeys() == ["a"])
-        #expect(try archive.allKeys() == ["b"])
+        #expect(try people.keys() == ["a"])
+        #expect(try archive.keys() == ["b"])
         #expect(try t.db.bucketNames() == ["Person", "archive"])
     }
 
@@ -38,9 +38,9 @@ struct BucketBasicsTests {
         let keys = ["ключ", "🔑", "a\u{0}b", "a", "a\u{0}", "\u{FFFF}", String(repeating: "x", count: 4096)]
         for key in keys { try people.store(PersonRecord(objectId: key, name: key, locale: "\u{0}", age: 1)) }
         for key in keys { #expect(try people.object(forKey: key)?.name == key) }
-        #expect(Set(try people.allKeys()) == Set(keys))
-        #expect(Set(try people.keys(index: "locale", equalTo: "\u{0}")) == Set(keys))
-        #expect(try people.keys(index: "locale", equalTo: "").isEmpty)
+        #expect(Set(try people.keys()) == Set(keys))
+        #expect(Set(try people.keys(.index("locale", equals: "\u{0}"))) == Set(keys))
+        #expect(try people.keys(.index("locale", equals: "")).isEmpty)
     }
 
     @Test(arguments: Engine.allCases) func storeManyIsOneBatchAndTheLastDuplicateWins(engine: Engine) throws {
@@ -52,9 +52,9 @@ struct BucketBasicsTests {
             PersonRecord(objectId: "k", name: "second", locale: "DE", age: 3),
         ])
         #expect(try people.object(forKey: "k")?.name == "second")
-        #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
-        #expect(try people.keys(index: "age", equalTo: 1).isEmpty)
-        #expect(try people.keys(index: "locale", equalTo: "DE") == ["k"])
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
+        #expect(try people.keys(.index("age", equals: 1)).isEmpty)
+        #expect(try people.keys(.index("locale", equals: "DE")) == ["k"])
         #expect(try t.db.check().isConsistent)
     }
 
@@ -74,8 +74,8 @@ struct BucketBasicsTests {
         try t.reopen()
         let people = try t.db.bucket(PersonRecord.self)
         #expect(try people.count() == 500)
-        #expect(try people.keys(index: "locale", equalTo: "EN").count == 250)
-        #expect(try people.keys(index: "age", in: 100...199).count == 100)
+        #expect(try people.keys(.index("locale", equals: "EN")).count == 250)
+        #expect(try people.keys(.index("age", in: 100...199)).count == 100)
         #expect(try people.object(forKey: "p499")?.age == 499)
         #expect(try t.db.check().isConsistent)
     }

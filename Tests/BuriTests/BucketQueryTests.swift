@@ -25,19 +25,19 @@ final class BucketQueryTests {
     @Test(arguments: Engine.allCases) func numericRangeUsesNumericOrderNotText(engine: Engine) throws {
         try setUp(engine)
         // The original stored "5", "10", "30" as text, so 0...20 returned the wrong set.
-        #expect(try people.keys(index: "age", in: 0...20) == ["f", "a", "b", "e"])
-        #expect(try people.keys(index: "age", in: -10...0) == ["d"])
-        #expect(try people.objects(index: "age", in: 5...10).map(\.age) == [5, 10])
+        #expect(try people.keys(.index("age", in: 0...20)) == ["f", "a", "b", "e"])
+        #expect(try people.keys(.index("age", in: -10...0)) == ["d"])
+        #expect(try people.objects(.index("age", in: 5...10)).map(\.age) == [5, 10])
     }
 
     @Test(arguments: Engine.allCases) func exactMatchIsNotAPrefixMatch(engine: Engine) throws {
         try setUp(engine)
-        #expect(try people.keys(index: "locale", equalTo: "E") == ["c"])
-        #expect(try people.keys(index: "locale", equalTo: "EN") == ["a", "b"])
-        #expect(try people.keys(index: "locale", equalTo: "") == ["f"])
-        #expect(try people.keys(index: "age", equalTo: 2) == ["f"])   // not 20..29
-        #expect(try people.keys(index: "locale", prefix: "E") == ["c", "a", "b", "e"])
-        #expect(try people.keys(index: "locale", prefix: "") == ["f", "c", "a", "b", "e", "d"])
+        #expect(try people.keys(.index("locale", equals: "E")) == ["c"])
+        #expect(try people.keys(.index("locale", equals: "EN")) == ["a", "b"])
+        #expect(try people.keys(.index("locale", equals: "")) == ["f"])
+        #expect(try people.keys(.index("age", equals: 2)) == ["f"])   // not 20..29
+        #expect(try people.keys(.index("locale", prefix: "E")) == ["c", "a", "b", "e"])
+        #expect(try people.keys(.index("locale", prefix: "")) == ["f", "c", "a", "b", "e", "d"])
     }
 
     @Test(arguments: Engine.allCases) func rangeBoundsAreInclusiveExclusiveOrOpenAsWritten(engine: Engine) throws {
@@ -59,7 +59,7 @@ final class BucketQueryTests {
         #expect(try people.objects(.index("age", in: ...100)).map(\.age) == [-7, 2, 5, 10, 20, 30])
         #expect(try people.objects(.index("age", in: ...100).descending()).map(\.age) == [30, 20, 10, 5, 2, -7])
         #expect(try people.keys(.index("locale", equals: "EN").descending()) == ["b", "a"])
-        #expect(try people.allKeys() == ["a", "b", "c", "d", "e", "f"])
+        #expect(try people.keys() == ["a", "b", "c", "d", "e", "f"])
         #expect(try people.keys(Query.all.descending()) == ["f", "e", "d", "c", "b", "a"])
     }
 
@@ -85,9 +85,9 @@ final class BucketQueryTests {
         try t.db.engine.commit(damage, conditions: nil, sync: false)
         try t.reopen()
         let reopened = try t.db.bucket(PersonRecord.self)
-        #expect(try reopened.keys(index: "locale", equalTo: "EN") == ["a", "b"])
+        #expect(try reopened.keys(.index("locale", equals: "EN")) == ["a", "b"])
         #expect(try reopened.count(.index("age", in: 0...20)) == 4)
-        #expect(throws: BuriError.self) { try reopened.objects(index: "locale", equalTo: "EN") }
+        #expect(throws: BuriError.self) { try reopened.objects(.index("locale", equals: "EN")) }
     }
 
     @Test(arguments: Engine.allCases) func lazySequencesStreamTheSameResults(engine: Engine) throws {
@@ -109,24 +109,24 @@ final class BucketQueryTests {
         ]
         try bucket.store(values.map { Measurement(id: $0.0, value: $0.1, count: $0.2, big: $0.3, label: nil) })
         #expect(try bucket.keys(.index("value", in: ...IndexValue.init(floatLiteral: 1e308))) == ["m6", "m1", "m2", "m3", "m7", "m4"])
-        #expect(try bucket.keys(index: "value", equalTo: 0) == ["m3"])       // -0.0 == 0
-        #expect(try bucket.keys(index: "value", equalTo: .init(floatLiteral: .infinity)) == ["m5"])
+        #expect(try bucket.keys(.index("value", equals: 0)) == ["m3"])       // -0.0 == 0
+        #expect(try bucket.keys(.index("value", equals: .init(floatLiteral: .infinity))) == ["m5"])
         #expect(try bucket.keys(.index("count", in: 9_007_199_254_740_993...)) == ["m4", "m5"])
-        #expect(try bucket.keys(index: "count", equalTo: .init(floatLiteral: 9_007_199_254_740_992.0)) == ["m6"])
-        #expect(try bucket.keys(index: "count", equalTo: 20.0) == ["m7"])
+        #expect(try bucket.keys(.index("count", equals: .init(floatLiteral: 9_007_199_254_740_992.0))) == ["m6"])
+        #expect(try bucket.keys(.index("count", equals: 20.0)) == ["m7"])
         #expect(try bucket.keys(.index("count", in: ...(-1))) == ["m1", "m2"])
         #expect(try bucket.keys(.index("big", in: IndexValue(UInt64(Int64.max))...)) == ["m3", "m4", "m5"])
-        #expect(try bucket.keys(index: "big", equalTo: IndexValue(UInt64.max)) == ["m5"])
+        #expect(try bucket.keys(.index("big", equals: IndexValue(UInt64.max))) == ["m5"])
         #expect(try bucket.keys(.index("label", prefix: "")).isEmpty)   // nil optionals have no entry
     }
 
     @Test(arguments: Engine.allCases) func queriesThatDoNotFitTheIndexAreTypedErrors(engine: Engine) throws {
         try setUp(engine)
         #expect(throws: BuriError.unknownIndex(bucket: "Person", index: "height", known: ["locale", "age"])) {
-            try people.keys(index: "height", equalTo: 1)
+            try people.keys(.index("height", equals: 1))
         }
         do {
-            _ = try people.keys(index: "age", equalTo: "twenty")
+            _ = try people.keys(.index("age", equals: "twenty"))
             Issue.record("a string matched a numeric index")
         } catch {
             guard case .invalidQuery(let bucket, let index, _) = error else { Issue.record("\(error)"); return }

@@ -47,9 +47,9 @@ struct ByteExactTests {
         #expect(try t.rawKeys() == before, "repair changed a consistent database")
 
         // Both objects are still found, each under its own bytes.
-        let english = try people.keys(index: "locale", equalTo: "EN")
+        let english = try people.keys(.index("locale", equals: "EN"))
         #expect(english.map { Array($0.utf8) } == [Array(composed.utf8), Array("other".utf8)])
-        let dutch = try people.keys(index: "locale", equalTo: "NL")
+        let dutch = try people.keys(.index("locale", equals: "NL"))
         #expect(dutch.map { Array($0.utf8) } == [Array(decomposed.utf8)])
         #expect(try people.objects(.index("age", in: 1...2)).map(\.name) == ["composed", "decomposed"])
     }
@@ -61,7 +61,7 @@ struct ByteExactTests {
         #expect(one.raw.descriptor.id != two.raw.descriptor.id)
         try one.store(EvolvingPerson(objectId: "a", name: "in one", locale: "EN", age: 1))
         try two.store(EvolvingPerson(objectId: "b", name: "in two", locale: "EN", age: 2))
-        #expect(try one.allKeys() == ["a"] && two.allKeys() == ["b"])
+        #expect(try one.keys() == ["a"] && two.keys() == ["b"])
         #expect(try t.db.bucketNames().map { Array($0.utf8) } == [[0x65, 0xCC, 0x81], [0xC3, 0xA9]])
         #expect(try t.db.rawBucket(named: "e\u{301}").keys(.all) == ["b"])
 
@@ -69,7 +69,7 @@ struct ByteExactTests {
         _ = try t.db.bucket(EvolvedPerson.self, named: "\u{E9}")
         #expect(throws: BuriError.self) { try one.store(EvolvingPerson(objectId: "c", name: "stale", locale: "EN", age: 3)) }
         try two.store(EvolvingPerson(objectId: "c", name: "still current", locale: "EN", age: 3))
-        #expect(try two.keys(index: "locale", equalTo: "EN") == ["b", "c"])
+        #expect(try two.keys(.index("locale", equals: "EN")) == ["b", "c"])
 
         // Dropping one leaves the other.
         try t.db.dropBucket(named: "\u{E9}")
@@ -123,13 +123,13 @@ struct ByteExactTests {
         try notes.store(Note("a", tags: [composed], email: composed, locale: composed))
         try notes.store(Note("b", tags: [decomposed, composed], email: decomposed, locale: decomposed))
         #expect(throws: BuriError.self) { try notes.store(Note("c", email: decomposed)) }
-        #expect(try notes.keys(index: "email", equalTo: IndexValue(composed)) == ["a"])
-        #expect(try notes.keys(index: "email", equalTo: IndexValue(decomposed)) == ["b"])
-        #expect(try notes.keys(index: "locale", equalTo: IndexValue(decomposed)) == ["b"])
+        #expect(try notes.keys(.index("email", equals: IndexValue(composed))) == ["a"])
+        #expect(try notes.keys(.index("email", equals: IndexValue(decomposed))) == ["b"])
+        #expect(try notes.keys(.index("locale", equals: IndexValue(decomposed))) == ["b"])
         #expect(try notes.keys(.index("locale", prefix: "cafe")) == ["b"])
         #expect(try notes.keys(.index("locale", prefix: "caf")) == ["b", "a"])  // 65 cc 81 sorts before c3 a9
-        #expect(try notes.keys(index: "tags", equalTo: IndexValue(composed)) == ["a", "b"])
-        #expect(try notes.keys(index: "tags", equalTo: IndexValue(decomposed)) == ["b"])
+        #expect(try notes.keys(.index("tags", equals: IndexValue(composed))) == ["a", "b"])
+        #expect(try notes.keys(.index("tags", equals: IndexValue(decomposed))) == ["b"])
         #expect(try notes.keys(Query.index("tags", equals: IndexValue(composed)).and(.index("email", equals: IndexValue(composed)))) == ["a"])
         let report = try t.db.check(repair: true)
         #expect(report.problems.isEmpty, "\(report.problems)")

@@ -57,7 +57,7 @@ struct DropBucketGenerationTests {
         try t.db.purgeRetiredBuckets()
         #expect(try keys(under: id, t.db).isEmpty)
         #expect(try t.db.pendingPurges().isEmpty)
-        #expect(try reborn.allKeys() == ["d1"])
+        #expect(try reborn.keys() == ["d1"])
         #expect(try kept.count() == 7)
         #expect(try t.db.check().isConsistent)
     }

@@ -94,7 +94,7 @@ struct IndexExactnessTests {
         inRange.estimate = -Int128(UInt64.max) - 1   // -2^64: a CBOR integer and a Double
         try tasks.store(inRange)
         #expect(try tasks.object(forKey: "t")?.estimate == -Int128(UInt64.max) - 1)
-        #expect(try tasks.keys(index: "estimate", equalTo: IndexValue(-0x1p64)) == ["t"])
+        #expect(try tasks.keys(.index("estimate", equals: IndexValue(-0x1p64))) == ["t"])
         var notADouble = base
         notADouble.id = "u"
         notADouble.estimate = Int128(Int64.min) - 1   // a CBOR integer, but no index number
@@ -129,8 +129,8 @@ struct IndexExactnessTests {
             #expect(item.dateValue == date)
             let shown = try CBORValue(json: item.jsonString()).doubleValue
             #expect(shown == date.timeIntervalSince1970)
-            #expect(try tasks.keys(index: "due", equalTo: IndexValue(date.timeIntervalSince1970)) == [task.id])
-            #expect(try tasks.keys(index: "reminder", equalTo: IndexValue(date.timeIntervalSince1970 + 60)).contains(task.id))
+            #expect(try tasks.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))) == [task.id])
+            #expect(try tasks.keys(.index("reminder", equals: IndexValue(date.timeIntervalSince1970 + 60))).contains(task.id))
         }
         #expect(try t.db.check().isConsistent)
     }
@@ -176,7 +176,7 @@ struct IndexExactnessTests {
         let after = try #require(try t.db.bucketInfo(named: "evolving"))
         #expect(after.indexes[0].fields == ["age"])
         #expect(after.indexes[0].id == before.indexes[0].id)
-        #expect(try t.db.bucket(After.self).keys(index: "age", equalTo: 3) == ["a"])
+        #expect(try t.db.bucket(After.self).keys(.index("age", equals: 3)) == ["a"])
     }
 
     @Test func toolsComputeExactlyWhatTheDeclarationsCompute() throws {

@@ -42,8 +42,8 @@ struct GenerationTests {
         #expect(try t.db.bucketInfo(named: "Person")?.id == newId)
         for handle in [a, b] {
             #expect(try handle.count() == 0)
-            #expect(try handle.allKeys().isEmpty)
-            #expect(try handle.keys(index: "locale", equalTo: "L1").isEmpty)
+            #expect(try handle.keys().isEmpty)
+            #expect(try handle.keys(.index("locale", equals: "L1")).isEmpty)
             #expect(try handle.object(forKey: "p1") == nil)
         }
         #expect(try raw.count() == 0)
@@ -53,7 +53,7 @@ struct GenerationTests {
         try b.store(PersonRecord(objectId: "p1", name: "again", locale: "EN", age: 7))
         try raw.delete(keys: ["absent"])
         #expect(try a.object(forKey: "p1")?.name == "again")
-        #expect(try a.keys(index: "locale", equalTo: "EN") == ["p1"])
+        #expect(try a.keys(.index("locale", equals: "EN")) == ["p1"])
         #expect(try raw.keys(.index("age", in: 0...10)) == ["p1"])
         #expect(try t.db.bucket(PersonRecord.self).count() == 1)
         #expect(try a.delete(key: "p1"))
@@ -76,7 +76,7 @@ struct GenerationTests {
         // The old generation's entry (still there until purged) does not hold the value.
         try notes.store(Note("n2", email: "x@example.com"))
         #expect(throws: BuriError.self) { try notes.store(Note("n3", email: "x@example.com")) }
-        #expect(try notes.keys(index: "email", equalTo: "x@example.com") == ["n2"])
+        #expect(try notes.keys(.index("email", equals: "x@example.com")) == ["n2"])
         try waitForPurges(t.db)
         #expect(throws: BuriError.self) { try notes.store(Note("n4", email: "x@example.com")) }
         #expect(try t.db.check().isConsistent)
@@ -93,7 +93,7 @@ struct GenerationTests {
         try waitForPurges(t.db)
         #expect(try keys(under: oldId, t).isEmpty)
         #expect(try others.count() == 50)
-        #expect(try others.keys(index: "locale", equalTo: "L0").count == 17)
+        #expect(try others.keys(.index("locale", equals: "L0")).count == 17)
         let report = try t.db.check()
         #expect(report.isConsistent)
         #expect(report.pendingPurges.isEmpty)
@@ -146,7 +146,7 @@ struct GenerationTests {
         defer { db.close() }
         try waitForPurges(db)
         #expect(try scanKeys(db.engine.snapshot()).filter { $0.starts(with: Keyspace.recordPrefix(bucket: oldId)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: oldId)) }.isEmpty)
-        #expect(try db.bucket(PersonRecord.self).allKeys() == ["kept"])
+        #expect(try db.bucket(PersonRecord.self).keys() == ["kept"])
         #expect(try db.check().isConsistent)
     }
 
@@ -160,13 +160,13 @@ struct GenerationTests {
             let removed = try people.deleteAll()
             #expect(try people.count() == 0)
             try people.store(PersonRecord(objectId: "t", name: "t", locale: "EN", age: 3))
-            #expect(try people.allKeys() == ["t"])
+            #expect(try people.keys() == ["t"])
             return removed
         }
         #expect(count == 40)
         #expect(a.raw.descriptor.id == id)
         #expect(try t.db.pendingPurges().isEmpty)
-        #expect(try a.allKeys() == ["t"])
+        #expect(try a.keys() == ["t"])
         #expect(try keys(under: id, t).count == 3)
         #expect(try t.db.check().isConsistent)
     }
@@ -183,8 +183,8 @@ struct GenerationTests {
         #expect(try mine.deleteAll() == 30)
         // Their next write reads the catalog as a condition and follows the switch.
         try theirs.store(PersonRecord(objectId: "late", name: "l", locale: "EN", age: 1))
-        #expect(try mine.allKeys() == ["late"])
-        #expect(try theirs.allKeys() == ["late"])
+        #expect(try mine.keys() == ["late"])
+        #expect(try theirs.keys() == ["late"])
         try waitForPurges(t.db)
         #expect(try t.db.check().isConsistent)
     }

@@ -17,9 +17,9 @@ final class IndexKindTests {
         try setUp(engine)
         try notes.store(Note("n1", tags: ["swift", "db", "swift"], scores: [1, 2.5]))
         try notes.store(Note("n2", tags: ["db"], scores: [2.5]))
-        #expect(try notes.keys(index: "tags", equalTo: "swift") == ["n1"])
-        #expect(try notes.keys(index: "tags", equalTo: "db") == ["n1", "n2"])
-        #expect(try notes.keys(index: "scores", equalTo: 2.5) == ["n1", "n2"])
+        #expect(try notes.keys(.index("tags", equals: "swift")) == ["n1"])
+        #expect(try notes.keys(.index("tags", equals: "db")) == ["n1", "n2"])
+        #expect(try notes.keys(.index("scores", equals: 2.5)) == ["n1", "n2"])
         #expect(try notes.count(.index("tags", prefix: "")) == 2)  // n1 and n2, each once
         let record = try notes.raw.record(forKey: "n1")
         #expect(record?.indexValues["tags"]?.count == 2)
@@ -39,9 +39,9 @@ final class IndexKindTests {
         try setUp(engine)
         try notes.store(Note("n1", tags: ["a", "b", "c"]))
         try notes.store(Note("n1", tags: ["b", "c", "d"]))
-        #expect(try notes.keys(index: "tags", equalTo: "a").isEmpty)
-        #expect(try notes.keys(index: "tags", equalTo: "b") == ["n1"])
-        #expect(try notes.keys(index: "tags", equalTo: "d") == ["n1"])
+        #expect(try notes.keys(.index("tags", equals: "a")).isEmpty)
+        #expect(try notes.keys(.index("tags", equals: "b")) == ["n1"])
+        #expect(try notes.keys(.index("tags", equals: "d")) == ["n1"])
         try notes.store(Note("n1", tags: []))
         #expect(try notes.count(.index("tags", prefix: "")) == 0)
         #expect(try t.db.check().isConsistent)
@@ -64,7 +64,7 @@ final class IndexKindTests {
         // Once released, the value is free.
         try notes.store(Note("alice", email: "alice@x.org"))
         try notes.store(Note("mallory", email: "a@x.org"))
-        #expect(try notes.keys(index: "email", equalTo: "a@x.org") == ["mallory"])
+        #expect(try notes.keys(.index("email", equals: "a@x.org")) == ["mallory"])
     }
 
     @Test(arguments: Engine.allCases) func canonicallyEquivalentKeysAreDistinctObjects(engine: Engine) throws {
@@ -84,7 +84,7 @@ final class IndexKindTests {
         try setUp(engine)
         try notes.store([Note("a", email: "one"), Note("b", email: "two")])
         try notes.store([Note("a", email: "three"), Note("b", email: "one")])
-        #expect(try notes.keys(index: "email", equalTo: "one") == ["b"])
+        #expect(try notes.keys(.index("email", equals: "one")) == ["b"])
         #expect(throws: BuriError.self) { try notes.store([Note("c", email: "x"), Note("d", email: "x")]) }
         #expect(try notes.object(forKey: "c") == nil)
         #expect(try t.db.check().isConsistent)

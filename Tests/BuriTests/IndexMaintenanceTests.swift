@@ -10,10 +10,10 @@ struct IndexMaintenanceTests {
         let people = try t.db.bucket(PersonRecord.self)
         try people.store(PersonRecord(objectId: "p", name: "P", locale: "EN", age: 20))
         try people.store(PersonRecord(objectId: "p", name: "P", locale: "NL", age: 21))
-        #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
-        #expect(try people.keys(index: "age", equalTo: 20).isEmpty)
-        #expect(try people.keys(index: "locale", equalTo: "NL") == ["p"])
-        #expect(try people.keys(index: "age", equalTo: 21) == ["p"])
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
+        #expect(try people.keys(.index("age", equals: 20)).isEmpty)
+        #expect(try people.keys(.index("locale", equals: "NL")) == ["p"])
+        #expect(try people.keys(.index("age", equals: 21)) == ["p"])
         #expect(try t.db.check().isConsistent)
     }
 
@@ -26,8 +26,8 @@ struct IndexMaintenanceTests {
         person.locale = "FR"
         person.age = 99
         #expect(try people.delete(person))
-        #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
-        #expect(try people.keys(index: "age", equalTo: 20).isEmpty)
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
+        #expect(try people.keys(.index("age", equals: 20)).isEmpty)
         let report = try t.db.check()
         #expect(report.isConsistent)
         #expect(report.indexEntries == 0)
@@ -49,8 +49,8 @@ struct IndexMaintenanceTests {
         }
         #expect(leftovers.isEmpty)
         let reopened = try t.db.bucket(PersonRecord.self, named: "Person2")
-        #expect(try reopened.allKeys() == ["keep"])
-        #expect(try reopened.keys(index: "locale", equalTo: "EN") == ["keep"])
+        #expect(try reopened.keys() == ["keep"])
+        #expect(try reopened.keys(.index("locale", equals: "EN")) == ["keep"])
     }
 
     @Test(arguments: Engine.allCases) func bucketNamedLikeAnotherBucketsIndexSpaceIsJustAnotherBucket(engine: Engine) throws {
@@ -62,8 +62,8 @@ struct IndexMaintenanceTests {
         }
         for name in names {
             let bucket = try t.db.bucket(PersonRecord.self, named: name)
-            #expect(try bucket.allKeys() == [name + "-obj"])
-            #expect(try bucket.keys(index: "locale", equalTo: "EN") == [name + "-obj"])
+            #expect(try bucket.keys() == [name + "-obj"])
+            #expect(try bucket.keys(.index("locale", equals: "EN")) == [name + "-obj"])
             #expect(try bucket.count(.index("locale", prefix: "")) == 1)
         }
         #expect(try t.db.check().isConsistent)
@@ -75,9 +75,9 @@ struct IndexMaintenanceTests {
         let locales = ["->", "::", "EN->x", "a\u{0}", "a\u{0}\u{0}", "a", "\u{0}\u{1}", "ÿ"]
         for (i, locale) in locales.enumerated() { try people.store(PersonRecord(objectId: "k\(i)", name: "", locale: locale, age: i)) }
         for (i, locale) in locales.enumerated() {
-            #expect(try people.keys(index: "locale", equalTo: IndexValue(locale)) == ["k\(i)"])
+            #expect(try people.keys(.index("locale", equals: IndexValue(locale))) == ["k\(i)"])
         }
-        #expect(try people.keys(index: "locale", prefix: "a\u{0}") == ["k3", "k4"])
+        #expect(try people.keys(.index("locale", prefix: "a\u{0}")) == ["k3", "k4"])
         #expect(try people.keys(.index("locale", in: "a"..."a\u{0}")) == ["k5", "k3"])
     }
 
@@ -138,8 +138,8 @@ struct IndexMaintenanceTests {
                             try people.store(PersonRecord(objectId: key, name: "w\(worker)", locale: locales[step % 3], age: Int(rng.next() % 50)))
                         }
                         // Every object a query returns matches it.
-                        for person in try people.objects(index: "locale", equalTo: "EN") { #expect(person.locale == "EN") }
-                        for person in try people.objects(index: "age", in: 10...20) { #expect((10...20).contains(person.age)) }
+                        for person in try people.objects(.index("locale", equals: "EN")) { #expect(person.locale == "EN") }
+                        for person in try people.objects(.index("age", in: 10...20)) { #expect((10...20).contains(person.age)) }
                     }
                 }
             }
@@ -147,11 +147,11 @@ struct IndexMaintenanceTests {
         }
         let report = try t.db.check()
         #expect(report.isConsistent, "\(report.problems)")
-        let stored = try people.allObjects()
+        let stored = try await people.objects()
         #expect(report.indexEntries == stored.count * 2)
         for person in stored {
-            #expect(try people.keys(index: "locale", equalTo: IndexValue(person.locale)).contains(person.objectId))
-            #expect(try people.keys(index: "age", equalTo: IndexValue(person.age)).contains(person.objectId))
+            #expect(try await people.keys(.index("locale", equals: IndexValue(person.locale))).contains(person.objectId))
+            #expect(try await people.keys(.index("age", equals: IndexValue(person.age))).contains(person.objectId))
         }
     }
 
@@ -167,7 +167,7 @@ struct IndexMaintenanceTests {
             }
             group.addTask {
                 for _ in 0..<60 {
-                    let english = try people.objects(index: "locale", equalTo: "EN")
+                    let english = try people.objects(.index("locale", equals: "EN"))
                     #expect(english.allSatisfy { $0.locale == "EN" && $0.age == 1 })
                     #expect(english.count == 0 || english.count == 200, "saw a half-applied batch: \(english.count)")
                 }

@@ -78,7 +78,7 @@ struct ObjectCountTests {
         #expect(try typed.delete(keys: ["p0", "p0", "absent", "\u{E9}"]) == 2)
         try expectCount(raw, 16, "deleting keys")
         #expect(try typed.count(.all) == 16)
-        #expect(try typed.allKeys().count == 16)
+        #expect(try typed.keys().count == 16)
         // A failed batch (unique violation elsewhere) or a refused key changes nothing.
         #expect(throws: BuriError.self) { try typed.store(PersonRecord(objectId: "", name: "", locale: "", age: 0)) }
         try expectCount(raw, 16, "a refused store")
@@ -219,7 +219,7 @@ struct ObjectCountTests {
         let expected = 4 * rounds * 3 - 4 * (rounds / 4) + 5
         #expect(try mine.count() == expected)
         #expect(try theirs.count() == expected)
-        #expect(try mine.allKeys().count == expected)
+        #expect(try mine.keys().count == expected)
         #expect(try storedCount(t.db, mine.raw.descriptor.id) == expected)
         #expect(try t.db.check().isConsistent)
     }
@@ -344,7 +344,7 @@ struct ObjectCountTests {
         #expect(try storedCount(t.db, 777) == nil)
         // Repairing counts never deleted a record or an entry.
         #expect(try scanEntries(t.db.engine.snapshot()).count == records)
-        #expect(try typed.allKeys().count == 25)
+        #expect(try typed.keys().count == 25)
         #expect(try t.db.check().problems.isEmpty)
     }
 

@@ -161,7 +161,7 @@ struct PagingModelTests {
             let window = expected.dropFirst(offset).prefix(limit).map(\.id)
             let automatic = try raw.keys(q.query)
             #expect(automatic.map { Array($0.utf8) } == window.map { Array($0.utf8) }, "round \(round): \(q)")
-            let walked = try raw.makeCursor(q.query, strategy: .walk)
+            let walked = try raw.cursor(q.query, strategy: .walk)
             var walkKeys: [String] = []
             while let key = try walked.nextKey() { walkKeys.append(key) }
             #expect(walkKeys.map { Array($0.utf8) } == automatic.map { Array($0.utf8) }, "round \(round): \(q)")

@@ -82,13 +82,13 @@ struct ParallelReadTests {
             let expected = try Self.serial(people, query).get()
             #expect(try people.objects(query) == expected, "\(query)")
         }
-        let all = try people.allObjects()
+        let all = try people.objects()
         #expect(all.count == n)
         #expect(all.map(\.objectId) == (0..<n).map(Self.key))
         #expect(all.map(\.name) == (0..<n).map(Self.text))
-        #expect(try people.objects(index: "locale", equalTo: "EN").map(\.objectId) == stride(from: 0, to: n, by: 4).map(Self.key))
+        #expect(try people.objects(.index("locale", equals: "EN")).map(\.objectId) == stride(from: 0, to: n, by: 4).map(Self.key))
         // The two spellings of "é" are different bytes, so different index values.
-        #expect(try people.objects(index: "locale", equalTo: "e\u{301}").map(\.objectId) == stride(from: 2, to: n, by: 4).map(Self.key))
+        #expect(try people.objects(.index("locale", equals: "e\u{301}")).map(\.objectId) == stride(from: 2, to: n, by: 4).map(Self.key))
     }
 
     /// Stores `count` items, with `n` above 255 (undecodable as `Strict`) at `bad`.
@@ -186,7 +186,7 @@ struct ParallelReadTests {
             done.signal()
         }
         for _ in 0..<rounds {
-            let all = try items.allObjects()
+            let all = try items.objects()
             #expect(all.count == n)
             #expect(Set(all.map(\.n)).count == 1, "a read mixed generations")
             #expect(all.map(\.id) == (0..<n).map(Self.key))
@@ -194,6 +194,6 @@ struct ParallelReadTests {
         }
         done.wait()
         #expect(outcome.error == nil)
-        #expect(try items.allObjects() == Self.generation(rounds, count: n))
+        #expect(try items.objects() == Self.generation(rounds, count: n))
     }
 }

@@ -140,7 +140,7 @@ struct RecordDecodingTests {
             }
             #expect(streamed == objects.map(\.plain), "\(query)")
         }
-        #expect(try fast.allObjects().map(\.name) == (0..<n).map { Self.person($0).name })
+        #expect(try fast.objects().map(\.name) == (0..<n).map { Self.person($0).name })
         for i in [0, 1, 2, 4, n - 1] {
             let one = try #require(try fast.object(forKey: Self.key(i)))
             #expect(one.viaRecord && one.plain == Self.person(i))

@@ -31,11 +31,11 @@ private struct Seen: Equatable {
 
     init(_ bucket: Bucket<PersonRecord>, _ raw: RawBucket, probe: [String]) throws {
         count = try bucket.count()
-        allKeys = try bucket.allKeys()
+        allKeys = try bucket.keys()
         names = try probe.map { key in try bucket.object(forKey: key)?.name ?? "-" }
             + probe.map { key in try raw.record(forKey: key) == nil ? "absent" : "present" }
             + probe.map { key in try bucket.contains(key: key) ? "yes" : "no" }
-        localeKeys = try bucket.keys(index: "locale", equalTo: "N1")
+        localeKeys = try bucket.keys(.index("locale", equals: "N1"))
         ageEntries = try raw.entryCount(index: "age")
         youngest = try bucket.min(index: "age")
         oldest = try bucket.max(index: "age")
@@ -178,8 +178,8 @@ struct SharedGenerationTests {
         let theirs = try other.bucket(PersonRecord.self)
         #expect(try theirs.count() == 6)
         try t.db.dropBucket(named: "Person")
-        for read in [{ _ = try theirs.count() }, { _ = try theirs.object(forKey: "p1") }, { _ = try theirs.allKeys() },
-                     { _ = try theirs.keys(index: "locale", equalTo: "L1") }] as [() throws -> Void] {
+        for read in [{ _ = try theirs.count() }, { _ = try theirs.object(forKey: "p1") }, { _ = try theirs.keys() },
+                     { _ = try theirs.keys(.index("locale", equals: "L1")) }] as [() throws -> Void] {
             do {
                 try read()
                 Issue.record("a read of a dropped bucket returned a result")

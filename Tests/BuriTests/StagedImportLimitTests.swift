@@ -47,7 +47,7 @@ struct StagedImportLimitTests {
         try second.store([Self.person("new", age: 7)])
         #expect(try second.publish() == 201)
         #expect(try people.count() == 201)
-        #expect(try people.keys(index: "age", equalTo: 7).sorted() == ["new", "p007"])
+        #expect(try people.keys(.index("age", equals: 7)).sorted() == ["new", "p007"])
         let report = try db.check()
         #expect(report.isConsistent && report.objects == 201 && report.indexEntries == 402, "\(report.problems)")
     }

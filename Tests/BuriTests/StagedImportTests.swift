@@ -42,16 +42,16 @@ struct StagedImportTests {
         // Nothing is visible before publishing.
         #expect(try people.count() == 10)
         #expect(try people.object(forKey: "p1")?.name == "old")
-        #expect(try people.keys(index: "locale", equalTo: "EN").isEmpty)
+        #expect(try people.keys(.index("locale", equals: "EN")).isEmpty)
         #expect(try t.db.check().isConsistent)
 
         #expect(try load.publish() == 110)
         #expect(try people.count() == 110)
         #expect(try people.object(forKey: "p1")?.name == "new")
         #expect(try people.object(forKey: "p2")?.name == "old")
-        #expect(try people.keys(index: "locale", equalTo: "EN").count == 101)
-        #expect(try people.keys(index: "locale", equalTo: "FR").count == 9)
-        #expect(try people.keys(index: "age", equalTo: 50) == ["p1"])
+        #expect(try people.keys(.index("locale", equals: "EN")).count == 101)
+        #expect(try people.keys(.index("locale", equals: "FR")).count == 9)
+        #expect(try people.keys(.index("age", equals: 50)) == ["p1"])
         #expect(people.raw.descriptor.id == load.stageId)
         #expect(throws: BuriError.self) { try load.store([]) }
         try settle(t.db)
@@ -71,8 +71,8 @@ struct StagedImportTests {
         #expect(throws: BuriError.self) { try load.store([try rawNote("n5", email: "c@x"), try rawNote("n6", email: "c@x")]) }
         try load.store([try rawNote("n1", email: "d@x"), try rawNote("n7", email: "a@x")])   // n1 releases it in the same chunk
         try load.publish()
-        #expect(try notes.allKeys() == ["n1", "n2", "n7"])
-        #expect(try notes.keys(index: "email", equalTo: "a@x") == ["n7"])
+        #expect(try notes.keys() == ["n1", "n2", "n7"])
+        #expect(try notes.keys(.index("email", equals: "a@x")) == ["n7"])
         #expect(try t.db.check().isConsistent)
     }
 
@@ -89,7 +89,7 @@ struct StagedImportTests {
             guard case BuriError.conflict = error else { return false }
             return true
         }
-        #expect(try people.allKeys() == ["direct", "p0"])
+        #expect(try people.keys() == ["direct", "p0"])
         try settle(t.db)
         #expect(try t.rawKeys().filter { $0.starts(with: Keyspace.recordPrefix(bucket: load.stageId)) }.isEmpty)
         #expect(try t.db.check().isConsistent)

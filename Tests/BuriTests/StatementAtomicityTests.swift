@@ -28,7 +28,7 @@ struct StatementAtomicityTests {
     func expectState(_ db: BuriDatabase, _ expected: [Subscriber], sourceLocation: SourceLocation = #_sourceLocation) throws {
         let bucket = try db.bucket(Subscriber.self)
         let byKey = expected.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
-        #expect(try bucket.allObjects() == byKey, sourceLocation: sourceLocation)
+        #expect(try bucket.objects() == byKey, sourceLocation: sourceLocation)
         #expect(try bucket.count() == expected.count, sourceLocation: sourceLocation)
         let byAge = expected.sorted { $0.age != $1.age ? $0.age < $1.age : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
         #expect(try bucket.keys(.index("age", in: IndexValue(Int.min)...)) == byAge.map(\.id), sourceLocation: sourceLocation)

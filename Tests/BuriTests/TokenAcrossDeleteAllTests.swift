@@ -116,7 +116,7 @@ struct TokenAcrossDeleteAllTests {
         #expect(try bucket.keys(query.after(token)) == ["p5", "p6"])
         // The raw API as well.
         let raw = try t.db.rawBucket(named: "Person")
-        #expect(try raw.recordPage(query.after(token), size: 5).items.map(\.key) == ["p5", "p6"])
+        #expect(try raw.page(query.after(token), size: 5).items.map(\.key) == ["p5", "p6"])
     }
 
     @Test("a token of another bucket is refused, before and after either bucket's deleteAll", arguments: [Engine.leveldb, .memory, .shared])

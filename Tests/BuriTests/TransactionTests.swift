@@ -143,8 +143,8 @@ struct TransactionTests {
                 try w.bucket(Account.self).store(Account(id: "b", email: "b@x", balance: 2))
                 try w.bucket(Ledger.self).delete(key: "l")
             }
-            #expect(try accounts.allKeys() == ["a"])
-            #expect(try ledger.allKeys() == ["l"])
+            #expect(try accounts.keys() == ["a"])
+            #expect(try ledger.keys() == ["l"])
             #expect(throws: BuriError.self) { try accounts.store(Account(id: "c", email: "c@x", balance: 3)) }
         }
         #expect(try db.bucket(Account.self).count() == 2)

@@ -313,8 +313,8 @@ struct BuriToolTests {
         #expect(try db.bucketInfo(named: "Person")?.indexes.map(\.id) == catalog?.indexes.map(\.id))
         #expect(try people.count() == 40)
         #expect(try people.object(forKey: "p05") == fixturePeople[5])
-        #expect(try people.keys(index: "locale", equalTo: "EN") == fixturePeople.filter { $0.locale == "EN" }.map(\.objectId))
-        #expect(try people.objects(index: "age", in: 22...23).map(\.age) == [22, 22, 22, 22, 23, 23, 23, 23])
+        #expect(try people.keys(.index("locale", equals: "EN")) == fixturePeople.filter { $0.locale == "EN" }.map(\.objectId))
+        #expect(try people.objects(.index("age", in: 22...23)).map(\.age) == [22, 22, 22, 22, 23, 23, 23, 23])
         #expect(try people.count(.index("age", in: 28...)) == 8)
         #expect(try db.check().isConsistent)
         // And the Swift API's writes keep the index the CLI reads.

@@ -155,9 +155,9 @@ struct ExactImportTests {
             let events = try db.bucket(Event.self)
             for (i, date) in Self.dates.enumerated() {
                 #expect(try events.object(forKey: "e\(i)")?.due == date)
-                #expect(try events.keys(index: "due", equalTo: IndexValue(date.timeIntervalSince1970)).contains("e\(i)"))
+                #expect(try events.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))).contains("e\(i)"))
             }
-            #expect(try events.keys(index: "score", equalTo: IndexValue(Double.infinity)) == ["inf"])
+            #expect(try events.keys(.index("score", equals: IndexValue(Double.infinity))) == ["inf"])
             #expect(try db.check().isConsistent)
             db.close()
             #expect(try buri("export", path).stdout == (try sandbox.read("dump.jsonl")))
@@ -201,7 +201,7 @@ struct ExactImportTests {
         #expect(seen.seen == [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 86_400)])
         #expect(try db.bucketInfo(named: "events")?.index(named: "due")?.fieldForms == [.date])
         // The Swift type opens it without rebuilding anything and finds the same date.
-        #expect(try db.bucket(Event.self).keys(index: "due", equalTo: IndexValue(1_700_000_000.25)) == ["a"])
+        #expect(try db.bucket(Event.self).keys(.index("due", equals: IndexValue(1_700_000_000.25))) == ["a"])
         db.close()
         #expect(try buri("info", path).lines.contains("  index 'due' (numeric; field due (date)): 1 entry"))
         // An export with a BOM is still an export.

@@ -40,7 +40,7 @@ struct InfoAndSchemaVersionToolTests {
         #expect(try db.rawBucket(named: "Person").record(forKey: "p00")?.schemaVersion == 0)
         // The Swift type reads the restored bucket as it reads its own.
         #expect(try db.bucket(Versioned.self).object(forKey: "v2") == Versioned(id: "v2", name: "Bo"))
-        #expect(try db.bucket(Versioned.self).keys(index: "name", equalTo: "Ann") == ["v1"])
+        #expect(try db.bucket(Versioned.self).keys(.index("name", equals: "Ann")) == ["v1"])
     }
 
     @Test func aMalformedSchemaVersionIsRefused() throws {

@@ -51,7 +51,7 @@ func indexEntries(_ path: String) throws -> [String] {
     var result: [String] = []
     for name in try db.bucketNames() {
         let raw = try db.rawBucket(named: name)
-        let cursor = try raw.makeCursor(.all)
+        let cursor = try raw.cursor(.all)
         while let record = try cursor.nextRecord() {
             for (index, tuples) in record.indexValues.sorted(by: { $0.key < $1.key }) {
                 let values = tuples.map { $0.flatMap(\.encoded).map { String($0, radix: 16) }.joined(separator: ".") }.sorted()
@@ -101,15 +101,15 @@ struct KeyPathIndexDumpToolTests {
         let database = try BuriDatabase(path: copy)
         defer { database.close() }
         let books = try database.bucket(Book.self)
-        #expect(try books.objects(index: "title", equalTo: "Dune") == [fixtureBooks[0]])
-        #expect(try books.keys(index: "year", in: IndexValue(-2000)...IndexValue(0)) == ["b2", "b3"])
-        #expect(try books.keys(index: "cover", equalTo: IndexValue(bytes: [0xFF, 0x00, 0x80])) == ["b1"])
-        #expect(try books.keys(index: "initial", equalTo: "Z") == ["b3"])
-        #expect(try books.keys(index: "tags", equalTo: "sf") == ["b1", "b3"])
+        #expect(try books.objects(.index("title", equals: "Dune")) == [fixtureBooks[0]])
+        #expect(try books.keys(.index("year", in: IndexValue(-2000)...IndexValue(0))) == ["b2", "b3"])
+        #expect(try books.keys(.index("cover", equals: IndexValue(bytes: [0xFF, 0x00, 0x80]))) == ["b1"])
+        #expect(try books.keys(.index("initial", equals: "Z")) == ["b3"])
+        #expect(try books.keys(.index("tags", equals: "sf")) == ["b1", "b3"])
         // A new object stored through the type after the restore is indexed alongside.
         try books.store(Book(id: "b4", title: "Dune Messiah", year: 1969, tags: ["sf"], cover: Data(), rating: 4,
                              published: Date(timeIntervalSince1970: 1), isbn: "isbn-4"))
-        #expect(try books.keys(index: "tags", equalTo: "sf") == ["b1", "b3", "b4"])
+        #expect(try books.keys(.index("tags", equals: "sf")) == ["b1", "b3", "b4"])
     }
 
     @Test func importOfOneBucketOfTheExportTakesTheCarriedValues() throws {

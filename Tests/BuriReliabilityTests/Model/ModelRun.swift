@@ -393,7 +393,7 @@ final class ModelRun {
     /// Every object, the count and the index entry counts of one bucket, as `bucket` sees it.
     func verifyBucket(_ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String) throws {
         let expected = model.sorted(name)
-        try compare(try read("\(label) all objects") { try bucket.allObjects() }, expected, "\(label) all objects of \(escaped(name))")
+        try compare(try read("\(label) all objects") { try bucket.objects() }, expected, "\(label) all objects of \(escaped(name))")
         let count = try read("\(label) count") { try bucket.count() }
         if count != expected.count { throw fail("\(label) count() of \(escaped(name)) is \(count), the model has \(expected.count)") }
         for (index, _) in ModelItem.indexes where chance(0.2) {
