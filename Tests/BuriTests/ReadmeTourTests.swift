@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The tour is compared with README.md character for character, aligned comments included.)
 import Foundation
 import Testing
 import Buri
