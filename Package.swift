@@ -30,7 +30,7 @@ let package = Package(
         .executable(name: "buri-demo", targets: ["BuriDemo"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         .systemLibrary(
@@ -47,7 +47,9 @@ let package = Package(
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         .executableTarget(
             name: "BuriTool",
-            dependencies: ["Buri", "BuriEtcd", "BuriCodec", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Buri", "BuriEtcd", "BuriCodec", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(name: "BuriDemo", dependencies: ["Buri", "BuriEtcd"]),
         // A child process for the reliability tests: writes in a loop and is killed mid-write.
@@ -56,13 +58,19 @@ let package = Package(
         // tests of the lower layers can share them without linking Buri.
         .target(name: "BuriTestBasics", path: "Tests/BuriTestBasics"),
         // Test fixtures shared by the suites: one database on each engine; re-exports BuriTestBasics.
-        .target(name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics"], path: "Tests/BuriTestSupport"),
+        .target(
+            name: "BuriTestSupport", dependencies: ["Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics"],
+            path: "Tests/BuriTestSupport"),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB", "BuriTestBasics"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec", "BuriTestBasics"]),
-        .testTarget(name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEngines", "BuriEtcd", "BuriTestSupport"]),
+        .testTarget(
+            name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEngines", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
-        .testTarget(name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
-        .testTarget(name: "BuriReliabilityTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
+        .testTarget(
+            name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
+        .testTarget(
+            name: "BuriReliabilityTests",
+            dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -42,11 +42,14 @@ func checkElements(_ raw: UnsafeRawBufferPointer) {
 
 func checkSplit(_ key: UnsafeRawBufferPointer, arity: Int) {
     guard let parts = try? Keyspace.splitIndexEntry(key, arity: arity) else { return }
-    require(parts.tuple.lowerBound == Keyspace.indexPrefixLength && parts.tuple.upperBound == parts.objectKey.lowerBound
-            && parts.objectKey.upperBound == key.count && !parts.objectKey.isEmpty, "split \(parts) of a \(key.count)-byte key")
+    require(
+        parts.tuple.lowerBound == Keyspace.indexPrefixLength && parts.tuple.upperBound == parts.objectKey.lowerBound
+            && parts.objectKey.upperBound == key.count && !parts.objectKey.isEmpty,
+        "split \(parts) of a \(key.count)-byte key")
     _ = try? Keyspace.string(key, parts.objectKey)
     let tuple = Array(key[parts.tuple])
-    require(IndexTuple.split(tuple).count == arity, "a tuple of arity \(arity) splits into a different number of values")
+    require(
+        IndexTuple.split(tuple).count == arity, "a tuple of arity \(arity) splits into a different number of values")
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -86,23 +89,34 @@ public func fuzzKeys(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 /// With BURI_FUZZ_SEEDS=<dir> in the environment, writes a starting corpus of valid record
 /// headers, index value tuples and entry-key tails to <dir> and exits (Scripts/fuzz does this).
 @_cdecl("LLVMFuzzerInitialize")
-public func initializeKeys(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
+public func initializeKeys(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
     guard let directory = ProcessInfo.processInfo.environment["BURI_FUZZ_SEEDS"] else { return 0 }
-    let values: [IndexValue] = [0, 1, -1, 42, IndexValue(Int64.min), IndexValue(UInt64.max), 0.5, -1e300, 5e-324,
-                                .init(floatLiteral: .infinity), .init(floatLiteral: -.infinity), "", "EN", "a\u{0}b", IndexValue(bytes: [0xFF, 0, 0xC3])]
+    let values: [IndexValue] = [
+        0, 1, -1, 42, IndexValue(Int64.min), IndexValue(UInt64.max), 0.5, -1e300, 5e-324,
+        .init(floatLiteral: .infinity), .init(floatLiteral: -.infinity), "", "EN", "a\u{0}b",
+        IndexValue(bytes: [0xFF, 0, 0xC3]),
+    ]
     var seeds: [[UInt8]] = values.map(\.encoded)
     seeds.append(values.flatMap(\.encoded))
     // A record: header with three entries, then a CBOR payload.
     var record: [UInt8] = []
-    RecordHeader(schemaVersion: 3, entries: [
-        RecordHeader.Entry(index: 1, tuple: IndexValue("EN").encoded),
-        RecordHeader.Entry(index: 2, tuple: IndexValue(42).encoded),
-        RecordHeader.Entry(index: 300, tuple: IndexValue("a").encoded + IndexValue(-2.5).encoded),
-    ]).append(to: &record)
+    RecordHeader(
+        schemaVersion: 3,
+        entries: [
+            RecordHeader.Entry(index: 1, tuple: IndexValue("EN").encoded),
+            RecordHeader.Entry(index: 2, tuple: IndexValue(42).encoded),
+            RecordHeader.Entry(index: 300, tuple: IndexValue("a").encoded + IndexValue(-2.5).encoded),
+        ]
+    ).append(to: &record)
     record += [0xA1, 0x61, 0x61, 0x01]
     seeds.append(record)
     // Index entry keys (a full key, and the tail after the prefix the harness adds).
-    seeds.append(Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: 1, index: 2), tuple: IndexValue("EN").encoded, objectKey: "p1"))
+    seeds.append(
+        Keyspace.indexEntryKey(
+            prefix: Keyspace.indexPrefix(bucket: 1, index: 2), tuple: IndexValue("EN").encoded, objectKey: "p1"))
     seeds.append(IndexValue(7).encoded + Array("key\u{0}".utf8))
     seeds.append(Keyspace.recordKey(bucket: 9, key: "p1"))
     seeds.append(Keyspace.headerValue())

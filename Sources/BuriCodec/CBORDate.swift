@@ -20,9 +20,9 @@
 // number, which is seconds since 2001 (what Foundation's own `Date.encode(to:)` writes).
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 enum _CBORDate {
@@ -93,8 +93,9 @@ enum _CBORDate {
             return try referenceSeconds(epoch: content)
         case .tagged(extendedTag, let content):
             guard case .map(let entries) = content, entries.count == 1 else {
-                throw CBORError(.unsupported, "extended time (tag 1001) other than {1: seconds} or {5: bigfloat}",
-                                expected: "date", found: "tag 1001")
+                throw CBORError(
+                    .unsupported, "extended time (tag 1001) other than {1: seconds} or {5: bigfloat}",
+                    expected: "date", found: "tag 1001")
             }
             switch (entries[0].key, entries[0].value) {
             case (.unsigned(epochKey), let seconds):
@@ -102,8 +103,9 @@ enum _CBORDate {
             case (.unsigned(bigfloatKey), let bigfloat):
                 return try referenceSeconds(bigfloat: bigfloat)
             default:
-                throw CBORError(.unsupported, "extended time (tag 1001) other than {1: seconds} or {5: bigfloat}",
-                                expected: "date", found: "tag 1001")
+                throw CBORError(
+                    .unsupported, "extended time (tag 1001) other than {1: seconds} or {5: bigfloat}",
+                    expected: "date", found: "tag 1001")
             }
         case .tagged(_, let content):
             return try referenceSeconds(content)
@@ -126,15 +128,20 @@ enum _CBORDate {
         case .float(let seconds):
             return Date(timeIntervalSince1970: seconds).timeIntervalSinceReferenceDate
         default:
-            throw CBORError(.typeMismatch, "tag 1 (epoch time) must hold a number", expected: "integer or float", found: content.kindName)
+            throw CBORError(
+                .typeMismatch, "tag 1 (epoch time) must hold a number", expected: "integer or float",
+                found: content.kindName)
         }
     }
 
     /// Seconds since 2001 of the bigfloat `[e, m]` (epoch time), which must be exactly a `Date`.
     static func referenceSeconds(bigfloat: CBORValue) throws -> Double {
         guard case .array(let parts) = bigfloat, parts.count == 2, let exponent = parts[0].int64Value,
-              let (negative, magnitude) = _integerParts(parts[1]) else {
-            throw CBORError(.typeMismatch, "a bigfloat is [exponent, mantissa]", expected: "[integer, integer]", found: bigfloat.kindName)
+            let (negative, magnitude) = _integerParts(parts[1])
+        else {
+            throw CBORError(
+                .typeMismatch, "a bigfloat is [exponent, mantissa]", expected: "[integer, integer]",
+                found: bigfloat.kindName)
         }
         guard exponent.magnitude <= 1200, magnitude.bitWidth <= 1200 else {
             throw CBORError(.valueOutOfRange, "the extended time is far beyond what a Date holds", expected: "Date")
@@ -153,7 +160,9 @@ enum _CBORDate {
             (resultNegative, resultMagnitude) = (true, epoch.subtracting(scaled))
         }
         guard let seconds = resultMagnitude.exactDouble(times2ToThe: -shift) else {
-            throw CBORError(.valueOutOfRange, "the extended time is not exactly a Date (a Double of seconds since 2001)", expected: "Date")
+            throw CBORError(
+                .valueOutOfRange, "the extended time is not exactly a Date (a Double of seconds since 2001)",
+                expected: "Date")
         }
         return resultNegative ? -seconds : seconds
     }
@@ -236,8 +245,10 @@ struct _BigUInt: Equatable {
     var bigEndianBytes: [UInt8] {
         var bytes: [UInt8] = []
         for limb in limbs.reversed() {
-            bytes.append(contentsOf: [UInt8(truncatingIfNeeded: limb >> 24), UInt8(truncatingIfNeeded: limb >> 16),
-                                      UInt8(truncatingIfNeeded: limb >> 8), UInt8(truncatingIfNeeded: limb)])
+            bytes.append(contentsOf: [
+                UInt8(truncatingIfNeeded: limb >> 24), UInt8(truncatingIfNeeded: limb >> 16),
+                UInt8(truncatingIfNeeded: limb >> 8), UInt8(truncatingIfNeeded: limb),
+            ])
         }
         return Array(bytes.drop { $0 == 0 })
     }
@@ -254,7 +265,8 @@ struct _BigUInt: Equatable {
         var result: [UInt32] = []
         var carry: UInt64 = 0
         for i in 0..<max(limbs.count, other.limbs.count) {
-            let sum = UInt64(i < limbs.count ? limbs[i] : 0) + UInt64(i < other.limbs.count ? other.limbs[i] : 0) + carry
+            let sum =
+                UInt64(i < limbs.count ? limbs[i] : 0) + UInt64(i < other.limbs.count ? other.limbs[i] : 0) + carry
             result.append(UInt32(truncatingIfNeeded: sum))
             carry = sum >> 32
         }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Decodes `Decodable` values from CBOR (RFC 8949) written by ``CBOREncoder``
@@ -150,7 +150,9 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
     }
 
     /// Runs `T(from: self)` on the item at `pos`.
-    func decodeNested<T: Decodable>(_ type: T.Type, at pos: Int, path: [any CodingKey], key: (any CodingKey)?) throws -> T {
+    func decodeNested<T: Decodable>(
+        _ type: T.Type, at pos: Int, path: [any CodingKey], key: (any CodingKey)?
+    ) throws -> T {
         guard recursion < _Limits.codableRecursion else {
             var full = path
             if let key { full.append(key) }
@@ -313,7 +315,8 @@ class _CBORMapCursor {
             var pos = cursorOffset
             let (initial, argument) = try input.readHead(&pos)
             if initial >> 5 == _Major.text, argument == UInt64(name.count), name.count <= input.count - pos,
-               _bytesEqual(input.base + pos, name) {
+                _bytesEqual(input.base + pos, name)
+            {
                 return (cursorIndex, pos + name.count)
             }
         }
@@ -869,10 +872,13 @@ struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         }
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
         do {
             let start = try current()
-            let container = try state.makeKeyedContainer(type, at: start, path: codingPath + [_CBORIndexKey(currentIndex)])
+            let container = try state.makeKeyedContainer(
+                type, at: start, path: codingPath + [_CBORIndexKey(currentIndex)])
             pendingSkip = start
             currentIndex += 1
             return container

@@ -46,9 +46,9 @@
 // (synthesized Codable code never does this).
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Encodes `Encodable` values as CBOR (RFC 8949).
@@ -207,11 +207,13 @@ final class _CBOREncodingState: Encoder {
             length &+= 2
         } else if argument <= 0xFFFF {
             p[0] = m | 25
-            UnsafeMutableRawPointer(p + 1).storeBytes(of: UInt16(truncatingIfNeeded: argument).bigEndian, as: UInt16.self)
+            UnsafeMutableRawPointer(p + 1).storeBytes(
+                of: UInt16(truncatingIfNeeded: argument).bigEndian, as: UInt16.self)
             length &+= 3
         } else if argument <= 0xFFFF_FFFF {
             p[0] = m | 26
-            UnsafeMutableRawPointer(p + 1).storeBytes(of: UInt32(truncatingIfNeeded: argument).bigEndian, as: UInt32.self)
+            UnsafeMutableRawPointer(p + 1).storeBytes(
+                of: UInt32(truncatingIfNeeded: argument).bigEndian, as: UInt32.self)
             length &+= 5
         } else {
             p[0] = m | 27
@@ -226,7 +228,7 @@ final class _CBOREncodingState: Encoder {
         if value >= 0 {
             writeHead(_Major.unsigned, UInt64(value))
         } else {
-            writeHead(_Major.negative, UInt64(bitPattern: ~value)) // -1 - value, cannot overflow
+            writeHead(_Major.negative, UInt64(bitPattern: ~value))  // -1 - value, cannot overflow
         }
     }
 
@@ -304,9 +306,10 @@ final class _CBOREncodingState: Encoder {
     /// Opens a container at the current end of the output.
     func openContainer(_ major: UInt8) -> (index: Int, start: Int) {
         if baseDepth + containerCount >= _Limits.encodeDepth {
-            fail(CBORError(
-                .depthLimitExceeded, "containers nest deeper than \(_Limits.encodeDepth) levels",
-                codingPath: _renderCodingPath(codingPath)))
+            fail(
+                CBORError(
+                    .depthLimitExceeded, "containers nest deeper than \(_Limits.encodeDepth) levels",
+                    codingPath: _renderCodingPath(codingPath)))
         }
         let start = length
         pushContainer(_OpenContainer(start: start, count: 0, major: major))
@@ -427,8 +430,9 @@ final class _CBOREncodingState: Encoder {
         let encoder = _CBOREncodingState(
             userInfo: sendableUserInfo, codingPath: path,
             baseDepth: baseDepth + containerCount, recursion: recursion + 1)
-        pendingSupers.append(_PendingSuper(
-            containerIndex: index, containerStart: start, offset: length, key: key, encoder: encoder))
+        pendingSupers.append(
+            _PendingSuper(
+                containerIndex: index, containerStart: start, offset: length, key: key, encoder: encoder))
         hasPendingSupers = true
         return encoder
     }
@@ -437,14 +441,16 @@ final class _CBOREncodingState: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         let (index, start) = openSlotContainer(_Major.map)
-        return KeyedEncodingContainer(_CBORKeyedEncodingContainer<Key>(
-            state: self, index: index, start: start, codingPath: codingPath))
+        return KeyedEncodingContainer(
+            _CBORKeyedEncodingContainer<Key>(
+                state: self, index: index, start: start, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
         let (index, start) = openSlotContainer(_Major.array)
         return _CBORUnkeyedEncodingContainer(
-            state: self, index: index, start: start, codingPath: codingPath, count: openContainer(at: index)?.count ?? 0)
+            state: self, index: index, start: start, codingPath: codingPath, count: openContainer(at: index)?.count ?? 0
+        )
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -457,17 +463,19 @@ final class _CBOREncodingState: Encoder {
         if let existing = openContainer(at: slotDepth), existing.start == slotStart {
             closeContainers(downTo: slotDepth + 1)
             if existing.major != major {
-                fail(CBORError(
-                    .invalidValue, "asked for a keyed and an unkeyed container for the same value",
-                    codingPath: _renderCodingPath(codingPath)))
+                fail(
+                    CBORError(
+                        .invalidValue, "asked for a keyed and an unkeyed container for the same value",
+                        codingPath: _renderCodingPath(codingPath)))
             }
             return (slotDepth, slotStart)
         }
         closeContainers(downTo: slotDepth)
         if length != slotStart {
-            fail(CBORError(
-                .invalidValue, "asked for a container after the value was already encoded",
-                codingPath: _renderCodingPath(codingPath)))
+            fail(
+                CBORError(
+                    .invalidValue, "asked for a container after the value was already encoded",
+                    codingPath: _renderCodingPath(codingPath)))
         }
         return openContainer(major)
     }
@@ -558,7 +566,8 @@ final class _CBOREncodingState: Encoder {
         } else {
             throw CBORError(
                 .invalidValue, "\(value) is outside -2^64 ... 2^64 - 1, the integers CBOR holds exactly",
-                codingPath: _renderCodingPath(codingPath), expected: "an integer in -18446744073709551616 ... 18446744073709551615",
+                codingPath: _renderCodingPath(codingPath),
+                expected: "an integer in -18446744073709551616 ... 18446744073709551615",
                 found: "\(value) (\(I.self))")
         }
     }
@@ -710,8 +719,9 @@ struct _CBORKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
     ) -> KeyedEncodingContainer<NestedKey> {
         do { try beginEntry(key) } catch { state.fail(state.staleContainer()) }
         let (nestedIndex, nestedStart) = state.openContainer(_Major.map)
-        return KeyedEncodingContainer(_CBORKeyedEncodingContainer<NestedKey>(
-            state: state, index: nestedIndex, start: nestedStart, codingPath: codingPath + [key]))
+        return KeyedEncodingContainer(
+            _CBORKeyedEncodingContainer<NestedKey>(
+                state: state, index: nestedIndex, start: nestedStart, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -844,11 +854,15 @@ struct _CBORUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         try state.writeWide(value, codingPath: codingPath + [_CBORIndexKey(count - 1)])
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         do { try beginElement() } catch { state.fail(state.staleContainer()) }
         let (nestedIndex, nestedStart) = state.openContainer(_Major.map)
-        return KeyedEncodingContainer(_CBORKeyedEncodingContainer<NestedKey>(
-            state: state, index: nestedIndex, start: nestedStart, codingPath: codingPath + [_CBORIndexKey(count - 1)]))
+        return KeyedEncodingContainer(
+            _CBORKeyedEncodingContainer<NestedKey>(
+                state: state, index: nestedIndex, start: nestedStart,
+                codingPath: codingPath + [_CBORIndexKey(count - 1)]))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {

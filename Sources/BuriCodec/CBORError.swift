@@ -139,10 +139,11 @@ struct _CBORSuperKey: CodingKey {
 /// Renders `[person, address, zip]` as `person.address.zip` and unkeyed
 /// positions as `[3]` (shortened as ``_renderPath(_:)`` says).
 func _renderCodingPath(_ path: [any CodingKey]) -> String {
-    _renderPath(path.map { key in
-        if let index = key as? _CBORIndexKey { return .element(index.index) }
-        return .member(key.stringValue)
-    })
+    _renderPath(
+        path.map { key in
+            if let index = key as? _CBORIndexKey { return .element(index.index) }
+            return .member(key.stringValue)
+        })
 }
 
 /// One step of a path in an error message: a member name, an array position, or text shown as

@@ -152,7 +152,7 @@ func _exactHalf(_ value: Float) -> UInt16? {
         return sign | UInt16(exponent + 15) << 10 | UInt16(truncatingIfNeeded: significand >> 13)
     }
     if exponent >= -24 && exponent < -14 {
-        let scaled = magnitude * 0x1p24 // exact: scaling by a power of two
+        let scaled = magnitude * 0x1p24  // exact: scaling by a power of two
         guard scaled == scaled.rounded(.towardZero), scaled < 1024 else { return nil }
         return sign | UInt16(scaled)
     }
@@ -206,7 +206,9 @@ struct _CBORInput {
         return try readLongHead(&pos, initial: initial, allowIndefinite: allowIndefinite)
     }
 
-    func readLongHead(_ pos: inout Int, initial: UInt8, allowIndefinite: Bool) throws -> (initial: UInt8, argument: UInt64) {
+    func readLongHead(
+        _ pos: inout Int, initial: UInt8, allowIndefinite: Bool
+    ) throws -> (initial: UInt8, argument: UInt64) {
         let start = pos
         let info = initial & 0x1F
         let size: Int
@@ -225,7 +227,8 @@ struct _CBORInput {
                 return (initial, 0)
             }
             guard major >= 2 && major != 6 else {
-                throw CBORError(.malformed, "additional information 31 is not allowed for major type \(major)", offset: start)
+                throw CBORError(
+                    .malformed, "additional information 31 is not allowed for major type \(major)", offset: start)
             }
             guard allowIndefinite else {
                 throw CBORError(
@@ -300,7 +303,7 @@ struct _CBORInput {
             case _Major.tag:
                 remaining += 1
             default:
-                break // integers and simple values: the head is the whole item
+                break  // integers and simple values: the head is the whole item
             }
             // Every item still to come needs at least one byte.
             guard remaining <= count - pos else {

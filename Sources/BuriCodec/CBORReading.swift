@@ -2,9 +2,9 @@
 // tags in front of the item, and converts losslessly or throws.
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension _CBORInput {
@@ -118,7 +118,9 @@ extension _CBORInput {
         return try nonFloatDouble(initial, argument, &pos, start: start, expected: "Double")
     }
 
-    func nonFloatDouble(_ initial: UInt8, _ argument: UInt64, _ pos: inout Int, start: Int, expected: String) throws -> Double {
+    func nonFloatDouble(
+        _ initial: UInt8, _ argument: UInt64, _ pos: inout Int, start: Int, expected: String
+    ) throws -> Double {
         switch initial >> 5 {
         case _Major.unsigned:
             if let double = Double(exactly: argument) { return double }
@@ -189,7 +191,8 @@ extension _CBORInput {
             pos += length
             guard let data = Data(base64Encoded: text) else {
                 throw CBORError(
-                    .typeMismatch, "the text is not base64", offset: start, expected: "byte string", found: "text string")
+                    .typeMismatch, "the text is not base64", offset: start, expected: "byte string",
+                    found: "text string")
             }
             return data
         default:
@@ -224,7 +227,9 @@ extension _CBORInput {
         let start = pos
         var probe = pos
         var head = try readHead(&probe)
-        while head.initial >> 5 == _Major.tag, head.argument != _CBORDate.epochTag, head.argument != _CBORDate.extendedTag {
+        while head.initial >> 5 == _Major.tag, head.argument != _CBORDate.epochTag,
+            head.argument != _CBORDate.extendedTag
+        {
             pos = probe
             head = try readHead(&probe)
         }
@@ -248,7 +253,8 @@ extension _CBORInput {
         let start = pos
         let text = try readString(&pos)
         guard let url = URL(string: text) else {
-            throw CBORError(.typeMismatch, "the text is not a URL", offset: start, expected: "URL", found: "text string")
+            throw CBORError(
+                .typeMismatch, "the text is not a URL", offset: start, expected: "URL", found: "text string")
         }
         return url
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A fast, allocation-free reader of one CBOR map (a record written by ``CBOREncoder`` for a
@@ -177,8 +177,11 @@ public struct CBORRecordReader {
             let (initial, argument) = try input.readHead(&pos)
             if initial >> 5 == _Major.text {
                 let other = Int(argument)
-                if other == length, _bytesEqual(input.base + pos, UnsafeBufferPointer(start: input.base + start, count: length)) {
-                    let name = String(decoding: UnsafeBufferPointer(start: input.base + start, count: length), as: UTF8.self)
+                if other == length,
+                    _bytesEqual(input.base + pos, UnsafeBufferPointer(start: input.base + start, count: length))
+                {
+                    let name = String(
+                        decoding: UnsafeBufferPointer(start: input.base + start, count: length), as: UTF8.self)
                     throw CBORError(
                         .malformed, "the map has the key \"\(name)\" twice (first at byte \(keyHead))",
                         offset: head, codingPath: name)

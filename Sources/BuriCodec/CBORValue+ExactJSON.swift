@@ -107,7 +107,8 @@ struct _ExactJSONWriter {
             out.append(UInt8(ascii: "]"))
         case .map(let entries):
             let textKeys = entries.allSatisfy { $0.key.stringValue != nil }
-            let allDollar = !entries.isEmpty && entries.allSatisfy { $0.key.stringValue?.utf8.first == UInt8(ascii: "$") }
+            let allDollar =
+                !entries.isEmpty && entries.allSatisfy { $0.key.stringValue?.utf8.first == UInt8(ascii: "$") }
             if textKeys && !allDollar {
                 out.append(UInt8(ascii: "{"))
                 for (i, entry) in entries.enumerated() {
@@ -219,7 +220,8 @@ struct _ExactJSONReader {
             defer { path.removeLast() }
             return .tagged(tag, try unwrap(content, depth: depth + 1))
         case ["$simple"]:
-            guard case .unsigned(let n)? = member("$simple"), n <= 255, !(20...22).contains(n), !(24...31).contains(n) else {
+            guard case .unsigned(let n)? = member("$simple"), n <= 255, !(20...22).contains(n), !(24...31).contains(n)
+            else {
                 throw fail("\"$simple\" takes 23 (undefined), 0...19 or 32...255")
             }
             return n == 23 ? .undefined : .simple(UInt8(n))
@@ -244,7 +246,9 @@ struct _ExactJSONReader {
             }
             return .map(result)
         default:
-            throw fail("an object whose member names all start with '$' must be a wrapper ($bytes, $float, $tag with $value, $simple or $map), not \(names.map { "\"\($0)\"" }.joined(separator: ", "))")
+            throw fail(
+                "an object whose member names all start with '$' must be a wrapper ($bytes, $float, $tag with $value, $simple or $map), not \(names.map { "\"\($0)\"" }.joined(separator: ", "))"
+            )
         }
     }
 }

@@ -141,7 +141,9 @@ extension CBORValue {
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard isDigit(index) else { return nil }
             while isDigit(index) { index += 1 }
         }
@@ -156,7 +158,8 @@ extension String {
     var trimmingSpaces: String {
         let utf8 = Array(self.utf8)
         let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
-        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(decoding: utf8[first...last], as: UTF8.self)
     }
 }
@@ -210,7 +213,9 @@ struct _JSONWriter {
             newline(&out, indent)
             out.append(UInt8(ascii: "}"))
         case .tagged(let tag, let content):
-            if tag == _CBORDate.epochTag || tag == _CBORDate.extendedTag, let seconds = try? _CBORDate.referenceSeconds(value) {
+            if tag == _CBORDate.epochTag || tag == _CBORDate.extendedTag,
+                let seconds = try? _CBORDate.referenceSeconds(value)
+            {
                 // A date is shown as the seconds since 1970 a `Date` holds for it — its index value,
                 // and what a query takes: tag 1's own number when that is exactly it (every date Buri
                 // writes), else the `Double` it rounds to (tag 1 with more precision than a `Date`
@@ -345,12 +350,13 @@ struct _JSONParser {
 
     /// The path as `items[2].price` (shortened when deep, see ``_renderPath(_:)``).
     var renderedPath: String {
-        _renderPath(path.map { item in
-            switch item {
-            case .member(let name): return .member(name)
-            case .element(let index): return .element(index)
-            }
-        })
+        _renderPath(
+            path.map { item in
+                switch item {
+                case .member(let name): return .member(name)
+                case .element(let index): return .element(index)
+                }
+            })
     }
 
     mutating func parseDocument() throws -> CBORValue {
@@ -434,7 +440,7 @@ struct _JSONParser {
 
     mutating func parseArray(depth: Int) throws -> CBORValue {
         try checkDepth(depth)
-        pos += 1 // [
+        pos += 1  // [
         var elements: [CBORValue] = []
         skipWhitespace()
         if pos < bytes.count && bytes[pos] == UInt8(ascii: "]") {
@@ -461,7 +467,7 @@ struct _JSONParser {
 
     mutating func parseObject(depth: Int) throws -> CBORValue {
         try checkDepth(depth)
-        pos += 1 // {
+        pos += 1  // {
         var entries: [CBORMapEntry] = []
         skipWhitespace()
         if pos < bytes.count && bytes[pos] == UInt8(ascii: "}") {
@@ -479,7 +485,9 @@ struct _JSONParser {
             let keyStart = pos
             let key = try parseString()
             guard names.insert(Array(key.utf8)).inserted else {
-                throw error("the object has two members named \(CBORValue.text(key).jsonString()); give each name once", at: keyStart)
+                throw error(
+                    "the object has two members named \(CBORValue.text(key).jsonString()); give each name once",
+                    at: keyStart)
             }
             skipWhitespace()
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else {
@@ -505,7 +513,7 @@ struct _JSONParser {
 
     mutating func parseString() throws -> String {
         let open = pos
-        pos += 1 // "
+        pos += 1  // "
         let start = pos
         // Fast path: no escapes.
         while pos < bytes.count {
@@ -551,7 +559,7 @@ struct _JSONParser {
 
     mutating func parseEscape(into utf8: inout [UInt8]) throws {
         let start = pos
-        pos += 1 // backslash
+        pos += 1  // backslash
         guard pos < bytes.count else { throw error("unterminated escape sequence", at: start) }
         let byte = bytes[pos]
         pos += 1
@@ -568,7 +576,8 @@ struct _JSONParser {
             var scalar = try parseHex4(escapeStart: start)
             if (0xD800..<0xDC00).contains(scalar) {
                 let low = pos
-                guard bytes.count - pos >= 2, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u") else {
+                guard bytes.count - pos >= 2, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
+                else {
                     throw error("a high surrogate escape must be followed by a low surrogate escape", at: start)
                 }
                 pos += 2
@@ -615,7 +624,9 @@ struct _JSONParser {
         }
         if bytes[pos] == UInt8(ascii: "0") {
             pos += 1
-            if pos < bytes.count && isDigit(bytes[pos]) { throw error("a number must not have leading zeros", at: start) }
+            if pos < bytes.count && isDigit(bytes[pos]) {
+                throw error("a number must not have leading zeros", at: start)
+            }
         } else {
             while pos < bytes.count && isDigit(bytes[pos]) { pos += 1 }
         }
@@ -652,7 +663,9 @@ struct _JSONParser {
                 return .negative(magnitude - 1)
             }
             if negative && text == "-18446744073709551616" { return .negative(.max) }
-            throw error("the integer \(text) is outside -18446744073709551616 ... 18446744073709551615, the integers CBOR holds exactly; write it as a string, or as a decimal such as 1.5e30 if an approximate float is meant", at: start)
+            throw error(
+                "the integer \(text) is outside -18446744073709551616 ... 18446744073709551615, the integers CBOR holds exactly; write it as a string, or as a decimal such as 1.5e30 if an approximate float is meant",
+                at: start)
         }
         guard let double = Double(text) else { throw error("invalid number", at: start) }
         if let problem = _inexactDecimal(text, double) { throw error("the number \(text) \(problem)", at: start) }
@@ -683,7 +696,8 @@ func _inexactDecimal(_ text: String, _ double: Double) -> String? {
     let shortest = double.description
     if _DecimalValue(shortest) == written { return nil }
     if _DecimalValue(exactly: double) == written { return nil }
-    return "has more precision than a double holds: the nearest double is \(_floatLiteral(double)); write that, or the number as a string"
+    return
+        "has more precision than a double holds: the nearest double is \(_floatLiteral(double)); write that, or the number as a string"
 }
 
 extension _DecimalValue {
@@ -707,7 +721,10 @@ extension _DecimalValue {
             exponent += 1
         }
         // Little-endian limbs of nine decimal digits each.
-        var limbs: [UInt64] = [significand % 1_000_000_000, significand / 1_000_000_000 % 1_000_000_000, significand / 1_000_000_000_000_000_000]
+        var limbs: [UInt64] = [
+            significand % 1_000_000_000, significand / 1_000_000_000 % 1_000_000_000,
+            significand / 1_000_000_000_000_000_000,
+        ]
         func multiply(by factor: UInt64) {
             var carry: UInt64 = 0
             for i in limbs.indices {

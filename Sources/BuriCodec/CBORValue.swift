@@ -153,7 +153,9 @@ extension CBORValue {
             var seen = Set<[UInt8]>()
             for entry in entries {
                 if !seen.insert(entry.key.encoded()).inserted { return entry.key }
-                if let repeated = entry.key.firstRepeatedMapKey() ?? entry.value.firstRepeatedMapKey() { return repeated }
+                if let repeated = entry.key.firstRepeatedMapKey() ?? entry.value.firstRepeatedMapKey() {
+                    return repeated
+                }
             }
         case .tagged(_, let content):
             return content.firstRepeatedMapKey()
@@ -171,7 +173,8 @@ extension CBORValue {
 }
 
 extension CBORValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral {
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
     /// `"text"` is ``text(_:)``.
     public init(stringLiteral value: String) { self = .text(value) }
     /// `-3` is ``negative(_:)`` with 2; `3` is ``unsigned(_:)``.

@@ -41,15 +41,19 @@ func run(path: String) throws {
     let cleared = try people.deleteAll()
 
     let locales = ["EN", "NL", "DE", "FR", "ES"]
-    let names = ["de Vries, Dirk", "Smith, Anna", "Jansen, Jan", "Curie, Marie", "Berg, Lars", "Rossi, Sofia", "Chen, Wei", "Mensah, Ama"]
+    let names = [
+        "de Vries, Dirk", "Smith, Anna", "Jansen, Jan", "Curie, Marie", "Berg, Lars", "Rossi, Sofia", "Chen, Wei",
+        "Mensah, Ama",
+    ]
     let everyone = (0..<10_000).map { i in
-        Person(objectId: String(format: "person-%05d", i), name: names[i % names.count],
-               locale: locales[i % locales.count], age: 20 + i % 20)
+        Person(
+            objectId: String(format: "person-%05d", i), name: names[i % names.count],
+            locale: locales[i % locales.count], age: 20 + i % 20)
     }
     if onEtcd {
         // etcd commits at most --max-txn-ops writes atomically: one commit per 1,000 people.
         for start in stride(from: 0, to: everyone.count, by: 1_000) {
-            try people.storeConcurrently(Array(everyone[start ..< min(everyone.count, start + 1_000)]))
+            try people.storeConcurrently(Array(everyone[start..<min(everyone.count, start + 1_000)]))
         }
     } else {
         try people.storeConcurrently(everyone)  // encodes on every core, one atomic batch
@@ -59,14 +63,20 @@ func run(path: String) throws {
     show(onEtcd ? "stored in atomic batches of 1,000" : "stored in one atomic batch", try people.count())
 
     print("\n-- fetch by key")
-    show("object(forKey: \"person-00042\")", try people.object(forKey: "person-00042").map { "\($0.name), \($0.locale), \($0.age)" } ?? "nil")
+    show(
+        "object(forKey: \"person-00042\")",
+        try people.object(forKey: "person-00042").map { "\($0.name), \($0.locale), \($0.age)" } ?? "nil")
     show("object(forKey: \"nobody\")", try people.object(forKey: "nobody").map { "\($0)" } ?? "nil")
 
     print("\n-- binary index 'locale'")
     show("keys(.index(locale, equals: EN)).count", try people.keys(.index("locale", equals: "EN")).count)
-    show("keys(.index(locale, equals: E)).count (exact, not prefix)", try people.keys(.index("locale", equals: "E")).count)
+    show(
+        "keys(.index(locale, equals: E)).count (exact, not prefix)",
+        try people.keys(.index("locale", equals: "E")).count)
     show("keys(.index(locale, prefix: E)).count", try people.keys(.index("locale", prefix: "E")).count)
-    show("objects(.index(locale, in: DE...FR)) locales", Set(try people.objects(.index("locale", in: "DE"..."FR")).map(\.locale)).sorted())
+    show(
+        "objects(.index(locale, in: DE...FR)) locales",
+        Set(try people.objects(.index("locale", in: "DE"..."FR")).map(\.locale)).sorted())
 
     print("\n-- numeric index 'age'")
     show("keys(.index(age, equals: 25)).count", try people.keys(.index("age", equals: 25)).count)
@@ -75,11 +85,16 @@ func run(path: String) throws {
     show("count(.index(age, in: 22..<24)) (half-open)", try people.count(.index("age", in: 22..<24)))
     show("count(.index(age, in: 38...)) (one-sided)", try people.count(.index("age", in: 38...)))
     show("count(.index(age, in: ...20.5)) (fractional bound)", try people.count(.index("age", in: ...20.5)))
-    show("min/max of age from the index alone", "\(try people.min(index: "age").map { "\($0)" } ?? "none") / \(try people.max(index: "age").map { "\($0)" } ?? "none")")
+    show(
+        "min/max of age from the index alone",
+        "\(try people.min(index: "age").map { "\($0)" } ?? "none") / \(try people.max(index: "age").map { "\($0)" } ?? "none")"
+    )
 
     print("\n-- compound indexes 'locale_age' and 'name_age'")
     show("count(locale_age: EN, age 30...39)", try people.count(.index("locale_age", equals: ["EN"], in: 30...39)))
-    show("keys(name_age: \"Smith, Anna\", 25).count", try people.keys(.index("name_age", equals: "Smith, Anna", 25)).count)
+    show(
+        "keys(name_age: \"Smith, Anna\", 25).count",
+        try people.keys(.index("name_age", equals: "Smith, Anna", 25)).count)
 
     print("\n-- order, limits, paging")
     let oldest = try people.objects(.index("age", in: 20...).descending().limit(3))
@@ -105,9 +120,13 @@ func run(path: String) throws {
     try people.store(moved)
     show("after moving person-00007 to 99 / EN-GB: age 99", try people.keys(.index("age", equals: 99)))
     show("  and locale EN-GB", try people.keys(.index("locale", equals: "EN-GB")))
-    show("  and still under its old age \(everyone[7].age)?", try people.keys(.index("age", equals: IndexValue(everyone[7].age))).contains("person-00007"))
+    show(
+        "  and still under its old age \(everyone[7].age)?",
+        try people.keys(.index("age", equals: IndexValue(everyone[7].age))).contains("person-00007"))
     try people.delete(everyone[7])  // the stale in-memory copy: stored entries are removed anyway
-    show("after delete(stale object): age 99 / locale EN-GB", "\(try people.keys(.index("age", equals: 99))) / \(try people.keys(.index("locale", equals: "EN-GB")))")
+    show(
+        "after delete(stale object): age 99 / locale EN-GB",
+        "\(try people.keys(.index("age", equals: 99))) / \(try people.keys(.index("locale", equals: "EN-GB")))")
     show("objects left", try people.count())
     show("elapsed", String(format: "%.2f s", Date().timeIntervalSince(started)))
 }

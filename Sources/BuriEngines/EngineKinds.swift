@@ -1,9 +1,9 @@
 import BuriStorage
 import LevelDB
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension LevelDBOptions {
@@ -87,9 +87,16 @@ extension LevelDBEngine {
         /// With ``StorageOpenOptions/Mode/existing``, a directory without LevelDB's `CURRENT` file is
         /// refused with `notFound` before LevelDB is called (LevelDB itself would make the
         /// directory and its `LOCK` file before finding no database there).
-        public func open(_ location: String, options open: StorageOpenOptions) throws(StorageError) -> any StorageEngine {
-            if open.mode == .existing, !FileManager.default.fileExists(atPath: location + "/" + LevelDBEngine.currentFileName) {
-                throw StorageError(code: .notFound, message: "'\(location)' holds no LevelDB database (no \(LevelDBEngine.currentFileName) file); nothing was created", location: location)
+        public func open(_ location: String, options open: StorageOpenOptions) throws(StorageError) -> any StorageEngine
+        {
+            if open.mode == .existing,
+                !FileManager.default.fileExists(atPath: location + "/" + LevelDBEngine.currentFileName)
+            {
+                throw StorageError(
+                    code: .notFound,
+                    message:
+                        "'\(location)' holds no LevelDB database (no \(LevelDBEngine.currentFileName) file); nothing was created",
+                    location: location)
             }
             var options = options
             options.createIfMissing = open.mode != .existing
@@ -116,7 +123,10 @@ extension MemoryEngine {
 
         public func open(_ location: String, options: StorageOpenOptions) throws(StorageError) -> any StorageEngine {
             guard options.mode != .existing else {
-                throw StorageError(code: .notFound, message: "an in-memory database exists only while it is open: there is none to open", location: location)
+                throw StorageError(
+                    code: .notFound,
+                    message: "an in-memory database exists only while it is open: there is none to open",
+                    location: location)
             }
             return MemoryEngine(name: location)
         }

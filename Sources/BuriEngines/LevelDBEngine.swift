@@ -2,9 +2,9 @@ import BuriStorage
 import LevelDB
 import Synchronization
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// LevelDB's open options (cache, bloom filter, write buffer, …), for ``LevelDBEngine``.
@@ -110,7 +110,8 @@ public final class LevelDBEngine: StorageEngine, Sendable {
         options.createIfMissing = true
         options.errorIfExists = true
         do {
-            return LevelDBEngine(database: try Database(path: path, options: options), path: path, removesDirectoryOnClose: true)
+            return LevelDBEngine(
+                database: try Database(path: path, options: options), path: path, removesDirectoryOnClose: true)
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             throw StorageError(error)
@@ -230,7 +231,11 @@ public final class LevelDBEngine: StorageEngine, Sendable {
 
     /// The refusal of a change to an engine that reads a snapshot.
     private func readOnlyRefusal(_ what: String) -> StorageError {
-        StorageError(code: .notSupported, message: "this engine reads a private snapshot of the files of '\(location)' and cannot \(what) it; open the database itself to \(what) it", location: location)
+        StorageError(
+            code: .notSupported,
+            message:
+                "this engine reads a private snapshot of the files of '\(location)' and cannot \(what) it; open the database itself to \(what) it",
+            location: location)
     }
 
     public func property(_ name: String) throws -> String? {
@@ -265,7 +270,8 @@ extension StorageError {
             return
         }
         let renamed = StorageError(error)
-        self.init(code: renamed.code, message: alias.apply(renamed.message), location: renamed.location.map(alias.apply))
+        self.init(
+            code: renamed.code, message: alias.apply(renamed.message), location: renamed.location.map(alias.apply))
     }
 
     /// The engine-neutral form of a LevelDB error, keeping LevelDB's message.
@@ -308,7 +314,8 @@ class LevelDBReader: StorageReader, @unchecked Sendable {
 
     func cursor(in range: BuriStorage.KeyRange, reverse: Bool) throws -> any StorageCursor {
         do {
-            return LevelDBCursor(try database.cursor(in: LevelDB.KeyRange(range), reverse: reverse, options: options), alias: alias)
+            return LevelDBCursor(
+                try database.cursor(in: LevelDB.KeyRange(range), reverse: reverse, options: options), alias: alias)
         } catch {
             throw StorageError(error, alias: alias)
         }

@@ -70,10 +70,13 @@ public final class MemoryEngine: StorageEngine, Sendable {
             if state.closed { return closedError() }
             if let conditions, !conditions.isEmpty {
                 guard let seen = conditions.snapshot as? MemorySnapshot else {
-                    return StorageError(code: .invalidArgument, message: "conditions read from another engine's snapshot", location: location)
+                    return StorageError(
+                        code: .invalidArgument, message: "conditions read from another engine's snapshot",
+                        location: location)
                 }
                 if let changed = Self.firstChange(conditions, seen: seen.tree, now: state.tree) {
-                    return StorageError(code: .conflict, message: "key \(changed) changed since it was read", location: location)
+                    return StorageError(
+                        code: .conflict, message: "key \(changed) changed since it was read", location: location)
                 }
             }
             guard !batch.operations.isEmpty else { return nil }
@@ -125,7 +128,8 @@ public final class MemoryEngine: StorageEngine, Sendable {
                 let a = before.next(), b = after.next()
                 if !a && !b { break }
                 guard a, b, let x = before.current, let y = after.current,
-                      compareBytes(x.key.raw, y.key.raw) == 0, x.revision == y.revision else {
+                    compareBytes(x.key.raw, y.key.raw) == 0, x.revision == y.revision
+                else {
                     return "in range starting \(hex(range.start ?? []))"
                 }
             }
@@ -206,7 +210,9 @@ final class MemoryCursor: StorageCursor {
     }
 
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard let node = walker.current, let value = node.value else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard let node = walker.current, let value = node.value else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
         return try body(value.raw)
     }
 }

@@ -39,7 +39,9 @@ public final class EtcdClient: Sendable {
     /// ```
     public var requestCount: Int { requests.load(ordering: .relaxed) }
 
-    public init(endpoints: [String], maxAttempts: Int = 80, retryWindow: Double = 30, requestTimeout: Double = 5) throws(StorageError) {
+    public init(
+        endpoints: [String], maxAttempts: Int = 80, retryWindow: Double = 30, requestTimeout: Double = 5
+    ) throws(StorageError) {
         guard !endpoints.isEmpty else {
             throw StorageError(code: .invalidArgument, message: "no etcd endpoint given; name at least one host:port")
         }
@@ -58,7 +60,8 @@ public final class EtcdClient: Sendable {
     /// Puts one key, returning the revision of the commit.
     @discardableResult
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(StorageError) -> UInt64 {
-        let reply = try call("/v3/kv/put", ["key": Self.base64(key), "value": Self.base64(value)], ambiguousIsSafe: true)
+        let reply = try call(
+            "/v3/kv/put", ["key": Self.base64(key), "value": Self.base64(value)], ambiguousIsSafe: true)
         return Self.revision(of: reply)
     }
 
@@ -66,18 +69,23 @@ public final class EtcdClient: Sendable {
     /// keeps within the cluster's limits.
     @discardableResult
     public func putAll(_ pairs: [(key: [UInt8], value: [UInt8])]) throws(StorageError) -> UInt64 {
-        let success: [[String: Any]] = pairs.map { ["request_put": ["key": Self.base64($0.key), "value": Self.base64($0.value)]] }
+        let success: [[String: Any]] = pairs.map {
+            ["request_put": ["key": Self.base64($0.key), "value": Self.base64($0.value)]]
+        }
         return Self.revision(of: try call("/v3/kv/txn", ["success": success], ambiguousIsSafe: true))
     }
 
     /// Deletes every key in `[start, end)`.
     public func deleteRange(from start: [UInt8], to end: [UInt8]) throws(StorageError) {
-        _ = try call("/v3/kv/deleterange", ["key": Self.base64(start), "range_end": Self.base64(end)], ambiguousIsSafe: true)
+        _ = try call(
+            "/v3/kv/deleterange", ["key": Self.base64(start), "range_end": Self.base64(end)], ambiguousIsSafe: true)
     }
 
     /// The key-value pairs in `[start, end)` (all keys from `start` with `end` `nil`), in key order,
     /// at most `limit` of them (0: no limit), as of `revision` (0: now).
-    public func range(from start: [UInt8], to end: [UInt8]?, limit: Int = 0, revision: UInt64 = 0) throws(StorageError) -> [(key: [UInt8], value: [UInt8])] {
+    public func range(
+        from start: [UInt8], to end: [UInt8]?, limit: Int = 0, revision: UInt64 = 0
+    ) throws(StorageError) -> [(key: [UInt8], value: [UInt8])] {
         var body: [String: Any] = ["key": Self.base64(start), "range_end": Self.base64(end ?? [0])]
         if limit > 0 { body["limit"] = String(limit) }
         if revision > 0 { body["revision"] = String(revision) }
@@ -92,7 +100,9 @@ public final class EtcdClient: Sendable {
     /// let (keys, revision) = try client.count(from: Array("app\0".utf8), to: Array("app\u{1}".utf8))
     /// ```
     public func count(from start: [UInt8], to end: [UInt8]) throws(StorageError) -> (count: UInt64, revision: UInt64) {
-        let reply = try call("/v3/kv/range", ["key": Self.base64(start), "range_end": Self.base64(end), "count_only": true], ambiguousIsSafe: true)
+        let reply = try call(
+            "/v3/kv/range", ["key": Self.base64(start), "range_end": Self.base64(end), "count_only": true],
+            ambiguousIsSafe: true)
         return (Self.int(reply["count"]), Self.revision(of: reply))
     }
 
@@ -109,7 +119,9 @@ public final class EtcdClient: Sendable {
     /// let status = try client.memberStatus(of: "127.0.0.1:2379")
     /// let isLeader = status.member == status.leader
     /// ```
-    public func memberStatus(of endpoint: String) throws(StorageError) -> (member: UInt64, leader: UInt64, revision: UInt64) {
+    public func memberStatus(
+        of endpoint: String
+    ) throws(StorageError) -> (member: UInt64, leader: UInt64, revision: UInt64) {
         let payload = Data("{}".utf8)
         switch exchange(endpoint: endpoint, path: "/v3/maintenance/status", payload: payload) {
         case let .reply(json):
@@ -135,7 +147,8 @@ public final class EtcdClient: Sendable {
         do {
             payload = try JSONSerialization.data(withJSONObject: body)
         } catch {
-            throw StorageError(code: .invalidArgument, message: "could not encode an etcd request: \(error)", location: address)
+            throw StorageError(
+                code: .invalidArgument, message: "could not encode an etcd request: \(error)", location: address)
         }
         requests.add(1, ordering: .relaxed)
         let started = DispatchTime.now().uptimeNanoseconds
@@ -151,11 +164,18 @@ public final class EtcdClient: Sendable {
             case let .reply(json):
                 if let message = json["error"] as? String ?? json["message"] as? String, json["header"] == nil {
                     let code = (json["code"] as? NSNumber)?.intValue ?? -1
-                    if code == 14 || message.contains("no leader") || message.contains("leader changed") || message.contains("timed out") || message.contains("deadline exceeded") {
+                    if code == 14 || message.contains("no leader") || message.contains("leader changed")
+                        || message.contains("timed out") || message.contains("deadline exceeded")
+                    {
                         // Unavailable: an election is under way, or this member lost its leader.
                         lastProblem = "\(endpoint): \(message)"
-                        if (message.contains("timed out") || message.contains("deadline exceeded")) && !ambiguousIsSafe {
-                            throw StorageError(code: .unavailable, message: "\(message) at \(endpoint); the commit may or may not have been applied: read again before retrying", location: address)
+                        if (message.contains("timed out") || message.contains("deadline exceeded")) && !ambiguousIsSafe
+                        {
+                            throw StorageError(
+                                code: .unavailable,
+                                message:
+                                    "\(message) at \(endpoint); the commit may or may not have been applied: read again before retrying",
+                                location: address)
                         }
                         rotate(from: index)
                         break
@@ -170,7 +190,11 @@ public final class EtcdClient: Sendable {
             case let .lost(problem):
                 lastProblem = "\(endpoint): \(problem)"
                 if !ambiguousIsSafe {
-                    throw StorageError(code: .unavailable, message: "lost the connection to \(endpoint) during a commit (\(problem)); it may or may not have been applied: read again before retrying", location: address)
+                    throw StorageError(
+                        code: .unavailable,
+                        message:
+                            "lost the connection to \(endpoint) during a commit (\(problem)); it may or may not have been applied: read again before retrying",
+                        location: address)
                 }
                 rotate(from: index)
             case let .failed(error):
@@ -178,7 +202,11 @@ public final class EtcdClient: Sendable {
             }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
             if attempt >= maxAttempts || elapsed >= retryWindow {
-                throw StorageError(code: .unavailable, message: "no member of the cluster answered after \(attempt) attempt(s) in \(String(format: "%.1f", elapsed)) s; last: \(lastProblem). Start the cluster (Scripts/etcd-cluster start DIR) or check the endpoints", location: address)
+                throw StorageError(
+                    code: .unavailable,
+                    message:
+                        "no member of the cluster answered after \(attempt) attempt(s) in \(String(format: "%.1f", elapsed)) s; last: \(lastProblem). Start the cluster (Scripts/etcd-cluster start DIR) or check the endpoints",
+                    location: address)
             }
             // Every member tried once: wait a little (an election takes about a second).
             if attempt % endpoints.count == 0 {
@@ -189,7 +217,8 @@ public final class EtcdClient: Sendable {
     }
 
     private func rotate(from index: Int) {
-        _ = preferred.compareExchange(expected: preferred.load(ordering: .relaxed), desired: (index + 1) % endpoints.count, ordering: .relaxed)
+        _ = preferred.compareExchange(
+            expected: preferred.load(ordering: .relaxed), desired: (index + 1) % endpoints.count, ordering: .relaxed)
     }
 
     enum Outcome {
@@ -213,24 +242,44 @@ public final class EtcdClient: Sendable {
         }
         guard let json = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] else {
             let text = String(decoding: response.body.prefix(200), as: UTF8.self)
-            if response.status == 502 || response.status == 503 || response.status == 504 { return .lost("HTTP \(response.status) \(text)") }
-            return .failed(StorageError(code: .unknown, message: "\(endpoint) answered \(path) with HTTP \(response.status) and no JSON: \(text)", location: address))
+            if response.status == 502 || response.status == 503 || response.status == 504 {
+                return .lost("HTTP \(response.status) \(text)")
+            }
+            return .failed(
+                StorageError(
+                    code: .unknown,
+                    message: "\(endpoint) answered \(path) with HTTP \(response.status) and no JSON: \(text)",
+                    location: address))
         }
         return .reply(json)
     }
 
     static func error(code: Int, message: String, address: String) -> StorageError {
         if message.contains("compacted") {
-            return StorageError(code: .unavailable, message: "\(message): the revision this read was fixed at is no longer kept by the cluster; run the read again", location: address)
+            return StorageError(
+                code: .unavailable,
+                message:
+                    "\(message): the revision this read was fixed at is no longer kept by the cluster; run the read again",
+                location: address)
         }
         if message.contains("too many operations") {
-            return StorageError(code: .limitExceeded, message: "\(message) (the cluster's --max-txn-ops); write less at once, or tell the engine the cluster's limit (?max-txn-ops=N)", location: address)
+            return StorageError(
+                code: .limitExceeded,
+                message:
+                    "\(message) (the cluster's --max-txn-ops); write less at once, or tell the engine the cluster's limit (?max-txn-ops=N)",
+                location: address)
         }
         if message.contains("too large") {
-            return StorageError(code: .limitExceeded, message: "\(message) (the cluster's --max-request-bytes); write less at once", location: address)
+            return StorageError(
+                code: .limitExceeded, message: "\(message) (the cluster's --max-request-bytes); write less at once",
+                location: address)
         }
         if message.contains("space exceeded") {
-            return StorageError(code: .limitExceeded, message: "\(message) (the cluster's --quota-backend-bytes); compact and defragment the cluster or raise its quota", location: address)
+            return StorageError(
+                code: .limitExceeded,
+                message:
+                    "\(message) (the cluster's --quota-backend-bytes); compact and defragment the cluster or raise its quota",
+                location: address)
         }
         return StorageError(code: .unknown, message: "etcd error \(code): \(message)", location: address)
     }
@@ -242,7 +291,8 @@ public final class EtcdClient: Sendable {
     static func bytes(_ value: Any?) throws(StorageError) -> [UInt8] {
         guard let text = value as? String else { return [] }  // proto3 JSON leaves empty bytes out
         guard let data = Data(base64Encoded: text) else {
-            throw StorageError(code: .corruption, message: "etcd returned bytes that are not base64: \(text.prefix(40))")
+            throw StorageError(
+                code: .corruption, message: "etcd returned bytes that are not base64: \(text.prefix(40))")
         }
         return [UInt8](data)
     }
@@ -269,7 +319,10 @@ public final class EtcdClient: Sendable {
         var result: [KeyValue] = []
         result.reserveCapacity(list.count)
         for item in list {
-            result.append(KeyValue(key: try bytes(item["key"]), value: try bytes(item["value"]), modRevision: int(item["mod_revision"])))
+            result.append(
+                KeyValue(
+                    key: try bytes(item["key"]), value: try bytes(item["value"]), modRevision: int(item["mod_revision"])
+                ))
         }
         return result
     }

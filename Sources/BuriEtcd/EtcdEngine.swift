@@ -62,15 +62,27 @@ public final class EtcdEngine: StorageEngine, Sendable {
     /// Nothing is sent until the first read or commit. A request no member answers is retried on
     /// the others for `retryWindow` seconds (long enough for an election), then fails with
     /// ``StorageError/Code/unavailable``.
-    public init(endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits(), retryWindow: Double = 30) throws(StorageError) {
+    public init(
+        endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits(), retryWindow: Double = 30
+    ) throws(StorageError) {
         guard !name.isEmpty else {
-            throw StorageError(code: .invalidArgument, message: "an etcd database needs a name (the key prefix in the cluster): etcd://host:port/NAME")
+            throw StorageError(
+                code: .invalidArgument,
+                message: "an etcd database needs a name (the key prefix in the cluster): etcd://host:port/NAME")
         }
         guard !name.utf8.contains(0) else {
-            throw StorageError(code: .invalidArgument, message: "the etcd database name '\(name)' contains a NUL byte, which ends the key prefix; choose another name")
+            throw StorageError(
+                code: .invalidArgument,
+                message:
+                    "the etcd database name '\(name)' contains a NUL byte, which ends the key prefix; choose another name"
+            )
         }
         guard limits.maxTxnOps > 0, limits.maxRequestBytes > 0 else {
-            throw StorageError(code: .invalidArgument, message: "etcd limits must be positive (max-txn-ops \(limits.maxTxnOps), max-request-bytes \(limits.maxRequestBytes))")
+            throw StorageError(
+                code: .invalidArgument,
+                message:
+                    "etcd limits must be positive (max-txn-ops \(limits.maxTxnOps), max-request-bytes \(limits.maxRequestBytes))"
+            )
         }
         client = try EtcdClient(endpoints: endpoints, retryWindow: retryWindow)
         self.name = name
@@ -96,7 +108,9 @@ public final class EtcdEngine: StorageEngine, Sendable {
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     func checkOpen() throws(StorageError) {
-        if isClosed { throw StorageError(code: .databaseClosed, message: "call made after close()", location: location) }
+        if isClosed {
+            throw StorageError(code: .databaseClosed, message: "call made after close()", location: location)
+        }
     }
 
     /// One round trip: the cluster's current revision becomes the snapshot's.
@@ -104,10 +118,12 @@ public final class EtcdEngine: StorageEngine, Sendable {
         try checkOpen()
         // A point read of the bare prefix (never a Buri key): its header carries the current
         // revision at O(1). (A limited range would cost etcd 3.4 a count of the whole range.)
-        let reply = try client.call("/v3/kv/range", ["key": EtcdClient.base64(keyPrefix), "keys_only": true], ambiguousIsSafe: true)
+        let reply = try client.call(
+            "/v3/kv/range", ["key": EtcdClient.base64(keyPrefix), "keys_only": true], ambiguousIsSafe: true)
         let revision = EtcdClient.revision(of: reply)
         guard revision > 0 else {
-            throw StorageError(code: .unknown, message: "the cluster answered a read without a revision", location: location)
+            throw StorageError(
+                code: .unknown, message: "the cluster answered a read without a revision", location: location)
         }
         return EtcdSnapshot(engine: self, revision: revision)
     }
@@ -129,7 +145,9 @@ public final class EtcdEngine: StorageEngine, Sendable {
         var compareBytes = 0
         if let conditions, !conditions.isEmpty {
             guard let snapshot = conditions.snapshot as? EtcdSnapshot, snapshot.engine === self else {
-                throw StorageError(code: .invalidArgument, message: "conditions read from another engine's snapshot", location: location)
+                throw StorageError(
+                    code: .invalidArgument, message: "conditions read from another engine's snapshot",
+                    location: location)
             }
             var unique = Set<[UInt8]>()
             let keys = conditions.keys.filter { unique.insert($0).inserted }
@@ -137,15 +155,20 @@ public final class EtcdEngine: StorageEngine, Sendable {
             for (key, modRevision) in zip(keys, seen) {
                 let full = keyPrefix + key
                 compareBytes += full.count + 16
-                compares.append(["target": "MOD", "result": "EQUAL", "key": EtcdClient.base64(full), "mod_revision": String(modRevision)])
+                compares.append([
+                    "target": "MOD", "result": "EQUAL", "key": EtcdClient.base64(full),
+                    "mod_revision": String(modRevision),
+                ])
             }
             for range in Set(conditions.ranges) where !range.isEmpty {
                 let (start, end) = etcdBounds(range)
                 compareBytes += start.count + end.count + 16
                 // No key in the range put after the snapshot. (Deletions leave no key to compare:
                 // see docs/DURABILITY.md for why that is still safe for unique checks.)
-                compares.append(["target": "MOD", "result": "LESS", "key": EtcdClient.base64(start),
-                                 "range_end": EtcdClient.base64(end), "mod_revision": String(snapshot.revision + 1)])
+                compares.append([
+                    "target": "MOD", "result": "LESS", "key": EtcdClient.base64(start),
+                    "range_end": EtcdClient.base64(end), "mod_revision": String(snapshot.revision + 1),
+                ])
             }
         }
         var operationBytes = 0
@@ -162,16 +185,29 @@ public final class EtcdEngine: StorageEngine, Sendable {
             }
         }
         if operations.count > limits.maxTxnOps || compares.count > limits.maxTxnOps {
-            throw StorageError(code: .limitExceeded, message: "the commit has \(operations.count) write(s) and \(compares.count) read condition(s); etcd's --max-txn-ops allows \(limits.maxTxnOps) of each in one transaction. Nothing was written: write less in one transaction (or use a non-atomic chunked import), or raise the cluster's limit and say so in the location (?max-txn-ops=N)", location: location)
+            throw StorageError(
+                code: .limitExceeded,
+                message:
+                    "the commit has \(operations.count) write(s) and \(compares.count) read condition(s); etcd's --max-txn-ops allows \(limits.maxTxnOps) of each in one transaction. Nothing was written: write less in one transaction (or use a non-atomic chunked import), or raise the cluster's limit and say so in the location (?max-txn-ops=N)",
+                location: location)
         }
         let total = operationBytes + compareBytes + 64
         if total > limits.maxRequestBytes {
-            throw StorageError(code: .limitExceeded, message: "the commit is about \(total) bytes (\(operations.count) write(s), \(compares.count) condition(s)); etcd's --max-request-bytes allows \(limits.maxRequestBytes). Nothing was written: write less in one transaction, or raise the cluster's limit and say so in the location (?max-request-bytes=N)", location: location)
+            throw StorageError(
+                code: .limitExceeded,
+                message:
+                    "the commit is about \(total) bytes (\(operations.count) write(s), \(compares.count) condition(s)); etcd's --max-request-bytes allows \(limits.maxRequestBytes). Nothing was written: write less in one transaction, or raise the cluster's limit and say so in the location (?max-request-bytes=N)",
+                location: location)
         }
-        let reply = try client.call("/v3/kv/txn", ["compare": compares, "success": success], ambiguousIsSafe: !compares.isEmpty)
+        let reply = try client.call(
+            "/v3/kv/txn", ["compare": compares, "success": success], ambiguousIsSafe: !compares.isEmpty)
         if (reply["succeeded"] as? Bool) != true {
             let at = (conditions?.snapshot as? EtcdSnapshot)?.revision ?? 0
-            throw StorageError(code: .conflict, message: "a key or range read at revision \(at) changed before the commit (cluster revision now \(EtcdClient.revision(of: reply)))", location: location)
+            throw StorageError(
+                code: .conflict,
+                message:
+                    "a key or range read at revision \(at) changed before the commit (cluster revision now \(EtcdClient.revision(of: reply)))",
+                location: location)
         }
     }
 
@@ -192,13 +228,16 @@ public final class EtcdEngine: StorageEngine, Sendable {
     /// ```
     public func deleteAll() throws {
         try checkOpen()
-        _ = try client.call("/v3/kv/deleterange", ["key": EtcdClient.base64(keyPrefix), "range_end": EtcdClient.base64(prefixEnd)], ambiguousIsSafe: true)
+        _ = try client.call(
+            "/v3/kv/deleterange", ["key": EtcdClient.base64(keyPrefix), "range_end": EtcdClient.base64(prefixEnd)],
+            ambiguousIsSafe: true)
     }
 
     public func property(_ name: String) throws -> String? {
         switch name {
         case "etcd.revision":
-            let reply = try client.call("/v3/kv/range", ["key": EtcdClient.base64(keyPrefix), "keys_only": true], ambiguousIsSafe: true)
+            let reply = try client.call(
+                "/v3/kv/range", ["key": EtcdClient.base64(keyPrefix), "keys_only": true], ambiguousIsSafe: true)
             return String(EtcdClient.revision(of: reply))
         case "etcd.prefix": return keyPrefix.map { String(format: "%02x", $0) }.joined()
         case "etcd.endpoints": return client.endpoints.joined(separator: ",")
@@ -227,9 +266,11 @@ final class EtcdSnapshot: StorageSnapshot, @unchecked Sendable {
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         try engine.checkOpen()
-        let reply = try engine.client.call("/v3/kv/range", [
-            "key": EtcdClient.base64(engine.keyPrefix + key), "revision": String(revision),
-        ], ambiguousIsSafe: true)
+        let reply = try engine.client.call(
+            "/v3/kv/range",
+            [
+                "key": EtcdClient.base64(engine.keyPrefix + key), "revision": String(revision),
+            ], ambiguousIsSafe: true)
         let found = try EtcdClient.keyValues(reply["kvs"]).first
         seen.withLock { $0[key] = found?.modRevision ?? 0 }
         guard let found else { return try body(nil) }
@@ -261,14 +302,16 @@ final class EtcdSnapshot: StorageSnapshot, @unchecked Sendable {
         result.reserveCapacity(keys.count)
         var start = 0
         while start < keys.count {
-            let chunk = keys[start ..< min(keys.count, start + engine.limits.maxTxnOps)]
+            let chunk = keys[start..<min(keys.count, start + engine.limits.maxTxnOps)]
             let reads: [[String: Any]] = chunk.map {
                 ["request_range": ["key": EtcdClient.base64(engine.keyPrefix + $0), "revision": String(revision)]]
             }
             let reply = try engine.client.call("/v3/kv/txn", ["success": reads], ambiguousIsSafe: true)
             let responses = reply["responses"] as? [[String: Any]] ?? []
             guard responses.count == chunk.count else {
-                throw StorageError(code: .unknown, message: "the cluster answered \(responses.count) of \(chunk.count) reads", location: engine.location)
+                throw StorageError(
+                    code: .unknown, message: "the cluster answered \(responses.count) of \(chunk.count) reads",
+                    location: engine.location)
             }
             for (key, response) in zip(chunk, responses) {
                 let found = try EtcdClient.keyValues((response["response_range"] as? [String: Any])?["kvs"]).first
@@ -336,7 +379,9 @@ final class EtcdCursor: StorageCursor {
         let kvs = try EtcdClient.keyValues(reply["kvs"])
         let more = (reply["more"] as? Bool) ?? false
         if kvs.isEmpty && more {
-            throw StorageError(code: .unknown, message: "the cluster answered an empty page that claims more keys follow", location: snapshot.engine.location)
+            throw StorageError(
+                code: .unknown, message: "the cluster answered an empty page that claims more keys follow",
+                location: snapshot.engine.location)
         }
         pageSize = min(pageSize * 4, 1024)
         if let last = kvs.last?.key {
@@ -433,7 +478,10 @@ public struct EtcdLocation: Sendable, Hashable {
 
     public init(_ location: String) throws(StorageError) {
         func refuse(_ problem: String) -> StorageError {
-            StorageError(code: .invalidArgument, message: "'\(location)' is not a valid etcd location: \(problem); write \(Self.form)", location: location)
+            StorageError(
+                code: .invalidArgument,
+                message: "'\(location)' is not a valid etcd location: \(problem); write \(Self.form)",
+                location: location)
         }
         guard location.hasPrefix("etcd://") else {
             throw refuse("it does not start with etcd://")
@@ -441,7 +489,9 @@ public struct EtcdLocation: Sendable, Hashable {
         let rest = location.dropFirst("etcd://".count)
         if rest.contains("#") { throw refuse("it contains '#' (write a '#' in the name as %23)") }
         guard let slash = rest.firstIndex(of: "/") else {
-            throw refuse(rest.isEmpty ? "it names no member and no database" : "it names no database (no '/NAME' after the members)")
+            throw refuse(
+                rest.isEmpty
+                    ? "it names no member and no database" : "it names no database (no '/NAME' after the members)")
         }
         let hosts = rest[..<slash].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         if hosts == [""] { throw refuse("it names no member (no HOST:PORT between etcd:// and /NAME)") }
@@ -462,7 +512,9 @@ public struct EtcdLocation: Sendable, Hashable {
             throw refuse("the database name '\(path)' is not valid percent-encoding")
         }
         guard !decoded.isEmpty else { throw refuse("the database name after the '/' is empty") }
-        guard !decoded.utf8.contains(0) else { throw refuse("the database name contains a NUL byte, which ends the key prefix") }
+        guard !decoded.utf8.contains(0) else {
+            throw refuse("the database name contains a NUL byte, which ends the key prefix")
+        }
         name = decoded
         limits = EtcdLimits()
         var seen = Set<String>()
@@ -470,11 +522,13 @@ public struct EtcdLocation: Sendable, Hashable {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             let known = ["max-txn-ops", "max-request-bytes"]
             guard known.contains(parts[0]) else {
-                throw refuse("'\(parts[0])' is not a parameter of an etcd location (known: max-txn-ops, max-request-bytes)")
+                throw refuse(
+                    "'\(parts[0])' is not a parameter of an etcd location (known: max-txn-ops, max-request-bytes)")
             }
             guard seen.insert(parts[0]).inserted else { throw refuse("'\(parts[0])' is given twice") }
             guard parts.count == 2, !parts[1].isEmpty, parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-                  let value = Int(parts[1]), value > 0 else {
+                let value = Int(parts[1]), value > 0
+            else {
                 throw refuse("'\(item)' needs a positive whole number: \(parts[0])=N")
             }
             if parts[0] == "max-txn-ops" { limits.maxTxnOps = value } else { limits.maxRequestBytes = value }
@@ -485,33 +539,55 @@ public struct EtcdLocation: Sendable, Hashable {
 
     /// `host[:port]` as `host:port`, or why it is not one.
     private static func endpoint(_ text: String) -> Result<String, Problem> {
-        if text.isEmpty { return .failure(Problem(text: "its member list has an empty entry (two commas, or a comma at an end)")) }
+        if text.isEmpty {
+            return .failure(Problem(text: "its member list has an empty entry (two commas, or a comma at an end)"))
+        }
         var host: Substring
         var port: Substring?
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return .failure(Problem(text: "'\(text)' opens an IPv6 address with '[' but never closes it")) }
+            guard let close = text.firstIndex(of: "]") else {
+                return .failure(Problem(text: "'\(text)' opens an IPv6 address with '[' but never closes it"))
+            }
             host = text[text.index(after: text.startIndex)..<close]
             let after = text[text.index(after: close)...]
             if !after.isEmpty {
-                guard after.first == ":" else { return .failure(Problem(text: "'\(text)' has '\(after)' after its IPv6 address; write [ADDRESS]:PORT")) }
+                guard after.first == ":" else {
+                    return .failure(
+                        Problem(text: "'\(text)' has '\(after)' after its IPv6 address; write [ADDRESS]:PORT"))
+                }
                 port = after.dropFirst()
             }
-            guard !host.isEmpty, host.contains(":"), host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" || $0.isLetter || $0.isNumber }) else {
+            guard !host.isEmpty, host.contains(":"),
+                host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" || $0.isLetter || $0.isNumber })
+            else {
                 return .failure(Problem(text: "'\(text)' does not hold an IPv6 address between its brackets"))
             }
         } else {
             let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
-            if pieces.count > 2 { return .failure(Problem(text: "'\(text)' has more than one ':' (write an IPv6 address in brackets: [::1]:2379)")) }
+            if pieces.count > 2 {
+                return .failure(
+                    Problem(text: "'\(text)' has more than one ':' (write an IPv6 address in brackets: [::1]:2379)"))
+            }
             host = pieces[0]
             port = pieces.count == 2 ? pieces[1] : nil
             if host.isEmpty { return .failure(Problem(text: "'\(text)' has no host before the port")) }
-            guard host.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "." || $0 == "_") }) else {
-                return .failure(Problem(text: "'\(host)' is not a host name or IPv4 address (letters, digits, '-', '.' and '_' only)"))
+            guard
+                host.unicodeScalars.allSatisfy({
+                    $0.isASCII
+                        && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
+                            || $0 == "_")
+                })
+            else {
+                return .failure(
+                    Problem(
+                        text: "'\(host)' is not a host name or IPv4 address (letters, digits, '-', '.' and '_' only)"))
             }
         }
         guard let port else { return .success(text + ":2379") }
         guard !port.isEmpty else { return .failure(Problem(text: "'\(text)' has no port after its ':'")) }
-        guard port.utf8.allSatisfy({ (0x30...0x39).contains($0) }), port.count <= 5, let number = Int(port), (1...65535).contains(number) else {
+        guard port.utf8.allSatisfy({ (0x30...0x39).contains($0) }), port.count <= 5, let number = Int(port),
+            (1...65535).contains(number)
+        else {
             return .failure(Problem(text: "'\(port)' in '\(text)' is not a port (a number from 1 to 65535)"))
         }
         return .success(text)

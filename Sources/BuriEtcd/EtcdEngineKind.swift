@@ -2,7 +2,10 @@ import BuriStorage
 
 extension EtcdEngine {
     /// Whether `location` names an etcd database (starts with `etcd://`).
-    @available(*, deprecated, message: "ask a StorageEngines registry: engines.kind(for: location), and the kind's capabilities")
+    @available(
+        *, deprecated,
+        message: "ask a StorageEngines registry: engines.kind(for: location), and the kind's capabilities"
+    )
     public static func isEtcdLocation(_ location: String) -> Bool { Kind.scheme(location) }
 
     /// The kind of engine ``EtcdEngine`` is, for a ``StorageEngines`` registry: it claims the
@@ -47,9 +50,15 @@ extension EtcdEngine {
             case .available:
                 return .available
             case .unreachable:
-                return .unreachable(reason: probe.summary, advice: "Start the cluster (Scripts/etcd-cluster start DIR) or correct the members in the location")
+                return .unreachable(
+                    reason: probe.summary,
+                    advice: "Start the cluster (Scripts/etcd-cluster start DIR) or correct the members in the location")
             case .noQuorum:
-                return .unavailable(reason: probe.summary, advice: "A majority of its members must run and reach each other before anything can be read or written")
+                return .unavailable(
+                    reason: probe.summary,
+                    advice:
+                        "A majority of its members must run and reach each other before anything can be read or written"
+                )
             }
         }
 
@@ -61,7 +70,11 @@ extension EtcdEngine {
                 do {
                     if try engine.snapshot().cursor(in: .all, reverse: false).next() {
                         engine.close()
-                        throw StorageError(code: .invalidArgument, message: "'\(location)' exists: the cluster holds keys under the name '\(engine.name)'; create the database under another name", location: location)
+                        throw StorageError(
+                            code: .invalidArgument,
+                            message:
+                                "'\(location)' exists: the cluster holds keys under the name '\(engine.name)'; create the database under another name",
+                            location: location)
                     }
                 } catch let error as StorageError {
                     engine.close()

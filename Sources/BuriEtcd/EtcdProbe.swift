@@ -125,7 +125,8 @@ public struct EtcdProbe: Sendable {
             return "the etcd cluster is unreachable: \(parts)"
         case .noQuorum:
             let read = readFailure.map { "; a linearizable read failed: \($0)" } ?? ""
-            return "the etcd cluster has no quorum (no leader): it answers, but can neither commit writes nor serve linearizable reads: \(parts)\(read)"
+            return
+                "the etcd cluster has no quorum (no leader): it answers, but can neither commit writes nor serve linearizable reads: \(parts)\(read)"
         }
     }
 
@@ -169,7 +170,8 @@ extension EtcdClient {
         let members = endpoints.enumerated().map { index, endpoint in
             (endpoint: endpoint, result: found[index] ?? .noAnswer("not probed"))
         }
-        var probe = EtcdProbe(verdict: .unreachable, members: members, readFailure: nil, timeout: timeout, readTimeout: readTimeout)
+        var probe = EtcdProbe(
+            verdict: .unreachable, members: members, readFailure: nil, timeout: timeout, readTimeout: readTimeout)
         let statuses = probe.statuses
         guard !statuses.isEmpty else { return probe }
         let led = statuses.filter(\.hasLeader)
@@ -190,13 +192,15 @@ extension EtcdClient {
                     probe.verdict = .available
                     return probe
                 }
-                let message = json?["error"] as? String ?? json?["message"] as? String
+                let message =
+                    json?["error"] as? String ?? json?["message"] as? String
                     ?? "HTTP \(response.status) \(String(decoding: response.body.prefix(120), as: UTF8.self))"
                 failures.append("\(status.endpoint): \(message)")
             case .failure(.connect(let failure)):
                 failures.append("\(status.endpoint): \(failure.message)")
             case .failure(.exchange(let problem)):
-                let text = problem.contains("timeout") ? "no answer within \(EtcdProbe.seconds(readTimeout)) s" : problem
+                let text =
+                    problem.contains("timeout") ? "no answer within \(EtcdProbe.seconds(readTimeout)) s" : problem
                 failures.append("\(status.endpoint): \(text)")
             }
         }

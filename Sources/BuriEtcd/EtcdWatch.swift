@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import BuriStorage
 import Foundation
@@ -82,7 +82,8 @@ final class EtcdWatch: Sendable {
             ]
             if revision > 0 { create["start_revision"] = String(revision) }
             if let body = try? JSONSerialization.data(withJSONObject: ["create_request": create]),
-               let fd = try? connections.connect(endpoint) {
+                let fd = try? connections.connect(endpoint)
+            {
                 // Reads block until events arrive: no timeout on this socket.
                 var forever = timeval(tv_sec: 0, tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
@@ -92,7 +93,9 @@ final class EtcdWatch: Sendable {
                     return true
                 }
                 if registered {
-                    stream(fd: fd, request: HTTPConnections.request(endpoint: endpoint, path: "/v3/watch", body: [UInt8](body)))
+                    stream(
+                        fd: fd,
+                        request: HTTPConnections.request(endpoint: endpoint, path: "/v3/watch", body: [UInt8](body)))
                 }
                 state.withLock { $0.socket = -1 }
                 close(fd)
@@ -138,13 +141,15 @@ final class EtcdWatch: Sendable {
 
     private func handle(_ line: [UInt8]) {
         guard let json = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
-              let result = json["result"] as? [String: Any] else { return }
+            let result = json["result"] as? [String: Any]
+        else { return }
         guard let events = result["events"] as? [[String: Any]], !events.isEmpty else { return }
         let prefixCount = engine.keyPrefix.count
         var grouped: [(UInt64, [StorageCommitEvent.Change])] = []
         for event in events {
             guard let kv = event["kv"] as? [String: Any],
-                  let key = try? EtcdClient.bytes(kv["key"]), key.count >= prefixCount else { continue }
+                let key = try? EtcdClient.bytes(kv["key"]), key.count >= prefixCount
+            else { continue }
             let revision = EtcdClient.int(kv["mod_revision"])
             let stripped = Array(key.dropFirst(prefixCount))
             let change: StorageCommitEvent.Change

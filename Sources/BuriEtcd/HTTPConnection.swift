@@ -1,19 +1,19 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-private let systemConnect = Glibc.connect
+    private let systemConnect = Glibc.connect
 #elseif canImport(Darwin)
-private let systemConnect = Darwin.connect
+    private let systemConnect = Darwin.connect
 #elseif canImport(Musl)
-private let systemConnect = Musl.connect
+    private let systemConnect = Musl.connect
 #endif
 
 /// A minimal HTTP/1.1 client over blocking POSIX sockets, for etcd's JSON gateway: POST with a
@@ -82,7 +82,9 @@ final class HTTPConnections: Sendable {
     }
 
     static func request(endpoint: String, path: String, body: [UInt8]) -> [UInt8] {
-        Array("POST \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        Array(
+            "POST \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+                .utf8) + body
     }
 
     /// Sends the request and reads the whole answer. `.refused` when the connection ended before
@@ -91,7 +93,9 @@ final class HTTPConnections: Sendable {
         if let problem = Self.sendAll(fd, request) { return .failure(.refused(problem)) }
         var reader = Reader(fd: fd)
         do {
-            guard let head = try reader.head() else { return .failure(.refused("the connection was closed before an answer")) }
+            guard let head = try reader.head() else {
+                return .failure(.refused("the connection was closed before an answer"))
+            }
             let body = try reader.body(head)
             return .success((Response(status: head.status, body: body), head.keepAlive))
         } catch {
@@ -140,21 +144,25 @@ final class HTTPConnections: Sendable {
 
     /// A connected socket to `endpoint`, or why there is none.
     func open(_ endpoint: String) -> Result<Int32, ConnectFailure> {
-        guard let colon = endpoint.lastIndex(of: ":") else { return .failure(ConnectFailure(kind: .unresolvable, message: "'\(endpoint)' is not host:port")) }
+        guard let colon = endpoint.lastIndex(of: ":") else {
+            return .failure(ConnectFailure(kind: .unresolvable, message: "'\(endpoint)' is not host:port"))
+        }
         var host = String(endpoint[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let port = String(endpoint[endpoint.index(after: colon)...])
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #endif
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, port, &hints, &list)
         guard status == 0, let first = list else {
-            return .failure(ConnectFailure(kind: .unresolvable, message: "cannot resolve \(host): \(String(cString: gai_strerror(status)))"))
+            return .failure(
+                ConnectFailure(
+                    kind: .unresolvable, message: "cannot resolve \(host): \(String(cString: gai_strerror(status)))"))
         }
         defer { freeaddrinfo(first) }
         var failure = ConnectFailure(kind: .other, message: "no address")
@@ -185,7 +193,8 @@ final class HTTPConnections: Sendable {
                 let kind: ConnectFailure.Kind = code == ECONNREFUSED ? .refused : code == ETIMEDOUT ? .timedOut : .other
                 // A refusal or timeout on one address says more than "no address" on another.
                 if failure.kind == .other || kind != .other {
-                    failure = ConnectFailure(kind: kind, message: "connect to \(endpoint) failed: \(String(cString: strerror(code)))")
+                    failure = ConnectFailure(
+                        kind: kind, message: "connect to \(endpoint) failed: \(String(cString: strerror(code)))")
                 }
                 close(fd)
                 continue
@@ -301,7 +310,12 @@ struct Reader {
             switch name {
             case "content-length": head.contentLength = Int(value)
             case "transfer-encoding": head.chunked = value.contains("chunked")
-            case "connection": if value.contains("close") { head.keepAlive = false } else if value.contains("keep-alive") { head.keepAlive = true }
+            case "connection":
+                if value.contains("close") {
+                    head.keepAlive = false
+                } else if value.contains("keep-alive") {
+                    head.keepAlive = true
+                }
             default: break
             }
         }
@@ -325,7 +339,11 @@ struct Reader {
     /// The next chunk of a chunked body; `nil` after the last one.
     mutating func nextChunk() throws(HTTPError) -> [UInt8]? {
         guard let sizeLine = try line() else { throw HTTPError(reason: "the connection ended inside a chunked body") }
-        guard let size = Int(sizeLine.split(separator: ";").first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? "", radix: 16) else {
+        guard
+            let size = Int(
+                sizeLine.split(separator: ";").first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? "",
+                radix: 16)
+        else {
             throw HTTPError(reason: "a bad chunk size: \(sizeLine.prefix(40))")
         }
         if size == 0 {

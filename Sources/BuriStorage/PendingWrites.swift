@@ -120,16 +120,19 @@ final class OverlayReader: StorageReader {
             }
         }
         if !missing.isEmpty {
-            for (position, value) in zip(missingAt, try base.values(forKeys: missing)) { result[position] = .some(value) }
+            for (position, value) in zip(missingAt, try base.values(forKeys: missing)) {
+                result[position] = .some(value)
+            }
         }
         return result.map { $0 ?? nil }
     }
 
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
         if pending.count == 0 { return try base.cursor(in: range, reverse: reverse) }
-        return OverlayCursor(base: try base.cursor(in: range, reverse: reverse),
-                             pending: TreeCursor(root: pending.root, range: range, reverse: reverse),
-                             reverse: reverse)
+        return OverlayCursor(
+            base: try base.cursor(in: range, reverse: reverse),
+            pending: TreeCursor(root: pending.root, range: range, reverse: reverse),
+            reverse: reverse)
     }
 }
 
@@ -216,7 +219,9 @@ final class OverlayCursor: StorageCursor {
         switch source {
         case .base: return try base.withValue(body)
         case .pending:
-            guard let node = pending.current, let value = node.value else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            guard let node = pending.current, let value = node.value else {
+                return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+            }
             return try body(value.raw)
         case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }

@@ -6,7 +6,9 @@ package final class StableBytes: @unchecked Sendable {
 
     init(_ bytes: UnsafeRawBufferPointer) {
         buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(bytes.count, 1), alignment: 1)
-        if let base = bytes.baseAddress, bytes.count > 0 { buffer.baseAddress?.copyMemory(from: base, byteCount: bytes.count) }
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            buffer.baseAddress?.copyMemory(from: base, byteCount: bytes.count)
+        }
         count = bytes.count
     }
 
@@ -177,7 +179,9 @@ public struct PersistentTree: @unchecked Sendable {
     }
 
     /// Inserts or replaces; returns whether a key was added.
-    static func insert(_ slot: inout TreeNode?, _ key: UnsafeRawBufferPointer, value: StableBytes?, revision: UInt64) -> Bool {
+    static func insert(
+        _ slot: inout TreeNode?, _ key: UnsafeRawBufferPointer, value: StableBytes?, revision: UInt64
+    ) -> Bool {
         guard slot != nil else {
             slot = TreeNode(key: StableBytes(key), value: value, revision: revision)
             return true
@@ -190,7 +194,8 @@ public struct PersistentTree: @unchecked Sendable {
             node.revision = revision
             return false
         }
-        let added = order < 0
+        let added =
+            order < 0
             ? insert(&node.left, key, value: value, revision: revision)
             : insert(&node.right, key, value: value, revision: revision)
         if added { rebalance(&slot) }
@@ -296,9 +301,17 @@ package final class TreeCursor {
         finished = false
         current = nil
         if isReverse {
-            if let end = range.end, compareBytes(key, end) >= 0 { positionAtStart() } else { descend(from: key, inclusive: true) }
+            if let end = range.end, compareBytes(key, end) >= 0 {
+                positionAtStart()
+            } else {
+                descend(from: key, inclusive: true)
+            }
         } else {
-            if let start = range.start, compareBytes(key, start) < 0 { positionAtStart() } else { descend(from: key, inclusive: true) }
+            if let start = range.start, compareBytes(key, start) < 0 {
+                positionAtStart()
+            } else {
+                descend(from: key, inclusive: true)
+            }
         }
     }
 
@@ -312,7 +325,8 @@ package final class TreeCursor {
             stack.append(next)
             child = isReverse ? next.right : next.left
         }
-        let inside = isReverse
+        let inside =
+            isReverse
             ? (range.start.map { compareBytes(node.key.raw, $0) >= 0 } ?? true)
             : (range.end.map { compareBytes(node.key.raw, $0) < 0 } ?? true)
         guard inside else { return finish() }

@@ -164,7 +164,9 @@ public struct StorageEngines: Sendable {
     }
 
     /// Opens the engine for `location` with the kind that claims it (after checking its form).
-    public func open(_ location: String, options: StorageOpenOptions = StorageOpenOptions()) throws(StorageError) -> any StorageEngine {
+    public func open(
+        _ location: String, options: StorageOpenOptions = StorageOpenOptions()
+    ) throws(StorageError) -> any StorageEngine {
         let kind = kind(for: location)
         try kind.validate(location)
         return try kind.open(location, options: options)

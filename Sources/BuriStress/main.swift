@@ -41,9 +41,9 @@
 //
 // The seed makes every run's choice of operations reproducible.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Buri
 import BuriEtcd
@@ -64,7 +64,9 @@ struct StressItem: BuriSupport, Equatable {
 
     static let buri = BuriSchema<StressItem>(
         key: \.id,
-        indexes: [.binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)],
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+        ],
         bucket: "stress"
     )
 }
@@ -133,7 +135,9 @@ func openDatabase(_ path: String, sync: Bool) -> BuriDatabase {
     }
 }
 
-func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: Double, maxOperations: Int, stopFile: String?) {
+func runStress(
+    path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: Double, maxOperations: Int, stopFile: String?
+) {
     var random = SeededGenerator(seed: seed)
     let db = openDatabase(path, sync: sync)
     let bucket: Bucket<StressItem>
@@ -154,7 +158,9 @@ func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: D
             let tag = tagPool[Int.random(in: 0..<tagPool.count, using: &random)]
             if !tags.contains(tag) { tags.append(tag) }
         }
-        let noteLength = Int.random(in: 0..<8, using: &random) == 0 ? Int.random(in: 200...3000, using: &random) : Int.random(in: 0...20, using: &random)
+        let noteLength =
+            Int.random(in: 0..<8, using: &random) == 0
+            ? Int.random(in: 200...3000, using: &random) : Int.random(in: 0...20, using: &random)
         return StressItem(
             id: key,
             name: names[Int.random(in: 0..<names.count, using: &random)],
@@ -169,7 +175,9 @@ func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: D
 
     let deadline = Date().addingTimeInterval(seconds)
     var operations = 0
-    while Date() < deadline && operations < maxOperations && !(stopFile.map { FileManager.default.fileExists(atPath: $0) } ?? false) {
+    while Date() < deadline && operations < maxOperations
+        && !(stopFile.map { FileManager.default.fileExists(atPath: $0) } ?? false)
+    {
         operations += 1
         let roll = Int.random(in: 0..<100, using: &random)
         do {
@@ -212,7 +220,8 @@ func runStress(path: String, seed: UInt64, sync: Bool, keyCount: Int, seconds: D
 }
 
 /// The age index's version for `evolve` (from the command line; 0 otherwise).
-let evolveVersion = CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "evolve" ? Int(CommandLine.arguments[3]) ?? 0 : 0
+let evolveVersion =
+    CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "evolve" ? Int(CommandLine.arguments[3]) ?? 0 : 0
 
 /// StressItem with the "age" index at a version chosen on the command line.
 struct EvolvingItem: BuriSupport {
@@ -227,7 +236,10 @@ struct EvolvingItem: BuriSupport {
     static var buri: BuriSchema<EvolvingItem> {
         BuriSchema(
             key: \.id,
-            indexes: [.binary("name", \.name), .numeric("age", \.age, version: evolveVersion), .binary("tags", \.tags), .numeric("score", \.score)],
+            indexes: [
+                .binary("name", \.name), .numeric("age", \.age, version: evolveVersion), .binary("tags", \.tags),
+                .numeric("score", \.score),
+            ],
             bucket: "stress"
         )
     }
@@ -281,7 +293,8 @@ func runOpen(path: String) -> Never {
 struct StressAccount: BuriSupport, Equatable {
     var id: String
     var balance: Int
-    static let buri = BuriSchema<StressAccount>(key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
+    static let buri = BuriSchema<StressAccount>(
+        key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
 }
 
 struct StressTransfer: BuriSupport, Equatable {
@@ -289,7 +302,8 @@ struct StressTransfer: BuriSupport, Equatable {
     var from: String
     var to: String
     var amount: Int
-    static let buri = BuriSchema<StressTransfer>(key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
+    static let buri = BuriSchema<StressTransfer>(
+        key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
 }
 
 func runTransfers(path: String, seed: UInt64, accounts: Int) -> Never {
@@ -313,7 +327,8 @@ func runTransfers(path: String, seed: UInt64, accounts: Int) -> Never {
             try db.write { tx in
                 let balances = try tx.bucket(StressAccount.self)
                 let transfers = try tx.bucket(StressTransfer.self)
-                guard var source = try balances.object(forKey: from), var target = try balances.object(forKey: to) else {
+                guard var source = try balances.object(forKey: from), var target = try balances.object(forKey: to)
+                else {
                     throw StressTransferError.missingAccount
                 }
                 source.balance -= amount
@@ -334,7 +349,9 @@ enum StressTransferError: Error { case missingAccount }
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] | evolve <db-path> <version> | transfer <db-path> <seed> [--accounts N] | open <db-path>")
+    fail(
+        "usage: BuriStress stress <db-path> <seed> [--async] [--keys N] [--seconds S] | evolve <db-path> <version> | transfer <db-path> <seed> [--accounts N] | open <db-path>"
+    )
 }
 switch arguments[1] {
 case "open":
@@ -365,7 +382,9 @@ case "stress":
         default: fail("unknown option \(option)")
         }
     }
-    runStress(path: arguments[2], seed: seed, sync: sync, keyCount: keyCount, seconds: seconds, maxOperations: maxOperations, stopFile: stopFile)
+    runStress(
+        path: arguments[2], seed: seed, sync: sync, keyCount: keyCount, seconds: seconds, maxOperations: maxOperations,
+        stopFile: stopFile)
 default:
     fail("unknown mode \(arguments[1])")
 }

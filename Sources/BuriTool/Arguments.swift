@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // The command line as the process received it, checked and made unambiguous before
@@ -48,9 +48,10 @@ struct CommandShape {
     /// The shape of `command`, from ArgumentParser's description of it; nil if that cannot be read.
     static func of(_ command: any ParsableCommand.Type) -> CommandShape? {
         guard let data = command._dumpHelp().data(using: .utf8),
-              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let info = root["command"] as? [String: Any],
-              let arguments = info["arguments"] as? [[String: Any]] else { return nil }
+            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let info = root["command"] as? [String: Any],
+            let arguments = info["arguments"] as? [[String: Any]]
+        else { return nil }
         var shape = CommandShape()
         for argument in arguments {
             guard let kind = argument["kind"] as? String else { return nil }
@@ -65,7 +66,8 @@ struct CommandShape {
                     shape.lastRepeats = argument["isRepeating"] as? Bool ?? false
                 }
             case "option", "flag":
-                let option = Option(takesValue: kind == "option", unconditional: strategy == "unconditional", valueName: valueName)
+                let option = Option(
+                    takesValue: kind == "option", unconditional: strategy == "unconditional", valueName: valueName)
                 for name in argument["names"] as? [[String: Any]] ?? [] {
                     guard let text = name["name"] as? String, let nameKind = name["kind"] as? String else { continue }
                     shape.options[(nameKind == "long" ? "--" : "-") + text] = option
@@ -97,7 +99,10 @@ func rawCommandLine() -> [[UInt8]] {
     let argv = CommandLine.unsafeArgv
     for index in 1..<max(Int(CommandLine.argc), 1) {
         guard let pointer = argv[index] else { continue }
-        words.append(Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))))
+        words.append(
+            Array(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))))
     }
     return words
 }
@@ -113,14 +118,16 @@ func escapedForMessage(_ bytes: [UInt8]) -> String {
         var length = 1
         for candidate in 1...4 where index + candidate <= bytes.count {
             if let piece = String(validating: bytes[index..<(index + candidate)], as: UTF8.self),
-               piece.unicodeScalars.count == 1, let only = piece.unicodeScalars.first {
+                piece.unicodeScalars.count == 1, let only = piece.unicodeScalars.first
+            {
                 scalar = only
                 length = candidate
                 break
             }
         }
         if let scalar {
-            let shown = scalar.value < 0x20 || scalar.value == 0x7F ? String(format: "\\x%02X", scalar.value) : String(scalar)
+            let shown =
+                scalar.value < 0x20 || scalar.value == 0x7F ? String(format: "\\x%02X", scalar.value) : String(scalar)
             pieces.append((shown, true))
         } else {
             pieces.append((String(format: "\\x%02X", bytes[index]), false))
@@ -140,8 +147,9 @@ func escapedForMessage(_ bytes: [UInt8]) -> String {
 /// unambiguous as described at the top of this file.
 func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
     guard let first = raw.first, let name = String(validating: first, as: UTF8.self),
-          let command = BuriCommand.configuration.subcommands.first(where: { $0._commandName == name }),
-          let shape = CommandShape.of(command) else {
+        let command = BuriCommand.configuration.subcommands.first(where: { $0._commandName == name }),
+        let shape = CommandShape.of(command)
+    else {
         // No subcommand (`buri --help`, `buri help get`, a misspelled command): only checked.
         for (index, word) in raw.enumerated() where String(validating: word, as: UTF8.self) == nil {
             throw ToolError(.usage, notUTF8Message("argument \(index + 1)", word, command: nil))
@@ -203,13 +211,17 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
         guard let text = String(validating: word, as: UTF8.self) else {
             // Not UTF-8: named by where it stands.
             if word.first == UInt8(ascii: "-"), let equals = word.firstIndex(of: UInt8(ascii: "=")),
-               let optionName = String(validating: word[..<equals], as: UTF8.self), shape.options[optionName] != nil {
-                throw ToolError(shape.options[optionName]?.valueName == "json" ? .invalidInput : .usage,
-                                notUTF8Message("the value of \(optionName)", Array(word[(equals + 1)...]), command: name))
+                let optionName = String(validating: word[..<equals], as: UTF8.self), shape.options[optionName] != nil
+            {
+                throw ToolError(
+                    shape.options[optionName]?.valueName == "json" ? .invalidInput : .usage,
+                    notUTF8Message("the value of \(optionName)", Array(word[(equals + 1)...]), command: name))
             }
             let dashed = word.first == UInt8(ascii: "-") && word.count > 1
             let where_ = dashed && shape.unrecognized == nil ? "an option" : role(ofPositional: positional)
-            throw ToolError(positionalValueName(positional, shape) == "json" ? .invalidInput : .usage, notUTF8Message(where_, word, command: name))
+            throw ToolError(
+                positionalValueName(positional, shape) == "json" ? .invalidInput : .usage,
+                notUTF8Message(where_, word, command: name))
         }
         if text == "--" {
             afterTerminator = true
@@ -219,10 +231,14 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
         // `--option=VALUE` (or `-o=VALUE`): split at the first "=" scalar, not Character, since
         // "=" and a following combining mark are one Character.
         if text.hasPrefix("-"), let equals = text.unicodeScalars.firstIndex(of: "="),
-           case let optionName = String(text.unicodeScalars[..<equals]), let option = shape.options[optionName] {
+            case let optionName = String(text.unicodeScalars[..<equals]), let option = shape.options[optionName]
+        {
             let value = String(text.unicodeScalars[text.unicodeScalars.index(after: equals)...])
             guard option.takesValue else {
-                throw ToolError(.usage, "\(optionName) is a flag and takes no value, but '\(text)' gives it '\(value)'; write \(optionName) alone (see 'buri \(name) --help')")
+                throw ToolError(
+                    .usage,
+                    "\(optionName) is a flag and takes no value, but '\(text)' gives it '\(value)'; write \(optionName) alone (see 'buri \(name) --help')"
+                )
             }
             // ArgumentParser takes an empty value for none (and the next word for the value), and
             // misses a "=" merged with a combining mark: such a value is passed apart, as itself.
@@ -240,13 +256,19 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
         if shape.asksForHelp(text) || text == "--version" {
             let request = text == "--version" ? "the version" : "help"
             if let optionName = awaiting {
-                throw ToolError(.usage, "'\(text)' follows \(optionName), which needs a value, so it is taken neither for \(request) nor as the value; nothing was done. "
-                    + "For help run `buri \(name) --help`; to give '\(text)' as its value write \(optionName)=\(text)")
+                throw ToolError(
+                    .usage,
+                    "'\(text)' follows \(optionName), which needs a value, so it is taken neither for \(request) nor as the value; nothing was done. "
+                        + "For help run `buri \(name) --help`; to give '\(text)' as its value write \(optionName)=\(text)"
+                )
             }
             if valueSlotOpen() {
                 let role = role(ofPositional: positional)
-                throw ToolError(.usage, "'\(text)' stands where \(role) goes, so it is taken neither for \(request) nor as a value; nothing was done. "
-                    + "For help run `buri \(name) --help`; to give '\(text)' as \(role) write it after '--': buri \(name) … -- \(text)")
+                throw ToolError(
+                    .usage,
+                    "'\(text)' stands where \(role) goes, so it is taken neither for \(request) nor as a value; nothing was done. "
+                        + "For help run `buri \(name) --help`; to give '\(text)' as \(role) write it after '--': buri \(name) … -- \(text)"
+                )
             }
         }
         if text.hasPrefix("--") {

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Buri
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The `buri` command: looks inside any Buri database without the app's Swift types.
@@ -12,29 +12,31 @@ struct BuriCommand: ParsableCommand {
         commandName: "buri",
         abstract: "Inspect, query, export, import and maintain Buri databases.",
         discussion: """
-        Works on any Buri database from its bucket catalog and self-describing CBOR records; \
-        objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, export, \
-        check without --repair, stats) never create a database nor create or change a file in \
-        its directory: they read a private snapshot of its files made in $TMPDIR (default /tmp), \
-        which also lets them read a database another process has open (its last committed \
-        state) or one on a full disk.
+            Works on any Buri database from its bucket catalog and self-describing CBOR records; \
+            objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, export, \
+            check without --repair, stats) never create a database nor create or change a file in \
+            its directory: they read a private snapshot of its files made in $TMPDIR (default /tmp), \
+            which also lets them read a database another process has open (its last committed \
+            state) or one on a full disk.
 
-        Exit codes:
-          0  success
-          1  `buri check` found problems, `buri repair` could not recover everything, or
-             `buri export --skip-damaged` skipped records
-          2  usage error: bad arguments, or a query value that does not fit its index
-          3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
-             an etcd cluster that is unreachable or has no quorum
-          4  not a Buri database: missing path, other files, a newer format
-          5  a command that writes found the database in use by another process
-          6  not found: unknown bucket, index or key
-          7  invalid input: `buri import` data rejected (nothing was written)
-        """,
-        version: "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(LevelDBEngine.libraryVersion)",
+            Exit codes:
+              0  success
+              1  `buri check` found problems, `buri repair` could not recover everything, or
+                 `buri export --skip-damaged` skipped records
+              2  usage error: bad arguments, or a query value that does not fit its index
+              3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
+                 an etcd cluster that is unreachable or has no quorum
+              4  not a Buri database: missing path, other files, a newer format
+              5  a command that writes found the database in use by another process
+              6  not found: unknown bucket, index or key
+              7  invalid input: `buri import` data rejected (nothing was written)
+            """,
+        version:
+            "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(LevelDBEngine.libraryVersion)",
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
-            Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self, Stats.self, Compact.self,
+            Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
+            Stats.self, Compact.self,
         ]
     )
 }

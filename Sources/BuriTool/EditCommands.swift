@@ -9,16 +9,16 @@ struct Put: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Store one object, given as JSON, in an existing bucket (replacing any with its key).",
         discussion: """
-        The object is one JSON object — on the command line, or read from FILE or standard input \
-        ('-' or nothing) — and may span lines, so the pretty JSON of `buri get` can be edited and \
-        stored back. At most 16 MiB of JSON is read; a longer input is refused. Its key is its key field (the bucket's recorded one, or --key), and its index \
-        values are computed from its fields exactly as `buri import` computes them; numbers are \
-        stored exactly or refused. The bucket must exist: `buri import` creates buckets.
+            The object is one JSON object — on the command line, or read from FILE or standard input \
+            ('-' or nothing) — and may span lines, so the pretty JSON of `buri get` can be edited and \
+            stored back. At most 16 MiB of JSON is read; a longer input is refused. Its key is its key field (the bucket's recorded one, or --key), and its index \
+            values are computed from its fields exactly as `buri import` computes them; numbers are \
+            stored exactly or refused. The bucket must exist: `buri import` creates buckets.
 
-        Examples:
-          buri put people.buri Person '{"objectId":"p1","name":"Anna","locale":"EN","age":31}'
-          buri get people.buri Person p1 > p1.json; $EDITOR p1.json; buri put people.buri Person --file p1.json
-        """
+            Examples:
+              buri put people.buri Person '{"objectId":"p1","name":"Anna","locale":"EN","age":31}'
+              buri get people.buri Person p1 > p1.json; $EDITOR p1.json; buri put people.buri Person --file p1.json
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -26,7 +26,8 @@ struct Put: ParsableCommand {
     @Argument(help: "The bucket to store the object in.")
     var bucket: String
 
-    @Argument(help: ArgumentHelp("The object as JSON (default: read it from --file or standard input).", valueName: "json"))
+    @Argument(
+        help: ArgumentHelp("The object as JSON (default: read it from --file or standard input).", valueName: "json"))
     var object: String?
 
     @Option(help: ArgumentHelp("Read the object from this file ('-': standard input).", valueName: "file"))
@@ -35,7 +36,10 @@ struct Put: ParsableCommand {
     @Option(help: ArgumentHelp("The field holding the object's key, if the bucket records none.", valueName: "field"))
     var key: String?
 
-    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970 (as for `buri import`). Repeatable.", valueName: "field"))
+    @Option(
+        name: .customLong("date"),
+        help: ArgumentHelp(
+            "Field FIELD holds a date as seconds since 1970 (as for `buri import`). Repeatable.", valueName: "field"))
     var dateFields: [String] = []
 
     /// The most JSON text `buri put` reads for its one object (16 MiB): the input is read up to
@@ -43,7 +47,9 @@ struct Put: ParsableCommand {
     static let maxObjectBytes = 16 << 20
 
     func validate() throws {
-        if object != nil, file != nil { throw ValidationError("give the object either as an argument or with --file, not both") }
+        if object != nil, file != nil {
+            throw ValidationError("give the object either as an argument or with --file, not both")
+        }
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
     }
 
@@ -52,7 +58,10 @@ struct Put: ParsableCommand {
         if let object, object != "-" {
             input = Array(object.utf8)
             if input.count > Self.maxObjectBytes {
-                throw ToolError(.invalidInput, "the object given is \(input.count) bytes, over \(Self.maxObjectBytes >> 20) MiB (\(Self.maxObjectBytes) bytes), the most `buri put` takes for one object; nothing was stored")
+                throw ToolError(
+                    .invalidInput,
+                    "the object given is \(input.count) bytes, over \(Self.maxObjectBytes >> 20) MiB (\(Self.maxObjectBytes) bytes), the most `buri put` takes for one object; nothing was stored"
+                )
             }
         } else {
             input = try readInputFile(file ?? "-", limit: Self.maxObjectBytes, what: "`buri put` reads for one object")
@@ -68,19 +77,31 @@ struct Put: ParsableCommand {
         let path = target.database
         guard let existing = try mapErrors(path: path, { try db.bucketInfo(named: bucket) }) else {
             let known = try mapErrors(path: path) { try db.bucketNames() }
-            throw ToolError(.notFound, "the database has no bucket '\(bucket)' (its buckets: \(known.isEmpty ? "none" : known.map { "'\($0)'" }.joined(separator: ", "))); create it with `buri import`")
+            throw ToolError(
+                .notFound,
+                "the database has no bucket '\(bucket)' (its buckets: \(known.isEmpty ? "none" : known.map { "'\($0)'" }.joined(separator: ", "))); create it with `buri import`"
+            )
         }
-        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: [], dateFields: dateFields, databasePath: path)
+        var plan = try ImportPlan(
+            bucket: bucket, existing: existing, key: key, options: [], dateFields: dateFields, databasePath: path)
         let objects: [RawObject]
         do {
             objects = try plan.objects(from: input, progress: Progress())
         } catch let error as ToolError {
             // The import reader's messages, said for one object (its lines were joined into one).
-            throw ToolError(error.status, error.message.replacingOccurrences(of: "nothing was imported", with: "nothing was stored")
-                .replacingOccurrences(of: "unexpected '{' after the JSON value", with: "a second JSON value follows the object (`buri put` stores one; use `buri import` for several)"))
+            throw ToolError(
+                error.status,
+                error.message.replacingOccurrences(of: "nothing was imported", with: "nothing was stored")
+                    .replacingOccurrences(
+                        of: "unexpected '{' after the JSON value",
+                        with:
+                            "a second JSON value follows the object (`buri put` stores one; use `buri import` for several)"
+                    ))
         }
         guard !plan.isExport, objects.count == 1, let object = objects.first else {
-            throw ToolError(.invalidInput, "`buri put` stores one plain JSON object; use `buri import` for export records or several objects")
+            throw ToolError(
+                .invalidInput,
+                "`buri put` stores one plain JSON object; use `buri import` for export records or several objects")
         }
         let raw = try openBucket(db, bucket)
         let replaced = try mapErrors(path: path) { () throws -> Bool in
@@ -104,7 +125,8 @@ func readInputFile(_ name: String, limit: Int, what: String) throws -> [UInt8] {
     } else {
         fd = open(name, O_RDONLY)
         guard fd >= 0 else {
-            let reason = errno == ENOENT ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
+            let reason =
+                errno == ENOENT ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
             throw ToolError(.failure, "cannot read '\(name)': \(reason)")
         }
     }
@@ -123,7 +145,10 @@ func readInputFile(_ name: String, limit: Int, what: String) throws -> [UInt8] {
         bytes.removeLast(block - got)
         if got == 0 { return bytes }
         if bytes.count > limit {
-            throw ToolError(.invalidInput, "\(source) holds more than \(limit >> 20) MiB (\(limit) bytes), the most \(what); nothing was stored (give a smaller input, or store many objects with `buri import`)")
+            throw ToolError(
+                .invalidInput,
+                "\(source) holds more than \(limit >> 20) MiB (\(limit) bytes), the most \(what); nothing was stored (give a smaller input, or store many objects with `buri import`)"
+            )
         }
     }
 }
@@ -134,19 +159,19 @@ struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete objects by key, with their index entries, in one atomic batch.",
         discussion: """
-        Keys come from the command line, or with --stdin from standard input, one per line (or \
-        NUL-terminated with -0) — so the keys a query prints can be deleted: \
-        `buri query DB B INDEX … -0 | buri delete DB B --stdin -0`. Prints how many objects were \
-        deleted and how many keys were not there. A key that starts with one '-' may be given as \
-        it is; one that starts with '--', or is one of its flags (-0, -h, or both as -0h), goes \
-        after `--`, so that a mistyped option is never taken for a key nor a key for a flag. A \
-        list that `buri keys` or `buri query` cannot delimit (a NUL in a key with -0, a line break \
-        one per line) stops them with an error before that key: it is never read here as other keys.
+            Keys come from the command line, or with --stdin from standard input, one per line (or \
+            NUL-terminated with -0) — so the keys a query prints can be deleted: \
+            `buri query DB B INDEX … -0 | buri delete DB B --stdin -0`. Prints how many objects were \
+            deleted and how many keys were not there. A key that starts with one '-' may be given as \
+            it is; one that starts with '--', or is one of its flags (-0, -h, or both as -0h), goes \
+            after `--`, so that a mistyped option is never taken for a key nor a key for a flag. A \
+            list that `buri keys` or `buri query` cannot delimit (a NUL in a key with -0, a line break \
+            one per line) stops them with an error before that key: it is never read here as other keys.
 
-        Examples:
-          buri delete people.buri Person p1 p2
-          buri query people.buri Person age --below 18 -0 | buri delete people.buri Person --stdin -0
-        """
+            Examples:
+              buri delete people.buri Person p1 p2
+              buri query people.buri Person age --below 18 -0 | buri delete people.buri Person --stdin -0
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -168,8 +193,14 @@ struct Delete: ParsableCommand {
 
     func validate() throws {
         let keys = try argumentKeys(keyWords, command: "delete")
-        if nul, !stdin { throw ValidationError("-0 describes keys read with --stdin; add --stdin (to delete the key '-0', write it after '--': buri delete DB BUCKET -- -0)") }
-        if keys.isEmpty, !stdin { throw ValidationError("give the keys to delete, or --stdin to read them from standard input") }
+        if nul, !stdin {
+            throw ValidationError(
+                "-0 describes keys read with --stdin; add --stdin (to delete the key '-0', write it after '--': buri delete DB BUCKET -- -0)"
+            )
+        }
+        if keys.isEmpty, !stdin {
+            throw ValidationError("give the keys to delete, or --stdin to read them from standard input")
+        }
         for key in keys { try checkKeyLength(key) }
     }
 
@@ -210,11 +241,11 @@ struct Drop: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete a bucket: its objects, index entries and definition (needs --force).",
         discussion: """
-        Without --force, says what would be deleted and changes nothing (exit 2). Export the bucket \
-        first if you may want it back: `buri export DB BUCKET -o BUCKET.jsonl`.
+            Without --force, says what would be deleted and changes nothing (exit 2). Export the bucket \
+            first if you may want it back: `buri export DB BUCKET -o BUCKET.jsonl`.
 
-        Example: buri drop people.buri Person --force
-        """
+            Example: buri drop people.buri Person --force
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -233,9 +264,13 @@ struct Drop: ParsableCommand {
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         let count = try mapErrors(path: target.database) { try raw.count() }
-        let what = "bucket '\(bucket)' with \(count) object\(count == 1 ? "" : "s") and \(raw.descriptor.indexes.count) index\(raw.descriptor.indexes.count == 1 ? "" : "es")"
+        let what =
+            "bucket '\(bucket)' with \(count) object\(count == 1 ? "" : "s") and \(raw.descriptor.indexes.count) index\(raw.descriptor.indexes.count == 1 ? "" : "es")"
         guard force else {
-            throw ToolError(.usage, "dropping deletes \(what); nothing was changed: run again with --force (export it first with `buri export \(target.database) \(bucket) -o \(bucket).jsonl` to keep a copy)")
+            throw ToolError(
+                .usage,
+                "dropping deletes \(what); nothing was changed: run again with --force (export it first with `buri export \(target.database) \(bucket) -o \(bucket).jsonl` to keep a copy)"
+            )
         }
         try mapErrors(path: target.database) {
             try db.dropBucket(named: bucket)

@@ -12,7 +12,10 @@ import Foundation
 /// Opens the existing database at an etcd location (never creating one).
 func openExistingEtcd(_ location: String, purges: Bool) throws -> BuriDatabase {
     if try enginePathState(location) == .missing {
-        throw ToolError(.notADatabase, "'\(location)' holds no Buri database: the cluster is available but has no key under the name '\((try? EtcdLocation(location).name) ?? location)'; check the name, or create it with 'buri import' or 'buri restore'")
+        throw ToolError(
+            .notADatabase,
+            "'\(location)' holds no Buri database: the cluster is available but has no key under the name '\((try? EtcdLocation(location).name) ?? location)'; check the name, or create it with 'buri import' or 'buri restore'"
+        )
     }
     var options = BuriOptions()
     options.createIfMissing = false
@@ -41,7 +44,10 @@ func etcdLocation(_ location: String) throws -> EtcdLocation {
 /// `buri repair` salvages LevelDB files; an etcd location has none here.
 func refuseRepairOnEtcd(_ location: String) throws -> Never {
     try requireAvailable(location)
-    throw ToolError(.usage, "buri repair salvages the damaged files of a LevelDB database directory, and '\(location)' is a database in an etcd cluster, whose members keep and checksum their own replicas: there are no files here to salvage. To check the database and rebuild its index entries, run `buri check --repair '\(location)'`")
+    throw ToolError(
+        .usage,
+        "buri repair salvages the damaged files of a LevelDB database directory, and '\(location)' is a database in an etcd cluster, whose members keep and checksum their own replicas: there are no files here to salvage. To check the database and rebuild its index entries, run `buri check --repair '\(location)'`"
+    )
 }
 
 // MARK: - stats and compact on etcd
@@ -69,13 +75,17 @@ func printEtcdStats(_ location: String, json: Bool) throws {
     if json {
         let members: [CBORValue] = probe.members.map { endpoint, result in
             guard case .answered(let status) = result else {
-                return .map([CBORMapEntry(key: "endpoint", value: .text(endpoint)), CBORMapEntry(key: "error", value: .text(describe(result)))])
+                return .map([
+                    CBORMapEntry(key: "endpoint", value: .text(endpoint)),
+                    CBORMapEntry(key: "error", value: .text(describe(result))),
+                ])
             }
             return .map([
                 CBORMapEntry(key: "endpoint", value: .text(endpoint)),
                 CBORMapEntry(key: "memberId", value: .text(String(status.memberID, radix: 16))),
                 CBORMapEntry(key: "isLeader", value: .bool(status.isLeader)),
-                CBORMapEntry(key: "leaderId", value: status.leaderID == 0 ? .null : .text(String(status.leaderID, radix: 16))),
+                CBORMapEntry(
+                    key: "leaderId", value: status.leaderID == 0 ? .null : .text(String(status.leaderID, radix: 16))),
                 CBORMapEntry(key: "version", value: .text(status.version)),
                 CBORMapEntry(key: "revision", value: .unsigned(status.revision)),
                 CBORMapEntry(key: "dbSize", value: .unsigned(status.dbSize)),
@@ -108,7 +118,8 @@ func printEtcdStats(_ location: String, json: Bool) throws {
             continue
         }
         let role = status.isLeader ? "leader" : status.hasLeader ? "follower" : "no leader"
-        var line = "  \(endpoint): member \(String(status.memberID, radix: 16)), \(role), etcd \(status.version), revision \(status.revision), "
+        var line =
+            "  \(endpoint): member \(String(status.memberID, radix: 16)), \(role), etcd \(status.version), revision \(status.revision), "
             + "backend \(status.dbSize) bytes (\(status.dbSizeInUse) in use), raft index \(status.raftIndex) (applied \(status.raftAppliedIndex)), term \(status.raftTerm)"
         if !status.errors.isEmpty { line += ", errors: \(status.errors.joined(separator: ", "))" }
         try out.line(line)
@@ -135,8 +146,9 @@ func compactEtcd(_ location: String) throws {
     try engineCall(location) { try client.compact(to: after.revision) }
     progress.finish()
     let out = Output.standardOutput()
-    try out.line("compacted \(location): purged \(retired) retired generation\(retired == 1 ? "" : "s") (\(before.count) keys before, \(after.count) after); "
-        + "compacted the cluster's history up to revision \(after.revision) (for every database in the cluster: earlier revisions can no longer be read); "
-        + "each member gives the freed space back to its file system when defragmented (etcdctl defrag)")
+    try out.line(
+        "compacted \(location): purged \(retired) retired generation\(retired == 1 ? "" : "s") (\(before.count) keys before, \(after.count) after); "
+            + "compacted the cluster's history up to revision \(after.revision) (for every database in the cluster: earlier revisions can no longer be read); "
+            + "each member gives the freed space back to its file system when defragmented (etcdctl defrag)")
     try out.flush()
 }

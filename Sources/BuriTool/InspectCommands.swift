@@ -41,27 +41,46 @@ struct Info: ParsableCommand {
                 CBORMapEntry(key: "engine", value: .text(kind.name)),
                 CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
                 CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
-                CBORMapEntry(key: "buckets", value: .array(buckets.map { bucket in
-                    .map([
-                        CBORMapEntry(key: "name", value: .text(bucket.descriptor.name)),
-                        CBORMapEntry(key: "keyField", value: bucket.descriptor.keyField.map { .text($0) } ?? .null),
-                        CBORMapEntry(key: "objects", value: .int(Int64(bucket.objects))),
-                        CBORMapEntry(key: "indexes", value: .array(zip(bucket.descriptor.indexes, bucket.entries).map { index, entries in
+                CBORMapEntry(
+                    key: "buckets",
+                    value: .array(
+                        buckets.map { bucket in
                             .map([
-                                CBORMapEntry(key: "name", value: .text(index.name)),
-                                CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
-                                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
-                                CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
-                                CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
-                                CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
-                                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
-                                // Per component, the keys its value is read from (nested fields too).
-                                CBORMapEntry(key: "fieldPaths", value: index.componentPaths.map { .array($0.map { .array($0.map { .text($0) }) }) } ?? .null),
-                                CBORMapEntry(key: "entries", value: .int(Int64(entries))),
+                                CBORMapEntry(key: "name", value: .text(bucket.descriptor.name)),
+                                CBORMapEntry(
+                                    key: "keyField", value: bucket.descriptor.keyField.map { .text($0) } ?? .null),
+                                CBORMapEntry(key: "objects", value: .int(Int64(bucket.objects))),
+                                CBORMapEntry(
+                                    key: "indexes",
+                                    value: .array(
+                                        zip(bucket.descriptor.indexes, bucket.entries).map { index, entries in
+                                            .map([
+                                                CBORMapEntry(key: "name", value: .text(index.name)),
+                                                CBORMapEntry(
+                                                    key: "kinds",
+                                                    value: .array(index.components.map { .text($0.rawValue) })),
+                                                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
+                                                CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
+                                                CBORMapEntry(
+                                                    key: "fields",
+                                                    value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
+                                                CBORMapEntry(
+                                                    key: "fieldForms",
+                                                    value: index.fieldForms.map {
+                                                        .array($0.map { .text($0.rawValue) })
+                                                    } ?? .null),
+                                                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+                                                // Per component, the keys its value is read from (nested fields too).
+                                                CBORMapEntry(
+                                                    key: "fieldPaths",
+                                                    value: index.componentPaths.map {
+                                                        .array($0.map { .array($0.map { .text($0) }) })
+                                                    } ?? .null),
+                                                CBORMapEntry(key: "entries", value: .int(Int64(entries))),
+                                            ])
+                                        })),
                             ])
                         })),
-                    ])
-                })),
             ])
             try out.line(value.jsonString(pretty: true))
         } else {
@@ -77,7 +96,9 @@ struct Info: ParsableCommand {
             for bucket in buckets {
                 try out.line("")
                 let keyField = bucket.descriptor.keyField.map { " (key field '\($0)')" } ?? ""
-                try out.line("bucket '\(bucket.descriptor.name)'\(keyField): \(bucket.objects) object\(bucket.objects == 1 ? "" : "s")")
+                try out.line(
+                    "bucket '\(bucket.descriptor.name)'\(keyField): \(bucket.objects) object\(bucket.objects == 1 ? "" : "s")"
+                )
                 if bucket.descriptor.indexes.isEmpty { try out.line("  no indexes") }
                 for (index, entries) in zip(bucket.descriptor.indexes, bucket.entries) {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
@@ -86,11 +107,15 @@ struct Info: ParsableCommand {
                     if let paths = index.componentPaths {
                         let forms = index.fieldForms ?? []
                         let fields = paths.map(IndexDefinition.fieldPathText)
-                        let named = fields.enumerated().map { i, field in i < forms.count && forms[i] == .date ? "\(field) (date)" : field }
+                        let named = fields.enumerated().map { i, field in
+                            i < forms.count && forms[i] == .date ? "\(field) (date)" : field
+                        }
                         traits.append("field\(fields.count == 1 ? "" : "s") " + named.joined(separator: ", "))
                     }
                     if index.computed == true { traits.append("computed") }
-                    try out.line("  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")")
+                    try out.line(
+                        "  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")"
+                    )
                 }
             }
         }
@@ -104,11 +129,11 @@ struct Buckets: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the bucket names, one per line.",
         discussion: """
-        A name that holds a line break (or ends with a carriage return) cannot be listed one per \
-        line: the command then stops with exit status 2; list with -0 or --json instead.
+            A name that holds a line break (or ends with a carriage return) cannot be listed one per \
+            line: the command then stops with exit status 2; list with -0 or --json instead.
 
-        Example: buri buckets people.buri
-        """
+            Example: buri buckets people.buri
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -116,7 +141,8 @@ struct Buckets: ParsableCommand {
     @Flag(help: "Print the names as one JSON array of strings.")
     var json = false
 
-    @Flag(name: .customShort("0"), help: "End each name with a NUL byte instead of a newline (names may hold newlines).")
+    @Flag(
+        name: .customShort("0"), help: "End each name with a NUL byte instead of a newline (names may hold newlines).")
     var nul = false
 
     func validate() throws {
@@ -142,14 +168,14 @@ struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the keys of a bucket, one per line, in key order.",
         discussion: """
-        Keys are ordered bytewise (as UTF-8). --from and --to bound the range inclusively, \
-        --above and --below exclusively; any of them alone, and with --prefix. The walk starts \
-        at the range's first key.
+            Keys are ordered bytewise (as UTF-8). --from and --to bound the range inclusively, \
+            --above and --below exclusively; any of them alone, and with --prefix. The walk starts \
+            at the range's first key.
 
-        Examples:
-          buri keys people.buri Person --prefix person-00 --limit 10
-          buri keys people.buri Person --from person-00100 --below person-00200
-        """
+            Examples:
+              buri keys people.buri Person --prefix person-00 --limit 10
+              buri keys people.buri Person --from person-00100 --below person-00200
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -182,7 +208,9 @@ struct Keys: ParsableCommand {
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
-        if from != nil, above != nil { throw ValidationError("give --from (inclusive) or --above (exclusive), not both") }
+        if from != nil, above != nil {
+            throw ValidationError("give --from (inclusive) or --above (exclusive), not both")
+        }
         if to != nil, below != nil { throw ValidationError("give --to (inclusive) or --below (exclusive), not both") }
     }
 
@@ -199,7 +227,9 @@ struct Keys: ParsableCommand {
         try list.listing {
             try mapErrors(path: target.database) {
                 if prefix != nil || lower != nil || upper != nil {
-                    for key in try raw.keys(withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit) { try list.key(key) }
+                    for key in try raw.keys(
+                        withPrefix: prefix ?? "", from: lower, to: upper, reverse: reverse, limit: limit)
+                    { try list.key(key) }
                 } else {
                     var query = Query.all
                     if reverse { query = query.descending() }
@@ -220,12 +250,12 @@ struct Get: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print one object as pretty JSON.",
         discussion: """
-        A key that starts with one '-' may be given as it is (buri get DB BUCKET -weird); one that \
-        starts with '--', or that is -h (help), goes after '--' (buri get DB BUCKET -- --weird), so \
-        that a mistyped option is never taken for a key nor a key for a request for help.
+            A key that starts with one '-' may be given as it is (buri get DB BUCKET -weird); one that \
+            starts with '--', or that is -h (help), goes after '--' (buri get DB BUCKET -- --weird), so \
+            that a mistyped option is never taken for a key nor a key for a request for help.
 
-        Example: buri get people.buri Person person-00042
-        """
+            Example: buri get people.buri Person person-00042
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -237,7 +267,10 @@ struct Get: ParsableCommand {
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The object's key.", valueName: "key"))
     var keyArguments: [String] = []
 
-    @Flag(help: "Print the object as one line {\"bucket\",\"key\",\"object\"} in the exact JSON form of `buri export` (importable), not pretty JSON.")
+    @Flag(
+        help:
+            "Print the object as one line {\"bucket\",\"key\",\"object\"} in the exact JSON form of `buri export` (importable), not pretty JSON."
+    )
     var json = false
 
     var key: String { ((try? argumentKeys(keyArguments, command: "get")) ?? []).first ?? "" }
@@ -245,7 +278,10 @@ struct Get: ParsableCommand {
     func validate() throws {
         let keys = try argumentKeys(keyArguments, command: "get")
         guard keys.count == 1 else {
-            throw ValidationError(keys.isEmpty ? "give the key of the object to print" : "give one key, not \(keys.count) (\(keys.map { "'\($0)'" }.joined(separator: ", ")))")
+            throw ValidationError(
+                keys.isEmpty
+                    ? "give the key of the object to print"
+                    : "give one key, not \(keys.count) (\(keys.map { "'\($0)'" }.joined(separator: ", ")))")
         }
         try checkKeyLength(keys[0])
     }
@@ -255,13 +291,18 @@ struct Get: ParsableCommand {
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let record = try mapErrors(path: target.database, { try raw.record(forKey: key) }) else {
-            throw ToolError(.notFound, "bucket '\(bucket)' has no object with key '\(key)'; list its keys with `buri keys \(target.database) \(bucket)`")
+            throw ToolError(
+                .notFound,
+                "bucket '\(bucket)' has no object with key '\(key)'; list its keys with `buri keys \(target.database) \(bucket)`"
+            )
         }
         let out = Output.standardOutput()
         if json {
             try out.line(try exportRecordLine(bucket: bucket, record: record, dates: raw.descriptor.datePaths))
         } else {
-            try out.line(try jsonText(ofPayload: record.payload, pretty: true, bucket: bucket, key: key, dates: raw.descriptor.datePaths))
+            try out.line(
+                try jsonText(
+                    ofPayload: record.payload, pretty: true, bucket: bucket, key: key, dates: raw.descriptor.datePaths))
         }
         try out.flush()
     }
@@ -274,34 +315,34 @@ struct QueryCommand: ParsableCommand {
         commandName: "query",
         abstract: "Find objects through an index: keys one per line, or objects as JSON Lines.",
         discussion: """
-        Values are read per the index's component kind: numeric components take numbers \
-        exactly — integers that are an Int64, a UInt64 or exactly a double, decimals that a double \
-        holds exactly, Infinity, -Infinity; anything else is refused, never rounded — and dates as \
-        seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. --from and \
-        --to are inclusive bounds, --above and --below exclusive ones; any one may be given alone. \
-        For a compound index, --equals takes the values of its leading components, either once \
-        separated by ',' (write '\\,' for a comma inside a value and '\\\\' for a backslash) or \
-        repeated, one value each, taken as written; it may be combined with a range or --prefix \
-        for the next component.
+            Values are read per the index's component kind: numeric components take numbers \
+            exactly — integers that are an Int64, a UInt64 or exactly a double, decimals that a double \
+            holds exactly, Infinity, -Infinity; anything else is refused, never rounded — and dates as \
+            seconds since 1970 (as `buri get` shows them); binary components take UTF-8 text. --from and \
+            --to are inclusive bounds, --above and --below exclusive ones; any one may be given alone. \
+            For a compound index, --equals takes the values of its leading components, either once \
+            separated by ',' (write '\\,' for a comma inside a value and '\\\\' for a backslash) or \
+            repeated, one value each, taken as written; it may be combined with a range or --prefix \
+            for the next component.
 
-        --objects prints what `buri export` prints for the matches — the header line, then \
-        {"bucket","key","object"} records in the exact JSON form — so `buri query … --objects | \
-        buri import …` copies them. --count prints only the number of matches; --offset skips \
-        that many first.
+            --objects prints what `buri export` prints for the matches — the header line, then \
+            {"bucket","key","object"} records in the exact JSON form — so `buri query … --objects | \
+            buri import …` copies them. --count prints only the number of matches; --offset skips \
+            that many first.
 
-        With --page-size N, at most N results are printed and, if the walk has more, the line \
-        `next: TOKEN` goes to standard error; run the same query with --after TOKEN for the next \
-        page. --limit caps the whole walk. A token works only with the query that issued it.
+            With --page-size N, at most N results are printed and, if the walk has more, the line \
+            `next: TOKEN` goes to standard error; run the same query with --after TOKEN for the next \
+            page. --limit caps the whole walk. A token works only with the query that issued it.
 
-        Examples:
-          buri query people.buri Person age --from 20 --to 29
-          buri query people.buri Person locale --equals EN --objects --limit 5
-          buri query people.buri Person locale_age --equals EN,30
-          buri query people.buri Person age --above 20 --below 30 --count
-          buri query people.buri Person name_age --equals 'Smith\\, John,40'
-          buri query people.buri Person name_age --equals 'Smith, John' --equals 40
-          buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
-        """
+            Examples:
+              buri query people.buri Person age --from 20 --to 29
+              buri query people.buri Person locale --equals EN --objects --limit 5
+              buri query people.buri Person locale_age --equals EN,30
+              buri query people.buri Person age --above 20 --below 30 --count
+              buri query people.buri Person name_age --equals 'Smith\\, John,40'
+              buri query people.buri Person name_age --equals 'Smith, John' --equals 40
+              buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -312,25 +353,42 @@ struct QueryCommand: ParsableCommand {
     @Argument(help: "The index to query through.")
     var index: String
 
-    @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Objects whose index value equals this (compound indexes: leading values separated by ',', '\\,' for a comma in a value; or repeat --equals, one value each).", valueName: "value"))
+    @Option(
+        parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Objects whose index value equals this (compound indexes: leading values separated by ',', '\\,' for a comma in a value; or repeat --equals, one value each).",
+            valueName: "value"))
     var equals: [String] = []
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is at least this (inclusive).", valueName: "value"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Objects whose index value is at least this (inclusive).", valueName: "value"))
     var from: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is at most this (inclusive).", valueName: "value"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Objects whose index value is at most this (inclusive).", valueName: "value"))
     var to: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is greater than this (exclusive).", valueName: "value"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Objects whose index value is greater than this (exclusive).", valueName: "value"))
     var above: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose index value is less than this (exclusive).", valueName: "value"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Objects whose index value is less than this (exclusive).", valueName: "value"))
     var below: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Objects whose binary index value begins with this text.", valueName: "text"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Objects whose binary index value begins with this text.", valueName: "text"))
     var prefix: String?
 
-    @Flag(help: "Print the matching objects as `buri export` does: its header line, then {\"bucket\",\"key\",\"object\"} records (importable).")
+    @Flag(
+        help:
+            "Print the matching objects as `buri export` does: its header line, then {\"bucket\",\"key\",\"object\"} records (importable)."
+    )
     var objects = false
 
     @Flag(help: "Print only the number of matching objects.")
@@ -347,10 +405,14 @@ struct QueryCommand: ParsableCommand {
     @Flag(help: "Return results in descending index order.")
     var reverse = false
 
-    @Option(help: ArgumentHelp("Print at most this many results, then `next: TOKEN` on standard error if there are more.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Print at most this many results, then `next: TOKEN` on standard error if there are more.", valueName: "n"))
     var pageSize: Int?
 
-    @Option(help: ArgumentHelp("Resume after this token, printed by a --page-size run of the same query.", valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "Resume after this token, printed by a --page-size run of the same query.", valueName: "token"))
     var after: String?
 
     /// Whether a range or prefix constrains the component after the --equals values.
@@ -358,18 +420,26 @@ struct QueryCommand: ParsableCommand {
 
     func validate() throws {
         if equals.isEmpty, !hasNext {
-            throw ValidationError("give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
+            throw ValidationError(
+                "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
         }
         if prefix != nil, from != nil || to != nil || above != nil || below != nil {
             throw ValidationError("--prefix cannot be combined with --from/--to/--above/--below; use one or the other")
         }
-        if from != nil, above != nil { throw ValidationError("--from and --above both give a lower bound; give one (--from includes the value, --above excludes it)") }
-        if to != nil, below != nil { throw ValidationError("--to and --below both give an upper bound; give one (--to includes the value, --below excludes it)") }
+        if from != nil, above != nil {
+            throw ValidationError(
+                "--from and --above both give a lower bound; give one (--from includes the value, --above excludes it)")
+        }
+        if to != nil, below != nil {
+            throw ValidationError(
+                "--to and --below both give an upper bound; give one (--to includes the value, --below excludes it)")
+        }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
         if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more, not \(offset)") }
         if let pageSize, pageSize < 1 { throw ValidationError("--page-size must be 1 or more, not \(pageSize)") }
         if count, objects || pageSize != nil || keyFormat.nul {
-            throw ValidationError("--count prints only a number; it cannot be combined with --objects, --page-size or -0")
+            throw ValidationError(
+                "--count prints only a number; it cannot be combined with --objects, --page-size or -0")
         }
         if objects, keyFormat.json || keyFormat.nul {
             throw ValidationError("--objects prints JSON Lines records already; drop --json and -0")
@@ -381,14 +451,17 @@ struct QueryCommand: ParsableCommand {
         defer { db.close() }
         let raw = try openBucket(db, bucket)
         guard let definition = raw.descriptor.index(named: index) else {
-            throw ToolError(BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
+            throw ToolError(
+                BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
         }
         var query = try makeQuery(definition)
         let dates = raw.descriptor.datePaths
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
-        if let after { query = query.after(try mapErrors(path: target.database) { try ContinuationToken(parsing: after) }) }
+        if let after {
+            query = query.after(try mapErrors(path: target.database) { try ContinuationToken(parsing: after) })
+        }
         let out = Output.standardOutput()
         if count {
             let matches = try mapErrors(path: target.database) { try raw.count(query) }
@@ -407,7 +480,9 @@ struct QueryCommand: ParsableCommand {
                     next = try mapErrors(path: target.database) { () throws -> ContinuationToken? in
                         if objects {
                             let page = try raw.page(query, size: pageSize)
-                            for record in page.items { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
+                            for record in page.items {
+                                try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                            }
                             return page.next
                         }
                         let page = try raw.keyPage(query, size: pageSize)
@@ -434,7 +509,9 @@ struct QueryCommand: ParsableCommand {
             try mapErrors(path: target.database) {
                 let cursor = try raw.cursor(query)
                 if objects {
-                    while let record = try cursor.nextRecord() { try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates)) }
+                    while let record = try cursor.nextRecord() {
+                        try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                    }
                 } else {
                     while let key = try cursor.nextKey() { try list.key(key) }
                 }
@@ -456,7 +533,10 @@ struct QueryCommand: ParsableCommand {
         for byte in text.utf8 {
             if escaped {
                 guard byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\\") else {
-                    throw ToolError(.usage, "--equals '\(text)': '\\' must be followed by ',' or '\\' (write '\\,' for a comma inside a value, '\\\\' for a backslash)")
+                    throw ToolError(
+                        .usage,
+                        "--equals '\(text)': '\\' must be followed by ',' or '\\' (write '\\,' for a comma inside a value, '\\\\' for a backslash)"
+                    )
                 }
                 current.append(byte)
                 escaped = false
@@ -482,28 +562,47 @@ struct QueryCommand: ParsableCommand {
         let room = hasNext ? arity - 1 : arity
         if leadingTexts.count > room {
             let what = arity == 1 ? "1 component" : "\(arity) components"
-            let hint = hasNext ? "; --equals may name at most \(room) leading value(s) when a range or --prefix constrains the next component (write '\\,' for a comma inside a value)"
-                               : "; separate at most \(arity) values with ',' (write '\\,' for a comma inside a value) or repeat --equals"
-            throw ToolError(.usage, "index '\(definition.name)' has \(what) but --equals gives \(leadingTexts.count) value(s)\(hint)")
+            let hint =
+                hasNext
+                ? "; --equals may name at most \(room) leading value(s) when a range or --prefix constrains the next component (write '\\,' for a comma inside a value)"
+                : "; separate at most \(arity) values with ',' (write '\\,' for a comma inside a value) or repeat --equals"
+            throw ToolError(
+                .usage,
+                "index '\(definition.name)' has \(what) but --equals gives \(leadingTexts.count) value(s)\(hint)")
         }
         var leading: [IndexValue] = []
         for (position, text) in leadingTexts.enumerated() {
-            leading.append(try parseIndexValue(text, kind: kinds[position], index: definition.name, option: "--equals value"))
+            leading.append(
+                try parseIndexValue(text, kind: kinds[position], index: definition.name, option: "--equals value"))
         }
         let next = leading.count
         if let prefix {
             guard kinds[next] == .binary else {
-                throw ToolError(.usage, "--prefix needs a binary index component, but component \(next + 1) of index '\(definition.name)' is numeric; use --from/--to")
+                throw ToolError(
+                    .usage,
+                    "--prefix needs a binary index component, but component \(next + 1) of index '\(definition.name)' is numeric; use --from/--to"
+                )
             }
             return .index(definition.name, leading: leading, prefixBytes: Array(prefix.utf8))
         }
         if hasNext {
             var lower = IndexBound.unbounded
             var upper = IndexBound.unbounded
-            if let from { lower = .inclusive(try parseIndexValue(from, kind: kinds[next], index: definition.name, option: "--from")) }
-            if let above { lower = .exclusive(try parseIndexValue(above, kind: kinds[next], index: definition.name, option: "--above")) }
-            if let to { upper = .inclusive(try parseIndexValue(to, kind: kinds[next], index: definition.name, option: "--to")) }
-            if let below { upper = .exclusive(try parseIndexValue(below, kind: kinds[next], index: definition.name, option: "--below")) }
+            if let from {
+                lower = .inclusive(
+                    try parseIndexValue(from, kind: kinds[next], index: definition.name, option: "--from"))
+            }
+            if let above {
+                lower = .exclusive(
+                    try parseIndexValue(above, kind: kinds[next], index: definition.name, option: "--above"))
+            }
+            if let to {
+                upper = .inclusive(try parseIndexValue(to, kind: kinds[next], index: definition.name, option: "--to"))
+            }
+            if let below {
+                upper = .exclusive(
+                    try parseIndexValue(below, kind: kinds[next], index: definition.name, option: "--below"))
+            }
             return .index(definition.name, leading: leading, from: lower, to: upper)
         }
         // Exact match on the leading components: the very query the Swift API's
@@ -519,10 +618,17 @@ struct QueryCommand: ParsableCommand {
 
 /// How commands that list keys print them: lines, `--json` (one JSON array), `-0` (NUL-terminated).
 struct KeyListFormat: ParsableArguments {
-    @Flag(help: "Print the keys as one JSON array of strings (if an error stops the listing, the array ends with an {\"error\": MESSAGE} element and the exit status is not 0).")
+    @Flag(
+        help:
+            "Print the keys as one JSON array of strings (if an error stops the listing, the array ends with an {\"error\": MESSAGE} element and the exit status is not 0)."
+    )
     var json = false
 
-    @Flag(name: .customShort("0"), help: "End each key with a NUL byte instead of a newline (for xargs -0; keys may hold newlines). A key that holds a NUL byte cannot be listed so: the command stops there with exit status 2; use --json.")
+    @Flag(
+        name: .customShort("0"),
+        help:
+            "End each key with a NUL byte instead of a newline (for xargs -0; keys may hold newlines). A key that holds a NUL byte cannot be listed so: the command stops there with exit status 2; use --json."
+    )
     var nul = false
 
     func validate() throws {
@@ -570,14 +676,22 @@ final class KeyListWriter {
             try out.write((first ? "" : ",") + jsonString(key))
         } else if format.nul {
             if key.utf8.contains(0) {
-                throw ToolError(.usage, "\(source): the \(noun) \(jsonString(key)) holds a NUL byte, which ends a \(noun) in -0 output, so it cannot be listed that way (it would read as other \(noun)s); the list stops before it: list with --json instead")
+                throw ToolError(
+                    .usage,
+                    "\(source): the \(noun) \(jsonString(key)) holds a NUL byte, which ends a \(noun) in -0 output, so it cannot be listed that way (it would read as other \(noun)s); the list stops before it: list with --json instead"
+                )
             }
             try out.write(key + "\u{0}")
         } else {
             let bytes = key.utf8
             if bytes.contains(UInt8(ascii: "\n")) || bytes.last == UInt8(ascii: "\r") {
-                let what = bytes.contains(UInt8(ascii: "\n")) ? "holds a line break" : "ends with a carriage return (which readers drop as part of a line end)"
-                throw ToolError(.usage, "\(source): the \(noun) \(jsonString(key)) \(what), so it cannot be listed one per line (it would read as other \(noun)s); the list stops before it: list with -0 (NUL-terminated) or --json instead")
+                let what =
+                    bytes.contains(UInt8(ascii: "\n"))
+                    ? "holds a line break" : "ends with a carriage return (which readers drop as part of a line end)"
+                throw ToolError(
+                    .usage,
+                    "\(source): the \(noun) \(jsonString(key)) \(what), so it cannot be listed one per line (it would read as other \(noun)s); the list stops before it: list with -0 (NUL-terminated) or --json instead"
+                )
             }
             try out.line(key)
         }

@@ -34,7 +34,9 @@ func looksLikeLocation(_ argument: String) -> Bool {
     guard let range = argument.range(of: "://") else { return false }
     let scheme = argument[..<range.lowerBound]
     guard let first = scheme.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
-    return scheme.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == ".") }
+    return scheme.unicodeScalars.allSatisfy {
+        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == ".")
+    }
 }
 
 /// The usage error for a database argument that is a malformed location (nil if it is a path or a
@@ -42,7 +44,8 @@ func looksLikeLocation(_ argument: String) -> Bool {
 func locationProblem(_ argument: String) -> String? {
     guard looksLikeLocation(argument) else { return nil }
     guard engines.isClaimed(argument) else {
-        return "'\(argument)' is not a database location: give the path of a database directory, or an etcd location \(EtcdLocation.form) (the scheme is etcd://, in lower case)"
+        return
+            "'\(argument)' is not a database location: give the path of a database directory, or an etcd location \(EtcdLocation.form) (the scheme is etcd://, in lower case)"
     }
     do {
         try engineKind(argument).validate(argument)
@@ -116,7 +119,9 @@ func createLocation(_ location: String) throws -> BuriDatabase {
     try requireAvailable(location)
     var create = BuriOptions()
     create.syncWrites = true
-    return try mapErrors(path: location) { try BuriDatabase.create(location: location, options: create, engines: engines) }
+    return try mapErrors(path: location) {
+        try BuriDatabase.create(location: location, options: create, engines: engines)
+    }
 }
 
 /// What is at a location without files here: `.database` when the engine holds keys there,

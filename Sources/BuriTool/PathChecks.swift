@@ -3,9 +3,9 @@ import Buri
 import BuriEtcd
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Errors that say what happened: what is at a database path when LevelDB's own status would
@@ -14,12 +14,14 @@ import Darwin
 /// Why a path that does not exist cannot be opened: a dangling symbolic link, a missing parent.
 func missingPathMessage(_ path: String) -> String {
     if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
-        return "'\(path)' is a symbolic link to '\(target)', which does not exist; fix the link or give the directory of a Buri database"
+        return
+            "'\(path)' is a symbolic link to '\(target)', which does not exist; fix the link or give the directory of a Buri database"
     }
     let parent = parentDirectory(path)
     var isDirectory: ObjCBool = false
     if !FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) {
-        return "'\(path)' does not exist, nor does its parent directory '\(parent)'; give the directory of a Buri database"
+        return
+            "'\(path)' does not exist, nor does its parent directory '\(parent)'; give the directory of a Buri database"
     }
     return "'\(path)' does not exist; give the directory of a Buri database"
 }
@@ -44,15 +46,18 @@ func creationProblem(_ path: String) -> String? {
     // A cluster location names no directory: the engine says what is wrong with it.
     if !hasFiles(path) { return nil }
     if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
-        return "cannot create a database at '\(path)': it is a symbolic link to '\(target)', which does not exist; create that directory, fix the link, or give another path"
+        return
+            "cannot create a database at '\(path)': it is a symbolic link to '\(target)', which does not exist; create that directory, fix the link, or give another path"
     }
     let parent = parentDirectory(path)
     var isDirectory: ObjCBool = false
     if !FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) {
-        return "cannot create a database at '\(path)': its parent directory '\(parent)' does not exist; create it first (mkdir -p '\(parent)')"
+        return
+            "cannot create a database at '\(path)': its parent directory '\(parent)' does not exist; create it first (mkdir -p '\(parent)')"
     }
     if !isDirectory.boolValue {
-        return "cannot create a database at '\(path)': '\(parent)' is a file, not a directory; give a path inside a directory"
+        return
+            "cannot create a database at '\(path)': '\(parent)' is a file, not a directory; give a path inside a directory"
     }
     return nil
 }
@@ -127,12 +132,19 @@ func waitingForLock<R>(_ seconds: Double?, _ body: () throws -> R) throws -> R {
             guard let seconds, seconds > 0 else { throw error }
             let path = error.heldPath ?? "the given path"
             guard Date() < deadline else {
-                throw ToolError(.inUse, "\(inUseFact(path, still: true)) after waiting \(secondsText(seconds)) (--wait \(secondsText(seconds, unit: false))); "
-                    + "nothing was done: close it in that process and run the command again, or give a longer --wait")
+                throw ToolError(
+                    .inUse,
+                    "\(inUseFact(path, still: true)) after waiting \(secondsText(seconds)) (--wait \(secondsText(seconds, unit: false))); "
+                        + "nothing was done: close it in that process and run the command again, or give a longer --wait"
+                )
             }
             if !announced {
                 announced = true
-                writeAll(2, Array("buri: note: \(inUseFact(path)); waiting up to \(secondsText(seconds)) for it to be closed (--wait; Ctrl-C gives up)\n".utf8))
+                writeAll(
+                    2,
+                    Array(
+                        "buri: note: \(inUseFact(path)); waiting up to \(secondsText(seconds)) for it to be closed (--wait; Ctrl-C gives up)\n"
+                            .utf8))
             }
             usleep(50_000)
         }
@@ -147,7 +159,8 @@ func secondsText(_ seconds: Double, unit: Bool = true) -> String {
 
 /// Whether LevelDB failed because it may not write into the database directory.
 func isReadOnlyFailure(_ error: ToolError) -> Bool {
-    error.status == .failure && (error.message.contains("Read-only file system") || error.message.contains("Permission denied"))
+    error.status == .failure
+        && (error.message.contains("Read-only file system") || error.message.contains("Permission denied"))
 }
 
 extension DatabaseArgument {
@@ -164,7 +177,9 @@ extension DatabaseArgument {
     /// given back (``reclaimAbandonedStages(_:path:)``).
     func open(readOnly: Bool = false, purgesInBackground: Bool? = nil) throws -> BuriDatabase {
         do {
-            let db = try waitingForLock(wait) { try openExisting(database, purges: purgesInBackground ?? !readOnly, snapshot: readOnly) }
+            let db = try waitingForLock(wait) {
+                try openExisting(database, purges: purgesInBackground ?? !readOnly, snapshot: readOnly)
+            }
             if !readOnly {
                 do {
                     try reclaimAbandonedStages(db, path: database)
@@ -175,8 +190,13 @@ extension DatabaseArgument {
             }
             return db
         } catch let error as ToolError where !readOnly && isReadOnlyFailure(error) {
-            let reason = error.message.contains("Read-only file system") ? "is on a read-only file system" : "is in a directory this user may not write"
-            throw ToolError(.failure, "'\(database)' \(reason), and this command changes the database; copy the directory somewhere writable and run it there (reading commands work as they are)")
+            let reason =
+                error.message.contains("Read-only file system")
+                ? "is on a read-only file system" : "is in a directory this user may not write"
+            throw ToolError(
+                .failure,
+                "'\(database)' \(reason), and this command changes the database; copy the directory somewhere writable and run it there (reading commands work as they are)"
+            )
         }
     }
 }
@@ -189,7 +209,10 @@ func checkKeyLength(_ key: String) throws {
     let length = key.utf8.count
     guard length > maxKeyBytes else { return }
     let start = String(decoding: Array(key.utf8.prefix(32)), as: UTF8.self)
-    throw ToolError(.usage, "the key '\(start)…' is \(length) bytes, over Buri's limit of \(maxKeyBytes) bytes for a key, so no object has it; give a key of at most \(maxKeyBytes) UTF-8 bytes")
+    throw ToolError(
+        .usage,
+        "the key '\(start)…' is \(length) bytes, over Buri's limit of \(maxKeyBytes) bytes for a key, so no object has it; give a key of at most \(maxKeyBytes) UTF-8 bytes"
+    )
 }
 
 /// The keys among `words` (a command's unrecognized words, the '--' terminator included): one
@@ -202,7 +225,9 @@ func argumentKeys(_ words: [String], command: String) throws -> [String] {
     if let terminator { keys.remove(at: terminator) }
     let beforeTerminator = keys[..<(terminator ?? keys.count)]
     if let key = beforeTerminator.first(where: { $0.hasPrefix("--") }) {
-        throw ValidationError("'\(key)' is not an option of buri \(command); a key that starts with '--' goes after '--': buri \(command) DB BUCKET -- \(key)")
+        throw ValidationError(
+            "'\(key)' is not an option of buri \(command); a key that starts with '--' goes after '--': buri \(command) DB BUCKET -- \(key)"
+        )
     }
     return keys
 }

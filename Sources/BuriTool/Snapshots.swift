@@ -4,9 +4,9 @@ import Dispatch
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Reading commands read a private snapshot of the database's files (DatabaseFileSnapshot, from BuriEngines), so
@@ -50,7 +50,8 @@ enum SnapshotCleanup {
                 // And one still being made (not yet registered): this process's directories.
                 let parent = snapshotParent()
                 let mine = DatabaseFileSnapshot.directoryPrefix + "\(getpid())-"
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(mine) {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+                where name.hasPrefix(mine) {
                     DatabaseFileSnapshot.removeDirectory(atPath: parent + "/" + name)
                 }
                 // End as the signal would have ended the process. Dispatch receives signals with
@@ -111,8 +112,15 @@ func openSnapshot(_ path: String) throws -> BuriDatabase {
         return try BuriDatabase(readingSnapshot: files, options: options)
     } catch let error {
         // Opening writes only in the snapshot: a full disk there is the temporary directory's.
-        if case .storage(let storage) = error, storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded") {
-            throw ToolError(.failure, snapshotFailureMessage(path, DatabaseFileSnapshotError(kind: .noSpace, source: path, temporaryDirectory: parent, detail: storage.message)))
+        if case .storage(let storage) = error,
+            storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded")
+        {
+            throw ToolError(
+                .failure,
+                snapshotFailureMessage(
+                    path,
+                    DatabaseFileSnapshotError(
+                        kind: .noSpace, source: path, temporaryDirectory: parent, detail: storage.message)))
         }
         throw ToolError(error, path: path)
     }
@@ -120,13 +128,15 @@ func openSnapshot(_ path: String) throws -> BuriDatabase {
 
 /// Why the snapshot of `path` could not be made, and what to do.
 func snapshotFailureMessage(_ path: String, _ error: DatabaseFileSnapshotError) -> String {
-    let how = "buri reads a database through a private snapshot of its files, made in the temporary directory '\(error.temporaryDirectory)'"
+    let how =
+        "buri reads a database through a private snapshot of its files, made in the temporary directory '\(error.temporaryDirectory)'"
     switch error.kind {
     case .noSpace:
         return "cannot read '\(path)': \(how), and that disk is full (\(error.detail)); the database was not changed: "
             + "free space there, or point TMPDIR at a directory on another disk (TMPDIR=/other/dir buri …)"
     case .temporaryDirectory:
-        return "cannot read '\(path)': \(how), which cannot be used (\(error.detail)); point TMPDIR at a writable directory (TMPDIR=/other/dir buri …)"
+        return
+            "cannot read '\(path)': \(how), which cannot be used (\(error.detail)); point TMPDIR at a writable directory (TMPDIR=/other/dir buri …)"
     case .unreadable:
         return "cannot read '\(path)': \(error.detail)"
     case .keptChanging:
@@ -178,7 +188,11 @@ func removeStageAfterDiskFull(_ path: String) -> Bool {
 /// attempt made it, else the files LevelDB made in it. Not after an attempt that found another
 /// process creating or holding the database (in use, or already there).
 func removeFailedCreation(_ path: String, error: Error, wasEmptyDirectory: Bool) {
-    if let tool = error as? ToolError, tool.status == .inUse || tool.message.contains("error_if_exists") || tool.message.contains("exists (") { return }
+    if let tool = error as? ToolError,
+        tool.status == .inUse || tool.message.contains("error_if_exists") || tool.message.contains("exists (")
+    {
+        return
+    }
     guard hasFiles(path) else { return }
     let manager = FileManager.default
     let names = (try? manager.contentsOfDirectory(atPath: path)) ?? []

@@ -5,9 +5,9 @@ import BuriCodec
 import BuriStorage
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Errors and exit codes
@@ -46,19 +46,23 @@ struct ToolError: Error, CustomStringConvertible {
             self.init(.notFound, error.description)
         case .notABuriDatabase, .unsupportedFormat:
             self.init(.notADatabase, error.description)
-        case .storage(let storage) where storage.code == .unavailable && engineKind(path ?? storage.location ?? "").capabilities.contains(.probe):
+        case .storage(let storage)
+        where storage.code == .unavailable && engineKind(path ?? storage.location ?? "").capabilities.contains(.probe):
             self.init(.failure, unavailableMessage(path ?? storage.location ?? "", storage))
         case .storage(let storage) where storage.code == .databaseInUse:
             let place = path ?? storage.path ?? "the given path"
             self.init(.inUse, inUseMessage(place))
             heldPath = place
-        case .storage(let storage) where storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded"):
+        case .storage(let storage)
+        where storage.message.contains("No space left on device") || storage.message.contains("Disk quota exceeded"):
             self.init(.failure, diskFullMessage(path ?? storage.path ?? "the database"), diskFull: true)
-        case .storage(let storage) where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
+        case .storage(let storage)
+        where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
             self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
         case .invalidQuery, .invalidContinuation:
             self.init(.usage, error.description)
-        case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName, .invalidIndexDefinition:
+        case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName,
+            .invalidIndexDefinition:
             self.init(.invalidInput, error.description)
         default:
             self.init(.failure, error.description)
@@ -93,7 +97,9 @@ func oneLine(_ text: String) -> String {
 /// BURI_TEST_KILL_AFTER_CHUNKS=2 buri import db.buri B --key id big.jsonl   # killed mid-write
 /// ```
 enum TestKillHook {
-    static let afterChunks: Int? = ProcessInfo.processInfo.environment["BURI_TEST_KILL_AFTER_CHUNKS"].flatMap { Int($0) }
+    static let afterChunks: Int? = ProcessInfo.processInfo.environment["BURI_TEST_KILL_AFTER_CHUNKS"].flatMap {
+        Int($0)
+    }
     nonisolated(unsafe) private static var stored = 0
 
     /// Counts a committed chunk; the Nth one ends the process with SIGKILL.
@@ -108,15 +114,23 @@ enum TestKillHook {
 
 /// The `DB` argument every command takes.
 struct DatabaseArgument: ParsableArguments {
-    @Argument(help: ArgumentHelp("Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].", valueName: "db"))
+    @Argument(
+        help: ArgumentHelp(
+            "Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].",
+            valueName: "db"))
     var database: String
 
-    @Option(help: ArgumentHelp("If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out). Commands that only read never wait: they read a snapshot of its files.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "If another process holds the database, wait up to this many seconds for it to close it, with a note on standard error saying who holds it (default: fail at once with exit 5, as when the time runs out). Commands that only read never wait: they read a snapshot of its files.",
+            valueName: "seconds"))
     var wait: Double?
 
     func validate() throws {
         if let wait, !(wait >= 0 && wait <= 86_400 * 365) {
-            throw ValidationError("--wait takes the most seconds to wait for another process to close the database, from 0 to 31536000 (a year), such as --wait 30; not \(wait)")
+            throw ValidationError(
+                "--wait takes the most seconds to wait for another process to close the database, from 0 to 31536000 (a year), such as --wait 30; not \(wait)"
+            )
         }
         if let problem = locationProblem(database) { throw ValidationError(problem) }
     }
@@ -140,7 +154,10 @@ func pathState(_ path: String) throws -> PathState {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
     guard isDirectory.boolValue else { return .file }
-    if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(LevelDBEngine.currentFileName)) { return .database }
+    if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(LevelDBEngine.currentFileName))
+    {
+        return .database
+    }
     let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
     if contents.contains(where: LevelDBEngine.isDataFile) { return .damaged }
     return contents.isEmpty ? .emptyDirectory : .otherDirectory
@@ -165,7 +182,9 @@ func openExisting(_ path: String, purges: Bool = true, snapshot: Bool = false) t
         throw ToolError(.failure, damagedWithoutCurrentMessage(path))
     case .emptyDirectory, .otherDirectory:
         try refuseIfBeingCreated(path)
-        throw ToolError(.notADatabase, "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
+        throw ToolError(
+            .notADatabase,
+            "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
         if snapshot { return try openSnapshot(path) }
         var options = BuriOptions()
@@ -280,7 +299,10 @@ final class Output {
             // (the tool ignores it while it holds a snapshot, so that the snapshot is removed).
             if code == EPIPE { throw ExitCode(128 + SIGPIPE) }
             var message = "cannot write to \(name): \(String(cString: strerror(code)))"
-            if code == ENOSPC { message += "; the disk is full; the database is not affected by this output: free space there and run the command again" }
+            if code == ENOSPC {
+                message +=
+                    "; the disk is full; the database is not affected by this output: free space there and run the command again"
+            }
             throw ToolError(.failure, message)
         }
     }
@@ -326,7 +348,10 @@ final class Progress {
             self.phase = phase
             phaseStart = now
         }
-        update(Progress.line(phase, done: done, total: total, bytes: bytes, detail: detail, elapsed: now.timeIntervalSince(phaseStart)), force: force)
+        update(
+            Progress.line(
+                phase, done: done, total: total, bytes: bytes, detail: detail,
+                elapsed: now.timeIntervalSince(phaseStart)), force: force)
     }
 
     static func line(_ phase: String, done: Int, total: Int, bytes: Bool, detail: String?, elapsed: Double) -> String {
@@ -356,11 +381,14 @@ final class Progress {
 /// The JSON text of a CBOR payload.
 /// `dates`: the bucket's date paths (``BucketDescriptor/datePaths``), where an untagged number (a
 /// format version 1 date, seconds since 2001) is shown as the seconds since 1970 it stands for.
-func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: String, dates: [[String]]) throws -> String {
+func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: String, dates: [[String]]) throws -> String
+{
     do {
         return DatePaths.taggingStoredDates(try CBORValue(decoding: payload), at: dates).jsonString(pretty: pretty)
     } catch {
-        throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
+        throw ToolError(
+            .failure,
+            "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
     }
 }
 
@@ -370,7 +398,9 @@ func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String, date
     do {
         return DatePaths.taggingStoredDates(try CBORValue(decoding: payload), at: dates).exactJSONString()
     } catch {
-        throw ToolError(.failure, "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
+        throw ToolError(
+            .failure,
+            "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
     }
 }
 
@@ -400,7 +430,9 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
         } catch let error as CBORError {
             // An integer beyond CBOR's range that is exactly a double (2^65): an index holds it
             // as that double, so a query names it as written.
-            guard let exact = CBORValue.exactDouble(text) else { try refuseNumber(text, error, index: index, option: option) }
+            guard let exact = CBORValue.exactDouble(text) else {
+                try refuseNumber(text, error, index: index, option: option)
+            }
             number = .float(exact)
         }
         do {
@@ -416,14 +448,21 @@ func parseIndexValue(_ text: String, kind: IndexKind, index: String, option: Str
 /// The error for a query value that is not a number a numeric index holds.
 private func refuseNumber(_ text: String, _ error: CBORError, index: String, option: String) throws -> Never {
     if let first = text.trimmingCharacters(in: .whitespaces).unicodeScalars.first,
-       first == "-" || ("0"..."9").contains(first) || first == "." || first == "+" {
+        first == "-" || ("0"..."9").contains(first) || first == "." || first == "+"
+    {
         var reason = error.message
         if let range = reason.range(of: " (line ", options: .backwards) { reason = String(reason[..<range.lowerBound]) }
-        if reason.contains("the integers CBOR holds exactly"), let nearest = Double(text.trimmingCharacters(in: .whitespaces)) {
+        if reason.contains("the integers CBOR holds exactly"),
+            let nearest = Double(text.trimmingCharacters(in: .whitespaces))
+        {
             // A query value is not stored: what matters is what an index holds.
-            reason = "the integer \(text.trimmingCharacters(in: .whitespaces)) is neither an Int64, a UInt64 nor exactly a double, the numbers an index holds (the nearest double is \(nearest)); it is refused rather than rounded"
+            reason =
+                "the integer \(text.trimmingCharacters(in: .whitespaces)) is neither an Int64, a UInt64 nor exactly a double, the numbers an index holds (the nearest double is \(nearest)); it is refused rather than rounded"
         }
         throw ToolError(.usage, "\(option) '\(text)' for numeric index '\(index)' is refused: \(reason)")
     }
-    throw ToolError(.usage, "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5")
+    throw ToolError(
+        .usage,
+        "\(option) '\(text)' is not a number, but index '\(index)' is numeric; give an integer or a decimal number such as 42 or 2.5"
+    )
 }

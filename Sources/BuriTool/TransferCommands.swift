@@ -11,28 +11,28 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write objects as JSON Lines: a header line, then {\"bucket\": ..., \"key\": ..., \"object\": ...}.",
         discussion: """
-        The first line is the header ["buri-export",3]; then, for each bucket, a schema line \
-        {"bucket": ..., "schema": {"keyField", "schemaVersion", "indexes": [...]}} naming every \
-        index with its kinds, fields, field forms, unique and multi-valued flags and version, and \
-        its records, one object per line, ordered by bucket name, then key (both bytewise), so the \
-        same database always exports to the same bytes. An index whose values buri cannot compute \
-        from the object (declared in Swift without `field:`, or `.computed`) has each record carry \
-        its values as stored, in "indexValues", and the header is then ["buri-export",4] \
-        (docs/FORMAT.md §19): every database restores from its own export. `buri restore` recreates the database from \
-        it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
-        {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
-        since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
-        `buri import` reads the output back exactly, and exporting again gives the same bytes.
+            The first line is the header ["buri-export",3]; then, for each bucket, a schema line \
+            {"bucket": ..., "schema": {"keyField", "schemaVersion", "indexes": [...]}} naming every \
+            index with its kinds, fields, field forms, unique and multi-valued flags and version, and \
+            its records, one object per line, ordered by bucket name, then key (both bytewise), so the \
+            same database always exports to the same bytes. An index whose values buri cannot compute \
+            from the object (declared in Swift without `field:`, or `.computed`) has each record carry \
+            its values as stored, in "indexValues", and the header is then ["buri-export",4] \
+            (docs/FORMAT.md §19): every database restores from its own export. `buri restore` recreates the database from \
+            it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
+            {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
+            since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
+            `buri import` reads the output back exactly, and exporting again gives the same bytes.
 
-        A damaged database (a table block or record that cannot be read) makes the export fail \
-        with exit 3, leaving no short file. With --skip-damaged it saves every record it can read \
-        and lists on stderr what it skipped (with --json as one JSON object): each record whose \
-        key is known but which cannot be read, and each key range whose records cannot even be \
-        listed (the keys that index entries name in such a range are read one by one). It then \
-        exits with status 1, so a script cannot take the file for a complete export.
+            A damaged database (a table block or record that cannot be read) makes the export fail \
+            with exit 3, leaving no short file. With --skip-damaged it saves every record it can read \
+            and lists on stderr what it skipped (with --json as one JSON object): each record whose \
+            key is known but which cannot be read, and each key range whose records cannot even be \
+            listed (the keys that index entries name in such a range are read one by one). It then \
+            exits with status 1, so a script cannot take the file for a complete export.
 
-        Example: buri export people.buri Person -o people.jsonl
-        """
+            Example: buri export people.buri Person -o people.jsonl
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -40,10 +40,18 @@ struct Export: ParsableCommand {
     @Argument(help: "Export only this bucket (default: every bucket).")
     var bucket: String?
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write to this file instead of standard output (replaced only when the export succeeds).", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp(
+            "Write to this file instead of standard output (replaced only when the export succeeds).", valueName: "file"
+        ))
     var output: String?
 
-    @Flag(name: .customLong("skip-damaged"), help: "Save every readable record of a damaged database, list what was skipped on stderr, and exit with status 1 if anything was.")
+    @Flag(
+        name: .customLong("skip-damaged"),
+        help:
+            "Save every readable record of a damaged database, list what was skipped on stderr, and exit with status 1 if anything was."
+    )
     var skipDamaged = false
 
     @Flag(help: "With --skip-damaged: list what was skipped as one JSON object on stderr.")
@@ -51,7 +59,9 @@ struct Export: ParsableCommand {
 
     func validate() throws {
         if let output, output.isEmpty { throw ValidationError("-o needs a file name") }
-        if json, !skipDamaged { throw ValidationError("--json describes what --skip-damaged skipped; give --skip-damaged too") }
+        if json, !skipDamaged {
+            throw ValidationError("--json describes what --skip-damaged skipped; give --skip-damaged too")
+        }
     }
 
     func run() throws {
@@ -110,7 +120,9 @@ struct Export: ParsableCommand {
                         last = record.key
                         let object: String
                         do {
-                            object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: record.key, dates: dates)
+                            object =
+                                try exactJSONText(
+                                    ofPayload: record.payload, bucket: raw.name, key: record.key, dates: dates)
                                 + Self.carriedValues(record, of: raw.name, carried)
                         } catch {
                             guard skipDamaged, let tool = error as? ToolError else { throw error }
@@ -119,7 +131,10 @@ struct Export: ParsableCommand {
                         }
                         try out.line(head + jsonString(record.key) + ",\"object\":" + object + "}")
                         done += 1
-                        if progress.enabled, done % 1000 == 0 { progress.measure("exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil) }
+                        if progress.enabled, done % 1000 == 0 {
+                            progress.measure(
+                                "exporting '\(raw.name)'", done: done, total: total, bytes: false, detail: nil)
+                        }
                     }
                 } catch {
                     guard skipDamaged, SkipReport.damage(error) != nil else { throw error }
@@ -162,7 +177,9 @@ struct Export: ParsableCommand {
                     let cursor = try raw.cursor(Query.index(index.name, from: .unbounded, to: .unbounded))
                     // Index order is not key order: every entry is looked at.
                     while let key = try cursor.nextKey() {
-                        if Self.isAfter(key, last), Self.isBefore(key, lowest), seen.insert(Array(key.utf8)).inserted { candidates.append(key) }
+                        if Self.isAfter(key, last), Self.isBefore(key, lowest), seen.insert(Array(key.utf8)).inserted {
+                            candidates.append(key)
+                        }
                     }
                 } catch {
                     guard SkipReport.damage(error) != nil else { throw error }
@@ -170,8 +187,9 @@ struct Export: ParsableCommand {
                 }
             }
             candidates.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            report.range(bucket: raw.name, after: last, before: lowest, reason: ToolError(unlisted).message,
-                         keysFromIndexes: candidates.count, unreadIndexes: unreadIndexes)
+            report.range(
+                bucket: raw.name, after: last, before: lowest, reason: ToolError(unlisted).message,
+                keysFromIndexes: candidates.count, unreadIndexes: unreadIndexes)
         }
         candidates.append(contentsOf: above.reversed())
         for key in candidates {
@@ -181,7 +199,9 @@ struct Export: ParsableCommand {
                     report.record(bucket: raw.name, key: key, reason: "an index entry names it, but it has no record")
                     continue
                 }
-                object = try exactJSONText(ofPayload: record.payload, bucket: raw.name, key: key, dates: raw.descriptor.datePaths)
+                object =
+                    try exactJSONText(
+                        ofPayload: record.payload, bucket: raw.name, key: key, dates: raw.descriptor.datePaths)
                     + Self.carriedValues(record, of: raw.name, ExportFormat.carriedIndexes(raw.descriptor))
             } catch {
                 if let damage = SkipReport.damage(error) {
@@ -200,11 +220,15 @@ struct Export: ParsableCommand {
 
     /// The record's `"indexValues"` member (format 4; empty when the bucket's indexes are all
     /// computable): the values its header stores for the indexes tools cannot compute.
-    static func carriedValues(_ record: StoredRecord, of bucket: String, _ carried: [IndexDefinition]) throws -> String {
+    static func carriedValues(_ record: StoredRecord, of bucket: String, _ carried: [IndexDefinition]) throws -> String
+    {
         do {
             return try ExportFormat.indexValuesMember(record.indexValues, carried: carried)
         } catch {
-            throw ToolError(.failure, "bucket '\(bucket)', key \(jsonString(record.key)): \(error.message); the record is damaged (run `buri check`)")
+            throw ToolError(
+                .failure,
+                "bucket '\(bucket)', key \(jsonString(record.key)): \(error.message); the record is damaged (run `buri check`)"
+            )
         }
     }
 
@@ -224,7 +248,10 @@ struct Export: ParsableCommand {
 /// What `buri export --skip-damaged` skipped, reported on stderr when the export ends.
 final class SkipReport {
     struct Record { var bucket: String; var key: String; var reason: String }
-    struct Range { var bucket: String; var after: String?; var before: String?; var reason: String; var keysFromIndexes: Int; var unreadIndexes: [String] }
+    struct Range {
+        var bucket: String; var after: String?; var before: String?; var reason: String; var keysFromIndexes: Int;
+        var unreadIndexes: [String]
+    }
     var records: [Record] = []
     var ranges: [Range] = []
     var exported = 0
@@ -239,10 +266,17 @@ final class SkipReport {
         }
     }
 
-    func record(bucket: String, key: String, reason: String) { records.append(Record(bucket: bucket, key: key, reason: reason)) }
+    func record(bucket: String, key: String, reason: String) {
+        records.append(Record(bucket: bucket, key: key, reason: reason))
+    }
 
-    func range(bucket: String, after: String?, before: String?, reason: String, keysFromIndexes: Int, unreadIndexes: [String]) {
-        ranges.append(Range(bucket: bucket, after: after, before: before, reason: reason, keysFromIndexes: keysFromIndexes, unreadIndexes: unreadIndexes))
+    func range(
+        bucket: String, after: String?, before: String?, reason: String, keysFromIndexes: Int, unreadIndexes: [String]
+    ) {
+        ranges.append(
+            Range(
+                bucket: bucket, after: after, before: before, reason: reason, keysFromIndexes: keysFromIndexes,
+                unreadIndexes: unreadIndexes))
     }
 
     var isEmpty: Bool { records.isEmpty && ranges.isEmpty }
@@ -254,37 +288,54 @@ final class SkipReport {
         if json {
             let value: CBORValue = .map([
                 CBORMapEntry(key: "exported", value: .int(Int64(exported))),
-                CBORMapEntry(key: "skippedRecords", value: .array(records.map { record in
-                    .map([CBORMapEntry(key: "bucket", value: .text(record.bucket)), CBORMapEntry(key: "key", value: .text(record.key)),
-                          CBORMapEntry(key: "reason", value: .text(oneLine(record.reason)))])
-                })),
-                CBORMapEntry(key: "skippedRanges", value: .array(ranges.map { range in
-                    .map([CBORMapEntry(key: "bucket", value: .text(range.bucket)),
-                          CBORMapEntry(key: "after", value: range.after.map { .text($0) } ?? .null),
-                          CBORMapEntry(key: "before", value: range.before.map { .text($0) } ?? .null),
-                          CBORMapEntry(key: "keysFromIndexes", value: .int(Int64(range.keysFromIndexes))),
-                          CBORMapEntry(key: "unreadIndexes", value: .array(range.unreadIndexes.map { .text($0) })),
-                          CBORMapEntry(key: "reason", value: .text(oneLine(range.reason)))])
-                })),
+                CBORMapEntry(
+                    key: "skippedRecords",
+                    value: .array(
+                        records.map { record in
+                            .map([
+                                CBORMapEntry(key: "bucket", value: .text(record.bucket)),
+                                CBORMapEntry(key: "key", value: .text(record.key)),
+                                CBORMapEntry(key: "reason", value: .text(oneLine(record.reason))),
+                            ])
+                        })),
+                CBORMapEntry(
+                    key: "skippedRanges",
+                    value: .array(
+                        ranges.map { range in
+                            .map([
+                                CBORMapEntry(key: "bucket", value: .text(range.bucket)),
+                                CBORMapEntry(key: "after", value: range.after.map { .text($0) } ?? .null),
+                                CBORMapEntry(key: "before", value: range.before.map { .text($0) } ?? .null),
+                                CBORMapEntry(key: "keysFromIndexes", value: .int(Int64(range.keysFromIndexes))),
+                                CBORMapEntry(
+                                    key: "unreadIndexes", value: .array(range.unreadIndexes.map { .text($0) })),
+                                CBORMapEntry(key: "reason", value: .text(oneLine(range.reason))),
+                            ])
+                        })),
             ])
             text = value.jsonString() + "\n"
         } else {
             for range in ranges {
                 let after = range.after.map { "after key \(jsonString($0))" } ?? "from the first key"
                 let before = range.before.map { "before key \(jsonString($0))" } ?? "to the last key"
-                let unread = range.unreadIndexes.isEmpty ? "" : " (index\(range.unreadIndexes.count == 1 ? "" : "es") \(range.unreadIndexes.map { "'\($0)'" }.joined(separator: ", ")) could not be read either)"
-                text += "buri: skipped: bucket '\(range.bucket)', the records \(after) and \(before) could not be listed (\(oneLine(range.reason))); of the keys there, only the \(range.keysFromIndexes) that index entries name were tried\(unread)\n"
+                let unread =
+                    range.unreadIndexes.isEmpty
+                    ? ""
+                    : " (index\(range.unreadIndexes.count == 1 ? "" : "es") \(range.unreadIndexes.map { "'\($0)'" }.joined(separator: ", ")) could not be read either)"
+                text +=
+                    "buri: skipped: bucket '\(range.bucket)', the records \(after) and \(before) could not be listed (\(oneLine(range.reason))); of the keys there, only the \(range.keysFromIndexes) that index entries name were tried\(unread)\n"
             }
             for record in records {
-                text += "buri: skipped: bucket '\(record.bucket)', key \(jsonString(record.key)): \(oneLine(record.reason))\n"
+                text +=
+                    "buri: skipped: bucket '\(record.bucket)', key \(jsonString(record.key)): \(oneLine(record.reason))\n"
             }
-            text += "buri: export incomplete: \(exported) object\(exported == 1 ? "" : "s") saved; skipped \(records.count) unreadable record\(records.count == 1 ? "" : "s") and \(ranges.count) key range\(ranges.count == 1 ? "" : "s") that could not be listed (exit status 1); `buri repair` salvages the database itself\n"
+            text +=
+                "buri: export incomplete: \(exported) object\(exported == 1 ? "" : "s") saved; skipped \(records.count) unreadable record\(records.count == 1 ? "" : "s") and \(ranges.count) key range\(ranges.count == 1 ? "" : "s") that could not be listed (exit status 1); `buri repair` salvages the database itself\n"
         }
         writeAll(2, Array(text.utf8))
         throw ExitCode(ExitStatus.problemsFound.rawValue)
     }
 }
-
 
 // MARK: - import
 
@@ -292,55 +343,55 @@ struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or extend a bucket from JSON Lines, atomically and in bounded memory.",
         discussion: """
-        The input is either the output of `buri export` (its first line is the header \
-        ["buri-export",3] or 4 (or 2, from an older buri); each further line is a record \
-        {"bucket","key","object"} in the exact JSON form, or a bucket's schema line, every member \
-        checked (a wrong one is refused, naming line and member); records of \
-        other buckets are skipped; a new bucket gets the indexes of its schema line, and the index \
-        values format 4 records carry) or plain JSON Lines, one object per line, \
-        each stored as it is: a plain object is never taken for an export record. A plain object's \
-        key is its --key field: a string, or an integer stored as its decimal text. An export \
-        record's key must agree with its object's key field, if the object has one.
+            The input is either the output of `buri export` (its first line is the header \
+            ["buri-export",3] or 4 (or 2, from an older buri); each further line is a record \
+            {"bucket","key","object"} in the exact JSON form, or a bucket's schema line, every member \
+            checked (a wrong one is refused, naming line and member); records of \
+            other buckets are skipped; a new bucket gets the indexes of its schema line, and the index \
+            values format 4 records carry) or plain JSON Lines, one object per line, \
+            each stored as it is: a plain object is never taken for an export record. A plain object's \
+            key is its --key field: a string, or an integer stored as its decimal text. An export \
+            record's key must agree with its object's key field, if the object has one.
 
-        Numbers are stored exactly or refused: integers in -2^64 ... 2^64-1, decimals only if a \
-        double holds exactly the number written (1e400, 1e-400 and 9007199254740993.0 are \
-        refused, naming the nearest double). Repeated member names are refused.
+            Numbers are stored exactly or refused: integers in -2^64 ... 2^64-1, decimals only if a \
+            double holds exactly the number written (1e400, 1e-400 and 9007199254740993.0 are \
+            refused, naming the nearest double). Repeated member names are refused.
 
-        Index values come from the object's fields: FIELD is a top-level name or a dotted path \
-        into nested objects (city=address.city), in which \\. is a dot inside a name (v=v1\\.2 \
-        reads the top-level "v1.2") and \\\\ a backslash; a value on the way that is not an object \
-        is refused. Strings for binary indexes, \
-        numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
-        entry per distinct element (a multi-valued index); a missing or null field gives no \
-        entry. A date field (one a Swift Date property's index reads, or one named with --date) \
-        takes seconds since 1970 (in plain objects and export records alike) and is stored \
-        as a date, as the Swift type stores it; a \
-        numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
-        named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
-        computes, or whose declaration names no field, cannot be computed here: an existing bucket \
-        with one is refused, naming the index (a new bucket made from a format 4 export takes \
-        the values its records carry).
+            Index values come from the object's fields: FIELD is a top-level name or a dotted path \
+            into nested objects (city=address.city), in which \\. is a dot inside a name (v=v1\\.2 \
+            reads the top-level "v1.2") and \\\\ a backslash; a value on the way that is not an object \
+            is refused. Strings for binary indexes, \
+            numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
+            entry per distinct element (a multi-valued index); a missing or null field gives no \
+            entry. A date field (one a Swift Date property's index reads, or one named with --date) \
+            takes seconds since 1970 (in plain objects and export records alike) and is stored \
+            as a date, as the Swift type stores it; a \
+            numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
+            named here; an existing one keeps its own, and the options, if given, must match them. An index whose values Swift code \
+            computes, or whose declaration names no field, cannot be computed here: an existing bucket \
+            with one is refused, naming the index (a new bucket made from a format 4 export takes \
+            the values its records carry).
 
-        The import is atomic with bounded memory: the input is read line by line (never held \
-        whole; a pipe is copied to a temporary file first; a line of any length is read in time \
-        linear in its length, memory growing with the longest line), the bucket's objects and the new ones \
-        are stored in chunks under a fresh, unpublished bucket id, and one catalog commit \
-        publishes them. On any error (a bad line, even the last one; a unique index violated, \
-        named with its line, key, value and the key holding it) the \
-        stage is deleted before the command ends and the database is left exactly as it was (a database the import would \
-        have created is not created); if the process is killed, the next command that writes to \
-        the database deletes the stage (and gives its space back); running the same import again works. \
-        A new bucket's input is checked in a first pass before anything is written, and the \
-        bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
-        twice: the last line wins, and the result counts objects, not lines (it says how many \
-        lines replaced an object of the same key). On a terminal (or with --progress) each phase shows its \
-        total, percentage, rate and ETA: checking, copying existing objects, reading and \
-        storing, publishing (purging the stage on failure).
+            The import is atomic with bounded memory: the input is read line by line (never held \
+            whole; a pipe is copied to a temporary file first; a line of any length is read in time \
+            linear in its length, memory growing with the longest line), the bucket's objects and the new ones \
+            are stored in chunks under a fresh, unpublished bucket id, and one catalog commit \
+            publishes them. On any error (a bad line, even the last one; a unique index violated, \
+            named with its line, key, value and the key holding it) the \
+            stage is deleted before the command ends and the database is left exactly as it was (a database the import would \
+            have created is not created); if the process is killed, the next command that writes to \
+            the database deletes the stage (and gives its space back); running the same import again works. \
+            A new bucket's input is checked in a first pass before anything is written, and the \
+            bucket appears only with the publishing commit (a killed import leaves no empty bucket). A key given \
+            twice: the last line wins, and the result counts objects, not lines (it says how many \
+            lines replaced an object of the same key). On a terminal (or with --progress) each phase shows its \
+            total, percentage, rate and ETA: checking, copying existing objects, reading and \
+            storing, publishing (purging the stage on failure).
 
-        Examples:
-          buri import people.buri Person --key objectId --binary-index locale --numeric-index age people.jsonl
-          buri export old.buri Person | buri import new.buri Person --key objectId --binary-index locale
-        """
+            Examples:
+              buri import people.buri Person --key objectId --binary-index locale --numeric-index age people.jsonl
+              buri export old.buri Person | buri import new.buri Person --key objectId --binary-index locale
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -348,22 +399,42 @@ struct Import: ParsableCommand {
     @Argument(help: "The bucket to create or extend.")
     var bucket: String
 
-    @Option(help: ArgumentHelp("The field holding each plain object's key (a string, or an integer stored as its decimal text). Defaults to the bucket's recorded key field.", valueName: "field"))
+    @Option(
+        help: ArgumentHelp(
+            "The field holding each plain object's key (a string, or an integer stored as its decimal text). Defaults to the bucket's recorded key field.",
+            valueName: "field"))
     var key: String?
 
-    @Option(name: .customLong("binary-index"), help: ArgumentHelp("Keep binary index NAME over string field FIELD (default: NAME); a dotted FIELD (address.city) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
+    @Option(
+        name: .customLong("binary-index"),
+        help: ArgumentHelp(
+            "Keep binary index NAME over string field FIELD (default: NAME); a dotted FIELD (address.city) reads a nested field, \\. is a dot inside a name. Repeatable.",
+            valueName: "name[=field]"))
     var binaryIndexes: [String] = []
 
-    @Option(name: .customLong("numeric-index"), help: ArgumentHelp("Keep numeric index NAME over number field FIELD (default: NAME); a dotted FIELD (address.zip) reads a nested field, \\. is a dot inside a name. Repeatable.", valueName: "name[=field]"))
+    @Option(
+        name: .customLong("numeric-index"),
+        help: ArgumentHelp(
+            "Keep numeric index NAME over number field FIELD (default: NAME); a dotted FIELD (address.zip) reads a nested field, \\. is a dot inside a name. Repeatable.",
+            valueName: "name[=field]"))
     var numericIndexes: [String] = []
 
-    @Option(name: .customLong("date"), help: ArgumentHelp("Field FIELD holds a date as seconds since 1970: store a number there as a date (as a Swift Date property is stored), and index it as one. Repeatable.", valueName: "field"))
+    @Option(
+        name: .customLong("date"),
+        help: ArgumentHelp(
+            "Field FIELD holds a date as seconds since 1970: store a number there as a date (as a Swift Date property is stored), and index it as one. Repeatable.",
+            valueName: "field"))
     var dateFields: [String] = []
 
-    @Option(name: .customLong("chunk-size"), help: ArgumentHelp("Store the objects straight into the bucket in commits of N objects each, instead of staging them and publishing them in one commit. NOT atomic: an import that fails midway leaves the chunks before the failure stored. (A staged import fits etcd's transaction limits by itself.)", valueName: "n"))
+    @Option(
+        name: .customLong("chunk-size"),
+        help: ArgumentHelp(
+            "Store the objects straight into the bucket in commits of N objects each, instead of staging them and publishing them in one commit. NOT atomic: an import that fails midway leaves the chunks before the failure stored. (A staged import fits etcd's transaction limits by itself.)",
+            valueName: "n"))
     var chunkSize: Int?
 
-    @Argument(help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
+    @Argument(
+        help: ArgumentHelp("The JSON Lines file to read; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
 
     @Flag(name: .customLong("progress"), help: "Show progress on standard error even when it is not a terminal.")
@@ -393,12 +464,14 @@ struct Import: ParsableCommand {
                 if name.isEmpty { throw ValidationError("\(option) has no index name; write NAME or NAME=FIELD") }
                 if field.isEmpty { throw ValidationError("\(option) has no field after '='; write NAME or NAME=FIELD") }
                 if result.contains(where: { $0.name.utf8.elementsEqual(name.utf8) }) {
-                    throw ValidationError("index '\(name)' is given twice; give each index once, as --binary-index or --numeric-index")
+                    throw ValidationError(
+                        "index '\(name)' is given twice; give each index once, as --binary-index or --numeric-index")
                 }
                 let path: [String]
                 switch IndexDefinition.parseFieldPath(field) {
                 case .success(let keys): path = keys
-                case .failure(let error): throw ValidationError("\(option): \(error.description) (write a key with a dot in it as 'v1\\.2')")
+                case .failure(let error):
+                    throw ValidationError("\(option): \(error.description) (write a key with a dot in it as 'v1\\.2')")
                 }
                 result.append(IndexOption(name: name, field: field, path: path, kind: kind))
             }
@@ -411,9 +484,13 @@ struct Import: ParsableCommand {
         if let key, key.isEmpty { throw ValidationError("--key needs a field name, such as --key id") }
         if dateFields.contains("") { throw ValidationError("--date needs a field name, such as --date due") }
         if let nested = dateFields.first(where: { (try? IndexDefinition.parseFieldPath($0).get().count) != 1 }) {
-            throw ValidationError("--date '\(nested)': --date names a top-level field (a dot inside its name is written '\\.'); nested date fields are not supported")
+            throw ValidationError(
+                "--date '\(nested)': --date names a top-level field (a dot inside its name is written '\\.'); nested date fields are not supported"
+            )
         }
-        if let chunkSize, chunkSize < 1 { throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500") }
+        if let chunkSize, chunkSize < 1 {
+            throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500")
+        }
         _ = try indexOptions()
     }
 
@@ -422,10 +499,15 @@ struct Import: ParsableCommand {
         let state = try pathState(path)
         switch state {
         case .file:
-            throw ToolError(.notADatabase, "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
+            throw ToolError(
+                .notADatabase,
+                "'\(path)' is a file, not a database; give the directory of a Buri database or a new path")
         case .otherDirectory:
             try refuseIfBeingCreated(path)
-            throw ToolError(.notADatabase, "'\(path)' is not a Buri database and is not empty; import into a Buri database, a new path or an empty directory")
+            throw ToolError(
+                .notADatabase,
+                "'\(path)' is not a Buri database and is not empty; import into a Buri database, a new path or an empty directory"
+            )
         case .damaged:
             try refuseIfBeingCreated(path)
             throw ToolError(.failure, damagedWithoutCurrentMessage(path))
@@ -439,7 +521,8 @@ struct Import: ParsableCommand {
         var db: BuriDatabase? = state == .database ? try openForLoading(target) : nil
         defer { db?.close() }
         let existing = try db.flatMap { db in try mapErrors(path: path) { try db.bucketInfo(named: bucket) } }
-        var plan = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
+        var plan = try ImportPlan(
+            bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
         let progress = Progress(forced: showProgress)
         defer { progress.finish() }
@@ -460,7 +543,8 @@ struct Import: ParsableCommand {
                     progress.measure(phase, done: input.consumed, total: total, bytes: true, detail: "\(number) lines")
                 }
             }
-            progress.measure(phase, done: input.consumed, total: total, bytes: true, detail: "\(number) lines", force: true)
+            progress.measure(
+                phase, done: input.consumed, total: total, bytes: true, detail: "\(number) lines", force: true)
         }
 
         // A new bucket's definition (multi-valued indexes, the schema line's indexes) and the
@@ -473,7 +557,8 @@ struct Import: ParsableCommand {
         let definitions = plan.newDefinitions()
         let keyField = plan.keyField
         let checked = plan
-        var storing = try ImportPlan(bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
+        var storing = try ImportPlan(
+            bucket: bucket, existing: existing, key: key, options: options, dateFields: dateFields, databasePath: path)
 
         // Nothing is written before this point.
         let created = db == nil
@@ -485,7 +570,10 @@ struct Import: ParsableCommand {
                     db = try waitingForLock(target.wait) { try createLocation(path) }
                 } catch let error as ToolError where error.message.contains("error_if_exists") {
                     // Another import created it since this one looked: the same race as the lock.
-                    throw ToolError(.inUse, "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it")
+                    throw ToolError(
+                        .inUse,
+                        "another process created the database at '\(path)' while this import was reading its input; nothing was written: run the import again to add to it"
+                    )
                 } catch {
                     // A full disk met while creating it: nothing is left behind, so that running
                     // the import again (as the message advises) finds the path as it was.
@@ -509,7 +597,9 @@ struct Import: ParsableCommand {
                     // Asked for: one commit per chunk, not atomic as a whole.
                     let raw: RawBucket
                     if existing == nil {
-                        raw = try db.createBucket(named: bucket, keyField: keyField, indexes: definitions, schemaVersion: checked.schemaVersion)
+                        raw = try db.createBucket(
+                            named: bucket, keyField: keyField, indexes: definitions,
+                            schemaVersion: checked.schemaVersion)
                         createdBucket = true
                     } else {
                         raw = try db.rawBucket(named: bucket)
@@ -537,17 +627,24 @@ struct Import: ParsableCommand {
                 // bucket is created by that commit (until then the catalog does not change).
                 let load: StagedImport
                 if existing == nil {
-                    load = try db.stageImport(creating: bucket, keyField: keyField, indexes: definitions, schemaVersion: checked.schemaVersion)
+                    load = try db.stageImport(
+                        creating: bucket, keyField: keyField, indexes: definitions, schemaVersion: checked.schemaVersion
+                    )
                 } else {
                     let existingCount = progress.enabled ? try db.rawBucket(named: bucket).count() : 0
-                    progress.measure("copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil, force: true)
+                    progress.measure(
+                        "copying existing objects", done: 0, total: existingCount, bytes: false, detail: nil,
+                        force: true)
                     var copied = 0
                     load = try db.stageImport(into: bucket, chunkSize: Self.stageChunk) { done in
                         copied = done
-                        progress.measure("copying existing objects", done: done, total: existingCount, bytes: false, detail: nil)
+                        progress.measure(
+                            "copying existing objects", done: done, total: existingCount, bytes: false, detail: nil)
                     }
                     before = copied
-                    progress.measure("copying existing objects", done: existingCount, total: existingCount, bytes: false, detail: nil, force: true)
+                    progress.measure(
+                        "copying existing objects", done: existingCount, total: existingCount, bytes: false,
+                        detail: nil, force: true)
                 }
                 stage = load
                 try eachLine("reading and storing") { line, number in
@@ -581,7 +678,8 @@ struct Import: ParsableCommand {
                 do {
                     try stage.discard()
                 } catch {
-                    note = "buri: note: the import's stage could not be deleted now (\(oneLine(ToolError(error, path: path).message))); it is marked for purging, and the next command that writes to \(path) deletes it\n"
+                    note =
+                        "buri: note: the import's stage could not be deleted now (\(oneLine(ToolError(error, path: path).message))); it is marked for purging, and the next command that writes to \(path) deletes it\n"
                 }
                 progress.measure("purging the stage", done: 1, total: 1, bytes: false, detail: nil, force: true)
             }
@@ -613,13 +711,24 @@ struct Import: ParsableCommand {
             throw error
         }
         if debugPeakMemory, let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
-            writeAll(2, Array("buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n".utf8))
-            writeAll(2, Array("buri: debug: searched \(input.bytesSearched) bytes for newlines in an input of \(input.size) bytes\n".utf8))
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        {
+            writeAll(
+                2,
+                Array(
+                    "buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n"
+                        .utf8))
+            writeAll(
+                2,
+                Array(
+                    "buri: debug: searched \(input.bytesSearched) bytes for newlines in an input of \(input.size) bytes\n"
+                        .utf8))
         }
         let count = storing.prepared
         let out = Output.standardOutput()
-        try out.line(Self.summary(lines: count, before: before, after: after, bucket: bucket, path: path, isNew: existing == nil))
+        try out.line(
+            Self.summary(lines: count, before: before, after: after, bucket: bucket, path: path, isNew: existing == nil)
+        )
         try out.flush()
         if !storing.skipped.isEmpty {
             writeAll(2, Array("buri: note: skipped export records of other buckets: \(storing.skippedList)\n".utf8))
@@ -638,9 +747,11 @@ struct Import: ParsableCommand {
             return "imported \(objects(lines)) into bucket '\(bucket)' of \(path)"
         }
         if isNew {
-            return "imported \(objects(after)) into bucket '\(bucket)' of \(path) from \(lines) lines: \(replaced) line\(replaced == 1 ? "" : "s") gave a key an earlier line gave (the last line of a key wins)"
+            return
+                "imported \(objects(after)) into bucket '\(bucket)' of \(path) from \(lines) lines: \(replaced) line\(replaced == 1 ? "" : "s") gave a key an earlier line gave (the last line of a key wins)"
         }
-        return "imported \(lines) lines into bucket '\(bucket)' of \(path): \(objects(added)) added, \(replaced) replacing an object of the same key (one the bucket held, or an earlier line's; the last line of a key wins); the bucket holds \(objects(after))"
+        return
+            "imported \(lines) lines into bucket '\(bucket)' of \(path): \(objects(added)) added, \(replaced) replacing an object of the same key (one the bucket held, or an earlier line's; the last line of a key wins); the bucket holds \(objects(after))"
     }
 
     /// Stores one chunk of objects (read from `lines`) with `store`. When a unique index refuses
@@ -656,9 +767,17 @@ struct Import: ParsableCommand {
                 do {
                     try store([object])
                 } catch {
-                    guard case let .uniqueViolation(name, index, value, holder)? = error as? BuriError else { throw error }
-                    let stored = partial ? "the objects of the lines before it are stored (--chunk-size is not atomic)" : "nothing was imported"
-                    throw ToolError(.invalidInput, "line \(line): key \(jsonString(object.key)): unique index '\(index)' of bucket '\(name)' already holds \(value) for key \(jsonString(holder)); \(stored)")
+                    guard case let .uniqueViolation(name, index, value, holder)? = error as? BuriError else {
+                        throw error
+                    }
+                    let stored =
+                        partial
+                        ? "the objects of the lines before it are stored (--chunk-size is not atomic)"
+                        : "nothing was imported"
+                    throw ToolError(
+                        .invalidInput,
+                        "line \(line): key \(jsonString(object.key)): unique index '\(index)' of bucket '\(name)' already holds \(value) for key \(jsonString(holder)); \(stored)"
+                    )
                 }
             }
             throw error
@@ -710,7 +829,9 @@ func publishStages(_ db: BuriDatabase, _ loads: [StagedImport], progress: Progre
         // New buckets have nothing to compare: no such phase is shown for them.
         if step.phase == .verifying, step.total == 0 { return }
         let phase = step.phase == .counting ? "publishing" : "publishing (checking the bucket is unchanged)"
-        progress.measure(phase, done: step.done, total: step.total, bytes: false, detail: nil, force: step.done == 0 || step.done == step.total)
+        progress.measure(
+            phase, done: step.done, total: step.total, bytes: false, detail: nil,
+            force: step.done == 0 || step.done == step.total)
     }
     let total = counts.reduce(0, +)
     progress.update("published \(total) object\(total == 1 ? "" : "s") in one commit", force: true)
@@ -739,7 +860,9 @@ final class JSONLinesInput {
         } else {
             source = open(name, O_RDONLY)
             guard source >= 0 else {
-                let reason = errno == ENOENT ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
+                let reason =
+                    errno == ENOENT
+                    ? "there is no such file" : "it cannot be read (\(String(cString: strerror(errno))))"
                 throw ToolError(.failure, "cannot read '\(name)': \(reason)")
             }
         }
@@ -755,7 +878,12 @@ final class JSONLinesInput {
         let what = name == "-" ? "standard input" : "'\(name)'"
         var template = Array((NSTemporaryDirectory() + "/buri-import-XXXXXX").utf8CString)
         let spool = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard spool >= 0 else { throw ToolError(.failure, "cannot make a temporary file for \(what) in \(NSTemporaryDirectory()): \(String(cString: strerror(errno))); set TMPDIR, or give the input as a regular file") }
+        guard spool >= 0 else {
+            throw ToolError(
+                .failure,
+                "cannot make a temporary file for \(what) in \(NSTemporaryDirectory()): \(String(cString: strerror(errno))); set TMPDIR, or give the input as a regular file"
+            )
+        }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var block = [UInt8](repeating: 0, count: Self.blockSize)
         var total = 0
@@ -775,7 +903,10 @@ final class JSONLinesInput {
                 guard put > 0 else {
                     let reason = String(cString: strerror(errno))
                     _ = Glibc.close(spool)
-                    throw ToolError(.failure, "cannot copy \(what) to a temporary file in \(NSTemporaryDirectory()): \(reason); free space there (or set TMPDIR), or give the input as a regular file; nothing was imported")
+                    throw ToolError(
+                        .failure,
+                        "cannot copy \(what) to a temporary file in \(NSTemporaryDirectory()): \(reason); free space there (or set TMPDIR), or give the input as a regular file; nothing was imported"
+                    )
                 }
                 written += put
             }
@@ -792,7 +923,9 @@ final class JSONLinesInput {
     /// Goes back to the start of the input.
     func rewind() throws {
         if start < 0 { start = lseek(fd, 0, SEEK_CUR) }
-        guard lseek(fd, start, SEEK_SET) >= 0 else { throw ToolError(.failure, "cannot read the input again: \(String(cString: strerror(errno)))") }
+        guard lseek(fd, start, SEEK_SET) >= 0 else {
+            throw ToolError(.failure, "cannot read the input again: \(String(cString: strerror(errno)))")
+        }
         buffer = []
         position = 0
         scanned = 0
@@ -865,7 +998,10 @@ final class JSONLinesInput {
                 if got < 0 { failure = errno }
                 initialized = max(0, got)
             }
-            guard got >= 0 else { throw ToolError(.failure, "cannot read the input: \(String(cString: strerror(failure))); nothing was imported") }
+            guard got >= 0 else {
+                throw ToolError(
+                    .failure, "cannot read the input: \(String(cString: strerror(failure))); nothing was imported")
+            }
             buffer.append(contentsOf: tail)
             if got == 0 { atEnd = true }
         }
@@ -928,7 +1064,9 @@ enum ExportFormat {
     /// by their encoding. Each value is an integer, a double, text (a UTF-8 byte string) or
     /// {"$bytes": …} (other bytes).
     /// - Throws: the reason, for a stored value that does not read back as itself.
-    static func indexValuesMember(_ values: [IndexName: [[IndexValue]]], carried: [IndexDefinition]) throws(ToolError) -> String {
+    static func indexValuesMember(
+        _ values: [IndexName: [[IndexValue]]], carried: [IndexDefinition]
+    ) throws(ToolError) -> String {
         guard !carried.isEmpty else { return "" }
         var entries: [CBORMapEntry] = []
         for index in carried {
@@ -946,7 +1084,10 @@ enum ExportFormat {
                 for value in tuple.values {
                     let element = jsonValue(value)
                     guard (try? indexValue(element, numeric: value.isNumeric)) == value else {
-                        throw ToolError(.failure, "index '\(index.name)' holds a value (\(value.encoded.map { String($0, radix: 16) }.joined(separator: " "))) that does not read back as itself")
+                        throw ToolError(
+                            .failure,
+                            "index '\(index.name)' holds a value (\(value.encoded.map { String($0, radix: 16) }.joined(separator: " "))) that does not read back as itself"
+                        )
                     }
                     elements.append(element)
                 }
@@ -988,7 +1129,8 @@ enum ExportFormat {
         switch value {
         case .text(let text): return IndexValue(text)
         case .bytes(let bytes): return IndexValue(bytes: bytes)
-        default: throw ToolError(.invalidInput, "a binary component takes text or {\"$bytes\": …}, not \(kindName(value))")
+        default:
+            throw ToolError(.invalidInput, "a binary component takes text or {\"$bytes\": …}, not \(kindName(value))")
         }
     }
 
@@ -997,16 +1139,22 @@ enum ExportFormat {
     /// ("fieldPaths" only for an index that reads a nested field; its "fields" is then null).
     static func schemaLine(_ descriptor: BucketDescriptor) -> String {
         let indexes: [CBORValue] = descriptor.indexes.map { index in
-            .map([
-                CBORMapEntry(key: "name", value: .text(index.name)),
-                CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
-                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
-                CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
-                CBORMapEntry(key: "version", value: .int(Int64(index.version))),
-                CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
-                CBORMapEntry(key: "fieldForms", value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
-                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
-            ] + (index.fieldPaths.map { [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))] } ?? []))
+            .map(
+                [
+                    CBORMapEntry(key: "name", value: .text(index.name)),
+                    CBORMapEntry(key: "kinds", value: .array(index.components.map { .text($0.rawValue) })),
+                    CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
+                    CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
+                    CBORMapEntry(key: "version", value: .int(Int64(index.version))),
+                    CBORMapEntry(key: "fields", value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
+                    CBORMapEntry(
+                        key: "fieldForms",
+                        value: index.fieldForms.map { .array($0.map { .text($0.rawValue) }) } ?? .null),
+                    CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+                ]
+                    + (index.fieldPaths.map {
+                        [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))]
+                    } ?? []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -1025,7 +1173,10 @@ enum ExportFormat {
         let place: String
         let fail: (String) -> ToolError
 
-        init(_ value: CBORValue, place: String, required: [String], optional: [String] = [], fail: @escaping (String) -> ToolError) throws {
+        init(
+            _ value: CBORValue, place: String, required: [String], optional: [String] = [],
+            fail: @escaping (String) -> ToolError
+        ) throws {
             self.place = place
             self.fail = fail
             let names = required + optional
@@ -1035,9 +1186,13 @@ enum ExportFormat {
             }
             self.entries = entries
             for entry in entries {
-                guard let name = entry.key.stringValue else { throw fail("\(place) has a member named \(entry.key.exactJSONString()), which is not text") }
+                guard let name = entry.key.stringValue else {
+                    throw fail("\(place) has a member named \(entry.key.exactJSONString()), which is not text")
+                }
                 guard names.contains(where: { $0.utf8.elementsEqual(name.utf8) }) else {
-                    throw fail("\(place) has the member \(jsonString(name)), which an export does not have (its members are \(list))")
+                    throw fail(
+                        "\(place) has the member \(jsonString(name)), which an export does not have (its members are \(list))"
+                    )
                 }
             }
             for name in required where self[name] == nil {
@@ -1088,11 +1243,15 @@ enum ExportFormat {
     /// The bucket schema a schema line describes; `fail` makes the error for a malformed one (the
     /// caller adds the line). Every member is checked: a value of the wrong type or out of range,
     /// an unknown or missing member is refused, naming it — never read as a default.
-    static func parseSchema(_ value: CBORValue, fail: @escaping (String) -> ToolError) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
-        let schema = try Members(value, place: "the schema", required: ["keyField", "schemaVersion", "indexes"], fail: fail)
+    static func parseSchema(
+        _ value: CBORValue, fail: @escaping (String) -> ToolError
+    ) throws -> (keyField: String?, schemaVersion: UInt64, indexes: [IndexDefinition]) {
+        let schema = try Members(
+            value, place: "the schema", required: ["keyField", "schemaVersion", "indexes"], fail: fail)
         let keyField = try schema.text("keyField", nullable: true)
         guard let versionValue = schema["schemaVersion"], case .unsigned(let schemaVersion) = versionValue else {
-            throw schema.wrong("schemaVersion", schema["schemaVersion"] ?? .null, "an integer from 0 to 18446744073709551615")
+            throw schema.wrong(
+                "schemaVersion", schema["schemaVersion"] ?? .null, "an integer from 0 to 18446744073709551615")
         }
         guard let indexList = schema["indexes"], case .array(let list) = indexList else {
             throw schema.wrong("indexes", schema["indexes"] ?? .null, "an array of index objects")
@@ -1103,10 +1262,14 @@ enum ExportFormat {
             var place = "index \(position + 1) of the schema"
             let members = ["name", "kinds", "unique", "multiValued", "version", "fields", "fieldForms", "computed"]
             let first = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
-            guard let name = try first.text("name", nullable: false, nonEmpty: true) else { throw first.fail("\(place) lacks the member \"name\"") }
+            guard let name = try first.text("name", nullable: false, nonEmpty: true) else {
+                throw first.fail("\(place) lacks the member \"name\"")
+            }
             place += " (\(jsonString(name)))"
             let index = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
-            guard names.insert(Array(name.utf8)).inserted else { throw fail("\(place): another index of the schema has the same name; give each index once") }
+            guard names.insert(Array(name.utf8)).inserted else {
+                throw fail("\(place): another index of the schema has the same name; give each index once")
+            }
             guard let kindValues = index["kinds"], case .array(let kindList) = kindValues, !kindList.isEmpty else {
                 throw index.wrong("kinds", index["kinds"] ?? .null, "a non-empty array of \"binary\" and \"numeric\"")
             }
@@ -1119,19 +1282,24 @@ enum ExportFormat {
             }
             func counted<T>(_ member: String, _ items: [T]?, _ what: String) throws -> [T]? {
                 guard let items, items.count != kinds.count else { return items }
-                throw fail("\(place): \"\(member)\" has \(items.count) \(what)\(items.count == 1 ? "" : "s") for \(kinds.count) kind\(kinds.count == 1 ? "" : "s"); give one per kind")
+                throw fail(
+                    "\(place): \"\(member)\" has \(items.count) \(what)\(items.count == 1 ? "" : "s") for \(kinds.count) kind\(kinds.count == 1 ? "" : "s"); give one per kind"
+                )
             }
             let unique = try index.bool("unique")
             let multiValued = try index.bool("multiValued")
             let computed = try index.bool("computed")
-            guard let versionValue = index["version"], let version = versionValue.int64Value.flatMap({ Int(exactly: $0) }) else {
+            guard let versionValue = index["version"],
+                let version = versionValue.int64Value.flatMap({ Int(exactly: $0) })
+            else {
                 throw index.wrong("version", index["version"] ?? .null, "an integer from \(Int.min) to \(Int.max)")
             }
             let fields = try counted("fields", try index.texts("fields", nullable: true), "field")
             let formNames = try counted("fieldForms", try index.texts("fieldForms", nullable: true), "field form")
             let forms = try formNames?.map { text -> IndexFieldForm in
                 guard let form = IndexFieldForm(rawValue: text) else {
-                    throw fail("\(place): \"fieldForms\" holds \(jsonString(text)); a field form is \"value\" or \"date\"")
+                    throw fail(
+                        "\(place): \"fieldForms\" holds \(jsonString(text)); a field form is \"value\" or \"date\"")
                 }
                 return form
             }
@@ -1139,23 +1307,34 @@ enum ExportFormat {
             if let value = index["fieldPaths"], !value.isNull {
                 let expected = "an array of non-empty arrays of text, or null"
                 guard case .array(let items) = value else { throw index.wrong("fieldPaths", value, expected) }
-                paths = try counted("fieldPaths", try items.map { item in
-                    guard case .array(let keys) = item, !keys.isEmpty else { throw fail("\(place): \"fieldPaths\" holds \(kindName(item)); it must be \(expected)") }
-                    return try keys.map { key in
-                        guard let text = key.stringValue else { throw fail("\(place): a path of \"fieldPaths\" holds \(kindName(key)); it must be \(expected)") }
-                        return text
-                    }
-                }, "field path")
+                paths = try counted(
+                    "fieldPaths",
+                    try items.map { item in
+                        guard case .array(let keys) = item, !keys.isEmpty else {
+                            throw fail("\(place): \"fieldPaths\" holds \(kindName(item)); it must be \(expected)")
+                        }
+                        return try keys.map { key in
+                            guard let text = key.stringValue else {
+                                throw fail(
+                                    "\(place): a path of \"fieldPaths\" holds \(kindName(key)); it must be \(expected)")
+                            }
+                            return text
+                        }
+                    }, "field path")
             }
-            indexes.append(IndexDefinition(id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
-                                           fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths))
+            indexes.append(
+                IndexDefinition(
+                    id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
+                    fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths))
         }
         return (keyField, schemaVersion, indexes)
     }
 
     /// The export format version if `value` is an export header (any version), else nil.
     static func headerVersion(_ value: CBORValue) -> CBORValue? {
-        guard case .array(let parts) = value, parts.count == 2, parts[0].stringValue?.utf8.elementsEqual("buri-export".utf8) == true else { return nil }
+        guard case .array(let parts) = value, parts.count == 2,
+            parts[0].stringValue?.utf8.elementsEqual("buri-export".utf8) == true
+        else { return nil }
         return parts[1]
     }
 
@@ -1167,17 +1346,26 @@ enum ExportFormat {
 
     /// What an export line is, its members checked: a schema line {"bucket","schema"} or a record
     /// {"bucket","key","object"} (and, from format 4, "indexValues"), nothing else.
-    static func classify(_ members: [CBORMapEntry], version: UInt64, fail: @escaping (String) -> ToolError) throws -> Line {
-        let shapes = "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
+    static func classify(
+        _ members: [CBORMapEntry], version: UInt64, fail: @escaping (String) -> ToolError
+    ) throws -> Line {
+        let shapes =
+            "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
         let line = CBORValue.map(members)
-        guard let bucketValue = line["bucket"] else { throw fail("the line has no \"bucket\"; in an export (it started with the export header) \(shapes)") }
-        guard case .text(let bucket) = bucketValue else { throw fail("\"bucket\" is \(kindName(bucketValue)); it must be the bucket's name as text") }
+        guard let bucketValue = line["bucket"] else {
+            throw fail("the line has no \"bucket\"; in an export (it started with the export header) \(shapes)")
+        }
+        guard case .text(let bucket) = bucketValue else {
+            throw fail("\"bucket\" is \(kindName(bucketValue)); it must be the bucket's name as text")
+        }
         if line["schema"] != nil {
-            let checked = try Members(line, place: "the schema line of bucket '\(bucket)'", required: ["bucket", "schema"], fail: fail)
+            let checked = try Members(
+                line, place: "the schema line of bucket '\(bucket)'", required: ["bucket", "schema"], fail: fail)
             return .schema(bucket: bucket, schema: checked["schema"] ?? .null)
         }
-        let record = try Members(line, place: "the record of bucket '\(bucket)'", required: ["bucket", "key", "object"],
-                                 optional: version >= 4 ? ["indexValues"] : [], fail: fail)
+        let record = try Members(
+            line, place: "the record of bucket '\(bucket)'", required: ["bucket", "key", "object"],
+            optional: version >= 4 ? ["indexValues"] : [], fail: fail)
         guard let keyValue = record["key"], case .text(let key) = keyValue else {
             throw record.wrong("key", record["key"] ?? .null, "the object's key as text")
         }
@@ -1214,8 +1402,10 @@ struct ImportPlan {
     func emptyIndexWarnings(objectCount: Int) -> [String] {
         guard isNew, !fromSchema, objectCount > 0 else { return [] }
         return definitions.filter { !indexed.contains(Array($0.name.utf8)) }.map { definition in
-            let fields = (definition.componentPaths ?? []).map { "'\(IndexDefinition.fieldPathText($0))'" }.joined(separator: ", ")
-            return "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n"
+            let fields = (definition.componentPaths ?? []).map { "'\(IndexDefinition.fieldPathText($0))'" }.joined(
+                separator: ", ")
+            return
+                "buri: warning: index '\(definition.name)' has no entries: none of the \(objectCount) objects has a value in field \(fields) (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n"
         }
     }
     /// The indexes whose values each object gets: the existing bucket's, or the new ones named.
@@ -1231,7 +1421,10 @@ struct ImportPlan {
     /// Fields of plain objects that hold dates as seconds since 1970 (`--date`).
     let dateFields: [String]
 
-    init(bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption], dateFields: [String] = [], databasePath: String) throws {
+    init(
+        bucket: String, existing: BucketDescriptor?, key: String?, options: [Import.IndexOption],
+        dateFields: [String] = [], databasePath: String
+    ) throws {
         self.bucket = bucket
         self.dateFields = dateFields
         self.options = options
@@ -1240,9 +1433,11 @@ struct ImportPlan {
             isNew = true
             keyField = key
             definitions = options.map { option in
-                let isDate = option.kind == .numeric && option.path.count == 1
+                let isDate =
+                    option.kind == .numeric && option.path.count == 1
                     && dateFields.contains { (try? IndexDefinition.parseFieldPath($0).get()) == option.path }
-                var definition = IndexDefinition(id: 0, name: option.name, components: [option.kind], fieldForms: isDate ? [.date] : nil)
+                var definition = IndexDefinition(
+                    id: 0, name: option.name, components: [option.kind], fieldForms: isDate ? [.date] : nil)
                 definition.setFieldPaths([option.path])
                 return definition
             }
@@ -1250,7 +1445,9 @@ struct ImportPlan {
         }
         isNew = false
         if let key, let recorded = existing.keyField, !recorded.utf8.elementsEqual(key.utf8) {
-            throw ToolError(.usage, "bucket '\(bucket)' keeps its keys in field '\(recorded)'; pass --key \(recorded) or leave --key out")
+            throw ToolError(
+                .usage,
+                "bucket '\(bucket)' keeps its keys in field '\(recorded)'; pass --key \(recorded) or leave --key out")
         }
         keyField = key ?? existing.keyField
         let describe = { (index: IndexDefinition) -> String in
@@ -1260,18 +1457,30 @@ struct ImportPlan {
         }
         for option in options {
             guard let index = existing.index(named: option.name) else {
-                let known = existing.indexes.isEmpty ? "it has no indexes" : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", ")
-                throw ToolError(.usage, "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket")
+                let known =
+                    existing.indexes.isEmpty
+                    ? "it has no indexes"
+                    : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", ")
+                throw ToolError(
+                    .usage,
+                    "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket"
+                )
             }
             if index.components != [option.kind] || index.componentPaths.map({ $0 == [option.path] }) == false {
-                throw ToolError(.usage, "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match")
+                throw ToolError(
+                    .usage,
+                    "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match"
+                )
             }
         }
         // Every index must be computable from the objects exactly as the Swift declaration computes
         // it; an index that gets no entries here would be missing from every imported object.
         for index in existing.indexes {
             if let reason = index.uncomputableReason {
-                throw ToolError(.invalidInput, "bucket '\(bucket)' has index '\(index.name)', which `buri import` cannot compute: \(reason); store these objects with the Swift API; nothing was imported")
+                throw ToolError(
+                    .invalidInput,
+                    "bucket '\(bucket)' has index '\(index.name)', which `buri import` cannot compute: \(reason); store these objects with the Swift API; nothing was imported"
+                )
             }
         }
         definitions = existing.indexes
@@ -1291,7 +1500,8 @@ struct ImportPlan {
     static let maxTupleLength = 65536
 
     var skippedList: String {
-        skipped.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "'\($0)' (\(skipped[$0] ?? 0))" }.joined(separator: ", ")
+        skipped.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "'\($0)' (\(skipped[$0] ?? 0))" }
+            .joined(separator: ", ")
     }
 
     /// Parses and checks every line, returning the objects to store (for inputs held whole:
@@ -1309,7 +1519,8 @@ struct ImportPlan {
                 start = end + 1
                 if let object = try prepare(line, line: lineNumber) { objects.append(object) }
                 if progress.enabled, lineNumber % 1000 == 0 {
-                    progress.measure("reading", done: start, total: bytes.count, bytes: true, detail: "\(lineNumber) lines")
+                    progress.measure(
+                        "reading", done: start, total: bytes.count, bytes: true, detail: "\(lineNumber) lines")
                 }
             }
         }
@@ -1347,7 +1558,10 @@ struct ImportPlan {
     /// The checks that need the whole input, once every line has been prepared.
     func checkEnd() throws {
         if isExport, records > 0, prepared == 0, !fromSchema {
-            throw ToolError(.invalidInput, "the export holds no record of bucket '\(bucket)' (only of \(skippedList)); name one of those buckets; nothing was imported")
+            throw ToolError(
+                .invalidInput,
+                "the export holds no record of bucket '\(bucket)' (only of \(skippedList)); name one of those buckets; nothing was imported"
+            )
         }
     }
 
@@ -1362,15 +1576,22 @@ struct ImportPlan {
         // Only a line that starts like the header is looked at; objects never do.
         let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         guard bytes[start...].drop(while: { $0 == 0x20 || $0 == 0x09 }).first == UInt8(ascii: "["),
-              let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value) else { return false }
+            let value = try? CBORValue(jsonBytes: bytes), let version = ExportFormat.headerVersion(value)
+        else { return false }
         guard case .unsigned(let number) = version, ExportFormat.readable.contains(number) else {
-            throw fail(line, "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); import it with the buri that wrote it, or a newer one")
+            throw fail(
+                line,
+                "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); import it with the buri that wrote it, or a newer one"
+            )
         }
         if first {
             isExport = true
             exportVersion = number
         } else if !isExport {
-            throw fail(line, "an export header may only start the input (the lines before it are plain objects); import the export on its own")
+            throw fail(
+                line,
+                "an export header may only start the input (the lines before it are plain objects); import the export on its own"
+            )
         }
         return true
     }
@@ -1380,10 +1601,15 @@ struct ImportPlan {
 
     static func malformed(_ error: CBORError, line: Int) -> ToolError {
         var message = error.message
-        if let range = message.range(of: " (line ", options: .backwards) { message = String(message[..<range.lowerBound]) }
+        if let range = message.range(of: " (line ", options: .backwards) {
+            message = String(message[..<range.lowerBound])
+        }
         let column = error.column.map { ", column \($0)" } ?? ""
         let field = error.codingPath.isEmpty ? "" : ", field '\(error.codingPath)'"
-        return ToolError(.invalidInput, "line \(line)\(column)\(field): \(error.kind == .invalidJSON ? "invalid JSON: " : "")\(message); nothing was imported")
+        return ToolError(
+            .invalidInput,
+            "line \(line)\(column)\(field): \(error.kind == .invalidJSON ? "invalid JSON: " : "")\(message); nothing was imported"
+        )
     }
 
     /// A plain object: stored as it is, its key from the key field.
@@ -1446,12 +1672,17 @@ struct ImportPlan {
         sawRecord = true
         if let keyField, let field = object[keyField], !field.isNull {
             guard let fieldKey = keyText(field), fieldKey.utf8.elementsEqual(key.utf8) else {
-                throw fail(line, "the record's key \(jsonString(key)) disagrees with its object's key field '\(keyField)' (\(field.jsonString())); fix one of them")
+                throw fail(
+                    line,
+                    "the record's key \(jsonString(key)) disagrees with its object's key field '\(keyField)' (\(field.jsonString())); fix one of them"
+                )
             }
         }
         // A plain number in a date field is seconds since 1970 here too (an export writes dates
         // tagged; a hand-written or foreign record may not), never a version 1 record's 2001 seconds.
-        return try rawObject(key: key, object: try taggingDates(object, line: line), line: line, carriedValues: try carriedValues(indexValues, line: line))
+        return try rawObject(
+            key: key, object: try taggingDates(object, line: line), line: line,
+            carriedValues: try carriedValues(indexValues, line: line))
     }
 
     /// The index values a record carries for the indexes tools cannot compute (format 4), checked
@@ -1459,32 +1690,53 @@ struct ImportPlan {
     func carriedValues(_ member: CBORValue?, line: Int) throws -> [IndexName: [[IndexValue]]] {
         guard let member else {
             if let index = carried.first {
-                throw fail(line, "the record carries no \"indexValues\", but index '\(index.name)' of bucket '\(bucket)' is not computed from a field (\(index.uncomputableReason ?? "")): every record must carry its values, as `buri export` writes them")
+                throw fail(
+                    line,
+                    "the record carries no \"indexValues\", but index '\(index.name)' of bucket '\(bucket)' is not computed from a field (\(index.uncomputableReason ?? "")): every record must carry its values, as `buri export` writes them"
+                )
             }
             return [:]
         }
         guard !carried.isEmpty else {
-            let why = fromSchema ? "its schema line has no index that needs them (each is computed from a field)" : "only a bucket created from the export's schema line takes them (this import computes every index from its field)"
-            throw fail(line, "the record carries \"indexValues\", but bucket '\(bucket)' takes none: \(why); remove the member or import into a new bucket from the whole export")
+            let why =
+                fromSchema
+                ? "its schema line has no index that needs them (each is computed from a field)"
+                : "only a bucket created from the export's schema line takes them (this import computes every index from its field)"
+            throw fail(
+                line,
+                "the record carries \"indexValues\", but bucket '\(bucket)' takes none: \(why); remove the member or import into a new bucket from the whole export"
+            )
         }
         guard case .map(let entries) = member else {
-            throw fail(line, "\"indexValues\" is \(kindName(member)); it must be an object {index name: [[value, …], …]}")
+            throw fail(
+                line, "\"indexValues\" is \(kindName(member)); it must be an object {index name: [[value, …], …]}")
         }
         var result: [IndexName: [[IndexValue]]] = [:]
         for entry in entries {
-            guard let name = entry.key.stringValue else { throw fail(line, "\"indexValues\" has a member named \(entry.key.exactJSONString()), which is not text") }
+            guard let name = entry.key.stringValue else {
+                throw fail(line, "\"indexValues\" has a member named \(entry.key.exactJSONString()), which is not text")
+            }
             guard let index = carried.first(where: { $0.name.utf8.elementsEqual(name.utf8) }) else {
                 let known = carried.map { "'\($0.name)'" }.joined(separator: ", ")
-                throw fail(line, "\"indexValues\" names index \(jsonString(name)), which is not one whose values records carry (bucket '\(bucket)': \(known))")
+                throw fail(
+                    line,
+                    "\"indexValues\" names index \(jsonString(name)), which is not one whose values records carry (bucket '\(bucket)': \(known))"
+                )
             }
             let place = "\"indexValues\" of index '\(index.name)'"
             guard case .array(let tuples) = entry.value else {
-                throw fail(line, "\(place) is \(kindName(entry.value)); it must be an array of value tuples ([[value, …], …]; [] for no entry)")
+                throw fail(
+                    line,
+                    "\(place) is \(kindName(entry.value)); it must be an array of value tuples ([[value, …], …]; [] for no entry)"
+                )
             }
             var parsed: [[IndexValue]] = []
             for tuple in tuples {
                 guard case .array(let elements) = tuple, elements.count == index.components.count else {
-                    throw fail(line, "\(place) holds \(kindName(tuple)); each entry is an array of \(index.components.count) value\(index.components.count == 1 ? "" : "s") (\(index.components.map(\.rawValue).joined(separator: ", ")))")
+                    throw fail(
+                        line,
+                        "\(place) holds \(kindName(tuple)); each entry is an array of \(index.components.count) value\(index.components.count == 1 ? "" : "s") (\(index.components.map(\.rawValue).joined(separator: ", ")))"
+                    )
                 }
                 var values: [IndexValue] = []
                 for (element, kind) in zip(elements, index.components) {
@@ -1496,14 +1748,20 @@ struct ImportPlan {
                 }
                 let length = values.reduce(0) { $0 + $1.encoded.count }
                 if length > Self.maxTupleLength {
-                    throw fail(line, "the value of index '\(index.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
+                    throw fail(
+                        line,
+                        "the value of index '\(index.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)"
+                    )
                 }
                 parsed.append(values)
             }
             result[IndexName(index.name)] = parsed
         }
         if let missing = carried.first(where: { result[IndexName($0.name)] == nil }) {
-            throw fail(line, "\"indexValues\" lacks index '\(missing.name)', whose values every record of bucket '\(bucket)' must carry ([] for none)")
+            throw fail(
+                line,
+                "\"indexValues\" lacks index '\(missing.name)', whose values every record of bucket '\(bucket)' must carry ([] for none)"
+            )
         }
         return result
     }
@@ -1512,23 +1770,35 @@ struct ImportPlan {
     /// own); index options given must each name one of the schema's indexes as it is.
     mutating func adoptSchema(_ value: CBORValue, line: Int) throws {
         guard isNew else { return }
-        if sawRecord { throw fail(line, "the schema line of bucket '\(bucket)' comes after its records; it must come before them") }
+        if sawRecord {
+            throw fail(line, "the schema line of bucket '\(bucket)' comes after its records; it must come before them")
+        }
         if fromSchema { throw fail(line, "bucket '\(bucket)' has a second schema line; give one") }
         let schema = try ExportFormat.parseSchema(value) { Self.failure(line, $0) }
         for option in options {
             guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
-                  index.components == [option.kind], index.componentPaths == [option.path] else {
-                throw fail(line, "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options")
+                index.components == [option.kind], index.componentPaths == [option.path]
+            else {
+                throw fail(
+                    line,
+                    "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options"
+                )
             }
         }
         for index in schema.indexes {
             if let reason = index.uncomputableReason, exportVersion < 4 {
-                throw ToolError(.invalidInput, "line \(line): bucket '\(bucket)' has index '\(index.name)', which buri cannot compute from the objects: \(reason); this export (format \(exportVersion)) does not carry its values: export the database again with this buri (format 4 carries them), or copy the bucket with the Swift API (BuriDatabase.backup); nothing was imported")
+                throw ToolError(
+                    .invalidInput,
+                    "line \(line): bucket '\(bucket)' has index '\(index.name)', which buri cannot compute from the objects: \(reason); this export (format \(exportVersion)) does not carry its values: export the database again with this buri (format 4 carries them), or copy the bucket with the Swift API (BuriDatabase.backup); nothing was imported"
+                )
             }
         }
         carried = schema.indexes.filter { $0.uncomputableReason != nil }
         if let given = keyField, keyGiven, let recorded = schema.keyField, !given.utf8.elementsEqual(recorded.utf8) {
-            throw fail(line, "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out")
+            throw fail(
+                line,
+                "the export's schema keeps bucket '\(bucket)''s keys in field '\(recorded)', not '\(given)'; leave --key out"
+            )
         }
         if !keyGiven { keyField = schema.keyField }
         schemaVersion = schema.schemaVersion
@@ -1555,7 +1825,8 @@ struct ImportPlan {
         for definition in definitions {
             for path in definition.datePaths { dates.append((path, definition.name)) }
         }
-        for field in dateFields where !dates.contains(where: { $0.path.count == 1 && $0.path[0].utf8.elementsEqual(field.utf8) }) {
+        for field in dateFields
+        where !dates.contains(where: { $0.path.count == 1 && $0.path[0].utf8.elementsEqual(field.utf8) }) {
             dates.append(([field], nil))
         }
         guard !dates.isEmpty else { return object }
@@ -1570,9 +1841,15 @@ struct ImportPlan {
                 } catch {
                     switch error {
                     case .notADate:
-                        throw fail(line, "\(place) holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)")
+                        throw fail(
+                            line,
+                            "\(place) holds \(value.jsonString()), which is not a date a Swift Date holds exactly (seconds since 1970 as a Double)"
+                        )
                     case .inexact(let nearest):
-                        throw fail(line, "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(nearest).jsonString())")
+                        throw fail(
+                            line,
+                            "\(place) holds \(value.jsonString()) seconds since 1970, which a Swift Date (a Double of seconds since 2001) cannot hold exactly; the nearest is \(CBORValue.float(nearest).jsonString())"
+                        )
                     }
                 }
             default:
@@ -1582,13 +1859,16 @@ struct ImportPlan {
     }
 
     /// The object to store: key checked, index values computed from the recorded fields.
-    mutating func rawObject(key: String, object: CBORValue, line: Int, carriedValues: [IndexName: [[IndexValue]]] = [:]) throws -> RawObject {
+    mutating func rawObject(
+        key: String, object: CBORValue, line: Int, carriedValues: [IndexName: [[IndexValue]]] = [:]
+    ) throws -> RawObject {
         if key.isEmpty { throw fail(line, "the key is empty; every object needs a non-empty key") }
         if key.utf8.count > Self.maxKeyLength {
             throw fail(line, "the key is \(key.utf8.count) bytes, over the limit of \(Self.maxKeyLength)")
         }
         if let repeated = object.firstRepeatedMapKey() {
-            throw fail(line, "the object has a map with the key \(repeated.exactJSONString()) twice; give each key once")
+            throw fail(
+                line, "the object has a map with the key \(repeated.exactJSONString()) twice; give each key once")
         }
         var indexValues: [IndexName: [[IndexValue]]] = [:]
         for definition in definitions {
@@ -1609,12 +1889,16 @@ struct ImportPlan {
                 throw fail(line, "index '\(definition.name)': \(error)")
             }
             if isNew, !fromSchema, let path = definition.componentPaths?.first,
-               case .array? = try? IndexDefinition.value(at: path, in: object, index: definition.name) {
+                case .array? = try? IndexDefinition.value(at: path, in: object, index: definition.name)
+            {
                 sawArray.insert(definition.name)
             }
             let length = tuples.map { $0.reduce(0) { $0 + $1.encoded.count } }.max() ?? 0
             if length > Self.maxTupleLength {
-                throw fail(line, "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)")
+                throw fail(
+                    line,
+                    "the value of index '\(definition.name)' is \(length) bytes encoded, over the limit of \(Self.maxTupleLength)"
+                )
             }
             if !tuples.isEmpty {
                 indexValues[definition.name] = tuples
@@ -1628,7 +1912,8 @@ struct ImportPlan {
 /// A short description of a JSON value for messages.
 func kindName(_ value: CBORValue) -> String {
     switch value {
-    case .text(let text): return "the string \(CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString())"
+    case .text(let text):
+        return "the string \(CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString())"
     case .unsigned, .negative, .float: return "the number \(value.jsonString())"
     case .bool(let flag): return "\(flag)"
     case .array: return "an array"
@@ -1642,25 +1927,26 @@ func kindName(_ value: CBORValue) -> String {
 
 struct Restore: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
+        abstract:
+            "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
         discussion: """
-        The export must carry schema lines (format 3 or 4, written by this buri): each bucket is \
-        recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
-        multi-valued, versions — so the restored database answers every query the same, and \
-        exporting it again gives the same bytes. Every member of every schema line and record is \
-        checked; a wrong one is refused, naming its line and member (docs/FORMAT.md §19). The \
-        entries of indexes whose values only Swift code computes (declared without `field:`, or \
-        `.computed`) are restored from the values format 4 records carry; a format 3 export of \
-        such a bucket is refused, naming the index. The database must be new (a missing path, an \
-        empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
-        temporary file first): each bucket is staged under a fresh, unpublished id as its records \
-        come, and one commit publishes every bucket at once. On any error no database is left \
-        behind (nor, in a database without buckets, anything staged); if the process is killed, the new database holds no bucket (the next \
-        command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
-        terminal) reading and publishing show their total, percentage, rate and ETA.
+            The export must carry schema lines (format 3 or 4, written by this buri): each bucket is \
+            recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
+            multi-valued, versions — so the restored database answers every query the same, and \
+            exporting it again gives the same bytes. Every member of every schema line and record is \
+            checked; a wrong one is refused, naming its line and member (docs/FORMAT.md §19). The \
+            entries of indexes whose values only Swift code computes (declared without `field:`, or \
+            `.computed`) are restored from the values format 4 records carry; a format 3 export of \
+            such a bucket is refused, naming the index. The database must be new (a missing path, an \
+            empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
+            temporary file first): each bucket is staged under a fresh, unpublished id as its records \
+            come, and one commit publishes every bucket at once. On any error no database is left \
+            behind (nor, in a database without buckets, anything staged); if the process is killed, the new database holds no bucket (the next \
+            command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
+            terminal) reading and publishing show their total, percentage, rate and ETA.
 
-        Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
-        """
+            Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
+            """
     )
 
     @OptionGroup var target: DatabaseArgument
@@ -1688,7 +1974,10 @@ struct Restore: ParsableCommand {
         case .database:
             existing = try openEmptyDatabase(path)
         case .file, .otherDirectory, .damaged:
-            throw ToolError(.notADatabase, "'\(path)' exists and is not empty; restore creates a new database: give a new path or an empty directory")
+            throw ToolError(
+                .notADatabase,
+                "'\(path)' exists and is not empty; restore creates a new database: give a new path or an empty directory"
+            )
         }
         let input = try JSONLinesInput(file ?? "-")
         defer { input.release() }
@@ -1729,19 +2018,32 @@ struct Restore: ParsableCommand {
                 while let line = try input.nextLine() {
                     number += 1
                     if progress.enabled, number % 1000 == 0 {
-                        progress.measure("restoring", done: input.consumed, total: input.size, bytes: true, detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")")
+                        progress.measure(
+                            "restoring", done: input.consumed, total: input.size, bytes: true,
+                            detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")")
                     }
                     if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
                     guard let header else {
                         let start = line.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(line.dropFirst(3)) : line
-                        guard let value = try? CBORValue(jsonBytes: start), let version = ExportFormat.headerVersion(value) else {
-                            throw fail(number, "the input is not a `buri export` (it must start with the header \(ExportFormat.header(version: ExportFormat.version)), or \(ExportFormat.header) from an older buri)")
+                        guard let value = try? CBORValue(jsonBytes: start),
+                            let version = ExportFormat.headerVersion(value)
+                        else {
+                            throw fail(
+                                number,
+                                "the input is not a `buri export` (it must start with the header \(ExportFormat.header(version: ExportFormat.version)), or \(ExportFormat.header) from an older buri)"
+                            )
                         }
                         guard case .unsigned(let known) = version, ExportFormat.readable.contains(known) else {
-                            throw fail(number, "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); restore it with the buri that wrote it, or a newer one")
+                            throw fail(
+                                number,
+                                "this is a `buri export` of format \(version.jsonString()), which this buri does not know (it reads formats \(ExportFormat.readableList)); restore it with the buri that wrote it, or a newer one"
+                            )
                         }
                         guard known >= 3 else {
-                            throw fail(number, "this export has format \(known), written by an older buri before exports carried each bucket's schema (format 3): restore cannot recreate its indexes; import its buckets one by one with `buri import`, naming their indexes")
+                            throw fail(
+                                number,
+                                "this export has format \(known), written by an older buri before exports carried each bucket's schema (format 3): restore cannot recreate its indexes; import its buckets one by one with `buri import`, naming their indexes"
+                            )
                         }
                         header = (line, number)
                         exportVersion = known
@@ -1760,23 +2062,35 @@ struct Restore: ParsableCommand {
                     }
                     let nameBytes = Array(name.utf8)
                     if case .schema = parsed {
-                        if byName[nameBytes] != nil { throw fail(number, "bucket '\(name)' has a second schema line; give one per bucket") }
-                        var plan = try ImportPlan(bucket: name, existing: nil, key: nil, options: [], databasePath: path)
+                        if byName[nameBytes] != nil {
+                            throw fail(number, "bucket '\(name)' has a second schema line; give one per bucket")
+                        }
+                        var plan = try ImportPlan(
+                            bucket: name, existing: nil, key: nil, options: [], databasePath: path)
                         _ = try plan.prepare(header.bytes, line: header.number)
                         _ = try plan.prepare(line, line: number)
                         let database = try db ?? createDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
                         db = database
                         do {
-                            stages.append(try database.stageImport(creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(), schemaVersion: plan.schemaVersion))
+                            stages.append(
+                                try database.stageImport(
+                                    creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(),
+                                    schemaVersion: plan.schemaVersion))
                         } catch let error as BuriError {
-                            throw fail(number, "the schema of bucket '\(name)' is not one a bucket can have: \(ToolError(error, path: path).message)")
+                            throw fail(
+                                number,
+                                "the schema of bucket '\(name)' is not one a bucket can have: \(ToolError(error, path: path).message)"
+                            )
                         }
                         plans.append(plan)
                         byName[nameBytes] = plans.count - 1
                         continue
                     }
                     guard let owner = byName[nameBytes] else {
-                        throw fail(number, "the export has a record of bucket '\(name)' but no schema line for it before its records (`buri export` writes each bucket's schema line first)")
+                        throw fail(
+                            number,
+                            "the export has a record of bucket '\(name)' but no schema line for it before its records (`buri export` writes each bucket's schema line first)"
+                        )
                     }
                     guard var object = try plans[owner].prepareRecord(members: members, line: number) else { continue }
                     // The records are written under the bucket's schema version, as the Swift type writes them.
@@ -1788,8 +2102,12 @@ struct Restore: ParsableCommand {
                     chunkLines.append(number)
                     if chunk.count >= Import.stageChunk || chunkBytes >= Import.stageChunkBytes { try flush() }
                 }
-                guard header != nil else { throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`") }
-                progress.measure("restoring", done: input.consumed, total: input.size, bytes: true, detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")", force: true)
+                guard header != nil else {
+                    throw ToolError(.invalidInput, "the input is empty; give the output of `buri export`")
+                }
+                progress.measure(
+                    "restoring", done: input.consumed, total: input.size, bytes: true,
+                    detail: "\(number) lines, \(stages.count) bucket\(stages.count == 1 ? "" : "s")", force: true)
                 try flush()
                 let database = try db ?? createDatabase(path, wasEmptyDirectory: state == .emptyDirectory)
                 db = database
@@ -1799,7 +2117,10 @@ struct Restore: ParsableCommand {
                 } catch BuriError.storage(let storage) where storage.code == .limitExceeded {
                     // Only one commit keeps the restore atomic; an engine with transaction limits
                     // (etcd) may refuse it for a dump of many buckets.
-                    throw ToolError(.failure, "restore publishes every bucket of the dump in one commit, so that the whole dump appears at once or not at all, and the database's engine refuses a commit that large for \(stages.count) buckets (\(storage.message)); nothing was restored: raise the limit, or import the buckets one at a time with `buri import` (each import is atomic on its own)")
+                    throw ToolError(
+                        .failure,
+                        "restore publishes every bucket of the dump in one commit, so that the whole dump appears at once or not at all, and the database's engine refuses a commit that large for \(stages.count) buckets (\(storage.message)); nothing was restored: raise the limit, or import the buckets one at a time with `buri import` (each import is atomic on its own)"
+                    )
                 }
             }
         } catch {
@@ -1826,7 +2147,9 @@ struct Restore: ParsableCommand {
             if let tool = error as? ToolError {
                 if tool.message.contains("nothing was restored") { throw tool }
                 if tool.message.contains("nothing was imported") {
-                    throw ToolError(tool.status, tool.message.replacingOccurrences(of: "nothing was imported", with: "nothing was restored"))
+                    throw ToolError(
+                        tool.status,
+                        tool.message.replacingOccurrences(of: "nothing was imported", with: "nothing was restored"))
                 }
                 throw ToolError(tool.status, tool.message + "; nothing was restored")
             }
@@ -1835,12 +2158,23 @@ struct Restore: ParsableCommand {
         db?.close()
         progress.finish()
         if debugPeakMemory, let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
-            writeAll(2, Array("buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n".utf8))
-            writeAll(2, Array("buri: debug: searched \(input.bytesSearched) bytes for newlines in an input of \(input.size) bytes\n".utf8))
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        {
+            writeAll(
+                2,
+                Array(
+                    "buri: debug: \(line.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " "))\n"
+                        .utf8))
+            writeAll(
+                2,
+                Array(
+                    "buri: debug: searched \(input.bytesSearched) bytes for newlines in an input of \(input.size) bytes\n"
+                        .utf8))
         }
         let out = Output.standardOutput()
-        try out.line("restored \(stages.count) bucket\(stages.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)")
+        try out.line(
+            "restored \(stages.count) bucket\(stages.count == 1 ? "" : "s") and \(total) object\(total == 1 ? "" : "s") into \(path)"
+        )
         try out.flush()
     }
 
@@ -1852,7 +2186,8 @@ struct Restore: ParsableCommand {
         // Created if the directory holds a LevelDB store without a single key (a restore killed
         // before it wrote the header); refused, as before, if it holds anything that is not Buri's.
         options.createIfMissing = true
-        let database = !hasFiles(path)
+        let database =
+            !hasFiles(path)
             ? try openExistingEtcd(path, purges: true)
             : try waitingForLock(target.wait) { try openLocation(path, options: options) }
         // What a killed restore staged is deleted first (and its space given back).
@@ -1860,7 +2195,10 @@ struct Restore: ParsableCommand {
         let names = try mapErrors(path: path) { try database.bucketNames() }
         guard names.isEmpty else {
             database.close()
-            throw ToolError(.usage, "'\(path)' is already a database with \(names.count) bucket\(names.count == 1 ? "" : "s"); restore creates a new one (or fills one without buckets): give a new path (to add one bucket to it, use `buri import \(path) BUCKET`)")
+            throw ToolError(
+                .usage,
+                "'\(path)' is already a database with \(names.count) bucket\(names.count == 1 ? "" : "s"); restore creates a new one (or fills one without buckets): give a new path (to add one bucket to it, use `buri import \(path) BUCKET`)"
+            )
         }
         return database
     }

@@ -1,8 +1,8 @@
 import CLevelDB
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 // Small helpers that every C call goes through, so that buffers and error strings are
@@ -74,4 +74,3 @@ func copyBytes(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> [UInt8] {
     guard let pointer, count > 0 else { return [] }
     return [UInt8](UnsafeRawBufferPointer(start: pointer, count: count))
 }
-

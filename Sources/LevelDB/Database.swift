@@ -1,9 +1,9 @@
 import CLevelDB
 import Synchronization
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// An open LevelDB database: a sorted map from byte strings to byte strings, on disk.
@@ -88,7 +88,8 @@ public final class Database: Sendable {
     // MARK: Reads
 
     /// The value stored for `key`, or `nil` if there is none.
-    public func get(_ key: some ContiguousBytes, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [UInt8]? {
+    public func get(_ key: some ContiguousBytes, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [UInt8]?
+    {
         guard let (pointer, length) = try rawGet(key, options: options) else { return nil }
         defer { leveldb_free(pointer) }
         return copyBytes(pointer, length)
@@ -138,7 +139,9 @@ public final class Database: Sendable {
     }
 
     /// `leveldb_get` for a byte-array key, with no generic dispatch on the way.
-    private func rawGet(bytes key: [UInt8], options: ReadOptions) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
+    private func rawGet(
+        bytes key: [UInt8], options: ReadOptions
+    ) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
         let handle = try handle()
         var error: UnsafeMutablePointer<CChar>? = nil
         var length = 0
@@ -158,7 +161,9 @@ public final class Database: Sendable {
     }
 
     /// `leveldb_get`: a malloc'd buffer the caller must `leveldb_free`, or `nil` when absent.
-    private func rawGet(_ key: some ContiguousBytes, options: ReadOptions) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
+    private func rawGet(
+        _ key: some ContiguousBytes, options: ReadOptions
+    ) throws(LevelDBError) -> (UnsafeMutablePointer<CChar>, Int)? {
         let handle = try handle()
         let (pointer, length) = try handle.withReadOptions(options) { readOptions throws(LevelDBError) in
             try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
@@ -180,7 +185,9 @@ public final class Database: Sendable {
 
     /// A cursor over the entries in `range`, in key order (or reverse order).
     /// The cursor starts before the first entry: call ``Cursor/next()`` to move onto it.
-    public func cursor(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> Cursor {
+    public func cursor(
+        in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()
+    ) throws(LevelDBError) -> Cursor {
         Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
     }
 
@@ -194,7 +201,9 @@ public final class Database: Sendable {
     /// Reads the whole range before returning, so an I/O error or corruption anywhere in it is
     /// thrown, never turned into a shorter result. For large ranges, walk a
     /// ``cursor(in:reverse:options:)`` instead.
-    public func entries(in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()) throws(LevelDBError) -> [Entry] {
+    public func entries(
+        in range: KeyRange = .all, reverse: Bool = false, options: ReadOptions = ReadOptions()
+    ) throws(LevelDBError) -> [Entry] {
         let cursor = Cursor(handle: try handle(), options: options, range: range, reverse: reverse)
         var entries: [Entry] = []
         while try cursor.next() { entries.append(Entry(key: cursor.key, value: cursor.value)) }
@@ -204,13 +213,17 @@ public final class Database: Sendable {
     // MARK: Writes
 
     /// Stores `value` under `key`, replacing any previous value.
-    public func put(_ key: some ContiguousBytes, _ value: some ContiguousBytes, options: WriteOptions = .async) throws(LevelDBError) {
+    public func put(
+        _ key: some ContiguousBytes, _ value: some ContiguousBytes, options: WriteOptions = .async
+    ) throws(LevelDBError) {
         let handle = try writableHandle()
         do {
             try withCBytes(key) { keyPointer, keyCount throws(LevelDBError) in
                 try withCBytes(value) { valuePointer, valueCount throws(LevelDBError) in
                     try withErrorSlot(path: path) { error in
-                        leveldb_put(handle.db, handle.writeOptions(options), keyPointer, keyCount, valuePointer, valueCount, error)
+                        leveldb_put(
+                            handle.db, handle.writeOptions(options), keyPointer, keyCount, valuePointer, valueCount,
+                            error)
                     }
                 }
             }
@@ -257,7 +270,11 @@ public final class Database: Sendable {
     private func writableHandle() throws(LevelDBError) -> Handle {
         let handle = try handle()
         if let first = failedWrite.withLock({ $0 }) {
-            throw LevelDBError(code: .ioError, message: "IO error: an earlier write failed (\(first)) and may have left a partial record at the end of the write-ahead log, after which no write can be appended safely; nothing more was written: close and reopen the database to write again", path: path)
+            throw LevelDBError(
+                code: .ioError,
+                message:
+                    "IO error: an earlier write failed (\(first)) and may have left a partial record at the end of the write-ahead log, after which no write can be appended safely; nothing more was written: close and reopen the database to write again",
+                path: path)
         }
         return handle
     }
@@ -325,7 +342,9 @@ public final class Database: Sendable {
             keys.map { bytes in
                 let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
                 bytes.withUnsafeBytes { raw in
-                    if let base = raw.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: raw.count) }
+                    if let base = raw.baseAddress {
+                        UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: raw.count)
+                    }
                 }
                 return pointer
             }
@@ -340,7 +359,8 @@ public final class Database: Sendable {
         let limitArgs: [UnsafePointer<CChar>?] = limitPointers.map { UnsafePointer($0) }
         let startLengths = starts.map(\.count)
         let limitLengths = limits.map(\.count)
-        leveldb_approximate_sizes(handle.db, Int32(ranges.count), startArgs, startLengths, limitArgs, limitLengths, &sizes)
+        leveldb_approximate_sizes(
+            handle.db, Int32(ranges.count), startArgs, startLengths, limitArgs, limitLengths, &sizes)
         return sizes
     }
 
@@ -399,9 +419,12 @@ final class COptions {
         leveldb_options_set_create_if_missing(pointer, options.createIfMissing ? 1 : 0)
         leveldb_options_set_error_if_exists(pointer, options.errorIfExists ? 1 : 0)
         leveldb_options_set_paranoid_checks(pointer, options.paranoidChecks ? 1 : 0)
-        leveldb_options_set_compression(pointer, Int32(options.compression ? leveldb_snappy_compression : leveldb_no_compression))
+        leveldb_options_set_compression(
+            pointer, Int32(options.compression ? leveldb_snappy_compression : leveldb_no_compression))
         if let size = options.writeBufferSize { leveldb_options_set_write_buffer_size(pointer, max(size, 64 << 10)) }
-        if let files = options.maxOpenFiles { leveldb_options_set_max_open_files(pointer, Int32(clamping: max(files, 20))) }
+        if let files = options.maxOpenFiles {
+            leveldb_options_set_max_open_files(pointer, Int32(clamping: max(files, 20)))
+        }
         if let size = options.blockSize { leveldb_options_set_block_size(pointer, max(size, 1 << 10)) }
         if let size = options.maxFileSize { leveldb_options_set_max_file_size(pointer, max(size, 1 << 20)) }
         if let capacity = options.blockCacheSize {
@@ -461,7 +484,9 @@ final class Handle: @unchecked Sendable {
 
     /// Runs `body` with C read options for `options`, reusing a shared default object when possible.
     @inline(__always)
-    func withReadOptions<R>(_ options: ReadOptions, _ body: (OpaquePointer) throws(LevelDBError) -> R) throws(LevelDBError) -> R {
+    func withReadOptions<R>(
+        _ options: ReadOptions, _ body: (OpaquePointer) throws(LevelDBError) -> R
+    ) throws(LevelDBError) -> R {
         if options.isDefault { return try body(defaultRead) }
         if let snapshot = options.snapshot, options.isDefaultApartFromSnapshot { return try body(snapshot.readOptions) }
         let cOptions = CReadOptions(options)

@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 // Readers of LevelDB's own file formats, for salvaging a damaged database without LevelDB:
@@ -166,7 +166,8 @@ struct BlockHandle: Hashable {
 
     static func read(_ reader: inout ByteReader) -> BlockHandle? {
         guard let offset = reader.varint64(), let size = reader.varint64(),
-              offset <= UInt64(Int.max / 2), size <= UInt64(Int.max / 2) else { return nil }
+            offset <= UInt64(Int.max / 2), size <= UInt64(Int.max / 2)
+        else { return nil }
         return BlockHandle(offset: Int(offset), size: Int(size))
     }
 }
@@ -203,7 +204,9 @@ enum BlockParser {
                 var offsets: [Int] = []
                 while let offset = array.fixed32() { offsets.append(Int(offset)) }
                 // Only a restart array whose offsets increase and lie inside the entries is trusted.
-                if offsets.first == 0, zip(offsets, offsets.dropFirst()).allSatisfy({ $0 < $1 }), (offsets.last ?? 0) < arrayStart {
+                if offsets.first == 0, zip(offsets, offsets.dropFirst()).allSatisfy({ $0 < $1 }),
+                    (offsets.last ?? 0) < arrayStart
+                {
                     end = arrayStart
                     starts = offsets
                 }
@@ -221,7 +224,9 @@ enum BlockParser {
 
     /// Entries from `start` until the bytes stop parsing (a restart point must be `start`: its
     /// entry shares nothing with an earlier key). Returns where parsing stopped.
-    private static func parse(_ bytes: ArraySlice<UInt8>, from start: Int) -> ([(position: Int, entry: BlockEntry)], Int) {
+    private static func parse(
+        _ bytes: ArraySlice<UInt8>, from start: Int
+    ) -> ([(position: Int, entry: BlockEntry)], Int) {
         var reader = ByteReader(bytes)
         reader.position = start
         var key: [UInt8] = []
@@ -230,7 +235,8 @@ enum BlockParser {
         while !reader.isAtEnd {
             let at = reader.position
             guard let shared = reader.varint32(), let unshared = reader.varint32(), let valueLength = reader.varint32(),
-                  shared <= key.count, let delta = reader.take(unshared), let value = reader.take(valueLength) else { break }
+                shared <= key.count, let delta = reader.take(unshared), let value = reader.take(valueLength)
+            else { break }
             key = Array(key.prefix(shared)) + delta
             entries.append((at, BlockEntry(key: key, value: value)))
             stop = reader.position
@@ -296,7 +302,10 @@ struct TableFile {
         case 0: salvage = Array(contents)
         default: salvage = Array(contents)  // most likely an uncompressed block with a damaged type byte
         }
-        let reason = !checksumOK ? "block checksum mismatch" : (type > 1 ? "unknown compression type \(type)" : "the block does not decompress")
+        let reason =
+            !checksumOK
+            ? "block checksum mismatch"
+            : (type > 1 ? "unknown compression type \(type)" : "the block does not decompress")
         return .damaged(reason: reason, salvage: salvage)
     }
 
@@ -320,8 +329,10 @@ struct TableFile {
                     var reader = ByteReader(bytes[(end + 1)...])
                     if LogScanner.mask(LogScanner.update(crc, type) ^ 0xFFFF_FFFF) == reader.fixed32() {
                         let raw = bytes[start..<end]
-                        if let contents = type == 0 ? Array(raw) : Snappy.decompress(raw), let entries = BlockParser.entries(contents),
-                           !entries.isEmpty, entries.allSatisfy({ InternalKey($0.key[...]) != nil }) {
+                        if let contents = type == 0 ? Array(raw) : Snappy.decompress(raw),
+                            let entries = BlockParser.entries(contents),
+                            !entries.isEmpty, entries.allSatisfy({ InternalKey($0.key[...]) != nil })
+                        {
                             // The index block: every value is the handle of a block already found.
                             let isIndex = entries.allSatisfy { entry in
                                 var value = ByteReader(entry.value)
@@ -330,7 +341,10 @@ struct TableFile {
                             if isIndex { break scan }
                             // Blocks follow each other in key order.
                             if let lastKey, let first = entries.first.flatMap({ InternalKey($0.key[...]) }),
-                               first.userKey.lexicographicallyPrecedes(lastKey) { break scan }
+                                first.userKey.lexicographicallyPrecedes(lastKey)
+                            {
+                                break scan
+                            }
                             blocks.append((start, contents, entries))
                             handles.insert(BlockHandle(offset: start, size: end - start))
                             lastKey = entries.last.flatMap { InternalKey($0.key[...]) }?.userKey
@@ -359,7 +373,9 @@ struct TableFile {
         var blocks: [(BlockHandle, [UInt8])] = []
         for entry in entries {
             var reader = ByteReader(entry.value)
-            guard let handle = BlockHandle.read(&reader) else { return .failure(TableProblem("its index block names a block it cannot locate")) }
+            guard let handle = BlockHandle.read(&reader) else {
+                return .failure(TableProblem("its index block names a block it cannot locate"))
+            }
             blocks.append((handle, entry.key))
         }
         return .success(blocks)
@@ -400,7 +416,9 @@ struct ManifestState {
             return .failure(TableProblem("CURRENT is missing or unreadable"))
         }
         let text = String(decoding: current, as: UTF8.self)
-        guard text.hasSuffix("\n"), case let name = String(text.dropLast()), name.hasPrefix("MANIFEST-"), !name.contains("/") else {
+        guard text.hasSuffix("\n"), case let name = String(text.dropLast()), name.hasPrefix("MANIFEST-"),
+            !name.contains("/")
+        else {
             return .failure(TableProblem("CURRENT does not name a MANIFEST"))
         }
         guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
@@ -411,7 +429,9 @@ struct ManifestState {
         if let problem { return .failure(TableProblem("\(name): \(problem)")) }
         var state = ManifestState(name: name)
         for record in records {
-            guard state.apply(edit: record[...]) else { return .failure(TableProblem("\(name): a version edit does not parse")) }
+            guard state.apply(edit: record[...]) else {
+                return .failure(TableProblem("\(name): a version edit does not parse"))
+            }
         }
         return .success(state)
     }
@@ -423,11 +443,17 @@ struct ManifestState {
         var name: String?
         if let current = FileManager.default.contents(atPath: path + "/CURRENT") {
             let text = String(String(decoding: current, as: UTF8.self).prefix { $0 != "\n" })
-            if text.hasPrefix("MANIFEST-"), !text.contains("/"), FileManager.default.fileExists(atPath: path + "/" + text) { name = text }
+            if text.hasPrefix("MANIFEST-"), !text.contains("/"),
+                FileManager.default.fileExists(atPath: path + "/" + text)
+            {
+                name = text
+            }
         }
         if name == nil {
-            name = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasPrefix("MANIFEST-") }
-                .max { (UInt64($0.dropFirst(9)) ?? 0) < (UInt64($1.dropFirst(9)) ?? 0) }
+            name = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
+                $0.hasPrefix("MANIFEST-")
+            }
+            .max { (UInt64($0.dropFirst(9)) ?? 0) < (UInt64($1.dropFirst(9)) ?? 0) }
         }
         guard let name, let data = FileManager.default.contents(atPath: path + "/" + name) else { return nil }
         var state = ManifestState(name: name)
@@ -467,8 +493,10 @@ struct ManifestState {
                 tables[number] = nil
             case 7:
                 guard let level = reader.varint32(), let number = reader.varint64(), let size = reader.varint64(),
-                      let smallest = reader.lengthPrefixed(), let largest = reader.lengthPrefixed() else { return false }
-                tables[number] = Table(number: number, level: level, size: size, smallest: Array(smallest), largest: Array(largest))
+                    let smallest = reader.lengthPrefixed(), let largest = reader.lengthPrefixed()
+                else { return false }
+                tables[number] = Table(
+                    number: number, level: level, size: size, smallest: Array(smallest), largest: Array(largest))
             case 9:
                 guard let value = reader.varint64() else { return false }
                 previousLogNumber = value
@@ -491,8 +519,10 @@ struct ManifestState {
         if lockHeldByAnotherProcess(path) { return nil }
         // A handle in this process may have moved to a new log meanwhile: the MANIFEST says so.
         guard case .success(let again) = read(path: path), again.name == state.name, again.logNumber == state.logNumber,
-              !FileManager.default.fileExists(atPath: path + "/" + name) else { return nil }
-        return "the write-ahead log \(name), which \(state.name) names as holding the latest writes, is missing: the writes made since sequence number \(state.lastSequence) or earlier may be lost"
+            !FileManager.default.fileExists(atPath: path + "/" + name)
+        else { return nil }
+        return
+            "the write-ahead log \(name), which \(state.name) names as holding the latest writes, is missing: the writes made since sequence number \(state.lastSequence) or earlier may be lost"
     }
 
     /// Whether another process holds LevelDB's lock on `path/LOCK` (asked without taking it).
@@ -510,7 +540,9 @@ struct ManifestState {
     }
 
     /// The log files that may hold writes not yet in a table.
-    func isLive(log number: UInt64) -> Bool { number >= logNumber || (previousLogNumber != 0 && number == previousLogNumber) }
+    func isLive(log number: UInt64) -> Bool {
+        number >= logNumber || (previousLogNumber != 0 && number == previousLogNumber)
+    }
 }
 
 /// A database file's number and kind, from its name (`000123.ldb`, `000123.sst`, `000123.log`).
@@ -520,8 +552,10 @@ enum DatabaseFile: Hashable {
 
     init?(name: String) {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let number = UInt64(parts[0]) else { return nil }
+        guard parts.count == 2, !parts[0].isEmpty,
+            parts[0].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let number = UInt64(parts[0])
+        else { return nil }
         switch parts[1] {
         case "ldb", "sst": self = .table(number)
         case "log": self = .log(number)

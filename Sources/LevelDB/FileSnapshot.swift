@@ -1,18 +1,20 @@
 import Synchronization
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
-private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
 
 /// Why a ``FileSnapshot`` could not be taken.
@@ -55,13 +57,16 @@ public struct FileSnapshotError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String {
         switch kind {
         case .noSpace:
-            return "no space in the temporary directory '\(temporaryDirectory)' for a private snapshot of '\(source)' (\(detail))"
+            return
+                "no space in the temporary directory '\(temporaryDirectory)' for a private snapshot of '\(source)' (\(detail))"
         case .temporaryDirectory:
-            return "the temporary directory '\(temporaryDirectory)' cannot hold a private snapshot of '\(source)' (\(detail))"
+            return
+                "the temporary directory '\(temporaryDirectory)' cannot hold a private snapshot of '\(source)' (\(detail))"
         case .unreadable:
             return "cannot read the files of '\(source)' (\(detail))"
         case .keptChanging:
-            return "the files of '\(source)' changed during every attempt to take a consistent snapshot of them (\(detail))"
+            return
+                "the files of '\(source)' changed during every attempt to take a consistent snapshot of them (\(detail))"
         }
     }
 }
@@ -175,15 +180,18 @@ public final class FileSnapshot: Sendable {
     /// or damage, is left for LevelDB to report when the snapshot is opened).
     /// - Throws: ``FileSnapshotError``: no space or no usable `directory`, an unreadable file, or
     ///   files that kept changing for `maxAttempts` attempts.
-    public static func take(of source: String, in directory: String, maxAttempts: Int = 64) throws(FileSnapshotError) -> FileSnapshot {
+    public static func take(
+        of source: String, in directory: String, maxAttempts: Int = 64
+    ) throws(FileSnapshotError) -> FileSnapshot {
         removeAbandoned(in: directory)
         let template = (directory.hasSuffix("/") ? directory : directory + "/") + directoryPrefix + "\(getpid())-XXXXXX"
         var templateBytes = Array(template.utf8CString)
         let made = templateBytes.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
         guard made != nil else {
             let code = errno
-            throw FileSnapshotError(kind: isNoSpace(code) ? .noSpace : .temporaryDirectory, source: source, temporaryDirectory: directory,
-                                    detail: "creating a directory in it: \(errorText(code))")
+            throw FileSnapshotError(
+                kind: isNoSpace(code) ? .noSpace : .temporaryDirectory, source: source, temporaryDirectory: directory,
+                detail: "creating a directory in it: \(errorText(code))")
         }
         let path = String(decoding: templateBytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var gatherer = Gatherer(source: source, target: path, temporaryDirectory: directory)
@@ -192,11 +200,13 @@ public final class FileSnapshot: Sendable {
             while true {
                 attempt += 1
                 if try gatherer.gather() {
-                    return FileSnapshot(source: source, path: path, temporaryDirectory: directory, gathered: gatherer.result)
+                    return FileSnapshot(
+                        source: source, path: path, temporaryDirectory: directory, gathered: gatherer.result)
                 }
                 if attempt >= maxAttempts {
-                    throw FileSnapshotError(kind: .keptChanging, source: source, temporaryDirectory: directory,
-                                            detail: "\(attempt) attempts; the process that has it open is writing to it heavily: try again")
+                    throw FileSnapshotError(
+                        kind: .keptChanging, source: source, temporaryDirectory: directory,
+                        detail: "\(attempt) attempts; the process that has it open is writing to it heavily: try again")
                 }
                 gatherer.reset()
             }
@@ -307,7 +317,9 @@ public final class FileSnapshot: Sendable {
         }
 
         func targetFailure(_ what: String, _ code: Int32) -> FileSnapshotError {
-            failure(FileSnapshot.isNoSpace(code) ? .noSpace : .temporaryDirectory, "\(what): \(FileSnapshot.errorText(code))")
+            failure(
+                FileSnapshot.isNoSpace(code) ? .noSpace : .temporaryDirectory,
+                "\(what): \(FileSnapshot.errorText(code))")
         }
 
         /// Copies a file of the source as it stands (a log being appended to: up to its end now),
@@ -333,7 +345,9 @@ public final class FileSnapshot: Sendable {
                 if count == 0 { return true }
                 var offset = 0
                 while offset < count {
-                    let written = chunk.withUnsafeBytes { systemWrite(output, $0.baseAddress! + offset, count - offset) }
+                    let written = chunk.withUnsafeBytes {
+                        systemWrite(output, $0.baseAddress! + offset, count - offset)
+                    }
                     if written < 0 {
                         if errno == EINTR { continue }
                         throw targetFailure("writing \(targetPath(name))", errno)
@@ -359,9 +373,9 @@ public final class FileSnapshot: Sendable {
             if fd < 0 && errno == EMFILE && !raisedLimit {
                 raisedLimit = true
                 #if canImport(Glibc)
-                let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+                    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
                 #else
-                let resource = RLIMIT_NOFILE
+                    let resource = RLIMIT_NOFILE
                 #endif
                 var limit = rlimit()
                 if getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max {
@@ -455,7 +469,8 @@ public final class FileSnapshot: Sendable {
         }
         let stem = name.utf8.dropLast(4)
         guard !stem.isEmpty, stem.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let number = UInt64(String(decoding: stem, as: UTF8.self)) else { return nil }
+            let number = UInt64(String(decoding: stem, as: UTF8.self))
+        else { return nil }
         return (number, kind)
     }
 }
@@ -491,7 +506,8 @@ enum ManifestReader {
                     levels[level, default: []].remove(number)
                 case 7:  // new file: level, number, size, smallest, largest
                     guard let level = reader.varint32(), let number = reader.varint64(), reader.varint64() != nil,
-                          reader.slice() != nil, reader.slice() != nil else { return nil }
+                        reader.slice() != nil, reader.slice() != nil
+                    else { return nil }
                     levels[level, default: []].insert(number)
                 default:
                     return nil

@@ -77,7 +77,8 @@ public struct LevelDBError: Error, Sendable, Equatable, CustomStringConvertible 
         case .databaseClosed:
             return "the database\(location) has been closed: \(message)"
         case .corruption:
-            return "the database\(location) is corrupted; Database.repair(path:) can salvage what is readable: \(message)"
+            return
+                "the database\(location) is corrupted; Database.repair(path:) can salvage what is readable: \(message)"
         default:
             return "LevelDB \(code.rawValue)\(location): \(message)"
         }

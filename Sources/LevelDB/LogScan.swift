@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A record of a LevelDB write-ahead log (`NNNNNN.log`) that fails its checksum or cannot be
@@ -85,13 +85,16 @@ enum LogScanner {
         }
         return names.filter { name in
             let stem = name.utf8.dropLast(4)
-            return name.hasSuffix(".log") && !stem.isEmpty && stem.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            return name.hasSuffix(".log") && !stem.isEmpty
+                && stem.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
         }.sorted()
     }
 
     /// The record header at `offset`: stored (masked) checksum, payload length, type.
     static func header(_ bytes: [UInt8], at offset: Int) -> (crc: UInt32, length: Int, type: UInt8) {
-        let crc = UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
+        let crc =
+            UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(
+                bytes[offset + 3]) << 24
         return (crc, Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8, bytes[offset + 6])
     }
 
@@ -112,7 +115,9 @@ enum LogScanner {
             let blockEnd = min((offset / blockSize + 1) * blockSize, range.upperBound)
             if isValidRecord(bytes, at: offset, end: blockEnd) {
                 let (_, length, type) = header(bytes, at: offset)
-                if type == 1 || type == 2 { keys += batchKeys(bytes[(offset + headerSize)..<(offset + headerSize + length)]) }
+                if type == 1 || type == 2 {
+                    keys += batchKeys(bytes[(offset + headerSize)..<(offset + headerSize + length)])
+                }
                 offset += headerSize + length
             } else {
                 offset += 1
@@ -158,40 +163,52 @@ enum LogScanner {
                 let (stored, length, type) = header(bytes, at: offset)
                 if offset + headerSize + length > blockEnd {
                     if lastPartial {
-                        guard let matched = damagedTail(bytes, at: offset) else { break scan }  // a write cut off by a crash
-                        let own = matched > 0 ? batchKeys(bytes[(offset + headerSize)..<(offset + headerSize + matched)]) : []
-                        damaged.append(DamagedLogRecord(
-                            file: file, offset: offset, droppedBytes: bytes.count - offset,
-                            reason: "the record's length runs past the end of the log, but it is not a write cut off by a crash",
-                            keys: own + keysOfValidRecords(bytes, in: (offset + 1)..<bytes.count)))
+                        // a write cut off by a crash
+                        guard let matched = damagedTail(bytes, at: offset) else { break scan }
+                        let own =
+                            matched > 0 ? batchKeys(bytes[(offset + headerSize)..<(offset + headerSize + matched)]) : []
+                        damaged.append(
+                            DamagedLogRecord(
+                                file: file, offset: offset, droppedBytes: bytes.count - offset,
+                                reason:
+                                    "the record's length runs past the end of the log, but it is not a write cut off by a crash",
+                                keys: own + keysOfValidRecords(bytes, in: (offset + 1)..<bytes.count)))
                         break scan
                     }
-                    damaged.append(DamagedLogRecord(file: file, offset: offset, droppedBytes: blockEnd - offset,
-                                                    reason: "the record's length runs past its block",
-                                                    keys: keysOfValidRecords(bytes, in: (offset + 1)..<blockEnd)))
+                    damaged.append(
+                        DamagedLogRecord(
+                            file: file, offset: offset, droppedBytes: blockEnd - offset,
+                            reason: "the record's length runs past its block",
+                            keys: keysOfValidRecords(bytes, in: (offset + 1)..<blockEnd)))
                     break
                 }
                 // Zero-filled (preallocated) space: LevelDB skips the rest of the block silently,
                 // which is damage when complete records follow the zeroes.
                 if type == 0 && length == 0 {
                     if zeroedRecords(bytes, at: offset, blockEnd: blockEnd) {
-                        damaged.append(DamagedLogRecord(file: file, offset: offset, droppedBytes: blockEnd - offset,
-                                                        reason: "zeroed bytes hide complete records after them in their block",
-                                                        keys: keysOfValidRecords(bytes, in: offset..<blockEnd)))
+                        damaged.append(
+                            DamagedLogRecord(
+                                file: file, offset: offset, droppedBytes: blockEnd - offset,
+                                reason: "zeroed bytes hide complete records after them in their block",
+                                keys: keysOfValidRecords(bytes, in: offset..<blockEnd)))
                     }
                     break
                 }
                 let end = offset + headerSize + length
                 let payload = bytes[(offset + headerSize)..<end]
                 if mask(crc32c([type] + payload)) != stored || !(1...4).contains(type) {
-                    let reason = (1...4).contains(type) ? "the record fails its checksum" : "the record has unknown type \(type)"
+                    let reason =
+                        (1...4).contains(type) ? "the record fails its checksum" : "the record has unknown type \(type)"
                     let own = type == 1 || type == 2 ? batchKeys(payload) : []
                     // If a valid record (or the block's end) follows, only this record is damaged;
                     // otherwise the framing is lost and the intact records dropped with it count too.
-                    let framed = blockEnd - end < headerSize || isValidRecord(bytes, at: end, end: blockEnd)
+                    let framed =
+                        blockEnd - end < headerSize || isValidRecord(bytes, at: end, end: blockEnd)
                         || (header(bytes, at: end).type == 0 && header(bytes, at: end).length == 0)
-                    damaged.append(DamagedLogRecord(file: file, offset: offset, droppedBytes: blockEnd - offset, reason: reason,
-                                                    keys: framed ? own : own + keysOfValidRecords(bytes, in: end..<blockEnd)))
+                    damaged.append(
+                        DamagedLogRecord(
+                            file: file, offset: offset, droppedBytes: blockEnd - offset, reason: reason,
+                            keys: framed ? own : own + keysOfValidRecords(bytes, in: end..<blockEnd)))
                     if !framed { break }
                 }
                 offset = end
@@ -225,16 +242,24 @@ enum LogScanner {
                 let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
                 switch type {
                 case 1:
-                    if pending != nil { return (records, "a chain of fragments ends without its last fragment at byte \(offset)") }
+                    if pending != nil {
+                        return (records, "a chain of fragments ends without its last fragment at byte \(offset)")
+                    }
                     records.append(Array(payload))
                 case 2:
-                    if pending != nil { return (records, "a chain of fragments ends without its last fragment at byte \(offset)") }
+                    if pending != nil {
+                        return (records, "a chain of fragments ends without its last fragment at byte \(offset)")
+                    }
                     pending = Array(payload)
                 case 3:
-                    guard pending != nil else { return (records, "a middle fragment without its first at byte \(offset)") }
+                    guard pending != nil else {
+                        return (records, "a middle fragment without its first at byte \(offset)")
+                    }
                     pending? += payload
                 default:
-                    guard let first = pending else { return (records, "a last fragment without its first at byte \(offset)") }
+                    guard let first = pending else {
+                        return (records, "a last fragment without its first at byte \(offset)")
+                    }
                     records.append(first + payload)
                     pending = nil
                 }
@@ -265,7 +290,9 @@ enum LogScanner {
     /// their fragments follow each other block by block, as LevelDB writes them.
     static func verifiedBatches(in bytes: [UInt8], file: String) -> [VerifiedBatch] {
         validLogicalRecords(bytes).compactMap { record in
-            LoggedBatch(record.payload[...]).map { VerifiedBatch(file: file, offset: record.offset, batch: $0, outsideFraming: record.outsideFraming) }
+            LoggedBatch(record.payload[...]).map {
+                VerifiedBatch(file: file, offset: record.offset, batch: $0, outsideFraming: record.outsideFraming)
+            }
         }
     }
 
@@ -290,8 +317,10 @@ enum LogScanner {
             while blockEnd - offset >= headerSize {
                 let (_, length, type) = header(bytes, at: offset)
                 if isValidRecord(bytes, at: offset, end: blockEnd) {
-                    physical.append(Physical(offset: offset, type: type, payload: (offset + headerSize)..<(offset + headerSize + length),
-                                             blockStart: blockStart, outsideFraming: !framed))
+                    physical.append(
+                        Physical(
+                            offset: offset, type: type, payload: (offset + headerSize)..<(offset + headerSize + length),
+                            blockStart: blockStart, outsideFraming: !framed))
                     offset += headerSize + length
                     continue
                 }
@@ -299,8 +328,11 @@ enum LogScanner {
                     if type == 0 && length == 0 && bytes[offset..<blockEnd].allSatisfy({ $0 == 0 }) { break }
                     // A record whose length is damaged: its checksum matches the length it had.
                     if (1...4).contains(type), let matched = checksumPrefix(bytes, at: offset, end: blockEnd) {
-                        physical.append(Physical(offset: offset, type: type, payload: (offset + headerSize)..<(offset + headerSize + matched),
-                                                 blockStart: blockStart, outsideFraming: true))
+                        physical.append(
+                            Physical(
+                                offset: offset, type: type,
+                                payload: (offset + headerSize)..<(offset + headerSize + matched),
+                                blockStart: blockStart, outsideFraming: true))
                         offset += headerSize + matched
                         framed = false
                         continue
@@ -320,7 +352,8 @@ enum LogScanner {
                 records.append((record.offset, Array(bytes[record.payload]), record.outsideFraming))
             case 2:
                 // A first fragment fills its block to the end.
-                chain = record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
+                chain =
+                    record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
                     ? (record, Array(bytes[record.payload]), record.outsideFraming, record.blockStart) : nil
             default:
                 guard let current = chain, record.offset == current.lastBlock + blockSize else {
@@ -329,7 +362,8 @@ enum LogScanner {
                 }
                 let payload = current.payload + bytes[record.payload]
                 if record.type == 3 {
-                    chain = record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
+                    chain =
+                        record.payload.upperBound == min(record.blockStart + blockSize, bytes.count)
                         ? (current.first, payload, current.outside || record.outsideFraming, record.blockStart) : nil
                 } else {
                     chain = nil
@@ -358,7 +392,9 @@ enum LogScanner {
     static func containsValidRecord(_ bytes: [UInt8], in range: Range<Int>) -> Bool {
         var offset = range.lowerBound
         while offset + headerSize <= range.upperBound {
-            if isValidRecord(bytes, at: offset, end: min((offset / blockSize + 1) * blockSize, range.upperBound)) { return true }
+            if isValidRecord(bytes, at: offset, end: min((offset / blockSize + 1) * blockSize, range.upperBound)) {
+                return true
+            }
             offset += 1
         }
         return false
@@ -395,13 +431,15 @@ enum LogScanner {
                         // LevelDB reports itself (its checksum fails).
                         if let previous, !isValidRecord(bytes, at: previous, end: blockEnd) { break }
                         if zeroedRecords(bytes, at: offset, blockEnd: blockEnd) {
-                            return "\(name) at byte \(offset): zeroed bytes hide complete records after them in their block"
+                            return
+                                "\(name) at byte \(offset): zeroed bytes hide complete records after them in their block"
                         }
                         break
                     }
                     if offset + headerSize + length > blockEnd {
                         if lastPartial, damagedTail(bytes, at: offset) != nil {
-                            return "\(name) at byte \(offset): the record's length runs past the end of the log, but it is not a write cut off by a crash"
+                            return
+                                "\(name) at byte \(offset): the record's length runs past the end of the log, but it is not a write cut off by a crash"
                         }
                         break  // in a full block LevelDB reports it itself
                     }

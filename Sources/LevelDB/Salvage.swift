@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// What ``Database/salvage(path:options:)`` found in a damaged database and what it could not
@@ -124,7 +124,9 @@ extension Database {
         var report = inventory.report
         try inventory.setAsideLeftovers(path: path, report: &report)
         try repair(path: path, options: options)
-        report.levelDBLog = levelDBLossLines(logText: FileManager.default.contents(atPath: path + "/LOG").map { String(decoding: $0, as: UTF8.self) } ?? "")
+        report.levelDBLog = levelDBLossLines(
+            logText: FileManager.default.contents(atPath: path + "/LOG").map { String(decoding: $0, as: UTF8.self) }
+                ?? "")
         var openOptions = options
         openOptions.createIfMissing = false
         let db = try Database(path: path, options: openOptions)
@@ -146,7 +148,10 @@ extension Database {
             let columns = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
             let message = columns.count == 3 ? String(columns[2]) : String(line)
             if message.hasPrefix("Archiving ") || message.hasPrefix("**** ") { continue }
-            let markers = ["Corruption", "IO error", "dropping", "dropped", "ignoring", "unparsable", "Not implemented", "Invalid argument"]
+            let markers = [
+                "Corruption", "IO error", "dropping", "dropped", "ignoring", "unparsable", "Not implemented",
+                "Invalid argument",
+            ]
             if markers.contains(where: { message.contains($0) }) {
                 result.append(String(message.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()))
             }
@@ -232,17 +237,22 @@ struct Inventory {
             manifest = state
             liveTables = tables.filter { state.tables[$0.key] != nil }
             liveLogs = logs.filter { state.isLive(log: $0.key) }
-            inventory.leftovers = (tables.filter { state.tables[$0.key] == nil }.map(\.value)
+            inventory.leftovers =
+                (tables.filter { state.tables[$0.key] == nil }.map(\.value)
                 + logs.filter { !state.isLive(log: $0.key) }.map(\.value)).sorted()
             for (number, table) in state.tables.sorted(by: { $0.key < $1.key }) where tables[number] == nil {
-                inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                    file: DatabaseFile.tableName(number),
-                    detail: "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which \(state.name) names, is missing",
-                    lowerBound: InternalKey(table.smallest[...])?.userKey, upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
+                inventory.report.unreadableRanges.append(
+                    SalvageReport.UnreadableRange(
+                        file: DatabaseFile.tableName(number),
+                        detail:
+                            "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which \(state.name) names, is missing",
+                        lowerBound: InternalKey(table.smallest[...])?.userKey,
+                        upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
             }
             if state.logNumber != 0, logs[state.logNumber] == nil {
                 inventory.report.unknownLosses.append(
-                    "the write-ahead log \(DatabaseFile.logName(state.logNumber)), which \(state.name) names as holding the latest writes, is missing: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
+                    "the write-ahead log \(DatabaseFile.logName(state.logNumber)), which \(state.name) names as holding the latest writes, is missing: every write made after the last table file was written is lost, and the keys it wrote cannot be known"
+                )
             }
         case .failure(let problem):
             inventory.report.manifestProblem = problem.reason
@@ -253,18 +263,23 @@ struct Inventory {
             if (intact?.logNumber ?? 0) == 0, logs.isEmpty {
                 // Every database LevelDB has opened keeps a log (only its own repair leaves none).
                 inventory.report.unknownLosses.append(
-                    "no write-ahead log is left, and the damaged MANIFEST no longer says which one held the latest writes: writes made after the last table file was written may be lost, and their keys cannot be known")
+                    "no write-ahead log is left, and the damaged MANIFEST no longer says which one held the latest writes: writes made after the last table file was written may be lost, and their keys cannot be known"
+                )
             }
             if let intact {
                 if intact.logNumber != 0, !logs.keys.contains(where: { $0 >= intact.logNumber }) {
                     inventory.report.unknownLosses.append(
-                        "no write-ahead log is left although the intact part of the damaged \(intact.name) names \(DatabaseFile.logName(intact.logNumber)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known")
+                        "no write-ahead log is left although the intact part of the damaged \(intact.name) names \(DatabaseFile.logName(intact.logNumber)) as holding the latest writes: every write made after the last table file was written is lost, and the keys it wrote cannot be known"
+                    )
                 }
                 for (number, table) in intact.tables.sorted(by: { $0.key < $1.key }) where tables[number] == nil {
-                    inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                        file: DatabaseFile.tableName(number),
-                        detail: "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which the intact part of the damaged \(intact.name) names, is missing (unless an edit lost to the damage replaced it)",
-                        lowerBound: InternalKey(table.smallest[...])?.userKey, upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
+                    inventory.report.unreadableRanges.append(
+                        SalvageReport.UnreadableRange(
+                            file: DatabaseFile.tableName(number),
+                            detail:
+                                "table file \(DatabaseFile.tableName(number)) (level \(table.level), \(table.size) bytes), which the intact part of the damaged \(intact.name) names, is missing (unless an edit lost to the damage replaced it)",
+                            lowerBound: InternalKey(table.smallest[...])?.userKey,
+                            upperBound: InternalKey(table.largest[...])?.userKey, isWholeFile: true))
                 }
             }
         }
@@ -272,10 +287,13 @@ struct Inventory {
         // Logs: verified batches are the acknowledged writes; damaged records give suspects.
         var batches: [(sequence: UInt64, count: Int, file: String)] = []
         var damagedSpans: [ClosedRange<UInt64>] = []
-        var lenientLog: [(sequence: UInt64?, count: Int?, operations: [LoggedBatch.Operation], file: String, offset: Int)] = []
+        var lenientLog:
+            [(sequence: UInt64?, count: Int?, operations: [LoggedBatch.Operation], file: String, offset: Int)] = []
         for (_, name) in liveLogs.sorted(by: { $0.key < $1.key }) {
             guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
-                inventory.report.unknownLosses.append("the write-ahead log \(name) cannot be read; the writes it held are lost and their keys cannot be known")
+                inventory.report.unknownLosses.append(
+                    "the write-ahead log \(name) cannot be read; the writes it held are lost and their keys cannot be known"
+                )
                 continue
             }
             let bytes = [UInt8](data)
@@ -283,8 +301,12 @@ struct Inventory {
             for found in LogScanner.verifiedBatches(in: bytes, file: name) {
                 verifiedOffsets.insert(found.offset)
                 for (index, operation) in found.batch.operations.enumerated() {
-                    let key = InternalKey(userKey: operation.key, sequence: found.batch.sequence + UInt64(index), isDeletion: operation.value == nil)
-                    inventory.note(key, value: operation.value.map { $0[...] } ?? [], keepValue: true, restorable: true, fromLog: true, file: name)
+                    let key = InternalKey(
+                        userKey: operation.key, sequence: found.batch.sequence + UInt64(index),
+                        isDeletion: operation.value == nil)
+                    inventory.note(
+                        key, value: operation.value.map { $0[...] } ?? [], keepValue: true, restorable: true,
+                        fromLog: true, file: name)
                 }
                 batches.append((found.batch.sequence, found.batch.operations.count, name))
             }
@@ -292,11 +314,17 @@ struct Inventory {
             inventory.report.damagedLogRecords += damaged
             // Zeroes before the first intact record of a log: LevelDB never writes zeroes there, so
             // records were zeroed, and with no earlier write to count from, no sequence gap shows it.
-            if let first = verifiedOffsets.min(), let zeroed = damaged.first(where: { $0.offset < first && LogScanner.header(bytes, at: $0.offset).type == 0 }) {
+            if let first = verifiedOffsets.min(),
+                let zeroed = damaged.first(where: {
+                    $0.offset < first && LogScanner.header(bytes, at: $0.offset).type == 0
+                })
+            {
                 inventory.report.unknownLosses.append(
-                    "bytes \(zeroed.offset)–\(first - 1) of the write-ahead log \(name), before its first intact record, were zeroed: the writes they held are lost, and their keys cannot be known")
+                    "bytes \(zeroed.offset)–\(first - 1) of the write-ahead log \(name), before its first intact record, were zeroed: the writes they held are lost, and their keys cannot be known"
+                )
             }
-            for record in damaged where record.offset + LogScanner.headerSize <= bytes.count && !verifiedOffsets.contains(record.offset) {
+            for record in damaged
+            where record.offset + LogScanner.headerSize <= bytes.count && !verifiedOffsets.contains(record.offset) {
                 let (_, length, type) = LogScanner.header(bytes, at: record.offset)
                 guard type == 1 || type == 2 else { continue }
                 let blockEnd = min((record.offset / LogScanner.blockSize + 1) * LogScanner.blockSize, bytes.count)
@@ -323,18 +351,24 @@ struct Inventory {
                 for block in TableFile.dataBlocksWithoutIndex(bytes) {
                     for entry in block.entries {
                         guard let key = InternalKey(entry.key[...]) else { continue }
-                        inventory.note(key, value: entry.value, keepValue: true, restorable: true, fromLog: false, file: name)
+                        inventory.note(
+                            key, value: entry.value, keepValue: true, restorable: true, fromLog: false, file: name)
                         lower = key.userKey
                     }
                     found += 1
                 }
-                let recovered = found == 0 ? "" : "; its first \(found) data block\(found == 1 ? "" : "s") were read without it"
-                inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                    file: name, detail: "table file \(name) cannot be read: \(reason)\(recovered)", lowerBound: lower, upperBound: largest, isWholeFile: true))
+                let recovered =
+                    found == 0 ? "" : "; its first \(found) data block\(found == 1 ? "" : "s") were read without it"
+                inventory.report.unreadableRanges.append(
+                    SalvageReport.UnreadableRange(
+                        file: name, detail: "table file \(name) cannot be read: \(reason)\(recovered)",
+                        lowerBound: lower, upperBound: largest, isWholeFile: true))
             }
             guard let data = FileManager.default.contents(atPath: path + "/" + name) else {
-                inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                    file: name, detail: "table file \(name) cannot be read", lowerBound: smallest, upperBound: largest, isWholeFile: true))
+                inventory.report.unreadableRanges.append(
+                    SalvageReport.UnreadableRange(
+                        file: name, detail: "table file \(name) cannot be read", lowerBound: smallest,
+                        upperBound: largest, isWholeFile: true))
                 continue
             }
             let bytes = [UInt8](data)
@@ -361,7 +395,9 @@ struct Inventory {
                     if let entries = BlockParser.entries(contents) {
                         for entry in entries {
                             guard let key = InternalKey(entry.key[...]) else { continue }
-                            inventory.note(key, value: entry.value, keepValue: touched.contains(KeyBytes(key.userKey)), restorable: false, fromLog: false, file: name)
+                            inventory.note(
+                                key, value: entry.value, keepValue: touched.contains(KeyBytes(key.userKey)),
+                                restorable: false, fromLog: false, file: name)
                         }
                     } else {
                         damage = ("the block's checksum matches but its entries do not parse", contents)
@@ -370,11 +406,16 @@ struct Inventory {
                     damage = (reason, salvage)
                 }
                 if let damage {
-                    inventory.report.unreadableRanges.append(SalvageReport.UnreadableRange(
-                        file: name, detail: "table file \(name), block at byte \(block.handle.offset) (\(block.handle.size) bytes): \(damage.reason)",
-                        lowerBound: lower, upperBound: upper))
+                    inventory.report.unreadableRanges.append(
+                        SalvageReport.UnreadableRange(
+                            file: name,
+                            detail:
+                                "table file \(name), block at byte \(block.handle.offset) (\(block.handle.size) bytes): \(damage.reason)",
+                            lowerBound: lower, upperBound: upper))
                     for entry in BlockParser.lenientEntries(damage.salvage) {
-                        if let key = InternalKey(entry.key[...]) { lenient.append((key, Array(entry.value), name, lower, upper)) }
+                        if let key = InternalKey(entry.key[...]) {
+                            lenient.append((key, Array(entry.value), name, lower, upper))
+                        }
                     }
                 }
             }
@@ -387,10 +428,13 @@ struct Inventory {
             if let lower = item.lower, item.entry.userKey.lexicographicallyPrecedes(lower) { continue }
             if let upper = item.upper, upper.lexicographicallyPrecedes(item.entry.userKey) { continue }
             guard item.entry.sequence <= plausible else { continue }
-            inventory.noteUncertain(item.entry.userKey, sequence: item.entry.sequence, isDeletion: item.entry.isDeletion, fromLog: false, file: item.file,
-                                    detail: "its latest state was in an unreadable block of table file \(item.file)")
-            inventory.report.unverifiedEntries.append(SalvageReport.UnverifiedEntry(
-                key: item.entry.userKey, value: item.entry.isDeletion ? nil : item.value, file: item.file))
+            inventory.noteUncertain(
+                item.entry.userKey, sequence: item.entry.sequence, isDeletion: item.entry.isDeletion, fromLog: false,
+                file: item.file,
+                detail: "its latest state was in an unreadable block of table file \(item.file)")
+            inventory.report.unverifiedEntries.append(
+                SalvageReport.UnverifiedEntry(
+                    key: item.entry.userKey, value: item.entry.isDeletion ? nil : item.value, file: item.file))
         }
         for item in lenientLog {
             let sequence = item.sequence.flatMap { $0 > 0 && $0 <= plausible ? $0 : nil }
@@ -402,12 +446,17 @@ struct Inventory {
             // of unknown keys too.
             let declared = item.count.map { $0 <= 1 << 24 ? "\($0) write\($0 == 1 ? "" : "s")" : "writes" } ?? "writes"
             inventory.report.unknownLosses.append(
-                "the damaged record at byte \(item.offset) of the write-ahead log \(item.file) held \(declared)\(sequence.map { " from sequence number \($0)" } ?? ""); \(item.operations.count) of them still parse and are named as suspect or lost, but a write whose own bytes were damaged cannot be named")
+                "the damaged record at byte \(item.offset) of the write-ahead log \(item.file) held \(declared)\(sequence.map { " from sequence number \($0)" } ?? ""); \(item.operations.count) of them still parse and are named as suspect or lost, but a write whose own bytes were damaged cannot be named"
+            )
             for (index, operation) in item.operations.enumerated() {
-                inventory.noteUncertain(operation.key, sequence: sequence.map { $0 + UInt64(index) } ?? UInt64.max,
-                                        isDeletion: operation.value == nil, fromLog: true, file: item.file,
-                                        detail: "its last write was in a damaged record of the write-ahead log \(item.file) (at byte \(item.offset))")
-                inventory.report.unverifiedEntries.append(SalvageReport.UnverifiedEntry(key: operation.key, value: operation.value, file: item.file))
+                inventory.noteUncertain(
+                    operation.key, sequence: sequence.map { $0 + UInt64(index) } ?? UInt64.max,
+                    isDeletion: operation.value == nil, fromLog: true, file: item.file,
+                    detail:
+                        "its last write was in a damaged record of the write-ahead log \(item.file) (at byte \(item.offset))"
+                )
+                inventory.report.unverifiedEntries.append(
+                    SalvageReport.UnverifiedEntry(key: operation.key, value: operation.value, file: item.file))
             }
         }
 
@@ -427,7 +476,8 @@ struct Inventory {
                 if !explained, batch.sequence - expected < (1 << 32) {
                     let count = batch.sequence - expected
                     inventory.report.unknownLosses.append(
-                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(expected == batch.sequence - 1 ? "\(expected)" : "\(expected)–\(batch.sequence - 1)")) before intact records of the write-ahead log \(batch.file) could not be read at all: their keys cannot be known")
+                        "\(count) write\(count == 1 ? "" : "s") (sequence number\(count == 1 ? "" : "s") \(expected == batch.sequence - 1 ? "\(expected)" : "\(expected)–\(batch.sequence - 1)")) before intact records of the write-ahead log \(batch.file) could not be read at all: their keys cannot be known"
+                    )
                 }
             }
             end = max(end, batch.sequence + UInt64(batch.count))
@@ -439,18 +489,24 @@ struct Inventory {
     /// The newest sequence number of any entry read from a table.
     var tableSequence: UInt64 = 0
 
-    mutating func note(_ key: InternalKey, value: ArraySlice<UInt8>, keepValue: Bool, restorable: Bool, fromLog: Bool, file: String) {
+    mutating func note(
+        _ key: InternalKey, value: ArraySlice<UInt8>, keepValue: Bool, restorable: Bool, fromLog: Bool, file: String
+    ) {
         if !fromLog { tableSequence = max(tableSequence, key.sequence) }
         let id = KeyBytes(key.userKey)
         if let current = latest[id], current.sequence >= key.sequence { return }
-        latest[id] = Version(sequence: key.sequence, digest: key.isDeletion ? nil : ValueDigest(value),
-                             value: keepValue && !key.isDeletion ? Array(value) : nil, restorable: restorable, file: file)
+        latest[id] = Version(
+            sequence: key.sequence, digest: key.isDeletion ? nil : ValueDigest(value),
+            value: keepValue && !key.isDeletion ? Array(value) : nil, restorable: restorable, file: file)
     }
 
-    mutating func noteUncertain(_ key: [UInt8], sequence: UInt64, isDeletion: Bool, fromLog: Bool, file: String, detail: String) {
+    mutating func noteUncertain(
+        _ key: [UInt8], sequence: UInt64, isDeletion: Bool, fromLog: Bool, file: String, detail: String
+    ) {
         let id = KeyBytes(key)
         if let current = uncertain[id], current.sequence >= sequence { return }
-        uncertain[id] = Uncertain(sequence: sequence, isDeletion: isDeletion, fromLog: fromLog, file: file, detail: detail)
+        uncertain[id] = Uncertain(
+            sequence: sequence, isDeletion: isDeletion, fromLog: fromLog, file: file, detail: detail)
     }
 
     /// Moves the tables and logs the MANIFEST does not name into `lost/`, as LevelDB's open would
@@ -472,7 +528,8 @@ struct Inventory {
                 report.setAside.append(name)
             }
         } catch {
-            throw LevelDBError(code: .ioError, message: "IO error: cannot move a leftover file into \(lost): \(error)", path: path)
+            throw LevelDBError(
+                code: .ioError, message: "IO error: cannot move a leftover file into \(lost): \(error)", path: path)
         }
     }
 
@@ -493,12 +550,21 @@ struct Inventory {
                 // The damaged data held a newer state: a deletion that took effect anyway is no loss.
                 if damage.isDeletion && !present { return }
                 if matches {
-                    lost.append(SalvageReport.KeyLoss(key: key, file: damage.file, detail: damage.detail + "; it holds " + (present ? "an older value" : "nothing")))
+                    lost.append(
+                        SalvageReport.KeyLoss(
+                            key: key, file: damage.file,
+                            detail: damage.detail + "; it holds " + (present ? "an older value" : "nothing")))
                 } else {
-                    let verified: SalvageReport.VerifiedState = version.map { $0.digest == nil ? .absent : $0.value.map { .value($0) } ?? .unknown } ?? .absent
-                    suspect.append(SalvageReport.KeyLoss(key: key, file: damage.file, detail: damage.detail
-                        + (damage.fromLog ? ", which LevelDB's repair applied without its checksum: it may be wrong" : "; it holds a state no readable data holds"),
-                        verifiedState: verified))
+                    let verified: SalvageReport.VerifiedState =
+                        version.map { $0.digest == nil ? .absent : $0.value.map { .value($0) } ?? .unknown } ?? .absent
+                    suspect.append(
+                        SalvageReport.KeyLoss(
+                            key: key, file: damage.file,
+                            detail: damage.detail
+                                + (damage.fromLog
+                                    ? ", which LevelDB's repair applied without its checksum: it may be wrong"
+                                    : "; it holds a state no readable data holds"),
+                            verifiedState: verified))
                 }
                 return
             }
@@ -510,9 +576,14 @@ struct Inventory {
                 return
             }
             if let version {
-                lost.append(SalvageReport.KeyLoss(key: key, file: version.file, detail: "its latest state, in \(version.file), did not survive LevelDB's repair"))
+                lost.append(
+                    SalvageReport.KeyLoss(
+                        key: key, file: version.file,
+                        detail: "its latest state, in \(version.file), did not survive LevelDB's repair"))
             } else {
-                suspect.append(SalvageReport.KeyLoss(key: key, file: "", detail: "it holds a value found in no readable data of the database"))
+                suspect.append(
+                    SalvageReport.KeyLoss(
+                        key: key, file: "", detail: "it holds a value found in no readable data of the database"))
             }
         }
 
@@ -523,7 +594,9 @@ struct Inventory {
             classify(key, after: cursor.withValue { ValueDigest($0) }, present: true)
         }
         for key in latest.keys where !seen.contains(key) { classify(key.bytes, after: nil, present: false) }
-        for key in uncertain.keys where !seen.contains(key) && latest[key] == nil { classify(key.bytes, after: nil, present: false) }
+        for key in uncertain.keys where !seen.contains(key) && latest[key] == nil {
+            classify(key.bytes, after: nil, present: false)
+        }
         if !report.restoredKeys.isEmpty { try db.write(batch, options: .sync) }
         func ordered(_ losses: [SalvageReport.KeyLoss]) -> [SalvageReport.KeyLoss] {
             losses.sorted { $0.key.lexicographicallyPrecedes($1.key) }

@@ -1,8 +1,8 @@
 import CLevelDB
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A list of puts and deletes that ``Database/write(_:options:)`` applies atomically.
@@ -112,14 +112,17 @@ public final class WriteBatch {
         withoutActuallyEscaping(body) { body in
             var visitor = BatchVisitor(body: body)
             withUnsafeMutablePointer(to: &visitor) { state in
-                leveldb_writebatch_iterate(pointer, state, { state, key, keyCount, value, valueCount in
-                    guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
-                    let value = UnsafeRawBufferPointer(start: value, count: valueCount)
-                    visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), value)
-                }, { state, key, keyCount in
-                    guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
-                    visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), nil)
-                })
+                leveldb_writebatch_iterate(
+                    pointer, state,
+                    { state, key, keyCount, value, valueCount in
+                        guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
+                        let value = UnsafeRawBufferPointer(start: value, count: valueCount)
+                        visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), value)
+                    },
+                    { state, key, keyCount in
+                        guard let visitor = state?.assumingMemoryBound(to: BatchVisitor.self) else { return }
+                        visitor.pointee.body(UnsafeRawBufferPointer(start: key, count: keyCount), nil)
+                    })
             }
         }
     }

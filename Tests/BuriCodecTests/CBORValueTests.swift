@@ -20,7 +20,8 @@ struct CBORValueTests {
             .unsigned(.max), .negative(.max), .int(-5), .bytes([0, 255]), .bytes([]), "text", "",
             [1, [2, [3]]], ["k": "v", 1: 2, .bytes([1]): [.null]], .tagged(32, "http://x"), .tagged(.max, .undefined),
             true, false, .null, .undefined, .simple(0), .simple(19), .simple(32), .simple(255),
-            1.5, 100_000.0, 1.1, -0.0, .float(.infinity), .float(.leastNonzeroMagnitude), .float(.greatestFiniteMagnitude),
+            1.5, 100_000.0, 1.1, -0.0, .float(.infinity), .float(.leastNonzeroMagnitude),
+            .float(.greatestFiniteMagnitude),
         ]
         #expect(try CBORValue(decoding: value.encoded()) == value)
         let nan = try CBORValue(decoding: CBORValue.float(.nan).encoded())
@@ -37,7 +38,8 @@ struct CBORValueTests {
     }
 
     @Test func indefiniteLengthItemsAreReadAndWrittenDefinite() throws {
-        let value = try CBORValue(decoding: hex("bf 61 61 9f 01 02 ff 61 62 5f 41 01 42 02 03 ff 61 63 7f 62 68 69 ff ff"))
+        let value = try CBORValue(
+            decoding: hex("bf 61 61 9f 01 02 ff 61 62 5f 41 01 42 02 03 ff 61 63 7f 62 68 69 ff ff"))
         #expect(value == ["a": [1, 2], "b": .bytes([1, 2, 3]), "c": "hi"])
         #expect(hexString(value.encoded()) == "a3616182010261624301020361636268" + "69")
     }
@@ -47,7 +49,7 @@ struct CBORValueTests {
         #expect(CBORValue.int(.min).int64Value == .min)
         #expect(CBORValue.negative(.max).int64Value == nil)
         #expect(CBORValue.unsigned(1 << 60).doubleValue == 0x1p60)
-        #expect(CBORValue.unsigned(.max).doubleValue == nil) // not exact
+        #expect(CBORValue.unsigned(.max).doubleValue == nil)  // not exact
         #expect((nil as CBORValue).isNull && CBORValue.undefined.isNull)
         #expect(CBORValue.bool(true).boolValue == true)
         #expect(CBORValue.array([1])[5] == nil)

@@ -26,7 +26,8 @@ struct CodableRoundTripTests {
             var nestedNone: Int??
             var elements: [Int?]
         }
-        let value = Optionals(present: 5, absent: nil, nestedSome: .some(.some(7)), nestedNone: .none, elements: [1, nil, 3])
+        let value = Optionals(
+            present: 5, absent: nil, nestedSome: .some(.some(7)), nestedNone: .none, elements: [1, nil, 3])
         #expect(try roundTrip(value) == value)
         // Like JSON, an explicit `.some(nil)` reads back as nil.
         let inner = Optionals(present: nil, absent: nil, nestedSome: .some(nil), nestedNone: nil, elements: [])
@@ -67,14 +68,15 @@ struct CodableRoundTripTests {
         var generator = SeededGenerator(seed: 1)
         let big = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let bytes = try CBOREncoder().encode(big)
-        #expect(bytes.count == (1 << 20) + 5) // 0x5a + 4-byte length
+        #expect(bytes.count == (1 << 20) + 5)  // 0x5a + 4-byte length
         #expect(try CBORDecoder().decode(Data.self, from: bytes) == big)
     }
 
     @Test func everyIntegerWidthAtItsLimits() throws {
         #expect(try roundTrip(AllIntegers.min) == AllIntegers.min)
         #expect(try roundTrip(AllIntegers.max) == AllIntegers.max)
-        let zero = AllIntegers(int: 0, int8: 0, int16: 0, int32: 0, int64: 0, uint: 0, uint8: 0, uint16: 0, uint32: 0, uint64: 0)
+        let zero = AllIntegers(
+            int: 0, int8: 0, int16: 0, int32: 0, int64: 0, uint: 0, uint8: 0, uint16: 0, uint32: 0, uint64: 0)
         #expect(try roundTrip(zero) == zero)
         for value: Int64 in [-1, -24, -25, -256, -257, -65536, -65537, 23, 24, 255, 256, 65535, 65536, 1 << 32] {
             #expect(try roundTrip(value) == value)
@@ -89,14 +91,17 @@ struct CodableRoundTripTests {
         let decodedDoubles = try roundTrip(doubles)
         #expect(decodedDoubles.map(\.bitPattern) == doubles.map(\.bitPattern))
         let floats: [Float] = [
-            .nan, .infinity, -.infinity, -0.0, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, 16_777_216, Float(bitPattern: 0x0000_1234),
+            .nan, .infinity, -.infinity, -0.0, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 0.1, 16_777_216,
+            Float(bitPattern: 0x0000_1234),
         ]
         let decodedFloats = try roundTrip(floats)
         #expect(decodedFloats.map(\.bitPattern) == floats.map(\.bitPattern))
     }
 
     @Test func stringsEmptyUnicodeAndNUL() throws {
-        let strings = ["", "plain", "zero\u{0}byte", "日本語", "emoji 👩‍👩‍👧‍👦", "e\u{301}", String(repeating: "x", count: 70_000)]
+        let strings = [
+            "", "plain", "zero\u{0}byte", "日本語", "emoji 👩‍👩‍👧‍👦", "e\u{301}", String(repeating: "x", count: 70_000),
+        ]
         #expect(try roundTrip(strings) == strings)
     }
 
@@ -207,7 +212,8 @@ struct CodableRoundTripTests {
     @Test func nestedContainersByHand() throws {
         let value = HandWritten(x: 1, y: [2, 3], z: "four")
         #expect(try roundTrip(value) == value)
-        #expect(try CBORValue(decoding: try CBOREncoder().encode(value)) == ["point": ["x": 1, "y": [2, 3]], "z": "four"])
+        #expect(
+            try CBORValue(decoding: try CBOREncoder().encode(value)) == ["point": ["x": 1, "y": [2, 3]], "z": "four"])
     }
 }
 

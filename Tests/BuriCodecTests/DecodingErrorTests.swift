@@ -32,15 +32,21 @@ struct DecodingErrorTests {
     @Test func nestedPathsUseDotsAndIndexes() throws {
         let original = try CBORValue(decoding: try CBOREncoder().encode(samplePerson))
         let badZip = original.replacing("address", with: original["address"]!.replacing("zip", with: 12345))
-        let zipError = expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Person.self, from: badZip.encoded()) }
+        let zipError = expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode(Person.self, from: badZip.encoded())
+        }
         #expect(zipError?.codingPath == "address.zip")
 
         let badTag = original.replacing("tags", with: ["ok", 2])
-        let tagError = expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Person.self, from: badTag.encoded()) }
+        let tagError = expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode(Person.self, from: badTag.encoded())
+        }
         #expect(tagError?.codingPath == "tags[1]")
 
         let people: CBORValue = [try CBORValue(decoding: try CBOREncoder().encode(samplePerson)), badZip]
-        let deepError = expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode([Person].self, from: people.encoded()) }
+        let deepError = expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode([Person].self, from: people.encoded())
+        }
         #expect(deepError?.codingPath == "[1].address.zip")
     }
 
@@ -52,7 +58,9 @@ struct DecodingErrorTests {
         #expect(missing?.message.contains("zip") == true)
 
         let nullName = original.replacing("name", with: .null)
-        let null = expectCBORError(.valueNotFound) { _ = try CBORDecoder().decode(Person.self, from: nullName.encoded()) }
+        let null = expectCBORError(.valueNotFound) {
+            _ = try CBORDecoder().decode(Person.self, from: nullName.encoded())
+        }
         #expect(null?.codingPath == "name")
         #expect(null?.found == "null")
 
@@ -67,15 +75,33 @@ struct DecodingErrorTests {
         let threeHundred = try CBOREncoder().encode(300)
         let error = expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(UInt8.self, from: threeHundred) }
         #expect(error?.expected == "UInt8" && error?.found == "300")
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int8.self, from: try CBOREncoder().encode(-129)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(UInt.self, from: try CBOREncoder().encode(-1)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int64.self, from: try CBOREncoder().encode(UInt64.max)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int.self, from: CBORValue.negative(.max).encoded()) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int.self, from: try CBOREncoder().encode(1.5)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int.self, from: try CBOREncoder().encode(Double.nan)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Int32.self, from: try CBOREncoder().encode(1e10)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Double.self, from: try CBOREncoder().encode(UInt64.max - 1)) }
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Float.self, from: try CBOREncoder().encode(1e300)) }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int8.self, from: try CBOREncoder().encode(-129))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(UInt.self, from: try CBOREncoder().encode(-1))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int64.self, from: try CBOREncoder().encode(UInt64.max))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int.self, from: CBORValue.negative(.max).encoded())
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int.self, from: try CBOREncoder().encode(1.5))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int.self, from: try CBOREncoder().encode(Double.nan))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Int32.self, from: try CBOREncoder().encode(1e10))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Double.self, from: try CBOREncoder().encode(UInt64.max - 1))
+        }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Float.self, from: try CBOREncoder().encode(1e300))
+        }
     }
 
     @Test func losslessLeniency() throws {
@@ -86,13 +112,22 @@ struct DecodingErrorTests {
         #expect(try CBORDecoder().decode(Float.self, from: try CBOREncoder().encode(0.1)) == 0.1 as Float)
         #expect(try CBORDecoder().decode(Double.self, from: CBORValue.text("-Infinity").encoded()) == -.infinity)
         #expect(try CBORDecoder().decode(Double.self, from: CBORValue.text("NaN").encoded()).isNaN)
-        #expect(try CBORDecoder().decode(Data.self, from: CBORValue.array([1, 2, 255]).encoded()) == Data([1, 2, 255]))
+        #expect(
+            try CBORDecoder().decode(Data.self, from: CBORValue.array([1, 2, 255]).encoded()) == Data([1, 2, 255]))
         #expect(try CBORDecoder().decode(Data.self, from: CBORValue.text("AQL/").encoded()) == Data([1, 2, 255]))
-        #expect(try CBORDecoder().decode(URL.self, from: CBORValue.text("https://x.y/").encoded()) == URL(string: "https://x.y/"))
+        #expect(
+            try CBORDecoder().decode(URL.self, from: CBORValue.text("https://x.y/").encoded())
+                == URL(string: "https://x.y/"))
         #expect(try CBORDecoder().decode(Int.self, from: CBORValue.tagged(99, 5).encoded()) == 5)
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(Data.self, from: CBORValue.array([256]).encoded()) }
-        expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Data.self, from: CBORValue.text("not base64!").encoded()) }
-        expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Double.self, from: CBORValue.text("1.5").encoded()) }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(Data.self, from: CBORValue.array([256]).encoded())
+        }
+        expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode(Data.self, from: CBORValue.text("not base64!").encoded())
+        }
+        expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode(Double.self, from: CBORValue.text("1.5").encoded())
+        }
     }
 
     @Test func depthBombsAreRejected() throws {
@@ -107,7 +142,8 @@ struct DecodingErrorTests {
         let level = [0xA2] + CBORValue.text("value").encoded() + [0x00] + CBORValue.text("next").encoded()
         let innermost = [0xA1] + CBORValue.text("value").encoded() + [0x00]
         let bytes = Array([[UInt8]](repeating: level, count: 9_999).joined()) + innermost
-        #expect(try CBORValue(decoding: Array([[UInt8]](repeating: level, count: 300).joined()) + innermost)["value"] == 0)
+        #expect(
+            try CBORValue(decoding: Array([[UInt8]](repeating: level, count: 300).joined()) + innermost)["value"] == 0)
         expectCBORError(.depthLimitExceeded) { _ = try CBORDecoder().decode(Node.self, from: bytes) }
 
         // 200 levels is fine.
@@ -151,12 +187,16 @@ struct DecodingErrorTests {
         expectCBORError(.invalidUTF8) { _ = try CBORValue(decoding: hex("7f61c361a9ff")) }
         #expect(try CBORValue(decoding: hex("7f62c3a9ff")) == "é")
         expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Person.self, from: [0x80]) }
-        let end = expectCBORError(.valueNotFound) { _ = try CBORDecoder().decode(PairFromArray.self, from: hex("8101")) }
+        let end = expectCBORError(.valueNotFound) {
+            _ = try CBORDecoder().decode(PairFromArray.self, from: hex("8101"))
+        }
         #expect(end?.codingPath == "[1]")
     }
 
     @Test func errorDescriptionsAreReadable() throws {
-        let error = expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(UInt8.self, from: [0x19, 0x01, 0x2C]) }
+        let error = expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(UInt8.self, from: [0x19, 0x01, 0x2C])
+        }
         #expect(error?.description == "valueOutOfRange (byte 0): the number does not fit; expected UInt8, found 300")
     }
 }

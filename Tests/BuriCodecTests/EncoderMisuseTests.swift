@@ -12,8 +12,8 @@ struct EncoderMisuseTests {
             var outer = encoder.container(keyedBy: Keys.self)
             var inner = outer.nestedUnkeyedContainer(forKey: .a)
             try inner.encode(1)
-            try outer.encode(2, forKey: .b) // finishes `inner`
-            try inner.encode(3)             // too late
+            try outer.encode(2, forKey: .b)  // finishes `inner`
+            try inner.encode(3)  // too late
         }
     }
 

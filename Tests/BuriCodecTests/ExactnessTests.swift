@@ -9,11 +9,11 @@ struct ExactnessTests {
 
     @Test func integersAreExactToTheEdgesOfCBOR() throws {
         let cases: [(String, CBORValue)] = [
-            ("-9223372036854775809", .negative(9_223_372_036_854_775_808)),   // -2^63 - 1
-            ("-9223372036854775808", .negative(9_223_372_036_854_775_807)),   // Int64.min
-            ("-18446744073709551616", .negative(.max)),                        // -2^64
-            ("18446744073709551615", .unsigned(.max)),                         // 2^64 - 1
-            ("9007199254740993", .unsigned(9_007_199_254_740_993)),            // 2^53 + 1
+            ("-9223372036854775809", .negative(9_223_372_036_854_775_808)),  // -2^63 - 1
+            ("-9223372036854775808", .negative(9_223_372_036_854_775_807)),  // Int64.min
+            ("-18446744073709551616", .negative(.max)),  // -2^64
+            ("18446744073709551615", .unsigned(.max)),  // 2^64 - 1
+            ("9007199254740993", .unsigned(9_007_199_254_740_993)),  // 2^53 + 1
             ("-0", .unsigned(0)),
         ]
         for (text, expected) in cases {
@@ -71,8 +71,10 @@ struct ExactnessTests {
     /// double it rounds to is refused.
     @Test func doublesWrittenInFullAreAcceptedExactly() throws {
         let accepted: [(String, Double)] = [
-            ("-18446744073709551616.0", -0x1p64), ("4611686018427387904.0", 0x1p62), ("4611686018427387904.000", 0x1p62),
-            ("4.611686018427387904e18", 0x1p62), ("46116860184273879040e-1", 0x1p62), ("0.4611686018427387904E+19", 0x1p62),
+            ("-18446744073709551616.0", -0x1p64), ("4611686018427387904.0", 0x1p62),
+            ("4611686018427387904.000", 0x1p62),
+            ("4.611686018427387904e18", 0x1p62), ("46116860184273879040e-1", 0x1p62),
+            ("0.4611686018427387904E+19", 0x1p62),
             ("18446744073709551616.0", 0x1p64), ("-9223372036854775808.0", -0x1p63), ("36893488147419103232.0", 0x1p65),
             ("0.1000000000000000055511151231257827021181583404541015625", 0.1),
             ("1e23", 1e23), ("99999999999999991611392.0", 1e23), ("5e-324", .leastNonzeroMagnitude),
@@ -82,22 +84,31 @@ struct ExactnessTests {
             #expect(try CBORValue(jsonNumber: text) == .float(double), "\(text)")
             #expect(try CBORValue(json: "[\(text)]") == [.float(double)], "\(text)")
         }
-        for text in ["4611686018427387904.5", "4611686018427387905.0", "4611686018427387903.0", "-18446744073709551617.0",
-                     "0.10000000000000000555", "9007199254740993.0e0", "4.6116860184273879e18"] {
+        for text in [
+            "4611686018427387904.5", "4611686018427387905.0", "4611686018427387903.0", "-18446744073709551617.0",
+            "0.10000000000000000555", "9007199254740993.0e0", "4.6116860184273879e18",
+        ] {
             let error = expectCBORError(.invalidJSON) { _ = try CBORValue(jsonNumber: text) }
-            #expect(error?.message.contains("more precision than a double holds") == true, "\(text): \(String(describing: error))")
+            #expect(
+                error?.message.contains("more precision than a double holds") == true,
+                "\(text): \(String(describing: error))")
         }
     }
 
     /// `exactDouble` takes any decimal (integers beyond 64 bits too) that is exactly a double, and
     /// nothing else: not the shortest form of another number, not hex, inf or a '+'.
     @Test func exactDoubleNamesOnlyDoublesExactly() {
-        let exact: [(String, Double)] = [("36893488147419103232", 0x1p65), ("-18446744073709551616", -0x1p64), ("4611686018427387904.0", 0x1p62),
-                                         ("0.5", 0.5), ("-0.0", -0.0), ("1e0", 1), (" 2.50 ", 2.5), ("5e-324", 0)]
+        let exact: [(String, Double)] = [
+            ("36893488147419103232", 0x1p65), ("-18446744073709551616", -0x1p64), ("4611686018427387904.0", 0x1p62),
+            ("0.5", 0.5), ("-0.0", -0.0), ("1e0", 1), (" 2.50 ", 2.5), ("5e-324", 0),
+        ]
         for (text, double) in exact where double != 0 || text == "-0.0" {
             #expect(CBORValue.exactDouble(text) == double, "\(text)")
         }
-        for text in ["36893488147419103233", "0.1", "1e23", "5e-324", "0x10", "+1", "inf", "nan", "1.", ".5", "1e", "", "1 2", "1e400"] {
+        for text in [
+            "36893488147419103233", "0.1", "1e23", "5e-324", "0x10", "+1", "inf", "nan", "1.", ".5", "1e", "", "1 2",
+            "1e400",
+        ] {
             #expect(CBORValue.exactDouble(text) == nil, "\(text)")
         }
     }
@@ -114,10 +125,15 @@ struct ExactnessTests {
         for round in 0..<count {
             let double: Double
             switch round % 3 {
-            case 0: double = Double(bitPattern: random.next())                                                     // any bits
-            case 1: double = Double(Int64(bitPattern: random.next()) >> Int64(random.next() % 60))
-                        * Double(sign: .plus, exponent: Int(random.next() % 200) - 100, significand: 1)   // integers scaled
-            default: double = Double(sign: random.next() & 1 == 0 ? .plus : .minus, exponent: Int(random.next() % 2098) - 1074, significand: 1)
+            case 0: double = Double(bitPattern: random.next())  // any bits
+            case 1:
+                double =
+                    Double(Int64(bitPattern: random.next()) >> Int64(random.next() % 60))
+                    * Double(sign: .plus, exponent: Int(random.next() % 200) - 100, significand: 1)  // integers scaled
+            default:
+                double = Double(
+                    sign: random.next() & 1 == 0 ? .plus : .minus, exponent: Int(random.next() % 2098) - 1074,
+                    significand: 1)
             }
             guard double.isFinite, double != 0 else { continue }
             // glibc prints the exact decimal value when asked for enough digits (1074 after the point suffice).
@@ -128,17 +144,23 @@ struct ExactnessTests {
             let unsigned = negative ? String(fixed.dropFirst()) : fixed
             let parts = unsigned.split(separator: ".", omittingEmptySubsequences: false)
             let allDigits = String((parts[0] + parts[1]).drop { $0 == "0" })
-            let scientific = (negative ? "-" : "") + String(allDigits.prefix(1)) + "." + (allDigits.count > 1 ? String(allDigits.dropFirst()) : "0")
+            let scientific =
+                (negative ? "-" : "") + String(allDigits.prefix(1)) + "."
+                + (allDigits.count > 1 ? String(allDigits.dropFirst()) : "0")
                 + "e" + String(parts[0] == "0" ? -(parts[1].prefix { $0 == "0" }.count + 1) : parts[0].count - 1)
             let integerForm = (negative ? "-" : "") + allDigits + "0000e" + String(-(parts[1].count) - 4)
             for text in [fixed, fixed + "000", scientific, integerForm] {
-                #expect(try CBORValue(jsonNumber: text) == .float(double), "seed \(seed): \(double.debugDescription) as \(text.prefix(80))…")
+                #expect(
+                    try CBORValue(jsonNumber: text) == .float(double),
+                    "seed \(seed): \(double.debugDescription) as \(text.prefix(80))…")
             }
             // One more digit, far below the last one: still rounds to the double, but is not it.
             let finer = fixed + "00000000000000000001"
             if Double(finer) == double {
                 let error = expectCBORError(.invalidJSON) { _ = try CBORValue(jsonNumber: finer) }
-                #expect(error?.message.contains("more precision than a double holds") == true, "seed \(seed): \(double.debugDescription)")
+                #expect(
+                    error?.message.contains("more precision than a double holds") == true,
+                    "seed \(seed): \(double.debugDescription)")
             }
         }
     }
@@ -152,14 +174,19 @@ struct ExactnessTests {
     }
 
     @Test func repeatedMemberNamesAreRefusedComparedAsBytes() throws {
-        for json in [#"{"id":"a","v":1,"v":"x"}"#, #"{"id":"a","id":"b"}"#, #"{"a":[{"k":1,"k":1}]}"#, #"{"\u00e9":1,"é":2}"#] {
+        for json in [
+            #"{"id":"a","v":1,"v":"x"}"#, #"{"id":"a","id":"b"}"#, #"{"a":[{"k":1,"k":1}]}"#, #"{"\u00e9":1,"é":2}"#,
+        ] {
             let error = expectCBORError(.invalidJSON) { _ = try CBORValue(json: json) }
             #expect(error?.message.contains("two members named") == true, "\(json): \(String(describing: error))")
         }
         expectCBORError(.invalidJSON) { _ = try CBORValue(exactJSON: #"{"id":"a","id":"b"}"#) }
         // Canonically equal but byte-different names are two names: "é" (c3 a9) and "e\u{301}" (65 cc 81).
         let value = try CBORValue(json: "{\"é\":1,\"e\u{301}\":2}")
-        #expect(value.mapEntries?.map { Array($0.key.stringValue?.utf8 ?? "".utf8) } == [[0xC3, 0xA9], [0x65, 0xCC, 0x81]])
+        #expect(
+            value.mapEntries?.map { Array($0.key.stringValue?.utf8 ?? "".utf8) } == [
+                [0xC3, 0xA9], [0x65, 0xCC, 0x81],
+            ])
     }
 
     // MARK: Dates
@@ -181,7 +208,7 @@ struct ExactnessTests {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<3000 {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            seeds.append(Double(Int64(bitPattern: state) >> 30) / 1024 + 7e8)   // 2023-ish, fractions of a second
+            seeds.append(Double(Int64(bitPattern: state) >> 30) / 1024 + 7e8)  // 2023-ish, fractions of a second
             seeds.append(Double(bitPattern: state >> 1 | (state & 1) << 63))  // any bit pattern
         }
         for t in seeds where !t.isNaN {
@@ -213,7 +240,8 @@ struct ExactnessTests {
         let fine = Date(timeIntervalSinceReferenceDate: 0x1p29 + 0x1p-23)
         let item = CBORValue(date: fine)
         guard case .tagged(1001, .map(let entries)) = item, entries.count == 1, entries[0].key == 5,
-              case .array(let parts) = entries[0].value, parts.count == 2 else {
+            case .array(let parts) = entries[0].value, parts.count == 2
+        else {
             Issue.record("expected tag 1001 {5: [e, m]}, got \(item)")
             return
         }
@@ -226,18 +254,29 @@ struct ExactnessTests {
 
     @Test func datesWrittenByVersion1AndByOthersStillRead() throws {
         // Version 1 wrote Foundation's own form: an untagged float64 of seconds since 2001.
-        #expect(try CBORDecoder().decode(Date.self, from: CBORValue.float(1234.5).encoded()) == Date(timeIntervalSinceReferenceDate: 1234.5))
-        #expect(try CBORDecoder().decode(Date.self, from: CBORValue.int(-7).encoded()) == Date(timeIntervalSinceReferenceDate: -7))
+        #expect(
+            try CBORDecoder().decode(Date.self, from: CBORValue.float(1234.5).encoded())
+                == Date(timeIntervalSinceReferenceDate: 1234.5))
+        #expect(
+            try CBORDecoder().decode(Date.self, from: CBORValue.int(-7).encoded())
+                == Date(timeIntervalSinceReferenceDate: -7))
         #expect(CBORValue.float(0).dateValue == Date(timeIntervalSinceReferenceDate: 0))
         // Tag 1 in any number form, and tag 1001 {1: seconds}.
-        for item: CBORValue in [.tagged(1, 978_307_200), .tagged(1, 978_307_200.0), .tagged(1, .float(978_307_200)),
-                                .tagged(1001, [1: 978_307_200]), .tagged(55799, .tagged(1, 978_307_200))] {
-            #expect(try CBORDecoder().decode(Date.self, from: item.encoded()) == Date(timeIntervalSinceReferenceDate: 0), "\(item)")
+        for item: CBORValue in [
+            .tagged(1, 978_307_200), .tagged(1, 978_307_200.0), .tagged(1, .float(978_307_200)),
+            .tagged(1001, [1: 978_307_200]), .tagged(55799, .tagged(1, 978_307_200)),
+        ] {
+            #expect(
+                try CBORDecoder().decode(Date.self, from: item.encoded()) == Date(timeIntervalSinceReferenceDate: 0),
+                "\(item)")
         }
-        #expect(try CBORDecoder().decode(Date.self, from: CBORValue.tagged(1, .negative(.max)).encoded())
+        #expect(
+            try CBORDecoder().decode(Date.self, from: CBORValue.tagged(1, .negative(.max)).encoded())
                 == Date(timeIntervalSince1970: -0x1p64))
         // Anything else in a date's place is an error, not a guess.
-        for item: CBORValue in [.tagged(1, "2024-01-01"), .tagged(1001, [-9: 5]), .tagged(1001, [5: [0]]), .tagged(1001, 3), "soon", [1]] {
+        for item: CBORValue in [
+            .tagged(1, "2024-01-01"), .tagged(1001, [-9: 5]), .tagged(1001, [5: [0]]), .tagged(1001, 3), "soon", [1],
+        ] {
             expectCBORError { _ = try CBORDecoder().decode(Date.self, from: item.encoded()) }
         }
         // A bigfloat that is not exactly a Date (2^-2000 past the epoch) is refused.
@@ -256,21 +295,27 @@ struct ExactnessTests {
     }
 
     @Test func wideIntegersAreExactWithinCBORAndRefusedBeyond() throws {
-        let minimum = -Int128(UInt64.max) - 1   // -2^64
-        let value = Wide(signed: minimum, unsigned: UInt128(UInt64.max), list: [0, -1, Int128(Int64.min) - 1, Int128(UInt64.max)], optional: 5)
+        let minimum = -Int128(UInt64.max) - 1  // -2^64
+        let value = Wide(
+            signed: minimum, unsigned: UInt128(UInt64.max), list: [0, -1, Int128(Int64.min) - 1, Int128(UInt64.max)],
+            optional: 5)
         let bytes = try CBOREncoder().encode(value)
         #expect(try CBORDecoder().decode(Wide.self, from: bytes) == value)
         #expect(try CBORValue(decoding: bytes)["signed"] == .negative(.max))
         #expect(try CBORValue(decoding: bytes)["list"]?[2] == .negative(9_223_372_036_854_775_808))
-        for bad in [Wide(signed: minimum - 1, unsigned: 0, list: [], optional: nil),
-                    Wide(signed: 0, unsigned: UInt128(UInt64.max) + 1, list: [], optional: nil),
-                    Wide(signed: 0, unsigned: 0, list: [.max], optional: nil),
-                    Wide(signed: 0, unsigned: 0, list: [], optional: .max)] {
+        for bad in [
+            Wide(signed: minimum - 1, unsigned: 0, list: [], optional: nil),
+            Wide(signed: 0, unsigned: UInt128(UInt64.max) + 1, list: [], optional: nil),
+            Wide(signed: 0, unsigned: 0, list: [.max], optional: nil),
+            Wide(signed: 0, unsigned: 0, list: [], optional: .max),
+        ] {
             let error = expectCBORError(.invalidValue) { _ = try CBOREncoder().encode(bad) }
             #expect(error?.message.contains("outside -2^64 ... 2^64 - 1") == true, "\(String(describing: error))")
         }
         #expect(try roundTrip(Int128(-5)) == -5)
-        expectCBORError(.valueOutOfRange) { _ = try CBORDecoder().decode(UInt128.self, from: CBORValue.int(-1).encoded()) }
+        expectCBORError(.valueOutOfRange) {
+            _ = try CBORDecoder().decode(UInt128.self, from: CBORValue.int(-1).encoded())
+        }
     }
 
     // MARK: The exact JSON form
@@ -279,11 +324,16 @@ struct ExactnessTests {
     static let tricky: [CBORValue] = [
         [
             "ints": [0, -1, .unsigned(.max), .negative(.max), .unsigned(1 << 53 + 1), .negative(1 << 63)],
-            "floats": [20.0, 0.1, 1e21, 1e-5, -0.0, .float(Double(Float(0.1))), .float(.greatestFiniteMagnitude),
-                       .float(.leastNonzeroMagnitude), .float(.nan), .float(.infinity), .float(-.infinity)],
+            "floats": [
+                20.0, 0.1, 1e21, 1e-5, -0.0, .float(Double(Float(0.1))), .float(.greatestFiniteMagnitude),
+                .float(.leastNonzeroMagnitude), .float(.nan), .float(.infinity), .float(-.infinity),
+            ],
             "text": ["", "\u{0}", "\"\\", "日本", "é", "e\u{301}", "{\"$bytes\":\"AA==\"}"],
             "bytes": [.bytes([]), .bytes([0xFF]), .bytes(Array(0...255))],
-            "tags": [.tagged(1, 1.5), .tagged(1001, [5: [-23, .unsigned(1 << 60)]]), .tagged(2, .bytes([1, 0, 0])), .tagged(32, "x")],
+            "tags": [
+                .tagged(1, 1.5), .tagged(1001, [5: [-23, .unsigned(1 << 60)]]), .tagged(2, .bytes([1, 0, 0])),
+                .tagged(32, "x"),
+            ],
             "simple": [.undefined, .simple(7), .simple(255), nil, true, false],
             "keys": [1: 1, .bytes([9]): 2, [1]: 3, "": 4, -1: 5],
             "$dollar": ["$only": 1, "$and": 2],
@@ -307,7 +357,8 @@ struct ExactnessTests {
             }
             #expect(!text.contains("\n"))
         }
-        #expect(CBORValue.map([CBORMapEntry(key: "$bytes", value: "x")]).exactJSONString() == #"{"$map":[["$bytes","x"]]}"#)
+        #expect(
+            CBORValue.map([CBORMapEntry(key: "$bytes", value: "x")]).exactJSONString() == #"{"$map":[["$bytes","x"]]}"#)
         #expect(CBORValue.tagged(1, 1_700_000_000).exactJSONString() == #"{"$tag":1,"$value":1700000000}"#)
     }
 
@@ -318,13 +369,16 @@ struct ExactnessTests {
             ("map", { inner, _ in .map([CBORMapEntry(key: "k", value: inner)]) }),
             ("tag", { inner, _ in .tagged(1, inner) }),
             ("keyed map", { inner, _ in .map([CBORMapEntry(key: 1, value: inner)]) }),
-            ("mixed", { inner, level in
-                switch level % 3 {
-                case 0: return .array([inner])
-                case 1: return .tagged(7, inner)
-                default: return .map([CBORMapEntry(key: .bytes([1]), value: inner)])
+            (
+                "mixed",
+                { inner, level in
+                    switch level % 3 {
+                    case 0: return .array([inner])
+                    case 1: return .tagged(7, inner)
+                    default: return .map([CBORMapEntry(key: .bytes([1]), value: inner)])
+                    }
                 }
-            }),
+            ),
         ]
         for (name, wrap) in shapes {
             var value: CBORValue = .bytes([0xAB])
@@ -347,23 +401,36 @@ struct ExactnessTests {
     @Test func deepPathsInErrorsAreShortenedSayingHowMuch() throws {
         let arrays = #"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
         let arrayError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: arrays) }
-        #expect(arrayError?.codingPath == "a[0][0][0][0][0]…(500 more levels)…[0][0][0][0][0][0]", "\(String(describing: arrayError))")
+        #expect(
+            arrayError?.codingPath == "a[0][0][0][0][0]…(500 more levels)…[0][0][0][0][0][0]",
+            "\(String(describing: arrayError))")
         let members = #"{"a":"# + String(repeating: #"{"b":"#, count: 600) + "1" + String(repeating: "}", count: 601)
         let memberError = expectCBORError(.invalidJSON) { _ = try CBORValue(json: members) }
-        #expect(memberError?.codingPath == "a.b.b.b.b.b…(500 more levels)…b.b.b.b.b.b", "\(String(describing: memberError))")
-        let tags = #"{"a":"# + String(repeating: #"{"$tag":1,"$value":"#, count: 600) + "1" + String(repeating: "}", count: 601)
+        #expect(
+            memberError?.codingPath == "a.b.b.b.b.b…(500 more levels)…b.b.b.b.b.b", "\(String(describing: memberError))"
+        )
+        let tags =
+            #"{"a":"# + String(repeating: #"{"$tag":1,"$value":"#, count: 600) + "1"
+            + String(repeating: "}", count: 601)
         let tagError = expectCBORError(.invalidJSON) { _ = try CBORValue(exactJSON: tags) }
-        #expect(tagError?.codingPath.hasPrefix("a{$tag 1}{$tag 1}") == true && tagError?.codingPath.contains(" more levels)…{$tag 1}") == true, "\(String(describing: tagError))")
+        #expect(
+            tagError?.codingPath.hasPrefix("a{$tag 1}{$tag 1}") == true
+                && tagError?.codingPath.contains(" more levels)…{$tag 1}") == true, "\(String(describing: tagError))")
         #expect((tagError?.codingPath.count ?? .max) < 200)
         // Sixteen steps are shown whole; a long member name is cut, saying so.
         let sixteen = #"{"a":"# + String(repeating: "[", count: 15) + "1e400" + String(repeating: "]", count: 15) + "}"
-        #expect(expectCBORError(.invalidJSON) { _ = try CBORValue(json: sixteen) }?.codingPath == "a" + String(repeating: "[0]", count: 15))
+        #expect(
+            expectCBORError(.invalidJSON) { _ = try CBORValue(json: sixteen) }?.codingPath == "a"
+                + String(repeating: "[0]", count: 15))
         let long = String(repeating: "n", count: 100)
         let named = expectCBORError(.invalidJSON) { _ = try CBORValue(json: #"{"\#(long)":{"x":1e400}}"#) }
         #expect(named?.codingPath == String(repeating: "n", count: 64) + "….x", "\(String(describing: named))")
         // Codable decoding errors are shortened the same way.
         struct Deep: Decodable { var v: [[[[[[[[[[[[[[[[[[Int]]]]]]]]]]]]]]]]]] }
-        let cbor = CBORValue.map([CBORMapEntry(key: "v", value: (0..<17).reduce(CBORValue.array([.text("x")])) { inner, _ in .array([inner]) })]).encoded()
+        let cbor = CBORValue.map([
+            CBORMapEntry(
+                key: "v", value: (0..<17).reduce(CBORValue.array([.text("x")])) { inner, _ in .array([inner]) })
+        ]).encoded()
         let decoding = expectCBORError { _ = try CBORDecoder().decode(Deep.self, from: cbor) }
         #expect(decoding?.codingPath.contains("…(") == true, "\(String(describing: decoding))")
     }
@@ -383,4 +450,3 @@ struct ExactnessTests {
         #expect(try CBORValue(json: #"{"$bytes":"AA=="}"#) == ["$bytes": "AA=="])
     }
 }
-

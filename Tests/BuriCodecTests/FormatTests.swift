@@ -16,8 +16,9 @@ struct FormatTests {
     @Test func goldenBytesOfASmallStruct() throws {
         let bytes = try CBOREncoder().encode(Golden(name: "Dirk", age: 20, ok: true, nothing: nil, list: [-1, 100]))
         // {"name": "Dirk", "age": 20, "ok": true, "list": [-1, 100]}; nil keys are left out.
-        #expect(hexString(bytes) == "a4" + "646e616d65" + "644469726b" + "63616765" + "14" + "626f6b" + "f5"
-            + "646c697374" + "82" + "20" + "1864")
+        #expect(
+            hexString(bytes) == "a4" + "646e616d65" + "644469726b" + "63616765" + "14" + "626f6b" + "f5"
+                + "646c697374" + "82" + "20" + "1864")
     }
 
     @Test func integersUseTheShortestHead() throws {
@@ -62,7 +63,8 @@ struct FormatTests {
 
     @Test func enumsUseTheirSynthesizedShape() throws {
         // {"circle": {"radius": 2.0}} and {"point": {}}
-        #expect(try CBORValue(decoding: try CBOREncoder().encode(Shape.circle(radius: 2))) == ["circle": ["radius": 2.0]])
+        #expect(
+            try CBORValue(decoding: try CBOREncoder().encode(Shape.circle(radius: 2))) == ["circle": ["radius": 2.0]])
         #expect(hexString(try CBOREncoder().encode(Shape.point)) == "a165706f696e74a0")
         #expect(try CBOREncoder().encode(Color.green) == [0x65] + Array("green".utf8))
     }
@@ -94,7 +96,7 @@ struct FormatTests {
         #expect(hexString(CBORValue.float(1.1).encoded()) == "fb3ff199999999999a")
         #expect(hexString(CBORValue.float(.nan).encoded()) == "f97e00")
         #expect(hexString(CBORValue.float(-.infinity).encoded()) == "f9fc00")
-        #expect(hexString(CBORValue.float(5.960464477539063e-8).encoded()) == "f90001") // smallest half subnormal
+        #expect(hexString(CBORValue.float(5.960464477539063e-8).encoded()) == "f90001")  // smallest half subnormal
         #expect(hexString(CBORValue.negative(UInt64.max).encoded()) == "3bffffffffffffffff")
         #expect(hexString(CBORValue.tagged(1, 0).encoded()) == "c100")
         #expect(hexString(CBORValue.simple(16).encoded()) == "f0")

@@ -34,34 +34,54 @@ struct FusedValidationTests {
     @Test func wellFormedInputStillDecodes() throws {
         #expect(try CBORDecoder().decode(Small.self, from: map(extra: [], extraCount: 0)) == Small(a: 1, b: "x"))
         // An entry the type ignores is skipped; keys in another order use the index.
-        #expect(try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x82, 0x01, 0x02], extraCount: 1)) == Small(a: 1, b: "x"))
+        #expect(
+            try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x82, 0x01, 0x02], extraCount: 1))
+                == Small(a: 1, b: "x"))
         let reversed = hex("a2 61 62 61 78 61 61 01")
         #expect(try CBORDecoder().decode(Small.self, from: reversed) == Small(a: 1, b: "x"))
-        #expect(try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 83 07 08 09")) == FirstOnly(first: 7))
+        #expect(
+            try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 83 07 08 09")) == FirstOnly(first: 7))
         // A tag in front of the top-level map is skipped.
-        #expect(try CBORDecoder().decode(Small.self, from: [0xC6] + map(extra: [], extraCount: 0)) == Small(a: 1, b: "x"))
+        #expect(
+            try CBORDecoder().decode(Small.self, from: [0xC6] + map(extra: [], extraCount: 0)) == Small(a: 1, b: "x"))
     }
 
     @Test func damageInAnIgnoredEntryAfterTheFieldsIsAnError() throws {
         // "c": a reserved head (0x1C); "c": a string claiming 5 bytes with 1 left; "c": 2 entries of a map, 1 present.
-        expectCBORError(.malformed) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x1C], extraCount: 1)) }
-        expectCBORError(.lengthTooLarge) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x65, 0x41], extraCount: 1)) }
-        expectCBORError { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0xA2, 0x01, 0x02], extraCount: 1)) }
+        expectCBORError(.malformed) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x1C], extraCount: 1))
+        }
+        expectCBORError(.lengthTooLarge) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x65, 0x41], extraCount: 1))
+        }
+        expectCBORError {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0xA2, 0x01, 0x02], extraCount: 1))
+        }
         // An indefinite-length value in an ignored entry is still unsupported.
-        expectCBORError(.unsupported) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x9F, 0xFF], extraCount: 1)) }
+        expectCBORError(.unsupported) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63, 0x9F, 0xFF], extraCount: 1))
+        }
     }
 
     @Test func aMapClaimingMoreEntriesThanItHasIsAnError() throws {
         // The type reads "a" and "b", which are there; the third entry the head promises is not.
-        expectCBORError(.lengthTooLarge) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [], extraCount: 1)) }
-        expectCBORError(.lengthTooLarge) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63], extraCount: 1)) }
+        expectCBORError(.lengthTooLarge) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [], extraCount: 1))
+        }
+        expectCBORError(.lengthTooLarge) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x61, 0x63], extraCount: 1))
+        }
         // The last entry's value cut short: a string claiming 3 bytes with 2 left.
-        expectCBORError(.lengthTooLarge) { _ = try CBORDecoder().decode(Small.self, from: hex("a2 61 61 01 61 62 63 78 78")) }
+        expectCBORError(.lengthTooLarge) {
+            _ = try CBORDecoder().decode(Small.self, from: hex("a2 61 61 01 61 62 63 78 78"))
+        }
     }
 
     @Test func damageInsideAPartlyReadValueIsAnError() throws {
         // "list": [7, 8, <reserved head>]: the type reads only 7.
-        expectCBORError(.malformed) { _ = try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 83 07 08 1c")) }
+        expectCBORError(.malformed) {
+            _ = try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 83 07 08 1c"))
+        }
         // "list": [7, 8, 9] but the array claims 4 elements.
         expectCBORError { _ = try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 84 07 08 09")) }
     }
@@ -73,11 +93,17 @@ struct FusedValidationTests {
     }
 
     @Test func trailingBytesAfterAFullyReadItemAreAnError() throws {
-        let error = expectCBORError(.trailingBytes) { _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x00], extraCount: 0)) }
+        let error = expectCBORError(.trailingBytes) {
+            _ = try CBORDecoder().decode(Small.self, from: map(extra: [0x00], extraCount: 0))
+        }
         #expect(error?.offset == 8)
         expectCBORError(.trailingBytes) { _ = try CBORDecoder().decode(String.self, from: hex("61 78 00")) }
-        expectCBORError(.trailingBytes) { _ = try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 81 07 f6")) }
-        expectCBORError(.trailingBytes) { _ = try CBORDecoder().decode([Small].self, from: [0x81] + map(extra: [], extraCount: 0) + [0x01]) }
+        expectCBORError(.trailingBytes) {
+            _ = try CBORDecoder().decode(FirstOnly.self, from: hex("a1 64 6c697374 81 07 f6"))
+        }
+        expectCBORError(.trailingBytes) {
+            _ = try CBORDecoder().decode([Small].self, from: [0x81] + map(extra: [], extraCount: 0) + [0x01])
+        }
     }
 
     @Test func malformationIsReportedBeforeATypeMismatch() throws {
@@ -88,7 +114,9 @@ struct FusedValidationTests {
         // A missing key in an input with trailing bytes reports the trailing bytes.
         expectCBORError(.trailingBytes) { _ = try CBORDecoder().decode(Small.self, from: hex("a1 61 61 01 00")) }
         // Well-formed, only the type is wrong: the type mismatch, with its path.
-        let mismatch = expectCBORError(.typeMismatch) { _ = try CBORDecoder().decode(Small.self, from: hex("a2 61 61 61 78 61 62 61 78")) }
+        let mismatch = expectCBORError(.typeMismatch) {
+            _ = try CBORDecoder().decode(Small.self, from: hex("a2 61 61 61 78 61 62 61 78"))
+        }
         #expect(mismatch?.codingPath == "a")
     }
 
@@ -110,7 +138,8 @@ struct FusedValidationTests {
                 default: bytes.remove(at: index)
                 }
             }
-            let decoded = (try? CBORDecoder().decode(Person.self, from: bytes)) != nil
+            let decoded =
+                (try? CBORDecoder().decode(Person.self, from: bytes)) != nil
                 || (try? CBORDecoder().decode(Small.self, from: bytes)) != nil
             if decoded {
                 accepted += 1
@@ -132,11 +161,17 @@ struct FusedValidationTests {
         // {"a": 1, "b": 2}
         #expect(try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 6162 02")) == ["a": 1, "b": 2])
         // {"a": 1, <ff fe as text>: 2}: the second key is not UTF-8.
-        #expect(throws: (any Error).self) { try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 62fffe 02")) }
+        #expect(throws: (any Error).self) {
+            try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 62fffe 02"))
+        }
         // {"a": 1, 7: 2}: the second key is an integer.
-        #expect(throws: (any Error).self) { try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 07 02")) }
+        #expect(throws: (any Error).self) {
+            try CBORDecoder().decode([String: Int].self, from: hex("a2 6161 01 07 02"))
+        }
         // The same inside a record's field.
         struct Holder: Decodable { var tags: [String: Int] }
-        #expect(throws: (any Error).self) { try CBORDecoder().decode(Holder.self, from: hex("a1 6474616773 a2 6161 01 62fffe 02")) }
+        #expect(throws: (any Error).self) {
+            try CBORDecoder().decode(Holder.self, from: hex("a1 6474616773 a2 6161 01 62fffe 02"))
+        }
     }
 }

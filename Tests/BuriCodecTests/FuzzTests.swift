@@ -100,7 +100,8 @@ extension CBORValue {
         case .simple(22): return .null
         case .simple(23), .simple(24...31): return .undefined
         case .array(let elements): return .array(elements.map(\.normalized))
-        case .map(let entries): return .map(entries.map { CBORMapEntry(key: $0.key.normalized, value: $0.value.normalized) })
+        case .map(let entries):
+            return .map(entries.map { CBORMapEntry(key: $0.key.normalized, value: $0.value.normalized) })
         case .tagged(let tag, let content): return .tagged(tag, content.normalized)
         default: return self
         }

@@ -7,15 +7,20 @@ struct JSONBridgeTests {
     @Test func exportFollowsTheRules() {
         let value: CBORValue = [
             "int": 42, "neg": -7, "big": .unsigned(.max), "min": .negative(.max), "beyond53": .unsigned((1 << 53) + 1),
-            "floats": [1.0, 0.1, 1e100, 1e-7, -0.0, .float(.leastNonzeroMagnitude), .float(.nan), .float(.infinity), .float(-.infinity)],
-            "bytes": .bytes([0, 1, 2, 254, 255]), "tag": .tagged(32, "https://x"), "undef": .undefined, "simple": .simple(99),
+            "floats": [
+                1.0, 0.1, 1e100, 1e-7, -0.0, .float(.leastNonzeroMagnitude), .float(.nan), .float(.infinity),
+                .float(-.infinity),
+            ],
+            "bytes": .bytes([0, 1, 2, 254, 255]), "tag": .tagged(32, "https://x"), "undef": .undefined,
+            "simple": .simple(99),
             "flags": [true, false, nil], "empty": [:], "none": [],
         ]
-        #expect(value.jsonString() == """
-            {"int":42,"neg":-7,"big":18446744073709551615,"min":-18446744073709551616,"beyond53":9007199254740993,\
-            "floats":[1.0,0.1,1e+100,1e-07,-0.0,5e-324,"NaN","Infinity","-Infinity"],"bytes":"AAEC/v8=",\
-            "tag":"https://x","undef":null,"simple":null,"flags":[true,false,null],"empty":{},"none":[]}
-            """)
+        #expect(
+            value.jsonString() == """
+                {"int":42,"neg":-7,"big":18446744073709551615,"min":-18446744073709551616,"beyond53":9007199254740993,\
+                "floats":[1.0,0.1,1e+100,1e-07,-0.0,5e-324,"NaN","Infinity","-Infinity"],"bytes":"AAEC/v8=",\
+                "tag":"https://x","undef":null,"simple":null,"flags":[true,false,null],"empty":{},"none":[]}
+                """)
     }
 
     @Test func textIsEscapedPerRFC8259() {
@@ -24,8 +29,12 @@ struct JSONBridgeTests {
     }
 
     @Test func nonTextKeysBecomeTheirJSONText() {
-        let value: CBORValue = [1: "a", -2: "b", .bytes([1]): "c", [1, 2]: "d", 1.5: "e", .float(.nan): "f", true: "g", .tagged(1, "t"): "h"]
-        #expect(value.jsonString() == #"{"1":"a","-2":"b","AQ==":"c","[1,2]":"d","1.5":"e","NaN":"f","true":"g","t":"h"}"#)
+        let value: CBORValue = [
+            1: "a", -2: "b", .bytes([1]): "c", [1, 2]: "d", 1.5: "e", .float(.nan): "f", true: "g",
+            .tagged(1, "t"): "h",
+        ]
+        #expect(
+            value.jsonString() == #"{"1":"a","-2":"b","AQ==":"c","[1,2]":"d","1.5":"e","NaN":"f","true":"g","t":"h"}"#)
     }
 
     @Test func keysNestedInKeysStayLinear() {
@@ -42,39 +51,44 @@ struct JSONBridgeTests {
 
     @Test func prettyOutputIsIndentedAndStable() {
         let value: CBORValue = ["a": [1, ["b": nil]], "c": [:], "d": []]
-        #expect(value.jsonString(pretty: true) == """
-            {
-              "a": [
-                1,
+        #expect(
+            value.jsonString(pretty: true) == """
                 {
-                  "b": null
+                  "a": [
+                    1,
+                    {
+                      "b": null
+                    }
+                  ],
+                  "c": {},
+                  "d": []
                 }
-              ],
-              "c": {},
-              "d": []
-            }
-            """)
+                """)
     }
 
     @Test func importParsesNumbersStringsAndOrder() throws {
-        let value = try CBORValue(json: """
-            \u{FEFF}{ "z": 1, "a": -1, "n": 0, "m": -0, "big": 18446744073709551615, "min": -18446744073709551616,
-              "approx": 1.8446744073709552e19, "f": 2.50, "e": 1E3, "s": "\\u00e9\\ud83d\\ude00\\/\\n",
-              "list": [true, false, null, {}, []] }
-            """)
-        #expect(value == [
-            "z": 1, "a": -1, "n": 0, "m": 0, "big": .unsigned(.max), "min": .negative(.max),
-            "approx": .float(18446744073709551616.0), "f": 2.5, "e": 1000.0, "s": "é😀/\n",
-            "list": [true, false, nil, [:], []],
-        ])
+        let value = try CBORValue(
+            json: """
+                \u{FEFF}{ "z": 1, "a": -1, "n": 0, "m": -0, "big": 18446744073709551615, "min": -18446744073709551616,
+                  "approx": 1.8446744073709552e19, "f": 2.50, "e": 1E3, "s": "\\u00e9\\ud83d\\ude00\\/\\n",
+                  "list": [true, false, null, {}, []] }
+                """)
+        #expect(
+            value == [
+                "z": 1, "a": -1, "n": 0, "m": 0, "big": .unsigned(.max), "min": .negative(.max),
+                "approx": .float(18446744073709551616.0), "f": 2.5, "e": 1000.0, "s": "é😀/\n",
+                "list": [true, false, nil, [:], []],
+            ])
     }
 
     @Test func exportImportExportIsByteIdentical() throws {
         let tricky: [CBORValue] = [
             [
                 "ints": [0, -1, .unsigned(.max), .negative(.max), .unsigned(1 << 53 + 1)],
-                "floats": [20.0, 0.1, 1e21, 1e-5, -0.0, .float(Double(Float(0.1))), .float(.greatestFiniteMagnitude),
-                           .float(.leastNonzeroMagnitude), .float(.nan), .float(-.infinity), 123456789.125],
+                "floats": [
+                    20.0, 0.1, 1e21, 1e-5, -0.0, .float(Double(Float(0.1))), .float(.greatestFiniteMagnitude),
+                    .float(.leastNonzeroMagnitude), .float(.nan), .float(-.infinity), 123456789.125,
+                ],
                 "text": ["", "\u{0}", "\"\\", "日本", "👩‍👩‍👧", "\u{1F}\u{7F}"],
                 "bytes": [.bytes([]), .bytes([0xFF]), .bytes(Array(0...255))],
                 "misc": [.tagged(1, 1.5), .undefined, .simple(7), nil, true],
@@ -111,7 +125,8 @@ struct JSONBridgeTests {
         }
         let record = Record(
             id: UUID(), when: Date(timeIntervalSinceReferenceDate: 1234.5), ratio: 0.1, precise: .pi, count: -3,
-            blob: Data([1, 2, 3]), link: URL(string: "https://buri.dev/x")!, shape: .rectangle(2, 3), level: 200, maybe: nil)
+            blob: Data([1, 2, 3]), link: URL(string: "https://buri.dev/x")!, shape: .rectangle(2, 3), level: 200,
+            maybe: nil)
         let exported = try CBORValue(decoding: try CBOREncoder().encode(record)).exactJSONString()
         let imported = try CBORValue(exactJSON: exported)
         #expect(try CBORDecoder().decode(Record.self, from: imported.encoded()) == record)
@@ -143,7 +158,9 @@ struct JSONBridgeTests {
         ]
         for (json, line, column) in cases {
             let error = expectCBORError(.invalidJSON) { _ = try CBORValue(json: json) }
-            #expect(error?.line == line && error?.column == column, "\(json.debugDescription): \(String(describing: error))")
+            #expect(
+                error?.line == line && error?.column == column, "\(json.debugDescription): \(String(describing: error))"
+            )
         }
         expectCBORError(.invalidJSON) { _ = try CBORValue(jsonBytes: [0x22, 0xC3, 0x28, 0x22]) }
         #expect(try CBORValue(jsonBytes: Array("[1]".utf8)) == [1])

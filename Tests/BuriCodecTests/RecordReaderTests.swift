@@ -37,18 +37,22 @@ struct Sample: Codable, CBORRecordDecodable {
     var decomposed: String
 
     enum CodingKeys: String, CodingKey {
-        case s, i, i64, u64, u, i32, u32, i16, u16, i8, u8, d, f, b, data, bytes, date, url, opt, optInt, tags, inner, größe
+        case s, i, i64, u64, u, i32, u32, i16, u16, i8, u8, d, f, b, data, bytes, date, url, opt, optInt, tags, inner,
+            größe
         case precomposed = "\u{E9}"
         case decomposed = "e\u{301}"
     }
 
-    init(s: String, i: Int, i64: Int64, u64: UInt64, u: UInt, i32: Int32, u32: UInt32, i16: Int16, u16: UInt16,
-         i8: Int8, u8: UInt8, d: Double, f: Float, b: Bool, data: Data, bytes: [UInt8], date: Date, url: URL,
-         opt: String?, optInt: Int?, tags: [String], inner: Inner?, größe: Int, precomposed: String, decomposed: String) {
+    init(
+        s: String, i: Int, i64: Int64, u64: UInt64, u: UInt, i32: Int32, u32: UInt32, i16: Int16, u16: UInt16,
+        i8: Int8, u8: UInt8, d: Double, f: Float, b: Bool, data: Data, bytes: [UInt8], date: Date, url: URL,
+        opt: String?, optInt: Int?, tags: [String], inner: Inner?, größe: Int, precomposed: String, decomposed: String
+    ) {
         self.s = s; self.i = i; self.i64 = i64; self.u64 = u64; self.u = u; self.i32 = i32; self.u32 = u32
         self.i16 = i16; self.u16 = u16; self.i8 = i8; self.u8 = u8; self.d = d; self.f = f; self.b = b
         self.data = data; self.bytes = bytes; self.date = date; self.url = url; self.opt = opt; self.optInt = optInt
-        self.tags = tags; self.inner = inner; self.größe = größe; self.precomposed = precomposed; self.decomposed = decomposed
+        self.tags = tags; self.inner = inner; self.größe = größe; self.precomposed = precomposed;
+        self.decomposed = decomposed
     }
 
     init(record: inout CBORRecordReader) throws {
@@ -104,15 +108,17 @@ struct Sample: Codable, CBORRecordDecodable {
 /// The two decoding paths over the same bytes.
 enum Paths {
     static func codable(_ bytes: [UInt8]) -> Result<Sample, CBORError> {
-        do { return .success(try CBORDecoder().decode(Sample.self, from: bytes)) }
-        catch let error as CBORError { return .failure(error) }
-        catch { return .failure(CBORError(.invalidValue, "not a CBORError: \(error)")) }
+        do { return .success(try CBORDecoder().decode(Sample.self, from: bytes)) } catch let error as CBORError {
+            return .failure(error)
+        } catch { return .failure(CBORError(.invalidValue, "not a CBORError: \(error)")) }
     }
 
     static func fast(_ bytes: [UInt8]) -> Result<Sample, CBORError> {
-        do { return .success(try bytes.withUnsafeBytes { try CBORRecordReader.decode(Sample.self, from: $0) }) }
-        catch let error as CBORError { return .failure(error) }
-        catch { return .failure(CBORError(.invalidValue, "not a CBORError: \(error)")) }
+        do {
+            return .success(try bytes.withUnsafeBytes { try CBORRecordReader.decode(Sample.self, from: $0) })
+        } catch let error as CBORError { return .failure(error) } catch {
+            return .failure(CBORError(.invalidValue, "not a CBORError: \(error)"))
+        }
     }
 
     /// The value re-encoded: equal bytes mean equal values, bit for bit (NaN payloads, -0.0, the
@@ -122,11 +128,17 @@ enum Paths {
 
 @Suite("CBORRecordReader reads exactly what CBORDecoder reads")
 struct RecordReaderTests {
-    static let strings = ["", "\u{0}", "a\u{0}b", "\u{E9}", "e\u{301}", "größe", "🧪💥", String(repeating: "x", count: 70_000),
-                          String(repeating: "é", count: 3_000), "plain"]
-    static let doubles: [Double] = [0, -0.0, .nan, -.nan, .infinity, -.infinity, .greatestFiniteMagnitude,
-                                    .leastNonzeroMagnitude, 1.5, -2, 0x1p64, 1e-300, 65504, 0.1]
-    static let floats: [Float] = [0, -0.0, .nan, .infinity, -.infinity, .greatestFiniteMagnitude, 1.5, .leastNonzeroMagnitude]
+    static let strings = [
+        "", "\u{0}", "a\u{0}b", "\u{E9}", "e\u{301}", "größe", "🧪💥", String(repeating: "x", count: 70_000),
+        String(repeating: "é", count: 3_000), "plain",
+    ]
+    static let doubles: [Double] = [
+        0, -0.0, .nan, -.nan, .infinity, -.infinity, .greatestFiniteMagnitude,
+        .leastNonzeroMagnitude, 1.5, -2, 0x1p64, 1e-300, 65504, 0.1,
+    ]
+    static let floats: [Float] = [
+        0, -0.0, .nan, .infinity, -.infinity, .greatestFiniteMagnitude, 1.5, .leastNonzeroMagnitude,
+    ]
 
     static func random(_ g: inout SeededGenerator) -> Sample {
         func pick<T>(_ values: [T]) -> T { values[Int(g.next() % UInt64(values.count))] }
@@ -140,9 +152,12 @@ struct RecordReaderTests {
             f: pick(floats + [Float(bitPattern: UInt32(truncatingIfNeeded: g.next()))]), b: g.next() % 2 == 0,
             data: Data(pick([[], [0], [0xFF, 0, 1], Array(repeating: 7, count: 1_000)])),
             bytes: pick([[], [0, 255], [1, 2, 3]]),
-            date: pick([Date(timeIntervalSince1970: 0), Date(timeIntervalSinceReferenceDate: -1e9),
-                        Date(timeIntervalSince1970: Double(g.next() % 4_000_000_000) / 7)]),
-            url: pick([URL(string: "https://example.com/a?b=c"), URL(string: "file:///tmp/x")]) ?? URL(fileURLWithPath: "/"),
+            date: pick([
+                Date(timeIntervalSince1970: 0), Date(timeIntervalSinceReferenceDate: -1e9),
+                Date(timeIntervalSince1970: Double(g.next() % 4_000_000_000) / 7),
+            ]),
+            url: pick([URL(string: "https://example.com/a?b=c"), URL(string: "file:///tmp/x")])
+                ?? URL(fileURLWithPath: "/"),
             opt: g.next() % 3 == 0 ? nil : pick(strings), optInt: g.next() % 3 == 0 ? nil : int(Int.self),
             tags: Array(strings.prefix(Int(g.next() % 4))).filter { $0.count < 100 },
             inner: g.next() % 3 == 0 ? nil : Sample.Inner(label: pick(strings), values: [pick(doubles), 1]),
@@ -201,7 +216,7 @@ struct RecordReaderTests {
         var entries = try Self.entries(Self.sample())
         let extras: [CBORMapEntry] = [
             CBORMapEntry(key: "added", value: ["deep": [1, 2, ["x": nil]], "n": -5]),
-            CBORMapEntry(key: "E\u{301}", value: .bytes([1, 2])),          // a name no field has
+            CBORMapEntry(key: "E\u{301}", value: .bytes([1, 2])),  // a name no field has
             CBORMapEntry(key: .unsigned(7), value: "a key that is not text"),
             CBORMapEntry(key: "\u{E9}\u{0}", value: .float(.nan)),
         ]
@@ -219,8 +234,16 @@ struct RecordReaderTests {
             var entries = try Self.entries(Self.sample())
             switch edit {
             case "absent": entries.removeAll { ["opt", "optInt", "inner"].contains($0.key.textValue ?? "") }
-            case "null": entries = entries.map { ["opt", "optInt", "inner"].contains($0.key.textValue ?? "") ? CBORMapEntry(key: $0.key, value: .null) : $0 }
-            default: entries = entries.map { ["opt", "optInt", "inner"].contains($0.key.textValue ?? "") ? CBORMapEntry(key: $0.key, value: .undefined) : $0 }
+            case "null":
+                entries = entries.map {
+                    ["opt", "optInt", "inner"].contains($0.key.textValue ?? "")
+                        ? CBORMapEntry(key: $0.key, value: .null) : $0
+                }
+            default:
+                entries = entries.map {
+                    ["opt", "optInt", "inner"].contains($0.key.textValue ?? "")
+                        ? CBORMapEntry(key: $0.key, value: .undefined) : $0
+                }
             }
             let bytes = CBORValue.map(entries).encoded()
             let fast = try Paths.fast(bytes).get()
@@ -231,7 +254,9 @@ struct RecordReaderTests {
 
     /// Replaces the value of `key` and checks both paths agree (value or error).
     func replaced(_ key: String, with value: CBORValue) throws -> Result<Sample, CBORError> {
-        let entries = try Self.entries(Self.sample()).map { $0.key.textValue == key ? CBORMapEntry(key: $0.key, value: value) : $0 }
+        let entries = try Self.entries(Self.sample()).map {
+            $0.key.textValue == key ? CBORMapEntry(key: $0.key, value: value) : $0
+        }
         let bytes = CBORValue.map(entries).encoded()
         try expectSame(bytes)
         return Paths.fast(bytes)
@@ -242,8 +267,10 @@ struct RecordReaderTests {
             ("u8", 256), ("u8", -1), ("i8", -129), ("i8", .float(3.0)), ("i8", .float(3.5)), ("i", .unsigned(.max)),
             ("i64", .negative(.max)), ("u64", .unsigned(.max)), ("u64", .float(0x1p64)), ("i", .float(.nan)),
             ("d", "NaN"), ("d", "-Infinity"), ("d", "nope"), ("d", .unsigned(.max)), ("d", .negative(.max)),
-            ("d", .unsigned((1 << 53) + 1)), ("f", .float(1e300)), ("f", .float(.infinity)), ("f", .unsigned(16_777_217)),
-            ("f", .float(0.1)), ("b", 1), ("b", .null), ("s", .bytes([0x61])), ("s", .null), ("s", .tagged(99, "tagged")),
+            ("d", .unsigned((1 << 53) + 1)), ("f", .float(1e300)), ("f", .float(.infinity)),
+            ("f", .unsigned(16_777_217)),
+            ("f", .float(0.1)), ("b", 1), ("b", .null), ("s", .bytes([0x61])), ("s", .null),
+            ("s", .tagged(99, "tagged")),
             ("data", "AAEC"), ("data", "not base64!"), ("data", [0, 1, 256]), ("data", [1, 2]), ("bytes", .bytes([1])),
             ("bytes", [1, 300]), ("date", .tagged(1, 0)), ("date", .tagged(1001, [1: 5])), ("date", .tagged(1, "x")),
             ("date", 12.5), ("url", .tagged(32, "https://a.b")), ("url", ""), ("tags", ["a", 1]), ("tags", "a"),
@@ -276,7 +303,7 @@ struct RecordReaderTests {
         #expect(error.kind == .keyNotFound && error.codingPath == "\u{E9}")
         try expectSame(CBORValue.map(entries).encoded())
 
-        let bytes: [UInt8] = [0xA1, 0x62, 0xC3, 0xA9, 0x01]   // {"é": 1}
+        let bytes: [UInt8] = [0xA1, 0x62, 0xC3, 0xA9, 0x01]  // {"é": 1}
         try bytes.withUnsafeBytes { raw in
             var reader = try CBORRecordReader(raw)
             let field = try #require(try reader.nextField())
@@ -333,15 +360,17 @@ struct RecordReaderTests {
         // Trailing bytes, an overlong map count, an overlong string, bad UTF-8, not a map, empty.
         #expect(Paths.fast(good + [0x00]).failure?.kind == .trailingBytes)
         var overlong = good
-        overlong[0] = 0xBB   // a map whose 8-byte count follows
+        overlong[0] = 0xBB  // a map whose 8-byte count follows
         try expectSame(overlong)
         #expect(Paths.fast([0xBB, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).failure?.kind == .lengthTooLarge)
         #expect(Paths.fast([0xA1, 0x61, 0x73, 0x7A, 0xFF, 0xFF, 0xFF, 0xFF]).failure?.kind == .lengthTooLarge)
-        let marker: [UInt8] = [0x64, 0x7F, 0x7E, 0x7F, 0x7E]   // the text "\u{7F}~\u{7F}~"
-        let sEntry = try Self.entries(Self.sample()).map { $0.key.textValue == "s" ? CBORMapEntry(key: $0.key, value: "\u{7F}~\u{7F}~") : $0 }
+        let marker: [UInt8] = [0x64, 0x7F, 0x7E, 0x7F, 0x7E]  // the text "\u{7F}~\u{7F}~"
+        let sEntry = try Self.entries(Self.sample()).map {
+            $0.key.textValue == "s" ? CBORMapEntry(key: $0.key, value: "\u{7F}~\u{7F}~") : $0
+        }
         var bytes = CBORValue.map(sEntry).encoded()
         let at = try #require((0..<(bytes.count - 4)).first { Array(bytes[$0..<($0 + 5)]) == marker })
-        bytes[at + 1] = 0xC3   // a lead byte followed by no continuation byte
+        bytes[at + 1] = 0xC3  // a lead byte followed by no continuation byte
         let error = try #require(Paths.fast(bytes).failure)
         #expect(error.kind == .invalidUTF8 && error.codingPath == "s")
         try expectSame(bytes)
@@ -357,19 +386,19 @@ struct RecordReaderTests {
     }
 
     @Test func misuseIsAnErrorNotACrash() throws {
-        let bytes: [UInt8] = [0xA2, 0x61, 0x61, 0x01, 0x61, 0x62, 0x02]   // {"a": 1, "b": 2}
+        let bytes: [UInt8] = [0xA2, 0x61, 0x61, 0x01, 0x61, 0x62, 0x02]  // {"a": 1, "b": 2}
         try bytes.withUnsafeBytes { raw in
             var reader = try CBORRecordReader(raw)
-            #expect(throws: CBORError.self) { try reader.int() }             // before nextField
+            #expect(throws: CBORError.self) { try reader.int() }  // before nextField
             _ = try reader.nextField()
             let a = try reader.int()
             #expect(a == 1)
-            #expect(throws: CBORError.self) { try reader.int() }             // read twice
+            #expect(throws: CBORError.self) { try reader.int() }  // read twice
             let isNil = reader.isNil()
             #expect(!isNil)
             let b = try #require(try reader.nextField())
             #expect(b == "b")
-            let end = try reader.nextField()                                 // b's value skipped
+            let end = try reader.nextField()  // b's value skipped
             let again = try reader.nextField()
             #expect(end == nil && again == nil)
             let offset = reader.offset
@@ -381,9 +410,11 @@ struct RecordReaderTests {
         let result = try replaced("tags", with: ["ok", .bytes([1])])
         let error = try #require(result.failure)
         #expect(error.kind == .typeMismatch && error.codingPath == "tags[1]", "\(error)")
-        let encoded = CBORValue.map(try Self.entries(Self.sample()).map {
-            $0.key.textValue == "tags" ? CBORMapEntry(key: $0.key, value: ["ok", .bytes([1])]) : $0
-        }).encoded()
+        let encoded = CBORValue.map(
+            try Self.entries(Self.sample()).map {
+                $0.key.textValue == "tags" ? CBORMapEntry(key: $0.key, value: ["ok", .bytes([1])]) : $0
+            }
+        ).encoded()
         // The offset is that of the bad element in the whole record.
         let offset = try #require(error.offset)
         #expect(encoded[offset] == 0x41)

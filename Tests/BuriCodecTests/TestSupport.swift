@@ -17,8 +17,9 @@ func expectCBORError(
 ) -> CBORError? {
     do {
         try body()
-        Issue.record("expected a CBORError\(kind.map { " of kind \($0)" } ?? ""), but nothing was thrown",
-                     sourceLocation: sourceLocation)
+        Issue.record(
+            "expected a CBORError\(kind.map { " of kind \($0)" } ?? ""), but nothing was thrown",
+            sourceLocation: sourceLocation)
         return nil
     } catch let error as CBORError {
         if let kind {

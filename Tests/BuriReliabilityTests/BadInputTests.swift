@@ -10,7 +10,8 @@ struct Odd: BuriSupport, Equatable, Sendable {
     var blob: [UInt8]
     var value: Double
 
-    static let buri = BuriSchema<Odd>(key: \.id, indexes: [.binary("label", \.label), .binary("blob", \.blob), .numeric("value", \.value)])
+    static let buri = BuriSchema<Odd>(
+        key: \.id, indexes: [.binary("label", \.label), .binary("blob", \.blob), .numeric("value", \.value)])
 }
 
 /// Person's shape with a field of another type: stored Persons do not decode as it.
@@ -19,7 +20,8 @@ struct NotAPerson: BuriSupport, Equatable, Sendable {
     var locale: String
     var age: String
 
-    static let buri = BuriSchema<NotAPerson>(key: \.id, indexes: [.binary("locale", \.locale), .numeric("length", \.id.utf8.count)])
+    static let buri = BuriSchema<NotAPerson>(
+        key: \.id, indexes: [.binary("locale", \.locale), .numeric("length", \.id.utf8.count)])
 }
 
 /// Bad input through the Swift API: each case gets a clear typed error and writes nothing, or —
@@ -27,7 +29,9 @@ struct NotAPerson: BuriSupport, Equatable, Sendable {
 struct BadInputTests {
     /// Opens a fresh database with a Person bucket holding one object; `body` runs against it, and
     /// the raw contents of the database are returned before and after.
-    static func withPeople(_ engine: Engine, _ body: (BuriDatabase, Bucket<Person>) throws -> Void) throws -> (before: [[UInt8]], after: [[UInt8]]) {
+    static func withPeople(
+        _ engine: Engine, _ body: (BuriDatabase, Bucket<Person>) throws -> Void
+    ) throws -> (before: [[UInt8]], after: [[UInt8]]) {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(Person.self)
         try people.store(Person(id: "p1", name: "Dirk", locale: "EN", age: 20, tags: ["a"]))
@@ -37,10 +41,14 @@ struct BadInputTests {
         return (before, try scanEntries(test.db.engine.snapshot()))
     }
 
-    @Test("empty and over-long keys are rejected with typed errors, alone or inside a batch, writing nothing", arguments: Engine.allCases)
+    @Test(
+        "empty and over-long keys are rejected with typed errors, alone or inside a batch, writing nothing",
+        arguments: Engine.allCases)
     func emptyAndLongKeys(engine: Engine) throws {
         let (before, after) = try Self.withPeople(engine) { _, people in
-            #expect(throws: BuriError.emptyKey(bucket: "Person")) { try people.store(Person(id: "", name: "", locale: "EN", age: 1)) }
+            #expect(throws: BuriError.emptyKey(bucket: "Person")) {
+                try people.store(Person(id: "", name: "", locale: "EN", age: 1))
+            }
             let huge = String(repeating: "k", count: 1 << 20)
             do {
                 try people.store(Person(id: huge, name: "", locale: "EN", age: 1))
@@ -52,7 +60,9 @@ struct BadInputTests {
             }
             // A bad object anywhere in a batch stops the whole batch.
             #expect(throws: BuriError.emptyKey(bucket: "Person")) {
-                try people.store([Person(id: "ok1", name: "", locale: "EN", age: 1), Person(id: "", name: "", locale: "EN", age: 2)])
+                try people.store([
+                    Person(id: "ok1", name: "", locale: "EN", age: 1), Person(id: "", name: "", locale: "EN", age: 2),
+                ])
             }
             #expect(throws: BuriError.self) {
                 try people.raw.store([RawObject(key: "ok2", payload: [0xA0]), RawObject(key: huge, payload: [0xA0])])
@@ -71,7 +81,9 @@ struct BadInputTests {
         #expect(after == before)
     }
 
-    @Test("NUL bytes in keys and index values are ordinary bytes: stored, found exactly, kept apart", arguments: Engine.allCases)
+    @Test(
+        "NUL bytes in keys and index values are ordinary bytes: stored, found exactly, kept apart",
+        arguments: Engine.allCases)
     func nulBytes(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db
@@ -104,7 +116,10 @@ struct BadInputTests {
         let test = try TestDatabase(engine)
         let db = test.db
         let odd = try db.bucket(Odd.self)
-        let blobs: [[UInt8]] = [[0xFF], [0xFF, 0xFE], [0xC3], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0x80, 0x00, 0xFF], [0xF8, 0x88, 0x80, 0x80, 0x80]]
+        let blobs: [[UInt8]] = [
+            [0xFF], [0xFF, 0xFE], [0xC3], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0x80, 0x00, 0xFF],
+            [0xF8, 0x88, 0x80, 0x80, 0x80],
+        ]
         try odd.store(blobs.enumerated().map { Odd(id: "b\($0.offset)", label: "x", blob: $0.element, value: 0) })
         for (n, blob) in blobs.enumerated() {
             #expect(try odd.keys(.index("blob", equals: IndexValue(bytes: blob))) == ["b\(n)"])
@@ -119,7 +134,9 @@ struct BadInputTests {
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("NaN in a numeric index is a typed error and writes nothing; ±infinity work and sort at the ends", arguments: Engine.allCases)
+    @Test(
+        "NaN in a numeric index is a typed error and writes nothing; ±infinity work and sort at the ends",
+        arguments: Engine.allCases)
     func nanAndInfinity(engine: Engine) throws {
         let test = try TestDatabase(engine)
         var odd = try test.db.bucket(Odd.self)
@@ -139,7 +156,9 @@ struct BadInputTests {
             }
             // In a batch with a valid object: neither is written.
             #expect(throws: BuriError.self) {
-                try odd.store([Odd(id: "fine", label: "f", blob: [], value: 1), Odd(id: "nan", label: "n", blob: [], value: nan)])
+                try odd.store([
+                    Odd(id: "fine", label: "f", blob: [], value: 1), Odd(id: "nan", label: "n", blob: [], value: nan),
+                ])
             }
             // Over an existing object: the old version stays.
             #expect(throws: BuriError.self) { try odd.store(Odd(id: "zero", label: "changed", blob: [], value: nan)) }
@@ -151,7 +170,10 @@ struct BadInputTests {
         try test.reopen()
         db = test.db
         odd = try db.bucket(Odd.self)
-        let values: [Double] = [.infinity, -.infinity, 1, -1, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0]
+        let values: [Double] = [
+            .infinity, -.infinity, 1, -1, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude,
+            -0.0,
+        ]
         try odd.store(values.enumerated().map { Odd(id: "v\($0.offset)", label: "v", blob: [], value: $0.element) })
         let ascending = try odd.objects(.index("value", from: .unbounded, to: .unbounded)).map(\.value)
         #expect(ascending.first == -.infinity && ascending.last == .infinity)
@@ -159,26 +181,40 @@ struct BadInputTests {
         #expect(try odd.min(index: "value") == IndexValue(floatLiteral: -.infinity))
         #expect(try odd.max(index: "value") == IndexValue(floatLiteral: .infinity))
         #expect(try odd.keys(.index("value", equals: IndexValue(floatLiteral: .infinity))) == ["v0"])
-        #expect(try odd.keys(.index("value", in: IndexValue(floatLiteral: .greatestFiniteMagnitude)...)) == ["v4", "v0"])
+        #expect(
+            try odd.keys(.index("value", in: IndexValue(floatLiteral: .greatestFiniteMagnitude)...)) == ["v4", "v0"])
         #expect(try odd.object(forKey: "v1")?.value == -.infinity)
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("unknown buckets and indexes, and queries that do not fit their index, are typed errors", arguments: Engine.allCases)
+    @Test(
+        "unknown buckets and indexes, and queries that do not fit their index, are typed errors",
+        arguments: Engine.allCases)
     func unknownNames(engine: Engine) throws {
         let (before, after) = try Self.withPeople(engine) { db, people in
-            #expect(throws: BuriError.unknownBucket(name: "Nope", known: ["Person"])) { try db.rawBucket(named: "Nope") }
-            #expect(throws: BuriError.unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"])) {
+            #expect(throws: BuriError.unknownBucket(name: "Nope", known: ["Person"])) {
+                try db.rawBucket(named: "Nope")
+            }
+            #expect(
+                throws: BuriError.unknownIndex(
+                    bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"])
+            ) {
                 try people.keys(.index("nope", equals: 1))
             }
-            #expect(throws: BuriError.unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"])) {
+            #expect(
+                throws: BuriError.unknownIndex(
+                    bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"])
+            ) {
                 try people.min(index: "nope")
             }
             let lazy = people.lazyObjects(.index("nope", equals: "x"))
             #expect(Array(lazy).isEmpty)
-            #expect(lazy.error == .unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"]))
+            #expect(
+                lazy.error == .unknownIndex(bucket: "Person", index: "nope", known: ["locale", "age", "tags", "score"]))
             // A string bound on a numeric index, a number on a binary one, a prefix on a number.
-            for query in [Query.index("age", equals: "twenty"), .index("locale", in: 1...2), .index("age", prefix: "2")] {
+            for query in [
+                Query.index("age", equals: "twenty"), .index("locale", in: 1...2), .index("age", prefix: "2"),
+            ] {
                 do {
                     _ = try people.keys(query)
                     Issue.record("\(query) ran")
@@ -189,15 +225,23 @@ struct BadInputTests {
                 }
             }
             // Raw objects naming an unknown index, or giving it the wrong kind of value.
-            #expect(throws: BuriError.self) { try people.raw.store([RawObject(key: "r", payload: [0xA0], indexValues: ["nope": [["x"]]])]) }
-            #expect(throws: BuriError.self) { try people.raw.store([RawObject(key: "r", payload: [0xA0], indexValues: ["age": [["x"]]])]) }
+            #expect(throws: BuriError.self) {
+                try people.raw.store([RawObject(key: "r", payload: [0xA0], indexValues: ["nope": [["x"]]])])
+            }
+            #expect(throws: BuriError.self) {
+                try people.raw.store([RawObject(key: "r", payload: [0xA0], indexValues: ["age": [["x"]]])])
+            }
             #expect(throws: BuriError.self) { try people.raw.store([RawObject(key: "r", payload: [0xFF, 0xFF])]) }
-            #expect(throws: BuriError.invalidBucketName(name: "", reason: "it is empty")) { try db.bucket(Person.self, named: "") }
+            #expect(throws: BuriError.invalidBucketName(name: "", reason: "it is empty")) {
+                try db.bucket(Person.self, named: "")
+            }
         }
         #expect(after == before)
     }
 
-    @Test("a bucket opened as the wrong Swift type: decodingFailed naming bucket, key and type; nothing written", arguments: Engine.allCases)
+    @Test(
+        "a bucket opened as the wrong Swift type: decodingFailed naming bucket, key and type; nothing written",
+        arguments: Engine.allCases)
     func wrongSwiftType(engine: Engine) throws {
         let (before, after) = try Self.withPeople(engine) { db, _ in
             // Same index names and kinds, so opening it changes nothing in the catalog.
@@ -206,7 +250,11 @@ struct BadInputTests {
                 var locale: Int
                 var tags: [String]
                 static let buri = BuriSchema<Impostor>(
-                    key: \.id, indexes: [.binary("locale", \.id), .numeric("age", \.locale), .binary("tags", \.tags), .numeric("score", \.locale)],
+                    key: \.id,
+                    indexes: [
+                        .binary("locale", \.id), .numeric("age", \.locale), .binary("tags", \.tags),
+                        .numeric("score", \.locale),
+                    ],
                     bucket: "Person")
             }
             let wrong = try db.bucket(Impostor.self)
@@ -228,7 +276,9 @@ struct BadInputTests {
         #expect(after == before)
     }
 
-    @Test("opening a bucket as a wrong type whose indexes differ fails without damaging the bucket", arguments: Engine.allCases)
+    @Test(
+        "opening a bucket as a wrong type whose indexes differ fails without damaging the bucket",
+        arguments: Engine.allCases)
     func wrongSwiftTypeWithOtherIndexes(engine: Engine) throws {
         let test = try TestDatabase(engine)
         try test.db.bucket(Person.self).store((1...5).map { Person(id: "p\($0)", name: "n", locale: "EN", age: $0) })
@@ -252,9 +302,13 @@ struct BadInputTests {
         let db = try BuriDatabase(path: path)
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
-        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 5), options: .sync) }
+        try withRawDatabase(path) { raw in
+            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 5), options: .sync)
+        }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 5, supported: 4)) { try BuriDatabase(path: path) }
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 5, supported: 4)) {
+            try BuriDatabase(path: path)
+        }
         #expect(try rawContents(path) == before)
         // And the database was closed again: LevelDB can open it right away.
         try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 4)) }
@@ -336,7 +390,9 @@ struct BadInputTests {
             #expect(try writable.bucket(Person.self).object(forKey: "p1")?.age == 1)
             writable.close()
             let setpriv = "/usr/bin/setpriv"
-            try #require(FileManager.default.isExecutableFile(atPath: setpriv), "setpriv (util-linux) is needed to run the read-only check as an unprivileged user")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: setpriv),
+                "setpriv (util-linux) is needed to run the read-only check as an unprivileged user")
             // The unprivileged user must be able to reach the directory (but not write it).
             chmod(directory.path, 0o755)
             chmod(path, 0o555)
@@ -345,7 +401,9 @@ struct BadInputTests {
             _ = FileManager.default.createFile(atPath: output, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: setpriv)
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", try stressBinary().path, "open", path]
+            process.arguments = [
+                "--reuid=65534", "--regid=65534", "--clear-groups", try stressBinary().path, "open", path,
+            ]
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -353,7 +411,9 @@ struct BadInputTests {
             let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             #expect(process.terminationStatus == 1, "the unprivileged open should fail: \(printed)")
             // LevelDB cannot create its LOCK file: an I/O error naming it, not "in use by another process".
-            #expect(printed.hasPrefix("error storage ioError") && printed.contains("/LOCK: Permission denied"), "\(printed)")
+            #expect(
+                printed.hasPrefix("error storage ioError") && printed.contains("/LOCK: Permission denied"), "\(printed)"
+            )
         }
         chmod(path, 0o755)
         #expect(try rawContents(path) == before)

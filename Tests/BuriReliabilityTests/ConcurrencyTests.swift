@@ -20,7 +20,9 @@ struct ConcurrencyTests {
     static let locales = ["EN", "DE", "FR", "E"]
     static let tagPool = ["hot", "cold", "new", "old"]
 
-    @Test("concurrent stores, deletes and queries: every result matches its query, and the indexes end exact", arguments: Engine.allCases)
+    @Test(
+        "concurrent stores, deletes and queries: every result matches its query, and the indexes end exact",
+        arguments: Engine.allCases)
     func concurrentWritersAndReaders(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db
@@ -39,10 +41,11 @@ struct ConcurrencyTests {
             func person() -> Person {
                 var tags: [String] = []
                 for tag in Self.tagPool where Bool.random(using: &random) { tags.append(tag) }
-                return Person(id: "c\(Int.random(in: 0..<16, using: &random))", name: "t\(thread)",
-                              locale: Self.locales[Int.random(in: 0..<Self.locales.count, using: &random)],
-                              age: Int.random(in: 0..<80, using: &random), tags: tags,
-                              score: Double(Int.random(in: -100...100, using: &random)) / 8)
+                return Person(
+                    id: "c\(Int.random(in: 0..<16, using: &random))", name: "t\(thread)",
+                    locale: Self.locales[Int.random(in: 0..<Self.locales.count, using: &random)],
+                    age: Int.random(in: 0..<80, using: &random), tags: tags,
+                    score: Double(Int.random(in: -100...100, using: &random)) / 8)
             }
             for iteration in 0..<Self.iterations {
                 do {
@@ -59,7 +62,9 @@ struct ConcurrencyTests {
                     case 5:
                         let found = try people.objects(.index("age", in: 30...40))
                         for p in found where !(30...40).contains(p.age) { violation("age 30...40 returned \(p)") }
-                        if found.map(\.age) != found.map(\.age).sorted() { violation("age query out of order: \(found.map(\.age))") }
+                        if found.map(\.age) != found.map(\.age).sorted() {
+                            violation("age query out of order: \(found.map(\.age))")
+                        }
                         count("query", found.count)
                     case 6:
                         let found = try people.objects(.index("locale", equals: "EN"))
@@ -76,10 +81,14 @@ struct ConcurrencyTests {
                         count("query", n)
                     case 8:
                         let found = try people.objects(.index("locale", equals: "DE").and(.index("age", in: 10...50)))
-                        for p in found where p.locale != "DE" || !(10...50).contains(p.age) { violation("DE and 10...50 returned \(p)") }
+                        for p in found where p.locale != "DE" || !(10...50).contains(p.age) {
+                            violation("DE and 10...50 returned \(p)")
+                        }
                         let descending = try people.objects(.index("score", in: (-5.0)...).descending())
                         let scores = descending.map(\.score)
-                        if scores != scores.sorted(by: >) || scores.contains(where: { $0 < -5 }) { violation("descending score query: \(scores)") }
+                        if scores != scores.sorted(by: >) || scores.contains(where: { $0 < -5 }) {
+                            violation("descending score query: \(scores)")
+                        }
                         let prefix = try people.keys(.index("locale", prefix: "E"))
                         let all = try people.objects()
                         if Set(all.map(\.id)).count != all.count { violation("allObjects returned a key twice") }
@@ -90,7 +99,9 @@ struct ConcurrencyTests {
                         var pages = 0
                         while true {
                             for p in page.items where p.age < 20 { violation("age 20... page returned \(p)") }
-                            if page.items.map(\.age) != page.items.map(\.age).sorted() { violation("page out of order") }
+                            if page.items.map(\.age) != page.items.map(\.age).sorted() {
+                                violation("page out of order")
+                            }
                             guard let next = page.next, pages < 20 else { break }
                             page = try people.page(.index("age", in: 20...).after(next), size: 4)
                             pages += 1
@@ -103,13 +114,19 @@ struct ConcurrencyTests {
                         count("store")
                     default:
                         let both = try pairs.objects()
-                        if both.count != 2 || both[0].generation != both[1].generation { violation("a pair batch was seen half-applied: \(both)") }
+                        if both.count != 2 || both[0].generation != both[1].generation {
+                            violation("a pair batch was seen half-applied: \(both)")
+                        }
                         let byIndex = try pairs.objects(.index("generation", in: 0...))
-                        if byIndex.count != 2 || byIndex[0].generation != byIndex[1].generation { violation("pair index saw a half-applied batch: \(byIndex)") }
+                        if byIndex.count != 2 || byIndex[0].generation != byIndex[1].generation {
+                            violation("pair index saw a half-applied batch: \(byIndex)")
+                        }
                         count("query")
                     }
                 } catch {
-                    errors.withLock { if $0.count < 20 { $0.append("thread \(thread), iteration \(iteration): \(error)") } }
+                    errors.withLock {
+                        if $0.count < 20 { $0.append("thread \(thread), iteration \(iteration): \(error)") }
+                    }
                 }
             }
         }
@@ -124,14 +141,19 @@ struct ConcurrencyTests {
         #expect(report.problems.isEmpty, "\(report.summary)")
         let objects = try people.objects()
         let descriptor = try #require(try db.bucketInfo(named: "Person"))
-        #expect(try storedIndexEntries(db, bucket: descriptor.id) == expectedIndexEntries(objects, descriptor: descriptor))
+        #expect(
+            try storedIndexEntries(db, bucket: descriptor.id) == expectedIndexEntries(objects, descriptor: descriptor))
         #expect(report.objects == objects.count + 2)
         for locale in Self.locales {
-            #expect(try people.keys(.index("locale", equals: IndexValue(locale))) == objects.filter { $0.locale == locale }.map(\.id).sorted())
+            #expect(
+                try people.keys(.index("locale", equals: IndexValue(locale)))
+                    == objects.filter { $0.locale == locale }.map(\.id).sorted())
         }
     }
 
-    @Test("concurrent writers to one unique index never give a value two holders (on a shared engine: from several clients)", arguments: Engine.allCases)
+    @Test(
+        "concurrent writers to one unique index never give a value two holders (on a shared engine: from several clients)",
+        arguments: Engine.allCases)
     func concurrentUniqueClaims(engine: Engine) throws {
         struct Account: BuriSupport, Equatable, Sendable {
             var id: String
@@ -146,7 +168,8 @@ struct ConcurrencyTests {
         DispatchQueue.concurrentPerform(iterations: Self.threads) { thread in
             var random = SeededGenerator(seed: 0xACC0 &+ UInt64(thread))
             for _ in 0..<(Self.iterations / 2) {
-                let account = Account(id: "a\(Int.random(in: 0..<6, using: &random))", email: "e\(Int.random(in: 0..<6, using: &random))")
+                let account = Account(
+                    id: "a\(Int.random(in: 0..<6, using: &random))", email: "e\(Int.random(in: 0..<6, using: &random))")
                 let accounts = clients[thread]
                 do {
                     if Int.random(in: 0..<5, using: &random) == 0 {

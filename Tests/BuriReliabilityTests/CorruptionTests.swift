@@ -8,7 +8,11 @@ import Testing
 struct CorruptionTests {
     /// p1…p10: locale EN for odd numbers, DE for even; age 19 + n.
     static func people() -> [Person] {
-        (1...10).map { n in Person(id: "p\(n)", name: "n\(n)", locale: n % 2 == 1 ? "EN" : "DE", age: 19 + n, tags: n % 3 == 0 ? ["x"] : []) }
+        (1...10).map { n in
+            Person(
+                id: "p\(n)", name: "n\(n)", locale: n % 2 == 1 ? "EN" : "DE", age: 19 + n, tags: n % 3 == 0 ? ["x"] : []
+            )
+        }
     }
 
     /// Creates the database and returns the Person bucket's catalog entry.
@@ -19,12 +23,18 @@ struct CorruptionTests {
         return try #require(try db.bucketInfo(named: "Person"))
     }
 
-    static func entryKey(_ descriptor: BucketDescriptor, _ index: String, _ value: IndexValue, _ key: String) throws -> [UInt8] {
+    static func entryKey(
+        _ descriptor: BucketDescriptor, _ index: String, _ value: IndexValue, _ key: String
+    ) throws -> [UInt8] {
         let definition = try #require(descriptor.index(named: index))
-        return Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id), tuple: value.encoded, objectKey: key)
+        return Keyspace.indexEntryKey(
+            prefix: Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id), tuple: value.encoded,
+            objectKey: key)
     }
 
-    @Test("damaged records and index keys: typed errors naming bucket and key, queries stop with the error, check finds all, repair fixes the indexes")
+    @Test(
+        "damaged records and index keys: typed errors naming bucket and key, queries stop with the error, check finds all, repair fixes the indexes"
+    )
     func damagedRecordsAndIndexKeys() throws {
         let directory = TemporaryDirectory("buri-corrupt")
         let path = directory.path("db")
@@ -129,17 +139,24 @@ struct CorruptionTests {
         // check() reports every problem; repair rebuilds the indexes and leaves the damaged records to the user.
         let report = try db.check()
         let found = Set(report.problems.map { "\($0.kind.rawValue) \($0.key ?? "-") \($0.index ?? "-")" })
-        #expect(found == [
-            "corruptRecord p3 -", "corruptRecord p5 -",
-            "strayKey - locale", "missingEntry p7 locale",
-            "danglingEntry q8 age", "missingEntry p8 age",
-        ], "\(report.summary)")
+        #expect(
+            found == [
+                "corruptRecord p3 -", "corruptRecord p5 -",
+                "strayKey - locale", "missingEntry p7 locale",
+                "danglingEntry q8 age", "missingEntry p8 age",
+            ], "\(report.summary)")
         #expect(!report.isConsistent)
 
         let repaired = try db.check(repair: true)
-        #expect(Set(repaired.problems.filter { !$0.repaired }.map { "\($0.kind.rawValue) \($0.key ?? "-")" }) == ["corruptRecord p3", "corruptRecord p5"])
+        #expect(
+            Set(repaired.problems.filter { !$0.repaired }.map { "\($0.kind.rawValue) \($0.key ?? "-")" }) == [
+                "corruptRecord p3", "corruptRecord p5",
+            ])
         let after = try db.check()
-        #expect(Set(after.problems.map { "\($0.kind.rawValue) \($0.key ?? "-")" }) == ["corruptRecord p3", "corruptRecord p5"], "\(after.summary)")
+        #expect(
+            Set(after.problems.map { "\($0.kind.rawValue) \($0.key ?? "-")" }) == [
+                "corruptRecord p3", "corruptRecord p5",
+            ], "\(after.summary)")
         #expect(try people.keys(.index("locale", equals: "EN")) == ["p1", "p3", "p5", "p7", "p9"])
         #expect(try people.objects(.index("age", in: 27...27)).map(\.id) == ["p8"])
     }
@@ -174,7 +191,9 @@ struct CorruptionTests {
         #expect(try people.keys(.index("age", in: 22...23)) == [])
     }
 
-    @Test("a large batch over damaged records (read by the store path's walk) replaces them and takes their old index entries with it")
+    @Test(
+        "a large batch over damaged records (read by the store path's walk) replaces them and takes their old index entries with it"
+    )
     func damagedRecordsInLargeBatch() throws {
         let directory = TemporaryDirectory("buri-corrupt-batch")
         let path = directory.path("db")
@@ -203,7 +222,9 @@ struct CorruptionTests {
         #expect(try people.keys(.index("locale", equals: "FR")).count == 400)
     }
 
-    @Test("random garbage as record values: every fetch and query returns an object or a typed error, and check reports each")
+    @Test(
+        "random garbage as record values: every fetch and query returns an object or a typed error, and check reports each"
+    )
     func randomGarbageRecords() throws {
         let directory = TemporaryDirectory("buri-garbage")
         let path = directory.path("db")
@@ -220,7 +241,8 @@ struct CorruptionTests {
                 case 1: value = Array(value.prefix(Int.random(in: 0..<value.count, using: &random)))  // truncated
                 case 2:  // a few bytes flipped
                     for _ in 0..<Int.random(in: 1...4, using: &random) {
-                        value[Int.random(in: 0..<value.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+                        value[Int.random(in: 0..<value.count, using: &random)] ^= UInt8.random(
+                            in: 1...255, using: &random)
                     }
                 default: value += random.bytes(Int.random(in: 1...8, using: &random))  // trailing bytes
                 }
@@ -264,7 +286,11 @@ struct CorruptionTests {
 
     /// Builds a database whose data sits in one compacted table file plus a tail in the log.
     static func makeFileDatabase(_ path: String) throws -> (inTables: [Person], inLog: [Person]) {
-        let inTables = (0..<2000).map { n in Person(id: String(format: "t%05d", n), name: "n", locale: n % 2 == 0 ? "EN" : "DE", age: n % 90, tags: ["t\(n % 7)"]) }
+        let inTables = (0..<2000).map { n in
+            Person(
+                id: String(format: "t%05d", n), name: "n", locale: n % 2 == 0 ? "EN" : "DE", age: n % 90,
+                tags: ["t\(n % 7)"])
+        }
         let inLog = (0..<20).map { n in Person(id: "log\(n)", name: "n", locale: "FR", age: n) }
         let db = try BuriDatabase(path: path)
         let people = try db.bucket(Person.self)
@@ -280,7 +306,9 @@ struct CorruptionTests {
     }
 
     static func files(_ path: String, suffix: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(suffix) }.sorted().map { path + "/" + $0 }
+        try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(suffix) }.sorted().map {
+            path + "/" + $0
+        }
     }
 
     /// Opens the database, checks it is consistent, and returns every object (all must decode).
@@ -294,7 +322,9 @@ struct CorruptionTests {
     }
 
     /// What opening reports: "opened", "storage <code>", "damaged", or another error.
-    static func openOutcome(_ path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) -> String {
+    static func openOutcome(
+        _ path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults
+    ) -> String {
         do {
             let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
             defer { db.close() }
@@ -336,9 +366,13 @@ struct CorruptionTests {
         let recovered = try #require(report.recoveredBuckets.first)
         #expect(!recovered.nameIsKnown && recovered.objects == inLog.count)
         #expect(recovered.descriptor.keyField == "id")
-        #expect(recovered.descriptor.indexes.map(\.name).sorted() == ["age", "locale", "score"], "\(recovered.descriptor)")
+        #expect(
+            recovered.descriptor.indexes.map(\.name).sorted() == ["age", "locale", "score"], "\(recovered.descriptor)")
         #expect(!report.isComplete)
-        #expect(report.lines.contains { $0.hasPrefix("recovered: bucket id 1 lost its catalog entry") && $0.contains("'recovered-1'") }, "\(report.lines)")
+        #expect(
+            report.lines.contains {
+                $0.hasPrefix("recovered: bucket id 1 lost its catalog entry") && $0.contains("'recovered-1'")
+            }, "\(report.lines)")
         let db = try BuriDatabase(path: path)
         defer { db.close() }
         #expect(try db.check().problems.isEmpty)
@@ -349,7 +383,9 @@ struct CorruptionTests {
         #expect(inLog.count < inTables.count)
     }
 
-    @Test("a truncated table file: BuriDatabase.repair reads its intact blocks without the index, keeps them, and names the rest")
+    @Test(
+        "a truncated table file: BuriDatabase.repair reads its intact blocks without the index, keeps them, and names the rest"
+    )
     func truncatedTableFileKeepsItsIntactBlocks() throws {
         let directory = TemporaryDirectory("buri-truncated-table-kept")
         let path = directory.path("db")
@@ -365,7 +401,9 @@ struct CorruptionTests {
         #expect(report.recoveredBuckets.isEmpty, "\(report.lines)")
         #expect(report.check.isConsistent, "\(report.lines)")
         #expect(!report.isComplete)
-        #expect(report.lostRanges.count == 1 && report.lostRanges.first?.bucket == "Person" && report.lostRanges.first?.toKey == nil, "\(report.lines)")
+        #expect(
+            report.lostRanges.count == 1 && report.lostRanges.first?.bucket == "Person"
+                && report.lostRanges.first?.toKey == nil, "\(report.lines)")
         let survivors = try Self.openAndRead(path)
         let kept = Set(survivors.map(\.id))
         #expect(kept.isSuperset(of: inLog.map(\.id)))
@@ -386,7 +424,9 @@ struct CorruptionTests {
             let directory = TemporaryDirectory("buri-garbled")
             let path = directory.path("db")
             let (inTables, inLog) = try Self.makeFileDatabase(path)
-            let file = target == "CURRENT" ? path + "/CURRENT" : try #require(try Self.files(path, suffix: "").first { $0.contains("/MANIFEST-") })
+            let file =
+                target == "CURRENT"
+                ? path + "/CURRENT" : try #require(try Self.files(path, suffix: "").first { $0.contains("/MANIFEST-") })
             var bytes = [UInt8](try #require(FileManager.default.contents(atPath: file)))
             var random = SeededGenerator(seed: 7)
             for i in stride(from: 0, to: bytes.count, by: 3) { bytes[i] ^= UInt8.random(in: 1...255, using: &random) }
@@ -417,7 +457,9 @@ struct CorruptionTests {
 
     @Test("a damaged log: only whole batches are recovered, in order; paranoid checks refuse a checksum failure")
     func damagedLog() throws {
-        for (damage, paranoid) in [("zeroed", false), ("zeroed", true), ("torn", false), ("torn", true), ("flipped", false), ("flipped", true)] {
+        for (damage, paranoid) in [
+            ("zeroed", false), ("zeroed", true), ("torn", false), ("torn", true), ("flipped", false), ("flipped", true),
+        ] {
             let label = "\(damage), paranoid \(paranoid)"
             let directory = TemporaryDirectory("buri-log")
             let path = directory.path("db")
@@ -433,7 +475,7 @@ struct CorruptionTests {
             switch damage {
             case "zeroed": bytes = [UInt8](repeating: 0, count: bytes.count)
             case "torn": bytes = Array(bytes[..<(tenth + 12)])  // the writer "died" inside the tenth record
-            default: bytes[tenth + 12] ^= 0x40                   // one bit of the tenth record's payload
+            default: bytes[tenth + 12] ^= 0x40  // one bit of the tenth record's payload
             }
             try Data(bytes).write(to: URL(fileURLWithPath: log))
 

@@ -80,23 +80,34 @@ enum DamageModel {
 
     static func randomValue(bucket: String, key: String, using random: inout SeededGenerator) -> Value {
         func text(_ range: ClosedRange<Int>) -> String {
-            String((0..<Int.random(in: range, using: &random)).map { _ in "abcdefghij klmnopqrstuvwxyz".randomElement(using: &random)! })
+            String(
+                (0..<Int.random(in: range, using: &random)).map { _ in
+                    "abcdefghij klmnopqrstuvwxyz".randomElement(using: &random)!
+                })
         }
         if bucket == "Person" {
-            let tags = (0..<Int.random(in: 0...3, using: &random)).map { _ in "tag\(Int.random(in: 0..<12, using: &random))" }
-            return .person(Person(id: key, name: text(0...120), locale: ["EN", "DE", "FR", "NL"].randomElement(using: &random)!,
-                                  age: Int.random(in: 0...99, using: &random), tags: tags,
-                                  score: Double(Int.random(in: -1000...1000, using: &random)) / 8))
+            let tags = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                "tag\(Int.random(in: 0..<12, using: &random))"
+            }
+            return .person(
+                Person(
+                    id: key, name: text(0...120), locale: ["EN", "DE", "FR", "NL"].randomElement(using: &random)!,
+                    age: Int.random(in: 0...99, using: &random), tags: tags,
+                    score: Double(Int.random(in: -1000...1000, using: &random)) / 8))
         }
-        return .gadget(Gadget(id: key, kind: ["bolt", "nut", "gear", "cam"].randomElement(using: &random)!,
-                              weight: Int.random(in: -50...5000, using: &random), note: text(0...60)))
+        return .gadget(
+            Gadget(
+                id: key, kind: ["bolt", "nut", "gear", "cam"].randomElement(using: &random)!,
+                weight: Int.random(in: -50...5000, using: &random), note: text(0...60)))
     }
 
     static func store(_ values: [Value], in db: BuriDatabase, bucket: String) throws {
         if bucket == "Person" {
-            try db.bucket(Person.self).store(values.compactMap { if case .person(let p) = $0 { return p } else { return nil } })
+            try db.bucket(Person.self).store(
+                values.compactMap { if case .person(let p) = $0 { return p } else { return nil } })
         } else {
-            try db.bucket(Gadget.self).store(values.compactMap { if case .gadget(let g) = $0 { return g } else { return nil } })
+            try db.bucket(Gadget.self).store(
+                values.compactMap { if case .gadget(let g) = $0 { return g } else { return nil } })
         }
     }
 
@@ -168,8 +179,9 @@ enum DamageModel {
                 }
             }
         }
-        return try damageCheckAndRepair(path: path, options: options, levelDB: levelDB, expected: expected, bucketIds: ids, seed: seed,
-                                        scratch: directory.path("copy"), damage: forced, random: &random)
+        return try damageCheckAndRepair(
+            path: path, options: options, levelDB: levelDB, expected: expected, bucketIds: ids, seed: seed,
+            scratch: directory.path("copy"), damage: forced, random: &random)
     }
 
     /// The damage phase on its own, for any workload: damages the closed database at `path`
@@ -178,9 +190,11 @@ enum DamageModel {
     /// with its id at close in `bucketIds`), the payload bytes of every object acknowledged —
     /// recording an issue for every object changed without a word, every object reported lost
     /// that is intact, and a check that is not clean after repair.
-    static func damageCheckAndRepair(path: String, options: BuriOptions, levelDB: LevelDBOptions, expected: [String: [String: [UInt8]]],
-                                     bucketIds ids: [String: UInt32], seed: UInt64, scratch: String, damage forced: Damage? = nil,
-                                     random: inout SeededGenerator) throws -> Outcome {
+    static func damageCheckAndRepair(
+        path: String, options: BuriOptions, levelDB: LevelDBOptions, expected: [String: [String: [UInt8]]],
+        bucketIds ids: [String: UInt32], seed: UInt64, scratch: String, damage forced: Damage? = nil,
+        random: inout SeededGenerator
+    ) throws -> Outcome {
         var outcome = Outcome(seed: seed)
         outcome.objects = expected.values.map(\.count).reduce(0, +)
 
@@ -203,7 +217,9 @@ enum DamageModel {
         if applied.contains(where: \.damage.isDamage) {
             // Damage is found, unless it hit only data no reader needs (a replaced generation's
             // keys, say): then nothing may turn out lost below.
-            #expect(checkWasClean || checkOutcome.hasPrefix("error"), "\(outcome): check before repair said \(checkOutcome)")
+            #expect(
+                checkWasClean || checkOutcome.hasPrefix("error"), "\(outcome): check before repair said \(checkOutcome)"
+            )
         } else {
             #expect(checkOutcome == "clean", "\(outcome): check before repair said \(checkOutcome)")
         }
@@ -215,7 +231,9 @@ enum DamageModel {
         let repaired = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { repaired.close() }
         let after = try repaired.check()
-        #expect(after.problems.isEmpty, "\(outcome): check after repair: \(after.summary)\n\(report.lines.joined(separator: "\n"))")
+        #expect(
+            after.problems.isEmpty,
+            "\(outcome): check after repair: \(after.summary)\n\(report.lines.joined(separator: "\n"))")
         var names: [UInt32: String] = [:]
         for descriptor in try repaired.allBucketInfo() { names[descriptor.id] = descriptor.name }
         let lost = Set(report.lostObjects)
@@ -249,21 +267,33 @@ enum DamageModel {
                 case nil: break
                 }
                 func show(_ payload: [UInt8]?) -> String {
-                    payload.map { (try? CBORValue(decoding: $0).jsonString()) ?? "\($0.count) bytes that do not decode" } ?? "none"
+                    payload.map {
+                        (try? CBORValue(decoding: $0).jsonString()) ?? "\($0.count) bytes that do not decode"
+                    } ?? "none"
                 }
-                unexplained.append("\(bucket)/\(key): acknowledged \(show(objects[key])), after repair \(show(actual[key]))")
+                unexplained.append(
+                    "\(bucket)/\(key): acknowledged \(show(objects[key])), after repair \(show(actual[key]))")
             }
         }
-        #expect(unexplained.isEmpty, "\(outcome): changed without a word:\n\(unexplained.prefix(10).joined(separator: "\n"))\n--- report:\n\(report.lines.joined(separator: "\n"))")
-        #expect(reportedIntact.isEmpty, "\(outcome): reported lost but intact: \(reportedIntact.prefix(10))\n\(report.lines.joined(separator: "\n"))")
+        #expect(
+            unexplained.isEmpty,
+            "\(outcome): changed without a word:\n\(unexplained.prefix(10).joined(separator: "\n"))\n--- report:\n\(report.lines.joined(separator: "\n"))"
+        )
+        #expect(
+            reportedIntact.isEmpty,
+            "\(outcome): reported lost but intact: \(reportedIntact.prefix(10))\n\(report.lines.joined(separator: "\n"))"
+        )
         if !applied.contains(where: \.damage.isDamage) {
             #expect(report.isComplete && outcome.mismatched == 0, "\(outcome): \(report.lines)")
         }
-        if checkWasClean { #expect(outcome.mismatched == 0, "\(outcome): check before repair was clean, yet objects changed") }
+        if checkWasClean {
+            #expect(outcome.mismatched == 0, "\(outcome): check before repair was clean, yet objects changed")
+        }
         if report.isComplete { #expect(outcome.mismatched == 0, "\(outcome): complete, yet objects changed") }
         // Every bucket name the report uses exists, or is an id whose name is lost.
         for reference in report.lostObjects + report.suspectObjects {
-            #expect(names.values.contains(reference.bucket) || reference.bucket.hasPrefix("#"), "\(outcome): \(reference)")
+            #expect(
+                names.values.contains(reference.bucket) || reference.bucket.hasPrefix("#"), "\(outcome): \(reference)")
         }
         return outcome
     }
@@ -275,10 +305,16 @@ enum DamageModel {
     /// repaired database's state for exactly the objects this covers.
     enum Coverage { case lost, suspect, range, unknownKeys }
 
-    static func coverage(of key: String, bucket: String, bucketId id: UInt32, currentName: String?, in report: RepairReport) -> Coverage? {
+    static func coverage(
+        of key: String, bucket: String, bucketId id: UInt32, currentName: String?, in report: RepairReport
+    ) -> Coverage? {
         let aliases = Set([bucket, currentName, "#\(id)"].compactMap { $0 })
-        if aliases.contains(where: { report.lostObjects.contains(ObjectReference(bucket: $0, key: key)) }) { return .lost }
-        if aliases.contains(where: { report.suspectObjects.contains(ObjectReference(bucket: $0, key: key)) }) { return .suspect }
+        if aliases.contains(where: { report.lostObjects.contains(ObjectReference(bucket: $0, key: key)) }) {
+            return .lost
+        }
+        if aliases.contains(where: { report.suspectObjects.contains(ObjectReference(bucket: $0, key: key)) }) {
+            return .suspect
+        }
         let inRange = report.lostRanges.contains { range in
             range.bucketId == id && (range.fromKey.map { !key.utf8.lexicographicallyPrecedes($0.utf8) } ?? true)
                 && (range.toKey.map { !$0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true)
@@ -289,17 +325,29 @@ enum DamageModel {
 
     /// Injects one or two kinds of damage, drawn with `random` (or only `only`), into the closed
     /// database at `path`; returns what was done (a kind the files offered nothing for is left out).
-    static func injectRandomDamage(path: String, only: Damage? = nil, random: inout SeededGenerator) throws -> [(damage: Damage, what: String)] {
+    static func injectRandomDamage(
+        path: String, only: Damage? = nil, random: inout SeededGenerator
+    ) throws -> [(damage: Damage, what: String)] {
         let count = only != nil ? 1 : Int.random(in: 0..<10, using: &random) < 7 ? 1 : 2
         var damages: [Damage] = only.map { [$0] } ?? []
         while damages.count < count {
             let damage = Damage.allCases.randomElement(using: &random)!
             if damages.contains(damage) { continue }
-            if damage == .deletedLog && damages.contains(where: { [.logLength, .logZeroedRecords, .logPayload].contains($0) }) { continue }
-            if [.logLength, .logZeroedRecords, .logPayload].contains(damage) && damages.contains(.deletedLog) { continue }
+            if damage == .deletedLog
+                && damages.contains(where: { [.logLength, .logZeroedRecords, .logPayload].contains($0) })
+            {
+                continue
+            }
+            if [.logLength, .logZeroedRecords, .logPayload].contains(damage) && damages.contains(.deletedLog) {
+                continue
+            }
             // A table deleted while the MANIFEST record naming it is garbled leaves no trace at all
             // (docs/DURABILITY.md, "what no repair can know"): not a combination to test against.
-            if (damage == .manifest && damages.contains(.deletedTable)) || (damage == .deletedTable && damages.contains(.manifest)) { continue }
+            if (damage == .manifest && damages.contains(.deletedTable))
+                || (damage == .deletedTable && damages.contains(.manifest))
+            {
+                continue
+            }
             damages.append(damage)
         }
         var applied: [(damage: Damage, what: String)] = []
@@ -322,9 +370,11 @@ enum DamageModel {
         var found: [(String, BlockHandle, [[UInt8]])] = []
         for name in try files(path, ".ldb") {
             let bytes = [UInt8](try #require(FileManager.default.contents(atPath: path + "/" + name)))
-            guard case .success(let table) = TableFile.open(bytes), case .success(let handles) = table.dataBlocks() else { continue }
+            guard case .success(let table) = TableFile.open(bytes), case .success(let handles) = table.dataBlocks()
+            else { continue }
             for (handle, _) in handles {
-                guard case .intact(let contents) = table.block(handle), let entries = BlockParser.entries(contents) else { continue }
+                guard case .intact(let contents) = table.block(handle), let entries = BlockParser.entries(contents)
+                else { continue }
                 found.append((name, handle, entries.compactMap { InternalKey($0.key[...])?.userKey }))
             }
         }
@@ -358,7 +408,8 @@ enum DamageModel {
                 default: for i in at..<min(at + 16, block.handle.offset + span) { bytes[i] = 0 }
                 }
             }
-            return "\(block.file) block at \(block.handle.offset), \(["0xFF run", "bit flip", "zeroes"][style]) at \(at)"
+            return
+                "\(block.file) block at \(block.handle.offset), \(["0xFF run", "bit flip", "zeroes"][style]) at \(at)"
         }
         switch damage {
         case .tableBlock:
@@ -381,7 +432,10 @@ enum DamageModel {
             switch damage {
             case .logLength:
                 let grow = Bool.random(using: &random)
-                let changed = grow ? 0x7F00 + Int.random(in: 0...0xFF, using: &random) : Int.random(in: 0..<max(1, length), using: &random)
+                let changed =
+                    grow
+                    ? 0x7F00 + Int.random(in: 0...0xFF, using: &random)
+                    : Int.random(in: 0..<max(1, length), using: &random)
                 try rewrite(log) { bytes in
                     bytes[start + 4] = UInt8(changed & 0xFF)
                     bytes[start + 5] = UInt8(changed >> 8)
@@ -405,14 +459,21 @@ enum DamageModel {
                 return "\(log) record at \(start): payload byte \(at) \(zero ? "zeroed" : "flipped")"
             }
         case .manifest:
-            guard let manifest = try FileManager.default.contentsOfDirectory(atPath: path).first(where: { $0.hasPrefix("MANIFEST-") }) else { return nil }
+            guard
+                let manifest = try FileManager.default.contentsOfDirectory(atPath: path).first(where: {
+                    $0.hasPrefix("MANIFEST-")
+                })
+            else { return nil }
             try rewrite(manifest) { bytes in
-                for _ in 0..<4 where !bytes.isEmpty { bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random) }
+                for _ in 0..<4 where !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+                }
             }
             return manifest
         case .deletedTable:
             guard case .success(let manifest) = ManifestState.read(path: path),
-                  let number = manifest.tables.keys.sorted().randomElement(using: &random) else { return nil }
+                let number = manifest.tables.keys.sorted().randomElement(using: &random)
+            else { return nil }
             let table = DatabaseFile.tableName(number)
             guard FileManager.default.fileExists(atPath: path + "/" + table) else { return nil }
             try FileManager.default.removeItem(atPath: path + "/" + table)
@@ -424,9 +485,12 @@ enum DamageModel {
         case .leftoverTable:
             guard let table = try files(path, ".ldb").randomElement(using: &random) else { return nil }
             let data = try #require(FileManager.default.contents(atPath: path + "/" + table))
-            let numbers = try files(path, ".ldb").compactMap { UInt64($0.dropLast(4)) } + files(path, ".log").compactMap { UInt64($0.dropLast(4)) }
+            let numbers =
+                try files(path, ".ldb").compactMap { UInt64($0.dropLast(4)) }
+                + files(path, ".log").compactMap { UInt64($0.dropLast(4)) }
             let name = DatabaseFile.tableName((numbers.max() ?? 0) + 50)
-            try data.prefix(Int.random(in: 0..<max(1, data.count), using: &random)).write(to: URL(fileURLWithPath: path + "/" + name))
+            try data.prefix(Int.random(in: 0..<max(1, data.count), using: &random)).write(
+                to: URL(fileURLWithPath: path + "/" + name))
             return "\(name) from \(table)"
         }
     }
@@ -437,8 +501,9 @@ struct DamageModelTests {
     /// Fixed seeds in the default suite; `BURI_FULL_TESTS=1` adds many more, with longer workloads.
     static let seeds: [UInt64] = Array(1...12)
 
-    @Test("every object repair keeps is intact and reachable; every object lost is reported; nothing intact is reported lost",
-          arguments: seeds)
+    @Test(
+        "every object repair keeps is intact and reachable; every object lost is reported; nothing intact is reported lost",
+        arguments: seeds)
     func randomDamage(seed: UInt64) throws {
         let outcome = try DamageModel.run(seed: seed, operations: 400)
         print(outcome)
@@ -465,7 +530,9 @@ struct DamageModelTests {
         return first...(parts.count > 1 ? parts[1] : first)
     }()
 
-    @Test("more rounds, longer workloads (BURI_FULL_TESTS=1, or the seeds of BURI_DAMAGE_SEEDS)", .enabled(if: fullTests || exploredSeeds != nil))
+    @Test(
+        "more rounds, longer workloads (BURI_FULL_TESTS=1, or the seeds of BURI_DAMAGE_SEEDS)",
+        .enabled(if: fullTests || exploredSeeds != nil))
     func manyRounds() throws {
         var totals = DamageModel.Outcome(seed: 0)
         let operations = ProcessInfo.processInfo.environment["BURI_DAMAGE_OPERATIONS"].flatMap { Int($0) } ?? 1000

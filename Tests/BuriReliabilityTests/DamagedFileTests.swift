@@ -14,8 +14,9 @@ struct DamagedFileTests {
 
     /// 1000 people with unique names and tags, so each record and entry is distinct.
     static let people: [Person] = (0..<1000).map { n in
-        Person(id: String(format: "d%04d", n), name: "name \(n)", locale: ["EN", "DE", "FR"][n % 3], age: n % 97,
-               tags: ["tag\(n % 13)", "t\(n)"], score: Double(n) / 3)
+        Person(
+            id: String(format: "d%04d", n), name: "name \(n)", locale: ["EN", "DE", "FR"][n % 3], age: n % 97,
+            tags: ["tag\(n % 13)", "t\(n)"], score: Double(n) / 3)
     }
 
     static var byKey: [String: Person] { Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0) }) }
@@ -50,7 +51,8 @@ struct DamagedFileTests {
         let indexSize = varint(table[...], &position)
         try #require(table[indexOffset + indexSize] == 0, "the index block must be uncompressed")
         let block = table[indexOffset..<(indexOffset + indexSize)]
-        let restarts = Int(block[block.endIndex - 4]) | Int(block[block.endIndex - 3]) << 8
+        let restarts =
+            Int(block[block.endIndex - 4]) | Int(block[block.endIndex - 3]) << 8
             | Int(block[block.endIndex - 2]) << 16 | Int(block[block.endIndex - 1]) << 24
         let entriesEnd = block.endIndex - 4 - 4 * restarts
         var blocks: [TableBlock] = []
@@ -87,7 +89,9 @@ struct DamagedFileTests {
     /// A database of `people` compacted into uncompressed tables (so blocks can be found by key),
     /// with `damage` applied in the middle of each block `choose` picks from the table's blocks;
     /// returns the keys (storage keys) each damaged block held.
-    static func makeDamaged(_ path: String, damage: Damage, choose: (BucketDescriptor, [TableBlock]) throws -> [Int]) throws -> (descriptor: BucketDescriptor, damagedStorageKeys: [[UInt8]]) {
+    static func makeDamaged(
+        _ path: String, damage: Damage, choose: (BucketDescriptor, [TableBlock]) throws -> [Int]
+    ) throws -> (descriptor: BucketDescriptor, damagedStorageKeys: [[UInt8]]) {
         let options = BuriOptions()
         var levelDB = LevelDBOptions.buriDefaults
         levelDB.compression = false
@@ -107,7 +111,8 @@ struct DamagedFileTests {
             damage.apply(to: &bytes, at: block.offset + block.size / 2)
             let lower = index > 0 ? blocks[index - 1].upperKey : nil
             damaged += allKeys.filter { key in
-                (lower.map { key.lexicographicallyPrecedes($0) == false && key != $0 } ?? true) && !block.upperKey.lexicographicallyPrecedes(key)
+                (lower.map { key.lexicographicallyPrecedes($0) == false && key != $0 } ?? true)
+                    && !block.upperKey.lexicographicallyPrecedes(key)
             }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: tables[0]))
@@ -115,13 +120,17 @@ struct DamagedFileTests {
     }
 
     /// Expects `body` to throw `.damaged` for the database at `path`, naming bucket `bucket`.
-    static func expectDamaged<R>(_ what: String, path: String, bucket: String? = "Person", sourceLocation: SourceLocation = #_sourceLocation,
-                                 _ body: () throws(BuriError) -> R) {
+    static func expectDamaged<R>(
+        _ what: String, path: String, bucket: String? = "Person", sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () throws(BuriError) -> R
+    ) {
         do {
             let result = try body()
             Issue.record("\(what) returned \(result) instead of reporting the damage", sourceLocation: sourceLocation)
         } catch let BuriError.damaged(at, named, reason) {
-            #expect(at == path && named == bucket, "\(what): \(BuriError.damaged(path: at, bucket: named, reason: reason))", sourceLocation: sourceLocation)
+            #expect(
+                at == path && named == bucket, "\(what): \(BuriError.damaged(path: at, bucket: named, reason: reason))",
+                sourceLocation: sourceLocation)
             #expect(reason.contains("Corruption"), "\(what): \(reason)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("\(what): expected .damaged, got \(error)", sourceLocation: sourceLocation)
@@ -131,9 +140,14 @@ struct DamagedFileTests {
     /// Every file of the database directory but LevelDB's info log and lock, by name.
     static func dataFiles(_ path: String) throws -> [String: Data] {
         var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) where !["LOG", "LOG.old", "LOCK"].contains(name) {
+        for name in try FileManager.default.contentsOfDirectory(atPath: path)
+        where !["LOG", "LOG.old", "LOCK"].contains(name) {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory), isDirectory.boolValue { continue }
+            if FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory),
+                isDirectory.boolValue
+            {
+                continue
+            }
             files[name] = FileManager.default.contents(atPath: path + "/" + name)
         }
         return files
@@ -141,15 +155,17 @@ struct DamagedFileTests {
 
     // MARK: A damaged block of records
 
-    @Test("a damaged block of records: every read that reaches it throws .damaged naming the bucket; none comes out short",
-          arguments: Damage.allCases)
+    @Test(
+        "a damaged block of records: every read that reaches it throws .damaged naming the bucket; none comes out short",
+        arguments: Damage.allCases)
     func damagedRecordBlock(damage: Damage) throws {
         let directory = TemporaryDirectory("buri-damaged-records")
         let path = directory.path("db")
         let (descriptor, damagedStorageKeys) = try Self.makeDamaged(path, damage: damage) { descriptor, blocks in
             // A block in the middle of the bucket's records, with records on both sides.
             let records = blocks.indices.filter { i in
-                i > 0 && blocks[i - 1].upperKey.first == Keyspace.recordTag && blocks[i].upperKey.first == Keyspace.recordTag
+                i > 0 && blocks[i - 1].upperKey.first == Keyspace.recordTag
+                    && blocks[i].upperKey.first == Keyspace.recordTag
             }
             try #require(records.count >= 3, "\(blocks.count) blocks")
             return [records[records.count / 2]]
@@ -173,9 +189,15 @@ struct DamagedFileTests {
         // Point reads: the damaged records throw, every other one reads back exactly.
         for key in ordered {
             if damagedKeys.contains(key) {
-                Self.expectDamaged("object(forKey: \(key))", path: path) { () throws(BuriError) in try people.object(forKey: key) }
-                Self.expectDamaged("record(forKey: \(key))", path: path) { () throws(BuriError) in try people.raw.record(forKey: key) }
-                Self.expectDamaged("contains(key: \(key))", path: path) { () throws(BuriError) in try people.contains(key: key) }
+                Self.expectDamaged("object(forKey: \(key))", path: path) { () throws(BuriError) in
+                    try people.object(forKey: key)
+                }
+                Self.expectDamaged("record(forKey: \(key))", path: path) { () throws(BuriError) in
+                    try people.raw.record(forKey: key)
+                }
+                Self.expectDamaged("contains(key: \(key))", path: path) { () throws(BuriError) in
+                    try people.contains(key: key)
+                }
             } else {
                 #expect(try people.object(forKey: key) == original[key], "\(key)")
             }
@@ -184,15 +206,25 @@ struct DamagedFileTests {
         // Whole-bucket reads, forward and descending, arrays and counts.
         Self.expectDamaged("allKeys", path: path) { () throws(BuriError) in try people.keys() }
         Self.expectDamaged("allObjects", path: path) { () throws(BuriError) in try people.objects() }
-        Self.expectDamaged("keys(.all.descending())", path: path) { () throws(BuriError) in try people.keys(.all.descending()) }
-        Self.expectDamaged("objects(.all.descending())", path: path) { () throws(BuriError) in try people.objects(.all.descending()) }
+        Self.expectDamaged("keys(.all.descending())", path: path) { () throws(BuriError) in
+            try people.keys(.all.descending())
+        }
+        Self.expectDamaged("objects(.all.descending())", path: path) { () throws(BuriError) in
+            try people.objects(.all.descending())
+        }
         Self.expectDamaged("entries(.all)", path: path) { () throws(BuriError) in try people.entries(.all).count }
         // count() reads the stored object count alone (format 4), never the damaged block: exact.
         #expect(try people.count() == Self.people.count)
-        Self.expectDamaged("count(.all.offset(1))", path: path) { () throws(BuriError) in try people.count(.all.offset(1)) }
+        Self.expectDamaged("count(.all.offset(1))", path: path) { () throws(BuriError) in
+            try people.count(.all.offset(1))
+        }
         Self.expectDamaged("page", path: path) { () throws(BuriError) in try people.page(.all, size: 5000).items.count }
-        Self.expectDamaged("keyPage", path: path) { () throws(BuriError) in try people.keyPage(.all, size: 5000).items.count }
-        Self.expectDamaged("raw keys(withPrefix:)", path: path) { () throws(BuriError) in try people.raw.keys(withPrefix: "d") }
+        Self.expectDamaged("keyPage", path: path) { () throws(BuriError) in
+            try people.keyPage(.all, size: 5000).items.count
+        }
+        Self.expectDamaged("raw keys(withPrefix:)", path: path) { () throws(BuriError) in
+            try people.raw.keys(withPrefix: "d")
+        }
         // A limit that ends right after the damaged block: the scan stepped over it and must say so.
         Self.expectDamaged("keys(.all.limit(past the block))", path: path) { () throws(BuriError) in
             try people.keys(.all.limit(lastDamaged + 2))
@@ -213,18 +245,26 @@ struct DamagedFileTests {
             // Backwards, LevelDB looks one entry ahead before returning one, so the error may come
             // one object early; it never comes late and never looks like the end.
             let expected = descending ? ordered.count - 1 - lastDamaged : firstDamaged
-            #expect(seen == expected || (descending && seen == expected - 1), "descending \(descending): \(seen) of \(expected)")
+            #expect(
+                seen == expected || (descending && seen == expected - 1),
+                "descending \(descending): \(seen) of \(expected)")
         }
 
         // Lazy sequences keep the error and are not complete.
         let lazyObjects = people.lazyObjects()
         #expect(Array(lazyObjects).count == firstDamaged)
         #expect(!lazyObjects.isComplete)
-        if case .damaged(_, "Person", _)? = lazyObjects.error {} else { Issue.record("lazyObjects.error: \(String(describing: lazyObjects.error))") }
+        if case .damaged(_, "Person", _)? = lazyObjects.error {
+        } else {
+            Issue.record("lazyObjects.error: \(String(describing: lazyObjects.error))")
+        }
         let lazyKeys = people.lazyKeys(.all.descending())
         #expect((ordered.count - 2 - lastDamaged...ordered.count - 1 - lastDamaged).contains(Array(lazyKeys).count))
         #expect(!lazyKeys.isComplete)
-        if case .damaged(_, "Person", _)? = lazyKeys.error {} else { Issue.record("lazyKeys.error: \(String(describing: lazyKeys.error))") }
+        if case .damaged(_, "Person", _)? = lazyKeys.error {
+        } else {
+            Issue.record("lazyKeys.error: \(String(describing: lazyKeys.error))")
+        }
 
         // Index queries: those reading only index entries are intact and complete; those that
         // read the damaged records throw.
@@ -234,19 +274,29 @@ struct DamagedFileTests {
         #expect(try people.count(.index("locale", equals: IndexValue(victim.locale))) == sameLocale.count)
         let complete = people.lazyKeys(.index("locale", equals: IndexValue(victim.locale)))
         #expect(Array(complete).count == sameLocale.count && complete.isComplete && complete.error == nil)
-        Self.expectDamaged("objects(locale)", path: path) { () throws(BuriError) in try people.objects(.index("locale", equals: IndexValue(victim.locale))) }
-        Self.expectDamaged("objects(t<n>)", path: path) { () throws(BuriError) in try people.objects(.index("tags", equals: IndexValue("t\(Int(victim.id.dropFirst())!)"))) }
+        Self.expectDamaged("objects(locale)", path: path) { () throws(BuriError) in
+            try people.objects(.index("locale", equals: IndexValue(victim.locale)))
+        }
+        Self.expectDamaged("objects(t<n>)", path: path) { () throws(BuriError) in
+            try people.objects(.index("tags", equals: IndexValue("t\(Int(victim.id.dropFirst())!)")))
+        }
         // Two conditions: the second is checked against each record, so the damaged ones are read.
-        let twoConditions = Query.index("locale", equals: IndexValue(victim.locale)).and(.index("age", in: IndexValue(0)...IndexValue(200)))
-        Self.expectDamaged("keys(two conditions)", path: path) { () throws(BuriError) in try people.keys(twoConditions) }
-        Self.expectDamaged("count(two conditions)", path: path) { () throws(BuriError) in try people.count(twoConditions) }
+        let twoConditions = Query.index("locale", equals: IndexValue(victim.locale)).and(
+            .index("age", in: IndexValue(0)...IndexValue(200)))
+        Self.expectDamaged("keys(two conditions)", path: path) { () throws(BuriError) in try people.keys(twoConditions)
+        }
+        Self.expectDamaged("count(two conditions)", path: path) { () throws(BuriError) in
+            try people.count(twoConditions)
+        }
 
         // check() does not report a shorter database as consistent.
         Self.expectDamaged("check()", path: path) { () throws(BuriError) in try db.check() }
 
         // Index evolution reads every record before writing anything: it fails and changes nothing.
         let before = try Self.dataFiles(path)
-        Self.expectDamaged("bucket(PersonWithNickname)", path: path) { () throws(BuriError) in try db.bucket(PersonWithNickname.self) }
+        Self.expectDamaged("bucket(PersonWithNickname)", path: path) { () throws(BuriError) in
+            try db.bucket(PersonWithNickname.self)
+        }
         #expect(try Self.dataFiles(path) == before)
         #expect(try db.bucketInfo(named: "Person")?.indexes.map(\.name) == ["locale", "age", "tags", "score"])
         db.close()
@@ -254,11 +304,14 @@ struct DamagedFileTests {
         // Repair: the damaged block is dropped; its objects are named as lost, everything else is back.
         let report = try BuriDatabase.repair(path: path, options: options, levelDB: levelDB)
         #expect(!report.isComplete)
-        #expect(report.storageLosses.contains { $0.contains("Table #") && $0.contains("Corruption") }, "\(report.storageLosses)")
+        #expect(
+            report.storageLosses.contains { $0.contains("Table #") && $0.contains("Corruption") },
+            "\(report.storageLosses)")
         #expect(report.lostObjects.map(\.bucket).allSatisfy { $0 == "Person" })
         #expect(report.lostObjects.map(\.key) == damagedKeys, "\(report.lines)")
         #expect(report.damagedLogRecords.isEmpty && report.suspectObjects.isEmpty)
-        #expect(report.lines.contains { $0.hasPrefix("lost: bucket 'Person', key '\(damagedKeys[0])'") }, "\(report.lines)")
+        #expect(
+            report.lines.contains { $0.hasPrefix("lost: bucket 'Person', key '\(damagedKeys[0])'") }, "\(report.lines)")
         let reopened = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
@@ -268,8 +321,9 @@ struct DamagedFileTests {
 
     // MARK: A damaged block of index entries
 
-    @Test("damaged blocks of index entries: index reads, min and max throw; records read fine; repair rebuilds the index whole",
-          arguments: Damage.allCases)
+    @Test(
+        "damaged blocks of index entries: index reads, min and max throw; records read fine; repair rebuilds the index whole",
+        arguments: Damage.allCases)
     func damagedIndexBlocks(damage: Damage) throws {
         let directory = TemporaryDirectory("buri-damaged-index")
         let path = directory.path("db")
@@ -292,17 +346,28 @@ struct DamagedFileTests {
 
         Self.expectDamaged("min(age)", path: path) { () throws(BuriError) in try people.min(index: "age") }
         Self.expectDamaged("max(age)", path: path) { () throws(BuriError) in try people.max(index: "age") }
-        Self.expectDamaged("keys(age)", path: path) { () throws(BuriError) in try people.keys(.index("age", in: IndexValue(0)...IndexValue(200))) }
+        Self.expectDamaged("keys(age)", path: path) { () throws(BuriError) in
+            try people.keys(.index("age", in: IndexValue(0)...IndexValue(200)))
+        }
         Self.expectDamaged("keys(age, descending)", path: path) { () throws(BuriError) in
             try people.keys(.index("age", in: IndexValue(0)...IndexValue(200)).descending())
         }
-        Self.expectDamaged("count(age)", path: path) { () throws(BuriError) in try people.count(.index("age", in: IndexValue(0)...IndexValue(200))) }
-        Self.expectDamaged("objects(age)", path: path) { () throws(BuriError) in try people.objects(.index("age", in: IndexValue(0)...IndexValue(200))) }
-        Self.expectDamaged("entryCount(age)", path: path) { () throws(BuriError) in try people.raw.entryCount(index: "age") }
+        Self.expectDamaged("count(age)", path: path) { () throws(BuriError) in
+            try people.count(.index("age", in: IndexValue(0)...IndexValue(200)))
+        }
+        Self.expectDamaged("objects(age)", path: path) { () throws(BuriError) in
+            try people.objects(.index("age", in: IndexValue(0)...IndexValue(200)))
+        }
+        Self.expectDamaged("entryCount(age)", path: path) { () throws(BuriError) in
+            try people.raw.entryCount(index: "age")
+        }
         let lazy = people.lazyObjects(.index("age", in: IndexValue(0)...IndexValue(200)))
         _ = Array(lazy)
         #expect(!lazy.isComplete)
-        if case .damaged(_, "Person", _)? = lazy.error {} else { Issue.record("lazyObjects.error: \(String(describing: lazy.error))") }
+        if case .damaged(_, "Person", _)? = lazy.error {
+        } else {
+            Issue.record("lazyObjects.error: \(String(describing: lazy.error))")
+        }
         Self.expectDamaged("check()", path: path) { () throws(BuriError) in try db.check() }
 
         // The records are intact: reads that do not touch the index are complete and exact.
@@ -320,7 +385,9 @@ struct DamagedFileTests {
         defer { reopened.close() }
         #expect(try reopened.check().problems.isEmpty)
         let repaired = try reopened.bucket(Person.self)
-        let byAge = Self.people.sorted { $0.age != $1.age ? $0.age < $1.age : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+        let byAge = Self.people.sorted {
+            $0.age != $1.age ? $0.age < $1.age : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+        }
         #expect(try repaired.keys(.index("age", in: IndexValue(0)...IndexValue(200))) == byAge.map(\.id))
         #expect(try repaired.min(index: "age") == IndexValue(0) && repaired.max(index: "age") == IndexValue(96))
     }
@@ -337,12 +404,16 @@ struct DamagedFileTests {
         try db.compact()
         for person in Self.people[100..<130] { try people.store(person) }  // one synced batch each
         db.close()
-        let logs = try CorruptionTests.files(path, suffix: ".log").filter { (try? CorruptionTests.size(of: $0)) ?? 0 > 0 }
+        let logs = try CorruptionTests.files(path, suffix: ".log").filter {
+            (try? CorruptionTests.size(of: $0)) ?? 0 > 0
+        }
         try #require(logs.count == 1, "\(logs)")
         return (Array(Self.people[100..<130]), logs[0])
     }
 
-    @Test("a damaged log record: opening fails naming the log and changes nothing; repair keeps it and names the object to verify")
+    @Test(
+        "a damaged log record: opening fails naming the log and changes nothing; repair keeps it and names the object to verify"
+    )
     func damagedLogRecord() throws {
         let directory = TemporaryDirectory("buri-damaged-log")
         let path = directory.path("db")
@@ -363,7 +434,9 @@ struct DamagedFileTests {
                 Issue.record("attempt \(attempt): expected .damaged, got \(String(describing: error))")
                 continue
             }
-            #expect(at == path && reason.contains((log as NSString).lastPathComponent) && reason.contains("checksum"), "\(reason)")
+            #expect(
+                at == path && reason.contains((log as NSString).lastPathComponent) && reason.contains("checksum"),
+                "\(reason)")
             #expect(String(describing: error!).contains("buri repair \(path)"))
             #expect(try Self.dataFiles(path) == before, "attempt \(attempt) changed files")
         }
@@ -388,7 +461,9 @@ struct DamagedFileTests {
         for person in Self.people.prefix(130) where person.id != "d0110" {
             #expect(try people.object(forKey: person.id) == person)
         }
-        #expect(try people.object(forKey: "d0110")?.name == "name 1q0", "recovered as LevelDB's repair read it, and named as suspect")
+        #expect(
+            try people.object(forKey: "d0110")?.name == "name 1q0",
+            "recovered as LevelDB's repair read it, and named as suspect")
         _ = inLog
     }
 
@@ -405,14 +480,20 @@ struct DamagedFileTests {
         guard case .damaged? = openError(path) else { Issue.record("open did not refuse the damaged log"); return }
 
         let report = try BuriDatabase.repair(path: path)
-        #expect(report.damagedLogRecords.count == 1 && report.damagedLogRecords[0].offset == records[20], "\(report.damagedLogRecords)")
+        #expect(
+            report.damagedLogRecords.count == 1 && report.damagedLogRecords[0].offset == records[20],
+            "\(report.damagedLogRecords)")
         #expect(report.damagedLogRecords[0].reason.contains("runs past the end"), "\(report.damagedLogRecords)")
         // LevelDB's repair takes the over-long record for a cut-off write and drops it and the nine
         // writes after it. The checksum covers the payload, not the length: the record's checksum
         // matches its true length, so its write is intact, and so are the nine after it. All ten
         // are put back, and nothing was lost.
-        #expect(report.restoredObjects == Self.people[120..<130].map { ObjectReference(bucket: "Person", key: $0.id) }, "\(report.lines)")
-        #expect(report.suspectObjects.isEmpty && report.lostObjects.isEmpty && report.unknownLosses.isEmpty, "\(report.lines)")
+        #expect(
+            report.restoredObjects == Self.people[120..<130].map { ObjectReference(bucket: "Person", key: $0.id) },
+            "\(report.lines)")
+        #expect(
+            report.suspectObjects.isEmpty && report.lostObjects.isEmpty && report.unknownLosses.isEmpty,
+            "\(report.lines)")
         #expect(report.isComplete, "\(report.lines)")
         let db = try BuriDatabase(path: path)
         defer { db.close() }
@@ -459,8 +540,10 @@ struct PersonWithNickname: BuriSupport, Equatable, Sendable {
 
     static let buri = BuriSchema<PersonWithNickname>(
         key: \.id,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
-                  .binary("name", \.name)],
+        indexes: [
+            .binary("locale", \.locale), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+            .binary("name", \.name),
+        ],
         bucket: "Person"
     )
 }

@@ -31,22 +31,32 @@ struct DecoderRobustnessTests {
     static func seeds() throws -> [[UInt8]] {
         let shaped = [
             Shaped(id: "p1", name: "Dirk", age: 20, tags: []),
-            Shaped(id: "p2", name: "Ünï 😀", age: -7, score: 1.5, small: -3, big: .max, flag: true, tags: ["a", "", "b\u{0}"],
-                   address: Address(street: "Main", zip: 12345), blob: [0, 255], extra: ["x": 1]),
+            Shaped(
+                id: "p2", name: "Ünï 😀", age: -7, score: 1.5, small: -3, big: .max, flag: true,
+                tags: ["a", "", "b\u{0}"],
+                address: Address(street: "Main", zip: 12345), blob: [0, 255], extra: ["x": 1]),
         ]
         var seeds = try shaped.map { try CBOREncoder().encode($0) }
         let value: CBORValue = ["k": [1, -2, 3.5, "t", nil, true], "m": ["n": .tagged(1, 17)], "b": .bytes([1, 2])]
         seeds.append(value.encoded())
         var record: [UInt8] = []
-        RecordHeader(schemaVersion: 3, entries: [
-            RecordHeader.Entry(index: 1, tuple: IndexValue("EN").encoded),
-            RecordHeader.Entry(index: 2, tuple: IndexValue(42).encoded),
-            RecordHeader.Entry(index: 3, tuple: IndexValue("a").encoded + IndexValue(floatLiteral: -2.5).encoded),
-        ]).append(to: &record)
+        RecordHeader(
+            schemaVersion: 3,
+            entries: [
+                RecordHeader.Entry(index: 1, tuple: IndexValue("EN").encoded),
+                RecordHeader.Entry(index: 2, tuple: IndexValue(42).encoded),
+                RecordHeader.Entry(index: 3, tuple: IndexValue("a").encoded + IndexValue(floatLiteral: -2.5).encoded),
+            ]
+        ).append(to: &record)
         seeds.append(record + seeds[0])
-        let values: [IndexValue] = [0, -1, 42, IndexValue(UInt64.max), 0.5, -1e300, IndexValue(floatLiteral: .infinity), "", "a\u{0}b", IndexValue(bytes: [0xFF])]
+        let values: [IndexValue] = [
+            0, -1, 42, IndexValue(UInt64.max), 0.5, -1e300, IndexValue(floatLiteral: .infinity), "", "a\u{0}b",
+            IndexValue(bytes: [0xFF]),
+        ]
         seeds.append(values.flatMap(\.encoded))
-        seeds.append(Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: 1, index: 2), tuple: IndexValue("EN").encoded, objectKey: "p1"))
+        seeds.append(
+            Keyspace.indexEntryKey(
+                prefix: Keyspace.indexPrefix(bucket: 1, index: 2), tuple: IndexValue("EN").encoded, objectKey: "p1"))
         return seeds
     }
     typealias Address = Shaped.Address
@@ -92,7 +102,8 @@ struct DecoderRobustnessTests {
             for arity in 1...3 {
                 if let parts = try? Keyspace.splitIndexEntry(raw, arity: arity) {
                     accepted += 1
-                    #expect(parts.objectKey.upperBound == raw.count && parts.tuple.upperBound == parts.objectKey.lowerBound)
+                    #expect(
+                        parts.objectKey.upperBound == raw.count && parts.tuple.upperBound == parts.objectKey.lowerBound)
                     _ = IndexTuple.split(Array(raw[parts.tuple]))
                 }
             }
@@ -126,10 +137,15 @@ struct DecoderRobustnessTests {
             var bytes = seeds[Int.random(in: 0..<seeds.count, using: &random)]
             for _ in 0..<Int.random(in: 1...4, using: &random) {
                 switch Int.random(in: 0..<5, using: &random) {
-                case 0 where !bytes.isEmpty: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8(1) << UInt8.random(in: 0...7, using: &random)
-                case 1 where !bytes.isEmpty: bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                case 0 where !bytes.isEmpty:
+                    bytes[Int.random(in: 0..<bytes.count, using: &random)] ^=
+                        UInt8(1) << UInt8.random(in: 0...7, using: &random)
+                case 1 where !bytes.isEmpty:
+                    bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
                 case 2: bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &random)))
-                case 3: bytes.insert(UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0...bytes.count, using: &random))
+                case 3:
+                    bytes.insert(
+                        UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0...bytes.count, using: &random))
                 default: bytes += bytes.prefix(Int.random(in: 0...8, using: &random))
                 }
             }
@@ -140,21 +156,27 @@ struct DecoderRobustnessTests {
     @Test("deeply nested and huge-length CBOR is rejected without exhausting the stack or memory")
     func hostileShapes() throws {
         let hostile: [[UInt8]] = [
-            [UInt8](repeating: 0x81, count: 100_000) + [0x00],            // 100,000 nested arrays
-            [UInt8](repeating: 0xA1, count: 50_000) + [0x00, 0x00],       // nested maps as keys
-            [UInt8](repeating: 0x9F, count: 100_000),                     // unterminated indefinite arrays
-            [0x5B, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],        // a byte string of 2^64-1 bytes
-            [0x9B, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],        // an array of 2^63-1 elements
+            [UInt8](repeating: 0x81, count: 100_000) + [0x00],  // 100,000 nested arrays
+            [UInt8](repeating: 0xA1, count: 50_000) + [0x00, 0x00],  // nested maps as keys
+            [UInt8](repeating: 0x9F, count: 100_000),  // unterminated indefinite arrays
+            [0x5B, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],  // a byte string of 2^64-1 bytes
+            [0x9B, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],  // an array of 2^63-1 elements
             [0xBB, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00],  // a map of 2^32 entries
             [0xD9, 0xD9, 0xF7] + [UInt8](repeating: 0xC6, count: 100_000) + [0x00],  // 100,000 tags
-            [0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1,
-             0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1,
-             0x00, 0x00] + [UInt8](repeating: 0x00, count: 40),  // 40 maps nested as keys: JSON output must stay small
+            [
+                0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1,
+                0xA1, 0xA1, 0xA1,
+                0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1, 0xA1,
+                0xA1, 0xA1, 0xA1,
+                0x00, 0x00,
+            ] + [UInt8](repeating: 0x00, count: 40),  // 40 maps nested as keys: JSON output must stay small
         ]
         for bytes in hostile {
             _ = Self.exercise(bytes)
             if let value = try? CBORValue(decoding: bytes) {
-                #expect(value.jsonString().utf8.count < 100 * bytes.count, "JSON of a \(bytes.count)-byte item is out of proportion")
+                #expect(
+                    value.jsonString().utf8.count < 100 * bytes.count,
+                    "JSON of a \(bytes.count)-byte item is out of proportion")
             }
         }
         // A record header claiming more entries or longer tuples than it holds.

@@ -9,7 +9,9 @@ import Testing
 @Suite("etcd: several processes and failing members", .serialized)
 struct EtcdClusterTests {
     /// Starts `BuriStress stress <location> <seed> <options>`, its output going to files.
-    func startWriter(_ location: String, seed: UInt64, options: [String], directory: TemporaryDirectory, label: String) throws -> (Process, String, String) {
+    func startWriter(
+        _ location: String, seed: UInt64, options: [String], directory: TemporaryDirectory, label: String
+    ) throws -> (Process, String, String) {
         let output = directory.path("\(label).out")
         let errors = directory.path("\(label).err")
         _ = FileManager.default.createFile(atPath: output, contents: nil)
@@ -58,13 +60,16 @@ struct EtcdClusterTests {
         return last
     }
 
-    @Test("two processes hammer six keys with stores, updates and deletes: check is clean and each object is a last acknowledged write")
+    @Test(
+        "two processes hammer six keys with stores, updates and deletes: check is clean and each object is a last acknowledged write"
+    )
     func twoProcessesHammerTheSameKeys() throws {
         let location = try EtcdTestCluster.location("hammer")
         defer { if let engine = try? EtcdEngine(location: location) { try? engine.deleteAll() } }
         let directory = TemporaryDirectory("buri-etcd-hammer")
         let options = ["--keys", "6", "--ops", fullTests ? "600" : "150", "--seconds", "90", "--async"]
-        let (a, aOut, aErr) = try startWriter(location, seed: 0xA11CE, options: options, directory: directory, label: "a")
+        let (a, aOut, aErr) = try startWriter(
+            location, seed: 0xA11CE, options: options, directory: directory, label: "a")
         let (b, bOut, bErr) = try startWriter(location, seed: 0xB0B, options: options, directory: directory, label: "b")
         let aEnded = finish(a, within: 150), bEnded = finish(b, within: 150)
         let aText = (try? String(contentsOfFile: aErr, encoding: .utf8)) ?? ""
@@ -88,22 +93,30 @@ struct EtcdClusterTests {
             let now = actual[key]
             let candidates = [lastA[key], lastB[key]].compactMap { $0 }
             #expect(!candidates.isEmpty, "\(key) was never written but holds \(String(describing: now))")
-            #expect(candidates.contains(now), "\(key) holds \(String(describing: now)), not the last write of either process")
+            #expect(
+                candidates.contains(now),
+                "\(key) holds \(String(describing: now)), not the last write of either process")
             if let a = lastA[key], a == now { fromA += 1 }
             if let b = lastB[key], b == now { fromB += 1 }
         }
-        print("etcd hammer: \(logA.completed.count) + \(logB.completed.count) writes, final state from a: \(fromA), from b: \(fromB)")
+        print(
+            "etcd hammer: \(logA.completed.count) + \(logB.completed.count) writes, final state from a: \(fromA), from b: \(fromB)"
+        )
     }
 
-    @Test("SIGKILL of the leader, then of a follower, mid-stream: writes resume, the members rejoin, every acknowledged write is there")
+    @Test(
+        "SIGKILL of the leader, then of a follower, mid-stream: writes resume, the members rejoin, every acknowledged write is there"
+    )
     func leaderAndFollowerKilledMidStream() throws {
         let cluster = try PrivateCluster()
         defer { cluster.stop() }
         let location = cluster.location("fault")
         let directory = TemporaryDirectory("buri-etcd-fault")
         let stopFile = directory.path("stop")
-        let (writer, output, errors) = try startWriter(location, seed: 0xFA17, options: ["--keys", "200", "--seconds", "120", "--ops", "20000", "--stop-file", stopFile, "--async"],
-                                                       directory: directory, label: "writer")
+        let (writer, output, errors) = try startWriter(
+            location, seed: 0xFA17,
+            options: ["--keys", "200", "--seconds", "120", "--ops", "20000", "--stop-file", stopFile, "--async"],
+            directory: directory, label: "writer")
         defer { if writer.isRunning { kill(writer.processIdentifier, SIGKILL) } }
 
         /// Waits (bounded) until the writer has acknowledged `more` writes beyond `count`.
@@ -111,7 +124,10 @@ struct EtcdClusterTests {
             let deadline = Date().addingTimeInterval(45)
             while acknowledged(output) < count + more && Date() < deadline && writer.isRunning { usleep(20_000) }
             let now = acknowledged(output)
-            #expect(now >= count + more, "\(what): the writer acknowledged only \(now - count) write(s) in 45 s; stderr: \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
+            #expect(
+                now >= count + more,
+                "\(what): the writer acknowledged only \(now - count) write(s) in 45 s; stderr: \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")"
+            )
             return now
         }
         func waitForLeader() -> Int? {
@@ -152,7 +168,10 @@ struct EtcdClusterTests {
         #expect(report.problems.isEmpty, "\(report.summary)")
         let objects = try db.bucket(StressItem.self).objects()
         let actual = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(actual == expected, "\(log.completed.count) acknowledged writes; \(Set(expected.keys).symmetricDifference(actual.keys).count) keys differ")
+        #expect(
+            actual == expected,
+            "\(log.completed.count) acknowledged writes; \(Set(expected.keys).symmetricDifference(actual.keys).count) keys differ"
+        )
         // Every member, the restarted ones included, has applied the same history.
         let client = try EtcdClient(endpoints: cluster.endpoints)
         let deadline = Date().addingTimeInterval(10)

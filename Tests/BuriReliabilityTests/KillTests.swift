@@ -15,7 +15,9 @@ struct StressItem: BuriSupport, Equatable, Sendable {
 
     static let buri = BuriSchema<StressItem>(
         key: \.id,
-        indexes: [.binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)],
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+        ],
         bucket: "stress"
     )
 }
@@ -44,7 +46,8 @@ func stressBinary() throws -> URL {
         let candidate = directory.appendingPathComponent("BuriStress")
         if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
     }
-    throw StressError("""
+    throw StressError(
+        """
         the BuriStress executable is not next to the test bundle (looked in \(directories.map(\.path).joined(separator: ", "))); \
         build it with `swift build --build-tests` or set BURI_STRESS_BINARY
         """)
@@ -118,7 +121,8 @@ extension [String: StressItem] {
 struct TransferAccount: BuriSupport, Equatable, Sendable {
     var id: String
     var balance: Int
-    static let buri = BuriSchema<TransferAccount>(key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
+    static let buri = BuriSchema<TransferAccount>(
+        key: \.id, indexes: [.numeric("balance", \.balance)], bucket: "accounts")
 }
 
 struct TransferRecord: BuriSupport, Equatable, Sendable {
@@ -126,7 +130,8 @@ struct TransferRecord: BuriSupport, Equatable, Sendable {
     var from: String
     var to: String
     var amount: Int
-    static let buri = BuriSchema<TransferRecord>(key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
+    static let buri = BuriSchema<TransferRecord>(
+        key: \.id, indexes: [.binary("from", \.from), .binary("to", \.to)], bucket: "transfers")
 }
 
 /// StressItem with its "age" index at version 1 or 2: opening the bucket as the other one
@@ -134,14 +139,22 @@ struct TransferRecord: BuriSupport, Equatable, Sendable {
 struct EvolveOne: BuriSupport, Equatable, Sendable {
     var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
     static let buri = BuriSchema<EvolveOne>(
-        key: \.id, indexes: [.binary("name", \.name), .numeric("age", \.age, version: 1), .binary("tags", \.tags), .numeric("score", \.score)],
+        key: \.id,
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age, version: 1), .binary("tags", \.tags),
+            .numeric("score", \.score),
+        ],
         bucket: "stress")
 }
 
 struct EvolveTwo: BuriSupport, Equatable, Sendable {
     var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
     static let buri = BuriSchema<EvolveTwo>(
-        key: \.id, indexes: [.binary("name", \.name), .numeric("age", \.age, version: 2), .binary("tags", \.tags), .numeric("score", \.score)],
+        key: \.id,
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age, version: 2), .binary("tags", \.tags),
+            .numeric("score", \.score),
+        ],
         bucket: "stress")
 }
 
@@ -165,7 +178,9 @@ struct KillTests {
         let directory = TemporaryDirectory("buri-kill-purge")
         let dbPath = directory.path("db")
         var random = SeededGenerator(seed: 0xDE1A_11)
-        let kept = (0..<500).map { n in StressItem(id: "keep\(n)", name: "k", age: n, tags: ["t\(n % 5)"], score: 1, writer: "setup", note: "") }
+        let kept = (0..<500).map { n in
+            StressItem(id: "keep\(n)", name: "k", age: n, tags: ["t\(n % 5)"], score: 1, writer: "setup", note: "")
+        }
         do {
             let db = try BuriDatabase(path: dbPath)
             try db.bucket(PurgeKept.self).store(kept.map { PurgeKept(id: $0.id, age: $0.age) })
@@ -174,8 +189,10 @@ struct KillTests {
         var interrupted = 0
         for round in 0..<(fullTests ? 12 : 3) {
             let items = (0..<20_000).map { n in
-                StressItem(id: String(format: "r\(round)-%05d", n), name: "n\(n % 17)", age: n % 90, tags: n % 3 == 0 ? ["a", "b"] : ["c"], score: Double(n % 7),
-                           writer: "setup", note: "")
+                StressItem(
+                    id: String(format: "r\(round)-%05d", n), name: "n\(n % 17)", age: n % 90,
+                    tags: n % 3 == 0 ? ["a", "b"] : ["c"], score: Double(n % 7),
+                    writer: "setup", note: "")
             }
             var retired: UInt32 = 0
             do {
@@ -195,7 +212,8 @@ struct KillTests {
             try process.run()
             var waited = 0
             while process.isRunning, waited < 60_000,
-                  !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("deleted") ?? false) {
+                !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("deleted") ?? false)
+            {
                 usleep(1_000)
                 waited += 1
             }
@@ -216,7 +234,8 @@ struct KillTests {
                 let pending = try db.pendingPurges()
                 if !pending.isEmpty {
                     interrupted += 1
-                    #expect(pending == [RetiredBucket(id: retired, bucket: "stress", state: .purging)], "round \(round)")
+                    #expect(
+                        pending == [RetiredBucket(id: retired, bucket: "stress", state: .purging)], "round \(round)")
                     #expect(report.pendingPurges == pending)
                 }
                 #expect(try db.bucket(StressItem.self).count() == 0)
@@ -231,8 +250,14 @@ struct KillTests {
             #expect(try !leftovers.next(), "round \(round): records left under the retired id")
             let entries = try db.engine.snapshot().cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: retired)))
             #expect(try !entries.next(), "round \(round): index entries left under the retired id")
-            #expect(try db.engine.snapshot().get(Keyspace.countKey(bucket: retired)) == nil, "round \(round): the retired id's count is left")
-            #expect(try db.bucket(PurgeKept.self).objects() == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) })
+            #expect(
+                try db.engine.snapshot().get(Keyspace.countKey(bucket: retired)) == nil,
+                "round \(round): the retired id's count is left")
+            #expect(
+                try db.bucket(PurgeKept.self).objects()
+                    == kept.map { PurgeKept(id: $0.id, age: $0.age) }.sorted {
+                        $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+                    })
             #expect(try db.bucket(PurgeKept.self).keys(.index("age", in: 0...9)).count == 10)
             let stress = try db.bucket(StressItem.self)
             #expect(try stress.count() == 0)
@@ -253,8 +278,10 @@ struct KillTests {
         let dbPath = directory.path("db")
         var random = SeededGenerator(seed: 0xE7_0E)
         let originals = (0..<3000).map { n in
-            StressItem(id: String(format: "e%05d", n), name: "n\(n % 13)", age: n % 100, tags: n % 4 == 0 ? ["red"] : [], score: Double(n % 40) / 4,
-                       writer: "setup", note: "")
+            StressItem(
+                id: String(format: "e%05d", n), name: "n\(n % 13)", age: n % 100, tags: n % 4 == 0 ? ["red"] : [],
+                score: Double(n % 40) / 4,
+                writer: "setup", note: "")
         }
         do {
             let db = try BuriDatabase(path: dbPath)
@@ -267,10 +294,13 @@ struct KillTests {
             // Killed at a known point of the rebuild (after its Kth batch of 100 of 30, K seeded),
             // by the child itself: no wait for a progress line, on any machine.
             let batches = Int.random(in: 1...28, using: &random)
-            let end = try runChildKilledAtAPoint(binary, ["evolve", dbPath, String(version), String(batches)], capturingOutput: true)
+            let end = try runChildKilledAtAPoint(
+                binary, ["evolve", dbPath, String(version), String(batches)], capturingOutput: true)
             let output = end.output
             #expect(end.reason == .uncaughtSignal && end.status == SIGKILL, "round \(round): not killed: \(output)")
-            #expect(output.hasSuffix("progress \(batches * 100)\n") && !output.contains("evolved"), "round \(round): not killed after batch \(batches): \(output)")
+            #expect(
+                output.hasSuffix("progress \(batches * 100)\n") && !output.contains("evolved"),
+                "round \(round): not killed after batch \(batches): \(output)")
             if !output.contains("evolved") { interrupted += 1 }
 
             // Opening with the same new type finishes the rebuild; then everything is consistent.
@@ -281,16 +311,26 @@ struct KillTests {
             if version == 1 {
                 let bucket = try db.bucket(EvolveOne.self)
                 ages = try bucket.keys(.index("age", in: 10...19))
-                objects = try bucket.objects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+                objects = try bucket.objects().map {
+                    StressItem(
+                        id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer,
+                        note: $0.note)
+                }
             } else {
                 let bucket = try db.bucket(EvolveTwo.self)
                 ages = try bucket.keys(.index("age", in: 10...19))
-                objects = try bucket.objects().map { StressItem(id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer, note: $0.note) }
+                objects = try bucket.objects().map {
+                    StressItem(
+                        id: $0.id, name: $0.name, age: $0.age, tags: $0.tags, score: $0.score, writer: $0.writer,
+                        note: $0.note)
+                }
             }
             let report = try db.check()
             #expect(report.problems.isEmpty, "round \(round): \(report.summary)")
             #expect(objects == originals, "round \(round): the rebuild changed objects")
-            #expect(Set(ages) == Set(originals.filter { (10...19).contains($0.age) }.map(\.id)), "round \(round): the rebuilt age index")
+            #expect(
+                Set(ages) == Set(originals.filter { (10...19).contains($0.age) }.map(\.id)),
+                "round \(round): the rebuilt age index")
             #expect(try db.bucketInfo(named: "stress")?.index(named: "age")?.version == version)
         }
         #expect(interrupted == (fullTests ? 20 : 3), "every round is killed mid-rebuild")
@@ -314,7 +354,8 @@ struct KillTests {
             try process.run()
             var waited = 0
             while process.isRunning, waited < 30_000,
-                  !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("ok ") ?? false) {
+                !((try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("ok ") ?? false)
+            {
                 usleep(1_000)
                 waited += 1
             }
@@ -333,7 +374,9 @@ struct KillTests {
             #expect(try db.check().problems.isEmpty, "round \(round)")
             let transfers = try db.bucket(TransferRecord.self).objects()
             let accounts = try db.bucket(TransferAccount.self).objects()
-            #expect(acknowledged.isSubset(of: Set(transfers.map(\.id))), "round \(round): an acknowledged transfer is missing")
+            #expect(
+                acknowledged.isSubset(of: Set(transfers.map(\.id))),
+                "round \(round): an acknowledged transfer is missing")
             // The balances are exactly 1000 each plus the transfers recorded: no transaction applied in part.
             var balances = Dictionary(uniqueKeysWithValues: accounts.map { ($0.id, 1000) })
             for transfer in transfers {
@@ -341,7 +384,9 @@ struct KillTests {
                 balances[transfer.to, default: 0] += transfer.amount
             }
             #expect(accounts.count == 6)
-            #expect(accounts.allSatisfy { balances[$0.id] == $0.balance }, "round \(round): balances disagree with the recorded transfers")
+            #expect(
+                accounts.allSatisfy { balances[$0.id] == $0.balance },
+                "round \(round): balances disagree with the recorded transfers")
         }
         #expect(!acknowledged.isEmpty)
     }
@@ -386,8 +431,11 @@ struct KillTests {
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
             // The child never exits by itself within the round: anything else is a failure in it.
-            #expect(wasRunning, "round \(round): BuriStress exited on its own (status \(process.terminationStatus)): \(stderr)")
-            #expect(process.terminationReason == .uncaughtSignal, "round \(round): BuriStress was not killed: \(stderr)")
+            #expect(
+                wasRunning,
+                "round \(round): BuriStress exited on its own (status \(process.terminationStatus)): \(stderr)")
+            #expect(
+                process.terminationReason == .uncaughtSignal, "round \(round): BuriStress was not killed: \(stderr)")
 
             let log = try StressLog(text: String(contentsOfFile: outputPath, encoding: .utf8))
             for write in log.completed { expected = expected.applying(write) }
@@ -404,7 +452,9 @@ struct KillTests {
             #expect(actual.count == objects.count)
             // The stored object count (one key, written in each write's batch) is the records'.
             #expect(try bucket.count() == objects.count, "round \(round)")
-            #expect(try db.engine.snapshot().get(Keyspace.countKey(bucket: bucket.raw.descriptor.id)).flatMap(Keyspace.parseCount) == objects.count, "round \(round)")
+            #expect(
+                try db.engine.snapshot().get(Keyspace.countKey(bucket: bucket.raw.descriptor.id)).flatMap(
+                    Keyspace.parseCount) == objects.count, "round \(round)")
 
             var allowed = [expected]
             if let inFlight = log.inFlight { allowed.append(expected.applying(inFlight)) }
@@ -417,7 +467,8 @@ struct KillTests {
                 let differences = keys.filter { actual[$0] != expected[$0] }.prefix(10).map { key in
                     "\(key): stored \(actual[key].map { "\($0)" } ?? "nothing"), reported \(expected[key].map { "\($0)" } ?? "deleted")"
                 }
-                Issue.record("""
+                Issue.record(
+                    """
                     round \(round): the database does not hold exactly the reported writes \
                     (\(log.completed.count) completed this round, in flight: \(log.inFlight.map { "\($0)" } ?? "none")):
                     \(differences.joined(separator: "\n"))
@@ -428,15 +479,21 @@ struct KillTests {
 
             // The indexes answer queries exactly as the objects say.
             let red = try bucket.keys(.index("tags", equals: "red"))
-            #expect(red == actual.values.filter { $0.tags.contains("red") }.map(\.id).sorted(), "round \(round): tags index")
+            #expect(
+                red == actual.values.filter { $0.tags.contains("red") }.map(\.id).sorted(), "round \(round): tags index"
+            )
             let young = try bucket.count(.index("age", in: 0...49))
             #expect(young == actual.values.filter { $0.age < 50 }.count, "round \(round): age index")
             let byScore = try bucket.objects(.index("score", in: (-20.0)...20.0))
-            #expect(Set(byScore.map(\.id)) == Set(actual.values.filter { (-20...20).contains($0.score) }.map(\.id)), "round \(round): score index")
+            #expect(
+                Set(byScore.map(\.id)) == Set(actual.values.filter { (-20...20).contains($0.score) }.map(\.id)),
+                "round \(round): score index")
             #expect(byScore.map(\.score) == byScore.map(\.score).sorted(), "round \(round): score order")
         }
         // The rounds did real work (not a run of kills before the first write).
         #expect(totalCompleted > rounds * 5, "only \(totalCompleted) writes completed in \(rounds) rounds")
-        print("kill rounds: \(rounds), writes reported: \(totalCompleted), unreported writes that landed: \(inFlightApplied), objects at the end: \(expected.count)")
+        print(
+            "kill rounds: \(rounds), writes reported: \(totalCompleted), unreported writes that landed: \(inFlightApplied), objects at the end: \(expected.count)"
+        )
     }
 }

@@ -59,7 +59,9 @@ struct ModelTests {
             }
             if fullTests || ProcessInfo.processInfo.environment["BURI_MODEL_SEED"] != nil {
                 let tally = run.tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-                print("model test: engine \(engine), seed \(seed): \(run.operations) operations in \(run.step) steps agree with the model (\(tally))")
+                print(
+                    "model test: engine \(engine), seed \(seed): \(run.operations) operations in \(run.step) steps agree with the model (\(tally))"
+                )
             }
         }
     }
@@ -87,8 +89,10 @@ struct ModelTests {
     func theModelsNumberOrderIsExact() {
         // The model must be right for the test to mean anything: its comparisons against known answers.
         let ascending: [ModelNumber] = [
-            .double(-.infinity), .double(-.greatestFiniteMagnitude), .double(-18_446_744_073_709_551_616), .int(.min), .int(.min + 1),
-            .double(-1.5), .int(-1), .double(-0.5), .double(-.leastNonzeroMagnitude), .int(0), .double(.leastNonzeroMagnitude), .double(0.5),
+            .double(-.infinity), .double(-.greatestFiniteMagnitude), .double(-18_446_744_073_709_551_616), .int(.min),
+            .int(.min + 1),
+            .double(-1.5), .int(-1), .double(-0.5), .double(-.leastNonzeroMagnitude), .int(0),
+            .double(.leastNonzeroMagnitude), .double(0.5),
             .uint(1), .double(1.5), .int(1 << 53), .int((1 << 53) + 1), .int(.max), .uint(1 << 63), .uint(.max),
             .double(18_446_744_073_709_551_616), .double(.greatestFiniteMagnitude), .double(.infinity),
         ]

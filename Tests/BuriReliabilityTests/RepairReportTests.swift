@@ -21,27 +21,36 @@ struct RepairReportTests {
 
     /// Reads every surviving person of bucket `name` and checks it against the original, and that
     /// the stored index entries are exactly those the survivors call for.
-    static func expectSurvivorsExact(_ db: BuriDatabase, bucket name: String, lost: Set<String>,
-                                     sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectSurvivorsExact(
+        _ db: BuriDatabase, bucket name: String, lost: Set<String>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let raw = try db.rawBucket(named: name)
         let keys = try raw.keys(.all)
-        let expected = people.map(\.id).filter { !lost.contains($0) }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let expected = people.map(\.id).filter { !lost.contains($0) }.sorted {
+            $0.utf8.lexicographicallyPrecedes($1.utf8)
+        }
         #expect(keys == expected, "\(keys.count) survivors, \(expected.count) expected", sourceLocation: sourceLocation)
         let decoder = CBORDecoder()
         for key in keys {
             let record = try #require(try raw.record(forKey: key), sourceLocation: sourceLocation)
-            #expect(try decoder.decode(Person.self, from: record.payload) == byKey[key], "\(key)", sourceLocation: sourceLocation)
+            #expect(
+                try decoder.decode(Person.self, from: record.payload) == byKey[key], "\(key)",
+                sourceLocation: sourceLocation)
         }
         let descriptor = try #require(try db.bucketInfo(named: name), sourceLocation: sourceLocation)
         let survivors = keys.compactMap { byKey[$0] }
-        #expect(try storedIndexEntries(db, bucket: descriptor.id) == expectedIndexEntries(survivors, descriptor: descriptor),
-                "index entries of \(name)", sourceLocation: sourceLocation)
+        #expect(
+            try storedIndexEntries(db, bucket: descriptor.id)
+                == expectedIndexEntries(survivors, descriptor: descriptor),
+            "index entries of \(name)", sourceLocation: sourceLocation)
     }
 
     // MARK: Item 2: the block holding the catalog entry
 
-    @Test("the damaged block held the catalog entry: the bucket keeps its name from the legible copy, every readable object stays reachable",
-          arguments: DamagedFileTests.Damage.allCases)
+    @Test(
+        "the damaged block held the catalog entry: the bucket keeps its name from the legible copy, every readable object stays reachable",
+        arguments: DamagedFileTests.Damage.allCases)
     func catalogBlockDamaged(damage: DamagedFileTests.Damage) throws {
         let directory = TemporaryDirectory("buri-catalog-block")
         let path = directory.path("db")
@@ -57,11 +66,19 @@ struct RepairReportTests {
         #expect(!report.isComplete)
         // The bucket is back under its own name, read from the damaged block and checked against
         // the records; nothing reports a key without naming its bucket.
-        #expect(report.recoveredBuckets.map(\.name) == ["Person"] && report.recoveredBuckets.first?.nameIsKnown == true, "\(report.lines)")
-        #expect(report.lostObjects == lostKeys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { ObjectReference(bucket: "Person", key: $0) },
-                "\(report.lines)")
+        #expect(
+            report.recoveredBuckets.map(\.name) == ["Person"] && report.recoveredBuckets.first?.nameIsKnown == true,
+            "\(report.lines)")
+        #expect(
+            report.lostObjects
+                == lostKeys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map {
+                    ObjectReference(bucket: "Person", key: $0)
+                },
+            "\(report.lines)")
         #expect(report.lostRanges.map(\.bucket) == ["Person"], "\(report.lines)")
-        #expect(report.check.isConsistent && !report.check.problems.contains { $0.bucket == nil && $0.kind == .strayKey }, "\(report.check.summary)")
+        #expect(
+            report.check.isConsistent && !report.check.problems.contains { $0.bucket == nil && $0.kind == .strayKey },
+            "\(report.check.summary)")
         #expect(!report.lines.contains { $0.contains("unknown bucket id") }, "\(report.lines)")
 
         let db = try BuriDatabase(path: path, options: options)
@@ -76,7 +93,9 @@ struct RepairReportTests {
         #expect(try people.keys(.index("locale", equals: "DE")) == german)
     }
 
-    @Test("the catalog entry itself is unreadable: the bucket is recovered as recovered-<id> with its indexes and key field found from the records")
+    @Test(
+        "the catalog entry itself is unreadable: the bucket is recovered as recovered-<id> with its indexes and key field found from the records"
+    )
     func catalogEntryUnreadable() throws {
         let directory = TemporaryDirectory("buri-catalog-lost")
         let path = directory.path("db")
@@ -104,10 +123,14 @@ struct RepairReportTests {
             let bucket = try #require(report.recoveredBuckets.first)
             #expect(bucket.name == "recovered-1" && !bucket.nameIsKnown)
             #expect(bucket.descriptor.keyField == "id", "\(bucket.descriptor)")
-            #expect(bucket.descriptor.indexes.map(\.name) == ["locale", "age", "tags", "score"], "\(bucket.descriptor)")
+            #expect(
+                bucket.descriptor.indexes.map(\.name) == ["locale", "age", "tags", "score"], "\(bucket.descriptor)")
             #expect(bucket.descriptor.indexes.map(\.fields) == [["locale"], ["age"], ["tags"], ["score"]])
             #expect(bucket.descriptor.indexes.map(\.multiValued) == [false, false, true, false])
-            #expect(report.lines.contains { $0.contains("stay reachable as bucket 'recovered-1'") && $0.contains("its name was lost") }, "\(report.lines)")
+            #expect(
+                report.lines.contains {
+                    $0.contains("stay reachable as bucket 'recovered-1'") && $0.contains("its name was lost")
+                }, "\(report.lines)")
             lost = Set(report.lostObjects.map(\.key))
             #expect(report.lostObjects.allSatisfy { $0.bucket == "recovered-1" })
             #expect(report.check.isConsistent, "\(report.check.summary)")
@@ -119,7 +142,9 @@ struct RepairReportTests {
         }
     }
 
-    @Test("check --repair never deletes the index entries of records whose catalog entry is gone; it names the bucket id and says to run repair")
+    @Test(
+        "check --repair never deletes the index entries of records whose catalog entry is gone; it names the bucket id and says to run repair"
+    )
     func checkKeepsTheKeysOfABucketWithoutCatalogEntry() throws {
         let directory = TemporaryDirectory("buri-catalog-check")
         let path = directory.path("db")
@@ -130,7 +155,9 @@ struct RepairReportTests {
         try db.engine.commit(batch, conditions: nil, sync: true)
         let before = try scanKeys(db.engine.snapshot())
         let report = try db.check(repair: true)
-        #expect(try scanKeys(db.engine.snapshot()) == before, "check --repair changed keys of a bucket whose catalog entry is gone")
+        #expect(
+            try scanKeys(db.engine.snapshot()) == before,
+            "check --repair changed keys of a bucket whose catalog entry is gone")
         #expect(report.problems.count == 1, "\(report.summary)")
         let problem = try #require(report.problems.first)
         #expect(problem.bucket == "#1" && !problem.repaired)
@@ -217,7 +244,9 @@ struct RepairReportTests {
         let name = (log as NSString).lastPathComponent
         try FileManager.default.removeItem(atPath: log)
         for _ in 1...2 {
-            guard case .damaged(_, nil, let reason)? = openError(path) else { Issue.record("open did not refuse a missing log"); return }
+            guard case .damaged(_, nil, let reason)? = openError(path) else {
+                Issue.record("open did not refuse a missing log"); return
+            }
             #expect(reason.contains(name) && reason.contains("missing"), "\(reason)")
         }
         #expect(try CorruptionTests.files(path, suffix: ".log").isEmpty, "the refused open created a log")
@@ -241,7 +270,8 @@ struct RepairReportTests {
         try db.compact()
         for person in people[100..<500] { try bucket.store(person) }
         db.close()
-        let log = try #require(try CorruptionTests.files(path, suffix: ".log").first { (try? CorruptionTests.size(of: $0)) ?? 0 > 0 })
+        let log = try #require(
+            try CorruptionTests.files(path, suffix: ".log").first { (try? CorruptionTests.size(of: $0)) ?? 0 > 0 })
         let bytes = [UInt8](try #require(FileManager.default.contents(atPath: log)))
         try #require(bytes.count > 2 * 32768)
         return (log, batchOffsets(bytes))
@@ -266,7 +296,9 @@ struct RepairReportTests {
         return offsets
     }
 
-    @Test("zeroed log bytes: opening refuses; repair puts back the intact writes after them and reports the ones whose bytes are gone")
+    @Test(
+        "zeroed log bytes: opening refuses; repair puts back the intact writes after them and reports the ones whose bytes are gone"
+    )
     func zeroedLogBytes() throws {
         let directory = TemporaryDirectory("buri-zeroed-log")
         let path = directory.path("db")
@@ -278,7 +310,9 @@ struct RepairReportTests {
         var bytes = [UInt8](try #require(FileManager.default.contents(atPath: log)))
         for i in records[first]..<records[first + 3] { bytes[i] = 0 }
         try Data(bytes).write(to: URL(fileURLWithPath: log))
-        guard case .damaged(_, nil, let reason)? = openError(path) else { Issue.record("open did not refuse zeroed records"); return }
+        guard case .damaged(_, nil, let reason)? = openError(path) else {
+            Issue.record("open did not refuse zeroed records"); return
+        }
         #expect(reason.contains("zeroed"), "\(reason)")
 
         let zeroed = Set(Self.people[(100 + first)..<(100 + first + 3)].map(\.id))
@@ -289,7 +323,8 @@ struct RepairReportTests {
         // Every write after the zeroes in that block is intact and was put back.
         let restored = Set(report.restoredObjects.map(\.key))
         let afterZeroes = Set(Self.people[(100 + first + 3)..<(100 + inFirstBlock.count)].map(\.id))
-        #expect(restored.isSuperset(of: afterZeroes), "\(restored.count) restored, \(afterZeroes.count) after the zeroes")
+        #expect(
+            restored.isSuperset(of: afterZeroes), "\(restored.count) restored, \(afterZeroes.count) after the zeroes")
         #expect(report.lostObjects.isEmpty && report.suspectObjects.isEmpty, "\(report.lines)")
         let db = try BuriDatabase(path: path)
         defer { db.close() }
@@ -297,8 +332,9 @@ struct RepairReportTests {
         #expect(try db.bucket(Person.self).objects() == Self.people.prefix(500).filter { !zeroed.contains($0.id) })
     }
 
-    @Test("a record length damaged in a full block: every write is put back from its intact checksum; nothing is lost",
-          arguments: [-20, 0x7F00])
+    @Test(
+        "a record length damaged in a full block: every write is put back from its intact checksum; nothing is lost",
+        arguments: [-20, 0x7F00])
     func damagedLengthInAFullBlock(change: Int) throws {
         let directory = TemporaryDirectory("buri-length-full-block")
         let path = directory.path("db")

@@ -26,7 +26,9 @@ struct Person: BuriSupport, Equatable, Sendable {
 
     static let buri = BuriSchema<Person>(
         key: \.id,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score)]
+        indexes: [
+            .binary("locale", \.locale), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+        ]
     )
 }
 
@@ -56,7 +58,10 @@ func expectedIndexEntries(_ objects: [Person], descriptor: BucketDescriptor) thr
     var keys = Set<[UInt8]>()
     func add(_ index: String, _ value: IndexValue, _ key: String) {
         guard let definition = descriptor.index(named: index) else { return }
-        keys.insert(Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id), tuple: value.encoded, objectKey: key))
+        keys.insert(
+            Keyspace.indexEntryKey(
+                prefix: Keyspace.indexPrefix(bucket: descriptor.id, index: definition.id), tuple: value.encoded,
+                objectKey: key))
     }
     for object in objects {
         add("locale", IndexValue(object.locale), object.id)
@@ -70,7 +75,8 @@ func expectedIndexEntries(_ objects: [Person], descriptor: BucketDescriptor) thr
 /// The index-entry keys stored for bucket `id`, read through the open database's storage.
 func storedIndexEntries(_ db: BuriDatabase, bucket id: UInt32) throws -> Set<[UInt8]> {
     var keys = Set<[UInt8]>()
-    let cursor = try db.engine.snapshot().cursor(in: BuriStorage.KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: id)), reverse: false)
+    let cursor = try db.engine.snapshot().cursor(
+        in: BuriStorage.KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: id)), reverse: false)
     while try cursor.next() { keys.insert(cursor.key) }
     return keys
 }

@@ -41,12 +41,15 @@ struct CommitObservationTests {
         second.delete(composed)
         second.put([0, 1, 0], [0])
         try engine.commit(second, conditions: nil, sync: true)
-        try engine.commit(engine.makeBatch(), conditions: nil, sync: false)   // empty: no commit
+        try engine.commit(engine.makeBatch(), conditions: nil, sync: false)  // empty: no commit
 
         settle(log, count: 2)
         let events = log.all
         #expect(events.count == 2)
-        #expect(events.first?.changes == [.put(key: [0, 1, 0], value: []), .put(key: composed, value: [1]), .put(key: decomposed, value: big)])
+        #expect(
+            events.first?.changes == [
+                .put(key: [0, 1, 0], value: []), .put(key: composed, value: [1]), .put(key: decomposed, value: big),
+            ])
         #expect(events.last?.changes == [.delete(key: composed), .put(key: [0, 1, 0], value: [0])])
         if events.count == 2 { #expect(events[0].revision < events[1].revision) }
 
@@ -64,7 +67,9 @@ struct CommitObservationTests {
         #expect(log.all.count == 2, "a cancelled observation is called no more")
     }
 
-    @Test(arguments: EngineKind.allCases) func concurrentCommitsAreReportedOncePerCommitInApplyOrder(kind: EngineKind) throws {
+    @Test(arguments: EngineKind.allCases) func concurrentCommitsAreReportedOncePerCommitInApplyOrder(
+        kind: EngineKind
+    ) throws {
         let (engine, cleanup) = try kind.make()
         defer { cleanup() }
         let log = EventLog()
@@ -111,14 +116,14 @@ struct CommitObservationTests {
         var observation: StorageObservation? = engine.observeCommits { _ in }
         #expect(engine.commitObserverCount == 1)
         _ = observation
-        observation = nil   // released: cancelled
+        observation = nil  // released: cancelled
         #expect(engine.commitObserverCount == 0)
         let leveldb = try LevelDBEngine.temporary()
         defer { leveldb.close() }
         let held = leveldb.observeCommits { _ in }
         #expect(leveldb.commitObserverCount == 1)
         held.cancel()
-        held.cancel()   // idempotent
+        held.cancel()  // idempotent
         #expect(leveldb.commitObserverCount == 0)
     }
 }

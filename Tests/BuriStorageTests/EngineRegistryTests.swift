@@ -45,11 +45,15 @@ struct EngineRegistryTests {
         let created = try engines.open(directory, options: StorageOpenOptions(mode: .createNew))
         #expect(created is LevelDBEngine && created.location == directory)
         created.close()
-        #expect(throws: StorageError.self) { try engines.open(directory, options: StorageOpenOptions(mode: .createNew)) }
+        #expect(throws: StorageError.self) {
+            try engines.open(directory, options: StorageOpenOptions(mode: .createNew))
+        }
         let reopened = try engines.open(directory, options: StorageOpenOptions(mode: .existing))
         reopened.close()
         // Memory: a new engine each time; there is never one to open.
         #expect(try engines.open(":memory:") is MemoryEngine)
-        #expect(throws: StorageError.self) { try engines.open(":memory:", options: StorageOpenOptions(mode: .existing)) }
+        #expect(throws: StorageError.self) {
+            try engines.open(":memory:", options: StorageOpenOptions(mode: .existing))
+        }
     }
 }

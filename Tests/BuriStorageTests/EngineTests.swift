@@ -20,17 +20,23 @@ enum EngineKind: String, CaseIterable, CustomStringConvertible {
         case .etcd:
             // A database of its own in the tests' shared cluster, deleted afterwards.
             let engine = try EtcdTestCluster.engine("engine")
-            return (engine, {
-                engine.close()
-                try? EtcdEngine(endpoints: engine.client.endpoints, name: engine.name).deleteAll()
-            })
+            return (
+                engine,
+                {
+                    engine.close()
+                    try? EtcdEngine(endpoints: engine.client.endpoints, name: engine.name).deleteAll()
+                }
+            )
         case .leveldb:
             let path = FileManager.default.temporaryDirectory.path + "/buri-engine-test-" + UUID().uuidString
             let engine = try LevelDBEngine(path: path)
-            return (engine, {
-                engine.close()
-                try? FileManager.default.removeItem(atPath: path)
-            })
+            return (
+                engine,
+                {
+                    engine.close()
+                    try? FileManager.default.removeItem(atPath: path)
+                }
+            )
         }
     }
 }
@@ -90,7 +96,9 @@ func same(_ a: [([UInt8], [UInt8])], _ b: [([UInt8], [UInt8])]) -> Bool {
 
 @Suite("Storage engines: one behaviour on every engine")
 struct EngineTests {
-    @Test("random commits, point reads and scans in both directions agree with a sorted model", arguments: EngineKind.allCases)
+    @Test(
+        "random commits, point reads and scans in both directions agree with a sorted model",
+        arguments: EngineKind.allCases)
     func agreesWithModel(kind: EngineKind) throws {
         let (engine, cleanup) = try kind.make()
         defer { cleanup() }
@@ -103,7 +111,9 @@ struct EngineTests {
             for _ in 0..<Int.random(in: 1...6, using: &random) {
                 let key = randomKey(&random)
                 if Bool.random(using: &random) {
-                    let value = (0..<Int.random(in: 0...3, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                    let value = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                        UInt8.random(in: 0...255, using: &random)
+                    }
                     batch.put(key, value)
                     next.entries[key] = value
                 } else {
@@ -119,7 +129,9 @@ struct EngineTests {
             #expect(try reader.get(key) == model.entries[key])
             let range = randomRange(&random)
             for reverse in [false, true] {
-                #expect(same(try scanAll(reader, range, reverse: reverse), model.scan(range, reverse: reverse)), "round \(round) range \(range) reverse \(reverse)")
+                #expect(
+                    same(try scanAll(reader, range, reverse: reverse), model.scan(range, reverse: reverse)),
+                    "round \(round) range \(range) reverse \(reverse)")
             }
         }
         // Every snapshot still shows exactly the state it was taken at.
@@ -128,7 +140,9 @@ struct EngineTests {
         }
     }
 
-    @Test("seek lands on the first key at or after (reverse: at or before) the target, within the range", arguments: EngineKind.allCases)
+    @Test(
+        "seek lands on the first key at or after (reverse: at or before) the target, within the range",
+        arguments: EngineKind.allCases)
     func seekWithinRange(kind: EngineKind) throws {
         let (engine, cleanup) = try kind.make()
         defer { cleanup() }
@@ -177,7 +191,9 @@ struct EngineTests {
         #expect(try now.values(forKeys: [[1], [2], [3]]) == [[9], nil, [3]])
     }
 
-    @Test("pending writes read through their overlay: puts replace, deletes hide, scans merge", arguments: EngineKind.allCases)
+    @Test(
+        "pending writes read through their overlay: puts replace, deletes hide, scans merge",
+        arguments: EngineKind.allCases)
     func overlayMergesPendingWrites(kind: EngineKind) throws {
         let (engine, cleanup) = try kind.make()
         defer { cleanup() }
@@ -224,7 +240,9 @@ struct EngineTests {
         engine.close()
         #expect(engine.isClosed)
         #expect(throws: StorageError.self) { _ = try engine.snapshot() }
-        #expect(throws: StorageError.self) { try engine.commit(engine.makeBatch().withPut([1], [1]), conditions: nil, sync: false) }
+        #expect(throws: StorageError.self) {
+            try engine.commit(engine.makeBatch().withPut([1], [1]), conditions: nil, sync: false)
+        }
     }
 }
 
@@ -253,21 +271,29 @@ struct EngineLifecycleTests {
         let seen2 = try engine.snapshot()
         try engine.commit(engine.makeBatch().withPut([5, 1], [1]), conditions: nil, sync: false)
         #expect(throws: StorageError.self) {
-            try engine.commit(engine.makeBatch().withPut([9], [9]), conditions: StorageConditions(snapshot: seen2, keys: [[5, 1]]), sync: false)
+            try engine.commit(
+                engine.makeBatch().withPut([9], [9]), conditions: StorageConditions(snapshot: seen2, keys: [[5, 1]]),
+                sync: false)
         }
         #expect(throws: StorageError.self) {
-            try engine.commit(engine.makeBatch().withPut([9], [9]), conditions: StorageConditions(snapshot: seen2, ranges: [.prefix([5])]), sync: false)
+            try engine.commit(
+                engine.makeBatch().withPut([9], [9]),
+                conditions: StorageConditions(snapshot: seen2, ranges: [.prefix([5])]), sync: false)
         }
         // Unrelated changes do not conflict; a deleted key read as present does.
         let seen3 = try engine.snapshot()
         try engine.commit(engine.makeBatch().withPut([7], [7]), conditions: nil, sync: false)
-        try engine.commit(engine.makeBatch().withPut([9], [9]), conditions: StorageConditions(snapshot: seen3, keys: [[1]], ranges: [.prefix([5])]), sync: false)
+        try engine.commit(
+            engine.makeBatch().withPut([9], [9]),
+            conditions: StorageConditions(snapshot: seen3, keys: [[1]], ranges: [.prefix([5])]), sync: false)
         let seen4 = try engine.snapshot()
         let delete = engine.makeBatch()
         delete.delete([1])
         try engine.commit(delete, conditions: nil, sync: false)
         #expect(throws: StorageError.self) {
-            try engine.commit(engine.makeBatch().withPut([8], [8]), conditions: StorageConditions(snapshot: seen4, keys: [[1]]), sync: false)
+            try engine.commit(
+                engine.makeBatch().withPut([8], [8]), conditions: StorageConditions(snapshot: seen4, keys: [[1]]),
+                sync: false)
         }
     }
 
@@ -301,7 +327,9 @@ struct EngineLifecycleTests {
             }
             try engine.commit(batch, conditions: nil, sync: false)
         }
-        let scanned = try scanAll(try engine.snapshot(), .all, reverse: false).map { $0.0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
+        let scanned = try scanAll(try engine.snapshot(), .all, reverse: false).map {
+            $0.0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        }
         #expect(scanned == keys.sorted())
         #expect(engine.keyCount == keys.count)
     }

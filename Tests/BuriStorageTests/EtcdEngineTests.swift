@@ -29,17 +29,22 @@ struct EtcdEngineTests {
         try scanEntries(engine.snapshot())
     }
 
-    @Test("locations name members, a database and the cluster's limits; bad ones are typed errors that say what to write")
+    @Test(
+        "locations name members, a database and the cluster's limits; bad ones are typed errors that say what to write")
     func locations() throws {
-        let engine = try EtcdEngine(location: "etcd://127.0.0.1:2379,localhost/app%2Fv1?max-txn-ops=4096&max-request-bytes=8388608")
+        let engine = try EtcdEngine(
+            location: "etcd://127.0.0.1:2379,localhost/app%2Fv1?max-txn-ops=4096&max-request-bytes=8388608")
         #expect(engine.client.endpoints == ["127.0.0.1:2379", "localhost:2379"])
         #expect(engine.name == "app/v1")
         #expect(engine.keyPrefix == Array("app/v1".utf8) + [0])
         #expect(engine.limits == EtcdLimits(maxTxnOps: 4096, maxRequestBytes: 8_388_608))
         #expect(engine.isShared)
-        #expect(try EtcdEngine(location: "etcd://h:1/x").limits == EtcdLimits(maxTxnOps: 128, maxRequestBytes: 1_572_864))
-        for bad in ["etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379/", "etcd://:2379/x", "etcd://h:0/x", "etcd://h:99999/x",
-                    "etcd://h:1/x?max-txn-ops=0", "etcd://h:1/x?max-ops=5", "etcd://h:1/x%00y", "http://h:1/x", "etcd://h:1,/x"] {
+        #expect(
+            try EtcdEngine(location: "etcd://h:1/x").limits == EtcdLimits(maxTxnOps: 128, maxRequestBytes: 1_572_864))
+        for bad in [
+            "etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379/", "etcd://:2379/x", "etcd://h:0/x", "etcd://h:99999/x",
+            "etcd://h:1/x?max-txn-ops=0", "etcd://h:1/x?max-ops=5", "etcd://h:1/x%00y", "http://h:1/x", "etcd://h:1,/x",
+        ] {
             #expect(throws: StorageError.self, "\(bad)") { _ = try EtcdEngine(location: bad) }
         }
         #expect {
@@ -50,7 +55,8 @@ struct EtcdEngineTests {
         }
     }
 
-    @Test("databases share a cluster by prefix: 'a' and 'ab' never see each other's keys, and deleteAll removes one only")
+    @Test(
+        "databases share a cluster by prefix: 'a' and 'ab' never see each other's keys, and deleteAll removes one only")
     func prefixesIsolate() throws {
         let base = try fresh("iso")
         let a = try EtcdEngine(endpoints: base.client.endpoints, name: base.name + "a")
@@ -69,7 +75,9 @@ struct EtcdEngineTests {
         #expect(try everything(ab).count == 2)
     }
 
-    @Test("a commit over the limits is refused whole, naming the limit and its size; the cluster's own refusal is the same typed error")
+    @Test(
+        "a commit over the limits is refused whole, naming the limit and its size; the cluster's own refusal is the same typed error"
+    )
     func limits() throws {
         let small = try fresh("limits", limits: EtcdLimits(maxTxnOps: 4, maxRequestBytes: 1000))
         defer { try? small.deleteAll() }
@@ -79,7 +87,8 @@ struct EtcdEngineTests {
             try small.commit(many, conditions: nil, sync: false)
         } throws: { error in
             let error = error as? StorageError
-            return error?.code == .limitExceeded && error!.message.contains("--max-txn-ops") && error!.message.contains("5 write(s)")
+            return error?.code == .limitExceeded && error!.message.contains("--max-txn-ops")
+                && error!.message.contains("5 write(s)")
                 && error!.message.contains("allows 4")
         }
         let big = small.makeBatch()
@@ -88,7 +97,8 @@ struct EtcdEngineTests {
             try small.commit(big, conditions: nil, sync: false)
         } throws: { error in
             let error = error as? StorageError
-            return error?.code == .limitExceeded && error!.message.contains("--max-request-bytes") && error!.message.contains("1000")
+            return error?.code == .limitExceeded && error!.message.contains("--max-request-bytes")
+                && error!.message.contains("1000")
         }
         // Later puts of one key replace earlier ones: 4 distinct keys fit although 6 puts were made.
         let repeated = small.makeBatch()
@@ -96,9 +106,12 @@ struct EtcdEngineTests {
         repeated.put([0], [9])
         repeated.delete([1])
         try small.commit(repeated, conditions: nil, sync: false)
-        #expect(try everything(small) == [[0, 0xFF, 0xFF, 0xFF, 9], [2, 0xFF, 0xFF, 0xFF, 2], [3, 0xFF, 0xFF, 0xFF, 3]])
+        #expect(
+            try everything(small) == [[0, 0xFF, 0xFF, 0xFF, 9], [2, 0xFF, 0xFF, 0xFF, 2], [3, 0xFF, 0xFF, 0xFF, 3]])
         // An engine told a larger limit than the cluster has: the cluster refuses, the error is the same kind.
-        let optimistic = try EtcdEngine(endpoints: small.client.endpoints, name: small.name, limits: EtcdLimits(maxTxnOps: 100_000, maxRequestBytes: 64 << 20))
+        let optimistic = try EtcdEngine(
+            endpoints: small.client.endpoints, name: small.name,
+            limits: EtcdLimits(maxTxnOps: 100_000, maxRequestBytes: 64 << 20))
         let huge = optimistic.makeBatch()
         for i in 0..<5000 { huge.put(Array("k\(i)".utf8), [1]) }
         #expect {
@@ -107,19 +120,23 @@ struct EtcdEngineTests {
         #expect(try everything(small).count == 3, "nothing of a refused commit is written")
     }
 
-    @Test("conditions: a key changed, created, deleted or deleted-and-recreated since the snapshot conflicts; an untouched one does not")
+    @Test(
+        "conditions: a key changed, created, deleted or deleted-and-recreated since the snapshot conflicts; an untouched one does not"
+    )
     func keyConditions() throws {
         let engine = try fresh("cond")
         defer { try? engine.deleteAll() }
         let other = try EtcdEngine(endpoints: engine.client.endpoints, name: engine.name)
-        func conflicts(_ keys: [[UInt8]] = [], ranges: [KeyRange] = [], after change: () throws -> Void) throws -> Bool {
+        func conflicts(_ keys: [[UInt8]] = [], ranges: [KeyRange] = [], after change: () throws -> Void) throws -> Bool
+        {
             let snapshot = try engine.snapshot()
-            for key in keys { _ = try snapshot.get(key) }   // read, as a writer does
+            for key in keys { _ = try snapshot.get(key) }  // read, as a writer does
             try change()
             let batch = engine.makeBatch()
             batch.put([0x77], Array(UUID().uuidString.utf8))
             do {
-                try engine.commit(batch, conditions: StorageConditions(snapshot: snapshot, keys: keys, ranges: ranges), sync: false)
+                try engine.commit(
+                    batch, conditions: StorageConditions(snapshot: snapshot, keys: keys, ranges: ranges), sync: false)
                 return false
             } catch let error as StorageError where error.code == .conflict {
                 return true
@@ -130,24 +147,36 @@ struct EtcdEngineTests {
         #expect(try conflicts([[1]]) { try put(other, [([1], [5])]) }, "the same value again is still a new write")
         #expect(try conflicts([[3]]) { try put(other, [([3], [3])]) }, "absent when read, created since")
         #expect(try conflicts([[3]]) { try put(other, [([3], nil)]) }, "present when read, deleted since")
-        #expect(try conflicts([[2]]) { try put(other, [([2], nil)]); try put(other, [([2], [2])]) }, "deleted and recreated with the same value")
-        #expect(try !conflicts([[4]]) { try put(other, [([4], [4])]); try put(other, [([4], nil)]) }, "absent then and absent now, as on MemoryEngine")
+        #expect(
+            try conflicts([[2]]) {
+                try put(other, [([2], nil)]); try put(other, [([2], [2])])
+            }, "deleted and recreated with the same value")
+        #expect(
+            try !conflicts([[4]]) {
+                try put(other, [([4], [4])]); try put(other, [([4], nil)])
+            }, "absent then and absent now, as on MemoryEngine")
         #expect(try !conflicts([[1], [2]]) { try put(other, [([9], [9])]) }, "an unrelated key")
         // A key read through values(forKeys:) and one never read before the commit are both judged at the snapshot.
         let snapshot = try engine.snapshot()
         _ = try snapshot.values(forKeys: [[1], [8]])
         try put(other, [([8], [8])])
         #expect(throws: StorageError.self) {
-            try engine.commit(engine.makeBatch().withPut([0x77], [1]), conditions: StorageConditions(snapshot: snapshot, keys: [[8]]), sync: false)
+            try engine.commit(
+                engine.makeBatch().withPut([0x77], [1]), conditions: StorageConditions(snapshot: snapshot, keys: [[8]]),
+                sync: false)
         }
         // Ranges: a put inside conflicts, a put outside does not; a deletion inside is not seen (documented).
         try put(other, [([5, 1], [1])])
         #expect(try conflicts(ranges: [.prefix([5])]) { try put(other, [([5, 2], [2])]) })
         #expect(try conflicts(ranges: [.prefix([5])]) { try put(other, [([5, 1], [1])]) }, "an overwrite in the range")
         #expect(try !conflicts(ranges: [.prefix([5])]) { try put(other, [([6], [6])]) })
-        #expect(try !conflicts(ranges: [.prefix([5])]) { try put(other, [([5, 2], nil)]) }, "etcd's compare cannot see a deletion")
+        #expect(
+            try !conflicts(ranges: [.prefix([5])]) { try put(other, [([5, 2], nil)]) },
+            "etcd's compare cannot see a deletion")
         #expect(try !conflicts(ranges: [KeyRange(start: [5, 9], end: nil)]) { try put(other, [([5, 3], [1])]) })
-        #expect(try conflicts(ranges: [KeyRange(start: [5, 9], end: nil)]) { try put(other, [([0xFF, 0xFF], [1])]) }, "an open end reaches the prefix's end")
+        #expect(
+            try conflicts(ranges: [KeyRange(start: [5, 9], end: nil)]) { try put(other, [([0xFF, 0xFF], [1])]) },
+            "an open end reaches the prefix's end")
     }
 
     @Test("cursors page through thousands of keys both ways at one revision, and seek within their range")
@@ -158,11 +187,11 @@ struct EtcdEngineTests {
         for i in 0..<3000 { keys.append([UInt8(i >> 8), UInt8(i & 0xFF), 0x00, 0xFF]) }
         var start = 0
         while start < keys.count {
-            try put(engine, keys[start ..< min(keys.count, start + 1000)].map { ($0, Array($0.reversed())) })
+            try put(engine, keys[start..<min(keys.count, start + 1000)].map { ($0, Array($0.reversed())) })
             start += 1000
         }
         let snapshot = try engine.snapshot()
-        try put(engine, [([0x05, 0x00], [1]), (keys[10], nil)])   // after the snapshot: not seen
+        try put(engine, [([0x05, 0x00], [1]), (keys[10], nil)])  // after the snapshot: not seen
         let forward = try scanKeys(snapshot)
         #expect(forward == keys)
         let backward = try snapshot.cursor(in: .all, reverse: true)
@@ -186,7 +215,9 @@ struct EtcdEngineTests {
         #expect(!down.isOnEntry || down.key == keys[2899])
     }
 
-    @Test("a snapshot whose revision the cluster compacted fails with a typed error asking to read again, never a short scan")
+    @Test(
+        "a snapshot whose revision the cluster compacted fails with a typed error asking to read again, never a short scan"
+    )
     func compacted() throws {
         // Compaction is cluster-wide: a private cluster, so no other test's snapshot is affected.
         let cluster = try PrivateCluster()
@@ -205,7 +236,9 @@ struct EtcdEngineTests {
         } catch let caught as StorageError {
             error = caught
         }
-        #expect(error?.code == .unavailable && error?.message.contains("compacted") == true && error?.message.contains("read again") == true)
+        #expect(
+            error?.code == .unavailable && error?.message.contains("compacted") == true
+                && error?.message.contains("read again") == true)
         #expect(throws: StorageError.self) { _ = try snapshot.get([1]) }
         #expect(try scanKeys(engine.snapshot()).count == 51)
     }
@@ -217,22 +250,25 @@ struct EtcdEngineTests {
             _ = try engine.snapshot()
         } throws: { error in
             let error = error as? StorageError
-            return error?.code == .unavailable && error!.message.contains("127.0.0.1:") && error!.message.contains("etcd-cluster")
+            return error?.code == .unavailable && error!.message.contains("127.0.0.1:")
+                && error!.message.contains("etcd-cluster")
         }
     }
 
-    @Test("observeCommits delivers every commit of any client once, in order, one event per transaction, prefix stripped; cancel stops it")
+    @Test(
+        "observeCommits delivers every commit of any client once, in order, one event per transaction, prefix stripped; cancel stops it"
+    )
     func watch() throws {
         let engine = try fresh("watch")
         defer { try? engine.deleteAll() }
         let neighbour = try EtcdEngine(endpoints: engine.client.endpoints, name: engine.name + "x")
         defer { try? neighbour.deleteAll() }
         let other = try EtcdEngine(endpoints: engine.client.endpoints, name: engine.name)
-        try put(other, [([1], [1])])   // before: not delivered
+        try put(other, [([1], [1])])  // before: not delivered
         let events = Mutex<[StorageCommitEvent]>([])
         let observation = engine.observeCommits { event in events.withLock { $0.append(event) } }
         try put(other, [([2], [2]), ([3], [0x00, 0xFF])])
-        try put(neighbour, [([4], [4])])                  // another database: not delivered
+        try put(neighbour, [([4], [4])])  // another database: not delivered
         try put(engine, [([2], nil), ([0xC3, 0xA9], [5])])
         // Wait for the two (an event; the deadline only guards against a hang). That no other
         // event follows (the neighbour's commit, a repeat) is checked at the end, once a later
@@ -260,4 +296,3 @@ struct EtcdEngineTests {
         #expect(events.withLock { $0.count } == 2, "nothing after cancel")
     }
 }
-

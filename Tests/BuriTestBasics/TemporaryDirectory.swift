@@ -13,7 +13,8 @@ public final class TemporaryDirectory {
 
     /// A directory named `<label>-<UUID>`.
     public init(_ label: String = "buri-tests") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(label)-\(UUID().uuidString)", isDirectory: true)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 

@@ -67,5 +67,7 @@ public func runChildKilledAtAPoint(
         guard let file else { return "" }
         return try String(contentsOfFile: file.path, encoding: .utf8)
     }
-    return ChildExit(reason: process.terminationReason, status: process.terminationStatus, output: try text(output), errors: try text(errors))
+    return ChildExit(
+        reason: process.terminationReason, status: process.terminationStatus, output: try text(output),
+        errors: try text(errors))
 }

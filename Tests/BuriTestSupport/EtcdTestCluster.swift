@@ -3,7 +3,7 @@ import BuriStorage
 import Foundation
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The 3-member etcd cluster the tests of one process share: started on first use with
@@ -31,7 +31,8 @@ public enum EtcdTestCluster {
     static var clusterParent: URL {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue,
-           access("/dev/shm", W_OK) == 0 {
+            access("/dev/shm", W_OK) == 0
+        {
             return URL(fileURLWithPath: "/dev/shm")
         }
         return FileManager.default.temporaryDirectory
@@ -46,7 +47,8 @@ public enum EtcdTestCluster {
     /// A location for a fresh database named `label-<uuid>` in the shared cluster.
     public static func location(_ label: String = "test") throws -> String {
         let cluster = try cluster()
-        return "etcd://\(cluster.endpoints.joined(separator: ","))/\(label)-\(UUID().uuidString)?max-txn-ops=\(cluster.limits.maxTxnOps)&max-request-bytes=\(cluster.limits.maxRequestBytes)"
+        return
+            "etcd://\(cluster.endpoints.joined(separator: ","))/\(label)-\(UUID().uuidString)?max-txn-ops=\(cluster.limits.maxTxnOps)&max-request-bytes=\(cluster.limits.maxRequestBytes)"
     }
 
     /// A new engine on a fresh database in the shared cluster.
@@ -68,12 +70,15 @@ public enum EtcdTestCluster {
             return try parse(given, directory: nil)
         }
         let directory = clusterParent.appendingPathComponent("buri-etcd-\(UUID().uuidString)").path
-        let (status, output) = run(scripts.appendingPathComponent("etcd-cluster").path, ["start", directory],
-                                   environment: ["ETCD_CLUSTER_OWNER_PID": String(getpid()), "ETCD_CLUSTER_REMOVE_ON_EXIT": "1"])
+        let (status, output) = run(
+            scripts.appendingPathComponent("etcd-cluster").path, ["start", directory],
+            environment: ["ETCD_CLUSTER_OWNER_PID": String(getpid()), "ETCD_CLUSTER_REMOVE_ON_EXIT": "1"])
         stopDirectory.withLock { $0 = directory }
         atexit {
             guard let directory = EtcdTestCluster.stopDirectory.withLock({ $0 }) else { return }
-            _ = EtcdTestCluster.run(EtcdTestCluster.scripts.appendingPathComponent("etcd-cluster").path, ["stop", directory], environment: [:])
+            _ = EtcdTestCluster.run(
+                EtcdTestCluster.scripts.appendingPathComponent("etcd-cluster").path, ["stop", directory],
+                environment: [:])
             try? FileManager.default.removeItem(atPath: directory)
         }
         guard status == 0, let line = output.split(separator: "\n").last else {
@@ -141,7 +146,9 @@ public final class PrivateCluster: @unchecked Sendable {
     public init() throws {
         directory = EtcdTestCluster.clusterParent.appendingPathComponent("buri-etcd-private-\(UUID().uuidString)").path
         script = EtcdTestCluster.scripts.appendingPathComponent("etcd-cluster").path
-        let (status, output) = EtcdTestCluster.run(script, ["start", directory], environment: ["ETCD_CLUSTER_OWNER_PID": String(getpid()), "ETCD_CLUSTER_REMOVE_ON_EXIT": "1"])
+        let (status, output) = EtcdTestCluster.run(
+            script, ["start", directory],
+            environment: ["ETCD_CLUSTER_OWNER_PID": String(getpid()), "ETCD_CLUSTER_REMOVE_ON_EXIT": "1"])
         guard status == 0, let line = output.split(separator: "\n").last, line.hasPrefix("etcd://") else {
             EtcdTestCluster.run(script, ["stop", directory], environment: [:])
             throw StressSetupError("Scripts/etcd-cluster start failed (status \(status)): \(output)")
@@ -187,7 +194,8 @@ public final class PrivateCluster: @unchecked Sendable {
     /// Whether member `index` answers and follows a leader.
     public func isHealthy(_ index: Int) -> Bool {
         guard let client = try? EtcdClient(endpoints: endpoints, retryWindow: 1),
-              let status = try? client.memberStatus(of: endpoints[index]) else { return false }
+            let status = try? client.memberStatus(of: endpoints[index])
+        else { return false }
         return status.leader != 0
     }
 

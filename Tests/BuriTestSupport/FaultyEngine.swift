@@ -42,7 +42,9 @@ public final class FaultyEngine: StorageEngine, @unchecked Sendable {
             let left = countdown.load(ordering: .relaxed)
             if left < 0 { return }
             if left == 0 {
-                guard countdown.compareExchange(expected: 0, desired: -1, ordering: .relaxed).exchanged else { continue }
+                guard countdown.compareExchange(expected: 0, desired: -1, ordering: .relaxed).exchanged else {
+                    continue
+                }
                 fired.store(true, ordering: .relaxed)
                 throw StorageError(code: .ioError, message: "a read failure injected by the test", location: location)
             }

@@ -24,7 +24,9 @@ public enum Engine: String, CaseIterable, CustomStringConvertible, Sendable {
     /// suites on one engine while working on it.
     public static var allCases: [Engine] {
         let every: [Engine] = [.leveldb, .memory, .temporary, .shared, .etcd]
-        guard let chosen = ProcessInfo.processInfo.environment["BURI_TEST_ENGINES"], !chosen.isEmpty else { return every }
+        guard let chosen = ProcessInfo.processInfo.environment["BURI_TEST_ENGINES"], !chosen.isEmpty else {
+            return every
+        }
         let names = chosen.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return every.filter { names.contains($0.rawValue) }
     }
@@ -131,7 +133,6 @@ public func scanKeys(_ reader: any StorageReader) throws -> [[UInt8]] {
     while try cursor.next() { keys.append(cursor.key) }
     return keys
 }
-
 
 /// Every key and value of a reader, in order: the whole state of a database, for "nothing was
 /// written" checks that work on every engine.

@@ -6,7 +6,9 @@ import Testing
 
 @Suite("Online backup, in-memory and temporary databases")
 struct BackupTests {
-    @Test("a backup taken while a writer runs is one consistent snapshot that opens and passes check", arguments: Engine.allCases)
+    @Test(
+        "a backup taken while a writer runs is one consistent snapshot that opens and passes check",
+        arguments: Engine.allCases)
     func backupDuringWrites(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db
@@ -22,11 +24,14 @@ struct BackupTests {
                 // Each transaction moves 1 between two accounts and records it: totals stay 5000.
                 try? db.write { tx in
                     let accounts = try tx.bucket(Account.self)
-                    guard var from = try accounts.object(forKey: "a\(n % 50)"), var to = try accounts.object(forKey: "a\((n + 7) % 50)") else { return }
+                    guard var from = try accounts.object(forKey: "a\(n % 50)"),
+                        var to = try accounts.object(forKey: "a\((n + 7) % 50)")
+                    else { return }
                     from.balance -= 1
                     to.balance += 1
                     try accounts.store([from, to])
-                    try tx.bucket(Ledger.self).store(Ledger(id: String(format: "l%08d", n), account: from.id, amount: 1))
+                    try tx.bucket(Ledger.self).store(
+                        Ledger(id: String(format: "l%08d", n), account: from.id, amount: 1))
                 }
             }
         }

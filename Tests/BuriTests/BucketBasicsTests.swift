@@ -63,14 +63,18 @@ struct BucketBasicsTests {
         let people = try t.db.bucket(PersonRecord.self)
         let before = try t.rawKeys()
         #expect(throws: BuriError.emptyKey(bucket: "Person")) {
-            try people.store([PersonRecord(objectId: "ok", name: "", locale: "EN", age: 1), PersonRecord(objectId: "", name: "", locale: "EN", age: 1)])
+            try people.store([
+                PersonRecord(objectId: "ok", name: "", locale: "EN", age: 1),
+                PersonRecord(objectId: "", name: "", locale: "EN", age: 1),
+            ])
         }
         #expect(try t.rawKeys() == before)
     }
 
     @Test(arguments: Engine.allCases) func everythingSurvivesCloseAndReopen(engine: Engine) throws {
         let t = try TestDatabase(engine)
-        try t.db.bucket(PersonRecord.self).store((0..<500).map { PersonRecord(objectId: "p\($0)", name: "n", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0) })
+        try t.db.bucket(PersonRecord.self).store(
+            (0..<500).map { PersonRecord(objectId: "p\($0)", name: "n", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0) })
         try t.reopen()
         let people = try t.db.bucket(PersonRecord.self)
         #expect(try people.count() == 500)
@@ -96,7 +100,9 @@ struct BucketBasicsTests {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         t.db.close()
-        #expect(throws: BuriError.databaseClosed(path: t.db.path)) { try people.store(PersonRecord(objectId: "x", name: "", locale: "", age: 0)) }
+        #expect(throws: BuriError.databaseClosed(path: t.db.path)) {
+            try people.store(PersonRecord(objectId: "x", name: "", locale: "", age: 0))
+        }
         #expect(throws: BuriError.databaseClosed(path: t.db.path)) { try people.object(forKey: "x") }
     }
 }

@@ -35,7 +35,7 @@ final class BucketQueryTests {
         #expect(try people.keys(.index("locale", equals: "E")) == ["c"])
         #expect(try people.keys(.index("locale", equals: "EN")) == ["a", "b"])
         #expect(try people.keys(.index("locale", equals: "")) == ["f"])
-        #expect(try people.keys(.index("age", equals: 2)) == ["f"])   // not 20..29
+        #expect(try people.keys(.index("age", equals: 2)) == ["f"])  // not 20..29
         #expect(try people.keys(.index("locale", prefix: "E")) == ["c", "a", "b", "e"])
         #expect(try people.keys(.index("locale", prefix: "")) == ["f", "c", "a", "b", "e", "d"])
     }
@@ -81,7 +81,9 @@ final class BucketQueryTests {
         // Damage every record's payload, through the engine underneath: keys-only queries must
         // still answer, object queries must not.
         let damage = t.db.engine.makeBatch()
-        for key in try scanKeys(t.db.engine.snapshot()) where key.first == Keyspace.recordTag { damage.put(key, [0xFF, 0xFF]) }
+        for key in try scanKeys(t.db.engine.snapshot()) where key.first == Keyspace.recordTag {
+            damage.put(key, [0xFF, 0xFF])
+        }
         try t.db.engine.commit(damage, conditions: nil, sync: false)
         try t.reopen()
         let reopened = try t.db.bucket(PersonRecord.self)
@@ -108,8 +110,11 @@ final class BucketQueryTests {
             ("m6", -.infinity, 9_007_199_254_740_992, 42), ("m7", Double.leastNonzeroMagnitude, 20, 20),
         ]
         try bucket.store(values.map { Measurement(id: $0.0, value: $0.1, count: $0.2, big: $0.3, label: nil) })
-        #expect(try bucket.keys(.index("value", in: ...IndexValue.init(floatLiteral: 1e308))) == ["m6", "m1", "m2", "m3", "m7", "m4"])
-        #expect(try bucket.keys(.index("value", equals: 0)) == ["m3"])       // -0.0 == 0
+        #expect(
+            try bucket.keys(.index("value", in: ...IndexValue.init(floatLiteral: 1e308))) == [
+                "m6", "m1", "m2", "m3", "m7", "m4",
+            ])
+        #expect(try bucket.keys(.index("value", equals: 0)) == ["m3"])  // -0.0 == 0
         #expect(try bucket.keys(.index("value", equals: .init(floatLiteral: .infinity))) == ["m5"])
         #expect(try bucket.keys(.index("count", in: 9_007_199_254_740_993...)) == ["m4", "m5"])
         #expect(try bucket.keys(.index("count", equals: .init(floatLiteral: 9_007_199_254_740_992.0))) == ["m6"])
@@ -117,7 +122,7 @@ final class BucketQueryTests {
         #expect(try bucket.keys(.index("count", in: ...(-1))) == ["m1", "m2"])
         #expect(try bucket.keys(.index("big", in: IndexValue(UInt64(Int64.max))...)) == ["m3", "m4", "m5"])
         #expect(try bucket.keys(.index("big", equals: IndexValue(UInt64.max))) == ["m5"])
-        #expect(try bucket.keys(.index("label", prefix: "")).isEmpty)   // nil optionals have no entry
+        #expect(try bucket.keys(.index("label", prefix: "")).isEmpty)  // nil optionals have no entry
     }
 
     @Test(arguments: Engine.allCases) func queriesThatDoNotFitTheIndexAreTypedErrors(engine: Engine) throws {

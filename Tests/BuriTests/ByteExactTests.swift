@@ -29,7 +29,9 @@ struct ByteExactTests {
         #expect(Array(composed.utf8) != Array(decomposed.utf8))
     }
 
-    @Test(arguments: Engine.allCases) func checkAndRepairTellApartObjectsWhoseKeysAreCanonicallyEqual(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func checkAndRepairTellApartObjectsWhoseKeysAreCanonicallyEqual(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store([
@@ -67,7 +69,9 @@ struct ByteExactTests {
 
         // Redefining one bucket makes its old Bucket values stale, and only its own.
         _ = try t.db.bucket(EvolvedPerson.self, named: "\u{E9}")
-        #expect(throws: BuriError.self) { try one.store(EvolvingPerson(objectId: "c", name: "stale", locale: "EN", age: 3)) }
+        #expect(throws: BuriError.self) {
+            try one.store(EvolvingPerson(objectId: "c", name: "stale", locale: "EN", age: 3))
+        }
         try two.store(EvolvingPerson(objectId: "c", name: "still current", locale: "EN", age: 3))
         #expect(try two.keys(.index("locale", equals: "EN")) == ["b", "c"])
 
@@ -88,7 +92,9 @@ struct ByteExactTests {
         #expect(first.id != second.id)
         #expect(Array(first.name.utf8) == [0xC3, 0xA9] && Array(second.name.utf8) == [0x65, 0xCC, 0x81])
 
-        try twins.store([TwinIndexed(id: "k1", first: "x", second: "y"), TwinIndexed(id: "k2", first: "y", second: "x")])
+        try twins.store([
+            TwinIndexed(id: "k1", first: "x", second: "y"), TwinIndexed(id: "k2", first: "y", second: "x"),
+        ])
         #expect(try twins.keys(.index("\u{E9}", equals: "x")) == ["k1"])
         #expect(try twins.keys(.index("e\u{301}", equals: "x")) == ["k2"])
         #expect(try twins.keys(Query.index("\u{E9}", equals: "x").and(.index("e\u{301}", equals: "y"))) == ["k1"])
@@ -103,7 +109,11 @@ struct ByteExactTests {
 
         // Raw objects can name both.
         let payload = try #require(try twins.raw.record(forKey: "k2")).payload
-        try twins.raw.store([RawObject(key: "k3", payload: payload, indexValues: [IndexName("\u{E9}"): [["z"]], IndexName("e\u{301}"): [["w"]]])])
+        try twins.raw.store([
+            RawObject(
+                key: "k3", payload: payload,
+                indexValues: [IndexName("\u{E9}"): [["z"]], IndexName("e\u{301}"): [["w"]]])
+        ])
         #expect(try twins.keys(.index("\u{E9}", equals: "z")) == ["k3"])
         #expect(try twins.keys(.index("e\u{301}", equals: "w")) == ["k3"])
 
@@ -130,7 +140,10 @@ struct ByteExactTests {
         #expect(try notes.keys(.index("locale", prefix: "caf")) == ["b", "a"])  // 65 cc 81 sorts before c3 a9
         #expect(try notes.keys(.index("tags", equals: IndexValue(composed))) == ["a", "b"])
         #expect(try notes.keys(.index("tags", equals: IndexValue(decomposed))) == ["b"])
-        #expect(try notes.keys(Query.index("tags", equals: IndexValue(composed)).and(.index("email", equals: IndexValue(composed)))) == ["a"])
+        #expect(
+            try notes.keys(
+                Query.index("tags", equals: IndexValue(composed)).and(.index("email", equals: IndexValue(composed))))
+                == ["a"])
         let report = try t.db.check(repair: true)
         #expect(report.problems.isEmpty, "\(report.problems)")
     }

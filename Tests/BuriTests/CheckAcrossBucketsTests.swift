@@ -28,15 +28,23 @@ struct CheckAcrossBucketsTests {
         let raw = bucket.raw
         let email = try #require(raw.descriptor.index(named: "email"))
         let age = try #require(raw.descriptor.index(named: "age"))
-        let header = RecordHeader(schemaVersion: 0, entries: [RecordHeader.Entry(index: age.id, tuple: IndexValue(2).encoded),
-                                                               RecordHeader.Entry(index: email.id, tuple: IndexValue("x@y").encoded)])
+        let header = RecordHeader(
+            schemaVersion: 0,
+            entries: [
+                RecordHeader.Entry(index: age.id, tuple: IndexValue(2).encoded),
+                RecordHeader.Entry(index: email.id, tuple: IndexValue("x@y").encoded),
+            ])
         var value: [UInt8] = []
         header.append(to: &value)
         value.append(contentsOf: try CBOREncoder().encode(Subscriber(id: "b", email: "x@y", age: 2)))
         let batch = t.db.engine.makeBatch()
         batch.put(Keyspace.recordKey(bucket: raw.descriptor.id, key: "b"), value)
-        batch.delete(Keyspace.indexEntryKey(bucket: raw.descriptor.id, index: email.id, tuple: IndexValue("w@y").encoded, objectKey: "b"))
-        batch.put(Keyspace.indexEntryKey(bucket: raw.descriptor.id, index: email.id, tuple: IndexValue("x@y").encoded, objectKey: "b"), [])
+        batch.delete(
+            Keyspace.indexEntryKey(
+                bucket: raw.descriptor.id, index: email.id, tuple: IndexValue("w@y").encoded, objectKey: "b"))
+        batch.put(
+            Keyspace.indexEntryKey(
+                bucket: raw.descriptor.id, index: email.id, tuple: IndexValue("x@y").encoded, objectKey: "b"), [])
         try t.db.engine.commit(batch, conditions: nil, sync: false)
         let report = try t.db.check()
         #expect(report.problems.map(\.kind) == [.uniqueConflict])

@@ -12,23 +12,33 @@ final class CombinedQueryTests {
         t = try TestDatabase(engine)
         notes = try t.db.bucket(Note.self)
         let locales = ["EN", "NL", "DE"]
-        try notes.store((0..<300).map { Note(String(format: "n%03d", $0), tags: $0 % 10 == 0 ? ["ten"] : [], locale: locales[$0 % 3], age: $0 % 50) })
+        try notes.store(
+            (0..<300).map {
+                Note(
+                    String(format: "n%03d", $0), tags: $0 % 10 == 0 ? ["ten"] : [], locale: locales[$0 % 3],
+                    age: $0 % 50)
+            })
     }
 
     @Test(arguments: Engine.allCases) func andOfTwoIndexesReturnsExactlyTheIntersection(engine: Engine) throws {
         try setUp(engine)
         let query = Query.index("locale", equals: "EN").and(.index("age", in: 10...12))
-        let expected = (0..<300).filter { $0 % 3 == 0 && (10...12).contains($0 % 50) }.map { String(format: "n%03d", $0) }
+        let expected = (0..<300).filter { $0 % 3 == 0 && (10...12).contains($0 % 50) }.map {
+            String(format: "n%03d", $0)
+        }
         #expect(Set(try notes.keys(query)) == Set(expected))
         #expect(try notes.count(query) == expected.count)
         #expect(try notes.objects(query).allSatisfy { $0.locale == "EN" && (10...12).contains($0.age) })
-        let three = Query.index("tags", equals: "ten").and(.index("locale", equals: "EN")).and(.index("age", in: 0...10))
+        let three = Query.index("tags", equals: "ten").and(.index("locale", equals: "EN")).and(
+            .index("age", in: 0...10))
         let expectedThree = (0..<300).filter { $0 % 30 == 0 && $0 % 50 <= 10 }.map { String(format: "n%03d", $0) }
         #expect(expectedThree == ["n000", "n060", "n150", "n210"])
         #expect(Set(try notes.keys(three)) == Set(expectedThree))
     }
 
-    @Test(arguments: Engine.allCases) func andChecksFurtherConditionsFromHeadersAndDecodesOnlyMatches(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func andChecksFurtherConditionsFromHeadersAndDecodesOnlyMatches(
+        engine: Engine
+    ) throws {
         try setUp(engine)
         // Damage the payload of every object that fails the second condition: if the query decoded
         // non-matching objects it would throw.
@@ -59,7 +69,9 @@ final class CombinedQueryTests {
         #expect(try notes.keys(.index("age", in: 0...49).limit(0)).isEmpty)
     }
 
-    @Test(arguments: Engine.allCases) func continuationResumesExactlyAfterTheLastResultDespiteConcurrentWrites(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func continuationResumesExactlyAfterTheLastResultDespiteConcurrentWrites(
+        engine: Engine
+    ) throws {
         try setUp(engine)
         let query = Query.index("age", in: 10...20)
         let first = try notes.keyPage(query, size: 25)
@@ -70,7 +82,10 @@ final class CombinedQueryTests {
         // Between pages: delete the next few results, add objects before and after the position.
         let upcoming = Array(try notes.keys(query.after(token)).prefix(3))
         try notes.delete(keys: upcoming)
-        try notes.store([Note("a-before", locale: "EN", age: 10), Note("z-after", locale: "EN", age: 20), Note("n999", locale: "EN", age: lastAge)])
+        try notes.store([
+            Note("a-before", locale: "EN", age: 10), Note("z-after", locale: "EN", age: 20),
+            Note("n999", locale: "EN", age: lastAge),
+        ])
         var rest: [String] = []
         var page = try notes.keyPage(query.after(token), size: 25)
         rest += page.items

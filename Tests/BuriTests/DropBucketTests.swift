@@ -9,7 +9,9 @@ private func people(_ n: Int, prefix: String) -> [PersonRecord] {
 
 /// Keys (records and index entries) under bucket id `id`.
 private func keys(under id: UInt32, _ db: BuriDatabase) throws -> [[UInt8]] {
-    try scanKeys(db.engine.snapshot()).filter { $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id)) }
+    try scanKeys(db.engine.snapshot()).filter {
+        $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id))
+    }
 }
 
 @Suite("dropBucket in O(1): the catalog entry goes, the keys are purged in the background")
@@ -72,7 +74,10 @@ struct DropBucketGenerationTests {
         let id = doomed.raw.descriptor.id
         try t.db.dropBucket(named: "Person")
         t.db.close()
-        let db = engine == .leveldb ? try BuriDatabase(path: t.path) : try BuriDatabase(engine: t.db.engine, options: BuriOptions(), closesEngine: false)
+        let db =
+            engine == .leveldb
+            ? try BuriDatabase(path: t.path)
+            : try BuriDatabase(engine: t.db.engine, options: BuriOptions(), closesEngine: false)
         defer { db.close() }
         let deadline = Date().addingTimeInterval(120)
         while try !db.pendingPurges().isEmpty {

@@ -37,7 +37,9 @@ struct EtcdRoundTripTests {
         #expect(acute.count == n / 4 && acute.allSatisfy { Array($0.locale.utf8) == [0xC3, 0xA9] })
 
         // A refill reads every old record to move its index entries: in batches too.
-        let changed = all.map { PersonRecord(objectId: $0.objectId, name: $0.name, locale: $0.locale, age: $0.age + 100) }
+        let changed = all.map {
+            PersonRecord(objectId: $0.objectId, name: $0.name, locale: $0.locale, age: $0.age + 100)
+        }
         let beforeRefill = etcd.client.requestCount
         try people.store(changed)
         let refillRequests = etcd.client.requestCount - beforeRefill

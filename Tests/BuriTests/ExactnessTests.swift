@@ -63,9 +63,9 @@ struct IndexExactnessTests {
 
     @Test func numbersFromPayloadsAreExactOrRefused() throws {
         #expect(try IndexValue(number: .negative(UInt64(Int64.max))) == IndexValue(Int64.min))
-        #expect(try IndexValue(number: .negative(.max)) == IndexValue(-0x1p64))            // -2^64 is a Double
+        #expect(try IndexValue(number: .negative(.max)) == IndexValue(-0x1p64))  // -2^64 is a Double
         #expect(try IndexValue(number: .unsigned(.max)) == IndexValue(UInt64.max))
-        #expect(try IndexValue(number: .unsigned(1 << 53 + 1)) != IndexValue(0x1p53))      // 2^53 + 1 stays itself
+        #expect(try IndexValue(number: .unsigned(1 << 53 + 1)) != IndexValue(0x1p53))  // 2^53 + 1 stays itself
         #expect(try IndexValue(number: .float(-0.0)) == IndexValue(0))
         #expect(try IndexValue(number: .float(.infinity)) == IndexValue(Double.infinity))
         // -2^63 - 1 and -2^64 + 1 are neither 64-bit integers nor Doubles: refused, not clamped.
@@ -86,18 +86,19 @@ struct IndexExactnessTests {
 
         let t = try TestDatabase()
         let tasks = try t.db.bucket(Chore.self)
-        let base = Chore(id: "t", title: "a", dueDate: Date(timeIntervalSince1970: 0), reminders: [], doneAt: nil, estimate: 5)
+        let base = Chore(
+            id: "t", title: "a", dueDate: Date(timeIntervalSince1970: 0), reminders: [], doneAt: nil, estimate: 5)
         var tooBig = base
-        tooBig.estimate = Int128(UInt64.max) + 2    // fits CBOR (no), nor an index number
+        tooBig.estimate = Int128(UInt64.max) + 2  // fits CBOR (no), nor an index number
         #expect(throws: BuriError.self) { try tasks.store(tooBig) }
         var inRange = base
-        inRange.estimate = -Int128(UInt64.max) - 1   // -2^64: a CBOR integer and a Double
+        inRange.estimate = -Int128(UInt64.max) - 1  // -2^64: a CBOR integer and a Double
         try tasks.store(inRange)
         #expect(try tasks.object(forKey: "t")?.estimate == -Int128(UInt64.max) - 1)
         #expect(try tasks.keys(.index("estimate", equals: IndexValue(-0x1p64))) == ["t"])
         var notADouble = base
         notADouble.id = "u"
-        notADouble.estimate = Int128(Int64.min) - 1   // a CBOR integer, but no index number
+        notADouble.estimate = Int128(Int64.min) - 1  // a CBOR integer, but no index number
         let error = #expect(throws: BuriError.self) { try tasks.store(notADouble) }
         guard case .invalidIndexValue(let bucket, let key, let index, let reason)? = error else {
             Issue.record("expected invalidIndexValue, got \(String(describing: error))")
@@ -119,7 +120,9 @@ struct IndexExactnessTests {
             Date(timeIntervalSince1970: -86_400.5), Date.distantFuture, Date(),
         ]
         for (i, date) in dates.enumerated() {
-            let task = Chore(id: "t\(i)", title: "x", dueDate: date, reminders: [date, date.addingTimeInterval(60)], doneAt: date, estimate: 1)
+            let task = Chore(
+                id: "t\(i)", title: "x", dueDate: date, reminders: [date, date.addingTimeInterval(60)], doneAt: date,
+                estimate: 1)
             try tasks.store(task)
             #expect(try tasks.object(forKey: task.id) == task, "\(date.timeIntervalSinceReferenceDate)")
             // The payload holds a date item whose seconds since 1970 are the index value.
@@ -130,7 +133,9 @@ struct IndexExactnessTests {
             let shown = try CBORValue(json: item.jsonString()).doubleValue
             #expect(shown == date.timeIntervalSince1970)
             #expect(try tasks.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))) == [task.id])
-            #expect(try tasks.keys(.index("reminder", equals: IndexValue(date.timeIntervalSince1970 + 60))).contains(task.id))
+            #expect(
+                try tasks.keys(.index("reminder", equals: IndexValue(date.timeIntervalSince1970 + 60))).contains(
+                    task.id))
         }
         #expect(try t.db.check().isConsistent)
     }
@@ -141,7 +146,8 @@ struct IndexExactnessTests {
         let t = try TestDatabase()
         _ = try t.db.bucket(Chore.self)
         let task = try #require(try t.db.bucketInfo(named: "Chore"))
-        #expect(task.indexes.map(\.fields) == [["dueDate"], ["reminders"], ["doneAt"], ["title", "dueDate"], ["estimate"]])
+        #expect(
+            task.indexes.map(\.fields) == [["dueDate"], ["reminders"], ["doneAt"], ["title", "dueDate"], ["estimate"]])
         #expect(task.indexes.map(\.fieldForms) == [[.date], [.date], [.date], [.value, .date], nil])
         #expect(task.indexes.allSatisfy { $0.uncomputableReason == nil })
 
@@ -164,7 +170,8 @@ struct IndexExactnessTests {
     struct After: BuriSupport {
         var id: String
         var age: Int
-        static let buri = BuriSchema<After>(key: \.id, indexes: [.numeric("age", \.age, field: "age")], bucket: "evolving")
+        static let buri = BuriSchema<After>(
+            key: \.id, indexes: [.numeric("age", \.age, field: "age")], bucket: "evolving")
     }
 
     @Test func namingAFieldLaterRecordsItWithoutRebuildingTheIndex() throws {
@@ -183,9 +190,12 @@ struct IndexExactnessTests {
         let t = try TestDatabase()
         let tasks = try t.db.bucket(Chore.self)
         let objects = [
-            Chore(id: "a", title: "é", dueDate: Date(timeIntervalSince1970: 5), reminders: [], doneAt: nil, estimate: 0),
-            Chore(id: "b", title: "e\u{301}", dueDate: Date(timeIntervalSinceReferenceDate: 0.1), reminders: [.distantPast, .distantPast],
-                 doneAt: Date(timeIntervalSince1970: 1.5), estimate: -Int128(UInt64.max) - 1),
+            Chore(
+                id: "a", title: "é", dueDate: Date(timeIntervalSince1970: 5), reminders: [], doneAt: nil, estimate: 0),
+            Chore(
+                id: "b", title: "e\u{301}", dueDate: Date(timeIntervalSinceReferenceDate: 0.1),
+                reminders: [.distantPast, .distantPast],
+                doneAt: Date(timeIntervalSince1970: 1.5), estimate: -Int128(UInt64.max) - 1),
         ]
         try tasks.store(objects)
         for object in objects {
@@ -208,7 +218,9 @@ struct IndexExactnessTests {
             return
         }
         #expect(bucketName == "MisnamedField" && index == "score")
-        #expect(reason.contains("field 'other'") && reason.contains("gives (2)") && reason.contains("computes (1)"), "\(reason)")
+        #expect(
+            reason.contains("field 'other'") && reason.contains("gives (2)") && reason.contains("computes (1)"),
+            "\(reason)")
         #expect(try bucket.count() == 0)
     }
 
@@ -217,7 +229,9 @@ struct IndexExactnessTests {
     @Test func rawPayloadsWithARepeatedMapKeyAreRefused() throws {
         let t = try TestDatabase()
         let raw = try t.db.createBucket(named: "raw")
-        let repeated = CBORValue.map([CBORMapEntry(key: "a", value: 1), CBORMapEntry(key: "b", value: [["k": 1, "k": 2]])])
+        let repeated = CBORValue.map([
+            CBORMapEntry(key: "a", value: 1), CBORMapEntry(key: "b", value: [["k": 1, "k": 2]]),
+        ])
         #expect(throws: BuriError.self) { try raw.store([RawObject(key: "x", payload: repeated.encoded())]) }
         // Canonically equal but byte-different keys are different keys.
         let distinct = CBORValue.map([CBORMapEntry(key: "é", value: 1), CBORMapEntry(key: "e\u{301}", value: 2)])
@@ -229,13 +243,20 @@ struct IndexExactnessTests {
 
     /// A database whose header says version 1 and whose record holds a date the version 1 way.
     private func makeVersion1(_ t: TestDatabase, date: Date) throws {
-        let raw = try t.db.createBucket(named: "Task", keyField: "id", indexes: [
-            IndexDefinition(id: 0, name: "due", components: [.numeric]),
-        ])
+        let raw = try t.db.createBucket(
+            named: "Task", keyField: "id",
+            indexes: [
+                IndexDefinition(id: 0, name: "due", components: [.numeric])
+            ])
         let legacy: CBORValue = [
-            "id": "old", "title": "old", "dueDate": .float(date.timeIntervalSinceReferenceDate), "reminders": [], "estimate": 1,
+            "id": "old", "title": "old", "dueDate": .float(date.timeIntervalSinceReferenceDate), "reminders": [],
+            "estimate": 1,
         ]
-        try raw.store([RawObject(key: "old", payload: legacy.encoded(), indexValues: ["due": [[try IndexValue(date.timeIntervalSince1970)]]])])
+        try raw.store([
+            RawObject(
+                key: "old", payload: legacy.encoded(),
+                indexValues: ["due": [[try IndexValue(date.timeIntervalSince1970)]]])
+        ])
         t.db.close()
         let storage = try Database(path: t.path, options: Options())
         try storage.put(Keyspace.headerKey, Keyspace.headerValue(version: 1))
@@ -265,7 +286,11 @@ struct IndexExactnessTests {
 
         // The first store writes the current (version 4) header in the same batch.
         let fresh: CBORValue = ["id": "new", "dueDate": CBORValue(date: date)]
-        try tasks.store([RawObject(key: "new", payload: fresh.encoded(), indexValues: ["due": [[try IndexValue(date.timeIntervalSince1970)]]])])
+        try tasks.store([
+            RawObject(
+                key: "new", payload: fresh.encoded(),
+                indexValues: ["due": [[try IndexValue(date.timeIntervalSince1970)]]])
+        ])
         #expect(t.db.formatVersion == 4)
         #expect(try headerOnDisk(t) == Keyspace.headerValue(version: 4))
         try t.reopen()

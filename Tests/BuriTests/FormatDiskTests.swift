@@ -13,7 +13,8 @@ struct FormatDiskTests {
     final class Directory {
         let path: String
         init() {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("buri-format-\(UUID().uuidString)").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent("buri-format-\(UUID().uuidString)").path
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
     }
@@ -22,10 +23,12 @@ struct FormatDiskTests {
     func layoutOnDisk() throws {
         let directory = Directory()
         let db = try BuriDatabase(path: directory.path)
-        let bucket = try db.createBucket(named: "Person", keyField: "objectId", indexes: [
-            IndexDefinition(id: 0, name: "locale", components: [.binary]),
-            IndexDefinition(id: 0, name: "age", components: [.numeric]),
-        ])
+        let bucket = try db.createBucket(
+            named: "Person", keyField: "objectId",
+            indexes: [
+                IndexDefinition(id: 0, name: "locale", components: [.binary]),
+                IndexDefinition(id: 0, name: "age", components: [.numeric]),
+            ])
         let header = personHeader
         var value: [UInt8] = []
         header.append(to: &value)
@@ -65,7 +68,9 @@ struct FormatDiskTests {
             var value: [UInt8] = []
             RecordHeader(schemaVersion: 0, entries: []).append(to: &value)
             value.append(0xA0)
-            try bucket.write([RawBucket.RecordWrite(key: key, header: RecordHeader(schemaVersion: 0, entries: []), value: value)])
+            try bucket.write([
+                RawBucket.RecordWrite(key: key, header: RecordHeader(schemaVersion: 0, entries: []), value: value)
+            ])
         }
         try write(a, "1")
         try write(ab, "1")
@@ -92,7 +97,9 @@ struct FormatDiskTests {
 
     @Test("a database of a newer format version, or with a foreign header, is refused and left untouched")
     func newerFormat() throws {
-        for value in [Array("BURI".utf8) + [0x00, 0x05], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01]] {
+        for value in [
+            Array("BURI".utf8) + [0x00, 0x05], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01],
+        ] {
             let directory = Directory()
             do {
                 let raw = try Database(path: directory.path, options: Options())
@@ -104,13 +111,17 @@ struct FormatDiskTests {
                 Issue.record("opened a database with header \(formatHex(value))")
             } catch {
                 if value.starts(with: Array("BURI".utf8)) {
-                    #expect(error == .unsupportedFormat(path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 4))
+                    #expect(
+                        error
+                            == .unsupportedFormat(
+                                path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 4))
                 } else {
                     #expect(error == .notABuriDatabase(path: directory.path))
                 }
             }
             let raw = try Database(path: directory.path, options: Options())
-            #expect(Array(try raw.entries()).map { $0.key + [0xFF] + $0.value } == [Keyspace.headerKey + [0xFF] + value])
+            #expect(
+                Array(try raw.entries()).map { $0.key + [0xFF] + $0.value } == [Keyspace.headerKey + [0xFF] + value])
             raw.close()
         }
     }

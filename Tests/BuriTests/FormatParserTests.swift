@@ -50,8 +50,12 @@ struct FormatParserTests {
             }
         }
         // Longer than 64 bits.
-        #expect(throws: FormatError.self) { try readVarint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02]) }
-        #expect(throws: FormatError.self) { try readVarint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x81, 0x00]) }
+        #expect(throws: FormatError.self) {
+            try readVarint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02])
+        }
+        #expect(throws: FormatError.self) {
+            try readVarint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x81, 0x00])
+        }
         #expect(throws: FormatError.self) { try readVarint(Array(repeating: 0x80, count: 11) + [0x00]) }
     }
 
@@ -84,8 +88,10 @@ struct FormatParserTests {
 
     @Test("malformed record headers are rejected")
     func malformedHeaders() {
-        let valid: [UInt8] = [0x01, 0x01, 0x01, 0x02, 0x01, 0x05, 0x30, 0x45, 0x4E, 0x00, 0x00, 0x02, 0x0B,
-                              0x23, 0x04, 0x37, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let valid: [UInt8] = [
+            0x01, 0x01, 0x01, 0x02, 0x01, 0x05, 0x30, 0x45, 0x4E, 0x00, 0x00, 0x02, 0x0B,
+            0x23, 0x04, 0x37, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ]
         #expect(throws: Never.self) { try parse(valid) }
         var bad = valid
         bad[0] = 0x02  // a newer record layout version
@@ -109,7 +115,9 @@ struct FormatParserTests {
         bad[12] = 0x0A  // a number cut short by its tuple length
         #expect(throws: FormatError.self) { try parse(bad) }
         // An index id beyond UInt32.
-        #expect(throws: FormatError.self) { try parse([0x01, 0x01, 0x00, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01, 0x22]) }
+        #expect(throws: FormatError.self) {
+            try parse([0x01, 0x01, 0x00, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10, 0x01, 0x22])
+        }
         #expect(throws: Never.self) { try parse([0x01, 0x01, 0x00, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x01, 0x22]) }
     }
 
@@ -140,7 +148,9 @@ struct FormatParserTests {
         }
         // No object key, wrong tag, too short, truncated elements, bad escapes.
         #expect(throws: FormatError.self) { try split(prefix + IndexValue("E").encoded, arity: 1) }
-        #expect(throws: FormatError.self) { try split([0x02] + Array(prefix.dropFirst()) + IndexValue("E").encoded + [0x41], arity: 1) }
+        #expect(throws: FormatError.self) {
+            try split([0x02] + Array(prefix.dropFirst()) + IndexValue("E").encoded + [0x41], arity: 1)
+        }
         #expect(throws: FormatError.self) { try split(Array(prefix.prefix(5)), arity: 1) }
         #expect(throws: FormatError.self) { try split(prefix, arity: 1) }
         #expect(throws: FormatError.self) { try split(prefix + [0x23, 0x04, 0x37], arity: 1) }
@@ -157,17 +167,23 @@ struct FormatParserTests {
             #expect(Array(key.prefix(5)) == [0x02, 0xDE, 0xAD, 0xBE, 0xEF])
             #expect(try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) } == objectKey)
         }
-        #expect(throws: FormatError.self) { try Keyspace.recordPrefix(bucket: 1).withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) } }
+        #expect(throws: FormatError.self) {
+            try Keyspace.recordPrefix(bucket: 1).withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
+        }
         for bad: [UInt8] in [[0x02, 0, 0, 0, 1, 0xFF], [0x03, 0, 0, 0, 1, 0x41], [0x02, 0, 0, 0, 1, 0xC3]] {
-            #expect(throws: FormatError.self) { try bad.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) } }
+            #expect(throws: FormatError.self) {
+                try bad.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
+            }
         }
     }
 
     @Test("20,000 random byte strings never crash a parser")
     func randomBytesNeverCrash() {
         var rng = SeededGenerator(seed: 15)
-        let starts: [[UInt8]] = [[], [0x01, 0x01], [0x01, 0x01, 0x00], [0x03, 0, 0, 0, 1, 0, 0, 0, 1], [0x02, 0, 0, 0, 1],
-                                 [0x30], [0x21], [0x23], [0x22], [0x01, 0x01, 0x01, 0x01, 0x01]]
+        let starts: [[UInt8]] = [
+            [], [0x01, 0x01], [0x01, 0x01, 0x00], [0x03, 0, 0, 0, 1, 0, 0, 0, 1], [0x02, 0, 0, 0, 1],
+            [0x30], [0x21], [0x23], [0x22], [0x01, 0x01, 0x01, 0x01, 0x01],
+        ]
         var outcomes = [0, 0]
         var failures: [String] = []
         func fail(_ message: String, _ bytes: [UInt8]) {
@@ -176,8 +192,11 @@ struct FormatParserTests {
         for _ in 0..<20_000 {
             var bytes = starts.randomElement(using: &rng)!
             for _ in 0..<rng.below(24) {
-                bytes.append(rng.chance(50) ? [0x00, 0x01, 0x02, 0x05, 0x0B, 0x20, 0x22, 0x23, 0x24, 0x30, 0x80, 0xFF].randomElement(using: &rng)!
-                                            : UInt8(truncatingIfNeeded: rng.next()))
+                bytes.append(
+                    rng.chance(50)
+                        ? [0x00, 0x01, 0x02, 0x05, 0x0B, 0x20, 0x22, 0x23, 0x24, 0x30, 0x80, 0xFF].randomElement(
+                            using: &rng)!
+                        : UInt8(truncatingIfNeeded: rng.next()))
             }
             bytes.withUnsafeBytes { raw in
                 if let header = try? RecordHeader.parse(raw) {
@@ -186,7 +205,9 @@ struct FormatParserTests {
                     header.0.append(to: &again)
                     if header.payloadOffset > raw.count { fail("payload offset past the end", bytes) }
                     // Varints may be written longer than needed; otherwise the header re-encodes identically.
-                    if again.count == header.payloadOffset, again != Array(raw[..<header.payloadOffset]) { fail("header re-encodes differently", bytes) }
+                    if again.count == header.payloadOffset, again != Array(raw[..<header.payloadOffset]) {
+                        fail("header re-encodes differently", bytes)
+                    }
                 } else {
                     outcomes[0] += 1
                 }
@@ -201,7 +222,9 @@ struct FormatParserTests {
                 }
                 for arity in 0...3 {
                     if let parts = try? Keyspace.splitIndexEntry(raw, arity: arity) {
-                        if parts.tuple.lowerBound != Keyspace.indexPrefixLength || parts.objectKey.upperBound != raw.count || parts.objectKey.isEmpty {
+                        if parts.tuple.lowerBound != Keyspace.indexPrefixLength
+                            || parts.objectKey.upperBound != raw.count || parts.objectKey.isEmpty
+                        {
                             fail("bad split", bytes)
                         }
                         _ = try? Keyspace.string(raw, parts.objectKey)

@@ -78,7 +78,9 @@ struct FormatPropertyTests {
             let bytes = n.indexValue.encoded
             do {
                 let (decoded, length) = try decode(bytes)
-                if decoded != n.canonical || length != bytes.count || encode(decoded) != bytes || n.indexValue.decoded != decoded {
+                if decoded != n.canonical || length != bytes.count || encode(decoded) != bytes
+                    || n.indexValue.decoded != decoded
+                {
                     failures.append("\(n) decodes to \(decoded)")
                 }
             } catch {
@@ -141,7 +143,9 @@ struct FormatPropertyTests {
                 // And splits back into the same parts.
                 let split = keyA.withUnsafeBytes { raw in try? Keyspace.splitIndexEntry(raw, arity: a.count) }
                 if let split {
-                    if Array(keyA[split.tuple]) != ea || Array(keyA[split.objectKey]) != Array(ka.utf8) { failures.append("split of \(formatHex(keyA))") }
+                    if Array(keyA[split.tuple]) != ea || Array(keyA[split.objectKey]) != Array(ka.utf8) {
+                        failures.append("split of \(formatHex(keyA))")
+                    }
                 } else {
                     failures.append("split of \(formatHex(keyA)) threw")
                 }
@@ -175,15 +179,21 @@ struct FormatPropertyTests {
         var failures: [String] = []
         for _ in 0..<Self.pairs {
             let negative = rng.chance(50)
-            var biased: UInt16 = rng.chance(20) ? UInt16(truncatingIfNeeded: rng.next()) : UInt16(truncatingIfNeeded: 1075 + rng.below(2200) - 1100)
+            var biased: UInt16 =
+                rng.chance(20)
+                ? UInt16(truncatingIfNeeded: rng.next()) : UInt16(truncatingIfNeeded: 1075 + rng.below(2200) - 1100)
             var fraction = rng.next()
             if rng.chance(80) { fraction &= ~(UInt64.max >> UInt64(rng.below(64))) }  // keep only some top bits
             if negative { biased = ~biased; fraction = ~fraction }
             var bytes: [UInt8] = [negative ? 0x21 : 0x23, UInt8(biased >> 8), UInt8(biased & 0xFF)]
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: fraction >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: fraction >> UInt64(shift)))
+            }
             guard let (value, _) = try? decode(bytes) else { continue }
             decoded += 1
-            if encode(value) != bytes, failures.count < 10 { failures.append("\(formatHex(bytes)) decodes to \(value), which encodes as \(formatHex(encode(value)))") }
+            if encode(value) != bytes, failures.count < 10 {
+                failures.append("\(formatHex(bytes)) decodes to \(value), which encodes as \(formatHex(encode(value)))")
+            }
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         #expect(decoded > Self.pairs / 10)

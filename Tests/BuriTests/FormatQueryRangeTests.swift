@@ -10,21 +10,27 @@ import Testing
 
 @Suite("Format: query key ranges")
 struct FormatQueryRangeTests {
-    private static let descriptor = BucketDescriptor(id: 7, name: "T", indexes: [
-        IndexDefinition(id: 1, name: "s", components: [.binary]),
-        IndexDefinition(id: 2, name: "n", components: [.numeric]),
-        IndexDefinition(id: 3, name: "c", components: [.binary, .numeric]),
-    ], nextIndexId: 4)
+    private static let descriptor = BucketDescriptor(
+        id: 7, name: "T",
+        indexes: [
+            IndexDefinition(id: 1, name: "s", components: [.binary]),
+            IndexDefinition(id: 2, name: "n", components: [.numeric]),
+            IndexDefinition(id: 3, name: "c", components: [.binary, .numeric]),
+        ], nextIndexId: 4)
 
     private func plan(_ query: Query) throws -> BuriStorage.KeyRange {
         try ConditionPlan(query.conditions[0], in: Self.descriptor).range
     }
 
     private func key(index: UInt32, _ elements: [Element], _ objectKey: String) -> [UInt8] {
-        Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: 7, index: index), tuple: elements.flatMap(\.encoded), objectKey: objectKey)
+        Keyspace.indexEntryKey(
+            prefix: Keyspace.indexPrefix(bucket: 7, index: index), tuple: elements.flatMap(\.encoded),
+            objectKey: objectKey)
     }
 
-    private func bound(_ rng: inout SeededGenerator, _ make: (inout SeededGenerator) -> Element) -> (IndexBound, Element?, Bool) {
+    private func bound(
+        _ rng: inout SeededGenerator, _ make: (inout SeededGenerator) -> Element
+    ) -> (IndexBound, Element?, Bool) {
         switch rng.below(3) {
         case 0: return (.unbounded, nil, false)
         case 1:
@@ -36,7 +42,9 @@ struct FormatQueryRangeTests {
         }
     }
 
-    private func satisfies(_ v: Element, lower: (IndexBound, Element?, Bool), upper: (IndexBound, Element?, Bool)) -> Bool {
+    private func satisfies(
+        _ v: Element, lower: (IndexBound, Element?, Bool), upper: (IndexBound, Element?, Bool)
+    ) -> Bool {
         if let l = lower.1 {
             let c = compare(v, l)
             if c < 0 || (c == 0 && !lower.2) { return false }
@@ -57,20 +65,32 @@ struct FormatQueryRangeTests {
             // Numeric index: exact and ranges.
             let (v, q) = rng.numPair()
             let k = key(index: 2, [.number(v)], objectKey)
-            if try plan(.index("n", equals: q.indexValue)).contains(k) != (compare(v, q) == 0) { failures.append("n == \(q) vs \(v)") }
+            if try plan(.index("n", equals: q.indexValue)).contains(k) != (compare(v, q) == 0) {
+                failures.append("n == \(q) vs \(v)")
+            }
             let lower = bound(&rng) { .number($0.num()) }, upper = bound(&rng) { .number($0.num()) }
-            if case .unbounded = lower.0, case .unbounded = upper.0 {} else {
+            if case .unbounded = lower.0, case .unbounded = upper.0 {
+            } else {
                 let r = try plan(.index("n", from: lower.0, to: upper.0))
-                if r.contains(k) != satisfies(.number(v), lower: lower, upper: upper) { failures.append("n range \(lower) \(upper) vs \(v)") }
+                if r.contains(k) != satisfies(.number(v), lower: lower, upper: upper) {
+                    failures.append("n range \(lower) \(upper) vs \(v)")
+                }
             }
             // Binary index: exact, ranges, prefix.
             let s = rng.bytes(), t = rng.chance(30) ? Array(s.prefix(rng.below(s.count + 1))) : rng.bytes()
             let ks = key(index: 1, [.bytes(s)], objectKey)
-            if try plan(.index("s", equals: IndexValue(bytes: t))).contains(ks) != (s == t) { failures.append("s == \(formatHex(t)) vs \(formatHex(s))") }
-            if try plan(.index("s", prefixBytes: t)).contains(ks) != s.starts(with: t) { failures.append("s prefix \(formatHex(t)) vs \(formatHex(s))") }
+            if try plan(.index("s", equals: IndexValue(bytes: t))).contains(ks) != (s == t) {
+                failures.append("s == \(formatHex(t)) vs \(formatHex(s))")
+            }
+            if try plan(.index("s", prefixBytes: t)).contains(ks) != s.starts(with: t) {
+                failures.append("s prefix \(formatHex(t)) vs \(formatHex(s))")
+            }
             let sl = bound(&rng) { .bytes($0.bytes()) }, su = bound(&rng) { .bytes($0.bytes()) }
-            if case .unbounded = sl.0, case .unbounded = su.0 {} else {
-                if try plan(.index("s", from: sl.0, to: su.0)).contains(ks) != satisfies(.bytes(s), lower: sl, upper: su) {
+            if case .unbounded = sl.0, case .unbounded = su.0 {
+            } else {
+                if try plan(.index("s", from: sl.0, to: su.0)).contains(ks)
+                    != satisfies(.bytes(s), lower: sl, upper: su)
+                {
                     failures.append("s range \(sl) \(su) vs \(formatHex(s))")
                 }
             }
@@ -78,13 +98,20 @@ struct FormatQueryRangeTests {
             let kc = key(index: 3, [.bytes(s), .number(v)], objectKey)
             let leadingMatches = s == t
             if try plan(.index("c", leading: [IndexValue(bytes: t)], from: lower.0, to: upper.0)).contains(kc)
-                != (leadingMatches && satisfies(.number(v), lower: lower, upper: upper)) {
+                != (leadingMatches && satisfies(.number(v), lower: lower, upper: upper))
+            {
                 failures.append("c \(formatHex(t)) range \(lower) \(upper) vs \(formatHex(s)), \(v)")
             }
-            if try plan(.index("c", equals: IndexValue(bytes: t))).contains(kc) != leadingMatches { failures.append("c == \(formatHex(t)) vs \(formatHex(s))") }
-            if try plan(.index("c", prefixBytes: t)).contains(kc) != s.starts(with: t) { failures.append("c prefix \(formatHex(t)) vs \(formatHex(s))") }
+            if try plan(.index("c", equals: IndexValue(bytes: t))).contains(kc) != leadingMatches {
+                failures.append("c == \(formatHex(t)) vs \(formatHex(s))")
+            }
+            if try plan(.index("c", prefixBytes: t)).contains(kc) != s.starts(with: t) {
+                failures.append("c prefix \(formatHex(t)) vs \(formatHex(s))")
+            }
             // Nothing of another index or bucket is ever in range.
-            if try plan(.index("s", prefixBytes: [])).contains(kc) || plan(.index("n", from: .unbounded, to: .inclusive(IndexValue(UInt64.max)))).contains(ks) {
+            if try plan(.index("s", prefixBytes: [])).contains(kc)
+                || plan(.index("n", from: .unbounded, to: .inclusive(IndexValue(UInt64.max)))).contains(ks)
+            {
                 failures.append("cross-index leak")
             }
             if failures.count >= 10 { break }
@@ -115,8 +142,11 @@ struct FormatQueryRangeTests {
             let key = rng.objectKey()
             let record = Keyspace.recordKey(bucket: b2, key: key)
             #expect(BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(record) == (b1 == b2))
-            let entry = Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: b2, index: i2), tuple: IndexValue(key).encoded, objectKey: key)
-            #expect(BuriStorage.KeyRange.prefix(Keyspace.indexPrefix(bucket: b1, index: i1)).contains(entry) == (b1 == b2 && i1 == i2))
+            let entry = Keyspace.indexEntryKey(
+                prefix: Keyspace.indexPrefix(bucket: b2, index: i2), tuple: IndexValue(key).encoded, objectKey: key)
+            #expect(
+                BuriStorage.KeyRange.prefix(Keyspace.indexPrefix(bucket: b1, index: i1)).contains(entry)
+                    == (b1 == b2 && i1 == i2))
             #expect(!BuriStorage.KeyRange.prefix(Keyspace.indexSpacePrefix(bucket: b1)).contains(record))
             #expect(!BuriStorage.KeyRange.prefix(Keyspace.recordPrefix(bucket: b1)).contains(entry))
         }

@@ -45,32 +45,50 @@ private let valueIndex = IndexDefinition(id: 1, name: "d", components: [.numeric
 /// docs/FORMAT.md §10, "Dates: one meaning on every path": a date item and its index element.
 private let dateVectors: [(name: String, item: String, element: String, tagged: Bool)] = [
     ("tag 1 around 1700000000", "c1 1a 65 53 f1 00", "23 04 51 95 4f c4 00 00 00 00 00", true),
-    ("tag 1 around 2^53 + 1: the sum is a tie, rounded to even", "c1 1b 00 20 00 00 00 00 00 01", "23 04 68 00 00 00 00 00 00 00 00", true),
-    ("tag 1 around 2^53 + 1 + 978307200: t is a tie, rounded to even", "c1 1b 00 20 00 00 3a 4f c8 81", "23 04 68 00 00 01 d2 7e 44 00 00", true),
+    (
+        "tag 1 around 2^53 + 1: the sum is a tie, rounded to even", "c1 1b 00 20 00 00 00 00 00 01",
+        "23 04 68 00 00 00 00 00 00 00 00", true
+    ),
+    (
+        "tag 1 around 2^53 + 1 + 978307200: t is a tie, rounded to even", "c1 1b 00 20 00 00 3a 4f c8 81",
+        "23 04 68 00 00 01 d2 7e 44 00 00", true
+    ),
     ("tag 1 around float64 0.1", "c1 fb 3f b9 99 99 99 99 99 9a", "23 04 2f 99 99 a0 00 00 00 00 00", true),
-    ("tag 1001, 2^29 + 2^-23 s after 2001", "d9 03 e9 a1 05 82 36 1b 00 2d 27 e4 40 00 00 01", "23 04 51 69 3f 22 00 00 00 00 00", true),
-    ("untagged float64 1.0 (a version 1 record)", "fb 3f f0 00 00 00 00 00 00", "23 04 50 d2 7e 44 08 00 00 00 00", false),
+    (
+        "tag 1001, 2^29 + 2^-23 s after 2001", "d9 03 e9 a1 05 82 36 1b 00 2d 27 e4 40 00 00 01",
+        "23 04 51 69 3f 22 00 00 00 00 00", true
+    ),
+    (
+        "untagged float64 1.0 (a version 1 record)", "fb 3f f0 00 00 00 00 00 00", "23 04 50 d2 7e 44 08 00 00 00 00",
+        false
+    ),
 ]
 
 private struct Stamp: BuriSupport {
     var id: String
     var at: Date
-    static let buri = BuriSchema<Stamp>(key: \.id, indexes: [.numeric("at", \.at, field: "at")], bucket: "stamps", keyField: "id")
+    static let buri = BuriSchema<Stamp>(
+        key: \.id, indexes: [.numeric("at", \.at, field: "at")], bucket: "stamps", keyField: "id")
 }
 
 @Suite("Format: the guesses an outside reader needed, settled")
 struct FormatSettledTests {
     // MARK: §10 dates
 
-    @Test("§10: a date item's index value is t + 978307200 rounded once, t rounded as documented", arguments: dateVectors.indices)
+    @Test(
+        "§10: a date item's index value is t + 978307200 rounded once, t rounded as documented",
+        arguments: dateVectors.indices)
     func dateIndexValue(_ i: Int) throws {
         let vector = dateVectors[i]
         let item = try CBORValue(decoding: bytes(fromHex: vector.item))
         let object: CBORValue = ["d": item]
-        #expect(spacedHex(try dateIndex.tuples(of: object).first?.first?.encoded ?? []) == vector.element, "\(vector.name)")
+        #expect(
+            spacedHex(try dateIndex.tuples(of: object).first?.first?.encoded ?? []) == vector.element, "\(vector.name)")
         // A tagged date is a date in the "value" form too; an untagged number there is just a number.
         if vector.tagged {
-            #expect(spacedHex(try valueIndex.tuples(of: object).first?.first?.encoded ?? []) == vector.element, "\(vector.name)")
+            #expect(
+                spacedHex(try valueIndex.tuples(of: object).first?.first?.encoded ?? []) == vector.element,
+                "\(vector.name)")
         }
         // The Swift type reads the same Date, and indexes it as the same element.
         let date = try #require(item.dateValue)
@@ -78,7 +96,8 @@ struct FormatSettledTests {
         // The plain JSON `buri get` prints shows that very number.
         let shown = DatePaths.taggingStoredDates(object, at: [["d"]]).jsonString()
         let number = try #require(try CBORValue(json: shown)["d"])
-        #expect(spacedHex(try IndexValue(number: number).encoded) == vector.element, "\(vector.name): shown as \(shown)")
+        #expect(
+            spacedHex(try IndexValue(number: number).encoded) == vector.element, "\(vector.name): shown as \(shown)")
     }
 
     @Test("§10: docs/FORMAT.md shows every date vector")
@@ -91,13 +110,18 @@ struct FormatSettledTests {
         #expect(flat.contains("ties to even"))
     }
 
-    @Test("§10: items that are not dates are refused, never rounded: an inexact bigfloat, tag 1 around text or a bignum, NaN")
+    @Test(
+        "§10: items that are not dates are refused, never rounded: an inexact bigfloat, tag 1 around text or a bignum, NaN"
+    )
     func notDates() throws {
         // {5: [-1100, 1]}: 2^-1100 seconds after 1970 is no Double of seconds since 2001.
         let tiny = CBORValue.tagged(1001, .map([CBORMapEntry(key: .unsigned(5), value: [.int(-1100), .unsigned(1)])]))
-        let refused: [CBORValue] = [tiny, .tagged(1, "1700000000"), .tagged(1, .tagged(2, .bytes([1, 0, 0, 0, 0, 0, 0, 0, 0]))),
-                                    .tagged(1001, .map([CBORMapEntry(key: .unsigned(1), value: 5), CBORMapEntry(key: .unsigned(2), value: 0)])),
-                                    .tagged(1, .float(.nan))]
+        let refused: [CBORValue] = [
+            tiny, .tagged(1, "1700000000"), .tagged(1, .tagged(2, .bytes([1, 0, 0, 0, 0, 0, 0, 0, 0]))),
+            .tagged(
+                1001, .map([CBORMapEntry(key: .unsigned(1), value: 5), CBORMapEntry(key: .unsigned(2), value: 0)])),
+            .tagged(1, .float(.nan)),
+        ]
         for item in refused {
             #expect(throws: BuriError.self, "\(item)") { try dateIndex.tuples(of: ["d": item]) }
         }
@@ -113,8 +137,12 @@ struct FormatSettledTests {
     func numbersTakenAsDates() throws {
         #expect(try DatePaths.dateItem(ofSecondsSince1970: 1_700_000_000) == .tagged(1, 1_700_000_000))
         #expect(try DatePaths.dateItem(ofSecondsSince1970: .float(0.5)) == .tagged(1, .float(0.5)))
-        #expect(throws: DatePaths.InputError.inexact(nearest: 0.10000002384185791)) { try DatePaths.dateItem(ofSecondsSince1970: .float(0.1)) }
-        #expect(throws: DatePaths.InputError.notADate) { try DatePaths.dateItem(ofSecondsSince1970: .unsigned(9_007_199_254_740_993)) }
+        #expect(throws: DatePaths.InputError.inexact(nearest: 0.10000002384185791)) {
+            try DatePaths.dateItem(ofSecondsSince1970: .float(0.1))
+        }
+        #expect(throws: DatePaths.InputError.notADate) {
+            try DatePaths.dateItem(ofSecondsSince1970: .unsigned(9_007_199_254_740_993))
+        }
         // Version 1 dates are shown and exported as the date they stand for, in arrays and nested fields too.
         let old: CBORValue = ["a": ["due": .float(1)], "list": [.float(0), "x", .tagged(1, 5)], "other": .float(1)]
         let tagged = DatePaths.taggingStoredDates(old, at: [["a", "due"], ["list"], ["missing", "x"]])
@@ -127,7 +155,9 @@ struct FormatSettledTests {
 
     @Test("§5: an index map with both fields and fieldPaths is one no tool computes")
     func fieldsAndFieldPaths() throws {
-        let both = IndexDefinition(id: 1, name: "city", components: [.binary], fields: ["city"], fieldForms: [.date], fieldPaths: [["address", "city"]])
+        let both = IndexDefinition(
+            id: 1, name: "city", components: [.binary], fields: ["city"], fieldForms: [.date],
+            fieldPaths: [["address", "city"]])
         #expect(both.uncomputableReason?.contains("both `fields` and `fieldPaths`") == true)
         #expect(both.datePaths.isEmpty)
         #expect(throws: BuriError.self) { try both.tuples(of: ["city": "a", "address": ["city": "b"]]) }
@@ -136,7 +166,10 @@ struct FormatSettledTests {
         // A bucket with such an index: the raw API still stores, queries and checks its entries.
         let t = try TestDatabase()
         let raw = try t.db.createBucket(named: "places", keyField: "id", indexes: [both])
-        try raw.store([RawObject(key: "p", payload: (["id": "p", "city": "a"] as CBORValue).encoded(), indexValues: ["city": [["zzz"]]])])
+        try raw.store([
+            RawObject(
+                key: "p", payload: (["id": "p", "city": "a"] as CBORValue).encoded(), indexValues: ["city": [["zzz"]]])
+        ])
         #expect(try raw.keys(.index("city", equals: "zzz")) == ["p"])
         #expect(try t.db.check().isConsistent)
     }
@@ -144,10 +177,25 @@ struct FormatSettledTests {
     @Test("§5: a catalog entry with a component kind or field form Buri does not know is refused, not guessed")
     func unknownValuesOfKnownKeys() throws {
         let t = try TestDatabase()
-        for (name, index) in [("kinds", ["id": 1, "name": "x", "components": ["spatial"], "unique": false, "multiValued": false, "version": 0] as CBORValue),
-                              ("forms", ["id": 1, "name": "x", "components": ["numeric"], "unique": false, "multiValued": false, "version": 0,
-                                         "fields": ["x"], "fieldForms": ["duration"]] as CBORValue)] {
-            let descriptor: CBORValue = ["id": name == "kinds" ? 7 : 8, "name": .text(name), "schemaVersion": 0, "indexes": [index], "nextIndexId": 2]
+        for (name, index) in [
+            (
+                "kinds",
+                ["id": 1, "name": "x", "components": ["spatial"], "unique": false, "multiValued": false, "version": 0]
+                    as CBORValue
+            ),
+            (
+                "forms",
+                [
+                    "id": 1, "name": "x", "components": ["numeric"], "unique": false, "multiValued": false,
+                    "version": 0,
+                    "fields": ["x"], "fieldForms": ["duration"],
+                ] as CBORValue
+            ),
+        ] {
+            let descriptor: CBORValue = [
+                "id": name == "kinds" ? 7 : 8, "name": .text(name), "schemaVersion": 0, "indexes": [index],
+                "nextIndexId": 2,
+            ]
             let batch = t.db.engine.makeBatch()
             batch.put(Keyspace.catalogKey(bucket: name), descriptor.encoded())
             try t.db.engine.commit(batch, conditions: nil, sync: false)
@@ -186,10 +234,15 @@ struct FormatSettledTests {
     // MARK: §11 tokens
 
     private func numbered(_ t: TestDatabase, count: Int) throws -> RawBucket {
-        let raw = try t.db.createBucket(named: "n", keyField: "id", indexes: [IndexDefinition(id: 0, name: "v", components: [.numeric], fields: ["v"])])
-        try raw.store((0..<count).map { i in
-            RawObject(key: "k\(i)", payload: (["id": .text("k\(i)"), "v": .int(Int64(i))] as CBORValue).encoded(), indexValues: ["v": [[IndexValue(Int64(i))]]])
-        })
+        let raw = try t.db.createBucket(
+            named: "n", keyField: "id",
+            indexes: [IndexDefinition(id: 0, name: "v", components: [.numeric], fields: ["v"])])
+        try raw.store(
+            (0..<count).map { i in
+                RawObject(
+                    key: "k\(i)", payload: (["id": .text("k\(i)"), "v": .int(Int64(i))] as CBORValue).encoded(),
+                    indexValues: ["v": [[IndexValue(Int64(i))]]])
+            })
         return raw
     }
 
@@ -202,8 +255,11 @@ struct FormatSettledTests {
         #expect(first.items == ["k2", "k3", "k4"])
         let token = try #require(first.next)
         #expect(token.returned == 3)
-        #expect(token.position == Keyspace.indexEntryKey(prefix: Keyspace.indexPrefix(bucket: raw.descriptor.id, index: 1),
-                                                         tuple: IndexValue(Int64(4)).encoded, objectKey: "k4"))
+        #expect(
+            token.position
+                == Keyspace.indexEntryKey(
+                    prefix: Keyspace.indexPrefix(bucket: raw.descriptor.id, index: 1),
+                    tuple: IndexValue(Int64(4)).encoded, objectKey: "k4"))
         let second = try raw.keyPage(query.after(token), size: 3)
         #expect(second.items == ["k5", "k6"])
         #expect(second.next == nil)
@@ -233,22 +289,34 @@ struct FormatSettledTests {
         let array = Query.index("locale_age", equals: ["EN", 30] as [IndexValue])
         #expect(ContinuationFormat.signature(of: array) == ContinuationFormat.signature(of: variadic))
         let range = Query.index("locale", from: .inclusive("EN"), to: .inclusive("EN"))
-        #expect(spacedHex(ContinuationFormat.signature(of: .index("locale", equals: ["EN"] as [IndexValue]))) == "00 01 06 6c 6f 63 61 6c 65 01 30 45 4e 00 00 00")
-        #expect(spacedHex(ContinuationFormat.signature(of: range)) == "00 01 06 6c 6f 63 61 6c 65 00 01 01 30 45 4e 00 00 01 30 45 4e 00 00")
+        #expect(
+            spacedHex(ContinuationFormat.signature(of: .index("locale", equals: ["EN"] as [IndexValue])))
+                == "00 01 06 6c 6f 63 61 6c 65 01 30 45 4e 00 00 00")
+        #expect(
+            spacedHex(ContinuationFormat.signature(of: range))
+                == "00 01 06 6c 6f 63 61 6c 65 00 01 01 30 45 4e 00 00 01 30 45 4e 00 00")
         let fingerprint = ContinuationFormat.fingerprint(of: .index("locale", equals: "EN"))
-        #expect(spacedHex((0..<8).map { UInt8(truncatingIfNeeded: fingerprint >> (56 - 8 * $0)) }) == "6b f9 a5 60 64 40 2a 78")
+        #expect(
+            spacedHex((0..<8).map { UInt8(truncatingIfNeeded: fingerprint >> (56 - 8 * $0)) })
+                == "6b f9 a5 60 64 40 2a 78")
         let flat = try flatFormat()
-        #expect(flat.contains("00 01 06 6c 6f 63 61 6c 65 01 30 45 4e 00 00 00") && flat.contains("6b f9 a5 60 64 40 2a 78"))
+        #expect(
+            flat.contains("00 01 06 6c 6f 63 61 6c 65 01 30 45 4e 00 00 00") && flat.contains("6b f9 a5 60 64 40 2a 78")
+        )
     }
 
     // MARK: §10 schema versions
 
-    @Test("§10: objects stored without their Swift type carry the bucket's schema version", arguments: [Engine.leveldb, .memory])
+    @Test(
+        "§10: objects stored without their Swift type carry the bucket's schema version",
+        arguments: [Engine.leveldb, .memory])
     func rawObjectsCarryTheBucketsSchemaVersion(_ engine: Engine) throws {
         let t = try TestDatabase(engine)
         let raw = try t.db.createBucket(named: "v", keyField: "id", schemaVersion: 3)
         let payload = { (key: String) in (["id": .text(key)] as CBORValue).encoded() }
-        try raw.store([RawObject(key: "a", payload: payload("a")), RawObject(key: "b", payload: payload("b"), schemaVersion: 5)])
+        try raw.store([
+            RawObject(key: "a", payload: payload("a")), RawObject(key: "b", payload: payload("b"), schemaVersion: 5),
+        ])
         #expect(try raw.record(forKey: "a")?.schemaVersion == 3)
         #expect(try raw.record(forKey: "b")?.schemaVersion == 5)
         // Staged imports, into the bucket and creating one.
@@ -264,29 +332,40 @@ struct FormatSettledTests {
 
     // MARK: §13 invariant 9
 
-    @Test("§13: check reports an index value that is not what the object's fields give, a date included", arguments: [Engine.leveldb, .memory])
+    @Test(
+        "§13: check reports an index value that is not what the object's fields give, a date included",
+        arguments: [Engine.leveldb, .memory])
     func indexValuesMatchFields(_ engine: Engine) throws {
         let t = try TestDatabase(engine)
-        let raw = try t.db.createBucket(named: "e", keyField: "id", indexes: [
-            IndexDefinition(id: 0, name: "due", components: [.numeric], fields: ["due"], fieldForms: [.date]),
-            IndexDefinition(id: 0, name: "tags", components: [.binary], multiValued: true, fields: ["tags"]),
-            IndexDefinition(id: 0, name: "free", components: [.numeric], computed: true),
-        ])
+        let raw = try t.db.createBucket(
+            named: "e", keyField: "id",
+            indexes: [
+                IndexDefinition(id: 0, name: "due", components: [.numeric], fields: ["due"], fieldForms: [.date]),
+                IndexDefinition(id: 0, name: "tags", components: [.binary], multiValued: true, fields: ["tags"]),
+                IndexDefinition(id: 0, name: "free", components: [.numeric], computed: true),
+            ])
         func object(_ key: String, due: CBORValue, tags: [CBORValue] = []) -> [UInt8] {
             (["id": .text(key), "due": due, "tags": .array(tags)] as CBORValue).encoded()
         }
         try raw.store([
             // Consistent: a tagged date, a version 1 date (seconds since 2001) indexed as seconds since 1970.
-            RawObject(key: "ok", payload: object("ok", due: .tagged(1, 1_700_000_000), tags: ["x", "y", "x"]),
-                      indexValues: ["due": [[1_700_000_000]], "tags": [["y"], ["x"]], "free": [[42]]]),
-            RawObject(key: "v1", payload: object("v1", due: .float(1)), indexValues: ["due": [[try IndexValue(978_307_201.0)]]]),
+            RawObject(
+                key: "ok", payload: object("ok", due: .tagged(1, 1_700_000_000), tags: ["x", "y", "x"]),
+                indexValues: ["due": [[1_700_000_000]], "tags": [["y"], ["x"]], "free": [[42]]]),
+            RawObject(
+                key: "v1", payload: object("v1", due: .float(1)),
+                indexValues: ["due": [[try IndexValue(978_307_201.0)]]]),
         ])
         #expect(try t.db.check().isConsistent)
         try raw.store([
             // The date of a plain number read the 2001 way, indexed as if it were 1970 seconds.
-            RawObject(key: "wrong", payload: object("wrong", due: .unsigned(1_700_000_000)), indexValues: ["due": [[1_700_000_000]]]),
+            RawObject(
+                key: "wrong", payload: object("wrong", due: .unsigned(1_700_000_000)),
+                indexValues: ["due": [[1_700_000_000]]]),
             // A tag missing from the index, and a field that cannot be a date.
-            RawObject(key: "tags", payload: object("tags", due: .tagged(1, 0), tags: ["x", "y"]), indexValues: ["due": [[0]], "tags": [["x"]]]),
+            RawObject(
+                key: "tags", payload: object("tags", due: .tagged(1, 0), tags: ["x", "y"]),
+                indexValues: ["due": [[0]], "tags": [["x"]]]),
             RawObject(key: "text", payload: object("text", due: "soon")),
         ])
         let report = try t.db.check(repair: true)
@@ -300,7 +379,10 @@ struct FormatSettledTests {
         #expect(!report.isConsistent)
         // The Swift type's own stores agree with its fields.
         let stamps = try t.db.bucket(Stamp.self)
-        try stamps.store([Stamp(id: "s", at: Date(timeIntervalSinceReferenceDate: 0x1p29 + 0x1p-23)), Stamp(id: "t", at: Date(timeIntervalSince1970: 0.1))])
+        try stamps.store([
+            Stamp(id: "s", at: Date(timeIntervalSinceReferenceDate: 0x1p29 + 0x1p-23)),
+            Stamp(id: "t", at: Date(timeIntervalSince1970: 0.1)),
+        ])
         #expect(try t.db.check().problems.filter { $0.bucket == "stamps" }.isEmpty)
     }
 }

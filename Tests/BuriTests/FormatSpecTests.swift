@@ -28,7 +28,9 @@ private let decodingVectors: [(name: String, hex: String, value: IndexValue.Deco
 
 @Suite("Format: settled for an independent reader")
 struct FormatSpecTests {
-    @Test("§8: every decoding vector decodes to its value, canonically, or is refused", arguments: decodingVectors.indices)
+    @Test(
+        "§8: every decoding vector decodes to its value, canonically, or is refused", arguments: decodingVectors.indices
+    )
     func decodingVector(_ i: Int) throws {
         let vector = decodingVectors[i]
         let element = bytes(hex: vector.hex)
@@ -51,7 +53,9 @@ struct FormatSpecTests {
         }
     }
 
-    @Test("§4: a header of version 0, or of a known version with more than 6 bytes, is refused; a newer one of any length is unsupportedFormat; nothing is written")
+    @Test(
+        "§4: a header of version 0, or of a known version with more than 6 bytes, is refused; a newer one of any length is unsupportedFormat; nothing is written"
+    )
     func headerValidity() throws {
         let cases: [([UInt8], BuriError?)] = [
             (Array("BURI".utf8) + [0x00, 0x00], .notABuriDatabase(path: "")),
@@ -77,14 +81,18 @@ struct FormatSpecTests {
                 #expect(expected == nil, "opened a database with header \(formatHex(value))")
             } catch {
                 switch expected {
-                case .notABuriDatabase?: #expect(error == .notABuriDatabase(path: directory.path), "\(formatHex(value))")
+                case .notABuriDatabase?:
+                    #expect(error == .notABuriDatabase(path: directory.path), "\(formatHex(value))")
                 case .unsupportedFormat(_, let found, let supported)?:
-                    #expect(error == .unsupportedFormat(path: directory.path, found: found, supported: supported), "\(formatHex(value))")
+                    #expect(
+                        error == .unsupportedFormat(path: directory.path, found: found, supported: supported),
+                        "\(formatHex(value))")
                 default: Issue.record("header \(formatHex(value)) refused: \(error)")
                 }
             }
             let raw = try Database(path: directory.path, options: Options())
-            #expect(Array(try raw.entries()).map { $0.key + [0xFF] + $0.value } == [Keyspace.headerKey + [0xFF] + value])
+            #expect(
+                Array(try raw.entries()).map { $0.key + [0xFF] + $0.value } == [Keyspace.headerKey + [0xFF] + value])
             raw.close()
         }
     }
@@ -160,12 +168,17 @@ struct FormatSpecTests {
         )
     }
 
-    @Test("§9: a compound index with a nil component has no entry: not found by its other components, not constrained by uniqueness")
+    @Test(
+        "§9: a compound index with a nil component has no entry: not found by its other components, not constrained by uniqueness"
+    )
     func compoundWithNil() throws {
         let db = try BuriDatabase.inMemory()
         defer { db.close() }
         let rated = try db.bucket(Rated.self)
-        try rated.store([Rated(id: "a", locale: nil, score: 1), Rated(id: "b", locale: nil, score: 1), Rated(id: "c", locale: "EN", score: 1)])
+        try rated.store([
+            Rated(id: "a", locale: nil, score: 1), Rated(id: "b", locale: nil, score: 1),
+            Rated(id: "c", locale: "EN", score: 1),
+        ])
         #expect(try rated.count() == 3)
         #expect(try rated.keys(.index("locale_score", equals: "EN")) == ["c"])
         #expect(try rated.keys(.index("locale_score", from: .unbounded, to: .unbounded)) == ["c"])
@@ -193,14 +206,20 @@ struct FormatSpecTests {
         #expect(try rated.count() == 0)
     }
 
-    @Test("§9: tools compute a compound index as Swift does: a null or missing field gives no entry, an array is refused whatever the other fields hold")
+    @Test(
+        "§9: tools compute a compound index as Swift does: a null or missing field gives no entry, an array is refused whatever the other fields hold"
+    )
     func compoundFromFields() throws {
-        let index = IndexDefinition(id: 1, name: "locale_tag", components: [.binary, .binary], fields: ["locale", "tag"])
+        let index = IndexDefinition(
+            id: 1, name: "locale_tag", components: [.binary, .binary], fields: ["locale", "tag"])
         #expect(try index.tuples(of: ["locale": "EN", "tag": "x"]) == [["EN", "x"]])
         #expect(try index.tuples(of: ["locale": "EN", "tag": nil]) == [])
         #expect(try index.tuples(of: ["locale": "EN"]) == [])
         #expect(try index.tuples(of: ["tag": "x"]) == [])
-        for object: CBORValue in [["locale": nil, "tag": ["x", "y"]], ["tag": ["x"]], ["locale": ["EN"], "tag": nil], ["locale": "EN", "tag": ["x"]]] {
+        for object: CBORValue in [
+            ["locale": nil, "tag": ["x", "y"]], ["tag": ["x"]], ["locale": ["EN"], "tag": nil],
+            ["locale": "EN", "tag": ["x"]],
+        ] {
             #expect(throws: BuriError.self, "\(object.jsonString())") { try index.tuples(of: object) }
         }
         // A wrong kind is refused even next to a missing field.
@@ -214,12 +233,17 @@ struct FormatSpecTests {
         static let buri = BuriSchema<Note>(key: \.id, indexes: [.binary("tags", \.tags)])
     }
 
-    @Test("§11: a multi-valued first index gives each object once, at its first matching entry in walk order, on every page size")
+    @Test(
+        "§11: a multi-valued first index gives each object once, at its first matching entry in walk order, on every page size"
+    )
     func multiValuedOncePerQuery() throws {
         let db = try BuriDatabase.inMemory()
         defer { db.close() }
         let notes = try db.bucket(Note.self)
-        try notes.store([Note(id: "n1", tags: ["a", "b", "c"]), Note(id: "n2", tags: ["b"]), Note(id: "n3", tags: ["a", "c"]), Note(id: "n4", tags: ["d"])])
+        try notes.store([
+            Note(id: "n1", tags: ["a", "b", "c"]), Note(id: "n2", tags: ["b"]), Note(id: "n3", tags: ["a", "c"]),
+            Note(id: "n4", tags: ["d"]),
+        ])
         let query = Query.index("tags", in: IndexValue("a")...IndexValue("c"))
         // Positions: n1 at "a", n3 at "a", n2 at "b" ascending; n3 at "c", n1 at "c", n2 at "b" descending.
         #expect(try notes.keys(query) == ["n1", "n3", "n2"])
@@ -240,7 +264,9 @@ struct FormatSpecTests {
         }
     }
 
-    @Test("§16: an open database, even a read-only one, holds LevelDB's LOCK; opening rewrites LevelDB's own files but no Buri key")
+    @Test(
+        "§16: an open database, even a read-only one, holds LevelDB's LOCK; opening rewrites LevelDB's own files but no Buri key"
+    )
     func lockAndFiles() throws {
         let directory = FormatDiskTests.Directory()
         do {
@@ -265,15 +291,18 @@ struct FormatSpecTests {
             second.close()
             Issue.record("a second handle opened a database that is open")
         } catch {
-            guard case .storage(let storage) = error else { Issue.record("expected a storage error, got \(error)"); return }
+            guard case .storage(let storage) = error else {
+                Issue.record("expected a storage error, got \(error)"); return
+            }
             #expect(storage.code == .databaseInUse)
         }
         #expect(throws: LevelDBError.self) { try Database(path: directory.path, options: Options()) }
         reader.close()
         let filesAfter = try files()
         #expect(filesAfter.contains("LOCK"))
-        #expect(filesAfter.filter { $0.hasPrefix("MANIFEST-") } != filesBefore.filter { $0.hasPrefix("MANIFEST-") },
-                "opening wrote no new MANIFEST: \(filesBefore.sorted()) → \(filesAfter.sorted())")
+        #expect(
+            filesAfter.filter { $0.hasPrefix("MANIFEST-") } != filesBefore.filter { $0.hasPrefix("MANIFEST-") },
+            "opening wrote no new MANIFEST: \(filesBefore.sorted()) → \(filesAfter.sorted())")
         #expect(try keysAndValues() == before)
     }
 }

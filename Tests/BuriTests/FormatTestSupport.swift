@@ -176,7 +176,9 @@ extension SeededGenerator {
             let base = Int64(1) << Int64(below(63))
             let v = base &+ Int64(below(7) - 3)
             return chance(50) ? v : (v == .min ? v : -v)
-        case 3: return [Int64.min, .min + 1, .min + 2, .max, .max - 1, 0, 1, -1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1].randomElement(using: &self)!
+        case 3:
+            return [Int64.min, .min + 1, .min + 2, .max, .max - 1, 0, 1, -1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1]
+                .randomElement(using: &self)!
         case 4:  // a random magnitude of random width
             let v = Int64(bitPattern: next() >> UInt64(below(64)))
             return chance(50) ? v : (v == .min ? v : -v)
@@ -192,7 +194,9 @@ extension SeededGenerator {
         case 0: return next()
         case 1: return UInt64(below(1001))
         case 2: return (UInt64(1) << UInt64(below(64))) &+ UInt64(bitPattern: Int64(below(7) - 3))
-        case 3: return [UInt64.max, .max - 1, 1 << 63, (1 << 63) - 1, (1 << 63) + 1, 0, 1, 1 << 53, (1 << 53) + 1].randomElement(using: &self)!
+        case 3:
+            return [UInt64.max, .max - 1, 1 << 63, (1 << 63) - 1, (1 << 63) + 1, 0, 1, 1 << 53, (1 << 53) + 1]
+                .randomElement(using: &self)!
         default: return next() >> UInt64(below(64))
         }
     }
@@ -205,12 +209,16 @@ extension SeededGenerator {
                 if !d.isNaN { return d }
             }
         case 1:  // subnormal
-            return Double(sign: chance(50) ? .minus : .plus, exponentBitPattern: 0, significandBitPattern: next() & ((1 << 52) - 1))
+            return Double(
+                sign: chance(50) ? .minus : .plus, exponentBitPattern: 0,
+                significandBitPattern: next() & ((1 << 52) - 1))
         case 2:
-            return [0.0, -0.0, .infinity, -.infinity, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
-                    .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude, -.leastNormalMagnitude,
-                    Double.leastNormalMagnitude.nextDown, 0.5, -0.5, 1, -1, 0x1p53, 0x1p63, -0x1p63, 0x1p64, -0x1p64,
-                    0x1p63.nextDown, 0x1p64.nextDown, 0x1p64.nextUp, -0x1p63.nextUp, -0x1p63.nextDown].randomElement(using: &self)!
+            return [
+                0.0, -0.0, .infinity, -.infinity, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+                .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude, -.leastNormalMagnitude,
+                Double.leastNormalMagnitude.nextDown, 0.5, -0.5, 1, -1, 0x1p53, 0x1p63, -0x1p63, 0x1p64, -0x1p64,
+                0x1p63.nextDown, 0x1p64.nextDown, 0x1p64.nextUp, -0x1p63.nextUp, -0x1p63.nextDown,
+            ].randomElement(using: &self)!
         case 3: return Double(int64())
         case 4: return Double(uint64())
         case 5:
@@ -221,7 +229,8 @@ extension SeededGenerator {
             let significand = 1 + Double(next() >> 12) / 0x1p52
             return Double(sign: chance(50) ? .minus : .plus, exponent: below(2098) - 1074, significand: significand)
         default:
-            return Double(sign: chance(50) ? .minus : .plus, exponent: below(140) - 70, significand: 1 + Double(below(16)) / 16)
+            return Double(
+                sign: chance(50) ? .minus : .plus, exponent: below(140) - 70, significand: 1 + Double(below(16)) / 16)
         }
     }
 
@@ -255,7 +264,9 @@ extension SeededGenerator {
     /// Short byte strings rich in 0x00, 0x01 and 0xFF.
     mutating func bytes(maxLength: Int = 8) -> [UInt8] {
         let alphabet: [UInt8] = [0x00, 0x00, 0x00, 0x01, 0x01, 0xFF, 0xFF, 0x02, 0x45, 0x4E, 0x7F, 0x80, 0xFE]
-        return (0..<below(maxLength + 1)).map { _ in chance(85) ? alphabet.randomElement(using: &self)! : UInt8(truncatingIfNeeded: next()) }
+        return (0..<below(maxLength + 1)).map { _ in
+            chance(85) ? alphabet.randomElement(using: &self)! : UInt8(truncatingIfNeeded: next())
+        }
     }
 
     mutating func element() -> Element {
@@ -291,10 +302,12 @@ let personDescriptor = BucketDescriptor(
     ],
     nextIndexId: 3)
 
-let personHeader = RecordHeader(schemaVersion: 1, entries: [
-    .init(index: 1, tuple: IndexValue("EN").encoded),
-    .init(index: 2, tuple: IndexValue(20).encoded),
-])
+let personHeader = RecordHeader(
+    schemaVersion: 1,
+    entries: [
+        .init(index: 1, tuple: IndexValue("EN").encoded),
+        .init(index: 2, tuple: IndexValue(20).encoded),
+    ])
 
 func personRecord() throws -> [UInt8] {
     var out: [UInt8] = []

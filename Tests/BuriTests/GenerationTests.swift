@@ -5,14 +5,18 @@ import Testing
 
 /// Every key of the database under bucket id `id` (records and index entries).
 private func keys(under id: UInt32, _ t: TestDatabase) throws -> [[UInt8]] {
-    try t.rawKeys().filter { $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id)) }
+    try t.rawKeys().filter {
+        $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id))
+    }
 }
 
 /// Waits (polling, no timing asserted) until the background purge has finished every retired id.
 private func waitForPurges(_ db: BuriDatabase, seconds: Double = 120) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while try !db.pendingPurges().isEmpty {
-        if Date() > deadline { throw StressLikeError("the background purge did not finish in \(seconds) s: \(try db.pendingPurges())") }
+        if Date() > deadline {
+            throw StressLikeError("the background purge did not finish in \(seconds) s: \(try db.pendingPurges())")
+        }
         usleep(2_000)
     }
 }
@@ -28,7 +32,9 @@ private func makePeople(_ n: Int, prefix: String = "p") -> [PersonRecord] {
 
 @Suite("Bucket generations: deleteAll in O(1) with a background purge")
 struct GenerationTests {
-    @Test(arguments: Engine.allCases) func deleteAllCountsExactlyAndEveryHandleGoesOnWithTheNewGeneration(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func deleteAllCountsExactlyAndEveryHandleGoesOnWithTheNewGeneration(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let a = try t.db.bucket(PersonRecord.self)
         try a.store(makePeople(300))
@@ -82,11 +88,13 @@ struct GenerationTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test(arguments: Engine.allCases) func theBackgroundPurgeLeavesNoKeyUnderTheOldIdAndTouchesNothingElse(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func theBackgroundPurgeLeavesNoKeyUnderTheOldIdAndTouchesNothingElse(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let a = try t.db.bucket(PersonRecord.self)
         let others = try t.db.bucket(PersonRecord.self, named: "Others")
-        for chunk in stride(from: 0, to: 2_500, by: 500) { try a.store(Array(makePeople(2_500)[chunk ..< chunk + 500])) }
+        for chunk in stride(from: 0, to: 2_500, by: 500) { try a.store(Array(makePeople(2_500)[chunk..<chunk + 500])) }
         try others.store(makePeople(50))
         let oldId = a.raw.descriptor.id
         #expect(try a.deleteAll() == 2_500)
@@ -100,7 +108,9 @@ struct GenerationTests {
         #expect(report.objects == 50)
     }
 
-    @Test(arguments: Engine.allCases) func aPendingPurgeIsInformationForCheckAndRepairKeepsItsKeys(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aPendingPurgeIsInformationForCheckAndRepairKeepsItsKeys(
+        engine: Engine
+    ) throws {
         var options = BuriOptions()
         options.purgesInBackground = false
         let t = try TestDatabase(engine, options: options)
@@ -108,7 +118,7 @@ struct GenerationTests {
         try a.store(makePeople(120))
         let oldId = a.raw.descriptor.id
         let before = try keys(under: oldId, t)
-        #expect(before.count == 360)   // a record and two entries each
+        #expect(before.count == 360)  // a record and two entries each
         #expect(try a.deleteAll() == 120)
         #expect(try t.db.pendingPurges() == [RetiredBucket(id: oldId, bucket: "Person", state: .purging)])
 
@@ -142,15 +152,24 @@ struct GenerationTests {
         #expect(try a.deleteAll() == 400)
         try a.store(PersonRecord(objectId: "kept", name: "k", locale: "EN", age: 1))
         t.db.close()
-        let db = engine == .leveldb ? try BuriDatabase(path: t.path) : try BuriDatabase(engine: t.db.engine, options: BuriOptions(), closesEngine: false)
+        let db =
+            engine == .leveldb
+            ? try BuriDatabase(path: t.path)
+            : try BuriDatabase(engine: t.db.engine, options: BuriOptions(), closesEngine: false)
         defer { db.close() }
         try waitForPurges(db)
-        #expect(try scanKeys(db.engine.snapshot()).filter { $0.starts(with: Keyspace.recordPrefix(bucket: oldId)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: oldId)) }.isEmpty)
+        #expect(
+            try scanKeys(db.engine.snapshot()).filter {
+                $0.starts(with: Keyspace.recordPrefix(bucket: oldId))
+                    || $0.starts(with: Keyspace.indexSpacePrefix(bucket: oldId))
+            }.isEmpty)
         #expect(try db.bucket(PersonRecord.self).keys() == ["kept"])
         #expect(try db.check().isConsistent)
     }
 
-    @Test(arguments: Engine.allCases) func insideATransactionDeleteAllDeletesEachKeyAndTheTransactionSeesIt(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func insideATransactionDeleteAllDeletesEachKeyAndTheTransactionSeesIt(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let a = try t.db.bucket(PersonRecord.self)
         try a.store(makePeople(40))
@@ -235,7 +254,9 @@ struct GenerationTests {
 
 @Suite("Bucket generations: what observers see")
 struct GenerationObservationTests {
-    @Test(arguments: Engine.allCases) func changeStreamsReportADeleteAllAndFollowTheNewGeneration(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func changeStreamsReportADeleteAllAndFollowTheNewGeneration(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try await people.store(makePeople(3))
@@ -270,7 +291,10 @@ struct GenerationObservationTests {
     @Test(arguments: Engine.allCases) func liveQueriesShowTheEmptyBucketThenItsNewObjects(engine: Engine) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
-        try await people.store(makePeople(3).map { var p = $0; p.locale = "EN"; return p })
+        try await people.store(
+            makePeople(3).map {
+                var p = $0; p.locale = "EN"; return p
+            })
         let counts = Shared<[Int]>([])
         let keys = Shared<[[String]]>([])
         let liveCount = try people.observeCount(.index("locale", equals: "EN"))

@@ -33,15 +33,21 @@ struct EvolvedPerson: BuriSupport {
 
 @Suite("Index evolution")
 struct IndexEvolutionTests {
-    @Test(arguments: Engine.allCases) func changedDeclarationsRebuildAndDropEntriesOver100kObjects(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func changedDeclarationsRebuildAndDropEntriesOver100kObjects(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         // etcd commits at most --max-txn-ops (4096 in the tests' cluster) writes atomically, over
         // the network: a smaller database there, stored and rebuilt in batches that fit.
         let count = engine == .etcd ? 5_000 : 100_000
         let original = try t.db.bucket(EvolvingPerson.self)
-        let people = (0..<count).map { EvolvingPerson(objectId: String(format: "p%06d", $0), name: "name\($0 % 100)", locale: $0 % 2 == 0 ? "EN" : "NL", age: $0 % 90) }
+        let people = (0..<count).map {
+            EvolvingPerson(
+                objectId: String(format: "p%06d", $0), name: "name\($0 % 100)", locale: $0 % 2 == 0 ? "EN" : "NL",
+                age: $0 % 90)
+        }
         for start in stride(from: 0, to: count, by: engine == .etcd ? 1_000 : count) {
-            try original.store(Array(people[start ..< min(count, start + (engine == .etcd ? 1_000 : count))]))
+            try original.store(Array(people[start..<min(count, start + (engine == .etcd ? 1_000 : count))]))
         }
         let before = try t.db.bucketInfo(named: "People")
         let oldAgeId = try #require(before?.index(named: "age")?.id)
@@ -87,14 +93,16 @@ struct IndexEvolutionTests {
         }
         #expect(throws: BuriError.self) { try old.delete(key: "p") }
         try new.store(EvolvedPerson(objectId: "q", name: "m", locale: "NL", age: 2))
-        #expect(try old.object(forKey: "q")?.name == "m")   // reads still work
+        #expect(try old.object(forKey: "q")?.name == "m")  // reads still work
         #expect(try t.db.check().isConsistent)
         // Opening the same declarations again does not invalidate anything.
         _ = try t.db.bucket(EvolvedPerson.self)
         try new.store(EvolvedPerson(objectId: "r", name: "m", locale: "NL", age: 3))
     }
 
-    @Test(arguments: Engine.allCases) func addingAUniqueIndexOverDuplicatesFailsAndKeepsTheOldDefinition(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func addingAUniqueIndexOverDuplicatesFailsAndKeepsTheOldDefinition(
+        engine: Engine
+    ) throws {
         struct Loose: BuriSupport {
             var id: String
             var email: String
@@ -103,7 +111,8 @@ struct IndexEvolutionTests {
         struct Strict: BuriSupport {
             var id: String
             var email: String
-            static let buri = BuriSchema<Strict>(key: \.id, indexes: [.binary("email", \.email, unique: true)], bucket: "Accounts")
+            static let buri = BuriSchema<Strict>(
+                key: \.id, indexes: [.binary("email", \.email, unique: true)], bucket: "Accounts")
         }
         let t = try TestDatabase(engine)
         try t.db.bucket(Loose.self).store([Loose(id: "a", email: "same"), Loose(id: "b", email: "same")])

@@ -35,7 +35,8 @@ final class IndexKindTests {
         #expect(try notes.keys(.index("tags", in: "a"..."c").offset(1)) == ["n2"])
     }
 
-    @Test(arguments: Engine.allCases) func multiValuedUpdateAddsAndRemovesExactlyTheChangedValues(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func multiValuedUpdateAddsAndRemovesExactlyTheChangedValues(engine: Engine) throws
+    {
         try setUp(engine)
         try notes.store(Note("n1", tags: ["a", "b", "c"]))
         try notes.store(Note("n1", tags: ["b", "c", "d"]))
@@ -99,7 +100,8 @@ final class IndexKindTests {
         #expect(try notes.keys(.index("locale_age", equals: ["EN"], in: 20...30)) == ["1", "2"])
         #expect(try notes.keys(.index("locale_age", equals: "EN")) == ["6", "1", "2", "3"])
         #expect(try notes.keys(.index("locale_age", equals: "EN", 25)) == ["2"])
-        #expect(try notes.keys(.index("locale_age", leading: ["EN"], from: .exclusive(20), to: .unbounded)) == ["2", "3"])
+        #expect(
+            try notes.keys(.index("locale_age", leading: ["EN"], from: .exclusive(20), to: .unbounded)) == ["2", "3"])
         #expect(try notes.keys(.index("locale_age", equals: ["EN"], in: 20...30).descending()) == ["2", "1"])
         #expect(try notes.keys(.index("locale_age", prefixBytes: Array("E".utf8))) == ["5", "6", "1", "2", "3"])
         #expect(throws: BuriError.self) { try notes.keys(.index("locale_age", equals: 20)) }  // kinds checked

@@ -53,12 +53,15 @@ struct IndexMaintenanceTests {
         #expect(try reopened.keys(.index("locale", equals: "EN")) == ["keep"])
     }
 
-    @Test(arguments: Engine.allCases) func bucketNamedLikeAnotherBucketsIndexSpaceIsJustAnotherBucket(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func bucketNamedLikeAnotherBucketsIndexSpaceIsJustAnotherBucket(
+        engine: Engine
+    ) throws {
         // The original's "Person_bin" collided with Person's binary index keys.
         let t = try TestDatabase(engine)
         let names = ["Person", "Person_bin", "Person::locale", "Person->EN", "a", "ab", "a\u{0}"]
         for name in names {
-            try t.db.bucket(PersonRecord.self, named: name).store(PersonRecord(objectId: name + "-obj", name: name, locale: "EN", age: 1))
+            try t.db.bucket(PersonRecord.self, named: name).store(
+                PersonRecord(objectId: name + "-obj", name: name, locale: "EN", age: 1))
         }
         for name in names {
             let bucket = try t.db.bucket(PersonRecord.self, named: name)
@@ -73,7 +76,9 @@ struct IndexMaintenanceTests {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let locales = ["->", "::", "EN->x", "a\u{0}", "a\u{0}\u{0}", "a", "\u{0}\u{1}", "ÿ"]
-        for (i, locale) in locales.enumerated() { try people.store(PersonRecord(objectId: "k\(i)", name: "", locale: locale, age: i)) }
+        for (i, locale) in locales.enumerated() {
+            try people.store(PersonRecord(objectId: "k\(i)", name: "", locale: locale, age: i))
+        }
         for (i, locale) in locales.enumerated() {
             #expect(try people.keys(.index("locale", equals: IndexValue(locale))) == ["k\(i)"])
         }
@@ -88,8 +93,11 @@ struct IndexMaintenanceTests {
             try bucket.store(Measurement(id: "nan", value: .nan, count: 0, big: 0, label: nil))
             Issue.record("NaN was indexed")
         } catch {
-            #expect(error == .invalidIndexValue(bucket: "Measurement", key: "nan", index: "value",
-                                                reason: "NaN cannot be indexed: it has no place in numeric order"))
+            #expect(
+                error
+                    == .invalidIndexValue(
+                        bucket: "Measurement", key: "nan", index: "value",
+                        reason: "NaN cannot be indexed: it has no place in numeric order"))
             #expect(error.description.contains("nan") && error.description.contains("value"))
         }
         #expect(try bucket.count() == 0)
@@ -97,7 +105,8 @@ struct IndexMaintenanceTests {
             try bucket.store(Measurement(id: "", value: 1, count: 0, big: 0, label: nil))
         }
         #expect(throws: BuriError.self) {
-            try bucket.store(Measurement(id: String(repeating: "k", count: 1 << 20), value: 1, count: 0, big: 0, label: nil))
+            try bucket.store(
+                Measurement(id: String(repeating: "k", count: 1 << 20), value: 1, count: 0, big: 0, label: nil))
         }
         // A bucket opened as the wrong type.
         let people = try t.db.bucket(PersonRecord.self)
@@ -117,7 +126,9 @@ struct IndexMaintenanceTests {
         }
     }
 
-    @Test(arguments: Engine.allCases) func manyThreadsHammeringTheSameKeysLeaveEveryEntryExact(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func manyThreadsHammeringTheSameKeysLeaveEveryEntryExact(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let keys = (0..<8).map { "k\($0)" }
@@ -132,14 +143,25 @@ struct IndexMaintenanceTests {
                         case 0:
                             try people.delete(key: key)
                         case 1:
-                            let batch = (0..<3).map { i in PersonRecord(objectId: keys[(step + i) % keys.count], name: "w\(worker)", locale: locales[i % 3], age: step) }
+                            let batch = (0..<3).map { i in
+                                PersonRecord(
+                                    objectId: keys[(step + i) % keys.count], name: "w\(worker)", locale: locales[i % 3],
+                                    age: step)
+                            }
                             try people.store(batch)
                         default:
-                            try people.store(PersonRecord(objectId: key, name: "w\(worker)", locale: locales[step % 3], age: Int(rng.next() % 50)))
+                            try people.store(
+                                PersonRecord(
+                                    objectId: key, name: "w\(worker)", locale: locales[step % 3],
+                                    age: Int(rng.next() % 50)))
                         }
                         // Every object a query returns matches it.
-                        for person in try people.objects(.index("locale", equals: "EN")) { #expect(person.locale == "EN") }
-                        for person in try people.objects(.index("age", in: 10...20)) { #expect((10...20).contains(person.age)) }
+                        for person in try people.objects(.index("locale", equals: "EN")) {
+                            #expect(person.locale == "EN")
+                        }
+                        for person in try people.objects(.index("age", in: 10...20)) {
+                            #expect((10...20).contains(person.age))
+                        }
                     }
                 }
             }
@@ -150,19 +172,27 @@ struct IndexMaintenanceTests {
         let stored = try await people.objects()
         #expect(report.indexEntries == stored.count * 2)
         for person in stored {
-            #expect(try await people.keys(.index("locale", equals: IndexValue(person.locale))).contains(person.objectId))
+            #expect(
+                try await people.keys(.index("locale", equals: IndexValue(person.locale))).contains(person.objectId))
             #expect(try await people.keys(.index("age", equals: IndexValue(person.age))).contains(person.objectId))
         }
     }
 
-    @Test(arguments: Engine.allCases) func aQueryReadsFromOneSnapshotWhileAWriterMovesObjects(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func aQueryReadsFromOneSnapshotWhileAWriterMovesObjects(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try await people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: "EN", age: 1) })
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for round in 0..<60 {
-                    try people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: round % 2 == 0 ? "NL" : "EN", age: round % 2 == 0 ? 2 : 1) })
+                    try people.store(
+                        (0..<200).map {
+                            PersonRecord(
+                                objectId: "p\($0)", name: "", locale: round % 2 == 0 ? "NL" : "EN",
+                                age: round % 2 == 0 ? 2 : 1)
+                        })
                 }
             }
             group.addTask {

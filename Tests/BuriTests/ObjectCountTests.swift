@@ -8,7 +8,9 @@ import Testing
 // changed in the same batch as the records it counts.
 
 private func people(_ n: Int, prefix: String = "p", from start: Int = 0) -> [PersonRecord] {
-    (start..<(start + n)).map { PersonRecord(objectId: "\(prefix)\($0)", name: "n\($0)", locale: "L\($0 % 3)", age: $0) }
+    (start..<(start + n)).map {
+        PersonRecord(objectId: "\(prefix)\($0)", name: "n\($0)", locale: "L\($0 % 3)", age: $0)
+    }
 }
 
 /// The count stored for bucket id `id`, as the engine holds it (`nil` if there is none).
@@ -26,7 +28,9 @@ private func recordKeys(_ db: BuriDatabase, _ id: UInt32) throws -> Int {
 }
 
 /// Asserts that `count()`, the stored count and the record keys agree on `expected`.
-private func expectCount(_ raw: RawBucket, _ expected: Int, _ note: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+private func expectCount(
+    _ raw: RawBucket, _ expected: Int, _ note: String, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let id = raw.descriptor.id
     #expect(try raw.count() == expected, "\(note): count()", sourceLocation: sourceLocation)
     #expect(try storedCount(raw.database, id) == expected, "\(note): stored count", sourceLocation: sourceLocation)
@@ -56,7 +60,10 @@ struct ObjectCountTests {
         #expect(try raw.count() == 0)
         try typed.store(people(10))
         try expectCount(raw, 10, "first batch into an empty bucket")
-        try typed.store(people(1, from: 3).map { var p = $0; p.name = "renamed"; return p })
+        try typed.store(
+            people(1, from: 3).map {
+                var p = $0; p.name = "renamed"; return p
+            })
         try expectCount(raw, 10, "one overwrite")
         try typed.store(people(1, from: 10))
         try expectCount(raw, 11, "one insert")
@@ -103,7 +110,9 @@ struct ObjectCountTests {
         var large = try (0..<600).map { try rawObject(String(format: "k%04d", $0)) }
         try raw.store(large)
         try expectCount(raw, 603, "large batch into a bucket with records")
-        large = try (300..<900).map { try rawObject(String(format: "k%04d", $0)) } + (0..<50).map { try rawObject(String(format: "k%04d", 890 + $0 % 20)) }
+        large =
+            try (300..<900).map { try rawObject(String(format: "k%04d", $0)) }
+            + (0..<50).map { try rawObject(String(format: "k%04d", 890 + $0 % 20)) }
         try raw.store(large)
         // 300 overwrites and 300 new keys, then 50 repeats of k0890…k0909, of which k0900…k0909 are new.
         try expectCount(raw, 913, "large batch with overwrites and repeats")
@@ -112,7 +121,9 @@ struct ObjectCountTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test(arguments: Engine.allCases) func transactionsWriteEachCountOnceAndARollbackChangesNothing(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func transactionsWriteEachCountOnceAndARollbackChangesNothing(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let typed = try t.db.bucket(PersonRecord.self)
         try typed.store(people(20))
@@ -121,7 +132,7 @@ struct ObjectCountTests {
             let people = try tx.bucket(PersonRecord.self)
             try people.store(PersonRecord(objectId: "new1", name: "", locale: "", age: 1))
             try people.store(PersonRecord(objectId: "p1", name: "over", locale: "", age: 1))
-            #expect(try people.count() == 21)            // the transaction sees its own writes
+            #expect(try people.count() == 21)  // the transaction sees its own writes
             #expect(try people.delete(keys: ["p2", "p3", "nope"]) == 2)
             #expect(try people.count() == 19)
             try tx.rawBucket(named: "plain").store([try rawObject("a"), try rawObject("b")])
@@ -151,7 +162,8 @@ struct ObjectCountTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test(arguments: Engine.allCases) func deleteAllReadsTheCountAndTheNewGenerationStartsAtZero(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func deleteAllReadsTheCountAndTheNewGenerationStartsAtZero(engine: Engine) throws
+    {
         var options = BuriOptions()
         options.purgesInBackground = false
         let t = try TestDatabase(engine, options: options)
@@ -176,7 +188,10 @@ struct ObjectCountTests {
         let id = typed.raw.descriptor.id
         try t.db.dropBucket(named: "Person")
         try t.db.purgeRetiredBuckets()
-        #expect(try scanKeys(t.db.engine.snapshot()).filter { $0.first == Keyspace.countTag }.allSatisfy { Keyspace.bucket(ofCountKey: $0) != id })
+        #expect(
+            try scanKeys(t.db.engine.snapshot()).filter { $0.first == Keyspace.countTag }.allSatisfy {
+                Keyspace.bucket(ofCountKey: $0) != id
+            })
         #expect(try t.db.check().isConsistent)
     }
 
@@ -188,8 +203,10 @@ struct ObjectCountTests {
         #expect(try load.stagedCount() == 1_200)
         #expect(try storedCount(t.db, load.stageId) == 1_200)
         let payload = try CBOREncoder().encode(PersonRecord(objectId: "x", name: "", locale: "", age: 1))
-        try load.store([RawObject(key: "p1", payload: payload, indexValues: ["age": [[1]], "locale": [[""]]]),
-                        RawObject(key: "x", payload: payload, indexValues: ["age": [[1]], "locale": [[""]]])])
+        try load.store([
+            RawObject(key: "p1", payload: payload, indexValues: ["age": [[1]], "locale": [[""]]]),
+            RawObject(key: "x", payload: payload, indexValues: ["age": [[1]], "locale": [[""]]]),
+        ])
         #expect(try load.publish() == 1_201)
         try expectCount(typed.raw, 1_201, "after publishing")
         #expect(try t.db.check().isConsistent)
@@ -244,7 +261,8 @@ struct ObjectCountTests {
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test(arguments: [Engine.leveldb, .memory]) func aVersion3DatabaseIsCountedWhenReadAndUpgradedWithCountsByItsFirstWrite(engine: Engine) throws {
+    @Test(arguments: [Engine.leveldb, .memory])
+    func aVersion3DatabaseIsCountedWhenReadAndUpgradedWithCountsByItsFirstWrite(engine: Engine) throws {
         let t = try TestDatabase(engine)
         try t.db.bucket(PersonRecord.self).store(people(30))
         let other = try t.db.createBucket(named: "other")
@@ -260,7 +278,7 @@ struct ObjectCountTests {
         #expect(try t.db.rawBucket(named: "other").count() == 2)
         #expect(try t.db.rawBucket(named: "empty").count() == 0)
         #expect(try typed.count(.all) == 30)
-        #expect(try t.db.check().isConsistent)   // a version 3 database has no counts to check
+        #expect(try t.db.check().isConsistent)  // a version 3 database has no counts to check
         #expect(try scanEntries(t.db.engine.snapshot()) == before)
         // The first write raises the header and counts every bucket in the same batch.
         try typed.store(people(5, from: 28))
@@ -284,7 +302,7 @@ struct ObjectCountTests {
         t.db.close()
         var options = BuriOptions()
         options.createIfMissing = false
-        options.purgesInBackground = false   // as the `buri` tool's reading commands open
+        options.purgesInBackground = false  // as the `buri` tool's reading commands open
         let db = try BuriDatabase(path: t.path, options: options)
         let before = try scanEntries(db.engine.snapshot())
         #expect(db.formatVersion == 3)
@@ -295,33 +313,50 @@ struct ObjectCountTests {
         try t.reopen()
     }
 
-    @Test(arguments: [Engine.leveldb, .memory, .shared]) func aDamagedOrWrongCountIsATypedErrorCheckReportsAndRepairRecounts(engine: Engine) throws {
+    @Test(arguments: [Engine.leveldb, .memory, .shared])
+    func aDamagedOrWrongCountIsATypedErrorCheckReportsAndRepairRecounts(engine: Engine) throws {
         let t = try TestDatabase(engine)
         let typed = try t.db.bucket(PersonRecord.self)
         try typed.store(people(25))
         let id = typed.raw.descriptor.id
         func put(_ value: [UInt8]?) throws {
             let batch = t.db.engine.makeBatch()
-            if let value { batch.put(Keyspace.countKey(bucket: id), value) } else { batch.delete(Keyspace.countKey(bucket: id)) }
+            if let value {
+                batch.put(Keyspace.countKey(bucket: id), value)
+            } else {
+                batch.delete(Keyspace.countKey(bucket: id))
+            }
             try t.db.engine.commit(batch, conditions: nil, sync: true)
         }
         let records = try scanEntries(t.db.engine.snapshot()).count
 
-        for (damage, value) in [("3 bytes", [UInt8]([1, 2, 3])), ("9 bytes", [UInt8](repeating: 0, count: 9)), ("above Int.max", [UInt8](repeating: 0xFF, count: 8)), ("empty", [])] {
+        for (damage, value) in [
+            ("3 bytes", [UInt8]([1, 2, 3])), ("9 bytes", [UInt8](repeating: 0, count: 9)),
+            ("above Int.max", [UInt8](repeating: 0xFF, count: 8)), ("empty", []),
+        ] {
             try put(value)
             #expect(throws: BuriError.self, "\(damage)") { try typed.count() }
             do {
                 _ = try typed.count()
             } catch let error {
-                guard case .corruption(let bucket, _, _, let reason) = error else { Issue.record("\(damage): \(error)"); continue }
-                #expect(bucket == "Person" && reason.contains("object count") && reason.contains("buri check --repair"), "\(damage): \(reason)")
+                guard case .corruption(let bucket, _, _, let reason) = error else {
+                    Issue.record("\(damage): \(error)"); continue
+                }
+                #expect(
+                    bucket == "Person" && reason.contains("object count") && reason.contains("buri check --repair"),
+                    "\(damage): \(reason)")
             }
             // A write cannot build on a count it cannot read: refused, nothing written.
-            #expect(throws: BuriError.self, "\(damage)") { try typed.store(PersonRecord(objectId: "new", name: "", locale: "", age: 0)) }
+            #expect(throws: BuriError.self, "\(damage)") {
+                try typed.store(PersonRecord(objectId: "new", name: "", locale: "", age: 0))
+            }
             #expect(throws: BuriError.self, "\(damage)") { try typed.deleteAll() }
             let report = try t.db.check()
-            #expect(report.problems.map(\.kind) == [.wrongCount] && report.problems.first?.bucket == "Person", "\(damage): \(report.problems)")
-            #expect(report.problems.first?.detail.contains("holds 25 records") ?? false, "\(damage): \(report.problems)")
+            #expect(
+                report.problems.map(\.kind) == [.wrongCount] && report.problems.first?.bucket == "Person",
+                "\(damage): \(report.problems)")
+            #expect(
+                report.problems.first?.detail.contains("holds 25 records") ?? false, "\(damage): \(report.problems)")
             let repaired = try t.db.check(repair: true)
             #expect(repaired.problems.count == 1 && repaired.isConsistent, "\(damage)")
             try expectCount(typed.raw, 25, "\(damage), repaired")

@@ -18,7 +18,9 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, failing instead of hanging if it takes longer than `seconds`.
-func within<R: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+func within<R: Sendable>(
+    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> R
+) async throws -> R {
     try await withThrowingTaskGroup(of: R?.self) { group in
         group.addTask { try await body() }
         group.addTask {
@@ -63,11 +65,13 @@ func eventually(_ what: String, seconds: Double = 90, _ condition: @Sendable () 
 struct ObservationTests {
     // MARK: Change streams
 
-    @Test(arguments: Engine.allCases) func observersSeeExactlyTheCommittedSequenceUnderConcurrentWriters(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func observersSeeExactlyTheCommittedSequenceUnderConcurrentWriters(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let db = t.db
         let people = try db.bucket(PersonRecord.self)
-        let other = try t.client(1)   // on .shared a second client: its commits must reach us too
+        let other = try t.client(1)  // on .shared a second client: its commits must reach us too
         let otherPeople = try other.bucket(PersonRecord.self)
         let stream = try people.changes(includingObjects: true)
 
@@ -142,15 +146,17 @@ struct ObservationTests {
         for (key, object) in stored { #expect(replay[key] == object, "object \(key)") }
     }
 
-    @Test(arguments: Engine.allCases) func aDatabaseStreamShowsATransactionAsOneCommitAcrossBuckets(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func aDatabaseStreamShowsATransactionAsOneCommitAcrossBuckets(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let stream = try t.db.changes(includingObjects: true)
-        let composed = "\u{E9}", decomposed = "e\u{301}"   // two keys: c3 a9 and 65 cc 81
+        let composed = "\u{E9}", decomposed = "e\u{301}"  // two keys: c3 a9 and 65 cc 81
         try await t.db.write { tx in
             try tx.bucket(PersonRecord.self).store(PersonRecord(objectId: composed, name: "a", locale: "EN", age: 1))
             try tx.bucket(PersonRecord.self).store(PersonRecord(objectId: decomposed, name: "b", locale: "EN", age: 2))
-            try tx.bucket(Memo.self).store(Memo(id: "n\0x", text: "created in the transaction"))   // a new bucket
+            try tx.bucket(Memo.self).store(Memo(id: "n\0x", text: "created in the transaction"))  // a new bucket
         }
         _ = try await people.delete(key: composed)
         let seen = try await within(90, "two commits") {
@@ -165,7 +171,10 @@ struct ObservationTests {
         let first = try #require(seen.first)
         #expect(first.buckets.map(\.bucket) == ["Person", "Memo"])
         // Two keys, though `==` on String calls them equal; a transaction commits in key order.
-        #expect(first.buckets.first.map { $0.storedKeys.map { Array($0.utf8) } } == [Array(decomposed.utf8), Array(composed.utf8)])
+        #expect(
+            first.buckets.first.map { $0.storedKeys.map { Array($0.utf8) } } == [
+                Array(decomposed.utf8), Array(composed.utf8),
+            ])
         #expect(first.buckets.last?.storedKeys == ["n\0x"])
         if case .stored(_, let payload?) = first.buckets.last?.changes.first {
             #expect(try CBORDecoder().decode(Memo.self, from: payload).text == "created in the transaction")
@@ -176,7 +185,9 @@ struct ObservationTests {
         #expect(seen.last?.buckets.first.map { $0.deletedKeys.map { Array($0.utf8) } } == [Array(composed.utf8)])
     }
 
-    @Test(arguments: [Engine.memory, .leveldb]) func aSlowConsumerGetsWhatWasQueuedThenATypedError(engine: Engine) async throws {
+    @Test(arguments: [Engine.memory, .leveldb]) func aSlowConsumerGetsWhatWasQueuedThenATypedError(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let stream = try people.changes(bufferLimit: 3)
@@ -186,7 +197,9 @@ struct ObservationTests {
             for try await change in stream { keys += change.storedKeys }
             Issue.record("the stream ended without an error")
         } catch {
-            #expect(error == .observerFellBehind(bucket: "Person", limit: 3) || "\(error)".contains("fell 3 commits behind"))
+            #expect(
+                error == .observerFellBehind(bucket: "Person", limit: 3) || "\(error)".contains("fell 3 commits behind")
+            )
         }
         #expect(keys == ["p0", "p1", "p2"], "the commits queued arrive first, none skipped silently")
         #expect(throws: BuriError.self) { _ = try people.changes(bufferLimit: 0) }
@@ -194,7 +207,8 @@ struct ObservationTests {
 
     // MARK: Live queries
 
-    @Test(arguments: Engine.allCases) func everyLiveQueryEmissionEqualsAFreshQueryAtACommit(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func everyLiveQueryEmissionEqualsAFreshQueryAtACommit(engine: Engine) async throws
+    {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let query = Query.index("age", in: 10...19)
@@ -204,7 +218,7 @@ struct ObservationTests {
         let consumer = Task {
             for try await result in live {
                 emissions.update { $0.append(result) }
-                try await Task.sleep(nanoseconds: 300_000)   // slower than the writer: coalescing
+                try await Task.sleep(nanoseconds: 300_000)  // slower than the writer: coalescing
             }
         }
         var random = SeededGenerator(seed: 14)
@@ -213,9 +227,11 @@ struct ObservationTests {
             if i % 9 == 8 {
                 try await people.delete(key: key)
             } else {
-                try await people.store(PersonRecord(objectId: key, name: "n\(i)", locale: "EN", age: Int.random(in: 0..<30, using: &random)))
+                try await people.store(
+                    PersonRecord(
+                        objectId: key, name: "n\(i)", locale: "EN", age: Int.random(in: 0..<30, using: &random)))
             }
-            let now = try await people.objects(query)   // the only writer: this is the state at commit i
+            let now = try await people.objects(query)  // the only writer: this is the state at commit i
             states.update { $0.append(now) }
         }
         let final = states.current.last ?? []
@@ -264,11 +280,15 @@ struct ObservationTests {
         _ = await consumer.result
     }
 
-    @Test(arguments: Engine.allCases) func writesToTheSameBucketOutsideTheQueryCauseNoEmission(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func writesToTheSameBucketOutsideTheQueryCauseNoEmission(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
-        try await people.store([PersonRecord(objectId: "p0", name: "a", locale: "EN", age: 30),
-                                PersonRecord(objectId: "q0", name: "a", locale: "NL", age: 30)])
+        try await people.store([
+            PersonRecord(objectId: "p0", name: "a", locale: "EN", age: 30),
+            PersonRecord(objectId: "q0", name: "a", locale: "NL", age: 30),
+        ])
         let emissions = Shared<[[String]]>([])
         let live = try people.observe(.index("locale", equals: "EN"))
         let consumer = Task {
@@ -319,12 +339,14 @@ struct ObservationTests {
             let changes = try people.changes()
             source = live.source
             changeSource = changes.source
-            tasks.append(Task {
-                for try await _ in live { started.update { $0 += 1 } }
-            })
-            tasks.append(Task {
-                for try await _ in changes {}
-            })
+            tasks.append(
+                Task {
+                    for try await _ in live { started.update { $0 += 1 } }
+                })
+            tasks.append(
+                Task {
+                    for try await _ in changes {}
+                })
         }
         try await eventually("the first emission") { started.current == 1 }
         #expect(t.db.activeObservationCount == 2)
@@ -340,7 +362,7 @@ struct ObservationTests {
         try await eventually("the engine observation to end") { !database.changeHub.isObservingEngine }
         if let memory = t.db.engine as? MemoryEngine { #expect(memory.commitObserverCount == 0) }
         if let leveldb = t.db.engine as? LevelDBEngine { #expect(leveldb.commitObserverCount == 0) }
-        try await people.store(PersonRecord(objectId: "after", name: "", locale: "EN", age: 1))   // nobody to call
+        try await people.store(PersonRecord(objectId: "after", name: "", locale: "EN", age: 1))  // nobody to call
 
         // Released without ever being iterated: gone too.
         do {
@@ -397,7 +419,10 @@ struct ObservationTests {
         let screen = Screen(people: people)
         try await screen.load()
         #expect(await screen.shown == ["Ada"])
-        try await people.store([PersonRecord(objectId: "b", name: "B", locale: "NL", age: 1), PersonRecord(objectId: "c", name: "C", locale: "NL", age: 2)])
+        try await people.store([
+            PersonRecord(objectId: "b", name: "B", locale: "NL", age: 1),
+            PersonRecord(objectId: "c", name: "C", locale: "NL", age: 2),
+        ])
         #expect(try await people.count(.index("locale", equals: "NL")) == 2)
         #expect(try await people.keys(.index("age", in: ...2)) == ["b", "c"])
         #expect(try await people.object(forKey: "c")?.name == "C")
@@ -418,28 +443,32 @@ struct ObservationTests {
         }
         #expect(try await t.db.read { tx in try tx.bucket(PersonRecord.self).contains(key: "gone") } == false)
         await #expect(throws: BuriError.self) {
-            try await people.store(PersonRecord(objectId: "", name: "", locale: "", age: 0))   // empty key
+            try await people.store(PersonRecord(objectId: "", name: "", locale: "", age: 0))  // empty key
         }
     }
 }
 
 @Suite("Change observation under churn")
 struct ObservationChurnTests {
-    @Test(arguments: [Engine.memory, .leveldb]) func observersComingAndGoingDuringCommitsNeverDeadlock(engine: Engine) async throws {
+    @Test(arguments: [Engine.memory, .leveldb]) func observersComingAndGoingDuringCommitsNeverDeadlock(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let database = t.db
         try await within(60, "writers and subscribers to finish") {
             await onThreads(2) { thread in
                 if thread == 0 {
-                    for i in 0..<300 { try? people.store(PersonRecord(objectId: "p\(i % 17)", name: "", locale: "EN", age: i)) }
+                    for i in 0..<300 {
+                        try? people.store(PersonRecord(objectId: "p\(i % 17)", name: "", locale: "EN", age: i))
+                    }
                 } else {
                     // Streams that overflow (and end) inside a commit's delivery, made and dropped
                     // while commits run.
                     var held: [(ChangeStream<BucketChange<PersonRecord>>?, LiveQuery<Int>?)] = []
                     for _ in 0..<200 {
                         held.append((try? people.changes(bufferLimit: 1), try? people.observeCount()))
-                        if held.count > 8 { held.removeFirst() }   // a few live across several commits
+                        if held.count > 8 { held.removeFirst() }  // a few live across several commits
                         usleep(100)
                     }
                 }

@@ -50,10 +50,14 @@ private struct ModelQuery: CustomStringConvertible {
     /// Where `item` sits in the query's order (nil: no match): the first condition's smallest
     /// (largest, descending) matching encoded value, then the key's bytes.
     func sortKey(_ item: ModelItem) -> [UInt8]? {
-        for condition in conditions where !item.values(condition.index).contains(where: condition.matches) { return nil }
+        for condition in conditions where !item.values(condition.index).contains(where: condition.matches) {
+            return nil
+        }
         guard let first = conditions.first else { return Array(item.id.utf8) }
         let encoded = item.values(first.index).filter(first.matches).map(\.encoded)
-        let chosen = query.isDescending ? encoded.max { $0.lexicographicallyPrecedes($1) } : encoded.min { $0.lexicographicallyPrecedes($1) }
+        let chosen =
+            query.isDescending
+            ? encoded.max { $0.lexicographicallyPrecedes($1) } : encoded.min { $0.lexicographicallyPrecedes($1) }
         return chosen.map { $0 + Array(item.id.utf8) }
     }
 
@@ -84,10 +88,12 @@ private func randomCondition(_ random: inout SeededGenerator) -> ModelCondition 
         return ModelCondition(query: .index(index, equals: value), index: index, matches: { $0 == value })
     case 2 where index != "n":
         let prefix = Array((["", "x", "a", "caf", "e"].randomElement(using: &random) ?? "").utf8)
-        return ModelCondition(query: .index(index, prefixBytes: prefix), index: index, matches: { value in
-            if case .bytes(let bytes) = value.decoded { return bytes.starts(with: prefix) }
-            return false
-        })
+        return ModelCondition(
+            query: .index(index, prefixBytes: prefix), index: index,
+            matches: { value in
+                if case .bytes(let bytes) = value.decoded { return bytes.starts(with: prefix) }
+                return false
+            })
     default:
         func bound(_ random: inout SeededGenerator) -> IndexBound {
             switch Int.random(in: 0..<3, using: &random) {
@@ -97,18 +103,20 @@ private func randomCondition(_ random: inout SeededGenerator) -> ModelCondition 
             }
         }
         let lower = bound(&random), upper = bound(&random)
-        return ModelCondition(query: .index(index, from: lower, to: upper), index: index, matches: { value in
-            switch lower {
-            case .unbounded: break
-            case .inclusive(let v): if value < v { return false }
-            case .exclusive(let v): if value <= v { return false }
-            }
-            switch upper {
-            case .unbounded: return true
-            case .inclusive(let v): return value <= v
-            case .exclusive(let v): return value < v
-            }
-        })
+        return ModelCondition(
+            query: .index(index, from: lower, to: upper), index: index,
+            matches: { value in
+                switch lower {
+                case .unbounded: break
+                case .inclusive(let v): if value < v { return false }
+                case .exclusive(let v): if value <= v { return false }
+                }
+                switch upper {
+                case .unbounded: return true
+                case .inclusive(let v): return value <= v
+                case .exclusive(let v): return value < v
+                }
+            })
     }
 }
 
@@ -177,19 +185,28 @@ struct PagingModelTests {
             repeat {
                 let query = token.map { q.query.after($0) } ?? q.query
                 let page = try raw.keyPage(query, size: size)
-                let pageByWalk = try raw.page(query, size: size, strategy: .walk) { cursor throws(BuriError) in try cursor.nextKey() }
-                #expect(page.items.map { Array($0.utf8) } == pageByWalk.items.map { Array($0.utf8) }, "round \(round) page \(pages): \(q)")
+                let pageByWalk = try raw.page(query, size: size, strategy: .walk) { cursor throws(BuriError) in
+                    try cursor.nextKey()
+                }
+                #expect(
+                    page.items.map { Array($0.utf8) } == pageByWalk.items.map { Array($0.utf8) },
+                    "round \(round) page \(pages): \(q)")
                 #expect(page.next == pageByWalk.next, "round \(round) page \(pages): \(q)")
 
                 var rest = q.results(Array(model.values))
                 if let last {
-                    rest = rest.filter { q.query.isDescending ? $0.key.lexicographicallyPrecedes(last) : last.lexicographicallyPrecedes($0.key) }
+                    rest = rest.filter {
+                        q.query.isDescending
+                            ? $0.key.lexicographicallyPrecedes(last) : last.lexicographicallyPrecedes($0.key)
+                    }
                 } else {
                     rest = Array(rest.dropFirst(offset))
                 }
                 let cap = Swift.max(0, limit - returned)
                 let expectedItems = Array(rest.prefix(Swift.min(size, cap)))
-                #expect(page.items.map { Array($0.utf8) } == expectedItems.map { Array($0.id.utf8) }, "round \(round) page \(pages): \(q)")
+                #expect(
+                    page.items.map { Array($0.utf8) } == expectedItems.map { Array($0.id.utf8) },
+                    "round \(round) page \(pages): \(q)")
                 let more = expectedItems.count == size && rest.count > size && cap > size
                 #expect((page.next != nil) == more, "round \(round) page \(pages): \(q)")
 
@@ -199,7 +216,9 @@ struct PagingModelTests {
                 pages += 1
                 // Writes between pages: stores (new keys and changed values) and deletes.
                 for _ in 0..<Int.random(in: 0...3, using: &random) {
-                    if Int.random(in: 0..<4, using: &random) == 0, let victim = model.values.randomElement(using: &random) {
+                    if Int.random(in: 0..<4, using: &random) == 0,
+                        let victim = model.values.randomElement(using: &random)
+                    {
                         try bucket.delete(key: victim.id)
                         model[Array(victim.id.utf8)] = nil
                     } else {

@@ -9,7 +9,8 @@ struct PagedPair: BuriSupport, Equatable {
     var a: String
     var n: Int
 
-    static let buri = BuriSchema<PagedPair>(key: \.id, indexes: [.binary("a", \.a), .numeric("n", \.n)], bucket: "Pairs")
+    static let buri = BuriSchema<PagedPair>(
+        key: \.id, indexes: [.binary("a", \.a), .numeric("n", \.n)], bucket: "Pairs")
 
     init(_ id: String, _ a: String, _ n: Int) {
         self.id = id
@@ -47,9 +48,13 @@ final class PagingTests {
         pairs = try t.db.bucket(PagedPair.self)
     }
 
-    @Test(arguments: Engine.allCases) func theIssueExampleResumesAfterWritesChangeWhichConditionIsSmaller(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func theIssueExampleResumesAfterWritesChangeWhichConditionIsSmaller(
+        engine: Engine
+    ) throws {
         try setUp(engine)
-        try pairs.store([PagedPair("k1", "x", 1), PagedPair("k2", "x", 1), PagedPair("k3", "y", 1), PagedPair("k4", "y", 1)])
+        try pairs.store([
+            PagedPair("k1", "x", 1), PagedPair("k2", "x", 1), PagedPair("k3", "y", 1), PagedPair("k4", "y", 1),
+        ])
         let q = Query.index("n", equals: 1).and(.index("a", equals: "x"))
         let p1 = try pairs.keyPage(q, size: 1)
         #expect(p1.items == ["k1"])
@@ -65,7 +70,9 @@ final class PagingTests {
         #expect(try pairs.keyPage(down.after(d1.next), size: 1).items == ["k1"])
     }
 
-    @Test(arguments: Engine.allCases) func andResultsComeInTheFirstConditionsOrderWhateverTheDataShape(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func andResultsComeInTheFirstConditionsOrderWhateverTheDataShape(
+        engine: Engine
+    ) throws {
         try setUp(engine)
         // "a" is dense (every object), "n == 7" rare: the planner may collect the rare matches,
         // but the order is the first condition's: by a's value, then by key.
@@ -75,14 +82,16 @@ final class PagingTests {
         }
         // etcd: in commits that fit its --max-txn-ops (each object is 3 writes).
         for start in stride(from: 0, to: objects.count, by: engine == .etcd ? 500 : objects.count) {
-            try pairs.store(Array(objects[start ..< min(objects.count, start + (engine == .etcd ? 500 : objects.count))]))
+            try pairs.store(Array(objects[start..<min(objects.count, start + (engine == .etcd ? 500 : objects.count))]))
         }
         let rare = objects.filter { $0.n == 7 }
         #expect(rare.count == 21)
         let byA = rare.sorted { ($0.a, $0.id) < ($1.a, $1.id) }.map(\.id)
         let q = Query.index("a", prefix: "").and(.index("n", equals: 7))
         let snapshot = try t.db.engine.snapshot()
-        #expect(try QueryPlan(q, bucket: pairs.raw, reader: snapshot).collectFrom != nil, "the test should exercise the collecting plan")
+        #expect(
+            try QueryPlan(q, bucket: pairs.raw, reader: snapshot).collectFrom != nil,
+            "the test should exercise the collecting plan")
         #expect(try pairs.keys(q) == byA)
         #expect(try pairs.keys(q.descending()) == byA.reversed())
         #expect(try pairs.keys(q.offset(3).limit(4)) == Array(byA[3..<7]))
@@ -127,7 +136,11 @@ final class PagingTests {
         for size in [0, -1, Int.min] {
             for attempt in 0..<2 {
                 do {
-                    if attempt == 0 { _ = try pairs.page(.all, size: size) } else { _ = try pairs.keyPage(.all, size: size) }
+                    if attempt == 0 {
+                        _ = try pairs.page(.all, size: size)
+                    } else {
+                        _ = try pairs.keyPage(.all, size: size)
+                    }
                     Issue.record("a page of size \(size) was returned")
                 } catch let BuriError.invalidQuery(bucket, _, reason) {
                     #expect(bucket == "Pairs" && reason.contains("\(size)"))
@@ -139,7 +152,10 @@ final class PagingTests {
     @Test(arguments: Engine.allCases) func pagesOfObjectsAndOfKeysAreTheSameWalk(engine: Engine) throws {
         try setUp(engine)
         try pairs.store((0..<30).map { PagedPair("k\($0)", ["x", "y"][$0 % 2], $0 % 7) })
-        for q in [Query.all, .index("n", in: 1...5), Query.index("a", equals: "x").and(.index("n", in: 2...6)).descending().offset(1).limit(9)] {
+        for q in [
+            Query.all, .index("n", in: 1...5),
+            Query.index("a", equals: "x").and(.index("n", in: 2...6)).descending().offset(1).limit(9),
+        ] {
             var objects = try pairs.page(q, size: 4)
             var keys = try pairs.keyPage(q, size: 4)
             while true {
@@ -152,7 +168,9 @@ final class PagingTests {
         }
     }
 
-    @Test(arguments: Engine.allCases) func aMultiValuedObjectComesOncePerWalkAtItsFirstMatchingValue(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aMultiValuedObjectComesOncePerWalkAtItsFirstMatchingValue(
+        engine: Engine
+    ) throws {
         try setUp(engine)
         let notes = try t.db.bucket(Note.self)
         try notes.store([
@@ -184,7 +202,8 @@ final class PagingTests {
         let combined = Query.index("tags", in: "a"..."c").and(.index("age", equals: 0))
         #expect(try QueryPlan(combined, bucket: notes.raw, reader: t.db.engine.snapshot()).collectFrom != nil)
         #expect(try notes.keyPage(combined, size: 2).items == ["n1", "n3"])
-        #expect(try notes.keyPage(combined.after(notes.keyPage(combined, size: 2).next), size: 5).items == ["n2", "n5"])
+        #expect(
+            try notes.keyPage(combined.after(notes.keyPage(combined, size: 2).next), size: 5).items == ["n2", "n5"])
         #expect(try notes.keys(combined) == ["n1", "n3", "n2", "n5"])
         #expect(try notes.objects(combined.descending()).map(\.id) == ["n5", "n3", "n1", "n2"])
     }
@@ -200,10 +219,19 @@ final class PagingTests {
 
         let refused: [(String, () throws -> Void)] = [
             ("another bucket", { _ = try other.keyPage(q.after(token), size: 5) }),
-            ("another value", { _ = try pairs.keyPage(Query.index("n", equals: 1).and(.index("a", equals: "y")).after(token), size: 5) }),
+            (
+                "another value",
+                {
+                    _ = try pairs.keyPage(
+                        Query.index("n", equals: 1).and(.index("a", equals: "y")).after(token), size: 5)
+                }
+            ),
             ("fewer conditions", { _ = try pairs.keys(Query.index("n", equals: 1).after(token)) }),
             ("another direction", { _ = try pairs.keyPage(q.descending().after(token), size: 5) }),
-            ("another first index", { _ = try pairs.keys(Query.index("a", equals: "x").and(.index("n", equals: 1)).after(token)) }),
+            (
+                "another first index",
+                { _ = try pairs.keys(Query.index("a", equals: "x").and(.index("n", equals: 1)).after(token)) }
+            ),
             ("key order", { _ = try pairs.keys(Query.all.after(token)) }),
             ("objects too", { _ = try pairs.objects(q.descending().after(token)) }),
         ]
@@ -220,8 +248,9 @@ final class PagingTests {
         #expect(try pairs.keys(q.limit(5).offset(2).after(token)) == ["k3"])
 
         // A position outside the query's range (a hand-made token) is refused too.
-        let forged = ContinuationToken(bucket: token.bucket, order: token.order, fingerprint: token.fingerprint, returned: 0,
-                                       position: Keyspace.recordKey(bucket: token.bucket, key: "k1"))
+        let forged = ContinuationToken(
+            bucket: token.bucket, order: token.order, fingerprint: token.fingerprint, returned: 0,
+            position: Keyspace.recordKey(bucket: token.bucket, key: "k1"))
         #expect(throws: BuriError.self) { try pairs.keys(q.after(forged)) }
         do {
             _ = try pairs.keys(q.after(forged))
@@ -240,7 +269,8 @@ final class PagingTests {
             var id: String
             var a: String
             var n: Int
-            static let buri = BuriSchema<Rebuilt>(key: \.id, indexes: [.binary("a", \.a, version: 1), .numeric("n", \.n)], bucket: "Pairs")
+            static let buri = BuriSchema<Rebuilt>(
+                key: \.id, indexes: [.binary("a", \.a, version: 1), .numeric("n", \.n)], bucket: "Pairs")
         }
         let rebuilt = try t.db.bucket(Rebuilt.self)
         do {
@@ -267,9 +297,12 @@ final class PagingTests {
         let parsed = try ContinuationToken(parsing: text)
         #expect(try pairs.keyPage(q.after(parsed), size: 5).items == ["k2", "k1"])
 
-        let storageKeyHex = Keyspace.recordKey(bucket: 1, key: "k1").map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-        let malformed = ["", "zz", "b", "b1", String(text.dropLast()), String(text.prefix(34)), "é" + text.dropFirst(1),
-                         "c1" + text.dropFirst(2), storageKeyHex, text + " "]
+        let storageKeyHex = Keyspace.recordKey(bucket: 1, key: "k1").map { String($0, radix: 16).leftPadded(to: 2) }
+            .joined()
+        let malformed = [
+            "", "zz", "b", "b1", String(text.dropLast()), String(text.prefix(34)), "é" + text.dropFirst(1),
+            "c1" + text.dropFirst(2), storageKeyHex, text + " ",
+        ]
         for bad in malformed {
             #expect(ContinuationToken(bad) == nil, "\(bad)")
             do {
@@ -281,21 +314,27 @@ final class PagingTests {
         }
     }
 
-    @Test(arguments: Engine.allCases) func theFingerprintIgnoresLimitOffsetAndContinuationButNotConditions(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func theFingerprintIgnoresLimitOffsetAndContinuationButNotConditions(
+        engine: Engine
+    ) throws {
         try setUp(engine)
         let base = Query.index("n", in: 1...5).and(.index("a", equals: "x"))
         let fingerprint = ContinuationFormat.fingerprint(of: base)
         #expect(ContinuationFormat.fingerprint(of: base.limit(3).offset(7)) == fingerprint)
         let variants: [Query] = [
             base.descending(), Query.index("a", equals: "x").and(.index("n", in: 1...5)), .index("n", in: 1...5),
-            Query.index("n", in: 1..<5).and(.index("a", equals: "x")), Query.index("n", in: 1...5).and(.index("a", equals: "\u{E9}")),
-            Query.index("n", in: 1...5).and(.index("a", equals: "e\u{301}")), Query.index("n", in: 1...5).and(.index("a", prefix: "x")),
+            Query.index("n", in: 1..<5).and(.index("a", equals: "x")),
+            Query.index("n", in: 1...5).and(.index("a", equals: "\u{E9}")),
+            Query.index("n", in: 1...5).and(.index("a", equals: "e\u{301}")),
+            Query.index("n", in: 1...5).and(.index("a", prefix: "x")),
             .all,
         ]
         let prints = variants.map(ContinuationFormat.fingerprint(of:))
         #expect(!prints.contains(fingerprint))
         #expect(Set(prints).count == prints.count)
         // Numbers are compared by value, as the index does: 20 and 20.0 are one query.
-        #expect(ContinuationFormat.fingerprint(of: .index("n", equals: 20)) == ContinuationFormat.fingerprint(of: .index("n", equals: 20.0)))
+        #expect(
+            ContinuationFormat.fingerprint(of: .index("n", equals: 20))
+                == ContinuationFormat.fingerprint(of: .index("n", equals: 20.0)))
     }
 }

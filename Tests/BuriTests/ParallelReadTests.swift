@@ -66,9 +66,12 @@ struct ParallelReadTests {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         let n = Self.count(engine)
-        try people.store((0..<n).map { i in
-            PersonRecord(objectId: Self.key(i), name: Self.text(i), locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4], age: i % 40)
-        })
+        try people.store(
+            (0..<n).map { i in
+                PersonRecord(
+                    objectId: Self.key(i), name: Self.text(i), locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4],
+                    age: i % 40)
+            })
         // The parallel path is the one under test here (on a machine with more than one core).
         if ParallelDecoding.helpers > 0, [.leveldb, .memory, .temporary].contains(engine) {
             #expect(try people.cursor(.all).parallelThreshold == ParallelDecoding.threshold)
@@ -86,15 +89,21 @@ struct ParallelReadTests {
         #expect(all.count == n)
         #expect(all.map(\.objectId) == (0..<n).map(Self.key))
         #expect(all.map(\.name) == (0..<n).map(Self.text))
-        #expect(try people.objects(.index("locale", equals: "EN")).map(\.objectId) == stride(from: 0, to: n, by: 4).map(Self.key))
+        #expect(
+            try people.objects(.index("locale", equals: "EN")).map(\.objectId)
+                == stride(from: 0, to: n, by: 4).map(Self.key))
         // The two spellings of "é" are different bytes, so different index values.
-        #expect(try people.objects(.index("locale", equals: "e\u{301}")).map(\.objectId) == stride(from: 2, to: n, by: 4).map(Self.key))
+        #expect(
+            try people.objects(.index("locale", equals: "e\u{301}")).map(\.objectId)
+                == stride(from: 2, to: n, by: 4).map(Self.key))
     }
 
     /// Stores `count` items, with `n` above 255 (undecodable as `Strict`) at `bad`.
     func fill(_ t: TestDatabase, count: Int, bad: Set<Int>) throws -> (Bucket<Item>, Bucket<Strict>) {
         let items = try t.db.bucket(Item.self)
-        try items.store((0..<count).map { Item(id: Self.key($0), n: bad.contains($0) ? 1_000 + $0 : $0 % 256, text: Self.text($0)) })
+        try items.store(
+            (0..<count).map { Item(id: Self.key($0), n: bad.contains($0) ? 1_000 + $0 : $0 % 256, text: Self.text($0)) }
+        )
         return (items, try t.db.bucket(Strict.self))
     }
 
@@ -102,7 +111,8 @@ struct ParallelReadTests {
         let n = Self.count(engine)
         // In the serial prefix, in the first batch, in a later batch (two in one batch: the first wins),
         // in the last object, in the same chunk twice.
-        let cases: [Set<Int>] = engine == .etcd
+        let cases: [Set<Int>] =
+            engine == .etcd
             ? [[5], [150, 151], [n - 1]]
             : [[100], [ParallelDecoding.threshold + 10, n - 1], [n - 500, n - 400], [n - 1], [5_000, 5_001, 9_000]]
         for bad in cases {
@@ -122,7 +132,8 @@ struct ParallelReadTests {
             #expect(bucket == "Item" && type.contains("Strict"))
             #expect(key == Self.key(bad.min() ?? 0))
             // Descending, the first error met is the largest bad key.
-            guard case .failure(.decodingFailed(_, let last, _, _)) = Self.parallel(strict, Query.all.descending()) else {
+            guard case .failure(.decodingFailed(_, let last, _, _)) = Self.parallel(strict, Query.all.descending())
+            else {
                 Issue.record("no error descending")
                 continue
             }
@@ -134,7 +145,8 @@ struct ParallelReadTests {
         let n = Self.count(engine)
         let damagedAt = n / 2
         // A decoding error before the damaged record wins; one after it does not.
-        for (bad, expectDecodingError) in [(damagedAt - 1_000, true), (damagedAt + 10, false), (damagedAt - 1, true)] where bad >= 0 {
+        for (bad, expectDecodingError) in [(damagedAt - 1_000, true), (damagedAt + 10, false), (damagedAt - 1, true)]
+        where bad >= 0 {
             let t = try TestDatabase(engine)
             let (items, strict) = try fill(t, count: n, bad: [bad])
             let damage = t.db.engine.makeBatch()

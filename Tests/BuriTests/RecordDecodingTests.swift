@@ -68,10 +68,15 @@ struct RecordDecodingTests {
         init(record: inout CBORRecordReader) throws {
             var objectId: String?, name: String?, locale: String?, age: UInt8?
             while let field = try record.nextField() {
-                if field == "objectId" { objectId = try record.string() }
-                else if field == "name" { name = try record.string() }
-                else if field == "locale" { locale = try record.string() }
-                else if field == "age" { age = try record.uint8() }
+                if field == "objectId" {
+                    objectId = try record.string()
+                } else if field == "name" {
+                    name = try record.string()
+                } else if field == "locale" {
+                    locale = try record.string()
+                } else if field == "age" {
+                    age = try record.uint8()
+                }
             }
             guard let objectId, let name, let locale, let age else { throw record.missingField("a field") }
             self.objectId = objectId
@@ -112,8 +117,9 @@ struct RecordDecodingTests {
 
     static func person(_ i: Int, age: Int? = nil) -> PersonRecord {
         let names = ["\u{E9}\(i)", "e\u{301}\(i)", "nul\u{0}\(i)", String(repeating: "x", count: i % 300), ""]
-        return PersonRecord(objectId: key(i), name: names[i % names.count],
-                            locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4], age: age ?? i % 40)
+        return PersonRecord(
+            objectId: key(i), name: names[i % names.count],
+            locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4], age: age ?? i % 40)
     }
 
     @Test(arguments: Engine.allCases) func readsQueriesPagesAndLargeReadsEqualTheCodablePath(engine: Engine) throws {
@@ -126,10 +132,11 @@ struct RecordDecodingTests {
 
         let queries: [Query] = [
             .all, Query.all.descending(), Query.all.offset(n / 10).limit(n / 2), .index("locale", equals: "\u{E9}"),
-            .index("locale", equals: "e\u{301}"), .index("age", in: 10...30), Query.index("age", in: 0...39).descending(),
+            .index("locale", equals: "e\u{301}"), .index("age", in: 10...30),
+            Query.index("age", in: 0...39).descending(),
         ]
         for query in queries {
-            let objects = try fast.objects(query)   // large results decode on every core
+            let objects = try fast.objects(query)  // large results decode on every core
             #expect(objects.allSatisfy { $0.viaRecord }, "\(query)")
             #expect(objects.map(\.plain) == (try slow.objects(query)), "\(query)")
             let cursor = try fast.cursor(query)
@@ -185,7 +192,8 @@ struct RecordDecodingTests {
         let t = try TestDatabase(engine)
         let n = Self.count(engine)
         let bad = [n / 3, n - 5]
-        try t.db.bucket(PersonRecord.self).store((0..<n).map { Self.person($0, age: bad.contains($0) ? 1_000 + $0 : nil) })
+        try t.db.bucket(PersonRecord.self).store(
+            (0..<n).map { Self.person($0, age: bad.contains($0) ? 1_000 + $0 : nil) })
         let slow = try t.db.bucket(Strict.self)
         let fast = try t.db.bucket(FastStrict.self)
         for query in [Query.all, Query.all.descending(), .index("age", in: 0...)] {
@@ -201,18 +209,25 @@ struct RecordDecodingTests {
         #expect(one.key == Self.key(bad[0]))
         // A payload damaged on disk: both paths fail, naming the key.
         let damage = t.db.engine.makeBatch()
-        var value = try #require(try t.db.engine.snapshot().get(Keyspace.recordKey(bucket: fast.raw.descriptor.id, key: Self.key(7))))
+        var value = try #require(
+            try t.db.engine.snapshot().get(Keyspace.recordKey(bucket: fast.raw.descriptor.id, key: Self.key(7))))
         value.removeLast()
         damage.put(Keyspace.recordKey(bucket: fast.raw.descriptor.id, key: Self.key(7)), value)
         try t.db.engine.commit(damage, conditions: nil, sync: false)
         let fastPerson = try t.db.bucket(FastPerson.self)
-        let truncated = try #require(Self.failure { () throws(BuriError) in try fastPerson.object(forKey: Self.key(7)) })
-        let slowTruncated = try #require(Self.failure { () throws(BuriError) in try t.db.bucket(PersonRecord.self).object(forKey: Self.key(7)) })
-        #expect(truncated.key == Self.key(7) && truncated.reason == slowTruncated.reason, "\(truncated) vs \(slowTruncated)")
+        let truncated = try #require(
+            Self.failure { () throws(BuriError) in try fastPerson.object(forKey: Self.key(7)) })
+        let slowTruncated = try #require(
+            Self.failure { () throws(BuriError) in try t.db.bucket(PersonRecord.self).object(forKey: Self.key(7)) })
+        #expect(
+            truncated.key == Self.key(7) && truncated.reason == slowTruncated.reason, "\(truncated) vs \(slowTruncated)"
+        )
         #expect(try fastPerson.object(forKey: Self.key(8))?.viaRecord == true)
     }
 
-    @Test(arguments: [Engine.leveldb, .memory]) func anIndexBuiltForANewDeclarationDecodesThroughTheFastPath(engine: Engine) throws {
+    @Test(arguments: [Engine.leveldb, .memory]) func anIndexBuiltForANewDeclarationDecodesThroughTheFastPath(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let n = 1_500
         try t.db.bucket(PersonRecord.self).store((0..<n).map { Self.person($0) })
@@ -221,16 +236,17 @@ struct RecordDecodingTests {
         #expect(FastPersonV2.recordReads.load(ordering: .relaxed) - before >= n)
         let named = try v2.keys(.index("name", equals: "e\u{301}1"))
         #expect(named == [Self.key(1)])
-        #expect(try v2.keys(.index("name", equals: "\u{E9}1")) == [])   // the other bytes
+        #expect(try v2.keys(.index("name", equals: "\u{E9}1")) == [])  // the other bytes
     }
 
     @Test(arguments: [Engine.leveldb, .memory]) func liveQueriesEmitFastPathObjects(engine: Engine) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(FastPerson.self)
-        try await people.store((0..<50).map { i in
-            let p = Self.person(i)
-            return FastPerson(objectId: p.objectId, name: p.name, locale: p.locale, age: p.age)
-        })
+        try await people.store(
+            (0..<50).map { i in
+                let p = Self.person(i)
+                return FastPerson(objectId: p.objectId, name: p.name, locale: p.locale, age: p.age)
+            })
         let query = Query.index("age", in: 10...19)
         let emissions = Shared<[[FastPerson]]>([])
         let live = try people.observe(query)

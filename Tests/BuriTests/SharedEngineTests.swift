@@ -65,7 +65,9 @@ struct SharedEngineTests {
         #expect(try a.check().problems.isEmpty)
     }
 
-    @Test("on an engine where every read is a round trip, Buri batches: no request per object for index reads, stores or deletes")
+    @Test(
+        "on an engine where every read is a round trip, Buri batches: no request per object for index reads, stores or deletes"
+    )
     func readsAreBatchedOnRemoteEngines() throws {
         let engine = MemoryEngine(shared: true)
         let db = try BuriDatabase(engine: engine, closesEngine: false)
@@ -73,12 +75,15 @@ struct SharedEngineTests {
         let entries = (0..<640).map { Ledger(id: String(format: "l%04d", $0), account: "a\($0 % 2)", amount: $0) }
         var before = engine.readRequests
         try ledger.store(entries)
-        #expect(engine.readRequests - before < 10, "storing 640 objects took \(engine.readRequests - before) read requests")
+        #expect(
+            engine.readRequests - before < 10, "storing 640 objects took \(engine.readRequests - before) read requests")
         before = engine.readRequests
         let objects = try ledger.objects(.index("account", equals: "a1"))
         #expect(objects == entries.filter { $0.account == "a1" })
         // 320 matches: one cursor for the index, and one multi-key read per 64 of them.
-        #expect(engine.readRequests - before <= 12, "an index query of 320 objects took \(engine.readRequests - before) read requests")
+        #expect(
+            engine.readRequests - before <= 12,
+            "an index query of 320 objects took \(engine.readRequests - before) read requests")
         before = engine.readRequests
         let page = try ledger.page(.index("amount", in: 100...), size: 100)
         #expect(page.items.map(\.amount) == Array(100..<200))

@@ -8,12 +8,16 @@ import Testing
 private let sharedEngines = [Engine.shared, .etcd].filter(Engine.allCases.contains)
 
 private func people(_ n: Int, prefix: String, locale: String = "L") -> [PersonRecord] {
-    (0..<n).map { PersonRecord(objectId: "\(prefix)\($0)", name: "\(prefix)-name\($0)", locale: "\(locale)\($0 % 2)", age: $0) }
+    (0..<n).map {
+        PersonRecord(objectId: "\(prefix)\($0)", name: "\(prefix)-name\($0)", locale: "\(locale)\($0 % 2)", age: $0)
+    }
 }
 
 /// Keys (records and index entries) under bucket id `id`.
 private func keys(under id: UInt32, _ db: BuriDatabase) throws -> [[UInt8]] {
-    try scanKeys(db.engine.snapshot()).filter { $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id)) }
+    try scanKeys(db.engine.snapshot()).filter {
+        $0.starts(with: Keyspace.recordPrefix(bucket: id)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: id))
+    }
 }
 
 /// Everything client B's handles can read of the bucket, each through another read path.
@@ -32,7 +36,8 @@ private struct Seen: Equatable {
     init(_ bucket: Bucket<PersonRecord>, _ raw: RawBucket, probe: [String]) throws {
         count = try bucket.count()
         allKeys = try bucket.keys()
-        names = try probe.map { key in try bucket.object(forKey: key)?.name ?? "-" }
+        names =
+            try probe.map { key in try bucket.object(forKey: key)?.name ?? "-" }
             + probe.map { key in try raw.record(forKey: key) == nil ? "absent" : "present" }
             + probe.map { key in try bucket.contains(key: key) ? "yes" : "no" }
         localeKeys = try bucket.keys(.index("locale", equals: "N1"))
@@ -57,7 +62,7 @@ struct SharedGenerationTests {
     @Test(arguments: sharedEngines)
     func anotherClientsHandleReadsExactlyTheNewGenerationDuringAndAfterThePurge(engine: Engine) throws {
         var options = BuriOptions()
-        options.purgesInBackground = false   // the test purges chunk by chunk itself
+        options.purgesInBackground = false  // the test purges chunk by chunk itself
         let t = try TestDatabase(engine, options: options)
         let mine = try t.db.bucket(PersonRecord.self)
         try mine.store(people(40, prefix: "old"))
@@ -77,7 +82,10 @@ struct SharedGenerationTests {
         #expect(expected.count == 3)
         #expect(expected.allKeys == ["new0", "new1", "new2"])
         #expect(expected.localeKeys == ["new1"])
-        #expect(expected.names == ["-", "new-name1", "-", "new-name0", "absent", "present", "absent", "present", "no", "yes", "no", "yes"])
+        #expect(
+            expected.names == [
+                "-", "new-name1", "-", "new-name0", "absent", "present", "absent", "present", "no", "yes", "no", "yes",
+            ])
 
         // Before any purge, during it (the old generation partly deleted) and after it, B's reads
         // show exactly A's new state: never the old generation, whole or in part.
@@ -178,13 +186,17 @@ struct SharedGenerationTests {
         let theirs = try other.bucket(PersonRecord.self)
         #expect(try theirs.count() == 6)
         try t.db.dropBucket(named: "Person")
-        for read in [{ _ = try theirs.count() }, { _ = try theirs.object(forKey: "p1") }, { _ = try theirs.keys() },
-                     { _ = try theirs.keys(.index("locale", equals: "L1")) }] as [() throws -> Void] {
+        for read in [
+            { _ = try theirs.count() }, { _ = try theirs.object(forKey: "p1") }, { _ = try theirs.keys() },
+            { _ = try theirs.keys(.index("locale", equals: "L1")) },
+        ] as [() throws -> Void] {
             do {
                 try read()
                 Issue.record("a read of a dropped bucket returned a result")
             } catch let error as BuriError {
-                guard case .invalidIndexDefinition(let name, _, let reason) = error else { Issue.record("expected the redefined-or-dropped error, got \(error)"); continue }
+                guard case .invalidIndexDefinition(let name, _, let reason) = error else {
+                    Issue.record("expected the redefined-or-dropped error, got \(error)"); continue
+                }
                 #expect(name == "Person")
                 #expect(reason.contains("dropped"))
             }
@@ -196,7 +208,9 @@ struct SharedGenerationTests {
             _ = try theirs.object(forKey: "p1")
             Issue.record("a read through a handle of a redefined bucket returned a result")
         } catch {
-            guard case .invalidIndexDefinition(let bucket, _, let reason) = error else { Issue.record("expected invalidIndexDefinition, got \(error)"); return }
+            guard case .invalidIndexDefinition(let bucket, _, let reason) = error else {
+                Issue.record("expected invalidIndexDefinition, got \(error)"); return
+            }
             #expect(bucket == "Person")
             #expect(reason.contains("open it again"))
         }

@@ -6,11 +6,16 @@ import Testing
 @Suite("BuriDatabase.readingSnapshot(of:): reading a database as its files stand, writing nothing there")
 struct SnapshotReadTests {
     static func people(_ range: Range<Int>) -> [PersonRecord] {
-        range.map { PersonRecord(objectId: String(format: "p%04d", $0), name: "n\($0)", locale: ["DE", "EN"][$0 % 2], age: $0 % 80) }
+        range.map {
+            PersonRecord(
+                objectId: String(format: "p%04d", $0), name: "n\($0)", locale: ["DE", "EN"][$0 % 2], age: $0 % 80)
+        }
     }
 
     @Test func readsWhatAnOpenDatabaseCommittedAndRefusesToWrite() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-snapshot-read-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buri-snapshot-read-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/db.buri"
@@ -49,7 +54,9 @@ struct SnapshotReadTests {
     }
 
     @Test func aClosedDatabaseIsLeftExactlyAsItWas() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-snapshot-read-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buri-snapshot-read-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/db.buri"
@@ -62,7 +69,8 @@ struct SnapshotReadTests {
             var result: [String: Data] = [:]
             for name in try FileManager.default.contentsOfDirectory(atPath: path) {
                 let attributes = try FileManager.default.attributesOfItem(atPath: path + "/" + name)
-                result[name + " " + String(describing: attributes[.modificationDate] ?? "")] = FileManager.default.contents(atPath: path + "/" + name)
+                result[name + " " + String(describing: attributes[.modificationDate] ?? "")] = FileManager.default
+                    .contents(atPath: path + "/" + name)
             }
             return result
         }

@@ -14,7 +14,9 @@ private func allKeys(_ db: BuriDatabase) throws -> [[UInt8]: [UInt8]] {
 
 private func objects(_ range: Range<Int>) -> [RawObject] {
     range.map { i in
-        RawObject(key: "k\(i)", payload: CBORValue.map([CBORMapEntry(key: "n", value: .int(Int64(i)))]).encoded(), indexValues: ["n": [[IndexValue(i)]]])
+        RawObject(
+            key: "k\(i)", payload: CBORValue.map([CBORMapEntry(key: "n", value: .int(Int64(i)))]).encoded(),
+            indexValues: ["n": [[IndexValue(i)]]])
     }
 }
 
@@ -25,7 +27,9 @@ struct StagedImportDiscardTests {
         var options = BuriOptions()
         // No background purge: whatever is deleted, discard deletes on the calling thread.
         options.purgesInBackground = false
-        let db = kind == "memory" ? try BuriDatabase.inMemory(options: options) : try BuriDatabase.temporary(options: options)
+        let db =
+            kind == "memory"
+            ? try BuriDatabase.inMemory(options: options) : try BuriDatabase.temporary(options: options)
         defer { db.close() }
         var n = IndexDefinition(id: 0, name: "n", components: [.numeric])
         n.setFieldPaths([["n"]])

@@ -13,13 +13,18 @@ struct StagedImportLimitTests {
     /// A fresh database on the tests' cluster whose engine allows `maxTxnOps` operations per commit.
     static func engine(maxTxnOps: Int) throws -> EtcdEngine {
         let location = try EtcdLocation(try EtcdTestCluster.location("stagelimits"))
-        return try EtcdEngine(endpoints: location.endpoints, name: location.name,
-                              limits: EtcdLimits(maxTxnOps: maxTxnOps, maxRequestBytes: location.limits.maxRequestBytes))
+        return try EtcdEngine(
+            endpoints: location.endpoints, name: location.name,
+            limits: EtcdLimits(maxTxnOps: maxTxnOps, maxRequestBytes: location.limits.maxRequestBytes))
     }
 
     static func person(_ key: String, age: Int) -> RawObject {
-        let payload: CBORValue = ["objectId": .text(key), "name": .text("n"), "locale": .text("EN"), "age": .int(Int64(age))]
-        return RawObject(key: key, payload: payload.encoded(), indexValues: ["locale": [[IndexValue("EN")]], "age": [[IndexValue(age)]]])
+        let payload: CBORValue = [
+            "objectId": .text(key), "name": .text("n"), "locale": .text("EN"), "age": .int(Int64(age)),
+        ]
+        return RawObject(
+            key: key, payload: payload.encoded(),
+            indexValues: ["locale": [[IndexValue("EN")]], "age": [[IndexValue(age)]]])
     }
 
     @Test func chunksAndCopiesOverTheLimitAreStagedInSmallerCommitsAndPublishedAtOnce() throws {
@@ -62,7 +67,8 @@ struct StagedImportLimitTests {
         let load = try db.stageImport(into: "Person")
         try load.store([Self.person("q", age: 9)])
         // Another client deletes an object the stage copied: publishing would bring it back.
-        let other = try BuriDatabase(engine: EtcdEngine(endpoints: engine.client.endpoints, name: engine.name, limits: engine.limits))
+        let other = try BuriDatabase(
+            engine: EtcdEngine(endpoints: engine.client.endpoints, name: engine.name, limits: engine.limits))
         defer { other.close() }
         try other.bucket(PersonRecord.self).delete(key: "p3")
         #expect(throws: BuriError.self) { try load.publish() }

@@ -6,16 +6,22 @@ import Testing
 
 /// A raw `PersonRecord`-shaped object for the `Person` bucket.
 private func rawPerson(_ key: String, name: String, locale: String = "EN", age: Int = 1) throws -> RawObject {
-    let payload: CBORValue = ["objectId": .text(key), "name": .text(name), "locale": .text(locale), "age": .int(Int64(age))]
-    return RawObject(key: key, payload: payload.encoded(), indexValues: ["locale": [[IndexValue(locale)]], "age": [[IndexValue(age)]]])
+    let payload: CBORValue = [
+        "objectId": .text(key), "name": .text(name), "locale": .text(locale), "age": .int(Int64(age)),
+    ]
+    return RawObject(
+        key: key, payload: payload.encoded(),
+        indexValues: ["locale": [[IndexValue(locale)]], "age": [[IndexValue(age)]]])
 }
 
 private func rawNote(_ key: String, email: String) throws -> RawObject {
     let note = Note(key, email: email)
-    return RawObject(key: key, payload: try CBOREncoder().encode(note), indexValues: [
-        "email": [[IndexValue(email)]], "locale": [[IndexValue(note.locale)]], "age": [[IndexValue(note.age)]],
-        "locale_age": [[IndexValue(note.locale), IndexValue(note.age)]],
-    ])
+    return RawObject(
+        key: key, payload: try CBOREncoder().encode(note),
+        indexValues: [
+            "email": [[IndexValue(email)]], "locale": [[IndexValue(note.locale)]], "age": [[IndexValue(note.age)]],
+            "locale_age": [[IndexValue(note.locale), IndexValue(note.age)]],
+        ])
 }
 
 private func settle(_ db: BuriDatabase) throws {
@@ -38,7 +44,9 @@ struct StagedImportTests {
         #expect(copied == [4, 8, 10])
         #expect(try load.stagedCount() == 10)
         try load.store([try rawPerson("p1", name: "new", locale: "EN", age: 50)])
-        for chunk in 0..<5 { try load.store(try (0..<20).map { try rawPerson("q\(chunk)-\($0)", name: "q", locale: "EN", age: 40) }) }
+        for chunk in 0..<5 {
+            try load.store(try (0..<20).map { try rawPerson("q\(chunk)-\($0)", name: "q", locale: "EN", age: 40) })
+        }
         // Nothing is visible before publishing.
         #expect(try people.count() == 10)
         #expect(try people.object(forKey: "p1")?.name == "old")
@@ -55,7 +63,11 @@ struct StagedImportTests {
         #expect(people.raw.descriptor.id == load.stageId)
         #expect(throws: BuriError.self) { try load.store([]) }
         try settle(t.db)
-        #expect(try t.rawKeys().filter { $0.starts(with: Keyspace.recordPrefix(bucket: oldId)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: oldId)) }.isEmpty)
+        #expect(
+            try t.rawKeys().filter {
+                $0.starts(with: Keyspace.recordPrefix(bucket: oldId))
+                    || $0.starts(with: Keyspace.indexSpacePrefix(bucket: oldId))
+            }.isEmpty)
         let report = try t.db.check()
         #expect(report.isConsistent && report.objects == 110 && report.pendingPurges.isEmpty)
     }
@@ -66,17 +78,24 @@ struct StagedImportTests {
         try notes.store(Note("n1", email: "a@x"))
         let load = try t.db.stageImport(into: "Note")
         try load.store([try rawNote("n2", email: "b@x")])
-        #expect(throws: BuriError.self) { try load.store([try rawNote("n3", email: "b@x")]) }   // an earlier chunk holds it
-        #expect(throws: BuriError.self) { try load.store([try rawNote("n4", email: "a@x")]) }   // the copied object holds it
-        #expect(throws: BuriError.self) { try load.store([try rawNote("n5", email: "c@x"), try rawNote("n6", email: "c@x")]) }
-        try load.store([try rawNote("n1", email: "d@x"), try rawNote("n7", email: "a@x")])   // n1 releases it in the same chunk
+        // an earlier chunk holds it
+        #expect(throws: BuriError.self) { try load.store([try rawNote("n3", email: "b@x")]) }
+        // the copied object holds it
+        #expect(throws: BuriError.self) { try load.store([try rawNote("n4", email: "a@x")]) }
+        #expect(throws: BuriError.self) {
+            try load.store([try rawNote("n5", email: "c@x"), try rawNote("n6", email: "c@x")])
+        }
+        // n1 releases it in the same chunk
+        try load.store([try rawNote("n1", email: "d@x"), try rawNote("n7", email: "a@x")])
         try load.publish()
         #expect(try notes.keys() == ["n1", "n2", "n7"])
         #expect(try notes.keys(.index("email", equals: "a@x")) == ["n7"])
         #expect(try t.db.check().isConsistent)
     }
 
-    @Test(arguments: Engine.allCases) func aBucketWrittenDuringStagingMakesPublishAConflictAndTheStageIsPurged(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aBucketWrittenDuringStagingMakesPublishAConflictAndTheStageIsPurged(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
         try people.store(PersonRecord(objectId: "p0", name: "old", locale: "FR", age: 1))
@@ -131,7 +150,9 @@ struct StagedImportTests {
 
     private static func mail(_ key: String, _ email: String, age: Int = 1) -> RawObject {
         let payload: CBORValue = ["id": .text(key), "email": .text(email), "age": .int(Int64(age))]
-        return RawObject(key: key, payload: payload.encoded(), indexValues: ["email": [[IndexValue(email)]], "age": [[IndexValue(age)]]])
+        return RawObject(
+            key: key, payload: payload.encoded(),
+            indexValues: ["email": [[IndexValue(email)]], "age": [[IndexValue(age)]]])
     }
 
     /// Keys of the database other than the header and the retired-id markers.
@@ -139,15 +160,18 @@ struct StagedImportTests {
         try t.rawKeys().filter { $0.first != Keyspace.retiredTag }
     }
 
-    @Test(arguments: Engine.allCases) func stagingANewBucketChangesNoCatalogUntilPublishCreatesIt(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func stagingANewBucketChangesNoCatalogUntilPublishCreatesIt(engine: Engine) throws
+    {
         let t = try TestDatabase(engine)
         _ = try t.db.bucket(PersonRecord.self)
         let catalogBefore = try t.db.allBucketInfo()
         let load = try t.db.stageImport(creating: "Mail", keyField: "id", indexes: Self.definitions(), schemaVersion: 7)
         #expect(load.createsBucket)
-        for chunk in 0..<5 { try load.store((chunk * 500..<chunk * 500 + 500).map { Self.mail("m\($0)", "\($0)@x", age: $0 % 50) }) }   // etcd: 4096 ops a commit
-        try load.store([Self.mail("m1", "again@x", age: 99)])   // replaces m1, releasing "1@x"
-        #expect(throws: BuriError.self) { try load.store([Self.mail("dup", "2@x")]) }   // unique across chunks
+        for chunk in 0..<5 {
+            try load.store((chunk * 500..<chunk * 500 + 500).map { Self.mail("m\($0)", "\($0)@x", age: $0 % 50) })
+        }  // etcd: 4096 ops a commit
+        try load.store([Self.mail("m1", "again@x", age: 99)])  // replaces m1, releasing "1@x"
+        #expect(throws: BuriError.self) { try load.store([Self.mail("dup", "2@x")]) }  // unique across chunks
         // Nothing of it is visible: no bucket, the same catalog, a consistent database.
         #expect(try t.db.bucketInfo(named: "Mail") == nil)
         #expect(try t.db.allBucketInfo() == catalogBefore)
@@ -159,7 +183,8 @@ struct StagedImportTests {
         #expect(try load.publish { steps.append($0) } == 2500)
         let info = try #require(try t.db.bucketInfo(named: "Mail"))
         #expect(info.id == load.stageId && info.keyField == "id" && info.schemaVersion == 7)
-        #expect(info.indexes.map(\.name) == ["email", "age"] && info.indexes.map(\.id) == [1, 2] && info.nextIndexId == 3)
+        #expect(
+            info.indexes.map(\.name) == ["email", "age"] && info.indexes.map(\.id) == [1, 2] && info.nextIndexId == 3)
         #expect(info.index(named: "email")?.isUnique == true)
         let mail = try t.db.rawBucket(named: "Mail")
         #expect(try mail.count() == 2500)
@@ -177,7 +202,9 @@ struct StagedImportTests {
         #expect(throws: BuriError.self) { try load.publish() }
     }
 
-    @Test(arguments: Engine.allCases) func aBucketOfTheNameCreatedMeanwhileMakesPublishAConflictAndLeavesItAlone(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aBucketOfTheNameCreatedMeanwhileMakesPublishAConflictAndLeavesItAlone(
+        engine: Engine
+    ) throws {
         let t = try TestDatabase(engine)
         // Names are bytes: an existing "é" (c3 a9) does not stop staging "e\u{301}" (65 cc 81).
         _ = try t.db.createBucket(named: "\u{E9}")
@@ -201,7 +228,11 @@ struct StagedImportTests {
         #expect(try t.db.bucketInfo(named: "Mail")?.keyField == "other")
         #expect(try t.db.rawBucket(named: "Mail").keys(.all) == ["direct"])
         try settle(t.db)
-        #expect(try t.rawKeys().filter { $0.starts(with: Keyspace.recordPrefix(bucket: load.stageId)) || $0.starts(with: Keyspace.indexSpacePrefix(bucket: load.stageId)) }.isEmpty)
+        #expect(
+            try t.rawKeys().filter {
+                $0.starts(with: Keyspace.recordPrefix(bucket: load.stageId))
+                    || $0.starts(with: Keyspace.indexSpacePrefix(bucket: load.stageId))
+            }.isEmpty)
         #expect(try t.db.check().isConsistent)
     }
 
@@ -230,7 +261,9 @@ struct StagedImportTests {
         let stageId: UInt32
         do {
             let load = try t.db.stageImport(creating: "Mail", keyField: "id", indexes: Self.definitions())
-            for chunk in 0..<6 { try load.store((chunk * 500..<chunk * 500 + 500).map { Self.mail("s\($0)", "\($0)@x") }) }
+            for chunk in 0..<6 {
+                try load.store((chunk * 500..<chunk * 500 + 500).map { Self.mail("s\($0)", "\($0)@x") })
+            }
             stageId = load.stageId
         }
         // The process "ends" here: closed without publishing or abandoning.
@@ -260,7 +293,8 @@ struct StagedImportTests {
         try a.store((0..<30).map { Self.mail("a\($0)", "\($0)@a") })
         try b.store([])
         try p.store([try rawPerson("p1", name: "new")])
-        #expect(throws: BuriError.self) { try t.db.publish([a, t.db.stageImport(creating: "A")]) }   // a bucket twice: refused, both purged
+        // a bucket twice: refused, both purged
+        #expect(throws: BuriError.self) { try t.db.publish([a, t.db.stageImport(creating: "A")]) }
         #expect(throws: BuriError.self) { try a.store([]) }
 
         let a2 = try t.db.stageImport(creating: "A", keyField: "id", indexes: Self.definitions())

@@ -25,19 +25,29 @@ struct StatementAtomicityTests {
 
     /// The bucket's state checked every way a reader can see it: the keys and objects of `expected`,
     /// in key order, by age and by email; the count; a clean `check`.
-    func expectState(_ db: BuriDatabase, _ expected: [Subscriber], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectState(
+        _ db: BuriDatabase, _ expected: [Subscriber], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let bucket = try db.bucket(Subscriber.self)
         let byKey = expected.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
         #expect(try bucket.objects() == byKey, sourceLocation: sourceLocation)
         #expect(try bucket.count() == expected.count, sourceLocation: sourceLocation)
-        let byAge = expected.sorted { $0.age != $1.age ? $0.age < $1.age : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
-        #expect(try bucket.keys(.index("age", in: IndexValue(Int.min)...)) == byAge.map(\.id), sourceLocation: sourceLocation)
+        let byAge = expected.sorted {
+            $0.age != $1.age ? $0.age < $1.age : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+        }
+        #expect(
+            try bucket.keys(.index("age", in: IndexValue(Int.min)...)) == byAge.map(\.id),
+            sourceLocation: sourceLocation)
         #expect(try bucket.objects(.index("age", in: IndexValue(Int.min)...)) == byAge, sourceLocation: sourceLocation)
-        #expect(try bucket.count(.index("age", in: IndexValue(Int.min)...)) == expected.count, sourceLocation: sourceLocation)
+        #expect(
+            try bucket.count(.index("age", in: IndexValue(Int.min)...)) == expected.count,
+            sourceLocation: sourceLocation)
         #expect(try bucket.raw.entryCount(index: "age") == expected.count, sourceLocation: sourceLocation)
         #expect(try bucket.raw.entryCount(index: "email") == expected.count, sourceLocation: sourceLocation)
         for subscriber in expected {
-            #expect(try bucket.keys(.index("email", equals: IndexValue(subscriber.email))) == [subscriber.id], sourceLocation: sourceLocation)
+            #expect(
+                try bucket.keys(.index("email", equals: IndexValue(subscriber.email))) == [subscriber.id],
+                sourceLocation: sourceLocation)
         }
         let report = try db.check()
         #expect(report.problems.isEmpty, "check: \(report.problems)", sourceLocation: sourceLocation)
@@ -81,7 +91,9 @@ struct StatementAtomicityTests {
         try expectState(t.db, [a])
         // The same batch outside a transaction: all or nothing, as it always was.
         #expect(throws: BuriError.self) {
-            try t.db.bucket(Subscriber.self).store([Subscriber(id: "d", email: "d@y", age: 41), Subscriber(id: "e", email: "x@y", age: 42)])
+            try t.db.bucket(Subscriber.self).store([
+                Subscriber(id: "d", email: "d@y", age: 41), Subscriber(id: "e", email: "x@y", age: 42),
+            ])
         }
         try expectState(t.db, [a])
     }
@@ -118,17 +130,26 @@ struct StatementAtomicityTests {
             try b.store(Subscriber(id: "n1", email: "n1@y", age: 50))
             #expect(throws: BuriError.self) { try b.store(Subscriber(id: "n2", email: "s1@y", age: 51)) }
             #expect(try b.delete(key: "s2"))
-            #expect(throws: BuriError.self) { try b.store([Subscriber(id: "n3", email: "n3@y", age: 52), Subscriber(id: "", email: "e@y", age: 1)]) }
+            #expect(throws: BuriError.self) {
+                try b.store([Subscriber(id: "n3", email: "n3@y", age: 52), Subscriber(id: "", email: "e@y", age: 1)])
+            }
             #expect(try b.delete(keys: ["s3", "s4", "nope"]) == 2)
             // s2's email is free again: taking it works; s5's is not.
             try b.store(Subscriber(id: "n4", email: "s2@y", age: 53))
-            #expect(throws: BuriError.self) { try b.store([Subscriber(id: "n5", email: "n5@y", age: 54), Subscriber(id: "n6", email: "s5@y", age: 55)]) }
+            #expect(throws: BuriError.self) {
+                try b.store([
+                    Subscriber(id: "n5", email: "n5@y", age: 54), Subscriber(id: "n6", email: "s5@y", age: 55),
+                ])
+            }
             #expect(try b.count() == 5)
         }
-        try expectState(t.db, [
-            Subscriber(id: "s0", email: "s0@y", age: 0), Subscriber(id: "s1", email: "s1@y", age: 1), Subscriber(id: "s5", email: "s5@y", age: 5),
-            Subscriber(id: "n1", email: "n1@y", age: 50), Subscriber(id: "n4", email: "s2@y", age: 53),
-        ])
+        try expectState(
+            t.db,
+            [
+                Subscriber(id: "s0", email: "s0@y", age: 0), Subscriber(id: "s1", email: "s1@y", age: 1),
+                Subscriber(id: "s5", email: "s5@y", age: 5),
+                Subscriber(id: "n1", email: "n1@y", age: 50), Subscriber(id: "n4", email: "s2@y", age: 53),
+            ])
     }
 
     @Test("raw objects: a caught refusal inside a transaction leaves no trace", arguments: engines)
@@ -137,13 +158,16 @@ struct StatementAtomicityTests {
         let a = Subscriber(id: "a", email: "x@y", age: 30)
         try t.db.bucket(Subscriber.self).store(a)
         func raw(_ key: String, _ email: String, _ age: Int) throws -> RawObject {
-            RawObject(key: key, payload: try CBOREncoder().encode(Subscriber(id: key, email: email, age: age)),
-                      indexValues: ["age": [[IndexValue(age)]], "email": [[IndexValue(email)]]])
+            RawObject(
+                key: key, payload: try CBOREncoder().encode(Subscriber(id: key, email: email, age: age)),
+                indexValues: ["age": [[IndexValue(age)]], "email": [[IndexValue(email)]]])
         }
         try t.db.write { tx in
             let b = try tx.rawBucket(named: "Subscriber")
             #expect(throws: BuriError.self) { try b.store([raw("d", "d@y", 41), raw("e", "x@y", 42)]) }
-            #expect(throws: BuriError.self) { try b.store([raw("f", "f@y", 43), raw("g", "g@y", 44), raw("h", "f@y", 45)]) }
+            #expect(throws: BuriError.self) {
+                try b.store([raw("f", "f@y", 43), raw("g", "g@y", 44), raw("h", "f@y", 45)])
+            }
             try b.store([raw("c", "c@y", 50)])
         }
         try expectState(t.db, [a, Subscriber(id: "c", email: "c@y", age: 50)])
@@ -180,8 +204,10 @@ struct StatementAtomicityTests {
     /// Fails one operation inside a transaction at every read it makes, in turn: each time the
     /// closure catches the failure, stores one more object and commits. The database must then be
     /// exactly (byte for byte) what the same transaction without the failed operation commits.
-    func sweep(_ label: String, base: (BuriDatabase) throws -> Void,
-               operation: @escaping (BuriTransaction) throws -> Void) throws {
+    func sweep(
+        _ label: String, base: (BuriDatabase) throws -> Void,
+        operation: @escaping (BuriTransaction) throws -> Void
+    ) throws {
         let after = Subscriber(id: "after", email: "after@y", age: 1000)
         // What the transaction commits when the operation is left out.
         let reference = try TestDatabase(.memory)
@@ -213,7 +239,9 @@ struct StatementAtomicityTests {
             if state != expected {
                 let extra = Set(state).subtracting(expected).count
                 let missing = Set(expected).subtracting(state).count
-                Issue.record("\(label): failing at read \(reads) left a trace: \(extra) entries more, \(missing) fewer than without the operation")
+                Issue.record(
+                    "\(label): failing at read \(reads) left a trace: \(extra) entries more, \(missing) fewer than without the operation"
+                )
             }
             #expect(try db.check().problems.isEmpty, "\(label): failing at read \(reads)")
             reads += 1
@@ -229,18 +257,33 @@ struct StatementAtomicityTests {
         let operations: [(String, (BuriTransaction) throws -> Void)] = [
             ("store one new", { try $0.bucket(Subscriber.self).store(Subscriber(id: "n", email: "n@y", age: 9)) }),
             ("store one update", { try $0.bucket(Subscriber.self).store(Subscriber(id: "s1", email: "n@y", age: 9)) }),
-            ("store many", { try $0.bucket(Subscriber.self).store([Subscriber(id: "n", email: "n@y", age: 9), Subscriber(id: "s2", email: "m@y", age: 8), Subscriber(id: "o", email: "o@y", age: 7)]) }),
+            (
+                "store many",
+                {
+                    try $0.bucket(Subscriber.self).store([
+                        Subscriber(id: "n", email: "n@y", age: 9), Subscriber(id: "s2", email: "m@y", age: 8),
+                        Subscriber(id: "o", email: "o@y", age: 7),
+                    ])
+                }
+            ),
             ("delete by key", { _ = try $0.bucket(Subscriber.self).delete(key: "s1") }),
             ("delete by keys", { _ = try $0.bucket(Subscriber.self).delete(keys: ["s1", "s3", "s4"]) }),
             ("delete by object", { _ = try $0.bucket(Subscriber.self).delete(stored[2]) }),
             ("deleteAll", { _ = try $0.bucket(Subscriber.self).deleteAll() }),
-            ("raw store", { tx in
-                let raw = try tx.rawBucket(named: "Subscriber")
-                try raw.store([RawObject(key: "r", payload: try CBOREncoder().encode(Subscriber(id: "r", email: "r@y", age: 3)),
-                                         indexValues: ["age": [[3]], "email": [["r@y"]]]),
-                               RawObject(key: "s0", payload: try CBOREncoder().encode(Subscriber(id: "s0", email: "q@y", age: 4)),
-                                         indexValues: ["age": [[4]], "email": [["q@y"]]])])
-            }),
+            (
+                "raw store",
+                { tx in
+                    let raw = try tx.rawBucket(named: "Subscriber")
+                    try raw.store([
+                        RawObject(
+                            key: "r", payload: try CBOREncoder().encode(Subscriber(id: "r", email: "r@y", age: 3)),
+                            indexValues: ["age": [[3]], "email": [["r@y"]]]),
+                        RawObject(
+                            key: "s0", payload: try CBOREncoder().encode(Subscriber(id: "s0", email: "q@y", age: 4)),
+                            indexValues: ["age": [[4]], "email": [["q@y"]]]),
+                    ])
+                }
+            ),
             ("raw delete", { _ = try $0.rawBucket(named: "Subscriber").delete(keys: ["s0", "s4"]) }),
             ("raw deleteAll", { _ = try $0.rawBucket(named: "Subscriber").deleteAll() }),
             ("a new bucket", { _ = try $0.bucket(PersonRecord.self) }),

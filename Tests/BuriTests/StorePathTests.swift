@@ -12,15 +12,21 @@ struct StorePathTests {
     static func indexed(_ bucket: Bucket<PersonRecord>) throws -> [String: (locale: [String], age: [Int])] {
         var result: [String: (locale: [String], age: [Int])] = [:]
         for locale in ["EN", "DE", "FR"] {
-            for key in try bucket.keys(.index("locale", equals: IndexValue(locale))) { result[key, default: ([], [])].locale.append(locale) }
+            for key in try bucket.keys(.index("locale", equals: IndexValue(locale))) {
+                result[key, default: ([], [])].locale.append(locale)
+            }
         }
         for age in 0..<200 {
-            for key in try bucket.keys(.index("age", equals: IndexValue(age))) { result[key, default: ([], [])].age.append(age) }
+            for key in try bucket.keys(.index("age", equals: IndexValue(age))) {
+                result[key, default: ([], [])].age.append(age)
+            }
         }
         return result
     }
 
-    @Test("a batch into an empty bucket that names a key twice keeps the last object and only its index entries", arguments: Engine.allCases)
+    @Test(
+        "a batch into an empty bucket that names a key twice keeps the last object and only its index entries",
+        arguments: Engine.allCases)
     func duplicatesIntoEmptyBucket(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(PersonRecord.self)
@@ -42,7 +48,9 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("\"é\" (c3 a9) and \"e\\u{301}\" (65 cc 81) in one batch into an empty bucket are two objects with their own entries", arguments: Engine.allCases)
+    @Test(
+        "\"é\" (c3 a9) and \"e\\u{301}\" (65 cc 81) in one batch into an empty bucket are two objects with their own entries",
+        arguments: Engine.allCases)
     func canonicallyEqualKeysIntoEmptyBucket(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(PersonRecord.self)
@@ -61,7 +69,9 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("unique indexes in a batch into an empty bucket: two claims of a value fail and write nothing; a value freed earlier in the batch can be taken", arguments: Engine.allCases)
+    @Test(
+        "unique indexes in a batch into an empty bucket: two claims of a value fail and write nothing; a value freed earlier in the batch can be taken",
+        arguments: Engine.allCases)
     func uniqueIntoEmptyBucket(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let accounts = try test.db.bucket(Account.self)
@@ -75,8 +85,8 @@ struct StorePathTests {
         #expect(try accounts.raw.entryCount(index: "email") == 0)
         try accounts.store([
             Account(id: "a", email: "first@x", balance: 1),
-            Account(id: "a", email: "second@x", balance: 1),   // a lets go of first@x …
-            Account(id: "b", email: "first@x", balance: 2),    // … which b takes
+            Account(id: "a", email: "second@x", balance: 1),  // a lets go of first@x …
+            Account(id: "b", email: "first@x", balance: 2),  // … which b takes
         ])
         #expect(try accounts.keys(.index("email", equals: "first@x")) == ["b"])
         #expect(try accounts.keys(.index("email", equals: "second@x")) == ["a"])
@@ -84,14 +94,17 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("in a transaction, a batch into a bucket empty on disk replaces the objects the transaction stored before it", arguments: Engine.allCases)
+    @Test(
+        "in a transaction, a batch into a bucket empty on disk replaces the objects the transaction stored before it",
+        arguments: Engine.allCases)
     func transactionSeesItsOwnRecords(engine: Engine) throws {
         let test = try TestDatabase(engine)
         _ = try test.db.bucket(PersonRecord.self)
         try test.db.write { tx in
             let people = try tx.bucket(PersonRecord.self)
             try people.store((0..<10).map { PersonRecord(objectId: "p\($0)", name: "old", locale: "EN", age: $0) })
-            try people.store((0..<10).map { PersonRecord(objectId: "p\($0)", name: "new", locale: "DE", age: 100 + $0) })
+            try people.store(
+                (0..<10).map { PersonRecord(objectId: "p\($0)", name: "new", locale: "DE", age: 100 + $0) })
         }
         let people = try test.db.bucket(PersonRecord.self)
         let indexed = try Self.indexed(people)
@@ -105,13 +118,17 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("in a transaction, a large batch over records on disk and records the transaction stored replaces both", arguments: Engine.allCases)
+    @Test(
+        "in a transaction, a large batch over records on disk and records the transaction stored replaces both",
+        arguments: Engine.allCases)
     func transactionLargeBatchOverDiskAndPending(engine: Engine) throws {
         let test = try TestDatabase(engine)
-        try test.db.bucket(PersonRecord.self).store((0..<150).map { PersonRecord(objectId: "q\($0)", name: "disk", locale: "EN", age: $0 % 40) })
+        try test.db.bucket(PersonRecord.self).store(
+            (0..<150).map { PersonRecord(objectId: "q\($0)", name: "disk", locale: "EN", age: $0 % 40) })
         try test.db.write { tx in
             let people = try tx.bucket(PersonRecord.self)
-            try people.store((150..<300).map { PersonRecord(objectId: "q\($0)", name: "pending", locale: "FR", age: $0 % 40) })
+            try people.store(
+                (150..<300).map { PersonRecord(objectId: "q\($0)", name: "pending", locale: "FR", age: $0 % 40) })
             var all = (0..<300).map { PersonRecord(objectId: "q\($0)", name: "new", locale: "DE", age: 100 + $0 % 40) }
             var generator = SeededGenerator(seed: 5)
             all.shuffle(using: &generator)
@@ -125,7 +142,9 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("a refill leaves no old entry behind: keys again in shuffled order, with gaps short and long, one twice, new ones among them", arguments: Engine.allCases)
+    @Test(
+        "a refill leaves no old entry behind: keys again in shuffled order, with gaps short and long, one twice, new ones among them",
+        arguments: Engine.allCases)
     func refillReplacesEntries(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(PersonRecord.self)
@@ -135,16 +154,23 @@ struct StorePathTests {
         // next 400, shuffled; k0 twice; and 20 keys not stored yet. Over RawBucket.walkThreshold.
         let chosen = Set(Array(stride(from: 0, to: 600, by: 10)) + Array(stride(from: 600, to: 1_000, by: 2)))
         var generator = SeededGenerator(seed: 13)
-        var again = chosen.sorted().map { PersonRecord(objectId: "k\($0)", name: "m", locale: "FR", age: 100 + $0 % 50) }
+        var again = chosen.sorted().map {
+            PersonRecord(objectId: "k\($0)", name: "m", locale: "FR", age: 100 + $0 % 50)
+        }
         again.shuffle(using: &generator)
         again.append(PersonRecord(objectId: "k0", name: "last", locale: "DE", age: 199))
-        again.append(contentsOf: (count..<(count + 20)).map { PersonRecord(objectId: "k\($0)", name: "new", locale: "DE", age: 150) })
+        again.append(
+            contentsOf: (count..<(count + 20)).map {
+                PersonRecord(objectId: "k\($0)", name: "new", locale: "DE", age: 150)
+            })
         #expect(again.count >= RawBucket.walkThreshold)
         try people.store(again)
         let indexed = try Self.indexed(people)
         #expect(indexed.count == count + 20)
         for n in 0..<(count + 20) {
-            let expected: (String, Int) = n == 0 ? ("DE", 199) : n >= count ? ("DE", 150) : chosen.contains(n) ? ("FR", 100 + n % 50) : ("EN", n % 50)
+            let expected: (String, Int) =
+                n == 0
+                ? ("DE", 199) : n >= count ? ("DE", 150) : chosen.contains(n) ? ("FR", 100 + n % 50) : ("EN", n % 50)
             #expect(indexed["k\(n)"]?.locale == [expected.0], "k\(n)")
             #expect(indexed["k\(n)"]?.age == [expected.1], "k\(n)")
         }
@@ -153,12 +179,15 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("a refill of only keys past the last stored one, or before the first, finds no old record and loses none", arguments: Engine.allCases)
+    @Test(
+        "a refill of only keys past the last stored one, or before the first, finds no old record and loses none",
+        arguments: Engine.allCases)
     func refillOutsideStoredRange(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let people = try test.db.bucket(PersonRecord.self)
         try people.store((0..<10).map { PersonRecord(objectId: "m\($0)", name: "n", locale: "EN", age: $0) })
-        let outside = (0..<150).map { PersonRecord(objectId: "a\($0)", name: "a", locale: "DE", age: 50) }
+        let outside =
+            (0..<150).map { PersonRecord(objectId: "a\($0)", name: "a", locale: "DE", age: 50) }
             + (0..<150).map { PersonRecord(objectId: "z\($0)", name: "z", locale: "FR", age: 60) }
         var generator = SeededGenerator(seed: 7)
         try people.store(outside.shuffled(using: &generator))
@@ -168,8 +197,9 @@ struct StorePathTests {
         #expect(try test.db.check().problems.isEmpty)
     }
 
-    @Test("on a shared engine, a record another client adds while a batch fills the empty bucket makes the commit retry and replace its entries",
-          arguments: Engine.allCases.filter { $0 == .shared || $0 == .etcd })
+    @Test(
+        "on a shared engine, a record another client adds while a batch fills the empty bucket makes the commit retry and replace its entries",
+        arguments: Engine.allCases.filter { $0 == .shared || $0 == .etcd })
     func concurrentWriterIntoEmptyBucket(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let a = test.db
@@ -193,13 +223,17 @@ struct StorePathTests {
         #expect(try a.check().problems.isEmpty)
     }
 
-    @Test("a large array is encoded on several cores into exactly the serial path's writes, in order, and stored as the serial path stores it")
+    @Test(
+        "a large array is encoded on several cores into exactly the serial path's writes, in order, and stored as the serial path stores it"
+    )
     func parallelEncodingMatchesSerial() throws {
         let count = Bucket<PersonRecord>.parallelEncodingThreshold + Bucket<PersonRecord>.encodingChunkSize + 17
         // Keys composed and decomposed, names with NUL bytes and unicode, negative and huge ages.
         let objects = (0..<count).map { n in
-            PersonRecord(objectId: "p\(n)" + (n % 2 == 0 ? "\u{E9}" : "e\u{301}"), name: String(repeating: "\u{1F600}", count: n % 5) + "\0" + String(n),
-                         locale: ["EN", "DE", "FR"][n % 3], age: n % 3 == 0 ? Int.max - n : n - 5_000)
+            PersonRecord(
+                objectId: "p\(n)" + (n % 2 == 0 ? "\u{E9}" : "e\u{301}"),
+                name: String(repeating: "\u{1F600}", count: n % 5) + "\0" + String(n),
+                locale: ["EN", "DE", "FR"][n % 3], age: n % 3 == 0 ? Int.max - n : n - 5_000)
         }
         let serialTest = try TestDatabase(.memory)
         let serialPeople = try serialTest.db.bucket(PersonRecord.self)
@@ -220,7 +254,9 @@ struct StorePathTests {
             try serialPeople.store(AnySequence(objects[chunk..<Swift.min(count, chunk + 1_000)]))
         }
         for n in stride(from: 0, to: count, by: 97) {
-            #expect(try people.raw.record(forKey: objects[n].objectId) == serialPeople.raw.record(forKey: objects[n].objectId))
+            #expect(
+                try people.raw.record(forKey: objects[n].objectId)
+                    == serialPeople.raw.record(forKey: objects[n].objectId))
         }
         #expect(try people.count() == count)
         #expect(try people.raw.entryCount(index: "age") == count)
@@ -232,7 +268,9 @@ struct StorePathTests {
         let test = try TestDatabase(.memory)
         let bucket = try test.db.bucket(Measurement.self)
         let count = Bucket<Measurement>.parallelEncodingThreshold + 100
-        var objects = (0..<count).map { Measurement(id: "m\($0)", value: Double($0), count: Int64($0), big: UInt64($0), label: nil) }
+        var objects = (0..<count).map {
+            Measurement(id: "m\($0)", value: Double($0), count: Int64($0), big: UInt64($0), label: nil)
+        }
         let early = Bucket<Measurement>.encodingChunkSize + 3, late = count - 2
         objects[late].value = .nan
         objects[early].value = .nan

@@ -30,7 +30,9 @@ struct Measurement: BuriSupport, Equatable {
 
     static let buri = BuriSchema<Measurement>(
         key: \.id,
-        indexes: [.numeric("value", \.value), .numeric("count", \.count), .numeric("big", \.big), .binary("label", \.label)]
+        indexes: [
+            .numeric("value", \.value), .numeric("count", \.count), .numeric("big", \.big), .binary("label", \.label),
+        ]
     )
 }
 
@@ -55,7 +57,10 @@ struct Note: BuriSupport, Equatable {
         ]
     )
 
-    init(_ id: String, tags: [String] = [], scores: [Double] = [], email: String? = nil, locale: String = "EN", age: Int = 0) {
+    init(
+        _ id: String, tags: [String] = [], scores: [Double] = [], email: String? = nil, locale: String = "EN",
+        age: Int = 0
+    ) {
         self.id = id
         self.tags = tags
         self.scores = scores

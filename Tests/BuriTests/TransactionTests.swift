@@ -21,7 +21,8 @@ struct Ledger: BuriSupport, Equatable {
     var account: String
     var amount: Int
 
-    static let buri = BuriSchema<Ledger>(key: \.id, indexes: [.binary("account", \.account), .numeric("amount", \.amount)])
+    static let buri = BuriSchema<Ledger>(
+        key: \.id, indexes: [.binary("account", \.account), .numeric("amount", \.amount)])
 }
 
 struct Rollback: Error {}
@@ -35,7 +36,9 @@ struct TransactionTests {
         let total = try db.write { tx -> Int in
             let accounts = try tx.bucket(Account.self)
             let ledger = try tx.bucket(Ledger.self)
-            try accounts.store([Account(id: "a", email: "a@x", balance: 10), Account(id: "b", email: "b@x", balance: 5)])
+            try accounts.store([
+                Account(id: "a", email: "a@x", balance: 10), Account(id: "b", email: "b@x", balance: 5),
+            ])
             try ledger.store(Ledger(id: "l1", account: "a", amount: 10))
             try ledger.store(Ledger(id: "l2", account: "b", amount: 5))
             return try accounts.count() + ledger.count()
@@ -46,7 +49,8 @@ struct TransactionTests {
         #expect(try db.check().problems.isEmpty)
     }
 
-    @Test("a thrown error rolls back every bucket, including buckets the transaction created", arguments: Engine.allCases)
+    @Test(
+        "a thrown error rolls back every bucket, including buckets the transaction created", arguments: Engine.allCases)
     func thrownErrorRollsBack(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db
@@ -79,13 +83,17 @@ struct TransactionTests {
                 try tx.bucket(Account.self).store(Account(id: "b", email: "taken@x", balance: 2))
             }
         } throws: { error in
-            guard case BuriError.uniqueViolation(_, let index, _, let holder)? = error as? BuriError else { return false }
+            guard case BuriError.uniqueViolation(_, let index, _, let holder)? = error as? BuriError else {
+                return false
+            }
             return index == "email" && holder == "a"
         }
         #expect(try test.rawKeys() == before)
     }
 
-    @Test("unique indexes are checked across the whole transaction: a value freed earlier in it can be taken", arguments: Engine.allCases)
+    @Test(
+        "unique indexes are checked across the whole transaction: a value freed earlier in it can be taken",
+        arguments: Engine.allCases)
     func uniqueAcrossTransaction(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db
@@ -150,7 +158,9 @@ struct TransactionTests {
         #expect(try db.bucket(Account.self).count() == 2)
     }
 
-    @Test("misuse is a typed error, never a deadlock: nested writes, buckets used after the transaction", arguments: Engine.allCases)
+    @Test(
+        "misuse is a typed error, never a deadlock: nested writes, buckets used after the transaction",
+        arguments: Engine.allCases)
     func misuse(engine: Engine) throws {
         let test = try TestDatabase(engine)
         let db = test.db

@@ -6,7 +6,10 @@ import Testing
 
 @Suite("buri command-line tool, end to end")
 struct BuriToolTests {
-    static let commands = ["info", "buckets", "keys", "get", "query", "export", "import", "put", "delete", "drop", "check", "repair", "stats", "compact"]
+    static let commands = [
+        "info", "buckets", "keys", "get", "query", "export", "import", "put", "delete", "drop", "check", "repair",
+        "stats", "compact",
+    ]
 
     // MARK: Help and usage
 
@@ -21,7 +24,9 @@ struct BuriToolTests {
             let help = try buri(command, "--help")
             expectSuccess(help)
             // Long option lists are folded into "[<options>]" by the parser.
-            #expect(help.stdout.contains("USAGE: buri \(command) <db>") || help.stdout.contains("USAGE: buri \(command) [<options>] <db>"), "\(help)")
+            #expect(
+                help.stdout.contains("USAGE: buri \(command) <db>")
+                    || help.stdout.contains("USAGE: buri \(command) [<options>] <db>"), "\(help)")
             #expect(help.stdout.contains("--wait <seconds>"), "every command can wait for a lock: \(help)")
             #expect(help.stdout.contains("Path of the database directory") && help.stdout.contains("etcd location"))
         }
@@ -30,15 +35,25 @@ struct BuriToolTests {
     @Test func usageErrorsExitWithTwoAndOneLineSayingHowToFixTheCall() throws {
         let sandbox = try Sandbox()
         let db = try makeFixture(sandbox)
-        expectFailure(try buri("keys", db), status: 2, mentioning: ["Missing expected argument '<bucket>'", "buri keys --help"])
+        expectFailure(
+            try buri("keys", db), status: 2, mentioning: ["Missing expected argument '<bucket>'", "buri keys --help"])
         expectFailure(try buri("query", db, "Person", "age"), status: 2, mentioning: ["give a condition: --equals"])
-        expectFailure(try buri("query", db, "Person", "locale", "--from", "A", "--prefix", "B"), status: 2, mentioning: ["--prefix cannot be combined"])
-        expectFailure(try buri("keys", db, "Person", "--limit=-1"), status: 2, mentioning: ["--limit must be 0 or more"])
-        expectFailure(try buri("import", db, "Person", "--binary-index", "=locale"), status: 2, mentioning: ["has no index name; write NAME or NAME=FIELD"])
+        expectFailure(
+            try buri("query", db, "Person", "locale", "--from", "A", "--prefix", "B"), status: 2,
+            mentioning: ["--prefix cannot be combined"])
+        expectFailure(
+            try buri("keys", db, "Person", "--limit=-1"), status: 2, mentioning: ["--limit must be 0 or more"])
+        expectFailure(
+            try buri("import", db, "Person", "--binary-index", "=locale"), status: 2,
+            mentioning: ["has no index name; write NAME or NAME=FIELD"])
         expectFailure(try buri("frobnicate", db), status: 2, mentioning: ["frobnicate"])
         // A value that does not fit the index's kind is a usage error too, found once the index is known.
-        expectFailure(try buri("query", db, "Person", "age", "--equals", "abc"), status: 2, mentioning: ["'abc' is not a number", "index 'age' is numeric"])
-        expectFailure(try buri("query", db, "Person", "age", "--prefix", "1"), status: 2, mentioning: ["--prefix needs a binary index component"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--equals", "abc"), status: 2,
+            mentioning: ["'abc' is not a number", "index 'age' is numeric"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--prefix", "1"), status: 2,
+            mentioning: ["--prefix needs a binary index component"])
     }
 
     // MARK: Inspecting
@@ -95,7 +110,10 @@ struct BuriToolTests {
         #expect(try buri("keys", db, "Person", "--limit", "3").lines == Array(all.prefix(3)))
         #expect(try buri("keys", db, "Person", "--reverse", "--limit", "2").lines == ["p39", "p38"])
         #expect(try buri("keys", db, "Person", "--prefix", "p1").lines == (10...19).map { "p\($0)" })
-        #expect(try buri("keys", db, "Person", "--prefix", "p2", "--reverse", "--limit", "3").lines == ["p29", "p28", "p27"])
+        #expect(
+            try buri("keys", db, "Person", "--prefix", "p2", "--reverse", "--limit", "3").lines == [
+                "p29", "p28", "p27",
+            ])
         #expect(try buri("keys", db, "Person", "--prefix", "q").stdout == "")
         #expect(try buri("keys", db, "notes").lines == ["n1", "n2", "n3", "n4"])
     }
@@ -105,18 +123,21 @@ struct BuriToolTests {
         let db = try makeFixture(sandbox)
         let run = try buri("get", db, "Person", "p05")
         expectSuccess(run)
-        #expect(run.stdout == """
-        {
-          "objectId": "p05",
-          "name": "Anna",
-          "locale": "EN",
-          "age": 25
-        }
+        #expect(
+            run.stdout == """
+                {
+                  "objectId": "p05",
+                  "name": "Anna",
+                  "locale": "EN",
+                  "age": 25
+                }
 
-        """)
+                """)
         let note = try buri("get", db, "notes", "n3")
         #expect(try CBORValue(json: note.stdout) == ["id": "n3", "tags": [], "locale": "NL", "age": 30])
-        expectFailure(try buri("get", db, "Person", "nobody"), status: 6, mentioning: ["bucket 'Person' has no object with key 'nobody'"])
+        expectFailure(
+            try buri("get", db, "Person", "nobody"), status: 6,
+            mentioning: ["bucket 'Person' has no object with key 'nobody'"])
     }
 
     @Test func queryNumericIndexWithEqualsRangesAndOneBound() throws {
@@ -129,21 +150,25 @@ struct BuriToolTests {
         }
         #expect(try buri("query", db, "Person", "age", "--equals", "25").lines == expected { $0 == 25 })
         #expect(try buri("query", db, "Person", "age", "--equals", "25.0").lines == expected { $0 == 25 })
-        #expect(try buri("query", db, "Person", "age", "--from", "22", "--to", "23").lines == expected { (22...23).contains($0) })
+        #expect(
+            try buri("query", db, "Person", "age", "--from", "22", "--to", "23").lines
+                == expected { (22...23).contains($0) })
         #expect(try buri("query", db, "Person", "age", "--from", "28").lines == expected { $0 >= 28 })
         #expect(try buri("query", db, "Person", "age", "--to", "20.5").lines == expected { $0 <= 20 })
-        #expect(try buri("query", db, "Person", "age", "--from", "28", "--reverse", "--limit", "2").lines == ["p39", "p29"])
+        #expect(
+            try buri("query", db, "Person", "age", "--from", "28", "--reverse", "--limit", "2").lines == ["p39", "p29"])
         #expect(try buri("query", db, "Person", "age", "--from", "-5", "--to", "19").stdout == "")
         #expect(try buri("query", db, "Person", "age", "--from", "18446744073709551615").stdout == "")
 
         let objects = try buri("query", db, "Person", "age", "--equals", "25", "--objects", "--limit", "2")
         expectSuccess(objects)
         // The records of `buri export`, header first, so the output can be imported.
-        #expect(objects.lines == [
-            #"["buri-export",3]"#,
-            #"{"bucket":"Person","key":"p05","object":{"objectId":"p05","name":"Anna","locale":"EN","age":25}}"#,
-            #"{"bucket":"Person","key":"p15","object":{"objectId":"p15","name":"Marie","locale":"NL","age":25}}"#,
-        ])
+        #expect(
+            objects.lines == [
+                #"["buri-export",3]"#,
+                #"{"bucket":"Person","key":"p05","object":{"objectId":"p05","name":"Anna","locale":"EN","age":25}}"#,
+                #"{"bucket":"Person","key":"p15","object":{"objectId":"p15","name":"Marie","locale":"NL","age":25}}"#,
+            ])
     }
 
     @Test func queryPagesResumeInANewProcessFromThePrintedToken() throws {
@@ -157,7 +182,9 @@ struct BuriToolTests {
         var after: String? = nil
         var pages = 0
         repeat {
-            var arguments = ["query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4"]
+            var arguments = [
+                "query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4",
+            ]
             if let after { arguments += ["--after", after] }
             let run = try buri(arguments)
             #expect(run.status == 0, "\(run)")
@@ -169,20 +196,27 @@ struct BuriToolTests {
         #expect(pages == 3)
         #expect(keys == whole.lines)
         // Objects page the same way.
-        let objects = try buri("query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4", "--objects")
-        #expect(objects.lines.count == 5 && objects.lines[0] == #"["buri-export",3]"#
-                    && objects.lines[1].hasPrefix("{\"bucket\":\"Person\",\"key\":\"\(whole.lines[0])\""), "\(objects)")
-        let token = try #require(objects.stderr.split(separator: "\n").first.map { String($0.dropFirst("next: ".count)) })
+        let objects = try buri(
+            "query", db, "Person", "age", "--from", "21", "--reverse", "--limit", "11", "--page-size", "4", "--objects")
+        #expect(
+            objects.lines.count == 5 && objects.lines[0] == #"["buri-export",3]"#
+                && objects.lines[1].hasPrefix("{\"bucket\":\"Person\",\"key\":\"\(whole.lines[0])\""), "\(objects)")
+        let token = try #require(
+            objects.stderr.split(separator: "\n").first.map { String($0.dropFirst("next: ".count)) })
 
         // A token of another query, a malformed one, and a page size below 1 are usage errors.
-        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--page-size", "4", "--after", token), status: 2,
-                      mentioning: ["invalid continuation token", "other conditions or another direction"])
-        expectFailure(try buri("query", db, "Person", "locale", "--equals", "EN", "--reverse", "--after", token), status: 2,
-                      mentioning: ["invalid continuation token", "index 'age'"])
-        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--after", "zz"), status: 2,
-                      mentioning: ["invalid continuation token", "not a hex digit"])
-        expectFailure(try buri("query", db, "Person", "age", "--from", "21", "--page-size", "0"), status: 2,
-                      mentioning: ["--page-size must be 1 or more"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "21", "--page-size", "4", "--after", token), status: 2,
+            mentioning: ["invalid continuation token", "other conditions or another direction"])
+        expectFailure(
+            try buri("query", db, "Person", "locale", "--equals", "EN", "--reverse", "--after", token), status: 2,
+            mentioning: ["invalid continuation token", "index 'age'"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "21", "--after", "zz"), status: 2,
+            mentioning: ["invalid continuation token", "not a hex digit"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "21", "--page-size", "0"), status: 2,
+            mentioning: ["--page-size must be 1 or more"])
     }
 
     @Test func queryBinaryIndexWithEqualsPrefixAndRange() throws {
@@ -206,11 +240,17 @@ struct BuriToolTests {
         let db = try makeFixture(sandbox)
         #expect(try buri("query", db, "notes", "locale_age", "--equals", "EN,30").lines == ["n1"])
         #expect(try buri("query", db, "notes", "locale_age", "--equals", "EN").lines == ["n1", "n2", "n4"])
-        #expect(try buri("query", db, "notes", "locale_age", "--equals", "EN", "--from", "31", "--to", "50").lines == ["n2", "n4"])
+        #expect(
+            try buri("query", db, "notes", "locale_age", "--equals", "EN", "--from", "31", "--to", "50").lines == [
+                "n2", "n4",
+            ])
         #expect(try buri("query", db, "notes", "locale_age", "--from", "E", "--to", "F").lines == ["n1", "n2", "n4"])
-        expectFailure(try buri("query", db, "notes", "locale_age", "--equals", "EN,30,1"), status: 2,
-                      mentioning: ["index 'locale_age' has 2 components but --equals gives 3 value(s)"])
-        expectFailure(try buri("query", db, "notes", "locale_age", "--equals", "EN,old"), status: 2, mentioning: ["'old' is not a number"])
+        expectFailure(
+            try buri("query", db, "notes", "locale_age", "--equals", "EN,30,1"), status: 2,
+            mentioning: ["index 'locale_age' has 2 components but --equals gives 3 value(s)"])
+        expectFailure(
+            try buri("query", db, "notes", "locale_age", "--equals", "EN,old"), status: 2,
+            mentioning: ["'old' is not a number"])
     }
 
     @Test func unknownBucketsAndIndexesAreNamedWithTheKnownOnes() throws {
@@ -221,8 +261,9 @@ struct BuriToolTests {
         expectFailure(try buri("get", db, "Nobody", "k"), status: 6, mentioning: [known])
         expectFailure(try buri("query", db, "Nobody", "age", "--equals", "1"), status: 6, mentioning: [known])
         expectFailure(try buri("export", db, "Nobody"), status: 6, mentioning: [known])
-        expectFailure(try buri("query", db, "Person", "height", "--equals", "1"), status: 6,
-                      mentioning: ["bucket 'Person' has no index 'height'; its indexes are 'locale', 'age'"])
+        expectFailure(
+            try buri("query", db, "Person", "height", "--equals", "1"), status: 6,
+            mentioning: ["bucket 'Person' has no index 'height'; its indexes are 'locale', 'age'"])
     }
 
     // MARK: Opening
@@ -234,8 +275,11 @@ struct BuriToolTests {
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
         let file = try sandbox.write("plain.txt", "not a database")
         for path in [missing, empty, file] {
-            for arguments in [["info"], ["buckets"], ["keys", "Person"], ["get", "Person", "p01"], ["query", "Person", "age", "--equals", "1"],
-                              ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"]] {
+            for arguments in [
+                ["info"], ["buckets"], ["keys", "Person"], ["get", "Person", "p01"],
+                ["query", "Person", "age", "--equals", "1"],
+                ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"],
+            ] {
                 let run = try buri([arguments[0], path] + arguments.dropFirst())
                 expectFailure(run, status: 4, mentioning: ["'\(path)'"])
             }
@@ -251,8 +295,10 @@ struct BuriToolTests {
         let held = try BuriDatabase(path: path)
         defer { held.close() }
         // Commands that write need the database itself.
-        for arguments in [["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
-                          ["import", path, "Person", "--key", "objectId"]] {
+        for arguments in [
+            ["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
+            ["import", path, "Person", "--key", "objectId"],
+        ] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])
         }
@@ -273,10 +319,17 @@ struct BuriToolTests {
         #expect(run.lines.count == 47)
         #expect(run.lines.first == #"["buri-export",3]"#)
         // Each bucket's schema line comes before its records.
-        #expect(run.lines[1] == #"{"bucket":"Person","schema":{"keyField":"objectId","schemaVersion":0,"indexes":[{"name":"locale","kinds":["binary"],"unique":false,"multiValued":false,"version":0,"fields":["locale"],"fieldForms":null,"computed":false},{"name":"age","kinds":["numeric"],"unique":false,"multiValued":false,"version":0,"fields":["age"],"fieldForms":null,"computed":false}]}}"#)
-        #expect(run.lines[2] == #"{"bucket":"Person","key":"p00","object":{"objectId":"p00","name":"Dirk","locale":"DE","age":20}}"#)
+        #expect(
+            run.lines[1]
+                == #"{"bucket":"Person","schema":{"keyField":"objectId","schemaVersion":0,"indexes":[{"name":"locale","kinds":["binary"],"unique":false,"multiValued":false,"version":0,"fields":["locale"],"fieldForms":null,"computed":false},{"name":"age","kinds":["numeric"],"unique":false,"multiValued":false,"version":0,"fields":["age"],"fieldForms":null,"computed":false}]}}"#
+        )
+        #expect(
+            run.lines[2]
+                == #"{"bucket":"Person","key":"p00","object":{"objectId":"p00","name":"Dirk","locale":"DE","age":20}}"#)
         #expect(run.lines[42].hasPrefix(#"{"bucket":"notes","schema":{"keyField":"id","#))
-        #expect(run.lines.last == #"{"bucket":"notes","key":"n4","object":{"id":"n4","tags":["green","red"],"locale":"EN","age":41}}"#)
+        #expect(
+            run.lines.last
+                == #"{"bucket":"notes","key":"n4","object":{"id":"n4","tags":["green","red"],"locale":"EN","age":41}}"#)
         let records = try run.lines.dropFirst().filter { !$0.contains(#""schema":{"#) }.map { try CBORValue(json: $0) }
         let order = records.map { ($0["bucket"]?.stringValue ?? "", $0["key"]?.stringValue ?? "") }
         #expect(order.map(\.0) == Array(repeating: "Person", count: 40) + Array(repeating: "notes", count: 4))
@@ -286,7 +339,9 @@ struct BuriToolTests {
         let output = sandbox.path("out.jsonl")
         expectSuccess(try buri("export", db, "-o", output))
         #expect(try sandbox.read("out.jsonl") == run.stdout)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).filter { $0.contains(".partial") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).filter { $0.contains(".partial") }
+                .isEmpty)
 
         let notes = try buri("export", db, "notes")
         #expect(notes.lines == [run.lines[0]] + Array(run.lines.suffix(5)))
@@ -296,7 +351,8 @@ struct BuriToolTests {
         let sandbox = try Sandbox()
         let path = sandbox.path("imported.buri")
         let input = try sandbox.write("people.jsonl", peopleJSONLines(fixturePeople))
-        let run = try buri("import", path, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", input)
+        let run = try buri(
+            "import", path, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", input)
         expectSuccess(run)
         #expect(run.stdout == "imported 40 objects into bucket 'Person' of \(path)\n")
         // The CLI sees it like a bucket made by the Swift API.
@@ -313,7 +369,9 @@ struct BuriToolTests {
         #expect(try db.bucketInfo(named: "Person")?.indexes.map(\.id) == catalog?.indexes.map(\.id))
         #expect(try people.count() == 40)
         #expect(try people.object(forKey: "p05") == fixturePeople[5])
-        #expect(try people.keys(.index("locale", equals: "EN")) == fixturePeople.filter { $0.locale == "EN" }.map(\.objectId))
+        #expect(
+            try people.keys(.index("locale", equals: "EN"))
+                == fixturePeople.filter { $0.locale == "EN" }.map(\.objectId))
         #expect(try people.objects(.index("age", in: 22...23)).map(\.age) == [22, 22, 22, 22, 23, 23, 23, 23])
         #expect(try people.count(.index("age", in: 28...)) == 8)
         #expect(try db.check().isConsistent)
@@ -329,7 +387,8 @@ struct BuriToolTests {
         let export = sandbox.path("first.jsonl")
         expectSuccess(try buri("export", original, "-o", export))
         let copy = sandbox.path("copy.buri")
-        let people = try buri("import", copy, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", export)
+        let people = try buri(
+            "import", copy, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", export)
         #expect(people.status == 0, "\(people)")
         #expect(people.stderr == "buri: note: skipped export records of other buckets: 'notes' (4)\n")
         let notes = try buri("import", copy, "notes", "--binary-index", "tags", stdin: try sandbox.read("first.jsonl"))
@@ -345,13 +404,13 @@ struct BuriToolTests {
         let sandbox = try Sandbox()
         let db = try makeFixture(sandbox)
         let lines = """
-        {"objectId":"p05","name":"Anna","locale":"EN","age":77}
-        {"objectId":"x1","name":"New","locale":"XX","age":21.5}
-        {"objectId":42,"name":"Numbered","locale":"XX"}
-        {"objectId":"x2","name":"Twice","locale":"XX","age":1}
-        {"objectId":"x2","name":"Twice","locale":"YY","age":2}
+            {"objectId":"p05","name":"Anna","locale":"EN","age":77}
+            {"objectId":"x1","name":"New","locale":"XX","age":21.5}
+            {"objectId":42,"name":"Numbered","locale":"XX"}
+            {"objectId":"x2","name":"Twice","locale":"XX","age":1}
+            {"objectId":"x2","name":"Twice","locale":"YY","age":2}
 
-        """
+            """
         // No --key: the bucket records its key field.
         let run = try buri("import", db, "Person", stdin: lines)
         expectSuccess(run)
@@ -363,10 +422,12 @@ struct BuriToolTests {
         #expect(try buri("get", db, "Person", "42").stdout.contains(#""objectId": 42"#))
         expectSuccess(try buri("check", db))
 
-        expectFailure(try buri("import", db, "Person", "--key", "id", stdin: lines), status: 2,
-                      mentioning: ["bucket 'Person' keeps its keys in field 'objectId'"])
-        expectFailure(try buri("import", db, "Person", "--numeric-index", "height", stdin: lines), status: 2,
-                      mentioning: ["already exists without index 'height'", "its indexes are 'locale', 'age'"])
+        expectFailure(
+            try buri("import", db, "Person", "--key", "id", stdin: lines), status: 2,
+            mentioning: ["bucket 'Person' keeps its keys in field 'objectId'"])
+        expectFailure(
+            try buri("import", db, "Person", "--numeric-index", "height", stdin: lines), status: 2,
+            mentioning: ["already exists without index 'height'", "its indexes are 'locale', 'age'"])
     }
 
     @Test func failingImportsNameTheLineAndLeaveTheDatabaseAsItWas() throws {
@@ -377,12 +438,21 @@ struct BuriToolTests {
         let cases: [(String, [String])] = [
             ("\(good)\n\n{\"objectId\":\"z2\",\"age\":}\n", ["line 3, column 24, field 'age': invalid JSON"]),
             ("\(good)\n{\"name\":\"Keyless\",\"age\":3}\n", ["line 2: the object has no key field 'objectId'"]),
-            ("\(good)\n{\"objectId\":\"z3\",\"age\":\"old\"}\n", ["line 2: index 'age': field 'age' holds the string \"old\"; numeric indexes take numbers"]),
-            ("\(good)\n{\"objectId\":\"z4\",\"locale\":7}\n", ["line 2: index 'locale': field 'locale' holds the number 7; binary indexes take strings"]),
+            (
+                "\(good)\n{\"objectId\":\"z3\",\"age\":\"old\"}\n",
+                ["line 2: index 'age': field 'age' holds the string \"old\"; numeric indexes take numbers"]
+            ),
+            (
+                "\(good)\n{\"objectId\":\"z4\",\"locale\":7}\n",
+                ["line 2: index 'locale': field 'locale' holds the number 7; binary indexes take strings"]
+            ),
             ("\(good)\n{\"objectId\":true}\n", ["line 2: key field 'objectId' holds true"]),
             ("\(good)\n[1,2]\n", ["line 2: expected a JSON object, found an array"]),
             ("\(good)\n{\"objectId\":\"\"}\n", ["line 2: the key is empty"]),
-            ("\(good)\n{\"objectId\":\"z5\",\"age\":[1,2]}\n", ["line 2: index 'age': field 'age' holds an array, but the index is single-valued"]),
+            (
+                "\(good)\n{\"objectId\":\"z5\",\"age\":[1,2]}\n",
+                ["line 2: index 'age': field 'age' holds an array, but the index is single-valued"]
+            ),
         ]
         for (input, fragments) in cases {
             let run = try buri("import", db, "Person", "--key", "objectId", stdin: input)
@@ -390,15 +460,21 @@ struct BuriToolTests {
             #expect(run.stdout.isEmpty)
         }
         // A new bucket in the existing database is not left behind either.
-        expectFailure(try buri("import", db, "Fresh", "--key", "objectId", "--numeric-index", "age", stdin: cases[2].0), status: 7, mentioning: ["line 2"])
+        expectFailure(
+            try buri("import", db, "Fresh", "--key", "objectId", "--numeric-index", "age", stdin: cases[2].0),
+            status: 7, mentioning: ["line 2"])
         #expect(try buri("export", db).stdout == before)
         #expect(try buri("buckets", db).stdout == "Person\nnotes\n")
 
         // Nor a database the import would have created.
         let fresh = sandbox.path("fresh.buri")
-        expectFailure(try buri("import", fresh, "Person", "--key", "objectId", stdin: cases[1].0), status: 7, mentioning: ["line 2"])
+        expectFailure(
+            try buri("import", fresh, "Person", "--key", "objectId", stdin: cases[1].0), status: 7,
+            mentioning: ["line 2"])
         #expect(!sandbox.exists("fresh.buri"))
-        expectFailure(try buri("import", fresh, "Person", "--key", "objectId", sandbox.path("absent.jsonl")), status: 3, mentioning: ["absent.jsonl"])
+        expectFailure(
+            try buri("import", fresh, "Person", "--key", "objectId", sandbox.path("absent.jsonl")), status: 3,
+            mentioning: ["absent.jsonl"])
         #expect(!sandbox.exists("fresh.buri"))
     }
 
@@ -406,13 +482,16 @@ struct BuriToolTests {
         let sandbox = try Sandbox()
         let path = sandbox.path("notes.buri")
         let lines = """
-        {"id":"a","tags":["x","y","x"],"score":1}
-        {"id":"b","tags":"y","score":null}
-        {"id":"c","score":-3000000000}
-        {"id":7,"tags":[],"score":18446744073709551615}
+            {"id":"a","tags":["x","y","x"],"score":1}
+            {"id":"b","tags":"y","score":null}
+            {"id":"c","score":-3000000000}
+            {"id":7,"tags":[],"score":18446744073709551615}
 
-        """
-        expectSuccess(try buri("import", path, "things", "--key", "id", "--binary-index", "tag=tags", "--numeric-index", "score", stdin: lines))
+            """
+        expectSuccess(
+            try buri(
+                "import", path, "things", "--key", "id", "--binary-index", "tag=tags", "--numeric-index", "score",
+                stdin: lines))
         #expect(try buri("query", path, "things", "tag", "--equals", "x").lines == ["a"])
         #expect(try buri("query", path, "things", "tag", "--equals", "y").lines == ["a", "b"])
         #expect(try buri("query", path, "things", "score", "--from", "-5000000000").lines == ["c", "a", "7"])
@@ -448,7 +527,10 @@ struct BuriToolTests {
         #expect(damaged.stderr.isEmpty)
         let problems = damaged.lines.filter { $0.hasPrefix("missingEntry bucket 'Person' key '") }
         #expect(problems.count == 2, "\(damaged)")
-        #expect(damaged.lines.last == "2 problems found: 2 buckets, 44 objects, 87 index entries; run `buri check --repair` to rebuild the indexes")
+        #expect(
+            damaged.lines.last
+                == "2 problems found: 2 buckets, 44 objects, 87 index entries; run `buri check --repair` to rebuild the indexes"
+        )
 
         let repair = try buri("check", path, "--repair")
         expectSuccess(repair)
@@ -464,7 +546,9 @@ struct BuriToolTests {
         let stats = try buri("stats", path)
         expectSuccess(stats)
         for level in 0..<7 { #expect(stats.stdout.contains("leveldb.num-files-at-level\(level): ")) }
-        for property in ["leveldb.approximate-memory-usage: ", "\nleveldb.sstables:\n", "\nleveldb.stats:\n", "Compactions"] {
+        for property in [
+            "leveldb.approximate-memory-usage: ", "\nleveldb.sstables:\n", "\nleveldb.stats:\n", "Compactions",
+        ] {
             #expect(stats.stdout.contains(property), "stats should show \(property): \(stats)")
         }
         let before = try buri("export", path).stdout

@@ -3,7 +3,10 @@ import Testing
 
 @Suite("buri --generate-completion-script prints a working completion script")
 struct CompletionToolTests {
-    static let commands = ["info", "buckets", "keys", "get", "query", "export", "import", "restore", "put", "delete", "drop", "check", "repair", "stats", "compact"]
+    static let commands = [
+        "info", "buckets", "keys", "get", "query", "export", "import", "restore", "put", "delete", "drop", "check",
+        "repair", "stats", "compact",
+    ]
 
     @Test(arguments: ["bash", "zsh", "fish"])
     func everyShellGetsAScriptNamingEveryCommand(shell: String) throws {
@@ -22,7 +25,8 @@ struct CompletionToolTests {
         let path = try sandbox.write("buri.bash", script.stdout)
         // Sourced into bash, it registers itself, and completing `buri ` offers every command.
         // As an interactive shell runs it: without errexit and nounset.
-        let run = try runShell("""
+        let run = try runShell(
+            """
             set +eu
             source '\(path)'
             complete -p buri
@@ -36,6 +40,7 @@ struct CompletionToolTests {
     }
 
     @Test func anUnknownShellIsAUsageError() throws {
-        expectFailure(try buri("--generate-completion-script", "tcsh"), status: 2, mentioning: ["tcsh", "zsh bash fish"])
+        expectFailure(
+            try buri("--generate-completion-script", "tcsh"), status: 2, mentioning: ["tcsh", "zsh bash fish"])
     }
 }

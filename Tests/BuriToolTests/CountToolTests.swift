@@ -15,7 +15,8 @@ struct CountToolTests {
         }
         let storage = try Database(path: path)
         defer { storage.close() }
-        try storage.put([0x05, UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)], value)
+        try storage.put(
+            [0x05, UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)], value)
     }
 
     @Test func aDamagedCountFailsInfoNamingTheBucketCheckReportsItAndRepairRecountsIt() throws {
@@ -27,22 +28,32 @@ struct CountToolTests {
         try putCount(path, bucket: "Person", [0x01, 0x02, 0x03])
         let info = try buri("info", path)
         #expect(info.status != 0, "\(info)")
-        #expect(info.stderr.contains("Person") && info.stderr.contains("object count") && info.stderr.contains("buri check --repair"), "\(info)")
+        #expect(
+            info.stderr.contains("Person") && info.stderr.contains("object count")
+                && info.stderr.contains("buri check --repair"), "\(info)")
 
         let damaged = try buri("check", path)
         #expect(damaged.status == 1, "\(damaged)")
-        #expect(damaged.lines.contains { $0.hasPrefix("wrongCount bucket 'Person': ") && $0.contains("holds 40 records") }, "\(damaged)")
+        #expect(
+            damaged.lines.contains { $0.hasPrefix("wrongCount bucket 'Person': ") && $0.contains("holds 40 records") },
+            "\(damaged)")
 
         let repair = try buri("check", path, "--repair")
         expectSuccess(repair)
-        #expect(repair.lines.contains { $0.hasPrefix("wrongCount bucket 'Person'") && $0.hasSuffix("[repaired]") }, "\(repair)")
+        #expect(
+            repair.lines.contains { $0.hasPrefix("wrongCount bucket 'Person'") && $0.hasSuffix("[repaired]") },
+            "\(repair)")
         #expect(try buri("check", path).stdout == clean.stdout)
-        #expect(try buri("info", path).lines.contains { $0.hasPrefix("bucket 'Person'") && $0.hasSuffix(": 40 objects") })
+        #expect(
+            try buri("info", path).lines.contains { $0.hasPrefix("bucket 'Person'") && $0.hasSuffix(": 40 objects") })
 
         // A count that parses but is wrong: info shows what is stored (one key read), check finds it.
         try putCount(path, bucket: "Person", [0, 0, 0, 0, 0, 0, 0, 7])
         let wrong = try buri("check", path)
-        #expect(wrong.status == 1 && wrong.lines.contains { $0.contains("stored object count is 7 but the bucket holds 40 records") }, "\(wrong)")
+        #expect(
+            wrong.status == 1
+                && wrong.lines.contains { $0.contains("stored object count is 7 but the bucket holds 40 records") },
+            "\(wrong)")
         expectSuccess(try buri("check", path, "--repair"))
         #expect(try buri("check", path).stdout == clean.stdout)
     }

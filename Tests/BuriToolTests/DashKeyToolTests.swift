@@ -5,7 +5,8 @@ import Testing
 struct DashKeyToolTests {
     static func database(_ sandbox: Sandbox) throws -> String {
         let db = sandbox.path("d.buri")
-        let lines = ["-weird", "--double", "-0", "--", "plain"].map { #"{"id":"\#($0)","n":1}"# }.joined(separator: "\n") + "\n"
+        let lines =
+            ["-weird", "--double", "-0", "--", "plain"].map { #"{"id":"\#($0)","n":1}"# }.joined(separator: "\n") + "\n"
         expectSuccess(try buri("import", db, "K", "--key", "id", stdin: lines))
         return db
     }
@@ -23,8 +24,11 @@ struct DashKeyToolTests {
         #expect(try buri("get", db, "K", "--json", "--", "--").stdout.contains(#""key":"--","object""#))
         #expect(try buri("get", db, "K", "--", "-0").stdout.contains(#""id": "-0""#))
         // Without the terminator a word starting with '--' is a mistyped option, and the error says so.
-        expectFailure(try buri("get", db, "K", "--double"), status: 2,
-                      mentioning: ["'--double' is not an option of buri get", "goes after '--'", "buri get DB BUCKET -- --double"])
+        expectFailure(
+            try buri("get", db, "K", "--double"), status: 2,
+            mentioning: [
+                "'--double' is not an option of buri get", "goes after '--'", "buri get DB BUCKET -- --double",
+            ])
         expectFailure(try buri("get", db, "K", "plain", "--jsno"), status: 2, mentioning: ["'--jsno' is not an option"])
         expectFailure(try buri("get", db, "K", "plain", "-weird"), status: 2, mentioning: ["give one key, not 2"])
         expectFailure(try buri("get", db, "K"), status: 2, mentioning: ["give the key"])
@@ -36,8 +40,9 @@ struct DashKeyToolTests {
         let sandbox = try Sandbox()
         let db = try Self.database(sandbox)
         // A mistyped option deletes nothing.
-        expectFailure(try buri("delete", db, "K", "-weird", "--stdn"), status: 2,
-                      mentioning: ["'--stdn' is not an option of buri delete", "buri delete DB BUCKET -- --stdn"])
+        expectFailure(
+            try buri("delete", db, "K", "-weird", "--stdn"), status: 2,
+            mentioning: ["'--stdn' is not an option of buri delete", "buri delete DB BUCKET -- --stdn"])
         #expect(try buri("keys", db, "K").lines.count == 5)
         let run = try buri("delete", db, "K", "-weird", "--", "--double", "-0")
         expectSuccess(run)

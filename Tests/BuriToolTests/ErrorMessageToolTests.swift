@@ -3,7 +3,7 @@ import BuriCodec
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs `script` with `sh` in new user and mount namespaces (so it may mount a small tmpfs
@@ -40,7 +40,9 @@ struct ErrorMessageToolTests {
         let mentions = ["damaged database", "CURRENT file is missing", "buri repair \(db)"]
         expectFailure(try buri("info", db), status: 3, mentioning: mentions)
         expectFailure(try buri("get", db, "Person", "p01"), status: 3, mentioning: mentions)
-        expectFailure(try buri("import", db, "Person", "--key", "objectId", stdin: peopleJSONLines([fixturePeople[0]])), status: 3, mentioning: mentions)
+        expectFailure(
+            try buri("import", db, "Person", "--key", "objectId", stdin: peopleJSONLines([fixturePeople[0]])),
+            status: 3, mentioning: mentions)
         #expect(!FileManager.default.fileExists(atPath: db + "/CURRENT"), "nothing may recreate CURRENT but repair")
         // The message's advice works: repair rebuilds it and every object is back.
         #expect(try buri("repair", db).status == 0)
@@ -62,11 +64,17 @@ struct ErrorMessageToolTests {
         try Data(record).write(to: URL(fileURLWithPath: db + "/MANIFEST-000001"))
         try Data("MANIFEST-000001\n".utf8).write(to: URL(fileURLWithPath: db + "/CURRENT"))
         for command in [["info", db], ["keys", db, "Person"], ["check", db]] {
-            expectFailure(try buri(command), status: 4, mentioning: ["not a Buri database", "another comparator", "'test.ReverseComparator'"])
+            expectFailure(
+                try buri(command), status: 4,
+                mentioning: ["not a Buri database", "another comparator", "'test.ReverseComparator'"])
         }
-        expectFailure(try buri("import", db, "Person", "--key", "objectId", stdin: peopleJSONLines(fixturePeople)), status: 4,
-                      mentioning: ["not a Buri database", "'test.ReverseComparator'"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: db).filter { $0.hasSuffix(".log") || $0.hasSuffix(".ldb") }.isEmpty)
+        expectFailure(
+            try buri("import", db, "Person", "--key", "objectId", stdin: peopleJSONLines(fixturePeople)), status: 4,
+            mentioning: ["not a Buri database", "'test.ReverseComparator'"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: db).filter {
+                $0.hasSuffix(".log") || $0.hasSuffix(".ldb")
+            }.isEmpty)
     }
 
     @Test func aMissingParentOrADanglingLinkIsNamedNotReportedAsALockFile() throws {
@@ -74,7 +82,9 @@ struct ErrorMessageToolTests {
         let input = peopleJSONLines(fixturePeople)
         let deep = sandbox.path("no-such-dir/people.buri")
         let missingParent = try buri("import", deep, "Person", "--key", "objectId", stdin: input)
-        expectFailure(missingParent, status: 3, mentioning: ["parent directory '\(sandbox.path("no-such-dir"))' does not exist", "mkdir -p"])
+        expectFailure(
+            missingParent, status: 3,
+            mentioning: ["parent directory '\(sandbox.path("no-such-dir"))' does not exist", "mkdir -p"])
         #expect(!missingParent.stderr.contains("LOCK"))
         #expect(!sandbox.exists("no-such-dir"))
         expectFailure(try buri("info", deep), status: 4, mentioning: ["does not exist, nor does its parent directory"])
@@ -86,7 +96,9 @@ struct ErrorMessageToolTests {
         expectFailure(dangling, status: 3, mentioning: ["symbolic link to '\(target)', which does not exist"])
         #expect(!dangling.stderr.contains("LOCK"))
         #expect(!sandbox.exists("gone.buri"))
-        expectFailure(try buri("keys", link, "Person"), status: 4, mentioning: ["'\(link)' is a symbolic link to '\(target)', which does not exist"])
+        expectFailure(
+            try buri("keys", link, "Person"), status: 4,
+            mentioning: ["'\(link)' is a symbolic link to '\(target)', which does not exist"])
         // A link to a real database works as the database.
         let real = try makeFixture(sandbox)
         try FileManager.default.removeItem(atPath: link)
@@ -109,8 +121,14 @@ struct ErrorMessageToolTests {
         // Out of time, the error says it waited, and how long, rather than advising --wait.
         let gaveUp = try buri("delete", path, "Person", "p01", "--wait", "0.3")
         #expect(gaveUp.status == 5, "\(gaveUp)")
-        #expect(gaveUp.stderr.hasPrefix("buri: note: the database at '\(path)' is in use by process \(getpid()); waiting up to 0.3 seconds for it to be closed"), "\(gaveUp)")
-        #expect(gaveUp.stderr.contains("buri: the database at '\(path)' is still in use by process \(getpid()) after waiting 0.3 seconds (--wait 0.3); nothing was done"), "\(gaveUp)")
+        #expect(
+            gaveUp.stderr.hasPrefix(
+                "buri: note: the database at '\(path)' is in use by process \(getpid()); waiting up to 0.3 seconds for it to be closed"
+            ), "\(gaveUp)")
+        #expect(
+            gaveUp.stderr.contains(
+                "buri: the database at '\(path)' is still in use by process \(getpid()) after waiting 0.3 seconds (--wait 0.3); nothing was done"
+            ), "\(gaveUp)")
         #expect(!gaveUp.stderr.contains("give --wait SECONDS"), "\(gaveUp)")
         #expect(Date().timeIntervalSince(started) >= 0.3, "--wait 0.3 must wait before giving up")
         // The holder closes while buri waits: buri then succeeds. It is closed once buri has said
@@ -129,18 +147,25 @@ struct ErrorMessageToolTests {
             if data.isEmpty { break }
             said += String(decoding: data, as: UTF8.self)
         }
-        #expect(said == "buri: note: the database at '\(path)' is in use by process \(getpid()); waiting up to 60 seconds for it to be closed (--wait; Ctrl-C gives up)\n", "\(said)")
+        #expect(
+            said
+                == "buri: note: the database at '\(path)' is in use by process \(getpid()); waiting up to 60 seconds for it to be closed (--wait; Ctrl-C gives up)\n",
+            "\(said)")
         holder.close()
         _ = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
         #expect(try buri("keys", path, "Person").lines == fixturePeople.map(\.objectId).filter { $0 != "p01" })
-        expectFailure(try buri("keys", path, "Person", "--wait=-1"), status: 2, mentioning: ["--wait takes the most seconds", "such as --wait 30"])
+        expectFailure(
+            try buri("keys", path, "Person", "--wait=-1"), status: 2,
+            mentioning: ["--wait takes the most seconds", "such as --wait 30"])
     }
 
     @Test func twoImportsRacingToCreateOneDatabase_theLoserGetsInUse() throws {
-        let people = (0..<4000).map { i in Person(objectId: String(format: "r%05d", i), name: "racer", locale: "EN", age: i % 90) }
+        let people = (0..<4000).map { i in
+            Person(objectId: String(format: "r%05d", i), name: "racer", locale: "EN", age: i % 90)
+        }
         let input = peopleJSONLines(people)
         // Two imports started together: whichever wins, and whether they overlap at all (which
         // depends on the machine), the database holds every object once and a loser says in use.
@@ -176,19 +201,27 @@ struct ErrorMessageToolTests {
         try #require(fcntl(fd, F_SETLK, &lock) == 0)
         let loser = try buri("import", path, "Race", "--key", "objectId", "--numeric-index", "age", stdin: input)
         expectFailure(loser, status: 5, mentioning: ["race.buri", "in use by process \(getpid())"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: path) == ["LOCK"], "the loser wrote into the database being created")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: path) == ["LOCK"],
+            "the loser wrote into the database being created")
     }
 
     @Test func aFullDiskSaysTheDataIsIntactAndFreeingSpaceFixesIt() throws {
         let sandbox = try Sandbox()
         let small = try sandbox.write("small.jsonl", peopleJSONLines(fixturePeople))
-        let big = try sandbox.write("big.jsonl", peopleJSONLines((0..<20000).map { i in
-            Person(objectId: String(format: "big%05d", i), name: String(repeating: "x", count: 200), locale: "NL", age: i % 90)
-        }))
+        let big = try sandbox.write(
+            "big.jsonl",
+            peopleJSONLines(
+                (0..<20000).map { i in
+                    Person(
+                        objectId: String(format: "big%05d", i), name: String(repeating: "x", count: 200), locale: "NL",
+                        age: i % 90)
+                }))
         let mount = sandbox.path("small-disk")
         try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: false)
         let out = sandbox.path("out")
-        let status = try inMountNamespace("""
+        let status = try inMountNamespace(
+            """
             set -u
             mount -t tmpfs -o size=1m tmpfs '\(mount)' || exit 90
             "$BURI" import '\(mount)/db.buri' Person --key objectId --binary-index locale '\(small)' >/dev/null || exit 91
@@ -200,8 +233,9 @@ struct ErrorMessageToolTests {
             "$BURI" keys '\(mount)/db.buri' Person >'\(out).keys' 2>&1 || exit 93
             """)
         #expect(status == 0, "namespace script failed with \(status): \((try? sandbox.read("out.check")) ?? "")")
-        let full = ToolRun(status: Int32(try sandbox.read("out.full.status").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
-                           stdout: try sandbox.read("out.full.stdout"), stderr: try sandbox.read("out.full.stderr"))
+        let full = ToolRun(
+            status: Int32(try sandbox.read("out.full.status").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1,
+            stdout: try sandbox.read("out.full.stdout"), stderr: try sandbox.read("out.full.stderr"))
         expectFailure(full, status: 3, mentioning: ["is full", "data stored before it is intact", "free space"])
         // The data stored before is all there, and nothing of the failed import is.
         #expect(try sandbox.read("out.keys").split(separator: "\n").map(String.init) == fixturePeople.map(\.objectId))
@@ -209,7 +243,8 @@ struct ErrorMessageToolTests {
         // finishing, is only noted (the next open that may write purges it).
         let check = try sandbox.read("out.check").split(separator: "\n")
         #expect(check.last?.hasPrefix("ok: ") == true, "\(check)")
-        #expect(check.dropLast().allSatisfy { $0.hasPrefix("note: bucket 'Person' has a retired generation") }, "\(check)")
+        #expect(
+            check.dropLast().allSatisfy { $0.hasPrefix("note: bucket 'Person' has a retired generation") }, "\(check)")
     }
 
     @Test func writingOutputToAFullDiskSaysTheDatabaseIsUnaffected() throws {
@@ -225,7 +260,9 @@ struct ErrorMessageToolTests {
         try process.run()
         process.waitUntilExit()
         let run = ToolRun(status: process.terminationStatus, stdout: "", stderr: try sandbox.read("stderr"))
-        expectFailure(run, status: 3, mentioning: ["standard output", "No space left on device", "disk is full", "database is not affected"])
+        expectFailure(
+            run, status: 3,
+            mentioning: ["standard output", "No space left on device", "disk is full", "database is not affected"])
     }
 
     @Test func aDatabaseOnAReadOnlyFileSystemCanBeInspected() throws {
@@ -236,7 +273,8 @@ struct ErrorMessageToolTests {
         let out = sandbox.path("out")
         let temporary = sandbox.path("tmp")
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false)
-        let status = try inMountNamespace("""
+        let status = try inMountNamespace(
+            """
             export TMPDIR='\(temporary)'
             mount -t tmpfs -o size=4m tmpfs '\(mount)' || exit 90
             "$BURI" import '\(mount)/db.buri' Person --key objectId --numeric-index age '\(input)' >/dev/null || exit 91
@@ -256,7 +294,9 @@ struct ErrorMessageToolTests {
         // Reading never writes into the database directory: nothing to say about the file system.
         #expect(getError.isEmpty, "\(getError)")
         #expect(try read("out.query.status") == "0\n")
-        #expect(try read("out.query").split(separator: "\n").map(String.init) == fixturePeople.filter { $0.age == 27 }.map(\.objectId))
+        #expect(
+            try read("out.query").split(separator: "\n").map(String.init)
+                == fixturePeople.filter { $0.age == 27 }.map(\.objectId))
         // A command that writes says exactly why it cannot.
         #expect(try read("out.repair.status") == "3\n")
         #expect(try read("out.repair.err").contains("read-only file system, and this command changes the database"))
@@ -273,7 +313,9 @@ struct ErrorMessageToolTests {
         expectFailure(run, status: 2, mentioning: ["5000 bytes", "limit of 4096 bytes"])
         #expect(run.stderr.count < 400, "the key must not be echoed whole: \(run.stderr.count) characters")
         // Exactly at the limit is a legal key that simply is not there.
-        expectFailure(try buri("get", path, "Person", String(repeating: "é", count: 2048)), status: 6, mentioning: ["has no object"])
+        expectFailure(
+            try buri("get", path, "Person", String(repeating: "é", count: 2048)), status: 6,
+            mentioning: ["has no object"])
     }
 }
 

@@ -11,13 +11,17 @@ struct EtcdToolTests {
         let location = try EtcdTestCluster.location("tool")
         defer { try? EtcdEngine(location: location).deleteAll() }
         let sandbox = try Sandbox()
-        let input = try sandbox.write("people.jsonl", """
+        let input = try sandbox.write(
+            "people.jsonl",
+            """
             {"id":"a","name":"Ann","age":3}
             {"id":"b","name":"Zoë","age":5}
             {"id":"c","name":"Bob","age":9}
 
             """)
-        expectSuccess(try buri("import", location, "People", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
+        expectSuccess(
+            try buri(
+                "import", location, "People", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
         let info = try buri("info", location)
         expectSuccess(info)
         #expect(info.stdout.contains("bucket 'People' (key field 'id'): 3 objects"), "\(info)")
@@ -42,7 +46,9 @@ struct EtcdToolTests {
         #expect(try buri("info", location).stdout.contains("3000 objects"))
         // Six writes per object: a staged chunk of 1000 objects (6000 writes) is over the limit on
         // its own, and is stored in smaller commits — the stage is invisible until published.
-        let tagged = (0..<1000).map { "{\"id\":\"t\($0)\",\"tags\":[\"a\($0)\",\"b\($0)\",\"c\($0)\",\"d\($0)\",\"e\($0)\"]}" }.joined(separator: "\n") + "\n"
+        let tagged =
+            (0..<1000).map { "{\"id\":\"t\($0)\",\"tags\":[\"a\($0)\",\"b\($0)\",\"c\($0)\",\"d\($0)\",\"e\($0)\"]}" }
+            .joined(separator: "\n") + "\n"
         let taggedInput = try sandbox.write("tagged.jsonl", tagged)
         expectSuccess(try buri("import", location, "Tagged", taggedInput, "--key", "id", "--binary-index", "tags"))
         let info = try buri("info", location)
@@ -51,8 +57,11 @@ struct EtcdToolTests {
         expectSuccess(try buri("check", location))
         // Still atomic when a chunk is split: a bad last line, after 600 objects stored into the
         // stage in commits of a few objects each (64 operations at most), leaves the bucket as it was.
-        let bad = (0..<600).map { "{\"id\":\"k\($0)\",\"name\":\"changed\"}" }.joined(separator: "\n") + "\n{\"id\":\"k9\",\"name\":\n"
-        let refused = try buri("import", Self.withLimits(location, maxTxnOps: 64), "Big", try sandbox.write("bad.jsonl", bad))
+        let bad =
+            (0..<600).map { "{\"id\":\"k\($0)\",\"name\":\"changed\"}" }.joined(separator: "\n")
+            + "\n{\"id\":\"k9\",\"name\":\n"
+        let refused = try buri(
+            "import", Self.withLimits(location, maxTxnOps: 64), "Big", try sandbox.write("bad.jsonl", bad))
         expectFailure(refused, status: 7, mentioning: ["line 601", "nothing was imported"])
         #expect(try buri("get", location, "Big", "k5").stdout.contains("\"name\": \"n5\""))
         #expect(try buri("query", location, "Big", "name", "--equals", "changed").stdout == "")
@@ -72,10 +81,12 @@ struct EtcdToolTests {
         let location = Self.withLimits(try EtcdTestCluster.location("toolone"), maxTxnOps: 128)
         defer { try? EtcdEngine(location: location).deleteAll() }
         let sandbox = try Sandbox()
-        let objects = (0..<1000).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
+        let objects =
+            (0..<1000).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
         let input = try sandbox.write("objects.jsonl", objects)
         // Even the creation (3000 writes) needs no --chunk-size.
-        expectSuccess(try buri("import", location, "B", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
+        expectSuccess(
+            try buri("import", location, "B", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
         let one = try sandbox.write("one.jsonl", "{\"id\":\"new\",\"name\":\"x\",\"age\":1}\n")
         let run = try buri("import", location, "B", one)
         expectSuccess(run)
@@ -89,10 +100,14 @@ struct EtcdToolTests {
     }
 
     /// Issue 22 item 15: `restore` into an etcd location (it failed with ".../LOCK: No such file").
-    @Test func restoreIntoAnEmptyEtcdLocationRecreatesTheDumpAndOneTooLargeToPublishAtomicallyIsRefusedLeavingNothing() throws {
+    @Test func restoreIntoAnEmptyEtcdLocationRecreatesTheDumpAndOneTooLargeToPublishAtomicallyIsRefusedLeavingNothing()
+        throws
+    {
         let sandbox = try Sandbox()
         let fixture = try makeFixture(sandbox)
-        let more = (0..<700).map { "{\"objectId\":\"m\($0)\",\"name\":\"M\",\"locale\":\"DE\",\"age\":\($0 % 90)}" }.joined(separator: "\n") + "\n"
+        let more =
+            (0..<700).map { "{\"objectId\":\"m\($0)\",\"name\":\"M\",\"locale\":\"DE\",\"age\":\($0 % 90)}" }.joined(
+                separator: "\n") + "\n"
         expectSuccess(try buri("import", fixture, "Person", try sandbox.write("more.jsonl", more)))
         let dumpRun = try buri("export", fixture, "-o", sandbox.path("dump.jsonl"))
         expectSuccess(dumpRun)
@@ -117,13 +132,17 @@ struct EtcdToolTests {
         // of 4 that each staged object (3 writes) fits: refused with the reason, nothing left.
         let small = sandbox.path("small.buri")
         for bucket in ["A", "B", "C"] {
-            expectSuccess(try buri("import", small, bucket, try sandbox.write("\(bucket).jsonl", "{\"id\":\"a\",\"n\":1}\n"), "--key", "id"))
+            expectSuccess(
+                try buri(
+                    "import", small, bucket, try sandbox.write("\(bucket).jsonl", "{\"id\":\"a\",\"n\":1}\n"), "--key",
+                    "id"))
         }
         expectSuccess(try buri("export", small, "-o", sandbox.path("small.jsonl")))
         let tiny = Self.withLimits(try EtcdTestCluster.location("toolrestoretiny"), maxTxnOps: 4)
         defer { try? EtcdEngine(location: tiny).deleteAll() }
         let refused = try buri("restore", tiny, sandbox.path("small.jsonl"))
-        expectFailure(refused, status: 3, mentioning: ["in one commit", "3 buckets", "max-txn-ops", "nothing was restored"])
+        expectFailure(
+            refused, status: 3, mentioning: ["in one commit", "3 buckets", "max-txn-ops", "nothing was restored"])
         let after = try buri("info", tiny)
         expectFailure(after, status: 4, mentioning: ["holds no Buri database", "the cluster is available"])
     }
@@ -134,24 +153,24 @@ struct EtcdToolTests {
         let sandbox = try Sandbox()
         let input = try sandbox.write("in.jsonl", "{\"id\":\"a\"}\n")
         let malformed = [
-            "http://127.0.0.1:2379/db",              // another scheme
-            "ETCD://127.0.0.1:2379/db",              // the scheme is lower case
-            "etcd:/127.0.0.1:2379/db",               // one slash
+            "http://127.0.0.1:2379/db",  // another scheme
+            "ETCD://127.0.0.1:2379/db",  // the scheme is lower case
+            "etcd:/127.0.0.1:2379/db",  // one slash
             "etcd:127.0.0.1:2379/db",
-            "etcd:///db",                            // no host
+            "etcd:///db",  // no host
             "etcd://:2379/db",
             "etcd://127.0.0.1:2379,,127.0.0.1:2381/db",
             "etcd://ho st:2379/db",
-            "etcd://127.0.0.1:0/db",                 // bad ports
+            "etcd://127.0.0.1:0/db",  // bad ports
             "etcd://127.0.0.1:65536/db",
             "etcd://127.0.0.1:+5/db",
             "etcd://127.0.0.1:x/db",
             "etcd://127.0.0.1:/db",
-            "etcd://::1:2379/db",                    // IPv6 without brackets
+            "etcd://::1:2379/db",  // IPv6 without brackets
             "etcd://[::1/db",
-            "etcd://127.0.0.1:2379",                 // no database name
+            "etcd://127.0.0.1:2379",  // no database name
             "etcd://127.0.0.1:2379/",
-            "etcd://127.0.0.1:2379/db?max-txn-ops=0", // bad query parameters
+            "etcd://127.0.0.1:2379/db?max-txn-ops=0",  // bad query parameters
             "etcd://127.0.0.1:2379/db?max-txn-ops=-1",
             "etcd://127.0.0.1:2379/db?max-txn-ops=12x",
             "etcd://127.0.0.1:2379/db?max-txn-ops",
@@ -159,16 +178,24 @@ struct EtcdToolTests {
             "etcd://127.0.0.1:2379/db?max-txn-ops=1&max-txn-ops=2",
             "etcd://127.0.0.1:2379/db%zz",
         ]
-        let runs = try runConcurrently(malformed.flatMap { location in
-            [["info", location], ["import", location, "B", input, "--key", "id"], ["restore", location, input],
-             ["repair", location], ["delete", location, "B", "k"]]
-        })
+        let runs = try runConcurrently(
+            malformed.flatMap { location in
+                [
+                    ["info", location], ["import", location, "B", input, "--key", "id"], ["restore", location, input],
+                    ["repair", location], ["delete", location, "B", "k"],
+                ]
+            })
         for run in runs {
-            expectFailure(run.run, status: 2, mentioning: ["etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M]"])
+            expectFailure(
+                run.run, status: 2,
+                mentioning: ["etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M]"])
             #expect(run.seconds < 15, "\(run.arguments): \(run.seconds) s")
         }
         // Well-formed variants parse (and then find nothing listening: exit 3, not 2).
-        for location in ["etcd://127.0.0.1:1/db", "etcd://[::1]:1/db?max-txn-ops=4096", "etcd://localhost:1,127.0.0.1:1/a%2Fb?max-request-bytes=100"] {
+        for location in [
+            "etcd://127.0.0.1:1/db", "etcd://[::1]:1/db?max-txn-ops=4096",
+            "etcd://localhost:1,127.0.0.1:1/a%2Fb?max-request-bytes=100",
+        ] {
             let run = try buri("buckets", location)
             expectFailure(run, status: 3, mentioning: ["unreachable"])
         }
@@ -192,10 +219,13 @@ struct EtcdToolTests {
         ]
         // Every subcommand of the tool is here: a new one cannot be left out unnoticed.
         let help = try buri("--help")
-        let listed = help.stdout.components(separatedBy: "SUBCOMMANDS:").last?.split(separator: "\n")
+        let listed =
+            help.stdout.components(separatedBy: "SUBCOMMANDS:").last?.split(separator: "\n")
             .compactMap { line -> String? in
                 guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
-                guard let word = line.split(separator: " ").first, word.allSatisfy({ ("a"..."z").contains($0) }) else { return nil }
+                guard let word = line.split(separator: " ").first, word.allSatisfy({ ("a"..."z").contains($0) }) else {
+                    return nil
+                }
                 return String(word)
             } ?? []
         #expect(listed.count == 15 && listed.contains("compact"), "\(listed) \(help)")
@@ -214,24 +244,39 @@ struct EtcdToolTests {
         defer { cluster.stop() }
         let sandbox = try Sandbox()
         let location = cluster.location("dead")
-        let objects = (0..<10).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
-        expectSuccess(try buri("import", location, "P", try sandbox.write("p.jsonl", objects), "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
+        let objects =
+            (0..<10).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
+        expectSuccess(
+            try buri(
+                "import", location, "P", try sandbox.write("p.jsonl", objects), "--key", "id", "--binary-index", "name",
+                "--numeric-index", "age"))
         let commands = try Self.everyCommand(location, fresh: cluster.location("fresh"), sandbox: sandbox)
 
         // Quorum lost: one member of three left (it answers, but has or soon has no leader).
         let survivor = cluster.leader() ?? 0
         for member in 0..<3 where member != survivor { cluster.kill(member) }
         for run in try runConcurrently(commands) {
-            expectFailure(run.run, status: 3, mentioning: ["no quorum", "nothing is listening at", "answers", "nothing was read or written"])
-            #expect(!run.run.stderr.contains("unreachable") && !run.run.stderr.contains("holds no Buri database"), "\(run.run)")
+            expectFailure(
+                run.run, status: 3,
+                mentioning: ["no quorum", "nothing is listening at", "answers", "nothing was read or written"])
+            #expect(
+                !run.run.stderr.contains("unreachable") && !run.run.stderr.contains("holds no Buri database"),
+                "\(run.run)")
             #expect(run.seconds < 15, "\(run.arguments.joined(separator: " ")) took \(run.seconds) s")
         }
 
         // Nothing listening at any member.
         cluster.kill(survivor)
         for run in try runConcurrently(commands) {
-            expectFailure(run.run, status: 3, mentioning: ["unreachable", "nothing is listening at \(cluster.endpoints[0]) (connection refused)", "nothing was read or written"])
-            #expect(!run.run.stderr.contains("no quorum") && !run.run.stderr.contains("holds no Buri database"), "\(run.run)")
+            expectFailure(
+                run.run, status: 3,
+                mentioning: [
+                    "unreachable", "nothing is listening at \(cluster.endpoints[0]) (connection refused)",
+                    "nothing was read or written",
+                ])
+            #expect(
+                !run.run.stderr.contains("no quorum") && !run.run.stderr.contains("holds no Buri database"),
+                "\(run.run)")
             #expect(run.seconds < 15, "\(run.arguments.joined(separator: " ")) took \(run.seconds) s")
         }
         #expect(!sandbox.exists("out.jsonl"))
@@ -245,20 +290,25 @@ struct EtcdToolTests {
         defer { cluster.stop() }
         let sandbox = try Sandbox()
         let location = cluster.location("live")
-        let objects = (0..<10).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
+        let objects =
+            (0..<10).map { "{\"id\":\"k\($0)\",\"name\":\"n\($0)\",\"age\":\($0)}" }.joined(separator: "\n") + "\n"
         let input = try sandbox.write("p.jsonl", objects)
-        expectSuccess(try buri("import", location, "P", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
+        expectSuccess(
+            try buri("import", location, "P", input, "--key", "id", "--binary-index", "name", "--numeric-index", "age"))
         // Importing again into the bucket retires its first generation (left for a purge).
         expectSuccess(try buri("import", location, "P", input))
         let commands = try Self.everyCommand(location, fresh: cluster.location("fresh"), sandbox: sandbox)
         var seen = Set<String>()
         for arguments in commands {
             let run = try buri(arguments)
-            let name = arguments[0] + (arguments.contains("--json") ? " --json" : arguments.contains("--repair") ? " --repair" : "")
+            let name =
+                arguments[0]
+                + (arguments.contains("--json") ? " --json" : arguments.contains("--repair") ? " --repair" : "")
             seen.insert(arguments[0])
             switch name {
             case "repair":
-                expectFailure(run, status: 2, mentioning: ["LevelDB database directory", "etcd cluster", "buri check --repair"])
+                expectFailure(
+                    run, status: 2, mentioning: ["LevelDB database directory", "etcd cluster", "buri check --repair"])
             case "restore":
                 expectSuccess(run)
                 #expect(run.stdout.contains("restored 0 buckets and 0 objects"), "\(run)")
@@ -267,7 +317,8 @@ struct EtcdToolTests {
                 #expect(run.stdout.contains("engine:     etcd") && run.stdout.contains("database:   live"), "\(run)")
                 #expect(!run.stdout.contains("leveldb") && !run.stdout.contains("?"), "\(run)")
                 for endpoint in cluster.endpoints { #expect(run.stdout.contains("  \(endpoint): member "), "\(run)") }
-                #expect(run.stdout.contains(", leader, etcd 3.") && run.stdout.contains(", follower, etcd 3."), "\(run)")
+                #expect(
+                    run.stdout.contains(", leader, etcd 3.") && run.stdout.contains(", follower, etcd 3."), "\(run)")
                 let keys = run.stdout.split(separator: "\n").first { $0.hasPrefix("keys:") }
                 #expect(keys.map { Int($0.split(separator: " ")[1]) ?? 0 } ?? 0 > 0, "\(run)")
             case "stats --json":
@@ -277,15 +328,20 @@ struct EtcdToolTests {
                 #expect(((json?["keys"] as? NSNumber)?.intValue ?? 0) > 0, "\(run)")
                 let members = json?["members"] as? [[String: Any]] ?? []
                 #expect(members.count == 3 && members.filter { $0["isLeader"] as? Bool == true }.count == 1, "\(run)")
-                #expect(members.allSatisfy { (($0["dbSize"] as? NSNumber)?.intValue ?? 0) > 0 && $0["version"] is String }, "\(run)")
+                #expect(
+                    members.allSatisfy { (($0["dbSize"] as? NSNumber)?.intValue ?? 0) > 0 && $0["version"] is String },
+                    "\(run)")
             case "compact":
                 expectSuccess(run)
                 // (How many generations are left to purge depends on how far the background purges
                 // of the commands before got; none is left after.)
-                #expect(run.stdout.contains(" retired generation") && run.stdout.contains("compacted the cluster's history up to revision"), "\(run)")
+                #expect(
+                    run.stdout.contains(" retired generation")
+                        && run.stdout.contains("compacted the cluster's history up to revision"), "\(run)")
                 // The history before the compaction is gone: a read at revision 2 is refused.
                 #expect(throws: StorageError.self) {
-                    _ = try EtcdClient(endpoints: cluster.endpoints, retryWindow: 2).range(from: [0], to: nil, revision: 2)
+                    _ = try EtcdClient(endpoints: cluster.endpoints, retryWindow: 2).range(
+                        from: [0], to: nil, revision: 2)
                 }
                 let check = try buri("check", location)
                 #expect(check.status == 0 && !check.stdout.contains("retired generation"), "\(check)")

@@ -23,7 +23,8 @@ struct Event: BuriSupport, Equatable {
 struct EventWithoutField: BuriSupport {
     var id: String
     var due: Date
-    static let buri = BuriSchema<EventWithoutField>(key: \.id, indexes: [.numeric("due", \.due)], bucket: "events", keyField: "id")
+    static let buri = BuriSchema<EventWithoutField>(
+        key: \.id, indexes: [.numeric("due", \.due)], bucket: "events", keyField: "id")
 }
 
 /// A computed index: no tool can compute it.
@@ -32,7 +33,11 @@ struct EventComputed: BuriSupport {
     var due: Date
     static let buri = BuriSchema<EventComputed>(
         key: \.id,
-        indexes: [.computed("year", components: [.numeric]) { event throws(BuriError) in [[try IndexValue(event.due.timeIntervalSince1970 / 31_557_600)]] }],
+        indexes: [
+            .computed("year", components: [.numeric]) { event throws(BuriError) in
+                [[try IndexValue(event.due.timeIntervalSince1970 / 31_557_600)]]
+            }
+        ],
         bucket: "events", keyField: "id")
 }
 
@@ -44,16 +49,16 @@ struct ExactImportTests {
         let sandbox = try Sandbox()
         let db = sandbox.path("numbers.buri")
         let good = """
-        {"id":"min","n":-9223372036854775808}
-        {"id":"m64","n":-18446744073709551616}
-        {"id":"max","n":18446744073709551615}
-        {"id":"p53","n":9007199254740992.0}
-        {"id":"p53+1","n":9007199254740993}
-        {"id":"tenth","n":0.1}
-        {"id":"negzero","n":-0.0}
-        {"id":"raw","n":1,"big":-9223372036854775809}
+            {"id":"min","n":-9223372036854775808}
+            {"id":"m64","n":-18446744073709551616}
+            {"id":"max","n":18446744073709551615}
+            {"id":"p53","n":9007199254740992.0}
+            {"id":"p53+1","n":9007199254740993}
+            {"id":"tenth","n":0.1}
+            {"id":"negzero","n":-0.0}
+            {"id":"raw","n":1,"big":-9223372036854775809}
 
-        """
+            """
         let run = try buri("import", db, "nums", "--key", "id", "--numeric-index", "n", stdin: good)
         expectSuccess(run)
         #expect(run.stdout.hasPrefix("imported 8 objects"))
@@ -71,17 +76,27 @@ struct ExactImportTests {
         #expect(try buri("get", db, "nums", "negzero").stdout.contains(#""n": -0.0"#))
 
         // Query literals follow the same rule: refused, never rounded.
-        for literal in ["-9223372036854775809", "18446744073709551617", "9007199254740993.0", "1e400", "1e-400", "0.30000000000000001"] {
-            expectFailure(try buri("query", db, "nums", "n", "--equals", literal), status: 2, mentioning: ["'\(literal)'", "numeric index 'n' is refused"])
+        for literal in [
+            "-9223372036854775809", "18446744073709551617", "9007199254740993.0", "1e400", "1e-400",
+            "0.30000000000000001",
+        ] {
+            expectFailure(
+                try buri("query", db, "nums", "n", "--equals", literal), status: 2,
+                mentioning: ["'\(literal)'", "numeric index 'n' is refused"])
         }
         // An integer that is exactly a double is that double, beyond 64 bits too, as the help says.
         expectSuccess(try buri("query", db, "nums", "n", "--equals", "18446744073709551616"))
-        expectFailure(try buri("query", db, "nums", "n", "--from", "-9223372036854775809"), status: 2, mentioning: ["--from", "neither an Int64, a UInt64 nor exactly a Double"])
+        expectFailure(
+            try buri("query", db, "nums", "n", "--from", "-9223372036854775809"), status: 2,
+            mentioning: ["--from", "neither an Int64, a UInt64 nor exactly a Double"])
 
         // Every inexact number in an import is refused with its line, field and what to do.
         let before = try buri("export", db).stdout
         let bad: [(String, [String])] = [
-            (#"{"id":"x","n":-9223372036854775809}"#, ["line 2", "index 'n'", "field 'n'", "-9223372036854775809", "neither an Int64"]),
+            (
+                #"{"id":"x","n":-9223372036854775809}"#,
+                ["line 2", "index 'n'", "field 'n'", "-9223372036854775809", "neither an Int64"]
+            ),
             (#"{"id":"x","n":-18446744073709551617}"#, ["line 2", "field 'n'", "outside -18446744073709551616"]),
             (#"{"id":"x","n":18446744073709551616}"#, ["line 2", "field 'n'", "outside"]),
             (#"{"id":"x","deep":{"n":1e400}}"#, ["line 2", "field 'deep.n'", "too large for a double"]),
@@ -109,7 +124,8 @@ struct ExactImportTests {
         defer { db.close() }
         let events = try db.bucket(Event.self)
         for (i, date) in Self.dates.enumerated() {
-            try events.store(Event(id: "e\(i)", due: date, score: Double(i), blob: Data([UInt8(i), 0, 255]), note: nil))
+            try events.store(
+                Event(id: "e\(i)", due: date, score: Double(i), blob: Data([UInt8(i), 0, 255]), note: nil))
         }
         try events.store(Event(id: "inf", due: Self.dates[0], score: .infinity, blob: Data(), note: "+∞"))
         try events.store(Event(id: "-inf", due: Self.dates[0], score: -.infinity, blob: Data([0]), note: "-∞"))
@@ -125,7 +141,9 @@ struct ExactImportTests {
             #expect(shown?.doubleValue == date.timeIntervalSince1970, "\(date)")
             let literal = try #require(shown).jsonString()
             #expect(try buri("query", db, "events", "due", "--equals", literal).lines.contains("e\(i)"), "\(literal)")
-            let line = try buri("query", db, "events", "due", "--equals", literal, "--objects").lines.first { $0.contains("\"e\(i)\"") }
+            let line = try buri("query", db, "events", "due", "--equals", literal, "--objects").lines.first {
+                $0.contains("\"e\(i)\"")
+            }
             // --objects prints the exact record of export (a date as tag 1, or tag 1001 when a double cannot hold it).
             #expect(exported.contains(try #require(line)), "\(String(describing: line))")
         }
@@ -139,7 +157,9 @@ struct ExactImportTests {
 
         // Into a new database, naming the indexes, and into one whose bucket the Swift type made.
         let fresh = sandbox.path("fresh.buri")
-        expectSuccess(try buri("import", fresh, "events", "--key", "id", "--numeric-index", "due", "--numeric-index", "score", dump))
+        expectSuccess(
+            try buri(
+                "import", fresh, "events", "--key", "id", "--numeric-index", "due", "--numeric-index", "score", dump))
         let typed = sandbox.path("typed.buri")
         do {
             let db = try BuriDatabase(path: typed)
@@ -149,13 +169,18 @@ struct ExactImportTests {
         expectSuccess(try buri("import", typed, "events", dump))
         for path in [fresh, typed] {
             for (i, date) in Self.dates.enumerated() {
-                #expect(try buri("query", path, "events", "due", "--equals", CBORValue.float(date.timeIntervalSince1970).jsonString()).lines.contains("e\(i)"))
+                #expect(
+                    try buri(
+                        "query", path, "events", "due", "--equals",
+                        CBORValue.float(date.timeIntervalSince1970).jsonString()
+                    ).lines.contains("e\(i)"))
             }
             let db = try BuriDatabase(path: path)
             let events = try db.bucket(Event.self)
             for (i, date) in Self.dates.enumerated() {
                 #expect(try events.object(forKey: "e\(i)")?.due == date)
-                #expect(try events.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))).contains("e\(i)"))
+                #expect(
+                    try events.keys(.index("due", equals: IndexValue(date.timeIntervalSince1970))).contains("e\(i)"))
             }
             #expect(try events.keys(.index("score", equals: IndexValue(Double.infinity))) == ["inf"])
             #expect(try db.check().isConsistent)
@@ -181,18 +206,25 @@ struct ExactImportTests {
         #expect(event?.blob == Data([0, 1]))
         db.close()
         // A number of seconds a Date cannot hold exactly is refused, naming the nearest.
-        expectFailure(try buri("import", path, "events", stdin: #"{"id":"q","due":0.1,"score":1}"# + "\n"), status: 7,
-                      mentioning: ["line 1", "field 'due' of index 'due'", "cannot hold exactly", "0.10000002384185791"])
+        expectFailure(
+            try buri("import", path, "events", stdin: #"{"id":"q","due":0.1,"score":1}"# + "\n"), status: 7,
+            mentioning: ["line 1", "field 'due' of index 'due'", "cannot hold exactly", "0.10000002384185791"])
     }
 
     @Test func dateFieldsNamedOnTheCommandLineAreStoredAndIndexedAsDates() throws {
         let sandbox = try Sandbox()
         let path = sandbox.path("dated.buri")
         // A BOM before the lines, a date index and an unindexed date field.
-        let lines = "\u{FEFF}" + #"{"id":"a","due":1700000000.25,"score":1,"blob":"","note":"x","seen":[0,86400]}"# + "\n"
-        expectSuccess(try buri("import", path, "events", "--key", "id", "--numeric-index", "due", "--date", "due", "--date", "seen", stdin: lines))
+        let lines =
+            "\u{FEFF}" + #"{"id":"a","due":1700000000.25,"score":1,"blob":"","note":"x","seen":[0,86400]}"# + "\n"
+        expectSuccess(
+            try buri(
+                "import", path, "events", "--key", "id", "--numeric-index", "due", "--date", "due", "--date", "seen",
+                stdin: lines))
         #expect(try buri("query", path, "events", "due", "--equals", "1700000000.25").lines == ["a"])
-        #expect(try buri("export", path).lines.last?.contains(#""seen":[{"$tag":1,"$value":0},{"$tag":1,"$value":86400}]"#) == true)
+        #expect(
+            try buri("export", path).lines.last?.contains(#""seen":[{"$tag":1,"$value":0},{"$tag":1,"$value":86400}]"#)
+                == true)
         struct Seen: Codable { var due: Date; var seen: [Date] }
         let db = try BuriDatabase(path: path)
         let record = try #require(try db.rawBucket(named: "events").record(forKey: "a"))
@@ -225,7 +257,9 @@ struct ExactImportTests {
             try make(db)
             db.close()
             let run = try buri("import", path, "events", stdin: #"{"id":"x","due":1700000000}"# + "\n")
-            expectFailure(run, status: 7, mentioning: ["bucket 'events' has index '\(name)'", "cannot compute", "nothing was imported"])
+            expectFailure(
+                run, status: 7,
+                mentioning: ["bucket 'events' has index '\(name)'", "cannot compute", "nothing was imported"])
             expectSuccess(try buri("check", path))
             #expect(try buri("keys", path, "events").stdout.isEmpty)
         }
@@ -251,16 +285,24 @@ struct ExactImportTests {
             let run = try buri("import", path, bucket, "--key", "key", stdin: line + "\n")
             expectSuccess(run)
             #expect(run.stdout.hasPrefix("imported 1 object into bucket '\(bucket)'"))
-            #expect(try CBORValue(json: try buri("get", path, bucket, "k-1").stdout) == ["bucket": "events", "key": "k-1", "object": ["size": 5]])
+            #expect(
+                try CBORValue(json: try buri("get", path, bucket, "k-1").stdout) == [
+                    "bucket": "events", "key": "k-1", "object": ["size": 5],
+                ])
         }
         // An export header after plain lines is refused, not half-obeyed.
         let mixed = line + "\n" + #"["buri-export",2]"# + "\n"
-        expectFailure(try buri("import", path, "events", "--key", "key", stdin: mixed), status: 7, mentioning: ["line 2", "export header may only start the input"])
+        expectFailure(
+            try buri("import", path, "events", "--key", "key", stdin: mixed), status: 7,
+            mentioning: ["line 2", "export header may only start the input"])
         // An export of another format version is refused.
-        expectFailure(try buri("import", path, "events", stdin: #"["buri-export",99]"# + "\n"), status: 7, mentioning: ["line 1", "format 99"])
+        expectFailure(
+            try buri("import", path, "events", stdin: #"["buri-export",99]"# + "\n"), status: 7,
+            mentioning: ["line 1", "format 99"])
         // In an export, every line must be a record.
         let export = #"["buri-export",2]"# + "\n" + #"{"size":5}"# + "\n"
-        expectFailure(try buri("import", path, "events", stdin: export), status: 7, mentioning: ["line 2", "an export record is"])
+        expectFailure(
+            try buri("import", path, "events", stdin: export), status: 7, mentioning: ["line 2", "an export record is"])
     }
 
     @Test func anExportRecordWhoseKeyDisagreesWithItsObjectIsRefused() throws {
@@ -270,12 +312,14 @@ struct ExactImportTests {
         // Line 2 is the bucket's schema line, line 3 its first record.
         lines[2] = lines[2].replacingOccurrences(of: #""key":"-inf""#, with: #""key":"other""#)
         let copy = sandbox.path("copy.buri")
-        expectFailure(try buri("import", copy, "events", "--key", "id", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
-                      mentioning: ["line 3", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
+        expectFailure(
+            try buri("import", copy, "events", "--key", "id", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
+            mentioning: ["line 3", #"the record's key "other" disagrees with its object's key field 'id' ("-inf")"#])
         #expect(!sandbox.exists("copy.buri"))
         // Records only of other buckets: an error, not "imported 0" with exit 0.
-        expectFailure(try buri("import", copy, "nothing-here", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
-                      mentioning: ["no record of bucket 'nothing-here'", "'events' (6)"])
+        expectFailure(
+            try buri("import", copy, "nothing-here", stdin: lines.joined(separator: "\n") + "\n"), status: 7,
+            mentioning: ["no record of bucket 'nothing-here'", "'events' (6)"])
     }
 
     @Test func whateverTheSwiftAPIStoresSurvivesExportImportExport() throws {
@@ -290,10 +334,16 @@ struct ExactImportTests {
             for level in 0..<511 { deep = level % 2 == 0 ? .array([deep]) : .tagged(6, deep) }
             let items: [CBORValue] = [
                 ["deep": deep],
-                ["bytes": .bytes(Array(0...255)), "tag": .tagged(32, "https://x"), "undefined": .undefined, "simple": .simple(99),
-                 "floats": [.float(.nan), .float(.infinity), .float(-.infinity), -0.0, 5e-324, .float(Double(Float(0.1)))],
-                 "ints": [.negative(.max), .unsigned(.max), .negative(1 << 63)], "keys": .map([CBORMapEntry(key: 1, value: "one"), CBORMapEntry(key: .bytes([0]), value: "zero")]),
-                 "$only": ["$x": 1], "nfc": "é", "nfd": "e\u{301}"],
+                [
+                    "bytes": .bytes(Array(0...255)), "tag": .tagged(32, "https://x"), "undefined": .undefined,
+                    "simple": .simple(99),
+                    "floats": [
+                        .float(.nan), .float(.infinity), .float(-.infinity), -0.0, 5e-324, .float(Double(Float(0.1))),
+                    ],
+                    "ints": [.negative(.max), .unsigned(.max), .negative(1 << 63)],
+                    "keys": .map([CBORMapEntry(key: 1, value: "one"), CBORMapEntry(key: .bytes([0]), value: "zero")]),
+                    "$only": ["$x": 1], "nfc": "é", "nfd": "e\u{301}",
+                ],
                 .array([1, "top-level array"]),
                 .tagged(1, 1_700_000_000),
             ]
@@ -305,7 +355,8 @@ struct ExactImportTests {
         #expect(first.lines.contains { $0.contains(#"{"$bytes":"AAEC"#) })
         let copy = sandbox.path("copy.buri")
         let dump = try sandbox.write("dump.jsonl", first.stdout)
-        expectSuccess(try buri("import", copy, "events", "--numeric-index", "due", "--numeric-index", "score", dump).withoutNote)
+        expectSuccess(
+            try buri("import", copy, "events", "--numeric-index", "due", "--numeric-index", "score", dump).withoutNote)
         expectSuccess(try buri("import", copy, "raw", dump).withoutNote)
         let second = try buri("export", copy)
         expectSuccess(second)
@@ -319,7 +370,9 @@ extension ToolRun {
     /// The run without the note about skipped records of other buckets.
     var withoutNote: ToolRun {
         var copy = self
-        copy.stderr = stderr.split(separator: "\n").filter { !$0.hasPrefix("buri: note: skipped export records") }.map { $0 + "\n" }.joined()
+        copy.stderr = stderr.split(separator: "\n").filter { !$0.hasPrefix("buri: note: skipped export records") }.map {
+            $0 + "\n"
+        }.joined()
         return copy
     }
 }

@@ -2,7 +2,7 @@ import Buri
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small tmpfs mounted on a fresh directory for one test, when the tests run as root (as CI
@@ -18,7 +18,9 @@ final class SmallDisk {
 
     static func mount(megabytes: Int = 20, test: String) throws -> SmallDisk? {
         guard getuid() == 0 else {
-            print("skipped \(test): it mounts a \(megabytes) MiB tmpfs (mount -t tmpfs), which needs root; this run is uid \(getuid())")
+            print(
+                "skipped \(test): it mounts a \(megabytes) MiB tmpfs (mount -t tmpfs), which needs root; this run is uid \(getuid())"
+            )
             return nil
         }
         let sandbox = try Sandbox()
@@ -26,7 +28,9 @@ final class SmallDisk {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         let status = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path])
         guard status == 0 else {
-            Issue.record("running as root, but `mount -t tmpfs -o size=\(megabytes)m tmpfs \(path)` failed with status \(status)")
+            Issue.record(
+                "running as root, but `mount -t tmpfs -o size=\(megabytes)m tmpfs \(path)` failed with status \(status)"
+            )
             return nil
         }
         return SmallDisk(sandbox: sandbox, path: path)
@@ -69,9 +73,14 @@ final class SmallDisk {
 struct FullDiskToolTests {
     /// 8,000 people of about 300 bytes each (2.4 MB): more than a nearly full disk holds.
     static func bigInput(_ sandbox: Sandbox) throws -> String {
-        try sandbox.write("big.jsonl", peopleJSONLines((0..<8_000).map { i in
-            Person(objectId: String(format: "big%05d", i), name: String(repeating: "x", count: 250) + "\(i)", locale: "NL", age: i % 90)
-        }))
+        try sandbox.write(
+            "big.jsonl",
+            peopleJSONLines(
+                (0..<8_000).map { i in
+                    Person(
+                        objectId: String(format: "big%05d", i), name: String(repeating: "x", count: 250) + "\(i)",
+                        locale: "NL", age: i % 90)
+                }))
     }
 
     /// The fixture database on the small disk, with what reading it gives before anything fails.
@@ -95,13 +104,18 @@ struct FullDiskToolTests {
 
     /// The database reads as before (from a snapshot on the other disk, while the disk is full),
     /// and check finds no problem.
-    static func expectIntact(_ db: String, keys: [String], export: String, temporary: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectIntact(
+        _ db: String, keys: [String], export: String, temporary: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let read = try buri(temporaryDirectory: temporary, ["keys", db, "Person"])
         #expect(read.status == 0 && read.lines == keys, "\(read)", sourceLocation: sourceLocation)
         let exported = try buri(temporaryDirectory: temporary, ["export", db])
         #expect(exported.status == 0 && exported.stdout == export, "\(exported.stderr)", sourceLocation: sourceLocation)
         let check = try buri(temporaryDirectory: temporary, ["check", db])
-        #expect(check.status == 0 && check.lines.last?.hasPrefix("ok: ") == true, "\(check)", sourceLocation: sourceLocation)
+        #expect(
+            check.status == 0 && check.lines.last?.hasPrefix("ok: ") == true, "\(check)", sourceLocation: sourceLocation
+        )
     }
 
     @Test func importIntoABucketOnAFullDiskFailsNamingItAndItsStageIsGoneOnceThereIsRoom() throws {
@@ -113,7 +127,9 @@ struct FullDiskToolTests {
         let sizeBefore = try directorySize(db)
         try disk.fill(leaving: 3 << 19)
         let failed = try buri(temporaryDirectory: temporary, ["import", db, "Person", input])
-        expectFailure(failed, status: 3, mentioning: ["the disk holding '\(db)' is full", "data stored before it is intact", "free space"])
+        expectFailure(
+            failed, status: 3,
+            mentioning: ["the disk holding '\(db)' is full", "data stored before it is intact", "free space"])
         // Reading works on the full disk, and the data is as it was.
         try disk.fill()
         let full = try fingerprint(db)
@@ -125,12 +141,18 @@ struct FullDiskToolTests {
         }
         // Once there is room, the next command that writes purges the stage and gives its space back.
         disk.freeSpace()
-        let put = try buri(temporaryDirectory: temporary, ["put", db, "Person", "-"], stdin: #"{"objectId":"after","name":"A","locale":"EN","age":1}"# + "\n")
+        let put = try buri(
+            temporaryDirectory: temporary, ["put", db, "Person", "-"],
+            stdin: #"{"objectId":"after","name":"A","locale":"EN","age":1}"# + "\n")
         #expect(put.status == 0, "\(put)")
         let check = try buri(temporaryDirectory: temporary, ["check", db])
-        #expect(check.status == 0 && check.lines.count == 1 && check.lines[0].hasPrefix("ok: 2 buckets, 45 objects"), "the stage must be gone: \(check)")
+        #expect(
+            check.status == 0 && check.lines.count == 1 && check.lines[0].hasPrefix("ok: 2 buckets, 45 objects"),
+            "the stage must be gone: \(check)")
         let sizeAfter = try directorySize(db)
-        #expect(sizeAfter < sizeBefore + (1 << 20), "the stage's space must be given back: \(sizeBefore) before, \(sizeAfter) after")
+        #expect(
+            sizeAfter < sizeBefore + (1 << 20),
+            "the stage's space must be given back: \(sizeBefore) before, \(sizeAfter) after")
     }
 
     @Test func importOrRestoreIntoANewPathOnAFullDiskLeavesNothingAndTheAdvisedRetryWorks() throws {
@@ -155,11 +177,15 @@ struct FullDiskToolTests {
                 for arguments in commands {
                     let run = try buri(temporaryDirectory: temporary, arguments)
                     // With no room, everything fails; the big import never fits.
-                    if leaving == 0 || arguments.contains(big) { #expect(run.status != 0, "\(arguments[0]) leaving \(leaving) succeeded") }
+                    if leaving == 0 || arguments.contains(big) {
+                        #expect(run.status != 0, "\(arguments[0]) leaving \(leaving) succeeded")
+                    }
                     if run.status == 0 {
                         // The data fitted in the room left: start again from nothing.
                         try FileManager.default.removeItem(atPath: target)
-                        if wasEmptyDirectory { try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false) }
+                        if wasEmptyDirectory {
+                            try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
+                        }
                         continue
                     }
                     expectFailure(run, status: 3, mentioning: ["is full", target])
@@ -167,14 +193,17 @@ struct FullDiskToolTests {
                         let left = try FileManager.default.contentsOfDirectory(atPath: target)
                         #expect(left.isEmpty, "\(arguments[0]) leaving \(leaving): \(left): \(run)")
                     } else {
-                        #expect(!FileManager.default.fileExists(atPath: target), "\(arguments[0]) leaving \(leaving) left \(target): \(run)")
+                        #expect(
+                            !FileManager.default.fileExists(atPath: target),
+                            "\(arguments[0]) leaving \(leaving) left \(target): \(run)")
                     }
                 }
             }
             disk.freeSpace()
         }
         // The retry the message advises, with room: both work.
-        let imported = try buri(temporaryDirectory: temporary, ["import", disk.path("new.buri"), "Person", "--key", "objectId", small])
+        let imported = try buri(
+            temporaryDirectory: temporary, ["import", disk.path("new.buri"), "Person", "--key", "objectId", small])
         #expect(imported.status == 0, "\(imported)")
         let restored = try buri(temporaryDirectory: temporary, ["restore", emptyDirectory, dump])
         #expect(restored.status == 0, "\(restored)")
@@ -209,7 +238,8 @@ struct FullDiskToolTests {
         let onTheFullDisk = disk.path("tmp")
         try FileManager.default.createDirectory(atPath: onTheFullDisk, withIntermediateDirectories: false)
         // Writes still in the log, which opening would have to flush into a table.
-        let last = try buri("put", db, "Person", "-", stdin: #"{"objectId":"logged","name":"L","locale":"EN","age":5}"# + "\n")
+        let last = try buri(
+            "put", db, "Person", "-", stdin: #"{"objectId":"logged","name":"L","locale":"EN","age":5}"# + "\n")
         #expect(last.status == 0)
         let expected = try buri("export", db).stdout
         #expect(expected != export && expected.contains("logged"))
@@ -222,10 +252,13 @@ struct FullDiskToolTests {
         #expect(fingerprintChanges(before, try fingerprint(db)).isEmpty)
         // With the snapshot's directory on the full disk too, the message names it and TMPDIR.
         let stuck = try buri(temporaryDirectory: onTheFullDisk, ["export", db, "-o", output])
-        expectFailure(stuck, status: 3, mentioning: ["temporary directory '\(onTheFullDisk)'", "disk is full", "TMPDIR", "the database was not changed"])
+        expectFailure(
+            stuck, status: 3,
+            mentioning: [
+                "temporary directory '\(onTheFullDisk)'", "disk is full", "TMPDIR", "the database was not changed",
+            ])
         #expect(fingerprintChanges(before, try fingerprint(db)).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: onTheFullDisk).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
     }
 }
-

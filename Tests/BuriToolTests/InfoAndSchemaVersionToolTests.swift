@@ -9,8 +9,9 @@ import Testing
 struct Versioned: BuriSupport, Equatable {
     var id: String
     var name: String
-    static let buri = BuriSchema<Versioned>(key: \.id, indexes: [.binary("name", \.name, field: "name")],
-                                            bucket: "versioned", schemaVersion: 3, keyField: "id")
+    static let buri = BuriSchema<Versioned>(
+        key: \.id, indexes: [.binary("name", \.name, field: "name")],
+        bucket: "versioned", schemaVersion: 3, keyField: "id")
 }
 
 @Suite("buri info names the engine; restore keeps each bucket's schema version")
@@ -25,7 +26,9 @@ struct InfoAndSchemaVersionToolTests {
         }
         let dump = try buri("export", original)
         expectSuccess(dump)
-        #expect(dump.stdout.contains(#"{"bucket":"versioned","schema":{"keyField":"id","schemaVersion":3,"#), "\(dump.stdout)")
+        #expect(
+            dump.stdout.contains(#"{"bucket":"versioned","schema":{"keyField":"id","schemaVersion":3,"#),
+            "\(dump.stdout)")
         let copy = sandbox.path("copy.buri")
         expectSuccess(try buri("restore", copy, stdin: dump.stdout))
         #expect(try buri("export", copy).stdout == dump.stdout)
@@ -45,8 +48,12 @@ struct InfoAndSchemaVersionToolTests {
 
     @Test func aMalformedSchemaVersionIsRefused() throws {
         let sandbox = try Sandbox()
-        let bad = #"["buri-export",3]"# + "\n" + #"{"bucket":"b","schema":{"keyField":"id","schemaVersion":-1,"indexes":[]}}"# + "\n"
-        expectFailure(try buri("restore", sandbox.path("x.buri"), stdin: bad), status: 7, mentioning: ["schemaVersion", "nothing was restored"])
+        let bad =
+            #"["buri-export",3]"# + "\n" + #"{"bucket":"b","schema":{"keyField":"id","schemaVersion":-1,"indexes":[]}}"#
+            + "\n"
+        expectFailure(
+            try buri("restore", sandbox.path("x.buri"), stdin: bad), status: 7,
+            mentioning: ["schemaVersion", "nothing was restored"])
         #expect(!sandbox.exists("x.buri"))
     }
 

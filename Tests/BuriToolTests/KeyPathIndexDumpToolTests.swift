@@ -33,12 +33,15 @@ struct Book: BuriSupport, Equatable {
 }
 
 let fixtureBooks: [Book] = [
-    Book(id: "b1", title: "Dune", year: 1965, tags: ["sf", "desert"], cover: Data([0xFF, 0x00, 0x80]), rating: 4.5,
-         published: Date(timeIntervalSince1970: 1_700_000_000.25), isbn: "isbn-1"),
-    Book(id: "b2", title: "Émile", year: -1762, tags: [], cover: Data("plain".utf8), rating: nil,
-         published: Date(timeIntervalSince1970: -86_400), isbn: "isbn-2"),
-    Book(id: "b3", title: "Zero", year: 0, tags: ["sf"], cover: Data(), rating: 1e300,
-         published: Date(timeIntervalSince1970: 0), isbn: "isbn-3"),
+    Book(
+        id: "b1", title: "Dune", year: 1965, tags: ["sf", "desert"], cover: Data([0xFF, 0x00, 0x80]), rating: 4.5,
+        published: Date(timeIntervalSince1970: 1_700_000_000.25), isbn: "isbn-1"),
+    Book(
+        id: "b2", title: "Émile", year: -1762, tags: [], cover: Data("plain".utf8), rating: nil,
+        published: Date(timeIntervalSince1970: -86_400), isbn: "isbn-2"),
+    Book(
+        id: "b3", title: "Zero", year: 0, tags: ["sf"], cover: Data(), rating: 1e300,
+        published: Date(timeIntervalSince1970: 0), isbn: "isbn-3"),
 ]
 
 /// Every index entry of every bucket of the database at `path`, as "bucket index key values".
@@ -54,7 +57,8 @@ func indexEntries(_ path: String) throws -> [String] {
         let cursor = try raw.cursor(.all)
         while let record = try cursor.nextRecord() {
             for (index, tuples) in record.indexValues.sorted(by: { $0.key < $1.key }) {
-                let values = tuples.map { $0.flatMap(\.encoded).map { String($0, radix: 16) }.joined(separator: ".") }.sorted()
+                let values = tuples.map { $0.flatMap(\.encoded).map { String($0, radix: 16) }.joined(separator: ".") }
+                    .sorted()
                 result.append("\(name) \(index.name) \(record.key) \(values)")
             }
         }
@@ -85,13 +89,17 @@ struct KeyPathIndexDumpToolTests {
         // Format 4: the records of 'books' carry the values of the indexes tools cannot compute.
         #expect(export.lines.first == #"["buri-export",4]"#, "\(export.stdout)")
         let b1 = export.lines.first { $0.hasPrefix(#"{"bucket":"books","key":"b1""#) } ?? ""
-        #expect(b1.hasSuffix(#","indexValues":{"title":[["Dune"]],"year":[[1965]],"tags":[["desert"],["sf"]],"cover":[[{"$bytes":"/wCA"}]],"rating":[[4.5]],"published":[[1700000000.25]],"title_year":[["Dune",1965]],"initial":[["D"]]}}"#), "\(b1)")
+        #expect(
+            b1.hasSuffix(
+                #","indexValues":{"title":[["Dune"]],"year":[[1965]],"tags":[["desert"],["sf"]],"cover":[[{"$bytes":"/wCA"}]],"rating":[[4.5]],"published":[[1700000000.25]],"title_year":[["Dune",1965]],"initial":[["D"]]}}"#
+            ), "\(b1)")
         // Person's indexes are all computable: its records carry nothing more.
         #expect(!export.lines.contains { $0.hasPrefix(#"{"bucket":"Person","key""#) && $0.contains("indexValues") })
 
         let copy = sandbox.path("copy.buri")
         let restored = try buri(["restore", copy], stdin: export.stdout)
-        #expect(restored.status == 0 && restored.stdout == "restored 2 buckets and 6 objects into \(copy)\n", "\(restored)")
+        #expect(
+            restored.status == 0 && restored.stdout == "restored 2 buckets and 6 objects into \(copy)\n", "\(restored)")
         // The same entries, the same bytes again, and a clean check.
         #expect(try indexEntries(copy) == indexEntries(db))
         #expect(try buri("export", copy).stdout == export.stdout)
@@ -107,8 +115,10 @@ struct KeyPathIndexDumpToolTests {
         #expect(try books.keys(.index("initial", equals: "Z")) == ["b3"])
         #expect(try books.keys(.index("tags", equals: "sf")) == ["b1", "b3"])
         // A new object stored through the type after the restore is indexed alongside.
-        try books.store(Book(id: "b4", title: "Dune Messiah", year: 1969, tags: ["sf"], cover: Data(), rating: 4,
-                             published: Date(timeIntervalSince1970: 1), isbn: "isbn-4"))
+        try books.store(
+            Book(
+                id: "b4", title: "Dune Messiah", year: 1969, tags: ["sf"], cover: Data(), rating: 4,
+                published: Date(timeIntervalSince1970: 1), isbn: "isbn-4"))
         #expect(try books.keys(.index("tags", equals: "sf")) == ["b1", "b3", "b4"])
     }
 
@@ -118,12 +128,15 @@ struct KeyPathIndexDumpToolTests {
         let export = try buri("export", db, "books")
         let copy = sandbox.path("one.buri")
         let imported = try buri(["import", copy, "books"], stdin: export.stdout)
-        #expect(imported.status == 0 && imported.stdout == "imported 3 objects into bucket 'books' of \(copy)\n", "\(imported)")
+        #expect(
+            imported.status == 0 && imported.stdout == "imported 3 objects into bucket 'books' of \(copy)\n",
+            "\(imported)")
         #expect(try indexEntries(copy) == indexEntries(db).filter { $0.hasPrefix("books ") })
         #expect(try buri("export", copy).stdout == export.stdout)
         // An existing bucket with such indexes still cannot take plain objects, and says why.
-        expectFailure(try buri(["import", copy, "books"], stdin: #"{"id":"b9","title":"New"}"# + "\n"), status: 7,
-                      mentioning: ["index 'title'", "names no field"])
+        expectFailure(
+            try buri(["import", copy, "books"], stdin: #"{"id":"b9","title":"New"}"# + "\n"), status: 7,
+            mentioning: ["index 'title'", "names no field"])
     }
 
     @Test func anExportWithoutTheCarriedValuesIsRefusedNamingTheIndex() throws {
@@ -138,26 +151,56 @@ struct KeyPathIndexDumpToolTests {
         }
         #expect(!old.contains("indexValues"))
         let run = try buri(["restore", sandbox.path("old.buri")], stdin: old)
-        expectFailure(run, status: 7, mentioning: ["line 2", "index 'title'", "names no field", "format 3", "export the database again"])
+        expectFailure(
+            run, status: 7,
+            mentioning: ["line 2", "index 'title'", "names no field", "format 3", "export the database again"])
         #expect(!sandbox.exists("old.buri"))
 
         // Hand-edited carried values are checked against the schema, naming line and index.
         let lines = export.split(separator: "\n").map(String.init)
         func edited(_ line: Int, _ change: (String) -> String) -> String {
-            lines.enumerated().map { $0.offset == line ? change($0.element) : $0.element }.joined(separator: "\n") + "\n"
+            lines.enumerated().map { $0.offset == line ? change($0.element) : $0.element }.joined(separator: "\n")
+                + "\n"
         }
         let cases: [(String, [String])] = [
-            (edited(2) { $0.replacingOccurrences(of: #""title":[["Dune"]],"#, with: "") }, ["line 3", "lacks index 'title'"]),
-            (edited(2) { $0.replacingOccurrences(of: #""title":[["Dune"]]"#, with: #""title":[[5]]"#) }, ["line 3", "index 'title'", "binary"]),
-            (edited(2) { $0.replacingOccurrences(of: #""year":[[1965]]"#, with: #""year":[["1965"]]"#) }, ["line 3", "index 'year'", "numeric"]),
-            (edited(2) { $0.replacingOccurrences(of: #""title_year":[["Dune",1965]]"#, with: #""title_year":[["Dune"]]"#) }, ["line 3", "index 'title_year'", "2 values"]),
-            (edited(2) { $0.replacingOccurrences(of: #""initial":[["D"]]"#, with: #""initial":[["D"]],"isbn":[["x"]]"#) }, ["line 3", "\"isbn\""]),
-            (edited(2) { $0.replacingOccurrences(of: #""rating":[[4.5]]"#, with: #""rating":4.5"#) }, ["line 3", "index 'rating'"]),
-            (edited(2) { $0.replacingOccurrences(of: #","indexValues":{"#, with: #","indexValues":[{"#).replacingOccurrences(of: "]]}}", with: "]]}]}") }, ["line 3", "\"indexValues\""]),
+            (
+                edited(2) { $0.replacingOccurrences(of: #""title":[["Dune"]],"#, with: "") },
+                ["line 3", "lacks index 'title'"]
+            ),
+            (
+                edited(2) { $0.replacingOccurrences(of: #""title":[["Dune"]]"#, with: #""title":[[5]]"#) },
+                ["line 3", "index 'title'", "binary"]
+            ),
+            (
+                edited(2) { $0.replacingOccurrences(of: #""year":[[1965]]"#, with: #""year":[["1965"]]"#) },
+                ["line 3", "index 'year'", "numeric"]
+            ),
+            (
+                edited(2) {
+                    $0.replacingOccurrences(of: #""title_year":[["Dune",1965]]"#, with: #""title_year":[["Dune"]]"#)
+                }, ["line 3", "index 'title_year'", "2 values"]
+            ),
+            (
+                edited(2) {
+                    $0.replacingOccurrences(of: #""initial":[["D"]]"#, with: #""initial":[["D"]],"isbn":[["x"]]"#)
+                }, ["line 3", "\"isbn\""]
+            ),
+            (
+                edited(2) { $0.replacingOccurrences(of: #""rating":[[4.5]]"#, with: #""rating":4.5"#) },
+                ["line 3", "index 'rating'"]
+            ),
+            (
+                edited(2) {
+                    $0.replacingOccurrences(of: #","indexValues":{"#, with: #","indexValues":[{"#).replacingOccurrences(
+                        of: "]]}}", with: "]]}]}")
+                }, ["line 3", "\"indexValues\""]
+            ),
         ]
         for (dump, mentions) in cases {
             #expect(dump != export)
-            expectFailure(try buri(["restore", sandbox.path("bad.buri")], stdin: dump), status: 7, mentioning: mentions + ["nothing was restored"])
+            expectFailure(
+                try buri(["restore", sandbox.path("bad.buri")], stdin: dump), status: 7,
+                mentioning: mentions + ["nothing was restored"])
             #expect(!sandbox.exists("bad.buri"))
         }
     }

@@ -64,7 +64,9 @@ struct KeyRangeToolTests {
     @Test func conflictingBoundsAreUsageErrors() throws {
         let sandbox = try Sandbox()
         let db = try Self.database(sandbox)
-        expectFailure(try buri("keys", db, "K", "--from", "a", "--above", "a"), status: 2, mentioning: ["--from", "--above"])
-        expectFailure(try buri("keys", db, "K", "--to", "a", "--below", "a"), status: 2, mentioning: ["--to", "--below"])
+        expectFailure(
+            try buri("keys", db, "K", "--from", "a", "--above", "a"), status: 2, mentioning: ["--from", "--above"])
+        expectFailure(
+            try buri("keys", db, "K", "--to", "a", "--below", "a"), status: 2, mentioning: ["--to", "--below"])
     }
 }

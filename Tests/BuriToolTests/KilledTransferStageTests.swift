@@ -26,7 +26,10 @@ struct KilledTransferStageTests {
             }
             let person = Person(objectId: String(format: "s%06d", i), name: name, locale: "EN", age: i % 90)
             let payload = CBORValueFixtures.person(person)
-            chunk.append(RawObject(key: person.objectId, payload: payload, indexValues: ["locale": [["EN"]], "age": [[IndexValue(i % 90)]]]))
+            chunk.append(
+                RawObject(
+                    key: person.objectId, payload: payload,
+                    indexValues: ["locale": [["EN"]], "age": [[IndexValue(i % 90)]]]))
             if chunk.count == 1000 {
                 try load.store(chunk)
                 chunk = []
@@ -43,14 +46,17 @@ struct KilledTransferStageTests {
         let staged = try directorySize(db)
         let pending = try pendingPurges(db)
         #expect(pending.map(\.id) == [stage] && pending.first?.state == .staging, "\(pending)")
-        let keysBefore = try everyKey(db).keys.filter { $0[0] == 2 && $0[1...4].elementsEqual(withUnsafeBytes(of: stage.bigEndian, Array.init)) }
+        let keysBefore = try everyKey(db).keys.filter {
+            $0[0] == 2 && $0[1...4].elementsEqual(withUnsafeBytes(of: stage.bigEndian, Array.init))
+        }
         // The 20 objects copied from the bucket and the 20,000 stored.
         #expect(keysBefore.count == 20_020)
         // Any command that writes: here one `put`.
         expectSuccess(try buri("put", db, "Person", #"{"objectId":"new","name":"N","locale":"NL","age":5}"#))
         #expect(try pendingPurges(db).isEmpty)
         let left = try everyKey(db).keys.filter { key in
-            key.count >= 5 && [2, 3, 4, 5].contains(key[0]) && key[1...4].elementsEqual(withUnsafeBytes(of: stage.bigEndian, Array.init))
+            key.count >= 5 && [2, 3, 4, 5].contains(key[0])
+                && key[1...4].elementsEqual(withUnsafeBytes(of: stage.bigEndian, Array.init))
         }
         #expect(left.isEmpty, "\(left.count) keys of the stage are left")
         // The stage's 20,000 records of 300+ bytes (over 6 MB) no longer take space.
@@ -86,7 +92,8 @@ struct KilledTransferStageTests {
         let store = try Database(path: foreign)
         try store.put(Array("k".utf8), Array("v".utf8))
         store.close()
-        expectFailure(try buri(["import", foreign, "B", "--key", "id"], stdin: input), status: 4, mentioning: ["foreign.buri"])
+        expectFailure(
+            try buri(["import", foreign, "B", "--key", "id"], stdin: input), status: 4, mentioning: ["foreign.buri"])
     }
 
     /// An import into a new path killed while storing leaves a database without buckets and its
@@ -100,7 +107,12 @@ struct KilledTransferStageTests {
             var n = IndexDefinition(id: 0, name: "n", components: [.numeric])
             n.setFieldPaths([["n"]])
             let load = try database.stageImport(creating: "B", keyField: "id", indexes: [n])
-            try load.store((0..<20_000).map { RawObject(key: "s\($0)", payload: CBORValueFixtures.object(id: "s\($0)", n: $0 % 20, mail: "m"), indexValues: ["n": [[IndexValue($0 % 20)]]]) })
+            try load.store(
+                (0..<20_000).map {
+                    RawObject(
+                        key: "s\($0)", payload: CBORValueFixtures.object(id: "s\($0)", n: $0 % 20, mail: "m"),
+                        indexValues: ["n": [[IndexValue($0 % 20)]]])
+                })
         }
         #expect(try pendingPurges(db).count == 1)
         let input = #"{"id":"a","n":1}"# + "\n"

@@ -6,24 +6,25 @@ import Testing
 /// People with a nested address, as plain JSON Lines: the index values of `city=address.city`
 /// come from inside `address`.
 let nestedPeople = """
-{"id":"a","address":{"city":"Utrecht","zip":{"code":3511}},"v1.2":"dotted","tags":{"a.b":"x"}}
-{"id":"b","address":{"city":"Zwolle","zip":{"code":8011}},"v1.2":"other"}
-{"id":"c","address":{"city":"Utrecht"}}
-{"id":"d","address":null}
-{"id":"e"}
-{"id":"f","address":{"city":"\u{00e9}"}}
-{"id":"g","address":{"city":"e\u{0301}"},"\u{00e9}":{"k":"nfc"},"e\u{0301}":{"k":"nfd"}}
+    {"id":"a","address":{"city":"Utrecht","zip":{"code":3511}},"v1.2":"dotted","tags":{"a.b":"x"}}
+    {"id":"b","address":{"city":"Zwolle","zip":{"code":8011}},"v1.2":"other"}
+    {"id":"c","address":{"city":"Utrecht"}}
+    {"id":"d","address":null}
+    {"id":"e"}
+    {"id":"f","address":{"city":"\u{00e9}"}}
+    {"id":"g","address":{"city":"e\u{0301}"},"\u{00e9}":{"k":"nfc"},"e\u{0301}":{"k":"nfd"}}
 
-"""
+    """
 
 @Suite("nested field paths in import and restore declarations")
 struct NestedFieldToolTests {
     @Test func aDottedPathIndexesANestedFieldAndAnEscapedDotATopLevelKey() throws {
         let sandbox = try Sandbox()
         let db = sandbox.path("n.buri")
-        let run = try buri("import", db, "P", "--key", "id", "--binary-index", "city=address.city",
-                           "--numeric-index", "zip=address.zip.code", "--binary-index", #"v=v1\.2"#,
-                           "--binary-index", #"ab=tags.a\.b"#, "--binary-index", "nfc=\u{00e9}.k", stdin: nestedPeople)
+        let run = try buri(
+            "import", db, "P", "--key", "id", "--binary-index", "city=address.city",
+            "--numeric-index", "zip=address.zip.code", "--binary-index", #"v=v1\.2"#,
+            "--binary-index", #"ab=tags.a\.b"#, "--binary-index", "nfc=\u{00e9}.k", stdin: nestedPeople)
         expectSuccess(run)
         #expect(run.stdout == "imported 7 objects into bucket 'P' of \(db)\n")
         // A missing map on the way (c's zip, d's null address, e's missing one) gives no entry.
@@ -56,7 +57,10 @@ struct NestedFieldToolTests {
 
         // Export carries the paths; restore recomputes the same entries; export again is identical.
         let dump = try buri("export", db)
-        #expect(dump.stdout.contains(#""fields":null,"fieldForms":null,"computed":false,"fieldPaths":[["address","city"]]"#), "\(dump.stdout)")
+        #expect(
+            dump.stdout.contains(
+                #""fields":null,"fieldForms":null,"computed":false,"fieldPaths":[["address","city"]]"#),
+            "\(dump.stdout)")
         let copy = sandbox.path("copy.buri")
         expectSuccess(try buri("restore", copy, stdin: dump.stdout))
         #expect(try buri("export", copy).stdout == dump.stdout)
@@ -65,15 +69,17 @@ struct NestedFieldToolTests {
         #expect(try buri("info", copy).stdout.contains("index 'city' (binary; field address.city): 6 entries"))
         // Importing the export into a new bucket takes the paths from its schema line, and naming
         // the index with its path agrees with it.
-        let again = try buri("import", sandbox.path("again.buri"), "P", "--binary-index", "city=address.city", stdin: dump.stdout)
+        let again = try buri(
+            "import", sandbox.path("again.buri"), "P", "--binary-index", "city=address.city", stdin: dump.stdout)
         expectSuccess(again)
         #expect(try buri("query", sandbox.path("again.buri"), "P", "city", "--equals", "Zwolle").lines == ["b", "h"])
         // Extending the bucket: the option must name the same path.
         let more = #"{"id":"i","address":{"city":"Utrecht"}}"# + "\n"
         expectSuccess(try buri("import", db, "P", "--binary-index", "city=address.city", stdin: more))
         #expect(try buri("query", db, "P", "city", "--equals", "Utrecht").lines == ["a", "c", "i"])
-        expectFailure(try buri("import", db, "P", "--binary-index", "city=address", stdin: more), status: 2,
-                      mentioning: ["index 'city'", "field(s) address.city", "not binary over field address"])
+        expectFailure(
+            try buri("import", db, "P", "--binary-index", "city=address", stdin: more), status: 2,
+            mentioning: ["index 'city'", "field(s) address.city", "not binary over field address"])
     }
 
     @Test func aValueOnThePathThatIsNotAnObjectIsRefusedNamingLineAndPath() throws {
@@ -81,15 +87,22 @@ struct NestedFieldToolTests {
         let db = sandbox.path("bad.buri")
         let input = #"{"id":"a","address":{"city":"Utrecht"}}"# + "\n" + #"{"id":"b","address":"Main St 1"}"# + "\n"
         let run = try buri("import", db, "P", "--key", "id", "--binary-index", "city=address.city", stdin: input)
-        expectFailure(run, status: 7, mentioning: ["line 2", "index 'city'", "'address.city'", "'address'", "the string \"Main St 1\"", "nothing was imported"])
+        expectFailure(
+            run, status: 7,
+            mentioning: [
+                "line 2", "index 'city'", "'address.city'", "'address'", "the string \"Main St 1\"",
+                "nothing was imported",
+            ])
         #expect(!sandbox.exists("bad.buri"))
         // An array on the way is not walked either.
-        let arrays = try buri("import", db, "P", "--key", "id", "--binary-index", "city=address.city",
-                              stdin: #"{"id":"a","address":[{"city":"Utrecht"}]}"# + "\n")
+        let arrays = try buri(
+            "import", db, "P", "--key", "id", "--binary-index", "city=address.city",
+            stdin: #"{"id":"a","address":[{"city":"Utrecht"}]}"# + "\n")
         expectFailure(arrays, status: 7, mentioning: ["line 1", "'address'", "an array"])
         // The leaf may be an array: one entry per element, a multi-valued index.
-        let multi = try buri("import", db, "P", "--key", "id", "--binary-index", "tag=meta.tags",
-                             stdin: #"{"id":"a","meta":{"tags":["x","y"]}}"# + "\n" + #"{"id":"b","meta":{"tags":["y"]}}"# + "\n")
+        let multi = try buri(
+            "import", db, "P", "--key", "id", "--binary-index", "tag=meta.tags",
+            stdin: #"{"id":"a","meta":{"tags":["x","y"]}}"# + "\n" + #"{"id":"b","meta":{"tags":["y"]}}"# + "\n")
         expectSuccess(multi)
         #expect(try buri("query", db, "P", "tag", "--equals", "y").lines == ["a", "b"])
         #expect(try buri("info", db).stdout.contains("index 'tag' (binary; multi-valued; field meta.tags): 3 entries"))
@@ -108,7 +121,10 @@ struct NestedFieldToolTests {
         // A path no object has: imported, with the warning naming the path.
         let run = try buri("import", db, "P", "--key", "id", "--binary-index", "city=address.town", stdin: nestedPeople)
         #expect(run.status == 0, "\(run)")
-        #expect(run.stderr == "buri: warning: index 'city' has no entries: none of the 7 objects has a value in field 'address.town' (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n")
+        #expect(
+            run.stderr
+                == "buri: warning: index 'city' has no entries: none of the 7 objects has a value in field 'address.town' (a name is a top-level field, a dotted path such as address.city a nested one; check the name)\n"
+        )
     }
 
     @Test func pathsAsTextRoundTrip() throws {

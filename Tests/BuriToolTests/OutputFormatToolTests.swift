@@ -18,7 +18,9 @@ struct Contact: BuriSupport, Equatable {
     )
 }
 
-@Suite("buri output for scripts: --version, --json, -0, --count, exclusive bounds, --offset, importable --objects, commas in --equals")
+@Suite(
+    "buri output for scripts: --version, --json, -0, --count, exclusive bounds, --offset, importable --objects, commas in --equals"
+)
 struct OutputFormatToolTests {
     /// Keys of fixture people whose age satisfies `match`, in index order (age, then key).
     static func byAge(_ match: (Int) -> Bool) -> [String] {
@@ -28,7 +30,10 @@ struct OutputFormatToolTests {
     @Test func versionNamesTheFormatsAndLevelDB() throws {
         let run = try buri("--version")
         expectSuccess(run)
-        #expect(run.stdout == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 4, LevelDB \(Database.libraryVersion)\n")
+        #expect(
+            run.stdout
+                == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 4, LevelDB \(Database.libraryVersion)\n"
+        )
     }
 
     @Test func keysAsJSONOrNULSeparatedKeepAwkwardKeysWhole() throws {
@@ -53,13 +58,19 @@ struct OutputFormatToolTests {
         let nfd: [UInt8] = [0x65, 0xCC, 0x81]
         let split: [[UInt8]] = nul.stdout.utf8.split(separator: 0).map { Array($0) }
         #expect(split.contains(nfc) && split.contains(nfd))
-        #expect(try buri("keys", path, "Person", "--prefix", "p0", "--limit", "3", "--json").stdout == #"["p00","p01","p02"]"# + "\n")
+        #expect(
+            try buri("keys", path, "Person", "--prefix", "p0", "--limit", "3", "--json").stdout
+                == #"["p00","p01","p02"]"# + "\n")
         let emptyPrefix = try buri("keys", path, "Person", "--prefix", "zzz", "--json")
         #expect(emptyPrefix.stdout == "[]\n")
         expectFailure(try buri("keys", path, "Person", "--json", "-0"), status: 2, mentioning: ["give one"])
         // query lists keys the same ways.
-        #expect(try buri("query", path, "Person", "locale", "--equals", "XX", "-0").stdout == bytewise(awkward).map { $0 + "\u{0}" }.joined())
-        #expect(try CBORValue(json: try buri("query", path, "Person", "locale", "--equals", "XX", "--json").stdout) == .array(bytewise(awkward).map { .text($0) }))
+        #expect(
+            try buri("query", path, "Person", "locale", "--equals", "XX", "-0").stdout
+                == bytewise(awkward).map { $0 + "\u{0}" }.joined())
+        #expect(
+            try CBORValue(json: try buri("query", path, "Person", "locale", "--equals", "XX", "--json").stdout)
+                == .array(bytewise(awkward).map { .text($0) }))
     }
 
     @Test func exclusiveBoundsOffsetAndCount() throws {
@@ -77,25 +88,44 @@ struct OutputFormatToolTests {
         #expect(try keys("--below", "20.5") == Self.byAge { $0 <= 20 })
         #expect(try keys("--above", "22", "--below", "23") == [])
         #expect(try keys("--above", "22", "--below", "25", "--reverse") == Self.byAge { $0 > 22 && $0 < 25 }.reversed())
-        #expect(try keys("--from", "20", "--offset", "5", "--limit", "3") == Array(Self.byAge { $0 >= 20 }.dropFirst(5).prefix(3)))
+        #expect(
+            try keys("--from", "20", "--offset", "5", "--limit", "3")
+                == Array(Self.byAge { $0 >= 20 }.dropFirst(5).prefix(3)))
         #expect(try keys("--from", "20", "--offset", "1000") == [])
         #expect(try keys("--from", "20", "--offset", "0") == Self.byAge { $0 >= 20 })
         // Binary exclusive bounds on text.
         let locales = try buri("query", db, "Person", "locale", "--above", "DE", "--below", "NL")
-        #expect(locales.lines == fixturePeople.filter { $0.locale == "EN" || $0.locale == "FR" }
-            .sorted { ($0.locale, $0.objectId) < ($1.locale, $1.objectId) }.map(\.objectId))
+        #expect(
+            locales.lines
+                == fixturePeople.filter { $0.locale == "EN" || $0.locale == "FR" }
+                .sorted { ($0.locale, $0.objectId) < ($1.locale, $1.objectId) }.map(\.objectId))
 
-        #expect(try buri("query", db, "Person", "age", "--above", "22", "--below", "25", "--count").stdout == "\(Self.byAge { $0 > 22 && $0 < 25 }.count)\n")
+        #expect(
+            try buri("query", db, "Person", "age", "--above", "22", "--below", "25", "--count").stdout
+                == "\(Self.byAge { $0 > 22 && $0 < 25 }.count)\n")
         #expect(try buri("query", db, "Person", "age", "--from", "20", "--offset", "35", "--count").stdout == "5\n")
         #expect(try buri("query", db, "Person", "age", "--from", "99", "--count").stdout == "0\n")
-        #expect(try buri("query", db, "Person", "locale", "--equals", "EN", "--count", "--json").stdout == #"{"count":10}"# + "\n")
+        #expect(
+            try buri("query", db, "Person", "locale", "--equals", "EN", "--count", "--json").stdout == #"{"count":10}"#
+                + "\n")
 
-        expectFailure(try buri("query", db, "Person", "age", "--from", "1", "--above", "2"), status: 2, mentioning: ["--from and --above"])
-        expectFailure(try buri("query", db, "Person", "age", "--to", "1", "--below", "2"), status: 2, mentioning: ["--to and --below"])
-        expectFailure(try buri("query", db, "Person", "locale", "--prefix", "E", "--below", "F"), status: 2, mentioning: ["--prefix cannot be combined"])
-        expectFailure(try buri("query", db, "Person", "age", "--from", "1", "--offset=-1"), status: 2, mentioning: ["--offset must be 0 or more"])
-        expectFailure(try buri("query", db, "Person", "age", "--from", "1", "--count", "--objects"), status: 2, mentioning: ["--count prints only a number"])
-        expectFailure(try buri("query", db, "Person", "age", "--above", "NaN"), status: 2, mentioning: ["--above 'NaN'"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "1", "--above", "2"), status: 2,
+            mentioning: ["--from and --above"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--to", "1", "--below", "2"), status: 2,
+            mentioning: ["--to and --below"])
+        expectFailure(
+            try buri("query", db, "Person", "locale", "--prefix", "E", "--below", "F"), status: 2,
+            mentioning: ["--prefix cannot be combined"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "1", "--offset=-1"), status: 2,
+            mentioning: ["--offset must be 0 or more"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--from", "1", "--count", "--objects"), status: 2,
+            mentioning: ["--count prints only a number"])
+        expectFailure(
+            try buri("query", db, "Person", "age", "--above", "NaN"), status: 2, mentioning: ["--above 'NaN'"])
     }
 
     @Test func pagesAsJSONCarryTheirToken() throws {
@@ -127,19 +157,27 @@ struct OutputFormatToolTests {
         // The same records export prints for those keys, after the same header.
         let export = try buri("export", db, "Person")
         let nl = Set(fixturePeople.filter { $0.locale == "NL" }.map(\.objectId))
-        let exported = export.lines.filter { line in nl.contains { line.hasPrefix(#"{"bucket":"Person","key":"\#($0)","#) } }
+        let exported = export.lines.filter { line in
+            nl.contains { line.hasPrefix(#"{"bucket":"Person","key":"\#($0)","#) }
+        }
         #expect(exported.count == nl.count)
         #expect(query.lines == [export.lines[0]] + exported)
 
         let copy = sandbox.path("copy.buri")
-        let imported = try buri("import", copy, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", stdin: query.stdout)
+        let imported = try buri(
+            "import", copy, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age",
+            stdin: query.stdout)
         expectSuccess(imported)
         let again = try buri("export", copy)
         // The same bytes, but for the schema line export adds (query prints records only).
-        #expect(again.lines.filter { !$0.hasPrefix(#"{"bucket":"Person","schema":"#) } == query.lines, "query → import → export gives the same records")
+        #expect(
+            again.lines.filter { !$0.hasPrefix(#"{"bucket":"Person","schema":"#) } == query.lines,
+            "query → import → export gives the same records")
         let reopened = try BuriDatabase(path: copy)
         defer { reopened.close() }
-        #expect(try reopened.bucket(Person.self).objects(.index("locale", equals: "NL")).map(\.objectId) == bytewise(Array(nl)))
+        #expect(
+            try reopened.bucket(Person.self).objects(.index("locale", equals: "NL")).map(\.objectId)
+                == bytewise(Array(nl)))
     }
 
     @Test func compoundEqualsTakesCommasEscapedOrAsRepeatedValues() throws {
@@ -168,8 +206,9 @@ struct OutputFormatToolTests {
         #expect(try keys("--equals", "Smith, John", "--equals", "40") == ["c1"])
         #expect(try keys("--equals", #"Smith\, John"#, "--from", "41") == ["c3"])
         // One --equals is split even before a range; the message says how to keep the comma.
-        expectFailure(try buri("query", path, "contacts", "name_age", "--equals", "Smith, John", "--from", "41"), status: 2,
-                      mentioning: ["--equals gives 2 value(s)", "at most 1 leading value"])
+        expectFailure(
+            try buri("query", path, "contacts", "name_age", "--equals", "Smith, John", "--from", "41"), status: 2,
+            mentioning: ["--equals gives 2 value(s)", "at most 1 leading value"])
         #expect(try keys("--equals", "Smith,40") == ["c2"])
         #expect(try keys("--equals", #"back\\slash,40"#) == ["c4"])
         #expect(try keys("--equals", #"\,,1"#) == ["c7"])
@@ -178,10 +217,14 @@ struct OutputFormatToolTests {
         #expect(try keys("--equals", "é,40") == ["c5"])
         #expect(try keys("--equals", "e\u{301},40") == ["c6"])
         // The old split would have read " John" as the age.
-        expectFailure(try buri("query", path, "contacts", "name_age", "--equals", "Smith, John,40"), status: 2,
-                      mentioning: ["has 2 components but --equals gives 3 value(s)", #"'\,'"#])
-        expectFailure(try buri("query", path, "contacts", "name_age", "--equals", #"a\b"#), status: 2, mentioning: [#"must be followed by ',' or '\'"#])
-        expectFailure(try buri("query", path, "contacts", "name_age", "--equals", #"a\"#), status: 2, mentioning: ["lone"])
+        expectFailure(
+            try buri("query", path, "contacts", "name_age", "--equals", "Smith, John,40"), status: 2,
+            mentioning: ["has 2 components but --equals gives 3 value(s)", #"'\,'"#])
+        expectFailure(
+            try buri("query", path, "contacts", "name_age", "--equals", #"a\b"#), status: 2,
+            mentioning: [#"must be followed by ',' or '\'"#])
+        expectFailure(
+            try buri("query", path, "contacts", "name_age", "--equals", #"a\"#), status: 2, mentioning: ["lone"])
     }
 
     @Test func getCheckAndStatsSpeakJSON() throws {
@@ -195,7 +238,9 @@ struct OutputFormatToolTests {
         let check = try buri("check", db, "--json")
         expectSuccess(check)
         let report = try CBORValue(json: check.stdout)
-        #expect(report["consistent"] == true && report["buckets"] == 2 && report["objects"] == 44 && report["indexEntries"] == 89)
+        #expect(
+            report["consistent"] == true && report["buckets"] == 2 && report["objects"] == 44
+                && report["indexEntries"] == 89)
         #expect(report["problems"] == .array([]))
         do {
             let storage = try Database(path: db)
@@ -211,12 +256,16 @@ struct OutputFormatToolTests {
         #expect(problems["consistent"] == false)
         guard case .array(let list)? = problems["problems"] else { Issue.record("no problems array"); return }
         #expect(list.count == 1)
-        #expect(list.first?["kind"] == "missingEntry" && list.first?["bucket"] == "Person" && list.first?["repaired"] == false)
+        #expect(
+            list.first?["kind"] == "missingEntry" && list.first?["bucket"] == "Person"
+                && list.first?["repaired"] == false)
 
         let stats = try buri("stats", db, "--json")
         expectSuccess(stats)
         let value = try CBORValue(json: stats.stdout)
-        guard case .array(let levels)? = value["filesAtLevel"] else { Issue.record("no filesAtLevel: \(stats)"); return }
+        guard case .array(let levels)? = value["filesAtLevel"] else {
+            Issue.record("no filesAtLevel: \(stats)"); return
+        }
         #expect(levels.count == 7 && levels.allSatisfy { $0.int64Value != nil })
         #expect((value["sizeOnDisk"]?.int64Value ?? 0) > 0)
         #expect(value["stats"]?.stringValue?.contains("Compactions") == true)

@@ -50,8 +50,10 @@ private func files(_ path: String) throws -> [String: Data] {
 struct PendingPurgeToolTests {
     /// The commands that only read, as run on the fixture.
     static func readingCommands(_ db: String) -> [[String]] {
-        [["check", db], ["info", db], ["keys", db, "Person"], ["get", db, "Person", "p01"],
-         ["query", db, "Person", "age", "--from", "0"], ["export", db, "Person"], ["stats", db]]
+        [
+            ["check", db], ["info", db], ["keys", db, "Person"], ["get", db, "Person", "p01"],
+            ["query", db, "Person", "age", "--from", "0"], ["export", db, "Person"], ["stats", db],
+        ]
     }
 
     @Test func readingCommandsDoNotPurgeAndCheckReportsThePurgeAsANote() throws {
@@ -66,7 +68,10 @@ struct PendingPurgeToolTests {
             #expect(try pendingState(db) == before, "buri \(command.joined(separator: " ")) purged")
         }
         let check = try buri("check", db)
-        #expect(check.stdout.contains("note: bucket 'Person' has a retired generation (id \(retired)) being purged in the background"), "\(check.stdout)")
+        #expect(
+            check.stdout.contains(
+                "note: bucket 'Person' has a retired generation (id \(retired)) being purged in the background"),
+            "\(check.stdout)")
         #expect(try buri("get", db, "Person", "p01").stdout.contains("Zoë"))
         #expect(!(try buri("keys", db, "Person").stdout.contains("p02")))
     }
@@ -99,14 +104,22 @@ struct PendingPurgeToolTests {
         if !enforced { try FileManager.default.removeItem(atPath: probe) }
         let setpriv = "/usr/bin/setpriv"
         if !enforced {
-            try #require(FileManager.default.isExecutableFile(atPath: setpriv), "setpriv (util-linux) is needed to run the tool as an unprivileged user")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: setpriv),
+                "setpriv (util-linux) is needed to run the tool as an unprivileged user")
         }
         for command in Self.readingCommands(db) {
-            let run = enforced ? try buri(command)
-                : try buri(["--reuid=65534", "--regid=65534", "--clear-groups", try BuriBinary.located().path] + command, executable: setpriv)
+            let run =
+                enforced
+                ? try buri(command)
+                : try buri(
+                    ["--reuid=65534", "--regid=65534", "--clear-groups", try BuriBinary.located().path] + command,
+                    executable: setpriv)
             #expect(run.status == 0, "buri \(command.joined(separator: " ")): \(run.stderr)")
             if command[0] == "check" {
-                #expect(run.stdout.contains("note: bucket 'Person' has a retired generation (id \(retired))"), "\(run.stdout)")
+                #expect(
+                    run.stdout.contains("note: bucket 'Person' has a retired generation (id \(retired))"),
+                    "\(run.stdout)")
             }
         }
         #expect(try files(db) == before)

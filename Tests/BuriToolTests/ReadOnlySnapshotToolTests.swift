@@ -2,7 +2,7 @@ import Buri
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every file under `path` (recursively) and the directory itself: name, type, size,
@@ -17,7 +17,8 @@ func fingerprint(_ path: String) throws -> [String: String] {
         guard lstat(full, &info) == 0 else { continue }
         let isFile = (info.st_mode & S_IFMT) == S_IFREG
         let bytes = isFile ? (FileManager.default.contents(atPath: full) ?? Data()) : Data()
-        result[name] = "mode \(info.st_mode) size \(info.st_size) mtime \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) bytes \(bytes.base64EncodedString())"
+        result[name] =
+            "mode \(info.st_mode) size \(info.st_size) mtime \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) bytes \(bytes.base64EncodedString())"
     }
     return result
 }
@@ -37,7 +38,9 @@ func fingerprintChanges(_ before: [String: String], _ after: [String: String]) -
 /// Runs buri with `TMPDIR` set (the directory private snapshots are made in).
 @discardableResult
 func buri(temporaryDirectory: String, _ arguments: [String], stdin: String? = nil) throws -> ToolRun {
-    try buri(["TMPDIR=\(temporaryDirectory)", try BuriBinary.located().path] + arguments, stdin: stdin, executable: "/usr/bin/env")
+    try buri(
+        ["TMPDIR=\(temporaryDirectory)", try BuriBinary.located().path] + arguments, stdin: stdin,
+        executable: "/usr/bin/env")
 }
 
 /// Another process holding the LevelDB lock of a database, as an application that has it open does.
@@ -48,13 +51,16 @@ final class LockHolder {
     init(_ path: String) throws {
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
+        process.arguments = [
+            "python3", "-c",
+            """
             import fcntl, sys
             f = open(sys.argv[1] + "/LOCK", "r+")
             fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             print("locked", flush=True)
             sys.stdin.read()
-            """, path]
+            """, path,
+        ]
         process.standardOutput = output
         process.standardInput = input
         try process.run()
@@ -73,7 +79,9 @@ final class LockHolder {
     }
 }
 
-@Suite("Reading commands read a private snapshot: they never create or change a file of the database, and read one another process holds")
+@Suite(
+    "Reading commands read a private snapshot: they never create or change a file of the database, and read one another process holds"
+)
 struct ReadOnlySnapshotToolTests {
     /// A database of many table files at several levels (a small write buffer), two buckets, and
     /// writes still in its log: everything a LevelDB open would rewrite, flush or compact.
@@ -84,7 +92,9 @@ struct ReadOnlySnapshotToolTests {
         levelDB.writeBufferSize = 16 << 10
         let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
         let people = (0..<3000).map { i in
-            Person(objectId: String(format: "q%05d", i), name: String(repeating: "n", count: 40 + i % 60), locale: ["DE", "EN"][i % 2], age: i % 70)
+            Person(
+                objectId: String(format: "q%05d", i), name: String(repeating: "n", count: 40 + i % 60),
+                locale: ["DE", "EN"][i % 2], age: i % 70)
         }
         for start in stride(from: 0, to: people.count, by: 100) {
             try db.bucket(Person.self).store(Array(people[start..<(start + 100)]))
@@ -96,7 +106,11 @@ struct ReadOnlySnapshotToolTests {
         last.close()
         // Its last write is in the log, which opening replays into a new table.
         let logs = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".log") }
-        try #require(try logs.contains { try (FileManager.default.attributesOfItem(atPath: path + "/" + $0)[.size] as? NSNumber)?.intValue ?? 0 > 0 }, "\(logs)")
+        try #require(
+            try logs.contains {
+                try (FileManager.default.attributesOfItem(atPath: path + "/" + $0)[.size] as? NSNumber)?.intValue ?? 0
+                    > 0
+            }, "\(logs)")
         return path
     }
 
@@ -104,11 +118,15 @@ struct ReadOnlySnapshotToolTests {
     static func readingCommands(_ db: String, output: String) -> [(arguments: [String], status: Int32)] {
         [
             (["info", db], 0), (["info", db, "--json"], 0), (["buckets", db], 0),
-            (["keys", db, "Person"], 0), (["keys", db, "Person", "--json"], 0), (["keys", db, "Person", "-0", "--reverse", "--limit", "5"], 0),
+            (["keys", db, "Person"], 0), (["keys", db, "Person", "--json"], 0),
+            (["keys", db, "Person", "-0", "--reverse", "--limit", "5"], 0),
             (["keys", db, "Nope"], 6),
-            (["get", db, "Person", "p01"], 0), (["get", db, "Person", "zz-in-the-log", "--json"], 0), (["get", db, "Person", "missing"], 6),
-            (["query", db, "Person", "age", "--from", "20", "--to", "25"], 0), (["query", db, "Person", "age", "--equals", "21", "--count"], 0),
-            (["query", db, "notes", "tags", "--equals", "red", "--json"], 0), (["query", db, "Person", "nope", "--equals", "1"], 6),
+            (["get", db, "Person", "p01"], 0), (["get", db, "Person", "zz-in-the-log", "--json"], 0),
+            (["get", db, "Person", "missing"], 6),
+            (["query", db, "Person", "age", "--from", "20", "--to", "25"], 0),
+            (["query", db, "Person", "age", "--equals", "21", "--count"], 0),
+            (["query", db, "notes", "tags", "--equals", "red", "--json"], 0),
+            (["query", db, "Person", "nope", "--equals", "1"], 6),
             (["export", db], 0), (["export", db, "Person"], 0), (["export", db, "notes", "-o", output], 0),
             (["check", db], 0), (["check", db, "--json"], 0),
             (["stats", db], 0), (["stats", db, "--json"], 0),
@@ -134,7 +152,8 @@ struct ReadOnlySnapshotToolTests {
         // What they read is the database, the writes still in its log included.
         #expect(outputs["keys \(db) Person"]?.split(separator: "\n").count == 40 + 3000 + 1)
         #expect(outputs["get \(db) Person zz-in-the-log --json"]?.contains("\"Log\"") == true)
-        #expect(outputs["check \(db)"]?.hasPrefix("ok: 2 buckets, 3045 objects") == true, "\(outputs["check \(db)"] ?? "")")
+        #expect(
+            outputs["check \(db)"]?.hasPrefix("ok: 2 buckets, 3045 objects") == true, "\(outputs["check \(db)"] ?? "")")
         // The database opens as before, and a writing command still changes it.
         let changed = try buri("delete", db, "Person", "p01")
         #expect(changed.status == 0, "\(changed)")
@@ -164,7 +183,8 @@ struct ReadOnlySnapshotToolTests {
         #expect(fingerprintChanges(before, try fingerprint(db)).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
         // A command that writes still needs the database itself, and names the holder.
-        expectFailure(try buri("delete", db, "Person", "p01"), status: 5, mentioning: ["in use by process \(holder.pid)"])
+        expectFailure(
+            try buri("delete", db, "Person", "p01"), status: 5, mentioning: ["in use by process \(holder.pid)"])
     }
 
     @Test func aDatabaseAnAppIsWritingIsReadAsItsLastCommittedState() throws {
@@ -179,12 +199,18 @@ struct ReadOnlySnapshotToolTests {
         let total = 1500
         @Sendable func key(_ i: Int) -> String { String(format: "w%05d", i) }
         // Acknowledged writes are in the log as it stands: the next read sees them all.
-        for i in 0..<200 { try bucket.store(Person(objectId: key(i), name: String(repeating: "x", count: 200), locale: "EN", age: i % 50)) }
+        for i in 0..<200 {
+            try bucket.store(
+                Person(objectId: key(i), name: String(repeating: "x", count: 200), locale: "EN", age: i % 50))
+        }
         #expect(try buri("keys", path, "Person").lines == (0..<200).map(key))
         // While the app writes one object per commit, every read is one state it passed through.
         let finished = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            for i in 200..<total { try? bucket.store(Person(objectId: key(i), name: String(repeating: "x", count: 200), locale: "EN", age: i % 50)) }
+            for i in 200..<total {
+                try? bucket.store(
+                    Person(objectId: key(i), name: String(repeating: "x", count: 200), locale: "EN", age: i % 50))
+            }
             finished.signal()
         }
         var reads = 0
@@ -220,15 +246,19 @@ struct ReadOnlySnapshotToolTests {
         let writer = try BuriDatabase(path: logged)
         try writer.bucket(Person.self).store(fixturePeople)
         writer.close()
-        let log = try #require(try FileManager.default.contentsOfDirectory(atPath: logged).first { $0.hasSuffix(".log") })
+        let log = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: logged).first { $0.hasSuffix(".log") })
         var bytes = [UInt8](try #require(FileManager.default.contents(atPath: logged + "/" + log)))
         try #require(bytes.count > 200)
         bytes[bytes.count / 2] ^= 0x55
         try Data(bytes).write(to: URL(fileURLWithPath: logged + "/" + log))
         let damagedLog = try fingerprint(logged)
-        for arguments in [["info", logged], ["check", logged], ["export", logged], ["get", logged, "Person", "p01"]] {
+        for arguments in [
+            ["info", logged], ["check", logged], ["export", logged], ["get", logged, "Person", "p01"],
+        ] {
             let run = try buri(temporaryDirectory: temporary, arguments)
-            expectFailure(run, status: 3, mentioning: ["the database at '\(logged)' is damaged", log, "buri repair \(logged)"])
+            expectFailure(
+                run, status: 3, mentioning: ["the database at '\(logged)' is damaged", log, "buri repair \(logged)"])
             #expect(!run.stderr.contains("buri-snapshot"), "\(run)")
         }
         #expect(fingerprintChanges(damagedLog, try fingerprint(logged)).isEmpty)
@@ -240,7 +270,8 @@ struct ReadOnlySnapshotToolTests {
         let db = try makeFixture(sandbox)
         let missing = sandbox.path("no-such-dir")
         let run = try buri(temporaryDirectory: missing, ["keys", db, "Person"])
-        expectFailure(run, status: 3, mentioning: ["cannot read '\(db)'", "temporary directory '\(missing)'", "TMPDIR"])
+        expectFailure(
+            run, status: 3, mentioning: ["cannot read '\(db)'", "temporary directory '\(missing)'", "TMPDIR"])
     }
 
     @Test func aReaderThatGoesAwayOrASignalStillRemovesTheSnapshot() throws {
@@ -275,7 +306,9 @@ struct ReadOnlySnapshotToolTests {
         #expect(appeared, "the export never made its snapshot")
         blocked.terminate()
         blocked.waitUntilExit()
-        #expect(blocked.terminationReason == .uncaughtSignal && blocked.terminationStatus == SIGTERM, "\(blocked.terminationReason.rawValue) \(blocked.terminationStatus)")
+        #expect(
+            blocked.terminationReason == .uncaughtSignal && blocked.terminationStatus == SIGTERM,
+            "\(blocked.terminationReason.rawValue) \(blocked.terminationStatus)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
         // A snapshot left by a process that was killed outright is removed by the next reader.
         let stale = temporary + "/buri-snapshot-999999999-XXXXXX"

@@ -24,7 +24,11 @@ struct ReadmeExamples {
                 if inBlock {
                     if isShell {
                         let block = current.joined(separator: "\n") + "\n"
-                        if current.contains(where: { $0.hasPrefix("Scripts/") }) { scriptBlocks.append(block) } else { blocks.append(block) }
+                        if current.contains(where: { $0.hasPrefix("Scripts/") }) {
+                            scriptBlocks.append(block)
+                        } else {
+                            blocks.append(block)
+                        }
                     }
                     inBlock = false
                 } else {
@@ -81,7 +85,9 @@ func runShell(_ script: String, in directory: URL) throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     // The failing command is named on stderr.
-    process.arguments = ["-c", "set -eu -o pipefail\ntrap 'echo \"README example failed: $BASH_COMMAND\" >&2' ERR\n" + script]
+    process.arguments = [
+        "-c", "set -eu -o pipefail\ntrap 'echo \"README example failed: $BASH_COMMAND\" >&2' ERR\n" + script,
+    ]
     process.currentDirectoryURL = directory
     var environment = ProcessInfo.processInfo.environment
     environment["PATH"] = bin + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
@@ -101,7 +107,8 @@ func runShell(_ script: String, in directory: URL) throws -> ToolRun {
     process.standardError = errHandle
     try process.run()
     process.waitUntilExit()
-    return ToolRun(status: process.terminationStatus, stdout: try scratch.read("stdout"), stderr: try scratch.read("stderr"))
+    return ToolRun(
+        status: process.terminationStatus, stdout: try scratch.read("stdout"), stderr: try scratch.read("stderr"))
 }
 
 /// The demo's database, made by running the `buri-demo` binary built next to `buri`.
@@ -127,7 +134,9 @@ struct ReadmeExampleTests {
         let examples = try Readme.examples()
         // The table has an example for most commands, and the tool's block several lines.
         #expect(examples.tableExamples.count >= 15, "\(examples.tableExamples)")
-        #expect(examples.tableExamples.contains("buri query demo.buri Person age --below 21 -0 | buri delete demo.buri Person --stdin -0"))
+        #expect(
+            examples.tableExamples.contains(
+                "buri query demo.buri Person age --below 21 -0 | buri delete demo.buri Person --stdin -0"))
         #expect(examples.blocks.contains { $0.contains("buri query demo.buri Person locale_age --equals EN,30") })
         #expect(examples.blocks.contains { $0.contains("name_age") })
         // Blocks that run Scripts/ are not run here; a `buri` line in them may only be an etcd one
@@ -138,7 +147,10 @@ struct ReadmeExampleTests {
             }
         }
         // The extraction itself: cells with escaped bars, and fences.
-        let sample = ReadmeExamples(readme: "| `a \\| b` | x | `buri keys db B -0 \\| xargs -0 echo` |\n```sh\nburi info db\n```\n```swift\nburi\n```\n```sh\nScripts/test\n```\n")
+        let sample = ReadmeExamples(
+            readme:
+                "| `a \\| b` | x | `buri keys db B -0 \\| xargs -0 echo` |\n```sh\nburi info db\n```\n```swift\nburi\n```\n```sh\nScripts/test\n```\n"
+        )
         #expect(sample.tableExamples == ["buri keys db B -0 | xargs -0 echo"])
         #expect(sample.blocks == ["buri info db\n"])
         #expect(sample.scriptBlocks == ["Scripts/test\n"])
@@ -170,17 +182,22 @@ struct ReadmeExampleTests {
                 if !command.contains(" > ") {
                     #expect(!run.stdout.isEmpty, "README example `\(command)` printed nothing")
                 }
-                if command.contains("--count") { #expect(run.stdout != "0\n", "README example `\(command)` counts nothing") }
+                if command.contains("--count") {
+                    #expect(run.stdout != "0\n", "README example `\(command)` counts nothing")
+                }
             }
         }
         // What the examples claim, checked on their results (the demo deleted person-00007, aged 27).
         let count = try runShell("buri query demo.buri Person age --above 20 --below 30 --count", in: copy.url)
         #expect(count.stdout == "4499\n", "\(count)")
         for equals in [["'Smith\\, Anna,25'"], ["'Smith, Anna'", "25"]] {
-            let smith = try runShell("buri query demo.buri Person name_age --equals " + equals.joined(separator: " --equals ") + " --count", in: copy.url)
+            let smith = try runShell(
+                "buri query demo.buri Person name_age --equals " + equals.joined(separator: " --equals ") + " --count",
+                in: copy.url)
             #expect(smith.stdout == "250\n", "\(smith)")
         }
-        let imported = try runShell("buri keys people.buri Person && buri query new.buri Person age --from 20 --to 20 --count", in: copy.url)
+        let imported = try runShell(
+            "buri keys people.buri Person && buri query new.buri Person age --from 20 --to 20 --count", in: copy.url)
         #expect(imported.stdout == "p1\np2\n500\n", "\(imported)")
     }
 }

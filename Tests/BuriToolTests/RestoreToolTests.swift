@@ -61,7 +61,9 @@ struct RestoreToolTests {
         let db = try BuriDatabase(path: path)
         defer { db.close() }
         try db.bucket(Everything.self).store(Self.things)
-        _ = try db.createBucket(named: "empty", keyField: "id", indexes: [IndexDefinition(id: 0, name: "n", components: [.numeric], fields: ["n"])])
+        _ = try db.createBucket(
+            named: "empty", keyField: "id",
+            indexes: [IndexDefinition(id: 0, name: "n", components: [.numeric], fields: ["n"])])
         return path
     }
 
@@ -79,12 +81,17 @@ struct RestoreToolTests {
         result["tags-red"] = try bucket.keys(.index("tags", equals: "red"))
         result["tags-nfd"] = try bucket.keys(.index("tags", equals: "e\u{301}"))
         result["city_age"] = try bucket.keys(.index("city_age", equals: "Smith, John"))
-        result["city_age-range"] = try bucket.keys(.index("city_age", equals: ["Zürich"], in: try IndexValue(10)...(try IndexValue(40))))
+        result["city_age-range"] = try bucket.keys(
+            .index("city_age", equals: ["Zürich"], in: try IndexValue(10)...(try IndexValue(40))))
         result["due"] = try bucket.keys(.index("due", in: try IndexValue(-1e6)...(try IndexValue(0.0))).descending())
         result["note"] = try bucket.keys(.index("note", equals: "note 1"))
-        result["big"] = try bucket.keys(.index("big", in: try IndexValue(UInt64.max - 30)...(try IndexValue(UInt64.max))))
-        result["small"] = try bucket.keys(.index("small", in: try IndexValue(Int64.min)...(try IndexValue(Int64.min + 100))))
-        result["objects"] = try bucket.objects(.all).map { "\($0.id)|\($0.nested)|\($0.blob.count)|\($0.score)|\($0.due.timeIntervalSince1970)" }
+        result["big"] = try bucket.keys(
+            .index("big", in: try IndexValue(UInt64.max - 30)...(try IndexValue(UInt64.max))))
+        result["small"] = try bucket.keys(
+            .index("small", in: try IndexValue(Int64.min)...(try IndexValue(Int64.min + 100))))
+        result["objects"] = try bucket.objects(.all).map {
+            "\($0.id)|\($0.nested)|\($0.blob.count)|\($0.score)|\($0.due.timeIntervalSince1970)"
+        }
         return result
     }
 
@@ -95,26 +102,42 @@ struct RestoreToolTests {
         expectSuccess(first)
         let dump = try sandbox.read("dump.jsonl")
         #expect(dump.hasPrefix(#"["buri-export",3]"# + "\n"))
-        #expect(dump.contains(#"{"bucket":"everything","schema":{"keyField":"id","schemaVersion":0,"indexes":[{"name":"email","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["email"],"fieldForms":null,"computed":false}"#))
-        #expect(dump.contains(#"{"name":"city_age","kinds":["binary","numeric"],"unique":true,"multiValued":false,"version":0,"fields":["city","age"]"#))
-        #expect(dump.contains(#"{"name":"due","kinds":["numeric"],"unique":false,"multiValued":false,"version":0,"fields":["due"],"fieldForms":["date"]"#))
+        #expect(
+            dump.contains(
+                #"{"bucket":"everything","schema":{"keyField":"id","schemaVersion":0,"indexes":[{"name":"email","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["email"],"fieldForms":null,"computed":false}"#
+            ))
+        #expect(
+            dump.contains(
+                #"{"name":"city_age","kinds":["binary","numeric"],"unique":true,"multiValued":false,"version":0,"fields":["city","age"]"#
+            ))
+        #expect(
+            dump.contains(
+                #"{"name":"due","kinds":["numeric"],"unique":false,"multiValued":false,"version":0,"fields":["due"],"fieldForms":["date"]"#
+            ))
         #expect(dump.contains(#"{"bucket":"empty","schema":{"keyField":"id","schemaVersion":0,"indexes":[{"name":"n""#))
 
         let copy = sandbox.path("copy.buri")
         let restored = try buri("restore", copy, sandbox.path("dump.jsonl"))
         expectSuccess(restored)
-        #expect(restored.stdout == "restored 4 buckets and \(fixturePeople.count + fixtureNotes.count + Self.things.count) objects into \(copy)\n")
+        #expect(
+            restored.stdout
+                == "restored 4 buckets and \(fixturePeople.count + fixtureNotes.count + Self.things.count) objects into \(copy)\n"
+        )
         let again = try buri("export", copy)
         expectSuccess(again)
         #expect(again.stdout == dump, "export → restore → export must give the same bytes")
 
         // The catalogs agree (info --json without the path and size).
-        func catalog(_ path: String) throws -> CBORValue? { try CBORValue(json: try buri("info", path, "--json").stdout)["buckets"] }
+        func catalog(_ path: String) throws -> CBORValue? {
+            try CBORValue(json: try buri("info", path, "--json").stdout)["buckets"]
+        }
         #expect(try catalog(copy) == catalog(original))
         expectSuccess(try buri("check", copy))
         // The Swift type asks the restored database every question and gets the same answers.
         let expected = try answers(original)
-        #expect(expected["tags-red"]?.isEmpty == false && expected["city_age"]?.isEmpty == false && expected["score-inf"]?.isEmpty == false)
+        #expect(
+            expected["tags-red"]?.isEmpty == false && expected["city_age"]?.isEmpty == false
+                && expected["score-inf"]?.isEmpty == false)
         #expect(try answers(copy) == expected)
         // Unique indexes are unique again: a second object with a taken email is refused.
         let db = try BuriDatabase(path: copy)
@@ -134,9 +157,14 @@ struct RestoreToolTests {
         expectSuccess(try buri("import", copy, "everything", stdin: export.stdout))
         #expect(try buri("export", copy).stdout == export.stdout)
         // Index options must agree with the schema the export carries.
-        expectFailure(try buri("import", sandbox.path("two.buri"), "everything", "--numeric-index", "email", stdin: export.stdout), status: 7,
-                      mentioning: ["no numeric index 'email'", "leave out the index options"])
-        expectSuccess(try buri("import", sandbox.path("three.buri"), "everything", "--binary-index", "email", stdin: export.stdout))
+        expectFailure(
+            try buri(
+                "import", sandbox.path("two.buri"), "everything", "--numeric-index", "email", stdin: export.stdout),
+            status: 7,
+            mentioning: ["no numeric index 'email'", "leave out the index options"])
+        expectSuccess(
+            try buri(
+                "import", sandbox.path("three.buri"), "everything", "--binary-index", "email", stdin: export.stdout))
         #expect(!sandbox.exists("two.buri"))
     }
 
@@ -145,17 +173,26 @@ struct RestoreToolTests {
         let original = try makeFixture(sandbox)
         let dump = try buri("export", original).stdout
         // An existing database, a format-2 export, records without a schema line, a bad schema.
-        expectFailure(try buri("restore", original, stdin: dump), status: 2, mentioning: ["already a database", "buri import"])
-        let old = dump.replacingOccurrences(of: #"["buri-export",3]"#, with: #"["buri-export",2]"#)
+        expectFailure(
+            try buri("restore", original, stdin: dump), status: 2, mentioning: ["already a database", "buri import"])
+        let old =
+            dump.replacingOccurrences(of: #"["buri-export",3]"#, with: #"["buri-export",2]"#)
             .split(separator: "\n").filter { !$0.contains(#""schema":"#) }.joined(separator: "\n") + "\n"
-        expectFailure(try buri("restore", sandbox.path("a.buri"), stdin: old), status: 7, mentioning: ["format 2", "buri import"])
+        expectFailure(
+            try buri("restore", sandbox.path("a.buri"), stdin: old), status: 7, mentioning: ["format 2", "buri import"])
         // A format-2 export still imports, one bucket at a time.
         let v2 = try buri("import", sandbox.path("v2.buri"), "notes", "--binary-index", "tags", stdin: old)
         #expect(v2.status == 0 && v2.stdout.hasPrefix("imported 4 objects"), "\(v2)")
-        let orphan = dump.split(separator: "\n").filter { !$0.hasPrefix(#"{"bucket":"notes","schema""#) }.joined(separator: "\n") + "\n"
-        expectFailure(try buri("restore", sandbox.path("b.buri"), stdin: orphan), status: 7, mentioning: ["bucket 'notes' but no schema line"])
+        let orphan =
+            dump.split(separator: "\n").filter { !$0.hasPrefix(#"{"bucket":"notes","schema""#) }.joined(separator: "\n")
+            + "\n"
+        expectFailure(
+            try buri("restore", sandbox.path("b.buri"), stdin: orphan), status: 7,
+            mentioning: ["bucket 'notes' but no schema line"])
         let badKind = dump.replacingOccurrences(of: #""kinds":["numeric"]"#, with: #""kinds":["decimal"]"#)
-        expectFailure(try buri("restore", sandbox.path("c.buri"), stdin: badKind), status: 7, mentioning: ["\"decimal\"", "nothing was restored"])
+        expectFailure(
+            try buri("restore", sandbox.path("c.buri"), stdin: badKind), status: 7,
+            mentioning: ["\"decimal\"", "nothing was restored"])
         // A unique index the records violate: nothing is left behind.
         let db = try BuriDatabase(path: sandbox.path("u.buri"))
         try db.bucket(Everything.self).store(Array(Self.things.prefix(3)))
@@ -170,11 +207,17 @@ struct RestoreToolTests {
         try computed.bucket(EventComputed.self).store(EventComputed(id: "e1", due: Date(timeIntervalSince1970: 0)))
         computed.close()
         let computedDump = try buri("export", sandbox.path("computed.buri")).stdout
-        #expect(computedDump.hasPrefix(#"["buri-export",4]"#) && computedDump.contains(#","indexValues":{"year":[[0]]}}"#), "\(computedDump)")
+        #expect(
+            computedDump.hasPrefix(#"["buri-export",4]"#) && computedDump.contains(#","indexValues":{"year":[[0]]}}"#),
+            "\(computedDump)")
         let withoutValues = computedDump.replacingOccurrences(of: #"["buri-export",4]"#, with: #"["buri-export",3]"#)
             .replacingOccurrences(of: #","indexValues":{"year":[[0]]}"#, with: "")
-        expectFailure(try buri("restore", sandbox.path("e.buri"), stdin: withoutValues), status: 7, mentioning: ["index 'year'", "computed by Swift code", "format 3"])
-        for name in ["a.buri", "b.buri", "c.buri", "d.buri", "e.buri"] { #expect(!sandbox.exists(name), "\(name) was left behind") }
+        expectFailure(
+            try buri("restore", sandbox.path("e.buri"), stdin: withoutValues), status: 7,
+            mentioning: ["index 'year'", "computed by Swift code", "format 3"])
+        for name in ["a.buri", "b.buri", "c.buri", "d.buri", "e.buri"] {
+            #expect(!sandbox.exists(name), "\(name) was left behind")
+        }
         let restored = try buri("restore", sandbox.path("f.buri"), stdin: computedDump)
         #expect(restored.status == 0, "\(restored)")
         #expect(try buri("export", sandbox.path("f.buri")).stdout == computedDump)
@@ -184,8 +227,14 @@ struct RestoreToolTests {
     /// the header and the schema lines, from a database `buri import` made.
     private static func schemaLines(_ sandbox: Sandbox) throws -> (header: String, person: String, zed: String) {
         let seed = sandbox.path("seed.buri")
-        expectSuccess(try buri("import", seed, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", stdin: #"{"objectId":"s","locale":"EN","age":1}"# + "\n"))
-        expectSuccess(try buri("import", seed, "Zed", "--key", "id", "--binary-index", "tags", stdin: #"{"id":"z","tags":["a","b"]}"# + "\n"))
+        expectSuccess(
+            try buri(
+                "import", seed, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age",
+                stdin: #"{"objectId":"s","locale":"EN","age":1}"# + "\n"))
+        expectSuccess(
+            try buri(
+                "import", seed, "Zed", "--key", "id", "--binary-index", "tags",
+                stdin: #"{"id":"z","tags":["a","b"]}"# + "\n"))
         let lines = try buri("export", seed).lines
         let person = try #require(lines.first { $0.hasPrefix(#"{"bucket":"Person","schema""#) })
         let zed = try #require(lines.first { $0.hasPrefix(#"{"bucket":"Zed","schema""#) })
@@ -202,11 +251,15 @@ struct RestoreToolTests {
         var dump = header + "\n" + person + "\n"
         dump.reserveCapacity(12_000_000)
         for i in 0..<99_000 {
-            dump += #"{"bucket":"Person","key":"p\#(String(format: "%07d", i))","object":{"objectId":"p\#(String(format: "%07d", i))","name":"restored name \#(i)","locale":"\#(i % 2 == 0 ? "EN" : "FR")","age":\#(i % 90)}}"# + "\n"
+            dump +=
+                #"{"bucket":"Person","key":"p\#(String(format: "%07d", i))","object":{"objectId":"p\#(String(format: "%07d", i))","name":"restored name \#(i)","locale":"\#(i % 2 == 0 ? "EN" : "FR")","age":\#(i % 90)}}"#
+                + "\n"
         }
         dump += zed + "\n"
         for i in 0..<1_000 {
-            dump += #"{"bucket":"Zed","key":"z\#(String(format: "%04d", i))","object":{"id":"z\#(String(format: "%04d", i))","tags":["t\#(i % 7)","u\#(i % 3)"]}}"# + "\n"
+            dump +=
+                #"{"bucket":"Zed","key":"z\#(String(format: "%04d", i))","object":{"id":"z\#(String(format: "%04d", i))","tags":["t\#(i % 7)","u\#(i % 3)"]}}"#
+                + "\n"
         }
         let file = try sandbox.write("dump.jsonl", dump)
         let copy = sandbox.path("copy.buri")
@@ -219,8 +272,11 @@ struct RestoreToolTests {
         #expect((kilobytes ?? .max) < 60_000, "peak \(kilobytes ?? -1) kB")
         // Every phase showed its total, percentage, rate and ETA; both buckets published in one commit.
         let size = String(format: "%.1f MiB", Double(dump.utf8.count) / 1_048_576)
-        for shown in ["restoring: 0 KiB of \(size) (0%)", "restoring: \(size) of \(size) (100%), 100003 lines, 2 buckets, ",
-                      "publishing: 0 of 100000 objects (0%)", "publishing: 100000 of 100000 objects (100%), ", "published 100000 objects in one commit"] {
+        for shown in [
+            "restoring: 0 KiB of \(size) (0%)", "restoring: \(size) of \(size) (100%), 100003 lines, 2 buckets, ",
+            "publishing: 0 of 100000 objects (0%)", "publishing: 100000 of 100000 objects (100%), ",
+            "published 100000 objects in one commit",
+        ] {
             #expect(run.stderr.contains(shown), "missing \(shown): \(run.stderr.suffix(2000))")
         }
         let again = try buri("export", copy)
@@ -234,9 +290,13 @@ struct RestoreToolTests {
     @Test func aKilledRestoreLeavesNoBucket() throws {
         let sandbox = try Sandbox()
         let (header, person, zed) = try Self.schemaLines(sandbox)
-        var dump = header + "\n" + zed + "\n" + #"{"bucket":"Zed","key":"z","object":{"id":"z","tags":["a"]}}"# + "\n" + person + "\n"
+        var dump =
+            header + "\n" + zed + "\n" + #"{"bucket":"Zed","key":"z","object":{"id":"z","tags":["a"]}}"# + "\n" + person
+            + "\n"
         for i in 0..<5_000 {
-            dump += #"{"bucket":"Person","key":"p\#(String(format: "%07d", i))","object":{"objectId":"p\#(String(format: "%07d", i))","locale":"EN","age":\#(i % 90)}}"# + "\n"
+            dump +=
+                #"{"bucket":"Person","key":"p\#(String(format: "%07d", i))","object":{"objectId":"p\#(String(format: "%07d", i))","locale":"EN","age":\#(i % 90)}}"#
+                + "\n"
         }
         let file = try sandbox.write("dump.jsonl", dump)
         let copy = sandbox.path("copy.buri")
@@ -263,7 +323,9 @@ struct RestoreToolTests {
         let again = try buri("restore", copy, stdin: small)
         #expect(again.status == 0 && again.stdout.hasPrefix("restored 1 bucket and 1 object"), "\(again)")
         let before = try buri("export", copy).stdout
-        expectFailure(try buri("restore", copy, stdin: small), status: 2, mentioning: ["already a database with 1 bucket", "buri import"])
+        expectFailure(
+            try buri("restore", copy, stdin: small), status: 2,
+            mentioning: ["already a database with 1 bucket", "buri import"])
         #expect(try buri("export", copy).stdout == before)
         #expect(try buri("check", copy).status == 0)
     }

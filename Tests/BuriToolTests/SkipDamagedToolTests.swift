@@ -28,15 +28,21 @@ struct SkipDamagedToolTests {
         // Every readable record, in key order, and none of the damaged ones.
         #expect(try Self.exportedKeys(text) == readable)
         // Each damaged key is named, and the range the record walk could not list.
-        for key in damaged { #expect(run.stderr.contains("buri: skipped: bucket 'Person', key \"\(key)\": "), "\(key): \(run.stderr)") }
+        for key in damaged {
+            #expect(run.stderr.contains("buri: skipped: bucket 'Person', key \"\(key)\": "), "\(key): \(run.stderr)")
+        }
         #expect(run.stderr.contains("could not be listed"), "\(run.stderr)")
-        #expect(run.stderr.contains("buri: export incomplete: \(readable.count) objects saved; skipped \(damaged.count) unreadable records and 1 key range"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains(
+                "buri: export incomplete: \(readable.count) objects saved; skipped \(damaged.count) unreadable records and 1 key range"
+            ), "\(run.stderr)")
         // The salvage is a real export: restored, it holds exactly the readable objects with their indexes.
         let copy = sandbox.path("copy.buri")
         let restored = try buri("restore", copy, output)
         expectSuccess(restored)
         #expect(try buri("keys", copy, "Person").lines == readable)
-        let expectedEN = DamageToolTests.people.filter { $0.locale == "EN" && !damaged.contains($0.objectId) }.map(\.objectId)
+        let expectedEN = DamageToolTests.people.filter { $0.locale == "EN" && !damaged.contains($0.objectId) }.map(
+            \.objectId)
         #expect(try buri("query", copy, "Person", "locale", "--equals", "EN").lines == expectedEN)
         expectSuccess(try buri("check", copy))
 
@@ -46,17 +52,22 @@ struct SkipDamagedToolTests {
         #expect(try Self.exportedKeys(json.stdout) == readable)
         let report = try CBORValue(jsonBytes: Array(json.stderr.utf8))
         #expect(report["exported"] == .unsigned(UInt64(readable.count)), "\(json.stderr)")
-        guard case .array(let records)? = report["skippedRecords"], case .array(let ranges)? = report["skippedRanges"] else {
+        guard case .array(let records)? = report["skippedRecords"], case .array(let ranges)? = report["skippedRanges"]
+        else {
             Issue.record("no skippedRecords/skippedRanges: \(json.stderr)")
             return
         }
         #expect(records.compactMap { $0["key"]?.stringValue } == damaged)
-        #expect(records.allSatisfy { $0["bucket"] == "Person" && $0["reason"]?.stringValue?.contains("damaged") == true })
+        #expect(
+            records.allSatisfy { $0["bucket"] == "Person" && $0["reason"]?.stringValue?.contains("damaged") == true })
         #expect(ranges.count == 1)
         let after = try #require(ranges.first?["after"]?.stringValue)
         let before = try #require(ranges.first?["before"]?.stringValue)
         // The range holds every damaged key and lies between readable ones.
-        #expect(damaged.allSatisfy { after.utf8.lexicographicallyPrecedes($0.utf8) && $0.utf8.lexicographicallyPrecedes(before.utf8) })
+        #expect(
+            damaged.allSatisfy {
+                after.utf8.lexicographicallyPrecedes($0.utf8) && $0.utf8.lexicographicallyPrecedes(before.utf8)
+            })
         #expect(readable.contains(after) && readable.contains(before))
         #expect(ranges.first?["keysFromIndexes"].flatMap { $0.int64Value } ?? 0 >= Int64(damaged.count))
     }
@@ -64,7 +75,9 @@ struct SkipDamagedToolTests {
     @Test func withoutTheFlagExportStillFailsAndAHealthyDatabaseExportsTheSameWithIt() throws {
         let sandbox = try Sandbox()
         let (db, _) = try DamageToolTests.damagedTable(sandbox)
-        expectFailure(try buri("export", db, "-o", sandbox.path("x.jsonl")), status: 3, mentioning: ["damaged", "bucket 'Person'"])
+        expectFailure(
+            try buri("export", db, "-o", sandbox.path("x.jsonl")), status: 3,
+            mentioning: ["damaged", "bucket 'Person'"])
         #expect(!sandbox.exists("x.jsonl"))
         expectFailure(try buri("export", db, "--json"), status: 2, mentioning: ["--skip-damaged"])
         // Nothing damaged: the flag changes nothing, exit 0, no report.

@@ -3,11 +3,15 @@ import Foundation
 import Testing
 
 /// `count` plain people lines, keys `prefix` + a zero-padded number, written straight to a file.
-private func writePeople(_ sandbox: Sandbox, _ name: String, count: Int, prefix: String = "s", lastLine: String? = nil) throws -> String {
+private func writePeople(
+    _ sandbox: Sandbox, _ name: String, count: Int, prefix: String = "s", lastLine: String? = nil
+) throws -> String {
     var text = ""
     text.reserveCapacity(count * 80)
     for i in 0..<count {
-        text += #"{"objectId":"\#(prefix)\#(String(format: "%07d", i))","name":"imported name \#(i)","locale":"\#(i % 2 == 0 ? "EN" : "FR")","age":\#(i % 90)}"# + "\n"
+        text +=
+            #"{"objectId":"\#(prefix)\#(String(format: "%07d", i))","name":"imported name \#(i)","locale":"\#(i % 2 == 0 ? "EN" : "FR")","age":\#(i % 90)}"#
+            + "\n"
     }
     if let lastLine { text += lastLine + "\n" }
     return try sandbox.write(name, text)
@@ -17,7 +21,9 @@ private func writePeople(_ sandbox: Sandbox, _ name: String, count: Int, prefix:
 private func existingDatabase(_ sandbox: Sandbox) throws -> (db: String, export: String) {
     let db = sandbox.path("existing.buri")
     let seed = try writePeople(sandbox, "seed.jsonl", count: 300, prefix: "e")
-    expectSuccess(try buri("import", db, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", seed))
+    expectSuccess(
+        try buri(
+            "import", db, "Person", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", seed))
     let export = try buri("export", db)
     #expect(export.status == 0 && export.stdout.contains(#""key":"e0000299""#), "\(export)")
     return (db, export.stdout)
@@ -25,7 +31,8 @@ private func existingDatabase(_ sandbox: Sandbox) throws -> (db: String, export:
 
 /// Opens `db` without background purges and returns its pending purges, then purges them and
 /// returns what is pending after that.
-private func purgesAtNextOpen(_ db: String) throws -> (found: [RetiredBucket], after: [RetiredBucket], consistent: Bool) {
+private func purgesAtNextOpen(_ db: String) throws -> (found: [RetiredBucket], after: [RetiredBucket], consistent: Bool)
+{
     var options = BuriOptions()
     options.purgesInBackground = false
     let database = try BuriDatabase(path: db, options: options)
@@ -57,13 +64,18 @@ struct StreamingImportToolTests {
         let lines = try sandbox.write("two.jsonl", #"{"objectId":"é"}"# + "\n" + #"{"objectId":"e\#u{301}"}"# + "\n")
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "cat '\(lines)' | '\(try BuriBinary.located().path)' import '\(sandbox.path("piped.buri"))' P --key objectId --progress 2>'\(sandbox.path("err"))'"]
+        shell.arguments = [
+            "-c",
+            "cat '\(lines)' | '\(try BuriBinary.located().path)' import '\(sandbox.path("piped.buri"))' P --key objectId --progress 2>'\(sandbox.path("err"))'",
+        ]
         shell.standardOutput = FileHandle.nullDevice
         try shell.run()
         shell.waitUntilExit()
         let shown = try sandbox.read("err")
         #expect(shell.terminationStatus == 0, "\(shown)")
-        #expect(shown.contains("checking: 0 KiB of 0 KiB (") && shown.contains("publishing: 2 of 2 objects (100%)"), "\(shown)")
+        #expect(
+            shown.contains("checking: 0 KiB of 0 KiB (") && shown.contains("publishing: 2 of 2 objects (100%)"),
+            "\(shown)")
         let keys = try buri("keys", sandbox.path("piped.buri"), "P")
         #expect(keys.stdout == "e\u{301}\né\n", "\(keys)")
     }
@@ -82,11 +94,18 @@ struct StreamingImportToolTests {
         let unique = sandbox.path("u.buri")
         expectSuccess(try buri("import", unique, "U", "--key", "id", stdin: #"{"id":"a"}"# + "\n"))
         let db2 = try BuriDatabase(path: unique)
-        _ = try db2.createBucket(named: "Mail", keyField: "id", indexes: [
-            { var index = IndexDefinition(id: 0, name: "email", components: [.binary], unique: true); index.setFieldPaths([["email"]]); return index }(),
-        ])
+        _ = try db2.createBucket(
+            named: "Mail", keyField: "id",
+            indexes: [
+                {
+                    var index = IndexDefinition(id: 0, name: "email", components: [.binary], unique: true);
+                    index.setFieldPaths([["email"]]); return index
+                }()
+            ])
         db2.close()
-        let mails = (0..<3000).map { #"{"id":"m\#($0)","email":"\#($0)@x"}"# }.joined(separator: "\n") + "\n" + #"{"id":"dup","email":"7@x"}"# + "\n"
+        let mails =
+            (0..<3000).map { #"{"id":"m\#($0)","email":"\#($0)@x"}"# }.joined(separator: "\n") + "\n"
+            + #"{"id":"dup","email":"7@x"}"# + "\n"
         let violation = try buri("import", unique, "Mail", stdin: mails)
         #expect(violation.status != 0 && violation.stderr.contains("email"), "\(violation)")
         let empty = try buri("keys", unique, "Mail")
@@ -100,10 +119,14 @@ struct StreamingImportToolTests {
         let input = try writePeople(sandbox, "kill.jsonl", count: 5_000)
         let killed = try buriKilledAfter(chunks: 2, ["import", db, "Person", "--progress", input])
         #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "the import was not killed: \(killed)")
-        #expect(killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)")
+        #expect(
+            killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)"
+        )
         // The kill was mid-write: the next open finds the stage it had stored into, and purges it.
         let purges = try purgesAtNextOpen(db)
-        #expect(purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Person", "\(purges.found)")
+        #expect(
+            purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Person",
+            "\(purges.found)")
         #expect(purges.after.isEmpty && purges.consistent)
         let after = try buri("export", db)
         #expect(after.status == 0 && after.stdout == before, "\(after.stderr)")
@@ -124,9 +147,16 @@ struct StreamingImportToolTests {
         #expect(infoBefore.status == 0, "\(infoBefore)")
         let input = try writePeople(sandbox, "kill.jsonl", count: 5_000, prefix: "n")
         // Killed after the storing pass (which follows the checking pass) has committed 3 chunks.
-        let killed = try buriKilledAfter(chunks: 3, ["import", db, "Fresh", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age", "--progress", input])
+        let killed = try buriKilledAfter(
+            chunks: 3,
+            [
+                "import", db, "Fresh", "--key", "objectId", "--binary-index", "locale", "--numeric-index", "age",
+                "--progress", input,
+            ])
         #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "the import was not killed: \(killed)")
-        #expect(killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)")
+        #expect(
+            killed.stderr.contains("reading and storing: ") && !killed.stderr.contains("publishing"), "\(killed.stderr)"
+        )
         // Reading commands (which do not purge) show no bucket 'Fresh'.
         // (Their buckets as before; the size on disk grew with the stage.)
         func buckets(_ json: String) throws -> NSArray? {
@@ -143,12 +173,16 @@ struct StreamingImportToolTests {
         expectFailure(missing, status: 6, mentioning: ["no bucket 'Fresh'"])
         // The next read-write open finds the stage, under the new bucket's name, and purges it.
         let purges = try purgesAtNextOpen(db)
-        #expect(purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Fresh", "\(purges.found)")
+        #expect(
+            purges.found.count == 1 && purges.found.first?.state == .staging && purges.found.first?.bucket == "Fresh",
+            "\(purges.found)")
         #expect(purges.after.isEmpty && purges.consistent)
         let check = try buri("check", db)
         #expect(check.status == 0 && !check.stdout.contains("Fresh"), "\(check)")
         // The name is free: the same import now creates the bucket.
-        let again = try buri("import", db, "Fresh", "--key", "objectId", "--numeric-index", "age", stdin: #"{"objectId":"x","age":3}"# + "\n")
+        let again = try buri(
+            "import", db, "Fresh", "--key", "objectId", "--numeric-index", "age",
+            stdin: #"{"objectId":"x","age":3}"# + "\n")
         #expect(again.status == 0 && again.stdout.hasPrefix("imported 1 object "), "\(again)")
     }
 
@@ -159,24 +193,33 @@ struct StreamingImportToolTests {
         let run = try buri("import", db, "Person", "--progress", input)
         #expect(run.status == 0 && run.stdout.hasPrefix("imported 3000 objects"), "\(run)")
         let size = try Data(contentsOf: URL(fileURLWithPath: input)).count / 1024
-        for shown in ["copying existing objects: 0 of 300 objects (0%)", "copying existing objects: 300 of 300 objects (100%)",
-                      "reading and storing: 0 KiB of \(size) KiB (0%)", "reading and storing: \(size) KiB of \(size) KiB (100%), 3000 lines, ",
-                      "publishing: 0 of 3300 objects (0%)", "publishing: 3300 of 3300 objects (100%), ",
-                      // Publishing compares the bucket with the 300 objects it was copied from, under the write lock.
-                      "publishing (checking the bucket is unchanged): 0 of 300 objects (0%)",
-                      "publishing (checking the bucket is unchanged): 300 of 300 objects (100%), ",
-                      "published 3300 objects in one commit"] {
+        for shown in [
+            "copying existing objects: 0 of 300 objects (0%)", "copying existing objects: 300 of 300 objects (100%)",
+            "reading and storing: 0 KiB of \(size) KiB (0%)",
+            "reading and storing: \(size) KiB of \(size) KiB (100%), 3000 lines, ",
+            "publishing: 0 of 3300 objects (0%)", "publishing: 3300 of 3300 objects (100%), ",
+            // Publishing compares the bucket with the 300 objects it was copied from, under the write lock.
+            "publishing (checking the bucket is unchanged): 0 of 300 objects (0%)",
+            "publishing (checking the bucket is unchanged): 300 of 300 objects (100%), ",
+            "published 3300 objects in one commit",
+        ] {
             #expect(run.stderr.contains(shown), "missing \(shown): \(run.stderr)")
         }
         #expect(run.stderr.components(separatedBy: "/s, ETA ").count >= 9, "\(run.stderr)")
         // A new bucket is checked first; a failure shows the stage being purged.
-        let failing = try buri("import", db, "Person", "--progress", stdin: #"{"objectId":"x","age":3}"# + "\n" + #"{"name":"no key"}"# + "\n")
-        #expect(failing.status == 7 && failing.stderr.contains("purging the stage: 1 of 1 objects (100%)"), "\(failing)")
+        let failing = try buri(
+            "import", db, "Person", "--progress",
+            stdin: #"{"objectId":"x","age":3}"# + "\n" + #"{"name":"no key"}"# + "\n")
+        #expect(
+            failing.status == 7 && failing.stderr.contains("purging the stage: 1 of 1 objects (100%)"), "\(failing)")
         #expect(failing.stderr.contains("line 2: the object has no key field 'objectId'"), "\(failing)")
         let fresh = try buri("import", sandbox.path("new.buri"), "N", "--key", "objectId", "--progress", input)
         #expect(fresh.stderr.contains("checking: \(size) KiB of \(size) KiB (100%), 3000 lines, "), "\(fresh)")
         // A new bucket has nothing to compare: publishing counts what it stages, then commits.
-        for shown in ["publishing: 0 of 3000 objects (0%)", "publishing: 3000 of 3000 objects (100%), ", "published 3000 objects in one commit"] {
+        for shown in [
+            "publishing: 0 of 3000 objects (0%)", "publishing: 3000 of 3000 objects (100%), ",
+            "published 3000 objects in one commit",
+        ] {
             #expect(fresh.stderr.contains(shown), "missing \(shown): \(fresh.stderr)")
         }
         #expect(!fresh.stderr.contains("checking the bucket is unchanged"), "\(fresh.stderr)")

@@ -7,9 +7,12 @@ import Testing
 
 @Suite("Schema lines and records are read strictly: a wrong member is refused, never defaulted")
 struct StrictSchemaLineTests {
-    static let index = #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false}"#
+    static let index =
+        #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false}"#
 
-    static func dump(schema: String, index: String = index, record: String = #"{"bucket":"B","key":"k","object":{"id":"k","e":"x"}}"#) -> String {
+    static func dump(
+        schema: String, index: String = index, record: String = #"{"bucket":"B","key":"k","object":{"id":"k","e":"x"}}"#
+    ) -> String {
         let schemaText = schema.replacingOccurrences(of: "INDEX", with: index)
         return #"["buri-export",3]"# + "\n" + #"{"bucket":"B","schema":"# + schemaText + "}\n" + record + "\n"
     }
@@ -18,14 +21,18 @@ struct StrictSchemaLineTests {
 
     /// (what, the index object or schema changed, the member the error must name)
     static let badIndexes: [(String, String)] = [
-        (#""unique":1"#, "unique"), (#""unique":"yes""#, "unique"), (#""unique":null"#, "unique"), (#""unique":0"#, "unique"),
+        (#""unique":1"#, "unique"), (#""unique":"yes""#, "unique"), (#""unique":null"#, "unique"),
+        (#""unique":0"#, "unique"),
         (#""multiValued":1"#, "multiValued"), (#""multiValued":null"#, "multiValued"),
         (#""computed":"no""#, "computed"), (#""computed":null"#, "computed"),
         (#""version":9223372036854775808"#, "version"), (#""version":1.5"#, "version"), (#""version":"3""#, "version"),
-        (#""version":true"#, "version"), (#""version":null"#, "version"), (#""version":-9223372036854775809"#, "version"),
-        (#""kinds":[]"#, "kinds"), (#""kinds":["text"]"#, "kinds"), (#""kinds":"binary""#, "kinds"), (#""kinds":[1]"#, "kinds"),
+        (#""version":true"#, "version"), (#""version":null"#, "version"),
+        (#""version":-9223372036854775809"#, "version"),
+        (#""kinds":[]"#, "kinds"), (#""kinds":["text"]"#, "kinds"), (#""kinds":"binary""#, "kinds"),
+        (#""kinds":[1]"#, "kinds"),
         (#""fields":"e""#, "fields"), (#""fields":[1]"#, "fields"), (#""fields":["e","f"]"#, "fields"),
-        (#""fieldForms":["when"]"#, "fieldForms"), (#""fieldForms":"date""#, "fieldForms"), (#""fieldForms":["value","date"]"#, "fieldForms"),
+        (#""fieldForms":["when"]"#, "fieldForms"), (#""fieldForms":"date""#, "fieldForms"),
+        (#""fieldForms":["value","date"]"#, "fieldForms"),
         (#""name":"""#, "name"), (#""name":5"#, "name"), (#""name":null"#, "name"),
     ]
 
@@ -69,10 +76,26 @@ struct StrictSchemaLineTests {
             (#"{"keyField":"id","schemaVersion":0}"#, Self.index, "indexes"),
             (#"{"keyField":"id","schemaVersion":0,"indexes":[],"uniqe":true}"#, Self.index, "uniqe"),
             (#"[]"#, Self.index, "keyField"),
-            (Self.schema, #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false,"uniqe":false}"#, "uniqe"),
-            (Self.schema, #"{"name":"e","kinds":["binary"],"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false}"#, "unique"),
-            (Self.schema, #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":null,"fieldForms":null,"computed":false,"fieldPaths":[[]]}"#, "fieldPaths"),
-            (Self.schema, #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":null,"fieldForms":null,"computed":false,"fieldPaths":[["a"],["b"]]}"#, "fieldPaths"),
+            (
+                Self.schema,
+                #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false,"uniqe":false}"#,
+                "uniqe"
+            ),
+            (
+                Self.schema,
+                #"{"name":"e","kinds":["binary"],"multiValued":false,"version":0,"fields":["e"],"fieldForms":null,"computed":false}"#,
+                "unique"
+            ),
+            (
+                Self.schema,
+                #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":null,"fieldForms":null,"computed":false,"fieldPaths":[[]]}"#,
+                "fieldPaths"
+            ),
+            (
+                Self.schema,
+                #"{"name":"e","kinds":["binary"],"unique":true,"multiValued":false,"version":0,"fields":null,"fieldForms":null,"computed":false,"fieldPaths":[["a"],["b"]]}"#,
+                "fieldPaths"
+            ),
             (#"{"keyField":"id","schemaVersion":0,"indexes":[INDEX,INDEX]}"#, Self.index, "same name"),
         ]
         for (schema, index, name) in cases {
@@ -92,11 +115,16 @@ struct StrictSchemaLineTests {
         ]
         for (record, name) in records {
             let dump = Self.dump(schema: Self.schema, record: record)
-            expectFailure(try buri(["restore", sandbox.path("r.buri")], stdin: dump), status: 7, mentioning: ["line 3", name])
-            expectFailure(try buri(["import", sandbox.path("i.buri"), "B"], stdin: dump), status: 7, mentioning: ["line 3", name])
+            expectFailure(
+                try buri(["restore", sandbox.path("r.buri")], stdin: dump), status: 7, mentioning: ["line 3", name])
+            expectFailure(
+                try buri(["import", sandbox.path("i.buri"), "B"], stdin: dump), status: 7, mentioning: ["line 3", name])
         }
-        let extra = #"["buri-export",3]"# + "\n" + #"{"bucket":"B","schema":{"keyField":"id","schemaVersion":0,"indexes":[]},"more":1}"# + "\n"
-        expectFailure(try buri(["restore", sandbox.path("r.buri")], stdin: extra), status: 7, mentioning: ["line 2", "\"more\""])
+        let extra =
+            #"["buri-export",3]"# + "\n"
+            + #"{"bucket":"B","schema":{"keyField":"id","schemaVersion":0,"indexes":[]},"more":1}"# + "\n"
+        expectFailure(
+            try buri(["restore", sandbox.path("r.buri")], stdin: extra), status: 7, mentioning: ["line 2", "\"more\""])
     }
 
     /// A catalog entry whose fields do not match its kinds is described as such, not as an index
@@ -104,7 +132,9 @@ struct StrictSchemaLineTests {
     @Test func mismatchedFieldCountsAreNamedAsSuch() throws {
         var index = IndexDefinition(id: 1, name: "pair", components: [.binary, .numeric])
         index.fields = ["a"]
-        #expect(index.uncomputableReason?.contains("1 field for 2 components") == true, "\(index.uncomputableReason ?? "nil")")
+        #expect(
+            index.uncomputableReason?.contains("1 field for 2 components") == true,
+            "\(index.uncomputableReason ?? "nil")")
         #expect(index.uncomputableReason?.contains("names no field") == false)
         index.fields = nil
         #expect(index.uncomputableReason?.contains("names no field") == true)

@@ -32,15 +32,19 @@ struct Note: BuriSupport, Equatable {
 
     static let buri = BuriSchema<Note>(
         key: \.id,
-        indexes: [.binary("tags", \.tags, field: "tags"), .compound("locale_age", .binary(\.locale, field: "locale"), .numeric(\.age, field: "age"))],
+        indexes: [
+            .binary("tags", \.tags, field: "tags"),
+            .compound("locale_age", .binary(\.locale, field: "locale"), .numeric(\.age, field: "age")),
+        ],
         bucket: "notes",
         keyField: "id"
     )
 }
 
 let fixturePeople: [Person] = (0..<40).map { i in
-    Person(objectId: String(format: "p%02d", i), name: ["Dirk", "Anna", "Jan", "Marie"][i % 4],
-           locale: ["DE", "EN", "FR", "NL"][i % 4], age: 20 + i % 10)
+    Person(
+        objectId: String(format: "p%02d", i), name: ["Dirk", "Anna", "Jan", "Marie"][i % 4],
+        locale: ["DE", "EN", "FR", "NL"][i % 4], age: 20 + i % 10)
 }
 
 let fixtureNotes: [Note] = [
@@ -55,7 +59,8 @@ final class Sandbox {
     let url: URL
 
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("buri-tool-tests-\(UUID().uuidString)", isDirectory: true)
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buri-tool-tests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -175,27 +180,37 @@ func buri(_ arguments: [String], stdin: String? = nil, executable path: String? 
     if done.wait(timeout: .now() + 900) == .timedOut {
         kill(process.processIdentifier, SIGKILL)
         done.wait()
-        Issue.record("buri \(arguments.joined(separator: " ")) hung: it had not finished after 15 minutes and was killed")
+        Issue.record(
+            "buri \(arguments.joined(separator: " ")) hung: it had not finished after 15 minutes and was killed")
     }
-    return ToolRun(status: process.terminationStatus, stdout: try scratch.read("stdout"), stderr: try scratch.read("stderr"))
+    return ToolRun(
+        status: process.terminationStatus, stdout: try scratch.read("stdout"), stderr: try scratch.read("stderr"))
 }
 
 /// Runs `buri arguments…` with the test hook that SIGKILLs it right after its `chunks`th
 /// stored chunk is committed (`BURI_TEST_KILL_AFTER_CHUNKS`, docs/DURABILITY.md): a kill at a
 /// known point of the write, on any machine, however fast or slow.
-func buriKilledAfter(chunks: Int, _ arguments: [String]) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
-    let end = try runChildKilledAtAPoint(try BuriBinary.located(), arguments, environment: ["BURI_TEST_KILL_AFTER_CHUNKS": String(chunks)],
-                                         capturingErrors: true)
+func buriKilledAfter(
+    chunks: Int, _ arguments: [String]
+) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
+    let end = try runChildKilledAtAPoint(
+        try BuriBinary.located(), arguments, environment: ["BURI_TEST_KILL_AFTER_CHUNKS": String(chunks)],
+        capturingErrors: true)
     return (end.reason, end.status, end.errors)
 }
 
 /// Expects a failure reported as exactly one line `buri: …` on stderr, with `status`.
-func expectFailure(_ run: ToolRun, status: Int32, mentioning fragments: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+func expectFailure(
+    _ run: ToolRun, status: Int32, mentioning fragments: [String], sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
     #expect(run.stderr.hasPrefix("buri: "), "\(run)", sourceLocation: sourceLocation)
-    #expect(run.stderr.filter { $0 == "\n" }.count == 1, "expected one line on stderr: \(run)", sourceLocation: sourceLocation)
+    #expect(
+        run.stderr.filter { $0 == "\n" }.count == 1, "expected one line on stderr: \(run)",
+        sourceLocation: sourceLocation)
     for fragment in fragments {
-        #expect(run.stderr.contains(fragment), "stderr should mention \(fragment): \(run)", sourceLocation: sourceLocation)
+        #expect(
+            run.stderr.contains(fragment), "stderr should mention \(fragment): \(run)", sourceLocation: sourceLocation)
     }
 }
 
@@ -212,5 +227,7 @@ func bytewise(_ keys: [String]) -> [String] {
 
 /// The plain JSON Lines of people, as an application might write them.
 func peopleJSONLines(_ people: [Person]) -> String {
-    people.map { #"{"objectId":"\#($0.objectId)","name":"\#($0.name)","locale":"\#($0.locale)","age":\#($0.age)}"# + "\n" }.joined()
+    people.map {
+        #"{"objectId":"\#($0.objectId)","name":"\#($0.name)","locale":"\#($0.locale)","age":\#($0.age)}"# + "\n"
+    }.joined()
 }

@@ -34,7 +34,8 @@ func keyDifference(_ before: [[UInt8]: [UInt8]], _ after: [[UInt8]: [UInt8]]) ->
     let added = after.keys.filter { before[$0] == nil }.map(hex).sorted()
     let removed = before.keys.filter { after[$0] == nil }.map(hex).sorted()
     let changed = before.keys.filter { after[$0] != nil && after[$0] != before[$0] }.map(hex).sorted()
-    return "added \(added.count) \(added.prefix(5)), removed \(removed.count) \(removed.prefix(5)), changed \(changed.count) \(changed.prefix(5))"
+    return
+        "added \(added.count) \(added.prefix(5)), removed \(removed.count) \(removed.prefix(5)), changed \(changed.count) \(changed.prefix(5))"
 }
 
 /// The pending purges of the database at `path` (read with purging off).
@@ -65,12 +66,18 @@ func uniqueIndex(_ name: String, field: String) -> IndexDefinition {
 /// Builds CBOR payloads for the fixtures of these suites.
 enum CBORValueFixtures {
     static func object(id: String, n: Int, mail: String) -> [UInt8] {
-        CBORValue.map([CBORMapEntry(key: "id", value: .text(id)), CBORMapEntry(key: "n", value: .int(Int64(n))),
-                       CBORMapEntry(key: "mail", value: .text(mail))]).encoded()
+        CBORValue.map([
+            CBORMapEntry(key: "id", value: .text(id)), CBORMapEntry(key: "n", value: .int(Int64(n))),
+            CBORMapEntry(key: "mail", value: .text(mail)),
+        ]).encoded()
     }
 
     static func person(_ person: Person) -> [UInt8] {
-        CBORValue.map([CBORMapEntry(key: "objectId", value: .text(person.objectId)), CBORMapEntry(key: "name", value: .text(person.name)),
-                       CBORMapEntry(key: "locale", value: .text(person.locale)), CBORMapEntry(key: "age", value: .int(Int64(person.age)))]).encoded()
+        CBORValue.map([
+            CBORMapEntry(key: "objectId", value: .text(person.objectId)),
+            CBORMapEntry(key: "name", value: .text(person.name)),
+            CBORMapEntry(key: "locale", value: .text(person.locale)),
+            CBORMapEntry(key: "age", value: .int(Int64(person.age))),
+        ]).encoded()
     }
 }

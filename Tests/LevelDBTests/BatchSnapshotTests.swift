@@ -7,8 +7,8 @@ struct BatchSnapshotTests {
         let batch = WriteBatch()
         #expect(batch.isEmpty)
         #expect(batch.byteSize == 12)
-        batch.put(bytes("ab"), bytes("xyz"))      // 1 + 1 + 2 + 1 + 3
-        batch.delete(bytes("ab"))                 // 1 + 1 + 2
+        batch.put(bytes("ab"), bytes("xyz"))  // 1 + 1 + 2 + 1 + 3
+        batch.delete(bytes("ab"))  // 1 + 1 + 2
         #expect(batch.count == 2)
         #expect(batch.byteSize == 12 + 8 + 4)
         let other = WriteBatch()

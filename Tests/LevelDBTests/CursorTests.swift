@@ -38,7 +38,8 @@ struct CursorTests {
         let pKeys = try db.entries(in: .prefix(bytes("p"))).map(\.key)
         #expect(pKeys == [bytes("p"), [0x70, 0], bytes("pa"), [0x70, 0xFF], [0x70, 0xFF, 0xFF]])
         #expect(try db.entries(in: .prefix([0x70, 0xFF])).map(\.key) == [[0x70, 0xFF], [0x70, 0xFF, 0xFF]])
-        #expect(try db.entries(in: .prefix([0x70, 0xFF]), reverse: true).map(\.key) == [[0x70, 0xFF, 0xFF], [0x70, 0xFF]])
+        #expect(
+            try db.entries(in: .prefix([0x70, 0xFF]), reverse: true).map(\.key) == [[0x70, 0xFF, 0xFF], [0x70, 0xFF]])
         #expect(try db.entries(in: .prefix([0x70, 0])).map(\.value) == [bytes("P0")])
         #expect(KeyRange.prefix([0x70, 0xFF]).end == [0x71])
         #expect(KeyRange.prefix([0xFF, 0xFF]).end == nil)
@@ -61,13 +62,13 @@ struct CursorTests {
         #expect(try cursor.next())
         #expect(cursor.key == bytes("e"))
         #expect(cursor.value == bytes("E"))
-        cursor.seek(bytes("a"))   // before the range: clamps to its start
+        cursor.seek(bytes("a"))  // before the range: clamps to its start
         #expect(try cursor.next())
         #expect(cursor.key == bytes("c"))
         cursor.seek(bytes("ee"))  // between keys: the next one
         #expect(try cursor.next())
         #expect(cursor.key == bytes("f"))
-        cursor.seek(bytes("z"))   // past the range
+        cursor.seek(bytes("z"))  // past the range
         #expect(try !cursor.next())
         #expect(!cursor.isOnEntry)
         #expect(try !cursor.next())
@@ -78,10 +79,10 @@ struct CursorTests {
         #expect(reverse.key == bytes("e"))
         #expect(try reverse.next())
         #expect(reverse.key == bytes("d"))
-        reverse.seek(bytes("z"))   // past the end: clamps to the last key in range
+        reverse.seek(bytes("z"))  // past the end: clamps to the last key in range
         #expect(try reverse.next())
         #expect(reverse.key == bytes("g"))
-        reverse.seek(bytes("a"))   // before the start: nothing
+        reverse.seek(bytes("a"))  // before the start: nothing
         #expect(try !reverse.next())
     }
 
@@ -122,7 +123,9 @@ struct CursorTests {
         let batch = WriteBatch()
         for _ in 0..<3000 {
             let alphabet: [UInt8] = [0, 1, 0x7F, 0xFE, 0xFF]
-            let key: [UInt8] = (0..<Int.random(in: 0...6, using: &rng)).map { _ in alphabet.randomElement(using: &rng) ?? 0 }
+            let key: [UInt8] = (0..<Int.random(in: 0...6, using: &rng)).map { _ in
+                alphabet.randomElement(using: &rng) ?? 0
+            }
             expected.insert(key)
             batch.put(key, key)
         }
@@ -130,7 +133,8 @@ struct CursorTests {
         let sorted = expected.sorted { $0.lexicographicallyPrecedes($1) }
         #expect(try db.entries().map(\.key) == sorted)
         #expect(try db.entries(in: .prefix([0xFF])).map(\.key) == sorted.filter { $0.first == 0xFF })
-        #expect(try db.entries(in: .prefix([0, 0xFF]), reverse: true).map(\.key)
-            == sorted.filter { $0.starts(with: [0, 0xFF]) }.reversed())
+        #expect(
+            try db.entries(in: .prefix([0, 0xFF]), reverse: true).map(\.key)
+                == sorted.filter { $0.starts(with: [0, 0xFF]) }.reversed())
     }
 }

@@ -7,7 +7,9 @@ import Testing
 /// LevelDB's own recovery would drop.
 struct DamageTests {
     static func key(_ n: Int) -> [UInt8] { bytes(String(format: "k%04d", n)) }
-    static func value(_ n: Int) -> [UInt8] { bytes(String(format: "value-%04d-", n) + String(repeating: "x", count: 90)) }
+    static func value(_ n: Int) -> [UInt8] {
+        bytes(String(format: "value-%04d-", n) + String(repeating: "x", count: 90))
+    }
 
     /// 2000 keys compacted into one uncompressed table, then one bit flipped inside the value of
     /// k1000 (a lowercase letter becomes uppercase).
@@ -19,16 +21,21 @@ struct DamageTests {
         for n in 0..<2000 { try db.put(key(n), value(n)) }
         try db.compact()
         db.close()
-        let table = try #require(try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".ldb") })
+        let table = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".ldb") })
         var data = [UInt8](try #require(FileManager.default.contents(atPath: path + "/" + table)))
         let needle = value(1000)
-        let at = try #require((0...(data.count - needle.count)).first { data[$0] == needle[0] && Array(data[$0..<($0 + needle.count)]) == needle })
+        let at = try #require(
+            (0...(data.count - needle.count)).first {
+                data[$0] == needle[0] && Array(data[$0..<($0 + needle.count)]) == needle
+            })
         data[at] ^= 0x20  // "value-1000" → "Value-1000"
         try Data(data).write(to: URL(fileURLWithPath: path + "/" + table))
         return path
     }
 
-    func expectCorruption<R>(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
+    func expectCorruption<R>(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R)
+    {
         do {
             let result = try body()
             Issue.record("\(what) returned \(result) over a damaged block", sourceLocation: sourceLocation)
@@ -74,13 +81,17 @@ struct DamageTests {
         }
         expectCorruption("entries()") { try db.entries().count }
         // A range that ends just past the damaged block: LevelDB skipped it to reach the end.
-        expectCorruption("range over the block") { try db.entries(in: KeyRange(start: Self.key(900), end: Self.key(1100))).count }
+        expectCorruption("range over the block") {
+            try db.entries(in: KeyRange(start: Self.key(900), end: Self.key(1100))).count
+        }
         // Seeking into the damaged block reports it on the next step.
         let cursor = try db.cursor()
         cursor.seek(Self.key(1000))
         expectCorruption("seek") { try cursor.next() }
         // A range far from the damage is read whole.
-        #expect(try db.entries(in: KeyRange(start: Self.key(0), end: Self.key(100))).map(\.value) == (0..<100).map(Self.value))
+        #expect(
+            try db.entries(in: KeyRange(start: Self.key(0), end: Self.key(100))).map(\.value)
+                == (0..<100).map(Self.value))
     }
 
     // MARK: Log records
@@ -142,7 +153,9 @@ struct DamageTests {
         var options = Options()
         options.paranoidChecks = true
         #expect(throws: LevelDBError.self) { try Database(path: path, options: options) }
-        #expect([UInt8](try #require(FileManager.default.contents(atPath: log))) == bytes, "a refused open leaves the log as it was")
+        #expect(
+            [UInt8](try #require(FileManager.default.contents(atPath: log))) == bytes,
+            "a refused open leaves the log as it was")
     }
 
     @Test func aDamagedLengthAtTheEndOfTheLogIsNotTakenForACrash() throws {
@@ -154,7 +167,9 @@ struct DamageTests {
         try Data(bytes).write(to: URL(fileURLWithPath: log))
         let damaged = try Database.damagedLogRecords(path: path)
         #expect(damaged.count == 1 && damaged.first?.offset == records[20], "\(damaged)")
-        #expect(damaged.first?.keys == (20..<30).map(Self.key), "the damaged write and the nine intact ones dropped with it")
+        #expect(
+            damaged.first?.keys == (20..<30).map(Self.key), "the damaged write and the nine intact ones dropped with it"
+        )
         var options = Options()
         options.paranoidChecks = true
         do {

@@ -124,13 +124,16 @@ struct LifecycleTests {
         // Another process takes the same POSIX record lock LevelDB takes on LOCK, and holds it.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", """
+        holder.arguments = [
+            "python3", "-c",
+            """
             import fcntl, sys
             f = open(sys.argv[1] + "/LOCK", "r+")
             fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             print("locked", flush=True)
             sys.stdin.read()  # hold the lock until the test closes our stdin
-            """, path]
+            """, path,
+        ]
         let output = Pipe()
         let input = Pipe()
         holder.standardOutput = output

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import LevelDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every file of a directory, recursively: name, size, modification time (ns) and bytes.
@@ -18,7 +18,8 @@ func directoryFingerprint(_ path: String) throws -> [String: String] {
         let bytes = (info.st_mode & S_IFMT) == S_IFREG ? (manager.contents(atPath: full) ?? Data()) : Data()
         var hasher = Hasher()
         hasher.combine(bytes)
-        result[name] = "\(info.st_mode) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(bytes.count) \(Array(bytes.prefix(64))) \(hasher.finalize())"
+        result[name] =
+            "\(info.st_mode) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(bytes.count) \(Array(bytes.prefix(64))) \(hasher.finalize())"
         result[name + "#bytes"] = bytes.base64EncodedString()
     }
     return result
@@ -159,7 +160,8 @@ struct FileSnapshotTests {
             files.remove()
             // The writer stores w000000, w000001, … one at a time: any state it passed through
             // holds exactly the first n of them.
-            #expect(keys == (0..<keys.count).map { String(format: "w%06d", $0) }, "snapshot \(snapshots) is not a prefix")
+            #expect(
+                keys == (0..<keys.count).map { String(format: "w%06d", $0) }, "snapshot \(snapshots) is not a prefix")
             if finished { #expect(keys.count == total) }
             snapshots += 1
         }

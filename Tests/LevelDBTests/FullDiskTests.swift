@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import LevelDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small tmpfs mounted for one test (as root; `nil`, with the reason printed, otherwise).

@@ -7,7 +7,9 @@ import Testing
 /// refuses although LevelDB would drop it without a word.
 struct SalvageTests {
     static func key(_ n: Int) -> [UInt8] { bytes(String(format: "key%05d", n)) }
-    static func value(_ n: Int) -> [UInt8] { bytes(String(format: "value %d ", n) + String(repeating: "abc", count: n % 40)) }
+    static func value(_ n: Int) -> [UInt8] {
+        bytes(String(format: "value %d ", n) + String(repeating: "abc", count: n % 40))
+    }
 
     /// 3000 keys written and compacted into tables, then 30 more left in the log.
     static func database(_ path: String, compression: Bool) throws {
@@ -25,7 +27,9 @@ struct SalvageTests {
         try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(suffix) }.sorted()
     }
 
-    @Test("tables read without LevelDB — Snappy-compressed or not — hold exactly what LevelDB reads", arguments: [true, false])
+    @Test(
+        "tables read without LevelDB — Snappy-compressed or not — hold exactly what LevelDB reads",
+        arguments: [true, false])
     func tablesReadExactly(compression: Bool) throws {
         let directory = TemporaryDirectory()
         let path = directory.path("db")
@@ -33,9 +37,13 @@ struct SalvageTests {
         // The newest entry of each key, as LevelDB resolves versions: by sequence number.
         var newest: [[UInt8]: (sequence: UInt64, value: [UInt8]?)] = [:]
         for name in try Self.files(path, ".ldb") {
-            let table = try TableFile.open([UInt8](try #require(FileManager.default.contents(atPath: path + "/" + name)))).get()
+            let table = try TableFile.open(
+                [UInt8](try #require(FileManager.default.contents(atPath: path + "/" + name)))
+            ).get()
             for (handle, _) in try table.dataBlocks().get() {
-                guard case .intact(let contents) = table.block(handle) else { Issue.record("\(name): block at \(handle.offset) is not intact"); continue }
+                guard case .intact(let contents) = table.block(handle) else {
+                    Issue.record("\(name): block at \(handle.offset) is not intact"); continue
+                }
                 for entry in try #require(BlockParser.entries(contents)) {
                     let key = try #require(InternalKey(entry.key[...]))
                     if let current = newest[key.userKey], current.sequence > key.sequence { continue }
@@ -44,9 +52,11 @@ struct SalvageTests {
             }
         }
         let read = newest.compactMapValues(\.value)
-        let expected = Dictionary(uniqueKeysWithValues: (0..<3000).filter { $0 % 7 != 0 }.map { (Self.key($0), Self.value($0)) })
+        let expected = Dictionary(
+            uniqueKeysWithValues: (0..<3000).filter { $0 % 7 != 0 }.map { (Self.key($0), Self.value($0)) })
         #expect(read.count == expected.count)
-        let wrong = expected.filter { read[$0.key] != $0.value }.map { String(decoding: $0.key, as: UTF8.self) }.sorted()
+        let wrong = expected.filter { read[$0.key] != $0.value }.map { String(decoding: $0.key, as: UTF8.self) }
+            .sorted()
         #expect(wrong.isEmpty, "\(wrong.prefix(5))")
         #expect(read == expected)
     }
@@ -83,7 +93,9 @@ struct SalvageTests {
         }
     }
 
-    @Test("a deleted log: LevelDB would open without it, losing its writes; with paranoid checks opening refuses, naming it")
+    @Test(
+        "a deleted log: LevelDB would open without it, losing its writes; with paranoid checks opening refuses, naming it"
+    )
     func aMissingLogIsRefused() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("db")
@@ -110,7 +122,9 @@ struct SalvageTests {
         #expect(try db.get(Self.key(3000)) == nil)
     }
 
-    @Test("zeroed log records followed by intact ones: opening refuses; salvage puts back every intact write and counts the lost ones")
+    @Test(
+        "zeroed log records followed by intact ones: opening refuses; salvage puts back every intact write and counts the lost ones"
+    )
     func zeroedRecordsAreFoundAndSalvaged() throws {
         let directory = TemporaryDirectory()
         let path = directory.path("db")
@@ -127,18 +141,24 @@ struct SalvageTests {
         try #require(offsets.count == 30)
         for i in offsets[10]..<offsets[12] { bytes[i] = 0 }  // the 11th and 12th writes
         try Data(bytes).write(to: URL(fileURLWithPath: log))
-        #expect(try Database.damagedLogRecords(path: path).map(\.reason) == ["zeroed bytes hide complete records after them in their block"])
+        #expect(
+            try Database.damagedLogRecords(path: path).map(\.reason) == [
+                "zeroed bytes hide complete records after them in their block"
+            ])
         var options = Options()
         options.paranoidChecks = true
         #expect(throws: LevelDBError.self) { _ = try Database(path: path, options: options) }
 
         let report = try Database.salvage(path: path)
         #expect(report.restoredKeys == (3012..<3030).map(Self.key), "\(report.restoredKeys.count)")
-        #expect(report.unknownLosses.count == 1 && report.unknownLosses[0].contains("2 writes"), "\(report.unknownLosses)")
+        #expect(
+            report.unknownLosses.count == 1 && report.unknownLosses[0].contains("2 writes"), "\(report.unknownLosses)")
         #expect(report.lostKeys.isEmpty && report.suspectKeys.isEmpty)
         let db = try Database(path: path)
         defer { db.close() }
-        for n in 3000..<3030 { #expect(try db.get(Self.key(n)) == ((3010..<3012).contains(n) ? nil : Self.value(n)), "\(n)") }
+        for n in 3000..<3030 {
+            #expect(try db.get(Self.key(n)) == ((3010..<3012).contains(n) ? nil : Self.value(n)), "\(n)")
+        }
     }
 
     @Test("salvaging an intact database loses, restores and sets aside nothing")
@@ -147,7 +167,9 @@ struct SalvageTests {
         let path = directory.path("db")
         try Self.database(path, compression: false)
         let report = try Database.salvage(path: path)
-        #expect(report.isComplete && report.restoredKeys.isEmpty && report.setAside.isEmpty && report.damagedLogRecords.isEmpty)
+        #expect(
+            report.isComplete && report.restoredKeys.isEmpty && report.setAside.isEmpty
+                && report.damagedLogRecords.isEmpty)
         let db = try Database(path: path)
         defer { db.close() }
         #expect(try db.entries().count == 3000 - 429 + 30)

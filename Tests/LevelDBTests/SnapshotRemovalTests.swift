@@ -3,7 +3,7 @@ import Testing
 import LevelDB
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("Removing a snapshot directory while this process still creates files in it")
@@ -15,7 +15,8 @@ struct SnapshotRemovalTests {
     /// creation by path must fail.
     @Test func aDirectoryStillBeingFilledIsRemovedWhole() throws {
         for round in 0..<100 {
-            var template = Array((NSTemporaryDirectory() + "/" + FileSnapshot.directoryPrefix + "\(getpid())-XXXXXX").utf8CString)
+            var template = Array(
+                (NSTemporaryDirectory() + "/" + FileSnapshot.directoryPrefix + "\(getpid())-XXXXXX").utf8CString)
             let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
             try #require(made != nil)
             let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -39,7 +40,9 @@ struct SnapshotRemovalTests {
             creator.start()
             started.wait()
             FileSnapshot.removeDirectory(atPath: path)
-            let leftBehind = FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: path + "-removing")
+            let leftBehind =
+                FileManager.default.fileExists(atPath: path)
+                || FileManager.default.fileExists(atPath: path + "-removing")
             removed.store(true, ordering: .sequentiallyConsistent)
             stopped.wait()
             // Whatever the creator managed after the removal began, nothing was left.

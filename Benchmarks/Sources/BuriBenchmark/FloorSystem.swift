@@ -53,7 +53,8 @@ struct FloorLayout: Sendable {
             }
             if let prefix = split(tokenKey), !entry.value.isEmpty {
                 layout.tokenRecordPrefix = prefix
-                layout.tokenValue = Template(bytes: entry.value, keyOffsets: offsets(of: Array(tokenKey.utf8), in: entry.value))
+                layout.tokenValue = Template(
+                    bytes: entry.value, keyOffsets: offsets(of: Array(tokenKey.utf8), in: entry.value))
                 continue
             }
             for sample in samples {
@@ -62,13 +63,14 @@ struct FloorLayout: Sendable {
                     entryPrefixes[sample.age, default: []].append(prefix)
                 } else {
                     layout.personRecordPrefix = prefix
-                    layout.personValues[sample.age] = Template(bytes: entry.value, keyOffsets: offsets(of: Array(sample.objectId.utf8), in: entry.value))
+                    layout.personValues[sample.age] = Template(
+                        bytes: entry.value, keyOffsets: offsets(of: Array(sample.objectId.utf8), in: entry.value))
                 }
             }
         }
         // The locale entry's prefix is the one every sample shares; the other is the age entry.
         guard let first = entryPrefixes[20], first.count == 2,
-              let shared = first.first(where: { candidate in entryPrefixes.values.allSatisfy { $0.contains(candidate) } })
+            let shared = first.first(where: { candidate in entryPrefixes.values.allSatisfy { $0.contains(candidate) } })
         else { throw BenchmarkFailure("calibration: could not tell the index entries apart") }
         layout.localeEntryPrefix = shared
         for (age, prefixes) in entryPrefixes {
@@ -97,7 +99,9 @@ struct FloorLayout: Sendable {
         case .simpleFill:
             workload.tokens.reduce(0) { $0 + tokenRecordPrefix.count + $1.objectId.utf8.count + tokenValue.bytes.count }
         default:
-            workload.people.reduce(0) { $0 + personRecordPrefix.count + $1.objectId.utf8.count + (personValues[$1.age]?.bytes.count ?? 0) }
+            workload.people.reduce(0) {
+                $0 + personRecordPrefix.count + $1.objectId.utf8.count + (personValues[$1.age]?.bytes.count ?? 0)
+            }
         }
     }
 
@@ -219,18 +223,23 @@ final class FloorSystem: System {
             }
             return touched > 0 ? count : 0
         case .indexObjects:
-            return try indexThenRecords(.prefix(layout.localeEntryPrefix), entryPrefixLength: layout.localeEntryPrefix.count)
+            return try indexThenRecords(
+                .prefix(layout.localeEntryPrefix), entryPrefixLength: layout.localeEntryPrefix.count)
         case .rangeObjects:
             // Age entries of the range: from the lowest age's prefix up to the successor of the highest's.
             let range = Workload.ageRange
-            guard let low = layout.ageEntryPrefixes[range.lowerBound], let high = layout.ageEntryPrefixes[range.upperBound],
-                  low.count == high.count else { throw BenchmarkFailure("floor: age prefixes differ in length") }
+            guard let low = layout.ageEntryPrefixes[range.lowerBound],
+                let high = layout.ageEntryPrefixes[range.upperBound],
+                low.count == high.count
+            else { throw BenchmarkFailure("floor: age prefixes differ in length") }
             let keyRange = KeyRange(start: low, end: KeyRange.successor(ofPrefix: high))
             return try indexThenRecords(keyRange, entryPrefixLength: low.count)
         case .pointFetch:
             var found = 0
             for i in bytes.shuffledIndices {
-                found += try storage.withValue(forKey: bytes.personRecordKeys[Int(i)]) { $0 == nil ? 0 : ($0!.count > 0 ? 1 : 0) }
+                found += try storage.withValue(forKey: bytes.personRecordKeys[Int(i)]) {
+                    $0 == nil ? 0 : ($0!.count > 0 ? 1 : 0)
+                }
             }
             return found
         case .complexRefill, .observedRefill:
@@ -238,7 +247,8 @@ final class FloorSystem: System {
             let back = row == .observedRefill && agesChanged
             let batch = WriteBatch()
             var found = 0
-            let (oldEntries, newEntries) = back ? (bytes.changedAgeEntries, bytes.ageEntries) : (bytes.ageEntries, bytes.changedAgeEntries)
+            let (oldEntries, newEntries) =
+                back ? (bytes.changedAgeEntries, bytes.ageEntries) : (bytes.ageEntries, bytes.changedAgeEntries)
             let newValues = back ? bytes.personValues : bytes.changedValues
             try oldEntries.withView { oldEntries in
                 try newEntries.withView { newEntries in
@@ -264,7 +274,8 @@ final class FloorSystem: System {
                 count += 1
             }
             // Every index entry of the bucket: the prefix shared by its locale and age entries (tag, bucket id).
-            let entries = try storage.cursor(in: .prefix(Array(layout.localeEntryPrefix.prefix(5))), options: ReadOptions(fillCache: false))
+            let entries = try storage.cursor(
+                in: .prefix(Array(layout.localeEntryPrefix.prefix(5))), options: ReadOptions(fillCache: false))
             while try entries.next() { entries.withKey { batch.delete($0) } }
             try storage.write(batch)
             return count

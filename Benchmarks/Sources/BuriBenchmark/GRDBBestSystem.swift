@@ -33,7 +33,8 @@ final class GRDBBestSystem: System {
             }
         case .complexFill:
             return try queue.write { db in
-                let insert = try db.cachedStatement(sql: "INSERT INTO person (objectId, name, locale, age) VALUES (?, ?, ?, ?)")
+                let insert = try db.cachedStatement(
+                    sql: "INSERT INTO person (objectId, name, locale, age) VALUES (?, ?, ?, ?)")
                 for person in workload.people {
                     insert.setUncheckedArguments([person.objectId, person.name, person.locale, person.age])
                     try insert.execute()
@@ -46,11 +47,15 @@ final class GRDBBestSystem: System {
             }
         case .indexKeys:
             return try queue.read { db in
-                try String.fetchAll(db.cachedStatement(sql: "SELECT objectId FROM person WHERE locale = ?"), arguments: ["EN"]).count
+                try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT objectId FROM person WHERE locale = ?"), arguments: ["EN"]
+                ).count
             }
         case .indexObjects:
             return try queue.read { db in
-                try PersonRow.fetchAll(db.cachedStatement(sql: GRDBBestSystem.selectPeople + " WHERE locale = ?"), arguments: ["EN"]).count
+                try PersonRow.fetchAll(
+                    db.cachedStatement(sql: GRDBBestSystem.selectPeople + " WHERE locale = ?"), arguments: ["EN"]
+                ).count
             }
         case .rangeObjects:
             let range = Workload.ageRange
@@ -72,7 +77,8 @@ final class GRDBBestSystem: System {
             // The observed refill (no observers here) moves the ages back if they were changed.
             let target = row == .observedRefill && agesChanged ? workload.people : workload.changed
             let found = try queue.write { db in
-                let update = try db.cachedStatement(sql: "UPDATE person SET name = ?, locale = ?, age = ? WHERE objectId = ?")
+                let update = try db.cachedStatement(
+                    sql: "UPDATE person SET name = ?, locale = ?, age = ? WHERE objectId = ?")
                 var found = 0
                 for person in target {
                     update.setUncheckedArguments([person.name, person.locale, person.age, person.objectId])

@@ -55,12 +55,15 @@ final class GRDBSystem: System {
             return try queue.read { db in try Person.fetchAll(db).count }
         case .indexKeys:
             return try queue.read { db in
-                try Person.filter(Column("locale") == "EN").select(Column("objectId"), as: String.self).fetchAll(db).count
+                try Person.filter(Column("locale") == "EN").select(Column("objectId"), as: String.self).fetchAll(db)
+                    .count
             }
         case .indexObjects:
             return try queue.read { db in try Person.filter(Column("locale") == "EN").fetchAll(db).count }
         case .rangeObjects:
-            return try queue.read { db in try Person.filter(Workload.ageRange.contains(Column("age"))).fetchAll(db).count }
+            return try queue.read { db in
+                try Person.filter(Workload.ageRange.contains(Column("age"))).fetchAll(db).count
+            }
         case .pointFetch:
             return try queue.read { db in
                 var found = 0

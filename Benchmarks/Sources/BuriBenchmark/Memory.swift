@@ -148,7 +148,8 @@ enum MemoryProbe {
             _ = try grdb.run(.complexFill)
             grdb.close()
         }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var samples: [Mode: [Int]] = [:]
         var counts: [Mode: Int] = [:]
         var resets: [Mode: Bool] = [:]
@@ -162,7 +163,9 @@ enum MemoryProbe {
                 try process.run()
                 let output = pipe.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
-                let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+                let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap {
+                    Int($0)
+                }
                 guard process.terminationStatus == 0, fields.count == 4 else {
                     throw BenchmarkFailure("memory probe \(mode.rawValue) failed (status \(process.terminationStatus))")
                 }
@@ -172,7 +175,9 @@ enum MemoryProbe {
             }
         }
         return Mode.allCases.map { mode in
-            Result(mode: mode, objects: counts[mode] ?? 0, peakGrowthBytes: median(samples[mode] ?? [0]), peakResetWorked: resets[mode] ?? false)
+            Result(
+                mode: mode, objects: counts[mode] ?? 0, peakGrowthBytes: median(samples[mode] ?? [0]),
+                peakResetWorked: resets[mode] ?? false)
         }
     }
 }
@@ -216,7 +221,9 @@ enum FillProbe {
         case BuriSystem.memoryName: system = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
         case FloorSystem.name:
             let layout = try FloorLayout.learn(in: directory)
-            system = try FloorSystem(path: directory + "/floor", workload: workload, layout: layout, bytes: FloorSystem.Bytes(workload: workload, layout: layout))
+            system = try FloorSystem(
+                path: directory + "/floor", workload: workload, layout: layout,
+                bytes: FloorSystem.Bytes(workload: workload, layout: layout))
         case BuriBestSystem.name: system = try BuriBestSystem(path: directory + "/buri-best", workload: workload)
         case GRDBSystem.name: system = try GRDBSystem(path: directory + "/grdb.sqlite", workload: workload)
         case GRDBBestSystem.name: system = try GRDBBestSystem(path: directory + "/grdb.sqlite", workload: workload)
@@ -232,8 +239,11 @@ enum FillProbe {
     }
 
     /// The parent's side: every system and fill in its own child, `repetitions` times; the median.
-    static func measure(systems: [String], workload: Workload, layout: FloorLayout, directory: String, repetitions: Int) throws -> [Result] {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    static func measure(
+        systems: [String], workload: Workload, layout: FloorLayout, directory: String, repetitions: Int
+    ) throws -> [Result] {
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var results: [Result] = []
         for row in rows {
             let dataBytes = layout.recordBytes(of: row, workload: workload)
@@ -252,18 +262,23 @@ enum FillProbe {
                     try process.run()
                     let output = pipe.fileHandleForReading.readDataToEndOfFile()
                     process.waitUntilExit()
-                    let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+                    let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+                        .compactMap { Int($0) }
                     guard process.terminationStatus == 0, fields.count == 3 else {
-                        throw BenchmarkFailure("fill probe \(system) \(row.id) failed (status \(process.terminationStatus))")
+                        throw BenchmarkFailure(
+                            "fill probe \(system) \(row.id) failed (status \(process.terminationStatus))")
                     }
                     guard fields[0] == workload.n else {
-                        throw BenchmarkFailure("fill probe \(system) \(row.id): handled \(fields[0]) objects, expected \(workload.n)")
+                        throw BenchmarkFailure(
+                            "fill probe \(system) \(row.id): handled \(fields[0]) objects, expected \(workload.n)")
                     }
                     samples.append(fields[1])
                     reset = reset && fields[2] == 1
                 }
-                results.append(Result(system: system, row: row, objects: workload.n, peakGrowthBytes: median(samples),
-                                      dataBytes: dataBytes, peakResetWorked: reset))
+                results.append(
+                    Result(
+                        system: system, row: row, objects: workload.n, peakGrowthBytes: median(samples),
+                        dataBytes: dataBytes, peakResetWorked: reset))
             }
         }
         return results

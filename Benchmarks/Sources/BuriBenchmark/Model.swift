@@ -38,8 +38,11 @@ func uuidString(_ seed: Int) -> String {
     }
     bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
     bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
-    let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    let uuid = UUID(
+        uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+        ))
     return uuid.uuidString
 }
 
@@ -98,7 +101,8 @@ struct Workload: Sendable {
 
 /// The rows of the table, in the order they run inside each repetition.
 enum Row: Int, CaseIterable, Sendable {
-    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill, observedRefill, deleteAll
+    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill,
+        observedRefill, deleteAll
 
     var title: String {
         switch self {

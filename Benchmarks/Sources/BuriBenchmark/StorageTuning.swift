@@ -12,7 +12,9 @@ import Foundation
 enum StorageTuning {
     static let levelDB: LevelDBOptions = {
         var options = LevelDBOptions.buriDefaults
-        guard let spec = ProcessInfo.processInfo.environment["BURI_BENCH_LEVELDB"], !spec.isEmpty else { return options }
+        guard let spec = ProcessInfo.processInfo.environment["BURI_BENCH_LEVELDB"], !spec.isEmpty else {
+            return options
+        }
         for item in spec.split(separator: ",") {
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let size = parseSize(parts[1]) else {
@@ -27,7 +29,9 @@ enum StorageTuning {
             case "bloom": options.bloomFilterBitsPerKey = size == 0 ? nil : size
             case "compression": options.compression = size != 0
             default:
-                log("BURI_BENCH_LEVELDB: unknown option \(parts[0]) (write_buffer, block_size, max_file_size, cache, bloom, compression)")
+                log(
+                    "BURI_BENCH_LEVELDB: unknown option \(parts[0]) (write_buffer, block_size, max_file_size, cache, bloom, compression)"
+                )
                 exit(2)
             }
         }

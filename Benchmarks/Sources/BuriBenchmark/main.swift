@@ -22,7 +22,10 @@ struct Options {
     var rows: Set<Row> = Set(Row.allCases)
     /// `--scale`: the counts to run, smallest first (nil: just `count`).
     var scale: [Int]?
-    var systems: [String] = [BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name, GRDBBestSystem.name]
+    var systems: [String] = [
+        BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name,
+        GRDBBestSystem.name,
+    ]
 
     init(arguments: [String]) throws {
         var iterator = arguments.dropFirst().makeIterator()
@@ -33,16 +36,23 @@ struct Options {
         while let argument = iterator.next() {
             switch argument {
             case "--count":
-                guard let n = Int(try value(argument)), n >= 20 else { throw BenchmarkFailure("--count needs a number ≥ 20") }
+                guard let n = Int(try value(argument)), n >= 20 else {
+                    throw BenchmarkFailure("--count needs a number ≥ 20")
+                }
                 count = n
             case "--scale":
-                let counts = try value(argument).split(separator: ",").map { Int($0.replacingOccurrences(of: "_", with: "")) }
+                let counts = try value(argument).split(separator: ",").map {
+                    Int($0.replacingOccurrences(of: "_", with: ""))
+                }
                 guard counts.count >= 2, counts.allSatisfy({ ($0 ?? 0) >= 20 }) else {
-                    throw BenchmarkFailure("--scale needs two or more counts ≥ 20, comma-separated (e.g. 100000,1000000)")
+                    throw BenchmarkFailure(
+                        "--scale needs two or more counts ≥ 20, comma-separated (e.g. 100000,1000000)")
                 }
                 scale = counts.compactMap { $0 }.sorted()
             case "--repetitions":
-                guard let r = Int(try value(argument)), r >= 1 else { throw BenchmarkFailure("--repetitions needs a number ≥ 1") }
+                guard let r = Int(try value(argument)), r >= 1 else {
+                    throw BenchmarkFailure("--repetitions needs a number ≥ 1")
+                }
                 repetitions = r
             case "--json": json = true
             case "--no-memory": memory = false
@@ -53,13 +63,18 @@ struct Options {
                 // Names compare by their lowercased letters and digits. A full name selects that
                 // system alone ("buri", "buri-best", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
                 // every system it starts ("level", "gr", "bur").
-                func simple(_ s: some StringProtocol) -> String { String(s.lowercased().filter { $0.isLetter || $0.isNumber }) }
+                func simple(_ s: some StringProtocol) -> String {
+                    String(s.lowercased().filter { $0.isLetter || $0.isNumber })
+                }
                 let wanted = try value(argument).split(separator: ",").map(simple)
                 let names = Set(systems.map(simple))
                 systems = systems.filter { name in
                     wanted.contains { names.contains($0) ? simple(name) == $0 : simple(name).hasPrefix($0) }
                 }
-                if systems.isEmpty { throw BenchmarkFailure("--systems: none of buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best") }
+                if systems.isEmpty {
+                    throw BenchmarkFailure(
+                        "--systems: none of buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best")
+                }
             case "--help", "-h":
                 print(Options.usage)
                 exit(0)
@@ -132,7 +147,11 @@ func jsonString(_ s: String) -> String {
         case "\\": out += "\\\\"
         case "\n": out += "\\n"
         default:
-            if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+            if scalar.value < 0x20 {
+                out += String(format: "\\u%04x", scalar.value)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
         }
     }
     return out + "\""
@@ -158,7 +177,9 @@ struct Measurement {
 
     func median(_ row: Row, _ system: String) -> Double { medianSeconds(times[row]?[system] ?? [.infinity]) }
     func rate(_ row: Row, _ system: String) -> Double { Double(expected[row] ?? 0) / median(row, system) }
-    func nanosecondsPerObject(_ row: Row, _ system: String) -> Double { median(row, system) * 1e9 / Double(max(expected[row] ?? 0, 1)) }
+    func nanosecondsPerObject(_ row: Row, _ system: String) -> Double {
+        median(row, system) * 1e9 / Double(max(expected[row] ?? 0, 1))
+    }
 }
 
 func measure(count n: Int, options: Options, directory: String) throws -> Measurement {
@@ -185,10 +206,14 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
         for name in systems {
             switch name {
             case BuriSystem.name: open[name] = try BuriSystem(path: base + "/buri", workload: workload)
-            case BuriSystem.memoryName: open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
+            case BuriSystem.memoryName:
+                open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
             case BuriBestSystem.name: open[name] = try BuriBestSystem(path: base + "/buri-best", workload: workload)
-            case FloorSystem.name: open[name] = try FloorSystem(path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
-            case GRDBBestSystem.name: open[name] = try GRDBBestSystem(path: base + "/grdb-best.sqlite", workload: workload)
+            case FloorSystem.name:
+                open[name] = try FloorSystem(
+                    path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
+            case GRDBBestSystem.name:
+                open[name] = try GRDBBestSystem(path: base + "/grdb-best.sqlite", workload: workload)
             default: open[name] = try GRDBSystem(path: base + "/grdb.sqlite", workload: workload)
             }
         }
@@ -201,7 +226,8 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
                 let (elapsed, handled) = try seconds { try system.run(row) }
                 system.finish(row)
                 guard handled == result.expected[row] else {
-                    throw BenchmarkFailure("\(name), \(row.title): handled \(handled) objects, expected \(result.expected[row] ?? -1)")
+                    throw BenchmarkFailure(
+                        "\(name), \(row.title): handled \(handled) objects, expected \(result.expected[row] ?? -1)")
                 }
                 result.times[row, default: [:]][name, default: []].append(elapsed)
             }
@@ -210,11 +236,13 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
 
     if options.memory {
         log("buri-bench: measuring peak memory of the fills (\(n) objects)…")
-        result.fillMemory = try FillProbe.measure(systems: systems, workload: workload, layout: layout, directory: directory,
-                                                  repetitions: n > 200_000 ? 1 : 3)
+        result.fillMemory = try FillProbe.measure(
+            systems: systems, workload: workload, layout: layout, directory: directory,
+            repetitions: n > 200_000 ? 1 : 3)
         if systems.contains(BuriSystem.name) && systems.contains(GRDBSystem.name) {
             log("buri-bench: measuring peak memory of all-objects retrieval (\(n) objects)…")
-            result.retrievalMemory = try MemoryProbe.measure(workload: workload, directory: directory, repetitions: n > 200_000 ? 1 : 3)
+            result.retrievalMemory = try MemoryProbe.measure(
+                workload: workload, directory: directory, repetitions: n > 200_000 ? 1 : 3)
         }
     }
     return result
@@ -247,15 +275,21 @@ func runBenchmark(_ options: Options) throws {
 func printJSON(_ m: Measurement, rows: [Row], systems: [String]) {
     for row in rows {
         for system in systems {
-            print("{\"row\":\(jsonString(row.id)),\"title\":\(jsonString(row.title)),\"system\":\(jsonString(system)),\"n\":\(m.n),\"objects\":\(m.expected[row] ?? 0),\"repetitions\":\(m.repetitions),\"median_seconds\":\(m.median(row, system)),\"ops_per_s\":\(m.rate(row, system).rounded()),\"ns_per_object\":\(m.nanosecondsPerObject(row, system).rounded())}")
+            print(
+                "{\"row\":\(jsonString(row.id)),\"title\":\(jsonString(row.title)),\"system\":\(jsonString(system)),\"n\":\(m.n),\"objects\":\(m.expected[row] ?? 0),\"repetitions\":\(m.repetitions),\"median_seconds\":\(m.median(row, system)),\"ops_per_s\":\(m.rate(row, system).rounded()),\"ns_per_object\":\(m.nanosecondsPerObject(row, system).rounded())}"
+            )
         }
     }
     print("{\"row\":\"inputs_resident\",\"n\":\(m.n),\"bytes\":\(m.inputBytes)}")
     for result in m.fillMemory {
-        print("{\"row\":\(jsonString(result.row.id + "_peak_memory")),\"system\":\(jsonString(result.system)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"bytes_per_object\":\(result.bytesPerObject.rounded()),\"data_bytes\":\(result.dataBytes),\"multiple_of_data\":\(String(format: "%.2f", result.multipleOfData)),\"peak_reset\":\(result.peakResetWorked)}")
+        print(
+            "{\"row\":\(jsonString(result.row.id + "_peak_memory")),\"system\":\(jsonString(result.system)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"bytes_per_object\":\(result.bytesPerObject.rounded()),\"data_bytes\":\(result.dataBytes),\"multiple_of_data\":\(String(format: "%.2f", result.multipleOfData)),\"peak_reset\":\(result.peakResetWorked)}"
+        )
     }
     for result in m.retrievalMemory {
-        print("{\"row\":\"all_objects_peak_memory\",\"system\":\(jsonString(result.mode.rawValue)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"peak_reset\":\(result.peakResetWorked)}")
+        print(
+            "{\"row\":\"all_objects_peak_memory\",\"system\":\(jsonString(result.mode.rawValue)),\"n\":\(m.n),\"objects\":\(result.objects),\"peak_growth_bytes\":\(result.peakGrowthBytes),\"peak_reset\":\(result.peakResetWorked)}"
+        )
     }
 }
 
@@ -263,9 +297,13 @@ func printScaleJSON(_ ms: [Measurement], rows: [Row], systems: [String]) {
     guard let first = ms.first, let last = ms.last else { return }
     for row in rows {
         for system in systems {
-            let points = ms.map { "{\"n\":\($0.n),\"ns_per_object\":\($0.nanosecondsPerObject(row, system).rounded())}" }
+            let points = ms.map {
+                "{\"n\":\($0.n),\"ns_per_object\":\($0.nanosecondsPerObject(row, system).rounded())}"
+            }
             let growth = last.nanosecondsPerObject(row, system) / first.nanosecondsPerObject(row, system)
-            print("{\"row\":\(jsonString(row.id)),\"system\":\(jsonString(system)),\"scale\":[\(points.joined(separator: ","))],\"growth\":\(String(format: "%.3f", growth))}")
+            print(
+                "{\"row\":\(jsonString(row.id)),\"system\":\(jsonString(system)),\"scale\":[\(points.joined(separator: ","))],\"growth\":\(String(format: "%.3f", growth))}"
+            )
         }
     }
 }
@@ -274,21 +312,32 @@ func ratio(_ value: Double) -> String { String(format: "%.2f", value) }
 
 func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
     let n = m.n
-    print("## Buri throughput: \(formatRate(Double(n))) objects, median of \(m.repetitions) repetition\(m.repetitions == 1 ? "" : "s")")
+    print(
+        "## Buri throughput: \(formatRate(Double(n))) objects, median of \(m.repetitions) repetition\(m.repetitions == 1 ? "" : "s")"
+    )
     print("")
-    if !StorageTuning.description.isEmpty { print("LevelDB options changed from Buri's defaults: \(StorageTuning.description)\n") }
-    print("LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. Buri (best) is Buri through the same typed API with a hand-written `init(record:)` (BuriRecordDecodable) on the same stored bytes; Buri (best)/best compares it with GRDB best. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work.")
+    if !StorageTuning.description.isEmpty {
+        print("LevelDB options changed from Buri's defaults: \(StorageTuning.description)\n")
+    }
+    print(
+        "LevelDB \(Database.libraryVersion), SQLite \(sqliteVersion()) (GRDB 7.10.0), \(ProcessInfo.processInfo.activeProcessorCount) cores. Objects per second; higher is better. GRDB is its Codable record API, GRDB best its cached statements and row decoding by column index. Buri (best) is Buri through the same typed API with a hand-written `init(record:)` (BuriRecordDecodable) on the same stored bytes; Buri (best)/best compares it with GRDB best. floor/GRDB and floor/best are the ceilings of Buri/GRDB and Buri/best for any store that does at least the floor's LevelDB work."
+    )
     print("")
     let withBest = systems.contains(GRDBBestSystem.name)
     let withMemory = systems.contains(BuriSystem.memoryName)
     let withBuriBest = systems.contains(BuriBestSystem.name)
     let bothBest = withBuriBest && withBest
-    print("| Row | Objects | Buri | LevelDB floor | GRDB |" + (withBest ? " GRDB best |" : "")
-          + " Buri/floor | Buri/GRDB |" + (withBest ? " Buri/best |" : "") + " floor/GRDB |" + (withBest ? " floor/best |" : "")
-          + " Targets (≥ ½ floor, ≥ 2× GRDB" + (withBest ? ", ≥ 1× best" : "") + ") |" + (withMemory ? " Buri in memory | memory/Buri |" : "")
-          + (withBuriBest ? " Buri (best) | Buri (best)/Buri |" : "") + (bothBest ? " Buri (best)/best |" : ""))
-    print("|---|---:|---:|---:|---:|" + (withBest ? "---:|" : "") + "---:|---:|" + (withBest ? "---:|" : "") + "---:|" + (withBest ? "---:|" : "") + "---|" + (withMemory ? "---:|---:|" : "")
-          + (withBuriBest ? "---:|---:|" : "") + (bothBest ? "---:|" : ""))
+    print(
+        "| Row | Objects | Buri | LevelDB floor | GRDB |" + (withBest ? " GRDB best |" : "")
+            + " Buri/floor | Buri/GRDB |" + (withBest ? " Buri/best |" : "") + " floor/GRDB |"
+            + (withBest ? " floor/best |" : "")
+            + " Targets (≥ ½ floor, ≥ 2× GRDB" + (withBest ? ", ≥ 1× best" : "") + ") |"
+            + (withMemory ? " Buri in memory | memory/Buri |" : "")
+            + (withBuriBest ? " Buri (best) | Buri (best)/Buri |" : "") + (bothBest ? " Buri (best)/best |" : ""))
+    print(
+        "|---|---:|---:|---:|---:|" + (withBest ? "---:|" : "") + "---:|---:|" + (withBest ? "---:|" : "") + "---:|"
+            + (withBest ? "---:|" : "") + "---|" + (withMemory ? "---:|---:|" : "")
+            + (withBuriBest ? "---:|---:|" : "") + (bothBest ? "---:|" : ""))
     for row in rows {
         let buri = m.rate(row, BuriSystem.name)
         let floor = m.rate(row, FloorSystem.name)
@@ -298,7 +347,8 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         if row.hasFloorTarget { verdict.append(buri / floor >= 0.5 ? "floor ✓" : "floor ✗") }
         verdict.append(buri / grdb >= 2 ? "GRDB ✓" : "GRDB ✗")
         if withBest { verdict.append(buri / best >= 1 ? "best ✓" : "best ✗") }
-        var line = "| \(row.title) | \(formatRate(Double(m.expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) |"
+        var line =
+            "| \(row.title) | \(formatRate(Double(m.expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) |"
         if withBest { line += " \(formatRate(best)) |" }
         line += " \(ratio(buri / floor)) | \(ratio(buri / grdb)) |"
         if withBest { line += " \(ratio(buri / best)) |" }
@@ -317,17 +367,23 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         print(line)
     }
     print("")
-    print("Prebuilt inputs (objects, shuffled keys, the floor's bytes): \(formatBytes(m.inputBytes)) resident, \(m.inputBytes / max(n, 1)) bytes per object.")
+    print(
+        "Prebuilt inputs (objects, shuffled keys, the floor's bytes): \(formatBytes(m.inputBytes)) resident, \(m.inputBytes / max(n, 1)) bytes per object."
+    )
     if !m.fillMemory.isEmpty {
         print("")
         print("### Peak memory of the fills, \(formatRate(Double(n))) objects")
         print("")
-        print("Growth of the resident high-water mark (VmHWM) during one fill into an empty database, in a fresh process each time (inputs built before), median of \(n > 200_000 ? 1 : 3). Data: the record keys and values Buri writes (no index entries); × data is the growth as a multiple of it.")
+        print(
+            "Growth of the resident high-water mark (VmHWM) during one fill into an empty database, in a fresh process each time (inputs built before), median of \(n > 200_000 ? 1 : 3). Data: the record keys and values Buri writes (no index entries); × data is the growth as a multiple of it."
+        )
         print("")
         print("| Fill | System | Peak growth | Bytes/object | Data | × data |")
         print("|---|---|---:|---:|---:|---:|")
         for result in m.fillMemory {
-            print("| \(result.row == .simpleFill ? "Simple" : "Complex") | \(result.system) | \(formatBytes(result.peakGrowthBytes)) | \(formatRate(result.bytesPerObject)) | \(formatBytes(result.dataBytes)) | \(ratio(result.multipleOfData)) |")
+            print(
+                "| \(result.row == .simpleFill ? "Simple" : "Complex") | \(result.system) | \(formatBytes(result.peakGrowthBytes)) | \(formatRate(result.bytesPerObject)) | \(formatBytes(result.dataBytes)) | \(ratio(result.multipleOfData)) |"
+            )
         }
         if m.fillMemory.contains(where: { !$0.peakResetWorked }) {
             print("")
@@ -338,12 +394,16 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         print("")
         print("### Peak memory of retrieving all \(formatRate(Double(n))) objects")
         print("")
-        print("Growth of the resident high-water mark (VmHWM) during the retrieval, in a fresh process each time, median of \(n > 200_000 ? 1 : 3).")
+        print(
+            "Growth of the resident high-water mark (VmHWM) during the retrieval, in a fresh process each time, median of \(n > 200_000 ? 1 : 3)."
+        )
         print("")
         print("| API | Objects | Peak growth |")
         print("|---|---:|---:|")
         for result in m.retrievalMemory {
-            print("| \(result.mode.label) | \(formatRate(Double(result.objects))) | \(formatBytes(result.peakGrowthBytes)) |")
+            print(
+                "| \(result.mode.label) | \(formatRate(Double(result.objects))) | \(formatBytes(result.peakGrowthBytes)) |"
+            )
         }
         if m.retrievalMemory.contains(where: { !$0.peakResetWorked }) {
             print("")
@@ -357,7 +417,9 @@ func printScaleTable(_ ms: [Measurement], rows: [Row], systems: [String]) {
     guard let first = ms.first, let last = ms.last else { return }
     print("## Cost per object from \(formatRate(Double(first.n))) to \(formatRate(Double(last.n))) objects")
     print("")
-    print("Nanoseconds per object (median time / objects handled; lower is better) at each count, and growth = cost at \(formatRate(Double(last.n))) / cost at \(formatRate(Double(first.n))). Target: Buri's growth ≤ 1.3× on every row.")
+    print(
+        "Nanoseconds per object (median time / objects handled; lower is better) at each count, and growth = cost at \(formatRate(Double(last.n))) / cost at \(formatRate(Double(first.n))). Target: Buri's growth ≤ 1.3× on every row."
+    )
     print("")
     print("| Row | System |" + ms.map { " ns/object at \(formatRate(Double($0.n))) |" }.joined() + " Growth |")
     print("|---|---|" + String(repeating: "---:|", count: ms.count) + "---:|")
@@ -365,7 +427,10 @@ func printScaleTable(_ ms: [Measurement], rows: [Row], systems: [String]) {
         for system in systems {
             let growth = last.nanosecondsPerObject(row, system) / first.nanosecondsPerObject(row, system)
             let mark = system == BuriSystem.name ? (growth <= 1.3 ? " ✓" : " ✗") : ""
-            print("| \(row.title) | \(system) |" + ms.map { " \(formatRate($0.nanosecondsPerObject(row, system))) |" }.joined() + " \(ratio(growth))\(mark) |")
+            print(
+                "| \(row.title) | \(system) |"
+                    + ms.map { " \(formatRate($0.nanosecondsPerObject(row, system))) |" }.joined()
+                    + " \(ratio(growth))\(mark) |")
         }
     }
 }

@@ -48,8 +48,11 @@ func objectId(_ i: Int) -> String {
         x = x &* 0xBF58_476D_1CE4_E5B9
         bytes[k] = UInt8(truncatingIfNeeded: x >> 24)
     }
-    let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    let uuid = UUID(
+        uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+        ))
     return uuid.uuidString
 }
 
@@ -109,7 +112,7 @@ for i in [0, options.count / 2, options.count - 1] where i >= 0 && i < options.c
 }
 
 var samples: [String: [Double]] = [:]
-var sink = 0 // keeps the optimiser from dropping work
+var sink = 0  // keeps the optimiser from dropping work
 
 // One untimed warm-up pass, then the measured repetitions.
 for repetition in 0...options.repetitions {
@@ -154,7 +157,7 @@ print("|---|---:|---:|")
 print("| Foundation JSONEncoder/JSONDecoder | \(formatted(jsonEncodeOps)) | \(formatted(jsonDecodeOps)) |")
 print("| BuriCodec CBOREncoder/CBORDecoder | \(formatted(cborEncodeOps)) | \(formatted(cborDecodeOps)) |")
 print("| CBOR / JSON | \(formatted(encodeRatio, decimals: 2))x | \(formatted(decodeRatio, decimals: 2))x |")
-if sink == 42 { print("") } // use the sink
+if sink == 42 { print("") }  // use the sink
 
 if options.check {
     guard encodeRatio >= 3, decodeRatio >= 3 else {

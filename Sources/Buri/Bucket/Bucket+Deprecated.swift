@@ -172,7 +172,9 @@ extension RawBucket {
     /// let first = try raw.page(.index("age", in: 20...), size: 100)
     /// ```
     @available(*, deprecated, renamed: "page(_:size:)")
-    public func recordPage(_ query: Query, size: Int) throws(BuriError) -> Page<StoredRecord> { try page(query, size: size) }
+    public func recordPage(_ query: Query, size: Int) throws(BuriError) -> Page<StoredRecord> {
+        try page(query, size: size)
+    }
 }
 
 // MARK: IndexDefinition

@@ -96,12 +96,15 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// Checks that the fields the declarations name give the index values the declarations compute,
     /// for one object: a `field:` that names another property (or misses a custom coding key) fails here,
     /// instead of making `buri import` compute other values later.
-    private func checkDeclaredFields(_ computed: [(IndexDefinition, [[IndexValue]])], payload: [UInt8], key: String) throws(BuriError) {
+    private func checkDeclaredFields(
+        _ computed: [(IndexDefinition, [[IndexValue]])], payload: [UInt8], key: String
+    ) throws(BuriError) {
         let object: CBORValue
         do {
             object = try CBORValue(decoding: payload)
         } catch {
-            throw .encodingFailed(bucket: name, key: key, reason: "the encoded object does not read back as CBOR: \(error)")
+            throw .encodingFailed(
+                bucket: name, key: key, reason: "the encoded object does not read back as CBOR: \(error)")
         }
         for (definition, tuples) in computed where definition.uncomputableReason == nil {
             let fields = (definition.fields ?? []).map { "'\($0)'" }.joined(separator: ", ")
@@ -109,13 +112,23 @@ public final class Bucket<T: BuriSupport>: Sendable {
             do {
                 fromFields = try definition.tuples(of: object)
             } catch {
-                throw .invalidIndexDefinition(bucket: name, index: definition.name,
-                                              reason: "it declares field \(fields), but for key '\(key)' that field does not give the declared value (\(error)); name the key the property is encoded under, or leave `field:` out")
+                throw .invalidIndexDefinition(
+                    bucket: name, index: definition.name,
+                    reason:
+                        "it declares field \(fields), but for key '\(key)' that field does not give the declared value (\(error)); name the key the property is encoded under, or leave `field:` out"
+                )
             }
             if Set(fromFields) != Set(tuples) {
-                let show = { (t: [[IndexValue]]) in t.isEmpty ? "no entry" : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ") }
-                throw .invalidIndexDefinition(bucket: name, index: definition.name,
-                                              reason: "it declares field \(fields), which for key '\(key)' gives \(show(fromFields)), but the declaration computes \(show(tuples)); name the key the property is encoded under, or leave `field:` out")
+                let show = { (t: [[IndexValue]]) in
+                    t.isEmpty
+                        ? "no entry"
+                        : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                }
+                throw .invalidIndexDefinition(
+                    bucket: name, index: definition.name,
+                    reason:
+                        "it declares field \(fields), which for key '\(key)' gives \(show(fromFields)), but the declaration computes \(show(tuples)); name the key the property is encoded under, or leave `field:` out"
+                )
             }
         }
     }
@@ -133,7 +146,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
         do {
             return try decodeObject(payload)
         } catch {
-            throw .decodingFailed(bucket: name, key: key, type: String(describing: T.self), reason: String(describing: error))
+            throw .decodingFailed(
+                bucket: name, key: key, type: String(describing: T.self), reason: String(describing: error))
         }
     }
 
@@ -288,7 +302,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 return try decodeObject(cursor.currentPayload)
             } catch {
                 // The key is built only here: returning objects does not need it.
-                throw .decodingFailed(bucket: name, key: cursor.currentKey, type: String(describing: T.self), reason: String(describing: error))
+                throw .decodingFailed(
+                    bucket: name, key: cursor.currentKey, type: String(describing: T.self),
+                    reason: String(describing: error))
             }
         }
     }
@@ -330,7 +346,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 return try decodeObject(cursor.currentPayload)
             } catch {
                 // The key is built only here: returning objects does not need it.
-                throw .decodingFailed(bucket: name, key: cursor.currentKey, type: String(describing: T.self), reason: String(describing: error))
+                throw .decodingFailed(
+                    bucket: name, key: cursor.currentKey, type: String(describing: T.self),
+                    reason: String(describing: error))
             }
         }
     }
@@ -382,7 +400,9 @@ public final class ObjectCursor<T: BuriSupport> {
             return try bucket.decodeObject(raw.currentPayload)
         } catch {
             // The key is built only here: returning objects does not need it.
-            throw .decodingFailed(bucket: bucket.name, key: raw.currentKey, type: String(describing: T.self), reason: String(describing: error))
+            throw .decodingFailed(
+                bucket: bucket.name, key: raw.currentKey, type: String(describing: T.self),
+                reason: String(describing: error))
         }
     }
 
@@ -451,7 +471,9 @@ extension Bucket where T: Sendable {
             switch results[index] {
             case .success(let chunk)?: writes.append(contentsOf: chunk)
             case .failure(let error)?: throw error
-            case nil: throw .encodingFailed(bucket: name, key: "", reason: "chunk \(index) of a parallel encoding produced nothing")
+            case nil:
+                throw .encodingFailed(
+                    bucket: name, key: "", reason: "chunk \(index) of a parallel encoding produced nothing")
             }
             results[index] = nil  // the chunk's array goes as soon as it is copied
         }

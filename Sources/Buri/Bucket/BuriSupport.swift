@@ -86,9 +86,11 @@ public struct BuriIndex<T>: Sendable {
     /// The object's value tuples for this index (one per entry).
     let tuples: @Sendable (T) throws(BuriError) -> [[IndexValue]]
 
-    init(name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
-         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
-         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) {
+    init(
+        name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
+        fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
+        tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
+    ) {
         self.name = name
         self.components = components
         self.isUnique = unique
@@ -101,13 +103,16 @@ public struct BuriIndex<T>: Sendable {
 
     var definition: IndexDefinition {
         let forms = fields?.map(\.form)
-        return IndexDefinition(id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
-                               fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
-                               computed: isComputed ? true : nil)
+        return IndexDefinition(
+            id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
+            fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
+            computed: isComputed ? true : nil)
     }
 
     /// The recorded source of a single-component index over a property of type `V`.
-    static func source(_ field: String?, form: IndexFieldForm?) -> (fields: [(name: String, form: IndexFieldForm)]?, computed: Bool) {
+    static func source(
+        _ field: String?, form: IndexFieldForm?
+    ) -> (fields: [(name: String, form: IndexFieldForm)]?, computed: Bool) {
         guard let field else { return (nil, false) }
         guard let form else { return (nil, true) }
         return ([(field, form)], false)
@@ -116,25 +121,43 @@ public struct BuriIndex<T>: Sendable {
     // MARK: Binary
 
     /// A binary index over a string or bytes property; `field` is its encoded name, for tools.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func binary<V: BinaryIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object in
+        return BuriIndex(
+            name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object in
             [[object[keyPath: keyPath].binaryIndexValue]]
         }
     }
 
     /// A binary index over an optional property; objects where it is `nil` have no entry.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func binary<V: BinaryIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object in
+        return BuriIndex(
+            name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object in
             object[keyPath: keyPath].map { [[$0.binaryIndexValue]] } ?? []
         }
     }
 
     /// A multi-valued binary index over an array property: one entry per distinct element.
-    public static func binary<V: BinaryIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func binary<V: BinaryIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.binary], unique: unique, multi: true, version: version, fields: source.fields, computed: source.computed) { object in
+        return BuriIndex(
+            name: name, components: [.binary], unique: unique, multi: true, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object in
             object[keyPath: keyPath].map { [$0.binaryIndexValue] }
         }
     }
@@ -143,26 +166,44 @@ public struct BuriIndex<T>: Sendable {
 
     /// A numeric index over an integer, floating-point or `Date` property; `field` is its encoded
     /// name, for tools.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func numeric<V: NumericIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
+        return BuriIndex(
+            name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object throws(BuriError) in
             [[try object[keyPath: keyPath].numericIndexValue()]]
         }
     }
 
     /// A numeric index over an optional property; objects where it is `nil` have no entry.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func numeric<V: NumericIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
+        return BuriIndex(
+            name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object throws(BuriError) in
             guard let value = object[keyPath: keyPath] else { return [] }
             return [[try value.numericIndexValue()]]
         }
     }
 
     /// A multi-valued numeric index over an array property: one entry per distinct element.
-    public static func numeric<V: NumericIndexable>(_ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func numeric<V: NumericIndexable>(
+        _ name: String, _ keyPath: KeyPath<T, [V]> & Sendable, field: String? = nil, unique: Bool = false,
+        version: Int = 0
+    ) -> BuriIndex {
         let source = source(field, form: V.indexFieldForm)
-        return BuriIndex(name: name, components: [.numeric], unique: unique, multi: true, version: version, fields: source.fields, computed: source.computed) { object throws(BuriError) in
+        return BuriIndex(
+            name: name, components: [.numeric], unique: unique, multi: true, version: version, fields: source.fields,
+            computed: source.computed
+        ) { object throws(BuriError) in
             var tuples: [[IndexValue]] = []
             for element in object[keyPath: keyPath] { tuples.append([try element.numericIndexValue()]) }
             return tuples
@@ -184,13 +225,18 @@ public struct BuriIndex<T>: Sendable {
     /// ```swift
     /// .compound("locale_age", .binary(\.locale), .numeric(\.age))   // ("EN", 20)
     /// ```
-    public static func compound(_ name: String, _ parts: IndexComponent<T>..., unique: Bool = false, version: Int = 0) -> BuriIndex {
+    public static func compound(
+        _ name: String, _ parts: IndexComponent<T>..., unique: Bool = false, version: Int = 0
+    ) -> BuriIndex {
         let computed = parts.contains { $0.isComputed }
         var fields: [(name: String, form: IndexFieldForm)]? = []
         for part in parts {
             if let field = part.field { fields?.append(field) } else { fields = nil }
         }
-        return BuriIndex(name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version, fields: fields, computed: computed) { object throws(BuriError) in
+        return BuriIndex(
+            name: name, components: parts.map(\.kind), unique: unique, multi: false, version: version, fields: fields,
+            computed: computed
+        ) { object throws(BuriError) in
             // Every part is computed, so whether an object is refused (a NaN) does not depend on
             // the order of the parts or on another part being nil.
             var tuple: [IndexValue] = []
@@ -206,9 +252,13 @@ public struct BuriIndex<T>: Sendable {
     /// An index whose values a closure computes: return one tuple per entry (none to skip the object).
     /// Each tuple must have one value per component, of the component's kind.
     /// It is recorded as computed: `buri import` cannot compute it and refuses the bucket.
-    public static func computed(_ name: String, components: [IndexKind], unique: Bool = false, version: Int = 0,
-                                _ tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]) -> BuriIndex {
-        BuriIndex(name: name, components: components, unique: unique, multi: true, version: version, computed: true, tuples: tuples)
+    public static func computed(
+        _ name: String, components: [IndexKind], unique: Bool = false, version: Int = 0,
+        _ tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
+    ) -> BuriIndex {
+        BuriIndex(
+            name: name, components: components, unique: unique, multi: true, version: version, computed: true,
+            tuples: tuples)
     }
 }
 
@@ -224,7 +274,10 @@ public struct IndexComponent<T>: Sendable {
     let isComputed: Bool
     let value: @Sendable (T) throws(BuriError) -> IndexValue?
 
-    init(kind: IndexKind, field: String?, form: IndexFieldForm?, value: @escaping @Sendable (T) throws(BuriError) -> IndexValue?) {
+    init(
+        kind: IndexKind, field: String?, form: IndexFieldForm?,
+        value: @escaping @Sendable (T) throws(BuriError) -> IndexValue?
+    ) {
         self.kind = kind
         self.field = field.flatMap { name in form.map { (name, $0) } }
         self.isComputed = field != nil && form == nil
@@ -232,22 +285,34 @@ public struct IndexComponent<T>: Sendable {
     }
 
     /// A string or bytes property.
-    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V> & Sendable, field: String? = nil) -> IndexComponent {
+    public static func binary<V: BinaryIndexable>(
+        _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil
+    ) -> IndexComponent {
         IndexComponent(kind: .binary, field: field, form: V.indexFieldForm) { $0[keyPath: keyPath].binaryIndexValue }
     }
 
     /// An optional string or bytes property (objects where it is `nil` get no entry).
-    public static func binary<V: BinaryIndexable>(_ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil) -> IndexComponent {
+    public static func binary<V: BinaryIndexable>(
+        _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil
+    ) -> IndexComponent {
         IndexComponent(kind: .binary, field: field, form: V.indexFieldForm) { $0[keyPath: keyPath]?.binaryIndexValue }
     }
 
     /// An integer, floating-point or `Date` property.
-    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V> & Sendable, field: String? = nil) -> IndexComponent {
-        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in try object[keyPath: keyPath].numericIndexValue() }
+    public static func numeric<V: NumericIndexable>(
+        _ keyPath: KeyPath<T, V> & Sendable, field: String? = nil
+    ) -> IndexComponent {
+        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in
+            try object[keyPath: keyPath].numericIndexValue()
+        }
     }
 
     /// An optional integer, floating-point or `Date` property (objects where it is `nil` get no entry).
-    public static func numeric<V: NumericIndexable>(_ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil) -> IndexComponent {
-        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in try object[keyPath: keyPath]?.numericIndexValue() }
+    public static func numeric<V: NumericIndexable>(
+        _ keyPath: KeyPath<T, V?> & Sendable, field: String? = nil
+    ) -> IndexComponent {
+        IndexComponent(kind: .numeric, field: field, form: V.indexFieldForm) { object throws(BuriError) in
+            try object[keyPath: keyPath]?.numericIndexValue()
+        }
     }
 }

@@ -67,7 +67,8 @@ extension BuriDatabase {
                 descriptor = stored
             } else {
                 let reader: any StorageReader = if let seen { seen } else { try currentReader() }
-                descriptor = BucketDescriptor(id: try nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
+                descriptor = BucketDescriptor(
+                    id: try nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
             }
             let (updated, toBuild, dropped) = Self.evolution(of: descriptor, to: schema)
             try validate(updated)
@@ -75,7 +76,9 @@ extension BuriDatabase {
             if stored != nil, !(toBuild.isEmpty && dropped.isEmpty) {
                 let building = RawBucket(database: self, descriptor: updated)
                 let bucket = Bucket<T>(raw: building, schema: schema)
-                try reindex(bucket: bucket, from: descriptor, building: toBuild, dropping: dropped, batchSize: max(1, batchSize), progress: progress)
+                try reindex(
+                    bucket: bucket, from: descriptor, building: toBuild, dropping: dropped,
+                    batchSize: max(1, batchSize), progress: progress)
             }
             if stored != updated {
                 let batch = engine.makeBatch()
@@ -90,8 +93,11 @@ extension BuriDatabase {
 
     /// The descriptor `schema` asks for, given the stored one: kept indexes keep their ids, new or
     /// redefined ones get fresh ids (to build), and stored ones not declared any more are dropped.
-    static func evolution<T: BuriSupport>(of descriptor: BucketDescriptor, to schema: BuriSchema<T>)
-        -> (updated: BucketDescriptor, toBuild: [IndexDefinition], dropped: [IndexDefinition]) {
+    static func evolution<T: BuriSupport>(
+        of descriptor: BucketDescriptor, to schema: BuriSchema<T>
+    )
+        -> (updated: BucketDescriptor, toBuild: [IndexDefinition], dropped: [IndexDefinition])
+    {
         var kept: [IndexDefinition] = []
         var toBuild: [IndexDefinition] = []
         var nextId = descriptor.nextIndexId
@@ -149,7 +155,9 @@ extension BuriDatabase {
             }
         }
         let total = try raw.count()
-        var report = IndexBuildProgress(bucket: old.name, building: building.map(\.name), dropping: dropping.map(\.name), processed: 0, total: total)
+        var report = IndexBuildProgress(
+            bucket: old.name, building: building.map(\.name), dropping: dropping.map(\.name), processed: 0, total: total
+        )
         var resumeAfter: [UInt8]? = nil
         while true {
             var range = KeyRange.prefix(raw.recordPrefix)
@@ -163,16 +171,20 @@ extension BuriDatabase {
                     let recordKey = cursor.key
                     let key = try cursor.withKey { raw throws -> String in
                         do { return try Keyspace.objectKey(fromRecordKey: raw) } catch {
-                            throw BuriError.corruption(bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
+                            throw BuriError.corruption(
+                                bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
                         }
                     }
                     let rewritten = try cursor.withValue { value throws -> [UInt8] in
                         let header: RecordHeader
                         let offset: Int
                         do { (header, offset) = try RecordHeader.parse(value) } catch {
-                            throw BuriError.corruption(bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
+                            throw BuriError.corruption(
+                                bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
                         }
-                        var entries = header.entries.filter { !dropIds.contains($0.index) && !buildIds.contains($0.index) }
+                        var entries = header.entries.filter {
+                            !dropIds.contains($0.index) && !buildIds.contains($0.index)
+                        }
                         if !buildIds.isEmpty {
                             let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
                             let fresh = try bucket.prepare(object)
@@ -207,7 +219,9 @@ extension BuriDatabase {
 
     /// Decodes every object of the bucket and computes its entries for the indexes being built,
     /// writing nothing; throws what the build would throw (including a unique value held twice).
-    private func validateBuild<T: BuriSupport>(bucket: Bucket<T>, from old: BucketDescriptor, building: [IndexDefinition]) throws(BuriError) {
+    private func validateBuild<T: BuriSupport>(
+        bucket: Bucket<T>, from old: BucketDescriptor, building: [IndexDefinition]
+    ) throws(BuriError) {
         let uniqueIds = Set(building.filter(\.isUnique).map(\.id))
         let buildIds = Set(building.map(\.id))
         var claimed: [RecordHeader.Entry: String] = [:]
@@ -216,13 +230,15 @@ extension BuriDatabase {
             while try cursor.next() {
                 let key = try cursor.withKey { raw throws -> String in
                     do { return try Keyspace.objectKey(fromRecordKey: raw) } catch {
-                        throw BuriError.corruption(bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
+                        throw BuriError.corruption(
+                            bucket: old.name, key: nil, index: nil, reason: "record key: \(error)")
                     }
                 }
                 let entries = try cursor.withValue { value throws -> [RecordHeader.Entry] in
                     let offset: Int
                     do { offset = try RecordHeader.parse(value).1 } catch {
-                        throw BuriError.corruption(bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
+                        throw BuriError.corruption(
+                            bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
                     }
                     let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
                     return try bucket.prepare(object).header.entries.filter { buildIds.contains($0.index) }
@@ -230,9 +246,10 @@ extension BuriDatabase {
                 for entry in entries where uniqueIds.contains(entry.index) {
                     if let holder = claimed.updateValue(key, forKey: entry) {
                         let index = building.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
-                        throw BuriError.uniqueViolation(bucket: old.name, index: index,
-                                                        value: IndexTuple.describe(entry.tuple),
-                                                        holder: "\(holder)' and '\(key)")
+                        throw BuriError.uniqueViolation(
+                            bucket: old.name, index: index,
+                            value: IndexTuple.describe(entry.tuple),
+                            holder: "\(holder)' and '\(key)")
                     }
                 }
             }
@@ -241,7 +258,8 @@ extension BuriDatabase {
 
     private func verifyUnique(raw: RawBucket, index: IndexDefinition) throws(BuriError) {
         try raw.run {
-            let cursor = try engine.latest().cursor(in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
+            let cursor = try engine.latest().cursor(
+                in: .prefix(Keyspace.indexPrefix(bucket: raw.descriptor.id, index: index.id)))
             var previous: (tuple: [UInt8], key: String)? = nil
             while try cursor.next() {
                 let (tuple, key) = try cursor.withKey { bytes throws -> ([UInt8], String) in
@@ -249,9 +267,10 @@ extension BuriDatabase {
                     return (Array(bytes[parts.tuple]), try Keyspace.string(bytes, parts.objectKey))
                 }
                 if let previous, previous.tuple == tuple {
-                    throw BuriError.uniqueViolation(bucket: raw.name, index: index.name,
-                                                    value: IndexTuple.describe(tuple),
-                                                    holder: "\(previous.key)' and '\(key)")
+                    throw BuriError.uniqueViolation(
+                        bucket: raw.name, index: index.name,
+                        value: IndexTuple.describe(tuple),
+                        holder: "\(previous.key)' and '\(key)")
                 }
                 previous = (tuple, key)
             }
@@ -260,7 +279,9 @@ extension BuriDatabase {
 
     /// Commits one step of an index rebuild. Each step stands alone (a rebuild is resumable, not
     /// atomic: see docs/DURABILITY.md), so no conditions are sent.
-    private func commitEvolution(_ batch: any StorageBatch, conditions: StorageConditions? = nil, sync: Bool) throws(BuriError) {
+    private func commitEvolution(
+        _ batch: any StorageBatch, conditions: StorageConditions? = nil, sync: Bool
+    ) throws(BuriError) {
         guard !batch.isEmpty else { return }
         try run { try commit(batch, conditions: conditions, sync: sync) }
     }
@@ -274,14 +295,17 @@ extension RawBucket {
         }
         let (reader, bucket) = try readView()
         return try run {
-            let cursor = try reader.cursor(in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)), reverse: last)
+            let cursor = try reader.cursor(
+                in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)), reverse: last)
             guard try cursor.next() else { return nil }
             return try cursor.withKey { raw throws -> IndexValue in
                 do {
                     let length = try ValueEncoding.elementLength(raw, at: Keyspace.indexPrefixLength)
-                    return IndexValue(encoded: Array(raw[Keyspace.indexPrefixLength..<(Keyspace.indexPrefixLength + length)]))
+                    return IndexValue(
+                        encoded: Array(raw[Keyspace.indexPrefixLength..<(Keyspace.indexPrefixLength + length)]))
                 } catch {
-                    throw BuriError.corruption(bucket: self.name, key: nil, index: name, reason: "index entry: \(error)")
+                    throw BuriError.corruption(
+                        bucket: self.name, key: nil, index: name, reason: "index entry: \(error)")
                 }
             }
         }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import BuriCodec
 import BuriStorage
@@ -86,8 +86,9 @@ extension ObjectCursor where T: Sendable {
 
     private func finish(_ job: ParallelDecoding.Job<T>, into objects: inout [T]) throws(BuriError) {
         if let (index, error) = job.finish(into: &objects) {
-            throw .decodingFailed(bucket: bucket.name, key: job.batch.key(index), type: String(describing: T.self),
-                                  reason: String(describing: error))
+            throw .decodingFailed(
+                bucket: bucket.name, key: job.batch.key(index), type: String(describing: T.self),
+                reason: String(describing: error))
         }
     }
 }
@@ -128,7 +129,9 @@ enum ParallelDecoding {
         }
 
         func withPayload<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-            try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[payloadStarts[index]..<keyStarts[index]])) }
+            try bytes.withUnsafeBytes {
+                try body(UnsafeRawBufferPointer(rebasing: $0[payloadStarts[index]..<keyStarts[index]]))
+            }
         }
 
         /// The object key (checked to be UTF-8 when the cursor read it).

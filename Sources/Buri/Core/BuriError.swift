@@ -68,39 +68,50 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case .emptyKey(let bucket):
             return "bucket '\(bucket)': an object's key is empty; give every object a non-empty key"
         case let .keyTooLong(bucket, keyPrefix, length, limit):
-            return "bucket '\(bucket)': key '\(keyPrefix)…' is \(length) bytes, over the limit of \(limit); use a shorter key (a hash or UUID)"
+            return
+                "bucket '\(bucket)': key '\(keyPrefix)…' is \(length) bytes, over the limit of \(limit); use a shorter key (a hash or UUID)"
         case let .invalidIndexValue(bucket, key, index, reason):
             let place = [bucket.map { "bucket '\($0)'" }, key.map { "key '\($0)'" }, index.map { "index '\($0)'" }]
                 .compactMap { $0 }.joined(separator: ", ")
             return (place.isEmpty ? "" : place + ": ") + "cannot index this value: " + reason
         case let .unknownIndex(bucket, index, known):
-            let list = known.isEmpty ? "it has no indexes" : "its indexes are " + known.map { "'\($0)'" }.joined(separator: ", ")
+            let list =
+                known.isEmpty
+                ? "it has no indexes" : "its indexes are " + known.map { "'\($0)'" }.joined(separator: ", ")
             return "bucket '\(bucket)' has no index '\(index)'; \(list)"
         case let .invalidQuery(bucket, index, reason):
             return "bucket '\(bucket)'" + (index.map { ", index '\($0)'" } ?? "") + ": invalid query: " + reason
         case let .uniqueViolation(bucket, index, value, holder):
-            return "bucket '\(bucket)': unique index '\(index)' already holds \(value) for key '\(holder)'; nothing was written"
+            return
+                "bucket '\(bucket)': unique index '\(index)' already holds \(value) for key '\(holder)'; nothing was written"
         case let .decodingFailed(bucket, key, type, reason):
-            return "bucket '\(bucket)', key '\(key)': the stored object does not decode as \(type) (\(reason)); is the bucket opened with the right type?"
+            return
+                "bucket '\(bucket)', key '\(key)': the stored object does not decode as \(type) (\(reason)); is the bucket opened with the right type?"
         case let .encodingFailed(bucket, key, reason):
             return "bucket '\(bucket)', key '\(key)': the object could not be encoded: \(reason)"
         case let .corruption(bucket, key, index, reason):
             let place = [bucket.map { "bucket '\($0)'" }, key.map { "key '\($0)'" }, index.map { "index '\($0)'" }]
                 .compactMap { $0 }.joined(separator: ", ")
-            return (place.isEmpty ? "" : place + ": ") + "corrupted data: \(reason); " + Self.corruptionAdvice(key: key, index: index)
+            return (place.isEmpty ? "" : place + ": ") + "corrupted data: \(reason); "
+                + Self.corruptionAdvice(key: key, index: index)
         case let .damaged(path, bucket, reason):
             let met = bucket.map { " (met in bucket '\($0)')" } ?? ""
-            return "the database at '\(path)' is damaged\(met): \(reason). No shorter result was returned and nothing was dropped; "
+            return
+                "the database at '\(path)' is damaged\(met): \(reason). No shorter result was returned and nothing was dropped; "
                 + "close the database, keep a copy of its directory, and run `buri repair \(path)` (BuriDatabase.repair(path:)) "
                 + "to salvage what is readable: it reports what it could not recover"
         case .notABuriDatabase(let path):
-            return "'\(path)' is a LevelDB database that Buri did not create; open a Buri database or an empty directory"
+            return
+                "'\(path)' is a LevelDB database that Buri did not create; open a Buri database or an empty directory"
         case let .unsupportedFormat(path, found, supported):
-            return "'\(path)' uses Buri format version \(found), but this Buri reads up to version \(supported); upgrade Buri"
+            return
+                "'\(path)' uses Buri format version \(found), but this Buri reads up to version \(supported); upgrade Buri"
         case let .invalidBucketName(name, reason):
             return "bucket name '\(name)' is not allowed: \(reason)"
         case let .unknownBucket(name, known):
-            let list = known.isEmpty ? "the database has no buckets" : "its buckets are " + known.map { "'\($0)'" }.joined(separator: ", ")
+            let list =
+                known.isEmpty
+                ? "the database has no buckets" : "its buckets are " + known.map { "'\($0)'" }.joined(separator: ", ")
             return "there is no bucket '\(name)'; \(list)"
         case let .invalidContinuation(bucket, reason):
             return (bucket.map { "bucket '\($0)': " } ?? "") + "invalid continuation token: \(reason); "
@@ -112,11 +123,13 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storage(let error):
             return error.description
         case let .conflict(attempts, detail):
-            return "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
+            return
+                "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
         case .invalidTransaction(let reason):
             return "transaction misuse: \(reason)"
         case let .observerFellBehind(bucket, limit):
-            return "the change stream\(bucket.map { " of bucket '\($0)'" } ?? "") ended: its consumer fell \(limit) commits behind and no commit is ever skipped; read the current state again and start a new stream (or pass a larger bufferLimit)"
+            return
+                "the change stream\(bucket.map { " of bucket '\($0)'" } ?? "") ended: its consumer fell \(limit) commits behind and no commit is ever skipped; read the current state again and start a new stream (or pass a larger bufferLimit)"
         }
     }
 }
@@ -128,7 +141,9 @@ extension BuriError {
     static func wrap(_ error: any Error) -> BuriError {
         if let error = error as? BuriError { return error }
         if let error = error as? StorageError {
-            if error.code == .corruption { return .damaged(path: error.location ?? "(unknown path)", bucket: nil, reason: error.message) }
+            if error.code == .corruption {
+                return .damaged(path: error.location ?? "(unknown path)", bucket: nil, reason: error.message)
+            }
             return .storage(error)
         }
         return .corruption(bucket: nil, key: nil, index: nil, reason: String(describing: error))
@@ -136,7 +151,9 @@ extension BuriError {
 
     /// The same error, with damage that names no bucket attributed to `bucket`.
     func attributed(to bucket: String?) -> BuriError {
-        if case let .damaged(path, nil, reason) = self, let bucket { return .damaged(path: path, bucket: bucket, reason: reason) }
+        if case let .damaged(path, nil, reason) = self, let bucket {
+            return .damaged(path: path, bucket: bucket, reason: reason)
+        }
         return self
     }
 

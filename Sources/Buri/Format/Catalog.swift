@@ -51,8 +51,12 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// ``componentPaths``.
     public var fieldPaths: [[String]]?
 
-    public init(id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false, version: Int = 0,
-                fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil, fieldPaths: [[String]]? = nil) {
+    public init(
+        id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false,
+        version: Int = 0,
+        fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil,
+        fieldPaths: [[String]]? = nil
+    ) {
         self.id = id
         self.name = name
         self.components = components
@@ -112,8 +116,11 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
     /// resumes across `deleteAll` but never in another bucket (`docs/FORMAT.md` §5, §11).
     public var originId: UInt32?
 
-    public init(id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [], nextIndexId: UInt32 = 1,
-                originId: UInt32? = nil) {
+    public init(
+        id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [],
+        nextIndexId: UInt32 = 1,
+        originId: UInt32? = nil
+    ) {
         self.id = id
         self.name = name
         self.keyField = keyField

@@ -32,7 +32,9 @@ enum ContinuationFormat {
     /// current id, which a `deleteAll` since the token was issued has changed. `nil` if the
     /// position is neither kind of key.
     static func position(_ position: [UInt8], inGeneration id: UInt32) -> [UInt8]? {
-        guard position.count > 5, position[0] == Keyspace.recordTag || position[0] == Keyspace.indexTag else { return nil }
+        guard position.count > 5, position[0] == Keyspace.recordTag || position[0] == Keyspace.indexTag else {
+            return nil
+        }
         var moved: [UInt8] = [position[0]]
         moved.reserveCapacity(position.count)
         Keyspace.appendBigEndian(id, to: &moved)
@@ -43,9 +45,13 @@ enum ContinuationFormat {
     static func decode(_ bytes: [UInt8]) throws(FormatError) -> ContinuationToken {
         guard let first = bytes.first else { throw FormatError("the token is empty") }
         guard first == version else {
-            throw FormatError("token layout version 0x\(String(first, radix: 16)) is not one this Buri reads (0x\(String(version, radix: 16)))")
+            throw FormatError(
+                "token layout version 0x\(String(first, radix: 16)) is not one this Buri reads (0x\(String(version, radix: 16)))"
+            )
         }
-        guard bytes.count > fixedLength else { throw FormatError("the token is \(bytes.count) bytes, too short to be one") }
+        guard bytes.count > fixedLength else {
+            throw FormatError("the token is \(bytes.count) bytes, too short to be one")
+        }
         func word(_ at: Int) -> UInt32 {
             UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
         }
@@ -54,10 +60,13 @@ enum ContinuationFormat {
             guard let value = try? Varint.read(raw, at: &offset) else { return nil }
             return (value, offset)
         }
-        guard let (returned, offset) = count else { throw FormatError("the token's result count is not a valid varint") }
+        guard let (returned, offset) = count else {
+            throw FormatError("the token's result count is not a valid varint")
+        }
         guard offset < bytes.count else { throw FormatError("the token holds no position") }
-        return ContinuationToken(bucket: word(1), order: word(5), fingerprint: UInt64(word(9)) << 32 | UInt64(word(13)),
-                                 returned: returned, position: Array(bytes[offset...]))
+        return ContinuationToken(
+            bucket: word(1), order: word(5), fingerprint: UInt64(word(9)) << 32 | UInt64(word(13)),
+            returned: returned, position: Array(bytes[offset...]))
     }
 
     /// The canonical bytes of what a query's results depend on, in order: its direction and its

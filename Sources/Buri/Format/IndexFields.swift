@@ -1,8 +1,8 @@
 import BuriCodec
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension IndexDefinition {
@@ -10,13 +10,15 @@ extension IndexDefinition {
     /// come from recorded fields (see ``fields`` and ``fieldForms``).
     public var uncomputableReason: String? {
         if computed == true {
-            return "its values are computed by Swift code (a `.computed` index, or a property whose type tools cannot read)"
+            return
+                "its values are computed by Swift code (a `.computed` index, or a property whose type tools cannot read)"
         }
         if let fieldPaths {
             if fields != nil {
                 // Buri writes one or the other: a reader that knows only `fields` would read other
                 // fields than one that knows `fieldPaths`, so neither may guess.
-                return "its catalog entry records both `fields` and `fieldPaths`, which Buri never writes together (docs/FORMAT.md §5), so which fields it reads is ambiguous"
+                return
+                    "its catalog entry records both `fields` and `fieldPaths`, which Buri never writes together (docs/FORMAT.md §5), so which fields it reads is ambiguous"
             }
             if fieldPaths.count != components.count {
                 return "its catalog entry has \(fieldPaths.count) field paths for \(components.count) components"
@@ -24,10 +26,12 @@ extension IndexDefinition {
             if fieldPaths.contains(where: \.isEmpty) { return "its catalog entry has an empty field path" }
         } else if let fields {
             if fields.count != components.count {
-                return "its catalog entry has \(fields.count) field\(fields.count == 1 ? "" : "s") for \(components.count) component\(components.count == 1 ? "" : "s")"
+                return
+                    "its catalog entry has \(fields.count) field\(fields.count == 1 ? "" : "s") for \(components.count) component\(components.count == 1 ? "" : "s")"
             }
         } else {
-            return "its Swift declaration names no field (declare it with `field:`, e.g. .numeric(\"\(name)\", \\.\(name), field: \"\(name)\"))"
+            return
+                "its Swift declaration names no field (declare it with `field:`, e.g. .numeric(\"\(name)\", \\.\(name), field: \"\(name)\"))"
         }
         if let forms = fieldForms, forms.count != components.count {
             return "its catalog entry has \(forms.count) field forms for \(components.count) components"
@@ -71,7 +75,9 @@ extension IndexDefinition {
             }
             if case .array(let elements) = value {
                 guard arrays, components.count == 1 else {
-                    let why = components.count > 1 ? "a compound index takes one value per field" : "the index is single-valued"
+                    let why =
+                        components.count > 1
+                        ? "a compound index takes one value per field" : "the index is single-valued"
                     throw invalid(field, "holds an array, but \(why)")
                 }
                 var tuples: [[IndexValue]] = []
@@ -134,8 +140,11 @@ extension IndexDefinition {
                 if current.isNull { return nil }
                 guard case .map = current else {
                     let parent = fieldPathText(Array(path[..<depth]))
-                    throw .invalidIndexValue(bucket: nil, key: nil, index: index,
-                                             reason: "field '\(fieldPathText(path))' is read through '\(parent)', which holds \(describe(current)), not an object")
+                    throw .invalidIndexValue(
+                        bucket: nil, key: nil, index: index,
+                        reason:
+                            "field '\(fieldPathText(path))' is read through '\(parent)', which holds \(describe(current)), not an object"
+                    )
                 }
             }
             guard let next = current[key] else { return nil }
@@ -172,18 +181,30 @@ extension IndexDefinition {
         while let scalar = scalars.popFirst() {
             if scalar == "\\" {
                 guard let next = scalars.popFirst(), next == "." || next == "\\" else {
-                    return .failure(FieldPathError(path: text, reason: "a backslash must be followed by '.' (a dot inside a key) or '\\' (a backslash)"))
+                    return .failure(
+                        FieldPathError(
+                            path: text,
+                            reason: "a backslash must be followed by '.' (a dot inside a key) or '\\' (a backslash)"))
                 }
                 key.append(next)
             } else if scalar == "." {
-                guard !key.isEmpty else { return .failure(FieldPathError(path: text, reason: "it has an empty key; keys are separated by single dots, as in address.city")) }
+                guard !key.isEmpty else {
+                    return .failure(
+                        FieldPathError(
+                            path: text,
+                            reason: "it has an empty key; keys are separated by single dots, as in address.city"))
+                }
                 keys.append(String(key))
                 key = String.UnicodeScalarView()
             } else {
                 key.append(scalar)
             }
         }
-        guard !key.isEmpty else { return .failure(FieldPathError(path: text, reason: "it has an empty key; keys are separated by single dots, as in address.city")) }
+        guard !key.isEmpty else {
+            return .failure(
+                FieldPathError(
+                    path: text, reason: "it has an empty key; keys are separated by single dots, as in address.city"))
+        }
         keys.append(String(key))
         return .success(keys)
     }
@@ -192,7 +213,9 @@ extension IndexDefinition {
         .invalidIndexValue(bucket: nil, key: nil, index: name, reason: "field '\(field)' \(message)")
     }
 
-    private func indexValue(_ value: CBORValue, position: Int, field: String, form: IndexFieldForm) throws(BuriError) -> IndexValue {
+    private func indexValue(
+        _ value: CBORValue, position: Int, field: String, form: IndexFieldForm
+    ) throws(BuriError) -> IndexValue {
         switch (components[position], form) {
         case (.binary, .value):
             switch value {
@@ -243,7 +266,8 @@ extension IndexDefinition {
     /// A short description of a value for messages.
     static func describe(_ value: CBORValue) -> String {
         switch value {
-        case .text(let text): return "the string " + CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString()
+        case .text(let text):
+            return "the string " + CBORValue.text(text.count > 40 ? String(text.prefix(40)) + "…" : text).jsonString()
         case .unsigned, .negative, .float: return "the number \(value.jsonString())"
         case .bool(let flag): return "\(flag)"
         case .array: return "an array"
@@ -278,7 +302,9 @@ extension BucketDescriptor {
     public var datePaths: [[String]] {
         var paths: [[String]] = []
         for index in indexes {
-            for path in index.datePaths where !paths.contains(where: { DatePaths.same($0, path) }) { paths.append(path) }
+            for path in index.datePaths where !paths.contains(where: { DatePaths.same($0, path) }) {
+                paths.append(path)
+            }
         }
         return paths
     }
@@ -297,8 +323,10 @@ public enum DatePaths {
 
     /// `object` with the value at each of `paths` (and each element of an array there) replaced by
     /// `transform(value, path)`; missing fields, `null`s and non-maps on the way are left alone.
-    public static func rewriting(_ object: CBORValue, at paths: [[String]],
-                                 _ transform: (CBORValue, [String]) throws -> CBORValue) rethrows -> CBORValue {
+    public static func rewriting(
+        _ object: CBORValue, at paths: [[String]],
+        _ transform: (CBORValue, [String]) throws -> CBORValue
+    ) rethrows -> CBORValue {
         var result = object
         for path in paths where !path.isEmpty {
             result = try rewrite(result, path: path[...], whole: path, transform)
@@ -306,14 +334,17 @@ public enum DatePaths {
         return result
     }
 
-    private static func rewrite(_ value: CBORValue, path: ArraySlice<String>, whole: [String],
-                                _ transform: (CBORValue, [String]) throws -> CBORValue) rethrows -> CBORValue {
+    private static func rewrite(
+        _ value: CBORValue, path: ArraySlice<String>, whole: [String],
+        _ transform: (CBORValue, [String]) throws -> CBORValue
+    ) rethrows -> CBORValue {
         guard let key = path.first else {
             if case .array(let elements) = value { return .array(try elements.map { try transform($0, whole) }) }
             return try transform(value, whole)
         }
         guard case .map(var entries) = value,
-              let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(key.utf8) == true }) else { return value }
+            let position = entries.firstIndex(where: { $0.key.stringValue?.utf8.elementsEqual(key.utf8) == true })
+        else { return value }
         entries[position].value = try rewrite(entries[position].value, path: path.dropFirst(), whole: whole, transform)
         return .map(entries)
     }

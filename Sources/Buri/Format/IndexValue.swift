@@ -1,8 +1,8 @@
 import BuriCodec
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One value of a secondary index: a number or a byte string, held in its order-preserving
@@ -59,7 +59,8 @@ public struct IndexValue: Sendable, Hashable, Comparable {
         } else if let value = Double(exactly: integer) {
             self = IndexValue(floatLiteral: value)
         } else {
-            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: Self.inexactInteger("\(integer)"))
+            throw BuriError.invalidIndexValue(
+                bucket: nil, key: nil, index: nil, reason: Self.inexactInteger("\(integer)"))
         }
     }
 
@@ -122,12 +123,14 @@ public struct IndexValue: Sendable, Hashable, Comparable {
             } else if let magnitude = Double(exactly: n + 1) {
                 self = IndexValue(floatLiteral: -magnitude)
             } else {
-                throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: Self.inexactInteger(number.jsonString()))
+                throw BuriError.invalidIndexValue(
+                    bucket: nil, key: nil, index: nil, reason: Self.inexactInteger(number.jsonString()))
             }
         case .float(let d):
             try self.init(d)
         default:
-            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: "\(number.jsonString()) is not a number")
+            throw BuriError.invalidIndexValue(
+                bucket: nil, key: nil, index: nil, reason: "\(number.jsonString()) is not a number")
         }
     }
 
@@ -135,7 +138,8 @@ public struct IndexValue: Sendable, Hashable, Comparable {
     /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` for NaN, which has no place in an order.
     public init(_ double: Double) throws(BuriError) {
         guard !double.isNaN else {
-            throw BuriError.invalidIndexValue(bucket: nil, key: nil, index: nil, reason: "NaN cannot be indexed: it has no place in numeric order")
+            throw BuriError.invalidIndexValue(
+                bucket: nil, key: nil, index: nil, reason: "NaN cannot be indexed: it has no place in numeric order")
         }
         var out: [UInt8] = []
         out.reserveCapacity(ValueEncoding.finiteLength)

@@ -116,7 +116,8 @@ enum Keyspace {
     }
 
     static func readBigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
+            | UInt32(bytes[offset + 3])
     }
 
     /// `0x02` + bucket id: the prefix of every record of a bucket.
@@ -186,7 +187,8 @@ enum Keyspace {
     /// The bucket id of a marker key and its state and bucket name, or `nil` if they do not parse.
     static func parseRetired(key: [UInt8], value: [UInt8]) -> (bucket: UInt32, state: RetiredState, name: String)? {
         guard key.count == 5, key[0] == retiredTag, let first = value.first, let state = RetiredState(rawValue: first),
-              let name = String(validating: value.dropFirst(), as: UTF8.self) else { return nil }
+            let name = String(validating: value.dropFirst(), as: UTF8.self)
+        else { return nil }
         let bucket = key.withUnsafeBytes { readBigEndian($0, at: 1) }
         return (bucket, state, name)
     }
@@ -276,7 +278,9 @@ enum Keyspace {
 
     /// Splits an index entry key into its tuple and object key, given the index's arity.
     /// Returns the byte ranges (relative to `key`) of the tuple and the object key.
-    static func splitIndexEntry(_ key: UnsafeRawBufferPointer, arity: Int) throws(FormatError) -> (tuple: Range<Int>, objectKey: Range<Int>) {
+    static func splitIndexEntry(
+        _ key: UnsafeRawBufferPointer, arity: Int
+    ) throws(FormatError) -> (tuple: Range<Int>, objectKey: Range<Int>) {
         guard key.count > indexPrefixLength, key[0] == indexTag else {
             throw FormatError("index entry key of \(key.count) bytes is too short or has the wrong tag")
         }

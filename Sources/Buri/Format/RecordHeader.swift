@@ -62,19 +62,24 @@ struct RecordHeader: Equatable, Sendable {
     ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int) {
         guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
         guard value[0] == layoutVersion else {
-            throw FormatError("record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
+            throw FormatError(
+                "record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
         }
         guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
         var offset = 2
         let schema = try Varint.read(value, at: &offset)
         let count = try Varint.read(value, at: &offset)
         // Each entry takes at least two bytes, which bounds the count before anything is allocated.
-        guard count <= UInt64(value.count - offset) / 2 else { throw FormatError("record header claims \(count) index entries") }
+        guard count <= UInt64(value.count - offset) / 2 else {
+            throw FormatError("record header claims \(count) index entries")
+        }
         for _ in 0..<count {
             let index = try Varint.read(value, at: &offset)
             let length = try Varint.read(value, at: &offset)
             guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
-            guard length <= UInt64(value.count - offset) else { throw FormatError("index value of \(length) bytes runs past the record") }
+            guard length <= UInt64(value.count - offset) else {
+                throw FormatError("index value of \(length) bytes runs past the record")
+            }
             let end = offset + Int(length)
             // Each tuple must be a well-formed sequence of elements.
             var check = offset

@@ -134,7 +134,10 @@ enum ValueEncoding {
                     switch bytes[index + 1] {
                     case 0x00: return index + 2 - offset
                     case 0x01: index += 2
-                    default: throw FormatError("byte string has 0x00 followed by 0x\(String(bytes[index + 1], radix: 16)) at byte \(index)")
+                    default:
+                        throw FormatError(
+                            "byte string has 0x00 followed by 0x\(String(bytes[index + 1], radix: 16)) at byte \(index)"
+                        )
                     }
                 } else {
                     index += 1
@@ -154,7 +157,9 @@ enum ValueEncoding {
     }
 
     /// Decodes the element at `offset` and moves `offset` past it.
-    static func decodeElement(_ bytes: UnsafeRawBufferPointer, at offset: inout Int) throws(FormatError) -> IndexValue.Decoded {
+    static func decodeElement(
+        _ bytes: UnsafeRawBufferPointer, at offset: inout Int
+    ) throws(FormatError) -> IndexValue.Decoded {
         let length = try elementLength(bytes, at: offset)
         defer { offset += length }
         switch bytes[offset] {
@@ -199,11 +204,13 @@ enum ValueEncoding {
         // Not a 64-bit integer: it must be a double, whose fraction has at most 52 bits (fewer for
         // subnormals: exponent + 1074 bits below 2^-1022).
         guard exponent >= -1074, exponent <= 1023 else {
-            throw FormatError("number 2^\(exponent) × 1.\(String(fraction, radix: 16)) is neither a 64-bit integer nor a double")
+            throw FormatError(
+                "number 2^\(exponent) × 1.\(String(fraction, radix: 16)) is neither a 64-bit integer nor a double")
         }
         let fractionBits = exponent >= -1022 ? 52 : exponent + 1074
         guard fractionBits == 0 ? fraction == 0 : fraction << UInt64(fractionBits) == 0 else {
-            throw FormatError("number 2^\(exponent) × 1.\(String(fraction, radix: 16)) is neither a 64-bit integer nor a double")
+            throw FormatError(
+                "number 2^\(exponent) × 1.\(String(fraction, radix: 16)) is neither a 64-bit integer nor a double")
         }
         let significand = 1 + Double(fraction >> 12) / 4_503_599_627_370_496  // 2^52
         let value = Double(sign: negative ? .minus : .plus, exponent: exponent, significand: significand)

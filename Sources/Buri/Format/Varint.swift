@@ -20,7 +20,9 @@ enum Varint {
             guard offset < bytes.count else { throw FormatError("varint truncated at byte \(offset)") }
             let byte = bytes[offset]
             offset += 1
-            guard shift < 64, !(shift == 63 && byte > 1) else { throw FormatError("varint longer than 64 bits at byte \(offset - 1)") }
+            guard shift < 64, !(shift == 63 && byte > 1) else {
+                throw FormatError("varint longer than 64 bits at byte \(offset - 1)")
+            }
             result |= UInt64(byte & 0x7F) << shift
             if byte < 0x80 { return result }
             shift += 7

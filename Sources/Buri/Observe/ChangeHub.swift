@@ -26,8 +26,12 @@ struct ParsedCommit: Sendable {
         var marked: [UInt32] = []
         for change in event.changes {
             if change.key.first == Keyspace.retiredTag {
-                if change.key.count == 5 { marked.append(change.key.withUnsafeBytes { Keyspace.readBigEndian($0, at: 1) }) }
-                if case .put(let key, let value) = change, let marker = Keyspace.parseRetired(key: key, value: value), marker.state == .purging {
+                if change.key.count == 5 {
+                    marked.append(change.key.withUnsafeBytes { Keyspace.readBigEndian($0, at: 1) })
+                }
+                if case .put(let key, let value) = change, let marker = Keyspace.parseRetired(key: key, value: value),
+                    marker.state == .purging
+                {
                     retired.append((marker.bucket, marker.name))
                 }
             }
@@ -51,7 +55,9 @@ struct ParsedCommit: Sendable {
         for (old, name) in retired {
             let catalogKey = Keyspace.catalogKey(bucket: name)
             for case .put(let key, let value) in event.changes where key == catalogKey {
-                if let descriptor = try? BucketDescriptor.decode(value), descriptor.id != old { cleared[old] = descriptor.id }
+                if let descriptor = try? BucketDescriptor.decode(value), descriptor.id != old {
+                    cleared[old] = descriptor.id
+                }
             }
         }
     }
@@ -117,8 +123,10 @@ final class ChangeHub: Sendable {
 
     /// Subscribes; commits applied after this returns reach `deliver` (when they match
     /// `interest`), in commit order. `finish` is called if the database closes first.
-    func subscribe(_ interest: Interest, deliver: @escaping @Sendable (ParsedCommit) -> Void,
-                   finish: @escaping @Sendable () -> Void) throws(BuriError) -> HubSubscription {
+    func subscribe(
+        _ interest: Interest, deliver: @escaping @Sendable (ParsedCommit) -> Void,
+        finish: @escaping @Sendable () -> Void
+    ) throws(BuriError) -> HubSubscription {
         let subscriber = Subscriber(interest: interest, deliver: deliver, finish: finish)
         let id = try registration.withLock { observation throws(BuriError) -> UInt64 in
             if observation == nil {
@@ -129,7 +137,8 @@ final class ChangeHub: Sendable {
                 state.next += 1
                 switch interest {
                 case .objects: state.everything[state.next] = subscriber
-                case .records(let bucket), .query(let bucket): state.byBucket[bucket, default: [:]][state.next] = subscriber
+                case .records(let bucket), .query(let bucket):
+                    state.byBucket[bucket, default: [:]][state.next] = subscriber
                 }
                 state.count += 1
                 return state.next
@@ -185,7 +194,9 @@ final class ChangeHub: Sendable {
     /// Records names of buckets not yet known (a stream's first look at the catalog).
     func learn(_ descriptors: [BucketDescriptor]) {
         state.withLock { state in
-            for descriptor in descriptors where state.names[descriptor.id] == nil { state.names[descriptor.id] = descriptor.name }
+            for descriptor in descriptors where state.names[descriptor.id] == nil {
+                state.names[descriptor.id] = descriptor.name
+            }
         }
     }
 
@@ -197,7 +208,9 @@ final class ChangeHub: Sendable {
         var learned: [(UInt32, String)] = []
         if commit.catalogChanged {
             for case .put(let key, let value) in event.changes where Keyspace.isCatalogKey(key) {
-                if let descriptor = try? BucketDescriptor.decode(value) { learned.append((descriptor.id, descriptor.name)) }
+                if let descriptor = try? BucketDescriptor.decode(value) {
+                    learned.append((descriptor.id, descriptor.name))
+                }
             }
         }
         for (old, new) in commit.cleared { generations.forward(old, to: new) }
@@ -211,13 +224,16 @@ final class ChangeHub: Sendable {
             }
             let clearedInto = Set(commit.cleared.values)
             var targets: [Subscriber] = []
-            if !commit.records.isEmpty || !commit.cleared.isEmpty { targets.append(contentsOf: state.everything.values) }
+            if !commit.records.isEmpty || !commit.cleared.isEmpty {
+                targets.append(contentsOf: state.everything.values)
+            }
             if commit.catalogChanged {
                 for (bucket, subscribers) in state.byBucket {
                     for subscriber in subscribers.values {
                         switch subscriber.interest {
                         case .query: targets.append(subscriber)
-                        case .records where commit.records[bucket] != nil || clearedInto.contains(bucket): targets.append(subscriber)
+                        case .records where commit.records[bucket] != nil || clearedInto.contains(bucket):
+                            targets.append(subscriber)
                         default: break
                         }
                     }

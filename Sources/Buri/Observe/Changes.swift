@@ -172,19 +172,25 @@ extension BuriDatabase {
     public static let defaultChangeBufferLimit = 10_000
 
     /// Subscribes a change stream; see ``ChangeStream``.
-    func changeStream<Element: Sendable>(_ interest: ChangeHub.Interest, bucket: String?, bufferLimit: Int,
-                                         _ transform: @escaping @Sendable (ParsedCommit) throws(BuriError) -> Element?) throws(BuriError) -> ChangeStream<Element> {
+    func changeStream<Element: Sendable>(
+        _ interest: ChangeHub.Interest, bucket: String?, bufferLimit: Int,
+        _ transform: @escaping @Sendable (ParsedCommit) throws(BuriError) -> Element?
+    ) throws(BuriError) -> ChangeStream<Element> {
         guard bufferLimit > 0 else {
-            throw .invalidQuery(bucket: bucket ?? "(database)", index: nil, reason: "a change stream buffers at least 1 commit; bufferLimit is \(bufferLimit)")
+            throw .invalidQuery(
+                bucket: bucket ?? "(database)", index: nil,
+                reason: "a change stream buffers at least 1 commit; bufferLimit is \(bufferLimit)")
         }
         try checkOpen()
         let source = ObservationSource<ParsedCommit>(policy: .bufferingOldest(bufferLimit))
-        let subscription = try changeHub.subscribe(interest, deliver: { [weak source] commit in
-            guard let source else { return }
-            if case .dropped = source.continuation.yield(commit) {
-                source.fail(.observerFellBehind(bucket: bucket, limit: bufferLimit))
-            }
-        }, finish: { [weak source] in source?.continuation.finish() })
+        let subscription = try changeHub.subscribe(
+            interest,
+            deliver: { [weak source] commit in
+                guard let source else { return }
+                if case .dropped = source.continuation.yield(commit) {
+                    source.fail(.observerFellBehind(bucket: bucket, limit: bufferLimit))
+                }
+            }, finish: { [weak source] in source?.continuation.finish() })
         source.attach(subscription)
         return ChangeStream(source: source, transform: transform)
     }
@@ -199,9 +205,12 @@ extension BuriDatabase {
     /// }
     /// ```
     /// - Parameter includingObjects: also carry each stored object's CBOR payload.
-    public func changes(includingObjects: Bool = false, bufferLimit: Int = defaultChangeBufferLimit) throws(BuriError) -> DatabaseChange.Stream {
+    public func changes(
+        includingObjects: Bool = false, bufferLimit: Int = defaultChangeBufferLimit
+    ) throws(BuriError) -> DatabaseChange.Stream {
         let hub = changeHub
-        let stream = try changeStream(.objects, bucket: nil, bufferLimit: bufferLimit) { commit throws(BuriError) -> DatabaseChange? in
+        let stream = try changeStream(.objects, bucket: nil, bufferLimit: bufferLimit) {
+            commit throws(BuriError) -> DatabaseChange? in
             var buckets: [BucketChange<[UInt8]>] = []
             for (old, _) in commit.cleared.sorted(by: { $0.key < $1.key }) {
                 let name = hub.name(ofBucket: old) ?? "#\(old)"
@@ -209,9 +218,10 @@ extension BuriDatabase {
             }
             for (id, changes) in commit.records.sorted(by: { $0.key < $1.key }) {
                 let name = hub.name(ofBucket: id) ?? "#\(id)"
-                buckets.append(try BucketChange(bucket: name, revision: commit.revision, records: changes) { _, payload in
-                    includingObjects ? Array(payload) : nil
-                })
+                buckets.append(
+                    try BucketChange(bucket: name, revision: commit.revision, records: changes) { _, payload in
+                        includingObjects ? Array(payload) : nil
+                    })
             }
             return DatabaseChange(revision: commit.revision, buckets: buckets)
         }
@@ -228,8 +238,10 @@ extension DatabaseChange {
 
 extension BucketChange {
     /// The change of one bucket from its record puts and deletes, the last write of a key winning.
-    init(bucket: String, revision: UInt64, records: [StorageCommitEvent.Change],
-         object: (String, UnsafeRawBufferPointer) throws(BuriError) -> Object?) throws(BuriError) {
+    init(
+        bucket: String, revision: UInt64, records: [StorageCommitEvent.Change],
+        object: (String, UnsafeRawBufferPointer) throws(BuriError) -> Object?
+    ) throws(BuriError) {
         self.bucket = bucket
         self.revision = revision
         var order: [ObjectKeyBytes] = []
@@ -244,7 +256,9 @@ extension BucketChange {
             guard let change = last[key] else { continue }
             let objectKey: String
             do {
-                objectKey = try key.bytes.withUnsafeBytes { raw throws(FormatError) in try Keyspace.objectKey(fromRecordKey: raw) }
+                objectKey = try key.bytes.withUnsafeBytes { raw throws(FormatError) in
+                    try Keyspace.objectKey(fromRecordKey: raw)
+                }
             } catch {
                 throw .corruption(bucket: bucket, key: nil, index: nil, reason: "a committed record key: \(error)")
             }
@@ -260,7 +274,8 @@ extension BucketChange {
                         do {
                             offset = try RecordHeader.payloadOffset(raw)
                         } catch {
-                            throw .corruption(bucket: bucket, key: objectKey, index: nil, reason: "record header: \(error)")
+                            throw .corruption(
+                                bucket: bucket, key: objectKey, index: nil, reason: "record header: \(error)")
                         }
                         decoded = try object(objectKey, UnsafeRawBufferPointer(rebasing: raw[offset...]))
                     } catch {
@@ -287,11 +302,15 @@ extension Bucket where T: Sendable {
     /// }
     /// ```
     /// - Parameter includingObjects: decode the stored objects too (on the consuming task).
-    public func changes(includingObjects: Bool = false, bufferLimit: Int = BuriDatabase.defaultChangeBufferLimit) throws(BuriError) -> ChangeStream<BucketChange<T>> {
+    public func changes(
+        includingObjects: Bool = false, bufferLimit: Int = BuriDatabase.defaultChangeBufferLimit
+    ) throws(BuriError) -> ChangeStream<BucketChange<T>> {
         let name = name
         // The generation the stream follows: it moves on with each commit that replaces it.
         let followed = Atomic<UInt32>(raw.bucketId)
-        return try raw.database.changeStream(.records(followed.load(ordering: .relaxed)), bucket: name, bufferLimit: bufferLimit) { [self] commit throws(BuriError) -> BucketChange<T>? in
+        return try raw.database.changeStream(
+            .records(followed.load(ordering: .relaxed)), bucket: name, bufferLimit: bufferLimit
+        ) { [self] commit throws(BuriError) -> BucketChange<T>? in
             var id = followed.load(ordering: .relaxed)
             var deletedAll = false
             while let next = commit.cleared[id] {
@@ -300,9 +319,11 @@ extension Bucket where T: Sendable {
             }
             followed.store(id, ordering: .relaxed)
             guard let records = commit.records[id] else {
-                return deletedAll ? BucketChange(bucket: name, revision: commit.revision, changes: [], deletedAll: true) : nil
+                return deletedAll
+                    ? BucketChange(bucket: name, revision: commit.revision, changes: [], deletedAll: true) : nil
             }
-            var change = try BucketChange(bucket: name, revision: commit.revision, records: records) { key, payload throws(BuriError) -> T? in
+            var change = try BucketChange(bucket: name, revision: commit.revision, records: records) {
+                key, payload throws(BuriError) -> T? in
                 includingObjects ? try decode(payload, key: key) : nil
             }
             change.deletedAll = deletedAll

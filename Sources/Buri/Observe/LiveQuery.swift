@@ -119,7 +119,9 @@ final class LiveQueryState: Sendable {
 
     /// Notes the record keys of results just read (for a query of objects).
     func resultsRead(_ recordKeys: Set<[UInt8]>) {
-        let keys = recordKeys.contains(where: { Keyspace.classify($0) != .record(bucket: original) }) ? Set(recordKeys.map(asOriginal)) : recordKeys
+        let keys =
+            recordKeys.contains(where: { Keyspace.classify($0) != .record(bucket: original) })
+            ? Set(recordKeys.map(asOriginal)) : recordKeys
         watched.withLock { $0.keys = keys }
     }
 
@@ -135,10 +137,12 @@ final class LiveQueryState: Sendable {
         }
         if commit.catalogChanged { return true }
         let moved = bucket != original
-        if let keys = commit.indexKeys[bucket], keys.contains(where: { key in
-            let key = moved ? asOriginal(key) : key
-            return relevance.ranges.contains { $0.contains(key) }
-        }) {
+        if let keys = commit.indexKeys[bucket],
+            keys.contains(where: { key in
+                let key = moved ? asOriginal(key) : key
+                return relevance.ranges.contains { $0.contains(key) }
+            })
+        {
             return true
         }
         guard var records = commit.records[bucket], !records.isEmpty else { return false }
@@ -194,21 +198,28 @@ struct LiveQueryRelevance: Sendable {
 
 extension BuriDatabase {
     /// A live query over bucket `bucket` (id) answering with `run`.
-    func liveQuery<Element: Sendable>(bucket: RawBucket, relevance: LiveQueryRelevance,
-                                      _ run: @escaping @Sendable (LiveQueryState) throws(BuriError) -> Element) throws(BuriError) -> LiveQuery<Element> {
+    func liveQuery<Element: Sendable>(
+        bucket: RawBucket, relevance: LiveQueryRelevance,
+        _ run: @escaping @Sendable (LiveQueryState) throws(BuriError) -> Element
+    ) throws(BuriError) -> LiveQuery<Element> {
         if bucket.transaction != nil {
-            throw .invalidTransaction(reason: "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's")
+            throw .invalidTransaction(
+                reason:
+                    "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's"
+            )
         }
         try checkOpen()
         let bucketId = bucket.bucketId
         let state = LiveQueryState(relevance: relevance, bucket: bucketId)
         // Newest only: any number of commits between two reads coalesce into one refresh.
         let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
-        let subscription = try changeHub.subscribe(.query(bucketId), deliver: { [weak source] commit in
-            guard state.isRelevant(commit) else { return }
-            state.latest.store(commit.revision, ordering: .releasing)
-            source?.continuation.yield(commit.revision)
-        }, finish: { [weak source] in source?.continuation.finish() })
+        let subscription = try changeHub.subscribe(
+            .query(bucketId),
+            deliver: { [weak source] commit in
+                guard state.isRelevant(commit) else { return }
+                state.latest.store(commit.revision, ordering: .releasing)
+                source?.continuation.yield(commit.revision)
+            }, finish: { [weak source] in source?.continuation.finish() })
         source.attach(subscription)
         return LiveQuery(source: source, state: state, run: { () throws(BuriError) -> Element in try run(state) })
     }
@@ -247,7 +258,8 @@ extension Bucket where T: Sendable {
     /// for try await count in try people.observeCount(.index("age", in: 18...)) { badge = count }
     /// ```
     public func observeCount(_ query: Query = .all) throws(BuriError) -> LiveQuery<Int> {
-        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) { [self] _ throws(BuriError) -> Int in
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+            [self] _ throws(BuriError) -> Int in
             try count(query)
         }
     }
@@ -258,7 +270,8 @@ extension Bucket where T: Sendable {
     /// for try await keys in try people.observeKeys(.index("locale", equals: "EN")) { print(keys) }
     /// ```
     public func observeKeys(_ query: Query = .all) throws(BuriError) -> LiveQuery<[String]> {
-        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) { [self] _ throws(BuriError) -> [String] in
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+            [self] _ throws(BuriError) -> [String] in
             try keys(query)
         }
     }
@@ -270,7 +283,8 @@ extension Bucket where T: Sendable {
     /// for try await person in try people.observe(key: "p1") { print(person?.name ?? "gone") }
     /// ```
     public func observe(key: String) throws(BuriError) -> LiveQuery<T?> {
-        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance(records: .key(raw.recordKey(key)))) { [self] _ throws(BuriError) -> T? in
+        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance(records: .key(raw.recordKey(key)))) {
+            [self] _ throws(BuriError) -> T? in
             try object(forKey: key)
         }
     }
@@ -286,7 +300,8 @@ enum StorageQueue {
         try await result(body).get()
     }
 
-    static func result<R: Sendable>(_ body: @escaping @Sendable () throws(BuriError) -> R) async -> Result<R, BuriError> {
+    static func result<R: Sendable>(_ body: @escaping @Sendable () throws(BuriError) -> R) async -> Result<R, BuriError>
+    {
         await withCheckedContinuation { continuation in
             queue.async {
                 do throws(BuriError) {

@@ -85,12 +85,19 @@ public struct Query: Sendable, Hashable {
     }
 
     /// Objects whose compound index `index` has leading components `leading` and a next component in `range`.
-    public static func index(_ index: String, equals leading: [IndexValue], in range: ClosedRange<IndexValue>) -> Query {
-        Query(conditions: [Condition(index: index, leading: leading, rest: .range(lower: .inclusive(range.lowerBound), upper: .inclusive(range.upperBound)))])
+    public static func index(_ index: String, equals leading: [IndexValue], in range: ClosedRange<IndexValue>) -> Query
+    {
+        Query(conditions: [
+            Condition(
+                index: index, leading: leading,
+                rest: .range(lower: .inclusive(range.lowerBound), upper: .inclusive(range.upperBound)))
+        ])
     }
 
     /// Objects whose index value lies between `lower` and `upper`, with explicit bound kinds.
-    public static func index(_ index: String, leading: [IndexValue] = [], from lower: IndexBound, to upper: IndexBound) -> Query {
+    public static func index(
+        _ index: String, leading: [IndexValue] = [], from lower: IndexBound, to upper: IndexBound
+    ) -> Query {
         Query(conditions: [Condition(index: index, leading: leading, rest: .range(lower: lower, upper: upper))])
     }
 

@@ -19,8 +19,9 @@ struct ConditionPlan {
         if case .none = condition.rest { needsNext = false } else { needsNext = true }
         let used = condition.leading.count + (needsNext ? 1 : 0)
         guard used <= arity, used > 0 || !needsNext || arity > 0 else {
-            throw .invalidQuery(bucket: descriptor.name, index: index.name,
-                                reason: "the index has \(arity) component(s) but the query constrains \(used)")
+            throw .invalidQuery(
+                bucket: descriptor.name, index: index.name,
+                reason: "the index has \(arity) component(s) but the query constrains \(used)")
         }
         if condition.leading.isEmpty, !needsNext {
             throw .invalidQuery(bucket: descriptor.name, index: index.name, reason: "the query gives no value to match")
@@ -28,8 +29,9 @@ struct ConditionPlan {
         func check(_ value: IndexValue, component: Int) throws(BuriError) {
             let kind = index.components[component]
             if value.isNumeric != (kind == .numeric) {
-                throw .invalidQuery(bucket: descriptor.name, index: index.name,
-                                    reason: "component \(component + 1) is \(kind.rawValue) but the query gives \(value)")
+                throw .invalidQuery(
+                    bucket: descriptor.name, index: index.name,
+                    reason: "component \(component + 1) is \(kind.rawValue) but the query gives \(value)")
             }
         }
         prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
@@ -66,8 +68,9 @@ struct ConditionPlan {
             range = KeyRange(start: start, end: end)
         case .prefix(let bytes):
             guard index.components[next] == .binary else {
-                throw .invalidQuery(bucket: descriptor.name, index: index.name,
-                                    reason: "a prefix query needs a binary component, but component \(next + 1) is numeric")
+                throw .invalidQuery(
+                    bucket: descriptor.name, index: index.name,
+                    reason: "a prefix query needs a binary component, but component \(next + 1) is numeric")
             }
             var key = base
             ValueEncoding.appendBinaryPrefix(bytes, to: &key)
@@ -78,7 +81,9 @@ struct ConditionPlan {
     /// Whether an object whose header lists `entries` satisfies this condition.
     func isSatisfied(by entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>) -> Bool {
         for entry in entries where entry.index == index.id {
-            if range.contains(Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)) { return true }
+            if range.contains(Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)) {
+                return true
+            }
         }
         return false
     }
@@ -91,7 +96,11 @@ struct ConditionPlan {
         for entry in entries where entry.index == index.id {
             let key = Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
             guard range.contains(key) else { continue }
-            if let current = best, descending ? !current.lexicographicallyPrecedes(key) : !key.lexicographicallyPrecedes(current) { continue }
+            if let current = best,
+                descending ? !current.lexicographicallyPrecedes(key) : !key.lexicographicallyPrecedes(current)
+            {
+                continue
+            }
             best = key
         }
         return best
@@ -146,14 +155,18 @@ struct QueryPlan {
     /// A `.sorted` plan is used when the first condition has at least this many times more entries.
     static let collectRatio = 4
 
-    init(_ query: Query, bucket: RawBucket, reader: any StorageReader, strategy: Strategy = .automatic) throws(BuriError) {
+    init(
+        _ query: Query, bucket: RawBucket, reader: any StorageReader, strategy: Strategy = .automatic
+    ) throws(BuriError) {
         let descriptor = bucket.descriptor
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
         order = plans.first
         residual = Array(plans.dropFirst())
         fullRange = order?.range ?? .prefix(Keyspace.recordPrefix(bucket: descriptor.id))
-        orderPrefix = order.map { Keyspace.indexPrefix(bucket: descriptor.id, index: $0.index.id) } ?? Keyspace.recordPrefix(bucket: descriptor.id)
+        orderPrefix =
+            order.map { Keyspace.indexPrefix(bucket: descriptor.id, index: $0.index.id) }
+            ?? Keyspace.recordPrefix(bucket: descriptor.id)
         descending = query.isDescending
         fingerprint = ContinuationFormat.fingerprint(of: query)
 
@@ -165,10 +178,16 @@ struct QueryPlan {
             // after `deleteAll` switched the bucket to a new generation; one naming the current
             // generation's id comes from this bucket too (Buri before the lineage was kept wrote those).
             guard token.bucket == descriptor.lineageId || token.bucket == descriptor.id else {
-                throw refuse("the token was issued by another bucket (bucket id \(token.bucket); this bucket is \(descriptor.lineageId)), or by one dropped since; start the walk again without a token")
+                throw refuse(
+                    "the token was issued by another bucket (bucket id \(token.bucket); this bucket is \(descriptor.lineageId)), or by one dropped since; start the walk again without a token"
+                )
             }
             guard token.order == orderId else {
-                let issued = token.order == 0 ? "key order" : (descriptor.indexes.first { $0.id == token.order }.map { "index '\($0.name)'" } ?? "index id \(token.order), which the bucket no longer has")
+                let issued =
+                    token.order == 0
+                    ? "key order"
+                    : (descriptor.indexes.first { $0.id == token.order }.map { "index '\($0.name)'" }
+                        ?? "index id \(token.order), which the bucket no longer has")
                 let wanted = order.map { "index '\($0.index.name)'" } ?? "key order"
                 throw refuse("the token is a position in \(issued) but this query is ordered by \(wanted)")
             }
@@ -178,7 +197,8 @@ struct QueryPlan {
             // The position is a storage key of the generation the page was read from: the same
             // place in this generation's keys.
             guard let position = ContinuationFormat.position(token.position, inGeneration: descriptor.id),
-                  position.starts(with: orderPrefix), fullRange.contains(position) else {
+                position.starts(with: orderPrefix), fullRange.contains(position)
+            else {
                 throw refuse("the token's position lies outside the query's range")
             }
             if descending {
@@ -208,7 +228,9 @@ struct QueryPlan {
             }
             if let smallest {
                 let enough = Self.collectRatio * Swift.max(1, smallest.count)
-                if try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough { collectFrom = smallest.plan }
+                if try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough {
+                    collectFrom = smallest.plan
+                }
             }
         }
         self.collectFrom = collectFrom

@@ -78,7 +78,8 @@ final class ModelRun {
 
     /// Steps between `check` runs: 300, or BURI_MODEL_CHECK_EVERY (1 to find the step that
     /// broke an invariant when replaying a seed).
-    let checkEvery = ProcessInfo.processInfo.environment["BURI_MODEL_CHECK_EVERY"].flatMap { Int($0) }.map { max(1, $0) } ?? 300
+    let checkEvery =
+        ProcessInfo.processInfo.environment["BURI_MODEL_CHECK_EVERY"].flatMap { Int($0) }.map { max(1, $0) } ?? 300
 
     /// Two buckets whose names are canonically equal but byte-different: two buckets.
     static let bucketNames = ["\u{E9}", "e\u{301}"]
@@ -91,7 +92,10 @@ final class ModelRun {
         self.damagePhase = damagePhase
         operationKinds = Self.standardOperations
         if damagePhase != nil {
-            operationKinds.append(ModelOperation(name: "damage and repair", weight: 0.2, applies: { $0 == .leveldb }) { run in try run.damage() })
+            operationKinds.append(
+                ModelOperation(name: "damage and repair", weight: 0.2, applies: { $0 == .leveldb }) { run in
+                    try run.damage()
+                })
         }
         for name in Self.bucketNames {
             _ = try test.db.bucket(ModelItem.self, named: name)
@@ -104,7 +108,8 @@ final class ModelRun {
     /// On an engine shared by several clients (shared memory, etcd), a second client of the same
     /// data: about a third of the buckets opened (for writes, transactions, queries and pages) are
     /// its, so each client must follow the other's writes, `deleteAll`s, drops and publishes.
-    private(set) lazy var otherClient: BuriDatabase? = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+    private(set) lazy var otherClient: BuriDatabase? =
+        (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
 
     deinit { if engine == .shared { otherClient?.close() } }
 
@@ -126,12 +131,13 @@ final class ModelRun {
         // NUL bytes (in keys and values) would cut the report short in a terminal.
         let message = message.replacingOccurrences(of: "\u{0}", with: "\\0")
         let log = log.map { $0.replacingOccurrences(of: "\u{0}", with: "\\0") }
-        return ModelMismatch(message: """
-            model mismatch on engine \(engine), seed \(seed), step \(step) (after \(operations) operations): \(message)
-            replay: BURI_MODEL_SEED=\(seed) BURI_MODEL_OPS=\(operations + 1) BURI_TEST_ENGINES=\(engines) swift test --filter ModelTests
-            last operations (step: what → what the model expected):
-            \(log.joined(separator: "\n"))
-            """)
+        return ModelMismatch(
+            message: """
+                model mismatch on engine \(engine), seed \(seed), step \(step) (after \(operations) operations): \(message)
+                replay: BURI_MODEL_SEED=\(seed) BURI_MODEL_OPS=\(operations + 1) BURI_TEST_ENGINES=\(engines) swift test --filter ModelTests
+                last operations (step: what → what the model expected):
+                \(log.joined(separator: "\n"))
+                """)
     }
 
     /// Runs steps until `target` operations have been made, then compares everything, checks,
@@ -165,22 +171,31 @@ final class ModelRun {
 
     /// Keys: canonically equal but byte-different pairs, NUL bytes, astral characters.
     static let keyPool: [String] = [
-        "a", "b", "c", "A", "k1", "k10", "k2", "\u{E9}", "e\u{301}", "e", "\u{E4}", "a\u{308}", "a\u{0}", "a\u{0}b", "\u{0}",
-        "\u{0}\u{0}", "\u{FB01}", "fi", "\u{1F642}", "\u{65E5}\u{672C}", "\u{2126}", "\u{3A9}", " ", "a b", "zz", "\u{FFFF}", "\u{10FFFF}",
+        "a", "b", "c", "A", "k1", "k10", "k2", "\u{E9}", "e\u{301}", "e", "\u{E4}", "a\u{308}", "a\u{0}", "a\u{0}b",
+        "\u{0}",
+        "\u{0}\u{0}", "\u{FB01}", "fi", "\u{1F642}", "\u{65E5}\u{672C}", "\u{2126}", "\u{3A9}", " ", "a b", "zz",
+        "\u{FFFF}", "\u{10FFFF}",
         "x\u{0}y\u{0}z", "\u{1F1E9}\u{1F1EA}",
     ]
-    static let groupPool: [String] = ["", "a", "ab", "abc", "\u{E9}", "e\u{301}", "e", "\u{0}", "a\u{0}", "a\u{0}b", "b", "\u{2126}", "\u{3A9}"]
+    static let groupPool: [String] = [
+        "", "a", "ab", "abc", "\u{E9}", "e\u{301}", "e", "\u{0}", "a\u{0}", "a\u{0}b", "b", "\u{2126}", "\u{3A9}",
+    ]
     static let tagPool: [String] = ["x", "y", "xy", "\u{E9}", "e\u{301}", "\u{0}", ""]
     static let emailPool: [String] = ["a@x", "b@x", "\u{E9}@x", "e\u{301}@x", "c@x\u{0}", "d@x"]
     static let numberPool: [ModelNumber] = [
-        .int(.min), .int(.min + 1), .int(.max), .uint(.max), .uint(.max - 1), .uint(1 << 63), .int(0), .double(-0.0), .double(0), .uint(0),
+        .int(.min), .int(.min + 1), .int(.max), .uint(.max), .uint(.max - 1), .uint(1 << 63), .int(0), .double(-0.0),
+        .double(0), .uint(0),
         .int(1), .uint(1), .double(1), .int(-1), .double(-1), .double(0.5), .double(-0.5), .double(1.5), .int(2),
         .double(.infinity), .double(-.infinity), .double(.greatestFiniteMagnitude), .double(-.greatestFiniteMagnitude),
-        .double(.leastNonzeroMagnitude), .double(-.leastNonzeroMagnitude), .int(1 << 53), .int((1 << 53) + 1), .double(9_007_199_254_740_992),
-        .double(9_223_372_036_854_775_808), .double(-9_223_372_036_854_775_808), .double(18_446_744_073_709_551_616), .double(1e300),
+        .double(.leastNonzeroMagnitude), .double(-.leastNonzeroMagnitude), .int(1 << 53), .int((1 << 53) + 1),
+        .double(9_007_199_254_740_992),
+        .double(9_223_372_036_854_775_808), .double(-9_223_372_036_854_775_808), .double(18_446_744_073_709_551_616),
+        .double(1e300),
         .double(-1e-300),
     ]
-    static let notePool: [String] = ["", "n", "\u{0}", "line\nbreak", "\u{1F642}\u{0}\u{E9}", String(repeating: "long ", count: 40)]
+    static let notePool: [String] = [
+        "", "n", "\u{0}", "line\nbreak", "\u{1F642}\u{0}\u{E9}", String(repeating: "long ", count: 40),
+    ]
 
     func randomKey() -> String {
         if chance(0.004) { return "" }
@@ -204,9 +219,11 @@ final class ModelRun {
     }
 
     func randomItem(key: String? = nil) -> ModelItem {
-        ModelItem(id: key ?? randomKey(), group: pick(Self.groupPool), num: randomNumber(allowNaN: true), real: randomReal(allowNaN: true),
-                  tags: (0..<int(0...3)).map { _ in pick(Self.tagPool) }, email: chance(0.55) ? nil : pick(Self.emailPool),
-                  note: pick(Self.notePool))
+        ModelItem(
+            id: key ?? randomKey(), group: pick(Self.groupPool), num: randomNumber(allowNaN: true),
+            real: randomReal(allowNaN: true),
+            tags: (0..<int(0...3)).map { _ in pick(Self.tagPool) }, email: chance(0.55) ? nil : pick(Self.emailPool),
+            note: pick(Self.notePool))
     }
 
     func randomStringValue() -> ModelValue { .string(pick(Self.groupPool + Self.tagPool + Self.emailPool)) }
@@ -229,20 +246,31 @@ final class ModelRun {
         switch name {
         case "num", "real":
             if chance(0.3) { return ModelCondition(index: name, leading: [randomNumberValue()], rest: .none) }
-            return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
+            return ModelCondition(
+                index: name, leading: [], rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
         case "group_real":
             switch int(0...4) {
             case 0: return ModelCondition(index: name, leading: [randomStringValue()], rest: .none)
-            case 1: return ModelCondition(index: name, leading: [randomStringValue(), randomNumberValue()], rest: .none)
-            case 2: return ModelCondition(index: name, leading: [randomStringValue()], rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
+            case 1:
+                return ModelCondition(index: name, leading: [randomStringValue(), randomNumberValue()], rest: .none)
+            case 2:
+                return ModelCondition(
+                    index: name, leading: [randomStringValue()],
+                    rest: .range(randomBound(randomNumberValue), randomBound(randomNumberValue)))
             case 3: return ModelCondition(index: name, leading: [], rest: .prefix(randomPrefix()))
-            default: return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
+            default:
+                return ModelCondition(
+                    index: name, leading: [],
+                    rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
             }
         default:
             switch int(0...2) {
             case 0: return ModelCondition(index: name, leading: [randomStringValue()], rest: .none)
             case 1: return ModelCondition(index: name, leading: [], rest: .prefix(randomPrefix()))
-            default: return ModelCondition(index: name, leading: [], rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
+            default:
+                return ModelCondition(
+                    index: name, leading: [],
+                    rest: .range(randomBound(randomStringValue), randomBound(randomStringValue)))
             }
         }
     }
@@ -318,18 +346,24 @@ final class ModelRun {
         case 0..<34:
             let item = randomItem()
             let refusal = model.refusal(storing: [item], in: name)
-            if try attempt(refusal, "\(place) store \(item)", { try bucket.store(item) }) { model.store([item], in: name) }
+            if try attempt(refusal, "\(place) store \(item)", { try bucket.store(item) }) {
+                model.store([item], in: name)
+            }
         case 34..<54:
             let items = (0..<int(1...6)).map { _ in randomItem() }
             let refusal = model.refusal(storing: items, in: name)
-            if try attempt(refusal, "\(place) store batch \(items)", { try bucket.store(items) }) { model.store(items, in: name) }
+            if try attempt(refusal, "\(place) store batch \(items)", { try bucket.store(items) }) {
+                model.store(items, in: name)
+            }
         case 54..<62:
             // The raw path, with the index values given (objects Buri refuses to index are left to the typed path).
             let items = (0..<int(1...4)).map { _ in randomItem() }.filter { !$0.hasInvalidIndexValue }
             guard !items.isEmpty else { return }
             let refusal = model.refusal(storing: items, in: name)
             let objects = try rawObjects(items)
-            if try attempt(refusal, "\(place) raw store \(items)", { try bucket.raw.store(objects) }) { model.store(items, in: name) }
+            if try attempt(refusal, "\(place) raw store \(items)", { try bucket.raw.store(objects) }) {
+                model.store(items, in: name)
+            }
         case 62..<74:
             let key = randomKey()
             var copy = model
@@ -345,9 +379,12 @@ final class ModelRun {
             let expected = copy.delete(keys, in: name)
             var deleted = 0
             let raw = chance(0.3)
-            if try attempt(nil, "\(place) \(raw ? "raw " : "")delete keys [\(keys.map(escaped).joined(separator: ", "))]", {
-                deleted = raw ? try bucket.raw.delete(keys: keys) : try bucket.delete(keys: keys)
-            }) {
+            if try attempt(
+                nil, "\(place) \(raw ? "raw " : "")delete keys [\(keys.map(escaped).joined(separator: ", "))]",
+                {
+                    deleted = raw ? try bucket.raw.delete(keys: keys) : try bucket.delete(keys: keys)
+                })
+            {
                 model = copy
                 if deleted != expected { throw fail("delete(keys:) returned \(deleted), the model says \(expected)") }
             }
@@ -360,14 +397,19 @@ final class ModelRun {
             var deleted = false
             if try attempt(nil, "\(place) delete object \(escaped(item.id))", { deleted = try bucket.delete(item) }) {
                 model = copy
-                if deleted != expected { throw fail("delete(_ object:) returned \(deleted), the model says \(expected)") }
+                if deleted != expected {
+                    throw fail("delete(_ object:) returned \(deleted), the model says \(expected)")
+                }
             }
         default:
             var copy = model
             let expected = copy.deleteAll(in: name)
             var deleted = 0
             let raw = chance(0.3)
-            if try attempt(nil, "\(place) \(raw ? "raw " : "")deleteAll (\(expected) objects)", { deleted = raw ? try bucket.raw.deleteAll() : try bucket.deleteAll() }) {
+            if try attempt(
+                nil, "\(place) \(raw ? "raw " : "")deleteAll (\(expected) objects)",
+                { deleted = raw ? try bucket.raw.deleteAll() : try bucket.deleteAll() })
+            {
                 model = copy
                 if deleted != expected { throw fail("deleteAll returned \(deleted), the model says \(expected)") }
             }
@@ -380,40 +422,60 @@ final class ModelRun {
     func compare(_ got: [ModelItem], _ expected: [ModelItem], _ what: String) throws {
         guard got.count == expected.count, zip(got, expected).allSatisfy({ $0.isIdentical(to: $1) }) else {
             let first = zip(got, expected).first { !$0.isIdentical(to: $1) }
-            throw fail("\(what): got \(got.count) objects, the model has \(expected.count)\(first.map { "; first difference: got \($0.0), expected \($0.1)" } ?? "")\n got keys: [\(got.map { escaped($0.id) }.joined(separator: ", "))]\n expected: [\(expected.map { escaped($0.id) }.joined(separator: ", "))]")
+            throw fail(
+                "\(what): got \(got.count) objects, the model has \(expected.count)\(first.map { "; first difference: got \($0.0), expected \($0.1)" } ?? "")\n got keys: [\(got.map { escaped($0.id) }.joined(separator: ", "))]\n expected: [\(expected.map { escaped($0.id) }.joined(separator: ", "))]"
+            )
         }
     }
 
     func compareKeys(_ got: [String], _ expected: [ModelResult], _ what: String) throws {
         guard got.map({ Array($0.utf8) }) == expected.map(\.key) else {
-            throw fail("\(what): got keys [\(got.map(escaped).joined(separator: ", "))], the model expects [\(expected.map { escaped($0.item.id) }.joined(separator: ", "))]")
+            throw fail(
+                "\(what): got keys [\(got.map(escaped).joined(separator: ", "))], the model expects [\(expected.map { escaped($0.item.id) }.joined(separator: ", "))]"
+            )
         }
     }
 
     /// Every object, the count and the index entry counts of one bucket, as `bucket` sees it.
     func verifyBucket(_ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String) throws {
         let expected = model.sorted(name)
-        try compare(try read("\(label) all objects") { try bucket.objects() }, expected, "\(label) all objects of \(escaped(name))")
+        try compare(
+            try read("\(label) all objects") { try bucket.objects() }, expected,
+            "\(label) all objects of \(escaped(name))")
         let count = try read("\(label) count") { try bucket.count() }
-        if count != expected.count { throw fail("\(label) count() of \(escaped(name)) is \(count), the model has \(expected.count)") }
+        if count != expected.count {
+            throw fail("\(label) count() of \(escaped(name)) is \(count), the model has \(expected.count)")
+        }
         for (index, _) in ModelItem.indexes where chance(0.2) {
             let entries = try read("\(label) entry count") { try bucket.raw.entryCount(index: index) }
             let modelEntries = expected.reduce(0) { $0 + $1.entries(index).count }
-            if entries != modelEntries { throw fail("\(label) index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)") }
+            if entries != modelEntries {
+                throw fail(
+                    "\(label) index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)")
+            }
         }
     }
 
-    func verifyQuery(_ query: ModelQuery, _ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String, counted: Bool = false) throws {
+    func verifyQuery(
+        _ query: ModelQuery, _ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String,
+        counted: Bool = false
+    ) throws {
         let expected = model.answer(query, in: name)
         let buriQuery = try read("building \(query)") { try query.buriQuery() }
         note("\(label) query \(query) on \(escaped(name)) → \(expected.count) results")
-        try compareKeys(try read("\(label) keys(\(query))", counted: counted) { try bucket.keys(buriQuery) }, expected, "\(label) keys(\(query))")
+        try compareKeys(
+            try read("\(label) keys(\(query))", counted: counted) { try bucket.keys(buriQuery) }, expected,
+            "\(label) keys(\(query))")
         if chance(0.3) {
-            try compare(try read("\(label) objects(\(query))") { try bucket.objects(buriQuery) }, expected.map(\.item), "\(label) objects(\(query))")
+            try compare(
+                try read("\(label) objects(\(query))") { try bucket.objects(buriQuery) }, expected.map(\.item),
+                "\(label) objects(\(query))")
         }
         if chance(0.3) {
             let count = try read("\(label) count(\(query))") { try bucket.count(buriQuery) }
-            if count != expected.count { throw fail("\(label) count(\(query)) is \(count), the model says \(expected.count)") }
+            if count != expected.count {
+                throw fail("\(label) count(\(query)) is \(count), the model says \(expected.count)")
+            }
         }
     }
 
@@ -428,9 +490,13 @@ final class ModelRun {
 
     func checkClean() throws {
         let report = try read("check") { try db.check() }
-        if !report.problems.isEmpty { throw fail("check reports \(report.problems.count) problems: \(report.problems.prefix(5))") }
+        if !report.problems.isEmpty {
+            throw fail("check reports \(report.problems.count) problems: \(report.problems.prefix(5))")
+        }
         if report.objects != model.buckets.values.reduce(0, { $0 + $1.count }) {
-            throw fail("check counted \(report.objects) objects, the model has \(model.buckets.values.reduce(0) { $0 + $1.count })")
+            throw fail(
+                "check counted \(report.objects) objects, the model has \(model.buckets.values.reduce(0) { $0 + $1.count })"
+            )
         }
     }
 
@@ -442,45 +508,59 @@ final class ModelRun {
 
     // MARK: Operations
 
-    static var standardOperations: [ModelOperation] { [
-        ModelOperation(name: "write", weight: 55) { run in
-            let name = run.pick(bucketNames)
-            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
-            try run.randomWrite(in: name, bucket: bucket, model: &run.model, transaction: false)
-            let count = try run.read("count") { try bucket.count() }
-            if count != run.model.objects(name).count { throw run.fail("after the write, count() is \(count), the model has \(run.model.objects(name).count)") }
-        },
-        ModelOperation(name: "transaction", weight: 9) { run in try run.transaction(throwing: false) },
-        ModelOperation(name: "transaction that throws", weight: 3) { run in try run.transaction(throwing: true) },
-        ModelOperation(name: "query", weight: 15) { run in
-            let name = run.pick(bucketNames)
-            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
-            try run.verifyQuery(run.randomQuery(), name, bucket, run.model, "", counted: true)
-        },
-        ModelOperation(name: "point reads", weight: 5) { run in
-            let name = run.pick(bucketNames)
-            let bucket = try run.read("opening \(name)") { try run.bucket(name) }
-            for _ in 0..<3 {
-                let key = run.randomKey()
-                let expected = run.model.objects(name)[Array(key.utf8)]
-                let got = try run.read("object(forKey: \(escaped(key)))", counted: true) { try bucket.object(forKey: key) }
-                if let expected {
-                    guard let got, got.isIdentical(to: expected) else { throw run.fail("object(forKey: \(escaped(key))) is \(String(describing: got)), the model has \(expected)") }
-                } else if let got {
-                    throw run.fail("object(forKey: \(escaped(key))) is \(got), the model has none")
+    static var standardOperations: [ModelOperation] {
+        [
+            ModelOperation(name: "write", weight: 55) { run in
+                let name = run.pick(bucketNames)
+                let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+                try run.randomWrite(in: name, bucket: bucket, model: &run.model, transaction: false)
+                let count = try run.read("count") { try bucket.count() }
+                if count != run.model.objects(name).count {
+                    throw run.fail(
+                        "after the write, count() is \(count), the model has \(run.model.objects(name).count)")
                 }
-                let contains = try run.read("contains") { try bucket.contains(key: key) }
-                if contains != (expected != nil) { throw run.fail("contains(key: \(escaped(key))) is \(contains)") }
-            }
-        },
-        ModelOperation(name: "paging walk", weight: 6) { run in try run.pagingWalk() },
-        ModelOperation(name: "large batch", weight: 0.3, applies: { $0 != .etcd }) { run in try run.largeBatch(in: run.pick(bucketNames)) },
-        ModelOperation(name: "staged import", weight: 1) { run in try run.stagedImport(into: run.pick(bucketNames)) },
-        ModelOperation(name: "reopen", weight: 0.3) { run in
-            try run.reopen()
-            try run.verifyAll()
-        },
-    ] }
+            },
+            ModelOperation(name: "transaction", weight: 9) { run in try run.transaction(throwing: false) },
+            ModelOperation(name: "transaction that throws", weight: 3) { run in try run.transaction(throwing: true) },
+            ModelOperation(name: "query", weight: 15) { run in
+                let name = run.pick(bucketNames)
+                let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+                try run.verifyQuery(run.randomQuery(), name, bucket, run.model, "", counted: true)
+            },
+            ModelOperation(name: "point reads", weight: 5) { run in
+                let name = run.pick(bucketNames)
+                let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+                for _ in 0..<3 {
+                    let key = run.randomKey()
+                    let expected = run.model.objects(name)[Array(key.utf8)]
+                    let got = try run.read("object(forKey: \(escaped(key)))", counted: true) {
+                        try bucket.object(forKey: key)
+                    }
+                    if let expected {
+                        guard let got, got.isIdentical(to: expected) else {
+                            throw run.fail(
+                                "object(forKey: \(escaped(key))) is \(String(describing: got)), the model has \(expected)"
+                            )
+                        }
+                    } else if let got {
+                        throw run.fail("object(forKey: \(escaped(key))) is \(got), the model has none")
+                    }
+                    let contains = try run.read("contains") { try bucket.contains(key: key) }
+                    if contains != (expected != nil) { throw run.fail("contains(key: \(escaped(key))) is \(contains)") }
+                }
+            },
+            ModelOperation(name: "paging walk", weight: 6) { run in try run.pagingWalk() },
+            ModelOperation(name: "large batch", weight: 0.3, applies: { $0 != .etcd }) { run in
+                try run.largeBatch(in: run.pick(bucketNames))
+            },
+            ModelOperation(name: "staged import", weight: 1) { run in try run.stagedImport(into: run.pick(bucketNames))
+            },
+            ModelOperation(name: "reopen", weight: 0.3) { run in
+                try run.reopen()
+                try run.verifyAll()
+            },
+        ]
+    }
 
     /// A batch of 256 to 320 objects (keys of the pool and `big0`…`big299`, few unique values):
     /// large enough for the writer to read the old records by one walk instead of point reads.
@@ -496,7 +576,8 @@ final class ModelRun {
         if chance(0.1) { items[int(0...(items.count - 1))] = randomItem(key: "") }
         let refusal = model.refusal(storing: items, in: name)
         let bucket = try read("opening \(name)") { try self.bucket(name) }
-        if try attempt(refusal, "\(escaped(name)) store a batch of \(items.count) objects", { try bucket.store(items) }) {
+        if try attempt(refusal, "\(escaped(name)) store a batch of \(items.count) objects", { try bucket.store(items) })
+        {
             model.store(items, in: name)
         }
         tally[refusal == nil ? "large batch stored" : "large batch refused", default: 0] += 1
@@ -531,7 +612,9 @@ final class ModelRun {
         var count = 0
         if try attempt(nil, "  publish", { count = try load.publish() }) {
             model = staged
-            if count != model.objects(name).count { throw fail("publishing returned \(count) objects, the model has \(model.objects(name).count)") }
+            if count != model.objects(name).count {
+                throw fail("publishing returned \(count) objects, the model has \(model.objects(name).count)")
+            }
             tally["staged import published", default: 0] += 1
         }
     }
@@ -594,7 +677,9 @@ final class ModelRun {
             var buriQuery = try read("building \(query)") { try query.buriQuery() }
             if let token {
                 // Sometimes the token travels as text, as to a client and back.
-                let given = chance(0.3) ? try read("parsing a token") { try ContinuationToken(parsing: token.description) } : token
+                let given =
+                    chance(0.3)
+                    ? try read("parsing a token") { try ContinuationToken(parsing: token.description) } : token
                 buriQuery = buriQuery.after(given)
             }
             // What the model says this page holds.
@@ -613,18 +698,25 @@ final class ModelRun {
             let got: [String]
             let next: ContinuationToken?
             if objects {
-                let result = try read("page \(page) of \(query)", counted: true) { try bucket.page(buriQuery, size: size) }
+                let result = try read("page \(page) of \(query)", counted: true) {
+                    try bucket.page(buriQuery, size: size)
+                }
                 try compare(result.items, expected.map(\.item), "page \(page) of \(query)")
                 got = result.items.map(\.id)
                 next = result.next
             } else {
-                let result = try read("key page \(page) of \(query)", counted: true) { try bucket.keyPage(buriQuery, size: size) }
+                let result = try read("key page \(page) of \(query)", counted: true) {
+                    try bucket.keyPage(buriQuery, size: size)
+                }
                 got = result.items
                 next = result.next
             }
-            try compareKeys(got, expected, "page \(page) of the walk over \(query) (pages of \(size), \(returned) returned before)")
+            try compareKeys(
+                got, expected, "page \(page) of the walk over \(query) (pages of \(size), \(returned) returned before)")
             if (next != nil) != expectNext {
-                throw fail("page \(page) of the walk over \(query): next is \(next == nil ? "nil" : "set"), the model says \(expectNext ? "more follow" : "the walk is over")")
+                throw fail(
+                    "page \(page) of the walk over \(query): next is \(next == nil ? "nil" : "set"), the model says \(expectNext ? "more follow" : "the walk is over")"
+                )
             }
             note("  page \(page): [\(got.map(escaped).joined(separator: ", "))]")
             tally["page", default: 0] += 1
@@ -678,9 +770,13 @@ final class ModelRun {
                     let expected = copy.deleteAll(in: writeName)
                     var deleted = 0
                     tally["deleteAll between pages", default: 0] += 1
-                    if try attempt(nil, "deleteAll between pages (\(expected) objects)", { deleted = try writeBucket.deleteAll() }) {
+                    if try attempt(
+                        nil, "deleteAll between pages (\(expected) objects)", { deleted = try writeBucket.deleteAll() })
+                    {
                         model = copy
-                        if deleted != expected { throw fail("deleteAll returned \(deleted), the model says \(expected)") }
+                        if deleted != expected {
+                            throw fail("deleteAll returned \(deleted), the model says \(expected)")
+                        }
                     }
                 } else {
                     try randomWrite(in: writeName, bucket: writeBucket, model: &model, transaction: false)

@@ -192,7 +192,9 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
     )
 
     /// The indexes, with their arity: what the model computes entries for.
-    static let indexes: [(name: String, arity: Int)] = [("group", 1), ("num", 1), ("real", 1), ("tags", 1), ("email", 1), ("group_real", 2)]
+    static let indexes: [(name: String, arity: Int)] = [
+        ("group", 1), ("num", 1), ("real", 1), ("tags", 1), ("email", 1), ("group_real", 2),
+    ]
 
     var keyBytes: [UInt8] { Array(id.utf8) }
 
@@ -216,10 +218,12 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
 
     /// The same object, compared as bytes and bits.
     func isIdentical(to other: ModelItem) -> Bool {
-        id.utf8.elementsEqual(other.id.utf8) && group.utf8.elementsEqual(other.group.utf8) && num.isIdentical(to: other.num)
+        id.utf8.elementsEqual(other.id.utf8) && group.utf8.elementsEqual(other.group.utf8)
+            && num.isIdentical(to: other.num)
             && real.bitPattern == other.real.bitPattern && tags.count == other.tags.count
             && zip(tags, other.tags).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
-            && (email.map { Array($0.utf8) }) == (other.email.map { Array($0.utf8) }) && note.utf8.elementsEqual(other.note.utf8)
+            && (email.map { Array($0.utf8) }) == (other.email.map { Array($0.utf8) })
+            && note.utf8.elementsEqual(other.note.utf8)
     }
 
     var description: String {
@@ -249,7 +253,9 @@ struct ModelCondition: CustomStringConvertible {
 
     /// Whether an entry (value tuple) of the condition's index lies in its range.
     func matches(_ tuple: [ModelValue]) -> Bool {
-        guard tuple.count >= leading.count, zip(tuple, leading).allSatisfy({ ModelValue.compare($0, $1) == 0 }) else { return false }
+        guard tuple.count >= leading.count, zip(tuple, leading).allSatisfy({ ModelValue.compare($0, $1) == 0 }) else {
+            return false
+        }
         switch rest {
         case .none:
             return true
@@ -286,7 +292,9 @@ struct ModelCondition: CustomStringConvertible {
         for value in leading { values.append(try value.indexValue()) }
         switch rest {
         case .none: return Query.Condition(index: index, leading: values, rest: .none)
-        case let .range(lower, upper): return Query.Condition(index: index, leading: values, rest: .range(lower: try bound(lower), upper: try bound(upper)))
+        case let .range(lower, upper):
+            return Query.Condition(
+                index: index, leading: values, rest: .range(lower: try bound(lower), upper: try bound(upper)))
         case .prefix(let bytes): return Query.Condition(index: index, leading: values, rest: .prefix(bytes))
         }
     }
@@ -361,7 +369,9 @@ struct ModelState {
 
         func matches(_ error: BuriError) -> Bool {
             switch (self, error) {
-            case (.emptyKey, .emptyKey), (.keyTooLong, .keyTooLong), (.invalidIndexValue, .invalidIndexValue), (.uniqueViolation, .uniqueViolation): return true
+            case (.emptyKey, .emptyKey), (.keyTooLong, .keyTooLong), (.invalidIndexValue, .invalidIndexValue),
+                (.uniqueViolation, .uniqueViolation):
+                return true
             default: return false
             }
         }
@@ -390,7 +400,9 @@ struct ModelState {
             if let email = item.email {
                 let mine = Array(email.utf8)
                 let key = item.keyBytes
-                if next.contains(where: { $0.key != key && $0.value.email.map { Array($0.utf8) } == mine }) { return .uniqueViolation }
+                if next.contains(where: { $0.key != key && $0.value.email.map { Array($0.utf8) } == mine }) {
+                    return .uniqueViolation
+                }
             }
             next[item.keyBytes] = item
         }
@@ -404,7 +416,9 @@ struct ModelState {
     /// Deletes the objects of `keys` (as bytes, each once); returns how many there were.
     mutating func delete(_ keys: [String], in bucket: String) -> Int {
         var deleted = 0
-        for key in keys where buckets[Array(bucket.utf8), default: [:]].removeValue(forKey: Array(key.utf8)) != nil { deleted += 1 }
+        for key in keys where buckets[Array(bucket.utf8), default: [:]].removeValue(forKey: Array(key.utf8)) != nil {
+            deleted += 1
+        }
         return deleted
     }
 
@@ -428,7 +442,11 @@ struct ModelState {
                 let order = compareTuples(tuple, place)
                 if query.descending ? order > 0 : order < 0 { place = tuple }
             }
-            guard query.conditions.dropFirst().allSatisfy({ condition in item.entries(condition.index).contains(where: condition.matches) }) else { continue }
+            guard
+                query.conditions.dropFirst().allSatisfy({ condition in
+                    item.entries(condition.index).contains(where: condition.matches)
+                })
+            else { continue }
             results.append(ModelResult(tuple: place, item: item))
         }
         results.sort { a, b in

@@ -17,7 +17,8 @@ extension BuriDatabase {
     /// }
     /// ```
     public func write<R: Sendable>(_ body: @escaping @Sendable (BuriTransaction) throws -> R) async throws -> R {
-        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result { [self] () throws(BuriError) -> Result<R, any Error> in
+        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result {
+            [self] () throws(BuriError) -> Result<R, any Error> in
             do {
                 return .success(try write(body))
             } catch let error as BuriError {
@@ -36,7 +37,8 @@ extension BuriDatabase {
     /// let total = try await db.read { tx in try tx.bucket(Person.self).count() }
     /// ```
     public func read<R: Sendable>(_ body: @escaping @Sendable (BuriTransaction) throws -> R) async throws -> R {
-        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result { [self] () throws(BuriError) -> Result<R, any Error> in
+        let result: Result<Result<R, any Error>, BuriError> = await StorageQueue.result {
+            [self] () throws(BuriError) -> Result<R, any Error> in
             do {
                 return .success(try read(body))
             } catch let error as BuriError {

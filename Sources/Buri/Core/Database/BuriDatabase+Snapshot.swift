@@ -1,9 +1,9 @@
 import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension BuriDatabase {
@@ -31,13 +31,19 @@ extension BuriDatabase {
     ///   ``init(path:options:levelDB:)`` throws for an existing database.
     ///
     /// `levelDB`: the LevelDB options the snapshot is opened with (``LevelDBOptions/buriDefaults`` unless given).
-    public static func readingSnapshot(of path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults,
-                                       temporaryDirectory: String? = nil) throws(BuriError) -> BuriDatabase {
+    public static func readingSnapshot(
+        of path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults,
+        temporaryDirectory: String? = nil
+    ) throws(BuriError) -> BuriDatabase {
         let files: DatabaseFileSnapshot
         do throws(DatabaseFileSnapshotError) {
-            files = try DatabaseFileSnapshot.take(of: path, in: temporaryDirectory ?? FileManager.default.temporaryDirectory.path)
+            files = try DatabaseFileSnapshot.take(
+                of: path, in: temporaryDirectory ?? FileManager.default.temporaryDirectory.path)
         } catch {
-            throw .storage(StorageError(code: error.kind == .keptChanging ? .unavailable : .ioError, message: error.description, location: path))
+            throw .storage(
+                StorageError(
+                    code: error.kind == .keptChanging ? .unavailable : .ioError, message: error.description,
+                    location: path))
         }
         return try BuriDatabase(readingSnapshot: files, options: options, levelDB: levelDB)
     }
@@ -50,8 +56,10 @@ extension BuriDatabase {
     /// let files = try DatabaseFileSnapshot.take(of: "people.buri", in: "/var/tmp")
     /// let db = try BuriDatabase(readingSnapshot: files)
     /// ```
-    public convenience init(readingSnapshot files: DatabaseFileSnapshot, options: BuriOptions = BuriOptions(),
-                            levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) {
+    public convenience init(
+        readingSnapshot files: DatabaseFileSnapshot, options: BuriOptions = BuriOptions(),
+        levelDB: LevelDBOptions = .buriDefaults
+    ) throws(BuriError) {
         var options = options
         options.createIfMissing = false
         // Purging is a write: a snapshot only notes what is pending.

@@ -112,7 +112,9 @@ public final class BuriDatabase: Sendable {
     ///   (a log record or table block failing its checksum; nothing is dropped or changed — salvage
     ///   with ``repair(path:options:levelDB:)``), ``BuriError/storage(_:)`` for other storage errors such as
     ///   a database in use by another handle or process.
-    public convenience init(path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) {
+    public convenience init(
+        path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults
+    ) throws(BuriError) {
         var storageOptions = levelDB
         storageOptions.createIfMissing = options.createIfMissing
         let engine: LevelDBEngine
@@ -139,7 +141,9 @@ public final class BuriDatabase: Sendable {
     /// - Throws: what ``init(path:options:levelDB:)`` throws for a directory; for other engines,
     ///   ``BuriError/storage(_:)`` with the engine's error (`invalidArgument` for a malformed
     ///   location), and the format errors of ``init(engine:options:closesEngine:)``.
-    public convenience init(location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard) throws(BuriError) {
+    public convenience init(
+        location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard
+    ) throws(BuriError) {
         let mode: StorageOpenOptions.Mode = options.createIfMissing ? .openOrCreate : .existing
         try self.init(engine: Self.openEngine(location, mode: mode, engines: engines), options: options)
     }
@@ -154,14 +158,18 @@ public final class BuriDatabase: Sendable {
     ///
     /// - Throws: ``BuriError/storage(_:)`` when the location holds data (LevelDB's message says
     ///   `error_if_exists`), and what ``init(location:options:engines:)`` throws.
-    public static func create(location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard) throws(BuriError) -> BuriDatabase {
+    public static func create(
+        location: String, options: BuriOptions = BuriOptions(), engines: StorageEngines = .standard
+    ) throws(BuriError) -> BuriDatabase {
         var options = options
         options.createIfMissing = true
         return try BuriDatabase(engine: openEngine(location, mode: .createNew, engines: engines), options: options)
     }
 
     /// The engine for `location`, with damage met at open described as ``init(path:options:levelDB:)`` does.
-    private static func openEngine(_ location: String, mode: StorageOpenOptions.Mode, engines: StorageEngines) throws(BuriError) -> any StorageEngine {
+    private static func openEngine(
+        _ location: String, mode: StorageOpenOptions.Mode, engines: StorageEngines
+    ) throws(BuriError) -> any StorageEngine {
         let kind = engines.kind(for: location)
         do {
             try kind.validate(location)
@@ -191,7 +199,9 @@ public final class BuriDatabase: Sendable {
     /// let db = try BuriDatabase.temporary()
     /// defer { db.close() }   // the directory is gone after this
     /// ```
-    public static func temporary(options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> BuriDatabase {
+    public static func temporary(
+        options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults
+    ) throws(BuriError) -> BuriDatabase {
         var options = options
         options.createIfMissing = true
         let engine: LevelDBEngine
@@ -212,7 +222,9 @@ public final class BuriDatabase: Sendable {
     /// let a = try BuriDatabase(engine: engine, closesEngine: false)
     /// let b = try BuriDatabase(engine: engine, closesEngine: false)   // two clients of one store
     /// ```
-    public init(engine: any StorageEngine, options: BuriOptions = BuriOptions(), closesEngine: Bool = true) throws(BuriError) {
+    public init(
+        engine: any StorageEngine, options: BuriOptions = BuriOptions(), closesEngine: Bool = true
+    ) throws(BuriError) {
         self.path = engine.location
         self.options = options
         self.engine = engine
@@ -250,7 +262,8 @@ public final class BuriDatabase: Sendable {
         if let header = try snapshot.get(Keyspace.headerKey) {
             guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
             guard version <= Keyspace.formatVersion else {
-                throw BuriError.unsupportedFormat(path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
+                throw BuriError.unsupportedFormat(
+                    path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
             }
             return version
         }
@@ -263,7 +276,9 @@ public final class BuriDatabase: Sendable {
         batch.put(Keyspace.headerKey, Keyspace.headerValue())
         // Conditions: on a shared engine, two clients creating one database must not both succeed
         // in writing different headers (they write the same bytes, but an engine with data must fail).
-        try engine.commit(batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]), sync: true)
+        try engine.commit(
+            batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]),
+            sync: true)
         return Keyspace.formatVersion
     }
 
@@ -275,7 +290,8 @@ public final class BuriDatabase: Sendable {
         var reason = "opening it met \(error.message)"
         if let records = try? LevelDBEngine.damagedLogRecords(path: logs ?? path), !records.isEmpty {
             if !records.allSatisfy({ error.message.contains($0.file) }) {
-                reason += " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
+                reason +=
+                    " in " + records.map { "\($0.file) at byte \($0.offset) (\($0.reason))" }.joined(separator: ", ")
             }
             reason += "; Buri does not open a database whose log holds damaged writes rather than drop them"
         }
@@ -350,8 +366,9 @@ public final class BuriDatabase: Sendable {
             var names: [String] = []
             while try cursor.next() {
                 guard let name = Keyspace.bucketName(fromCatalogKey: cursor.key) else {
-                    throw BuriError.corruption(bucket: nil, key: nil, index: nil,
-                                               reason: "a bucket catalog key (\(cursor.key.count) bytes) is not valid UTF-8")
+                    throw BuriError.corruption(
+                        bucket: nil, key: nil, index: nil,
+                        reason: "a bucket catalog key (\(cursor.key.count) bytes) is not valid UTF-8")
                 }
                 names.append(name)
             }
@@ -370,7 +387,8 @@ public final class BuriDatabase: Sendable {
             do {
                 return try BucketDescriptor.decode(bytes)
             } catch {
-                throw BuriError.corruption(bucket: name, key: nil, index: nil, reason: "its catalog entry does not decode: \(error)")
+                throw BuriError.corruption(
+                    bucket: name, key: nil, index: nil, reason: "its catalog entry does not decode: \(error)")
             }
         }
     }
@@ -403,11 +421,17 @@ public final class BuriDatabase: Sendable {
     /// ```swift
     /// let raw = try db.createBucket(named: "Person", keyField: "id", schemaVersion: 2)
     /// ```
-    public func createBucket(named name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0) throws(BuriError) -> RawBucket {
+    public func createBucket(
+        named name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0
+    ) throws(BuriError) -> RawBucket {
         try validateBucketName(name)
         return try performWrite(sync: true) { writer throws(BuriError) -> RawBucket in
-            if let existing = try bucketInfo(named: name, reader: writer.reader) { return RawBucket(database: self, descriptor: existing) }
-            var descriptor = BucketDescriptor(id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField, schemaVersion: schemaVersion)
+            if let existing = try bucketInfo(named: name, reader: writer.reader) {
+                return RawBucket(database: self, descriptor: existing)
+            }
+            var descriptor = BucketDescriptor(
+                id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField,
+                schemaVersion: schemaVersion)
             for var index in indexes {
                 index.id = descriptor.nextIndexId
                 descriptor.nextIndexId += 1
@@ -448,24 +472,35 @@ public final class BuriDatabase: Sendable {
 
     func validateBucketName(_ name: String) throws(BuriError) {
         if name.isEmpty { throw .invalidBucketName(name: name, reason: "it is empty") }
-        if name.utf8.count > 1024 { throw .invalidBucketName(name: String(name.prefix(40)), reason: "it is longer than 1024 bytes") }
+        if name.utf8.count > 1024 {
+            throw .invalidBucketName(name: String(name.prefix(40)), reason: "it is longer than 1024 bytes")
+        }
     }
 
     func validate(_ descriptor: BucketDescriptor) throws(BuriError) {
         var seen = Set<[UInt8]>()  // names as bytes: "\u{E9}" and "e\u{301}" are two names
         for index in descriptor.indexes {
-            if index.name.isEmpty { throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "an index needs a name") }
+            if index.name.isEmpty {
+                throw .invalidIndexDefinition(
+                    bucket: descriptor.name, index: index.name, reason: "an index needs a name")
+            }
             if !seen.insert(Array(index.name.utf8)).inserted {
-                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "two indexes have this name")
+                throw .invalidIndexDefinition(
+                    bucket: descriptor.name, index: index.name, reason: "two indexes have this name")
             }
             if index.components.isEmpty {
-                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "an index needs at least one component")
+                throw .invalidIndexDefinition(
+                    bucket: descriptor.name, index: index.name, reason: "an index needs at least one component")
             }
             if let fields = index.fields, fields.count != index.components.count {
-                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(fields.count) fields")
+                throw .invalidIndexDefinition(
+                    bucket: descriptor.name, index: index.name,
+                    reason: "it has \(index.components.count) components but \(fields.count) fields")
             }
             if let forms = index.fieldForms, forms.count != index.components.count {
-                throw .invalidIndexDefinition(bucket: descriptor.name, index: index.name, reason: "it has \(index.components.count) components but \(forms.count) field forms")
+                throw .invalidIndexDefinition(
+                    bucket: descriptor.name, index: index.name,
+                    reason: "it has \(index.components.count) components but \(forms.count) field forms")
             }
         }
     }
@@ -488,7 +523,8 @@ public final class BuriDatabase: Sendable {
     /// data written). Raising a database older than version 4 also puts the object count of every
     /// bucket (one scan each) whose count the batch does not already hold (`counted`), so that from
     /// the header bump on every bucket has one. Callers hold the write lock.
-    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool, counted: Set<UInt32> = []) throws {
+    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool, counted: Set<UInt32> = []) throws
+    {
         let upgrading = headerVersion.load(ordering: .relaxed) < Keyspace.formatVersion
         if upgrading { batch.put(Keyspace.headerKey, Keyspace.headerValue()) }
         if headerVersion.load(ordering: .relaxed) < Keyspace.countsVersion {
@@ -504,7 +540,11 @@ public final class BuriDatabase: Sendable {
         let ids = try allBucketInfo(reader: reader).map(\.id) + retiredBuckets(reader: reader).map(\.id)
         let largest = max(ids.max() ?? 0, generations.largestId)
         guard largest < UInt32.max else {
-            throw .invalidBucketName(name: "(new bucket)", reason: "every bucket id up to \(UInt32.max) has been used; export and restore the database to renumber them")
+            throw .invalidBucketName(
+                name: "(new bucket)",
+                reason:
+                    "every bucket id up to \(UInt32.max) has been used; export and restore the database to renumber them"
+            )
         }
         return largest + 1
     }

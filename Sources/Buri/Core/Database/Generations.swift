@@ -152,10 +152,15 @@ extension BuriDatabase {
             let cursor = try reader.cursor(in: Keyspace.retiredRange)
             while try cursor.next() {
                 guard let marker = Keyspace.parseRetired(key: cursor.key, value: cursor.value) else {
-                    throw BuriError.corruption(bucket: nil, key: nil, index: nil,
-                                               reason: "a retired bucket id marker (key \(cursor.key.map { String($0, radix: 16) }.joined(separator: " "))) does not parse; run `buri check` on a copy and report it")
+                    throw BuriError.corruption(
+                        bucket: nil, key: nil, index: nil,
+                        reason:
+                            "a retired bucket id marker (key \(cursor.key.map { String($0, radix: 16) }.joined(separator: " "))) does not parse; run `buri check` on a copy and report it"
+                    )
                 }
-                result.append(RetiredBucket(id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+                result.append(
+                    RetiredBucket(
+                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
             }
             return result
         }
@@ -183,8 +188,10 @@ extension BuriDatabase {
     func compactPurged(_ ids: [UInt32]) throws(BuriError) {
         for id in Set(ids).sorted() {
             try run {
-                for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: id)), .prefix(Keyspace.indexSpacePrefix(bucket: id)),
-                              .prefix(Keyspace.countKey(bucket: id)), .prefix(Keyspace.retiredKey(bucket: id))] {
+                for range in [
+                    KeyRange.prefix(Keyspace.recordPrefix(bucket: id)), .prefix(Keyspace.indexSpacePrefix(bucket: id)),
+                    .prefix(Keyspace.countKey(bucket: id)), .prefix(Keyspace.retiredKey(bucket: id)),
+                ] {
                     try engine.compact(range)
                 }
             }
@@ -198,7 +205,9 @@ extension BuriDatabase {
         var purged: [UInt32] = []
         while !shouldStop() {
             let retired = try retiredBuckets(reader: currentReader())
-            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else { return purged }
+            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else {
+                return purged
+            }
             while !shouldStop() {
                 if try purgeChunk(bucket: next.id) {
                     purged.append(next.id)
@@ -231,11 +240,16 @@ extension BuriDatabase {
             let limit = max(3, chunkLimit)
             let snapshot = try engine.snapshot()
             let markerKey = Keyspace.retiredKey(bucket: bucket)
-            guard let value = try snapshot.get(markerKey), let marker = Keyspace.parseRetired(key: markerKey, value: value),
-                  force || marker.state == .purging || purger.isAbandoned(bucket) else { return true }
+            guard let value = try snapshot.get(markerKey),
+                let marker = Keyspace.parseRetired(key: markerKey, value: value),
+                force || marker.state == .purging || purger.isAbandoned(bucket)
+            else { return true }
             let batch = engine.makeBatch()
             var count = 0
-            for range in [KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)), .prefix(Keyspace.indexSpacePrefix(bucket: bucket))] {
+            for range in [
+                KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)),
+                .prefix(Keyspace.indexSpacePrefix(bucket: bucket)),
+            ] {
                 let cursor = try snapshot.cursor(in: range)
                 while count < limit - 2, try cursor.next() {
                     cursor.withKey { batch.delete($0) }
@@ -253,7 +267,9 @@ extension BuriDatabase {
                 batch.put(markerKey, value)
             }
             do {
-                try engine.commit(batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil, sync: false)
+                try engine.commit(
+                    batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil,
+                    sync: false)
             } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {
                 purger.chunkSize.store(limit / 2, ordering: .relaxed)
                 continue

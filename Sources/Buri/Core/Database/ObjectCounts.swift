@@ -12,8 +12,11 @@ extension BuriDatabase {
         let key = Keyspace.countKey(bucket: id)
         guard let value = try run(bucket: bucket, { try reader.get(key) }) else { return nil }
         guard let count = Keyspace.parseCount(value) else {
-            throw .corruption(bucket: bucket, key: nil, index: nil,
-                              reason: "its object count (key \(key.map { String(format2: $0) }.joined(separator: " "))) is \(value.count) bytes, not an 8-byte count; run `buri check --repair`, which recounts it from the records")
+            throw .corruption(
+                bucket: bucket, key: nil, index: nil,
+                reason:
+                    "its object count (key \(key.map { String(format2: $0) }.joined(separator: " "))) is \(value.count) bytes, not an 8-byte count; run `buri check --repair`, which recounts it from the records"
+            )
         }
         return count
     }
@@ -39,14 +42,18 @@ extension BuriDatabase {
     /// (the view the writer's changes were made against; on a shared engine a recording reader, so
     /// the count key is a condition of the commit and two clients' increments never overwrite each
     /// other). Returns the ids whose counts the batch now holds.
-    func putCounts(_ counts: CountDeltas, reader: any StorageReader, into batch: any StorageBatch) throws(BuriError) -> Set<UInt32> {
+    func putCounts(
+        _ counts: CountDeltas, reader: any StorageReader, into batch: any StorageBatch
+    ) throws(BuriError) -> Set<UInt32> {
         guard !counts.byId.isEmpty else { return [] }
         // Before version 4 no count is trusted: the upgrade counts every bucket (see `commit`).
         let upgrading = formatVersion < Int(Keyspace.countsVersion)
         var counted = Set<UInt32>()
         for (id, change) in counts.byId {
-            let base = upgrading ? try countRecords(of: id, bucket: change.bucket, reader: reader)
-                                 : try objectCount(of: id, bucket: change.bucket, reader: reader)
+            let base =
+                upgrading
+                ? try countRecords(of: id, bucket: change.bucket, reader: reader)
+                : try objectCount(of: id, bucket: change.bucket, reader: reader)
             batch.put(Keyspace.countKey(bucket: id), Keyspace.countValue(base + change.delta))
             counted.insert(id)
         }

@@ -54,13 +54,18 @@ public final class StagedImport {
         public var total: Int
     }
 
-    init(database: BuriDatabase, base: BucketDescriptor?, definition: BucketDescriptor, snapshot: (any StorageSnapshot)?) {
+    init(
+        database: BuriDatabase, base: BucketDescriptor?, definition: BucketDescriptor, snapshot: (any StorageSnapshot)?
+    ) {
         self.database = database
         self.base = base
         bucket = definition.name
         baseSnapshot = snapshot
-        stage = RawBucket(database: database, descriptor: definition, pinned: true,
-                          stagingMarker: (Keyspace.retiredKey(bucket: definition.id), Keyspace.retiredValue(.staging, bucket: definition.name)))
+        stage = RawBucket(
+            database: database, descriptor: definition, pinned: true,
+            stagingMarker: (
+                Keyspace.retiredKey(bucket: definition.id), Keyspace.retiredValue(.staging, bucket: definition.name)
+            ))
     }
 
     /// The stage's bucket id.
@@ -134,10 +139,18 @@ public final class StagedImport {
                     do {
                         header = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw).0 }
                     } catch {
-                        throw BuriError.corruption(bucket: bucket, key: objectKey, index: nil, reason: "record header: \(error); nothing was imported (run `buri check` first)")
+                        throw BuriError.corruption(
+                            bucket: bucket, key: objectKey, index: nil,
+                            reason: "record header: \(error); nothing was imported (run `buri check` first)")
                     }
-                    pending.append((Keyspace.recordKey(bucket: stageId, key: objectKey), value,
-                                    header.entries.map { Keyspace.indexEntryKey(bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey) }))
+                    pending.append(
+                        (
+                            Keyspace.recordKey(bucket: stageId, key: objectKey), value,
+                            header.entries.map {
+                                Keyspace.indexEntryKey(
+                                    bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey)
+                            }
+                        ))
                 }
                 if pending.isEmpty { break }
                 let inBatch = min(fitting, pending.count)
@@ -191,26 +204,41 @@ public final class StagedImport {
 
     /// Puts this stage's publication into `writer`'s batch, after checking the bucket is as staging
     /// found it. Callers hold the write lock.
-    func addPublication(to writer: Writer, verified: Int, total: Int, progress: ((PublishProgress) -> Void)?) throws(BuriError) -> Int {
+    func addPublication(
+        to writer: Writer, verified: Int, total: Int, progress: ((PublishProgress) -> Void)?
+    ) throws(BuriError) -> Int {
         let stageId = self.stageId
         let stored = try database.bucketInfo(named: bucket, reader: writer.reader)
         guard let base else {
             if stored != nil {
-                throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was created by another writer while the import was staging it; nothing was imported: run the import again (it adds to the bucket now there)")
+                throw .conflict(
+                    attempts: 1,
+                    detail:
+                        "bucket '\(bucket)' was created by another writer while the import was staging it; nothing was imported: run the import again (it adds to the bucket now there)"
+                )
             }
             writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
             try database.saveDescriptor(stage.madeDescriptor, into: writer.batch)
             return 0
         }
-        guard let snapshot = baseSnapshot else { throw .invalidTransaction(reason: "the staged import of '\(bucket)' has ended") }
+        guard let snapshot = baseSnapshot else {
+            throw .invalidTransaction(reason: "the staged import of '\(bucket)' has ended")
+        }
         guard let stored, stored == base else {
-            throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was redefined or dropped since the import began staging; nothing was imported, run it again")
+            throw .conflict(
+                attempts: 1,
+                detail:
+                    "bucket '\(bucket)' was redefined or dropped since the import began staging; nothing was imported, run it again"
+            )
         }
         let compared = try sameRange(.prefix(Keyspace.recordPrefix(bucket: base.id)), snapshot, writer.reader) { done in
             progress?(PublishProgress(phase: .verifying, done: verified + done, total: total))
         }
         guard let compared else {
-            throw .conflict(attempts: 1, detail: "bucket '\(bucket)' was written since the import began staging; nothing was imported, run it again")
+            throw .conflict(
+                attempts: 1,
+                detail:
+                    "bucket '\(bucket)' was written since the import began staging; nothing was imported, run it again")
         }
         // On a shared engine the walk's range is a condition of the commit, which sees keys put
         // in it meanwhile but not keys deleted (etcd compares keys that exist). A delete changes
@@ -238,7 +266,8 @@ public final class StagedImport {
         let stageId = self.stageId
         try? database.performWrite(sync: false) { writer throws(BuriError) in
             writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.purging, bucket: bucket))
-            writer.afterCommit { [database] in if database.options.purgesInBackground { database.purger.kick(database) } }
+            writer.afterCommit { [database] in if database.options.purgesInBackground { database.purger.kick(database) }
+            }
         }
     }
 
@@ -261,12 +290,16 @@ public final class StagedImport {
     }
 
     func checkActive() throws(BuriError) {
-        if finished { throw .invalidTransaction(reason: "the staged import of '\(bucket)' has been published or abandoned") }
+        if finished {
+            throw .invalidTransaction(reason: "the staged import of '\(bucket)' has been published or abandoned")
+        }
     }
 
     /// The number of keys `range` holds in both readers if it holds the same keys and values in
     /// both, nil if not (streamed, bounded memory), calling `progress` every 10,000 keys.
-    private func sameRange(_ range: KeyRange, _ a: any StorageReader, _ b: any StorageReader, progress: (Int) -> Void) throws(BuriError) -> Int? {
+    private func sameRange(
+        _ range: KeyRange, _ a: any StorageReader, _ b: any StorageReader, progress: (Int) -> Void
+    ) throws(BuriError) -> Int? {
         try database.run(bucket: bucket) {
             let left = try a.cursor(in: range)
             let right = try b.cursor(in: range)
@@ -296,7 +329,9 @@ extension BuriDatabase {
     /// try load.publish()
     /// ```
     /// - Throws: ``BuriError/unknownBucket(name:known:)`` if there is no such bucket.
-    public func stageImport(into name: String, chunkSize: Int = 1_000, progress: ((Int) -> Void)? = nil) throws(BuriError) -> StagedImport {
+    public func stageImport(
+        into name: String, chunkSize: Int = 1_000, progress: ((Int) -> Void)? = nil
+    ) throws(BuriError) -> StagedImport {
         let load = try performWrite(sync: true) { writer throws(BuriError) -> StagedImport in
             guard let base = try bucketInfo(named: name, reader: writer.reader) else {
                 throw .unknownBucket(name: name, known: try bucketNames(reader: writer.reader))
@@ -335,11 +370,15 @@ extension BuriDatabase {
     /// - Throws: ``BuriError/conflict(attempts:detail:)`` if the bucket exists (stage into it with
     ///   ``stageImport(into:chunkSize:progress:)``), ``BuriError/invalidBucketName(name:reason:)``
     ///   and ``BuriError/invalidIndexDefinition(bucket:index:reason:)`` for a bad definition.
-    public func stageImport(creating name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0) throws(BuriError) -> StagedImport {
+    public func stageImport(
+        creating name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0
+    ) throws(BuriError) -> StagedImport {
         try validateBucketName(name)
         return try performWrite(sync: true) { writer throws(BuriError) -> StagedImport in
             if try bucketInfo(named: name, reader: writer.reader) != nil {
-                throw .conflict(attempts: 1, detail: "bucket '\(name)' already exists; stage an import into it instead of creating it")
+                throw .conflict(
+                    attempts: 1,
+                    detail: "bucket '\(name)' already exists; stage an import into it instead of creating it")
             }
             let stageId = try nextBucketId(reader: writer.reader)
             var definition = BucketDescriptor(id: stageId, name: name, keyField: keyField, schemaVersion: schemaVersion)
@@ -372,14 +411,22 @@ extension BuriDatabase {
     ///   does; ``BuriError/invalidTransaction(reason:)`` for an import already ended, of another
     ///   database, or two imports of one bucket. Every stage given is purged after an error.
     @discardableResult
-    public func publish(_ imports: [StagedImport], progress: ((StagedImport.PublishProgress) -> Void)? = nil) throws(BuriError) -> [Int] {
+    public func publish(
+        _ imports: [StagedImport], progress: ((StagedImport.PublishProgress) -> Void)? = nil
+    ) throws(BuriError) -> [Int] {
         do throws(BuriError) {
             var names = Set<[UInt8]>()
             for load in imports {
                 try load.checkActive()
-                if load.database !== self { throw BuriError.invalidTransaction(reason: "the staged import of '\(load.bucket)' belongs to another database") }
+                if load.database !== self {
+                    throw BuriError.invalidTransaction(
+                        reason: "the staged import of '\(load.bucket)' belongs to another database")
+                }
                 if !names.insert(Array(load.bucket.utf8)).inserted {
-                    throw BuriError.invalidTransaction(reason: "two staged imports of bucket '\(load.bucket)' cannot be published together; nothing was imported")
+                    throw BuriError.invalidTransaction(
+                        reason:
+                            "two staged imports of bucket '\(load.bucket)' cannot be published together; nothing was imported"
+                    )
                 }
             }
             let bound = imports.reduce(0) { $0 + $1.copied + $1.given }
@@ -396,7 +443,8 @@ extension BuriDatabase {
                 progress?(StagedImport.PublishProgress(phase: .verifying, done: 0, total: toVerify))
                 var verified = 0
                 for load in imports {
-                    verified += try load.addPublication(to: writer, verified: verified, total: toVerify, progress: progress)
+                    verified += try load.addPublication(
+                        to: writer, verified: verified, total: toVerify, progress: progress)
                 }
                 progress?(StagedImport.PublishProgress(phase: .verifying, done: verified, total: verified))
             }

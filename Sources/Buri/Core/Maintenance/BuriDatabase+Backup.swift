@@ -1,9 +1,9 @@
 import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 extension BuriDatabase {
@@ -27,7 +27,9 @@ extension BuriDatabase {
     public func backup(to path: String, levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> Int {
         let manager = FileManager.default
         if manager.fileExists(atPath: path) {
-            throw .storage(StorageError(code: .invalidArgument, message: "'\(path)' already exists; back up to a new path", location: path))
+            throw .storage(
+                StorageError(
+                    code: .invalidArgument, message: "'\(path)' already exists; back up to a new path", location: path))
         }
         let staging = path + ".partial-" + UUID().uuidString
         let snapshot = try snapshot()
@@ -59,7 +61,9 @@ extension BuriDatabase {
             try manager.moveItem(atPath: staging, toPath: path)
         } catch {
             try? manager.removeItem(atPath: staging)
-            throw .storage(StorageError(code: .ioError, message: "could not move the finished backup into place: \(error)", location: path))
+            throw .storage(
+                StorageError(
+                    code: .ioError, message: "could not move the finished backup into place: \(error)", location: path))
         }
         return copied
     }

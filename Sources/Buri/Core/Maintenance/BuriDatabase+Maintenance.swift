@@ -31,7 +31,8 @@ extension RawBucket {
     /// ```swift
     /// let keys = try raw.keys(withPrefix: "person-000", limit: 10)
     /// ```
-    public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
+    public func keys(withPrefix prefix: String, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String]
+    {
         try keys(withPrefix: prefix, from: nil, to: nil, reverse: reverse, limit: limit)
     }
 
@@ -50,7 +51,10 @@ extension RawBucket {
     /// ```swift
     /// let keys = try raw.keys(from: .inclusive("person-00100"), to: .exclusive("person-00200"))
     /// ```
-    public func keys(withPrefix prefix: String = "", from lower: KeyBound?, to upper: KeyBound?, reverse: Bool = false, limit: Int? = nil) throws(BuriError) -> [String] {
+    public func keys(
+        withPrefix prefix: String = "", from lower: KeyBound?, to upper: KeyBound?, reverse: Bool = false,
+        limit: Int? = nil
+    ) throws(BuriError) -> [String] {
         if let limit, limit <= 0 { return [] }
         // The record keys are the bucket's record prefix followed by the key's bytes, so a key
         // range is a range of record keys: just after a key is that key followed by byte 0.

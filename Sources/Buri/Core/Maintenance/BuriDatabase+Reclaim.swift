@@ -28,7 +28,9 @@ extension BuriDatabase {
             purger.kick(self)
             purger.waitUntilIdle()
             if !(try purgeable()).isEmpty {
-                throw purger.lastError ?? .invalidTransaction(reason: "the purge of retired generations was stopped (the database is closing)")
+                throw purger.lastError
+                    ?? .invalidTransaction(
+                        reason: "the purge of retired generations was stopped (the database is closing)")
             }
         } else {
             try purgeRetired { false }

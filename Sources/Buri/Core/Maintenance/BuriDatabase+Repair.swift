@@ -2,9 +2,9 @@ import BuriCodec
 import BuriEngines
 import BuriStorage
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One object of one bucket, named in a ``RepairReport``.
@@ -57,7 +57,10 @@ public struct LostRange: Sendable, Hashable, CustomStringConvertible {
         case (nil, nil): span = "every object"
         case let (from?, nil): span = "objects from key '\(from)' to the last"
         case let (nil, to?): span = "objects from the first to key '\(to)'"
-        case let (from?, to?): span = from.utf8.elementsEqual(to.utf8) ? "the object with key '\(from)'" : "objects from key '\(from)' through '\(to)'"
+        case let (from?, to?):
+            span =
+                from.utf8.elementsEqual(to.utf8)
+                ? "the object with key '\(from)'" : "objects from key '\(from)' through '\(to)'"
         }
         return "bucket '\(bucket)', \(span)"
     }
@@ -114,7 +117,8 @@ public struct RepairReport: Sendable {
     /// Whether everything was recovered intact: no object lost or suspect, no unreadable data
     /// that held objects, no loss of unknown keys, no catalog entry rebuilt and no problem left.
     public var isComplete: Bool {
-        suspectObjects.isEmpty && lostObjects.isEmpty && lostRanges.isEmpty && unknownLosses.isEmpty && recoveredBuckets.isEmpty
+        suspectObjects.isEmpty && lostObjects.isEmpty && lostRanges.isEmpty && unknownLosses.isEmpty
+            && recoveredBuckets.isEmpty
             && check.isConsistent
     }
 
@@ -123,34 +127,46 @@ public struct RepairReport: Sendable {
     public var lines: [String] {
         var lines: [String] = []
         for file in setAsideFiles {
-            lines.append("note: \(file) is not part of the database (no MANIFEST names it: left by an interrupted compaction, or not yet deleted); moved to lost/ without reading it; nothing in it was lost")
+            lines.append(
+                "note: \(file) is not part of the database (no MANIFEST names it: left by an interrupted compaction, or not yet deleted); moved to lost/ without reading it; nothing in it was lost"
+            )
         }
         for line in storageLosses { lines.append("leveldb: \(line)") }
         for record in damagedLogRecords { lines.append("damaged log record: \(record)") }
         for note in notes { lines.append("note: \(note)") }
         if !restoredObjects.isEmpty {
             let buckets = Set(restoredObjects.map { Array($0.bucket.utf8) }).count
-            lines.append("recovered: \(restoredObjects.count) object\(restoredObjects.count == 1 ? "" : "s") in \(buckets) bucket\(buckets == 1 ? "" : "s") whose latest write, in a checksum-valid log record that LevelDB's repair dropped, was put back intact")
+            lines.append(
+                "recovered: \(restoredObjects.count) object\(restoredObjects.count == 1 ? "" : "s") in \(buckets) bucket\(buckets == 1 ? "" : "s") whose latest write, in a checksum-valid log record that LevelDB's repair dropped, was put back intact"
+            )
         }
         for bucket in recoveredBuckets {
-            var line = "recovered: bucket id \(bucket.id) lost its catalog entry; its \(bucket.objects) object\(bucket.objects == 1 ? "" : "s") stay reachable as bucket '\(bucket.name)', rebuilt from \(bucket.source)"
+            var line =
+                "recovered: bucket id \(bucket.id) lost its catalog entry; its \(bucket.objects) object\(bucket.objects == 1 ? "" : "s") stay reachable as bucket '\(bucket.name)', rebuilt from \(bucket.source)"
             if bucket.nameIsKnown {
                 line += "; verify its definition (`buri info`)"
             } else {
                 line += "; its name was lost"
                 if let hint = bucket.possibleName { line += " (it may be '\(hint)', which a retired generation names)" }
-                line += ": copy its objects into the right bucket (`buri export DB '\(bucket.name)'`, then import them) and drop '\(bucket.name)'"
+                line +=
+                    ": copy its objects into the right bucket (`buri export DB '\(bucket.name)'`, then import them) and drop '\(bucket.name)'"
             }
             lines.append(line)
         }
         for object in suspectObjects {
-            lines.append("suspect: \(object): its last write was in damaged data, so it may be missing, out of date or wrong; verify it or store it again")
+            lines.append(
+                "suspect: \(object): its last write was in damaged data, so it may be missing, out of date or wrong; verify it or store it again"
+            )
         }
         for object in lostObjects {
-            lines.append("lost: \(object): its latest state was in data that could not be read; its index entries were removed; restore it from a backup or store it again")
+            lines.append(
+                "lost: \(object): its latest state was in data that could not be read; its index entries were removed; restore it from a backup or store it again"
+            )
         }
         for range in lostRanges {
-            lines.append("lost: \(range) may be lost: they were in unreadable data (\(range.source)); objects named above are lost for certain, others in the range may be too: compare with a backup")
+            lines.append(
+                "lost: \(range) may be lost: they were in unreadable data (\(range.source)); objects named above are lost for certain, others in the range may be too: compare with a backup"
+            )
         }
         for loss in unknownLosses { lines.append("lost: \(loss); compare with a backup") }
         for problem in check.problems where !problem.repaired { lines.append("unrepaired: \(problem)") }
@@ -190,7 +206,9 @@ extension BuriDatabase {
     ///   or keys Buri never writes (nothing is written then), ``BuriError/storage(_:)`` for LevelDB
     ///   errors (such as the database being open).
     @discardableResult
-    public static func repair(path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults) throws(BuriError) -> RepairReport {
+    public static func repair(
+        path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults
+    ) throws(BuriError) -> RepairReport {
         // LevelDB's repair would turn any directory into a database; only salvage one that was.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         guard names.contains(where: { $0 == LevelDBEngine.currentFileName || LevelDBEngine.isDataFile($0) }) else {
@@ -215,20 +233,27 @@ extension BuriDatabase {
                 let cursor = try current.cursor(in: .all)
                 while try cursor.next() {
                     let tag = cursor.withKey { $0.first ?? 0xFF }
-                    guard (Keyspace.catalogTag...Keyspace.countTag).contains(tag) else { throw BuriError.notABuriDatabase(path: path) }
+                    guard (Keyspace.catalogTag...Keyspace.countTag).contains(tag) else {
+                        throw BuriError.notABuriDatabase(path: path)
+                    }
                 }
                 // The version the lost header had, if a copy is legible in the damaged data.
-                let copy = salvage.unverifiedEntries.first { $0.key == Keyspace.headerKey }?.value.flatMap(Keyspace.parseHeader)
+                let copy = salvage.unverifiedEntries.first { $0.key == Keyspace.headerKey }?.value.flatMap(
+                    Keyspace.parseHeader)
                 let version = copy.flatMap { $0 <= Keyspace.formatVersion ? $0 : nil } ?? Keyspace.formatVersion
                 let batch = engine.makeBatch()
                 batch.put(Keyspace.headerKey, Keyspace.headerValue(version: version))
                 try engine.commit(batch, conditions: nil, sync: true)
-                notes.append("Buri's database header was in the data that was lost; it was written again (format version \(version)\(copy == nil ? ", the version of this Buri" : ", as a damaged copy of it says"))")
+                notes.append(
+                    "Buri's database header was in the data that was lost; it was written again (format version \(version)\(copy == nil ? ", the version of this Buri" : ", as a damaged copy of it says"))"
+                )
             }
             let damagedKeys = Set((salvage.lostKeys + salvage.suspectKeys).map(\.key))
-            recovery = try CatalogRecovery.run(engine: engine, unverified: salvage.unverifiedEntries, damagedKeys: damagedKeys,
-                                               unreadable: salvage.unreadableRanges)
-            rolledBack.formUnion(try rollBackUnusable(salvage.suspectKeys.filter { !rolledBack.contains($0.key) }, engine: engine))
+            recovery = try CatalogRecovery.run(
+                engine: engine, unverified: salvage.unverifiedEntries, damagedKeys: damagedKeys,
+                unreadable: salvage.unreadableRanges)
+            rolledBack.formUnion(
+                try rollBackUnusable(salvage.suspectKeys.filter { !rolledBack.contains($0.key) }, engine: engine))
             notes += recovery.notes
         } catch {
             throw BuriError.wrap(error)
@@ -248,7 +273,8 @@ extension BuriDatabase {
         let retired = Set(try db.pendingPurges().map(\.id))
         func objects(_ keys: [[UInt8]]) -> [ObjectReference] {
             keys.compactMap { key in
-                guard let (bucket, objectKey) = Keyspace.bucketAndObjectKey(ofRecordKey: key), !retired.contains(bucket) else { return nil }
+                guard let (bucket, objectKey) = Keyspace.bucketAndObjectKey(ofRecordKey: key), !retired.contains(bucket)
+                else { return nil }
                 return ObjectReference(bucket: bucketName(bucket), key: objectKey)
             }
         }
@@ -262,10 +288,13 @@ extension BuriDatabase {
         lost.formUnion(recovery.lostObjects)
         let strays = rolledBack.filter { Keyspace.bucketAndObjectKey(ofRecordKey: $0) == nil }.count
         if strays > 0 {
-            notes.append("\(strays) key\(strays == 1 ? "" : "s") that a damaged log record wrote in a form Buri never writes (outside its key spaces, or not of its space's form) \(strays == 1 ? "was" : "were") set back to the state before it")
+            notes.append(
+                "\(strays) key\(strays == 1 ? "" : "s") that a damaged log record wrote in a form Buri never writes (outside its key spaces, or not of its space's form) \(strays == 1 ? "was" : "were") set back to the state before it"
+            )
         }
         let rebuilt = Set(recovery.recovered.map { Keyspace.catalogKey(bucket: $0.name) })
-        for loss in salvage.suspectKeys + salvage.lostKeys where Keyspace.bucketAndObjectKey(ofRecordKey: loss.key) == nil && !rebuilt.contains(loss.key) {
+        for loss in salvage.suspectKeys + salvage.lostKeys
+        where Keyspace.bucketAndObjectKey(ofRecordKey: loss.key) == nil && !rebuilt.contains(loss.key) {
             if let note = describeOtherKey(loss.key, detail: loss.detail) { notes.append(note) }
         }
 
@@ -280,13 +309,18 @@ extension BuriDatabase {
         }
         func ordered(_ references: some Sequence<ObjectReference>) -> [ObjectReference] {
             references.sorted { a, b in
-                a.bucket.utf8.elementsEqual(b.bucket.utf8) ? a.key.utf8.lexicographicallyPrecedes(b.key.utf8) : a.bucket.utf8.lexicographicallyPrecedes(b.bucket.utf8)
+                a.bucket.utf8.elementsEqual(b.bucket.utf8)
+                    ? a.key.utf8.lexicographicallyPrecedes(b.key.utf8)
+                    : a.bucket.utf8.lexicographicallyPrecedes(b.bucket.utf8)
             }
         }
         return RepairReport(
-            storageLosses: salvage.levelDBLog, damagedLogRecords: salvage.damagedLogRecords, suspectObjects: ordered(suspects),
-            lostObjects: ordered(lost), lostRanges: lostRanges, unknownLosses: unknownLosses, recoveredBuckets: recovery.recovered,
-            restoredObjects: ordered(objects(salvage.restoredKeys)), setAsideFiles: salvage.setAside, notes: notes, check: check)
+            storageLosses: salvage.levelDBLog, damagedLogRecords: salvage.damagedLogRecords,
+            suspectObjects: ordered(suspects),
+            lostObjects: ordered(lost), lostRanges: lostRanges, unknownLosses: unknownLosses,
+            recoveredBuckets: recovery.recovered,
+            restoredObjects: ordered(objects(salvage.restoredKeys)), setAsideFiles: salvage.setAside, notes: notes,
+            check: check)
     }
 
     /// Suspect keys whose damaged state is not even well-formed — a record whose header or CBOR
@@ -294,7 +328,8 @@ extension BuriDatabase {
     /// intact data (or removed, when intact data holds none): such a state serves no one, and
     /// keeping it would leave the database inconsistent. Returns the keys set back; they are
     /// reported as lost (their last write could not be recovered).
-    static func rollBackUnusable(_ suspects: [SalvageReport.KeyLoss], engine: any StorageEngine) throws -> Set<[UInt8]> {
+    static func rollBackUnusable(_ suspects: [SalvageReport.KeyLoss], engine: any StorageEngine) throws -> Set<[UInt8]>
+    {
         let reader = try engine.latest()
         let batch = engine.makeBatch()
         var rolledBack = Set<[UInt8]>()
@@ -308,11 +343,14 @@ extension BuriDatabase {
                 guard isWellFormed(key: key, value: value) else { return false }
                 // A record must fit its bucket's catalog entry, where there is one.
                 guard key.first == Keyspace.recordTag, let (bucket, _) = Keyspace.bucketAndObjectKey(ofRecordKey: key),
-                      let descriptor = descriptors[bucket] else { return true }
+                    let descriptor = descriptors[bucket]
+                else { return true }
                 return value.withUnsafeBytes { raw in
                     guard let header = try? RecordHeader.parse(raw).0 else { return false }
                     return header.entries.allSatisfy { entry in
-                        guard let index = descriptor.indexes.first(where: { $0.id == entry.index }) else { return false }
+                        guard let index = descriptor.indexes.first(where: { $0.id == entry.index }) else {
+                            return false
+                        }
                         return IndexTuple.split(entry.tuple).count == index.components.count
                     }
                 }
@@ -367,9 +405,11 @@ extension BuriDatabase {
         switch key.first {
         case Keyspace.catalogTag?:
             let name = Keyspace.bucketName(fromCatalogKey: key) ?? "(a name that is not valid UTF-8)"
-            return "the catalog entry of bucket '\(name)' was damaged (\(detail)); verify its definition with `buri info`"
+            return
+                "the catalog entry of bucket '\(name)' was damaged (\(detail)); verify its definition with `buri info`"
         case Keyspace.retiredTag?:
-            return "a retired-generation marker was damaged (\(detail)); if a bucket named `recovered-…` appears, it may be that old generation"
+            return
+                "a retired-generation marker was damaged (\(detail)); if a bucket named `recovered-…` appears, it may be that old generation"
         default:
             return nil  // index entries are rebuilt from the records; counts are recounted; the header is written again
         }
@@ -377,8 +417,10 @@ extension BuriDatabase {
 
     /// An unreadable key range in Buri's terms: for each bucket whose records it spans, the
     /// stretch of object keys; plus what it means for the catalog and the other key spaces.
-    static func describe(_ range: SalvageReport.UnreadableRange, bucketNames: [UInt32: String], retired: Set<UInt32>,
-                         maxKnownId: UInt32) -> ([LostRange], (losses: [String], notes: [String])) {
+    static func describe(
+        _ range: SalvageReport.UnreadableRange, bucketNames: [UInt32: String], retired: Set<UInt32>,
+        maxKnownId: UInt32
+    ) -> ([LostRange], (losses: [String], notes: [String])) {
         let lower = range.lowerBound ?? []
         let upper = range.upperBound
         func within(_ key: [UInt8]) -> Bool {
@@ -398,7 +440,9 @@ extension BuriDatabase {
         if meets(Keyspace.catalogTag) {
             // Not a loss of objects: a bucket with records left gets its catalog entry back, and the
             // records of one without are reported as unreadable ranges below.
-            notes.append("bucket catalog entries were in unreadable data (\(range.source)); every bucket whose catalog entry was lost and whose objects survive was given one again (see below); an empty bucket whose catalog entry was lost is gone")
+            notes.append(
+                "bucket catalog entries were in unreadable data (\(range.source)); every bucket whose catalog entry was lost and whose objects survive was given one again (see below); an empty bucket whose catalog entry was lost is gone"
+            )
         }
         if meets(Keyspace.recordTag) {
             var covered = false
@@ -407,12 +451,16 @@ extension BuriDatabase {
                 let prefix = Keyspace.recordPrefix(bucket: bucketId)
                 let end = KeyRange.successor(ofPrefix: prefix)
                 guard end.map({ lower.lexicographicallyPrecedes($0) }) ?? true,
-                      upper.map({ prefix.lexicographicallyPrecedes($0) }) ?? true else { continue }
+                    upper.map({ prefix.lexicographicallyPrecedes($0) }) ?? true
+                else { continue }
                 func objectKey(_ key: [UInt8]?) -> String? {
                     guard let key, key.count > prefix.count, key.starts(with: prefix) else { return nil }
                     return String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
                 }
-                ranges.append(LostRange(bucket: name, bucketId: bucketId, fromKey: objectKey(lower), toKey: objectKey(upper), source: range.source))
+                ranges.append(
+                    LostRange(
+                        bucket: name, bucketId: bucketId, fromKey: objectKey(lower), toKey: objectKey(upper),
+                        source: range.source))
                 covered = true
             }
             // Records of a bucket whose catalog entry went too, and whose every key was in this data,
@@ -433,13 +481,23 @@ extension BuriDatabase {
                 unnamed = UInt64(named) < UInt64(limit) - UInt64(firstId) + 1
             }
             if !covered || unnamed {
-                losses.append("records were in unreadable data (\(range.source)) where buckets whose catalog entry was lost with them may have had objects: their names and keys cannot be known")
+                losses.append(
+                    "records were in unreadable data (\(range.source)) where buckets whose catalog entry was lost with them may have had objects: their names and keys cannot be known"
+                )
             }
         }
-        if meets(Keyspace.indexTag) { notes.append("index entries were in unreadable data (\(range.source)); they were rebuilt from the records") }
-        if meets(Keyspace.retiredTag) { notes.append("retired-generation markers were in unreadable data (\(range.source)); a bucket named `recovered-…` may be such an old generation") }
+        if meets(Keyspace.indexTag) {
+            notes.append("index entries were in unreadable data (\(range.source)); they were rebuilt from the records")
+        }
+        if meets(Keyspace.retiredTag) {
+            notes.append(
+                "retired-generation markers were in unreadable data (\(range.source)); a bucket named `recovered-…` may be such an old generation"
+            )
+        }
         if within(Keyspace.headerKey) || meets(Keyspace.countTag) {
-            notes.append("derived keys (the database header, object counts) were in unreadable data (\(range.source)); they were written again")
+            notes.append(
+                "derived keys (the database header, object counts) were in unreadable data (\(range.source)); they were written again"
+            )
         }
         return (ranges, (losses, notes))
     }

@@ -49,8 +49,10 @@ enum CatalogRecovery {
     /// inferred); when only index entries survive, names their objects as lost and deletes them
     /// with the count; when only a count survives, deletes it (reporting the objects it counted).
     /// One atomic commit.
-    static func run(engine: any StorageEngine, unverified: [SalvageReport.UnverifiedEntry], damagedKeys: Set<[UInt8]>,
-                    unreadable: [SalvageReport.UnreadableRange]) throws -> Outcome {
+    static func run(
+        engine: any StorageEngine, unverified: [SalvageReport.UnverifiedEntry], damagedKeys: Set<[UInt8]>,
+        unreadable: [SalvageReport.UnreadableRange]
+    ) throws -> Outcome {
         var outcome = Outcome()
         let snapshot = try engine.snapshot()
         var catalogIds = Set<UInt32>()
@@ -101,9 +103,12 @@ enum CatalogRecovery {
         for descriptor in descriptors {
             let catalogKey = Keyspace.catalogKey(bucket: descriptor.name)
             let replaced = retired.contains(descriptor.id)
-            let doubtful = damagedKeys.contains(catalogKey) || unreadable.contains { range in
-                !catalogKey.lexicographicallyPrecedes(range.lowerBound ?? []) && (range.upperBound.map { !$0.lexicographicallyPrecedes(catalogKey) } ?? true)
-            }
+            let doubtful =
+                damagedKeys.contains(catalogKey)
+                || unreadable.contains { range in
+                    !catalogKey.lexicographicallyPrecedes(range.lowerBound ?? [])
+                        && (range.upperBound.map { !$0.lexicographicallyPrecedes(catalogKey) } ?? true)
+                }
             guard replaced || doubtful else { continue }
             var successor: UInt32?
             var successorEvidence: Evidence?
@@ -136,27 +141,32 @@ enum CatalogRecovery {
             if !replaced {
                 // Its old id's objects stay reachable, under a name of their own.
                 catalogIds.remove(descriptor.id)
-                if recordIds.contains(descriptor.id) || entryIds.contains(descriptor.id) || countIds.contains(descriptor.id) {
+                if recordIds.contains(descriptor.id) || entryIds.contains(descriptor.id)
+                    || countIds.contains(descriptor.id)
+                {
                     orphans.append(descriptor.id)
                     orphans.sort()
                     hints[descriptor.id] = descriptor.name
                 }
             }
-            outcome.recovered.append(RecoveredBucket(
-                id: id, name: descriptor.name, nameIsKnown: true, objects: objects, descriptor: updated,
-                source: (replaced
-                    ? "its catalog entry, which had come back from before the generation switch that retired id \(descriptor.id) (its newer state was in damaged data)"
-                    : "its catalog entry, whose newer state was in damaged data and which still named id \(descriptor.id)")
-                    + (successor == nil ? "; it now names id \(id), a new empty generation: the one that replaced id \(descriptor.id) kept no key"
-                                        : "; it now names id \(id), a newer generation whose objects fit its indexes"),
-                possibleName: nil))
+            outcome.recovered.append(
+                RecoveredBucket(
+                    id: id, name: descriptor.name, nameIsKnown: true, objects: objects, descriptor: updated,
+                    source: (replaced
+                        ? "its catalog entry, which had come back from before the generation switch that retired id \(descriptor.id) (its newer state was in damaged data)"
+                        : "its catalog entry, whose newer state was in damaged data and which still named id \(descriptor.id)")
+                        + (successor == nil
+                            ? "; it now names id \(id), a new empty generation: the one that replaced id \(descriptor.id) kept no key"
+                            : "; it now names id \(id), a newer generation whose objects fit its indexes"),
+                    possibleName: nil))
         }
 
         // Copies of catalog entries read from damaged data, by the id they name.
         var copies: [UInt32: BucketDescriptor] = [:]
         for entry in unverified where entry.key.first == Keyspace.catalogTag {
             guard let value = entry.value, let descriptor = try? BucketDescriptor.decode(value),
-                  Array(descriptor.name.utf8) == Array(entry.key.dropFirst()) else { continue }
+                Array(descriptor.name.utf8) == Array(entry.key.dropFirst())
+            else { continue }
             copies[descriptor.id] = descriptor
         }
         // Names of generations whose catalog entry is gone: a hint only.
@@ -170,10 +180,12 @@ enum CatalogRecovery {
                 if let copy {
                     names.insert(Array(copy.name.utf8))
                     batch.put(Keyspace.catalogKey(bucket: copy.name), try copy.encoded())
-                    outcome.recovered.append(RecoveredBucket(
-                        id: id, name: copy.name, nameIsKnown: true, objects: 0, descriptor: copy,
-                        source: "its catalog entry as read from the damaged data; none of its records survive (the objects its index entries name are reported lost)",
-                        possibleName: nil))
+                    outcome.recovered.append(
+                        RecoveredBucket(
+                            id: id, name: copy.name, nameIsKnown: true, objects: 0, descriptor: copy,
+                            source:
+                                "its catalog entry as read from the damaged data; none of its records survive (the objects its index entries name are reported lost)",
+                            possibleName: nil))
                 }
                 continue
             }
@@ -184,13 +196,15 @@ enum CatalogRecovery {
             if let copy = copies[id], !names.contains(Array(copy.name.utf8)) {
                 descriptor = evidence.merge(into: copy)
                 nameIsKnown = true
-                source = evidence.conflicts.isEmpty
+                source =
+                    evidence.conflicts.isEmpty
                     ? "its catalog entry as read from the damaged data, which agrees with its records"
                     : "its catalog entry as read from the damaged data, with \(evidence.conflicts.joined(separator: ", ")) rebuilt from the records"
             } else {
                 var name = "recovered-\(id)"
                 if let hint = hints[id] {
-                    source = "the objects under the id bucket '\(hint)' named before its catalog entry was pointed at its newer generation (they may be the generation a deleteAll replaced): "
+                    source =
+                        "the objects under the id bucket '\(hint)' named before its catalog entry was pointed at its newer generation (they may be the generation a deleteAll replaced): "
                 } else {
                     source = ""
                 }
@@ -200,13 +214,17 @@ enum CatalogRecovery {
                     name = "recovered-\(id)-\(attempt)"
                 }
                 descriptor = evidence.infer(id: id, name: name)
-                source += "its \(evidence.records) record\(evidence.records == 1 ? "" : "s"): " + evidence.describe(descriptor)
+                source +=
+                    "its \(evidence.records) record\(evidence.records == 1 ? "" : "s"): "
+                    + evidence.describe(descriptor)
             }
             names.insert(Array(descriptor.name.utf8))
             batch.put(Keyspace.catalogKey(bucket: descriptor.name), try descriptor.encoded())
-            outcome.recovered.append(RecoveredBucket(
-                id: id, name: descriptor.name, nameIsKnown: nameIsKnown, objects: evidence.records, descriptor: descriptor, source: source,
-                possibleName: hints[id] ?? (nameIsKnown || orphanNames.count != 1 ? nil : orphanNames.first)))
+            outcome.recovered.append(
+                RecoveredBucket(
+                    id: id, name: descriptor.name, nameIsKnown: nameIsKnown, objects: evidence.records,
+                    descriptor: descriptor, source: source,
+                    possibleName: hints[id] ?? (nameIsKnown || orphanNames.count != 1 ? nil : orphanNames.first)))
         }
         if !batch.isEmpty { try engine.commit(batch, conditions: nil, sync: true) }
         return outcome
@@ -231,19 +249,22 @@ enum CatalogRecovery {
     /// A bucket id with index entries (and maybe a count) but no record and no catalog entry: its
     /// objects are lost. Names them from the entries (each entry key ends with its object key)
     /// and deletes the entries and the count, which no longer describe anything.
-    static func dropOrphanEntries(id: UInt32, snapshot: any StorageSnapshot, batch: any StorageBatch, copy: BucketDescriptor?,
-                                  outcome: inout Outcome) throws {
+    static func dropOrphanEntries(
+        id: UInt32, snapshot: any StorageSnapshot, batch: any StorageBatch, copy: BucketDescriptor?,
+        outcome: inout Outcome
+    ) throws {
         let bucket = copy?.name ?? "#\(id)"
         var keys = Set<ObjectKeyBytes>()
         let entries = try snapshot.cursor(in: .prefix(Keyspace.indexSpacePrefix(bucket: id)))
         while try entries.next() {
             let key = entries.key
             batch.delete(key)
-            let arity = copy.flatMap { descriptor in
-                key.withUnsafeBytes { Keyspace.bucketAndIndex(ofEntry: $0) }.flatMap { ids in
-                    descriptor.indexes.first { $0.id == ids.index }?.components.count
-                }
-            } ?? 1
+            let arity =
+                copy.flatMap { descriptor in
+                    key.withUnsafeBytes { Keyspace.bucketAndIndex(ofEntry: $0) }.flatMap { ids in
+                        descriptor.indexes.first { $0.id == ids.index }?.components.count
+                    }
+                } ?? 1
             if let objectKey = try? key.withUnsafeBytes({ raw -> [UInt8] in
                 let parts = try Keyspace.splitIndexEntry(raw, arity: arity)
                 return Array(raw[parts.objectKey])
@@ -258,7 +279,9 @@ enum CatalogRecovery {
         if let value = try snapshot.get(countKey) {
             batch.delete(countKey)
             if keys.isEmpty, let count = Keyspace.parseCount(value), count > 0 {
-                outcome.unknownLosses.append("bucket \(copy.map { "'\($0.name)'" } ?? "id \(id)") (its catalog entry was lost): its object count says \(count) object\(count == 1 ? "" : "s"), but none of its records or index entries survive; their keys cannot be known")
+                outcome.unknownLosses.append(
+                    "bucket \(copy.map { "'\($0.name)'" } ?? "id \(id)") (its catalog entry was lost): its object count says \(count) object\(count == 1 ? "" : "s"), but none of its records or index entries survive; their keys cannot be known"
+                )
             }
         }
     }
@@ -288,10 +311,11 @@ enum CatalogRecovery {
             var seenNames = Set<[UInt8]>()
             func read(_ cursor: any StorageCursor) -> (key: String, header: RecordHeader, payload: CBORValue?)? {
                 guard let key = try? cursor.withKey({ try Keyspace.objectKey(fromRecordKey: $0) }),
-                      let parsed = try? cursor.withValue({ value throws -> (RecordHeader, CBORValue?) in
-                          let (header, offset) = try RecordHeader.parse(value)
-                          return (header, try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[offset...])))
-                      }) else { return nil }
+                    let parsed = try? cursor.withValue({ value throws -> (RecordHeader, CBORValue?) in
+                        let (header, offset) = try RecordHeader.parse(value)
+                        return (header, try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[offset...])))
+                    })
+                else { return nil }
                 return (key, parsed.0, parsed.1)
             }
             // First pass: the indexes' shapes from the headers, and the payloads' field names.
@@ -304,7 +328,9 @@ enum CatalogRecovery {
                 for entry in record.header.entries where entry.index != 0 {
                     perIndex[entry.index, default: 0] += 1
                     var shape = evidence.shapes[entry.index] ?? IndexShape()
-                    let kinds = IndexTuple.split(entry.tuple).map { $0.encoded.first == 0x30 ? IndexKind.binary : IndexKind.numeric }
+                    let kinds = IndexTuple.split(entry.tuple).map {
+                        $0.encoded.first == 0x30 ? IndexKind.binary : IndexKind.numeric
+                    }
                     if let known = shape.kinds, known != kinds { shape.consistent = false } else { shape.kinds = kinds }
                     shape.entries += 1
                     evidence.shapes[entry.index] = shape
@@ -312,7 +338,9 @@ enum CatalogRecovery {
                 for (index, count) in perIndex where count > 1 { evidence.shapes[index]?.multiValued = true }
                 if case .map(let members)? = record.payload, fieldNames.count < 64 {
                     for member in members {
-                        if case .text(let name) = member.key, seenNames.insert(Array(name.utf8)).inserted { fieldNames.append(name) }
+                        if case .text(let name) = member.key, seenNames.insert(Array(name.utf8)).inserted {
+                            fieldNames.append(name)
+                        }
                     }
                 }
             }
@@ -339,7 +367,9 @@ enum CatalogRecovery {
             }
             keyFields = keyFields?.filter { name in
                 members.contains { member in
-                    if case .text(let field) = member.key, field.utf8.elementsEqual(name.utf8), case .text(let value) = member.value {
+                    if case .text(let field) = member.key, field.utf8.elementsEqual(name.utf8),
+                        case .text(let value) = member.value
+                    {
                         return value.utf8.elementsEqual(key.utf8)
                     }
                     return false
@@ -351,8 +381,9 @@ enum CatalogRecovery {
                 guard let kinds = shapes[index]?.kinds, let multiValued = shapes[index]?.multiValued else { continue }
                 fields[index] = candidates.filter { candidate in
                     if candidate.form == .date && kinds != [.numeric] { return false }
-                    let definition = IndexDefinition(id: index, name: candidate.field, components: kinds, multiValued: multiValued,
-                                                     fields: [candidate.field], fieldForms: [candidate.form])
+                    let definition = IndexDefinition(
+                        id: index, name: candidate.field, components: kinds, multiValued: multiValued,
+                        fields: [candidate.field], fieldForms: [candidate.form])
                     guard let tuples = try? definition.tuples(of: .map(members)) else { return false }
                     return Set(tuples.map { IndexTuple.join($0) }) == byIndex[index, default: []]
                 }
@@ -395,7 +426,8 @@ enum CatalogRecovery {
                 guard let kinds = shape.kinds, !kinds.isEmpty else { continue }
                 // The first field (in the payloads' order) that computes every record's stored values.
                 let field = (fields[index] ?? []).first { !used.contains(Array($0.field.utf8)) }
-                var definition = IndexDefinition(id: index, name: "index-\(index)", components: kinds, multiValued: shape.multiValued)
+                var definition = IndexDefinition(
+                    id: index, name: "index-\(index)", components: kinds, multiValued: shape.multiValued)
                 if let field {
                     definition.name = field.field
                     definition.fields = [field.field]
@@ -406,8 +438,9 @@ enum CatalogRecovery {
                 indexes.append(definition)
             }
             let keyField = keyFields.flatMap { candidates in firstFieldOrder.first { candidates.contains($0) } }
-            return BucketDescriptor(id: id, name: name, keyField: keyField, schemaVersion: schemaVersion, indexes: indexes,
-                                    nextIndexId: (indexes.map(\.id).max() ?? 0) + 1)
+            return BucketDescriptor(
+                id: id, name: name, keyField: keyField, schemaVersion: schemaVersion, indexes: indexes,
+                nextIndexId: (indexes.map(\.id).max() ?? 0) + 1)
         }
 
         /// A damaged copy of the catalog entry, kept where the records agree with it: an index the
@@ -421,7 +454,9 @@ enum CatalogRecovery {
                     if kept.components != definition.components || (definition.multiValued && !kept.multiValued) {
                         conflicts.append("index #\(definition.id) ('\(kept.name)')")
                         var replacement = definition
-                        if !descriptor.indexes.contains(where: { $0.id != definition.id && $0.name.hasSameBytes(as: kept.name) }) {
+                        if !descriptor.indexes.contains(where: {
+                            $0.id != definition.id && $0.name.hasSameBytes(as: kept.name)
+                        }) {
                             replacement.name = kept.name
                         }
                         descriptor.indexes[existing] = replacement
@@ -429,7 +464,9 @@ enum CatalogRecovery {
                 } else {
                     conflicts.append("index #\(definition.id)")
                     var added = definition
-                    if descriptor.indexes.contains(where: { $0.name.hasSameBytes(as: added.name) }) { added.name = "index-\(definition.id)" }
+                    if descriptor.indexes.contains(where: { $0.name.hasSameBytes(as: added.name) }) {
+                        added.name = "index-\(definition.id)"
+                    }
                     descriptor.indexes.append(added)
                 }
             }
@@ -444,11 +481,16 @@ enum CatalogRecovery {
             if descriptor.indexes.isEmpty {
                 parts.append("no indexes")
             } else {
-                parts.append("indexes " + descriptor.indexes.map { index in
-                    let kinds = index.components.map(\.rawValue).joined(separator: ", ")
-                    let field = index.fields.map { " from field '\($0.joined(separator: "', '"))'" } ?? ", values computed by code (no field found)"
-                    return "'\(index.name)' (id \(index.id), \(kinds)\(index.multiValued ? ", multi-valued" : "")\(field))"
-                }.joined(separator: ", "))
+                parts.append(
+                    "indexes "
+                        + descriptor.indexes.map { index in
+                            let kinds = index.components.map(\.rawValue).joined(separator: ", ")
+                            let field =
+                                index.fields.map { " from field '\($0.joined(separator: "', '"))'" }
+                                ?? ", values computed by code (no field found)"
+                            return
+                                "'\(index.name)' (id \(index.id), \(kinds)\(index.multiValued ? ", multi-valued" : "")\(field))"
+                        }.joined(separator: ", "))
             }
             return parts.joined(separator: "; ")
         }

@@ -97,7 +97,9 @@ extension BuriDatabase {
     }
 
     /// `reading` is kept up to date with the bucket being read, to name it when damage is met.
-    private func checkLocked(repair: Bool, progress: ((Int) -> Void)?, reading: inout String?) throws -> ConsistencyReport {
+    private func checkLocked(
+        repair: Bool, progress: ((Int) -> Void)?, reading: inout String?
+    ) throws -> ConsistencyReport {
         var report = ConsistencyReport()
         let snapshot = try engine.snapshot()
         let fixes = engine.makeBatch()
@@ -114,7 +116,8 @@ extension BuriDatabase {
                 let descriptor = try BucketDescriptor.decode(catalog.value)
                 buckets[descriptor.id] = descriptor
             } catch {
-                report.problems.append(ConsistencyProblem(kind: .corruptCatalog, bucket: name, key: nil, index: nil, detail: "\(error)"))
+                report.problems.append(
+                    ConsistencyProblem(kind: .corruptCatalog, bucket: name, key: nil, index: nil, detail: "\(error)"))
             }
         }
         report.buckets = buckets.count
@@ -125,11 +128,17 @@ extension BuriDatabase {
             let key = markers.key
             if let marker = Keyspace.parseRetired(key: key, value: markers.value), buckets[marker.bucket] == nil {
                 retired.insert(marker.bucket)
-                report.pendingPurges.append(RetiredBucket(id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+                report.pendingPurges.append(
+                    RetiredBucket(
+                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
             } else {
                 // Never repaired: deleting a marker would turn a pending purge into orphaned keys.
-                report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                                          detail: "retired bucket id marker \(key.map { String(format2: $0) }.joined(separator: " ")) does not parse or names a bucket id the catalog uses"))
+                report.problems.append(
+                    ConsistencyProblem(
+                        kind: .strayKey, bucket: nil, key: nil, index: nil,
+                        detail:
+                            "retired bucket id marker \(key.map { String(format2: $0) }.joined(separator: " ")) does not parse or names a bucket id the catalog uses"
+                    ))
             }
         }
         /// Keys under bucket ids with neither a catalog entry nor a retired-id marker.
@@ -150,8 +159,9 @@ extension BuriDatabase {
             let objectsBefore = report.objects
             defer {
                 if checksCounts {
-                    checkCount(of: descriptor, counted: report.objects - objectsBefore, snapshot: snapshot, repair: repair,
-                               fixes: fixes, relied: &relied, reliedRanges: &reliedRanges, report: &report)
+                    checkCount(
+                        of: descriptor, counted: report.objects - objectsBefore, snapshot: snapshot, repair: repair,
+                        fixes: fixes, relied: &relied, reliedRanges: &reliedRanges, report: &report)
                 }
             }
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
@@ -169,7 +179,10 @@ extension BuriDatabase {
                 do {
                     objectKey = try records.withKey { try Keyspace.objectKey(fromRecordKey: $0) }
                 } catch {
-                    report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: descriptor.name, key: nil, index: nil, detail: "record key: \(error)"))
+                    report.problems.append(
+                        ConsistencyProblem(
+                            kind: .strayKey, bucket: descriptor.name, key: nil, index: nil,
+                            detail: "record key: \(error)"))
                     continue
                 }
                 let parsed: (RecordHeader, Int)
@@ -177,27 +190,38 @@ extension BuriDatabase {
                 do {
                     (parsed, payload) = try records.withValue { value throws -> ((RecordHeader, Int), CBORValue) in
                         let result = try RecordHeader.parse(value)
-                        return (result, try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[result.payloadOffset...])))
+                        return (
+                            result,
+                            try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: value[result.payloadOffset...]))
+                        )
                     }
                 } catch {
-                    report.problems.append(ConsistencyProblem(kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil, detail: "\(error)"))
+                    report.problems.append(
+                        ConsistencyProblem(
+                            kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil,
+                            detail: "\(error)"))
                     continue
                 }
                 for definition in computable {
-                    if let problem = Self.valueProblem(definition, header: parsed.0, payload: payload, bucket: descriptor.name, key: objectKey) {
+                    if let problem = Self.valueProblem(
+                        definition, header: parsed.0, payload: payload, bucket: descriptor.name, key: objectKey)
+                    {
                         report.problems.append(problem)
                     }
                 }
                 for entry in parsed.0.entries {
                     guard let indexName = names[entry.index] else {
-                        report.problems.append(ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: objectKey, index: "#\(entry.index)",
-                                                                  detail: "the record lists an entry for an index the catalog does not define"))
+                        report.problems.append(
+                            ConsistencyProblem(
+                                kind: .unknownIndex, bucket: descriptor.name, key: objectKey, index: "#\(entry.index)",
+                                detail: "the record lists an entry for an index the catalog does not define"))
                         continue
                     }
                     let entryKey = raw.entryKey(entry, objectKey: objectKey)
                     if try snapshot.get(entryKey) == nil {
-                        var problem = ConsistencyProblem(kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
-                                                         detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
+                        var problem = ConsistencyProblem(
+                            kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
+                            detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
                         if repair {
                             fixes.put(entryKey, [UInt8]())
                             relied.append(entryKey)
@@ -231,8 +255,11 @@ extension BuriDatabase {
                 continue
             }
             guard let ids else {
-                var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                                 detail: "index entry key of \(key.count) bytes is too short to name a bucket and an index; `check --repair` deletes it")
+                var problem = ConsistencyProblem(
+                    kind: .strayKey, bucket: nil, key: nil, index: nil,
+                    detail:
+                        "index entry key of \(key.count) bytes is too short to name a bucket and an index; `check --repair` deletes it"
+                )
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
@@ -245,8 +272,9 @@ extension BuriDatabase {
             }
             reading = descriptor.name
             guard let definition = descriptor.indexes.first(where: { $0.id == ids.index }) else {
-                var problem = ConsistencyProblem(kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
-                                                 detail: "index entry for an index the catalog does not define")
+                var problem = ConsistencyProblem(
+                    kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
+                    detail: "index entry for an index the catalog does not define")
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
@@ -258,7 +286,9 @@ extension BuriDatabase {
                     return (Array(raw[parts.tuple]), try Keyspace.string(raw, parts.objectKey))
                 }
             } catch {
-                var problem = ConsistencyProblem(kind: .strayKey, bucket: descriptor.name, key: nil, index: definition.name, detail: "index entry key: \(error)")
+                var problem = ConsistencyProblem(
+                    kind: .strayKey, bucket: descriptor.name, key: nil, index: definition.name,
+                    detail: "index entry key: \(error)")
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
@@ -279,23 +309,30 @@ extension BuriDatabase {
             if header == nil {
                 let exists = try snapshot.contains(recordKey)
                 if exists { continue }  // the record is damaged; reported with the records
-                var problem = ConsistencyProblem(kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
-                                                 detail: "entry for value \(shown) points to an object that does not exist")
+                var problem = ConsistencyProblem(
+                    kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
+                    detail: "entry for value \(shown) points to an object that does not exist")
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
             if !(header?.entries.contains(RecordHeader.Entry(index: definition.id, tuple: split.tuple)) ?? false) {
-                var problem = ConsistencyProblem(kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
-                                                 detail: "entry for value \(shown) is not among the object's stored index values")
+                var problem = ConsistencyProblem(
+                    kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
+                    detail: "entry for value \(shown) is not among the object's stored index values")
                 if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
             if definition.isUnique {
-                if let previous = previousUnique, previous.bucket == descriptor.id, previous.index == definition.id, previous.tuple == split.tuple {
-                    report.problems.append(ConsistencyProblem(kind: .uniqueConflict, bucket: descriptor.name, key: split.objectKey, index: definition.name,
-                                                              detail: "value \(shown) is also held by '\(previous.key)'"))
+                if let previous = previousUnique, previous.bucket == descriptor.id, previous.index == definition.id,
+                    previous.tuple == split.tuple
+                {
+                    report.problems.append(
+                        ConsistencyProblem(
+                            kind: .uniqueConflict, bucket: descriptor.name, key: split.objectKey,
+                            index: definition.name,
+                            detail: "value \(shown) is also held by '\(previous.key)'"))
                 }
                 previousUnique = (descriptor.id, definition.id, split.tuple, split.objectKey)
             }
@@ -310,8 +347,11 @@ extension BuriDatabase {
                 orphans[id]?.count = Keyspace.parseCount(countKeys.value)
                 continue
             }
-            var problem = ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                             detail: "object count key \(key.map { String(format2: $0) }.joined(separator: " ")) names no bucket in the catalog")
+            var problem = ConsistencyProblem(
+                kind: .strayKey, bucket: nil, key: nil, index: nil,
+                detail:
+                    "object count key \(key.map { String(format2: $0) }.joined(separator: " ")) names no bucket in the catalog"
+            )
             if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
             report.problems.append(problem)
         }
@@ -320,8 +360,10 @@ extension BuriDatabase {
         reading = nil
         let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.countTag + 1]))
         while try stray.next() {
-            report.problems.append(ConsistencyProblem(kind: .strayKey, bucket: nil, key: nil, index: nil,
-                                                      detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
+            report.problems.append(
+                ConsistencyProblem(
+                    kind: .strayKey, bucket: nil, key: nil, index: nil,
+                    detail: "key with unknown tag 0x\(String(stray.key.first ?? 0, radix: 16))"))
         }
         let records = try snapshot.cursor(in: .prefix([Keyspace.recordTag]))
         while try records.next() {
@@ -342,18 +384,23 @@ extension BuriDatabase {
             if keys.records > 0 { parts.append("\(keys.records) record\(keys.records == 1 ? "" : "s")") }
             if keys.entries > 0 { parts.append("\(keys.entries) index entr\(keys.entries == 1 ? "y" : "ies")") }
             if let count = keys.count { parts.append("an object count of \(count.map(String.init) ?? "(damaged)")") }
-            let what = keys.records > 0
+            let what =
+                keys.records > 0
                 ? "run `buri repair` (BuriDatabase.repair(path:)) to give the bucket a catalog entry again, rebuilt from its records, so its objects stay reachable"
                 : "its records are gone too: run `buri repair` (BuriDatabase.repair(path:)) to name the lost objects from these entries and remove them"
-            report.problems.append(ConsistencyProblem(
-                kind: .strayKey, bucket: "#\(id)", key: nil, index: nil,
-                detail: "bucket id \(id) has \(parts.joined(separator: ", ")) but no catalog entry (it was lost); they are kept: \(what)"))
+            report.problems.append(
+                ConsistencyProblem(
+                    kind: .strayKey, bucket: "#\(id)", key: nil, index: nil,
+                    detail:
+                        "bucket id \(id) has \(parts.joined(separator: ", ")) but no catalog entry (it was lost); they are kept: \(what)"
+                ))
         }
 
         if repair, !fixes.isEmpty {
             // Index entries that are deleted were read in this snapshot; on a shared engine they and
             // the records the fixes relied on must be unchanged when the fixes apply.
-            let conditions = engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied, ranges: reliedRanges) : nil
+            let conditions =
+                engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied, ranges: reliedRanges) : nil
             try engine.commit(fixes, conditions: conditions, sync: true)
         }
         progress?(processed)
@@ -364,8 +411,10 @@ extension BuriDatabase {
 extension BuriDatabase {
     /// A `wrongIndexValue` problem if the tuples `header` stores for `definition` (a computable
     /// index) are not, as a set, the ones `definition.tuples(of: payload)` computes from the fields.
-    fileprivate static func valueProblem(_ definition: IndexDefinition, header: RecordHeader, payload: CBORValue,
-                                         bucket: String, key: String) -> ConsistencyProblem? {
+    fileprivate static func valueProblem(
+        _ definition: IndexDefinition, header: RecordHeader, payload: CBORValue,
+        bucket: String, key: String
+    ) -> ConsistencyProblem? {
         let stored = Set(header.entries.lazy.filter { $0.index == definition.id }.map(\.tuple))
         let fields = (definition.componentPaths ?? []).map(IndexDefinition.fieldPathText).joined(separator: ", ")
         let computed: Set<[UInt8]>
@@ -374,12 +423,18 @@ extension BuriDatabase {
         } catch {
             let reason: String
             if case .invalidIndexValue(_, _, _, let text) = error { reason = text } else { reason = error.description }
-            return ConsistencyProblem(kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
-                                      detail: "its stored index values are (\(describe(stored))), but its field(s) \(fields) cannot be indexed: \(reason)")
+            return ConsistencyProblem(
+                kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
+                detail:
+                    "its stored index values are (\(describe(stored))), but its field(s) \(fields) cannot be indexed: \(reason)"
+            )
         }
         guard computed != stored else { return nil }
-        return ConsistencyProblem(kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
-                                  detail: "its stored index values are (\(describe(stored))), but its field(s) \(fields) give (\(describe(computed))); store the object again (or restore an export) to recompute them")
+        return ConsistencyProblem(
+            kind: .wrongIndexValue, bucket: bucket, key: key, index: definition.name,
+            detail:
+                "its stored index values are (\(describe(stored))), but its field(s) \(fields) give (\(describe(computed))); store the object again (or restore an export) to recompute them"
+        )
     }
 
     /// Tuples as people read them, in byte order: `"EN", 20; "NL", 3`, or `none`.
@@ -391,9 +446,11 @@ extension BuriDatabase {
     /// Compares bucket `descriptor`'s stored object count with the `counted` record keys the check
     /// walked; a missing (for a bucket with records), damaged or wrong count is a `wrongCount`
     /// problem naming both numbers, which repair fixes by writing the number counted.
-    fileprivate func checkCount(of descriptor: BucketDescriptor, counted: Int, snapshot: any StorageSnapshot, repair: Bool,
-                                fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
-                                report: inout ConsistencyReport) {
+    fileprivate func checkCount(
+        of descriptor: BucketDescriptor, counted: Int, snapshot: any StorageSnapshot, repair: Bool,
+        fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
+        report: inout ConsistencyReport
+    ) {
         let key = Keyspace.countKey(bucket: descriptor.id)
         let detail: String
         do {
@@ -402,7 +459,8 @@ extension BuriDatabase {
                 if stored == counted { return }
                 detail = "the stored object count is \(stored) but the bucket holds \(counted) records"
             } else if let value {
-                detail = "the stored object count is damaged (\(value.count) bytes, not an 8-byte count); the bucket holds \(counted) records"
+                detail =
+                    "the stored object count is damaged (\(value.count) bytes, not an 8-byte count); the bucket holds \(counted) records"
             } else {
                 // A bucket no format-4 writer has written yet has no count; it is counted when read.
                 if counted == 0 { return }
@@ -411,7 +469,8 @@ extension BuriDatabase {
         } catch {
             detail = "the stored object count cannot be read (\(error)); the bucket holds \(counted) records"
         }
-        var problem = ConsistencyProblem(kind: .wrongCount, bucket: descriptor.name, key: nil, index: nil, detail: detail)
+        var problem = ConsistencyProblem(
+            kind: .wrongCount, bucket: descriptor.name, key: nil, index: nil, detail: detail)
         if repair {
             fixes.put(key, Keyspace.countValue(counted))
             relied.append(key)

@@ -47,7 +47,10 @@ extension RawBucket {
             }
             // One key read: the stored count (counted only in a database no format-4 writer has written).
             let count = try database.objectCount(of: stored.id, bucket: name, reader: writer.reader)
-            if count == 0, try countEntries(in: .prefix(Keyspace.indexSpacePrefix(bucket: stored.id)), reader: writer.reader, cap: 1) == 0 {
+            if count == 0,
+                try countEntries(
+                    in: .prefix(Keyspace.indexSpacePrefix(bucket: stored.id)), reader: writer.reader, cap: 1) == 0
+            {
                 return 0
             }
             let newId = try database.nextBucketId(reader: writer.reader)

@@ -23,7 +23,12 @@ extension RawBucket {
             return (reader, view)
         }
         let id = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)
-        return (reader, RawBucket(database: database, descriptor: madeDescriptor.movedTo(id), transaction: nil, generation: generation, pinned: true))
+        return (
+            reader,
+            RawBucket(
+                database: database, descriptor: madeDescriptor.movedTo(id), transaction: nil, generation: generation,
+                pinned: true)
+        )
     }
 
     /// Lends the stored record value of object `key` (or `nil`) to `body`, read at the current
@@ -46,13 +51,17 @@ extension RawBucket {
             do {
                 stored = try BucketDescriptor.decode(bytes)
             } catch {
-                throw .corruption(bucket: name, key: nil, index: nil, reason: "its catalog entry does not decode: \(error)")
+                throw .corruption(
+                    bucket: name, key: nil, index: nil, reason: "its catalog entry does not decode: \(error)")
             }
         } else {
             stored = nil
         }
         let id = try idInCatalog(stored, reader: reader)
-        let value = id == known ? (values.count > 1 ? values[1] : nil) : try run { try reader.get(Keyspace.recordKey(bucket: id, key: key)) }
+        let value =
+            id == known
+            ? (values.count > 1 ? values[1] : nil)
+            : try run { try reader.get(Keyspace.recordKey(bucket: id, key: key)) }
         return try run {
             guard let value else { return try body(nil) }
             return try value.withUnsafeBytes { try body($0) }
@@ -61,8 +70,10 @@ extension RawBucket {
 
     /// What a read or write through a view of a bucket dropped (or redefined) since it was made throws.
     var droppedError: BuriError {
-        .invalidIndexDefinition(bucket: name, index: "*",
-                                reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
+        .invalidIndexDefinition(
+            bucket: name, index: "*",
+            reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)"
+        )
     }
 
     /// The bucket id that catalog entry `stored` (read through `reader`) names for this view.
@@ -74,9 +85,13 @@ extension RawBucket {
         guard let stored, id != BucketGenerations.dropped else { throw droppedError }
         if stored.id == id { return id }
         guard stored.indexes.count == madeDescriptor.indexes.count,
-              zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) }) else {
-            throw .invalidIndexDefinition(bucket: name, index: "*",
-                                          reason: "another client redefined the bucket after this Bucket was opened; open it again with db.bucket(_:)")
+            zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) })
+        else {
+            throw .invalidIndexDefinition(
+                bucket: name, index: "*",
+                reason:
+                    "another client redefined the bucket after this Bucket was opened; open it again with db.bucket(_:)"
+            )
         }
         // Ids only grow: a smaller one is an older snapshot than what this process has learned,
         // and is read as it stands there (complete: nothing is purged before its switch commits).
@@ -91,8 +106,11 @@ extension RawBucket {
     /// generation switched by another client is followed, like one switched here.
     func checkCurrent(_ reader: any StorageReader) throws(BuriError) {
         guard database.catalogGeneration(name) == generation else {
-            throw .invalidIndexDefinition(bucket: name, index: "*",
-                                          reason: "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)")
+            throw .invalidIndexDefinition(
+                bucket: name, index: "*",
+                reason:
+                    "the bucket was redefined or dropped after this Bucket was opened; open it again with db.bucket(_:)"
+            )
         }
         guard database.engine.isShared, !pinned else { return }
         _ = try idInCatalog(try database.bucketInfo(named: name, reader: reader), reader: reader)

@@ -21,7 +21,9 @@ extension RawBucket {
     /// let adults = try raw.count(.index("age", in: 18...))
     /// ```
     public func count(_ query: Query) throws(BuriError) -> Int {
-        if query.conditions.isEmpty, query.offset == 0, query.limit == nil, query.continuation == nil { return try count() }
+        if query.conditions.isEmpty, query.offset == 0, query.limit == nil, query.continuation == nil {
+            return try count()
+        }
         let cursor = try cursor(query)
         var count = 0
         while try cursor.nextKey() != nil { count += 1 }
@@ -74,10 +76,13 @@ extension RawBucket {
 
     /// One page of what `next` reads from a cursor over `query`: at most `size` items, and a token
     /// when the walk has more (checked by moving past one more result).
-    func page<Element>(_ query: Query, size: Int, strategy: QueryPlan.Strategy = .automatic,
-                       _ next: (RawQueryCursor) throws(BuriError) -> Element?) throws(BuriError) -> Page<Element> {
+    func page<Element>(
+        _ query: Query, size: Int, strategy: QueryPlan.Strategy = .automatic,
+        _ next: (RawQueryCursor) throws(BuriError) -> Element?
+    ) throws(BuriError) -> Page<Element> {
         guard size > 0 else {
-            throw .invalidQuery(bucket: name, index: nil, reason: "a page holds at least 1 result; the size given is \(size)")
+            throw .invalidQuery(
+                bucket: name, index: nil, reason: "a page holds at least 1 result; the size given is \(size)")
         }
         let cursor = try cursor(query, strategy: strategy)
         var items: [Element] = []

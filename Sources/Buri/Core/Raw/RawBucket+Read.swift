@@ -31,7 +31,9 @@ extension RawBucket {
             } catch {
                 throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
             }
-            return StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header), payload: Array(buffer[offset...]))
+            return StoredRecord(
+                key: key, schemaVersion: header.schemaVersion, indexValues: indexValues(of: header),
+                payload: Array(buffer[offset...]))
         }
     }
 
@@ -66,7 +68,8 @@ extension RawBucket {
             throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
         }
         let (reader, bucket) = try readView()
-        return try countEntries(in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)), reader: reader, cap: nil)
+        return try countEntries(
+            in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)), reader: reader, cap: nil)
     }
 
     /// Counts the keys in `range`, stopping at `cap`.

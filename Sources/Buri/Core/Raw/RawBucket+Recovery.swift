@@ -29,7 +29,8 @@ extension RawBucket {
                 while try cursor.next() {
                     let tuple = cursor.withKey { raw -> [UInt8]? in
                         guard let parts = try? Keyspace.splitIndexEntry(raw, arity: index.components.count),
-                              raw[parts.objectKey].elementsEqual(objectKey) else { return nil }
+                            raw[parts.objectKey].elementsEqual(objectKey)
+                        else { return nil }
                         return Array(raw[parts.tuple])
                     }
                     if let tuple { entries.append(RecordHeader.Entry(index: index.id, tuple: tuple)) }

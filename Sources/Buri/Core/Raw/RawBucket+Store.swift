@@ -39,7 +39,9 @@ extension RawBucket {
             let reader = bucketIsEmpty ? writer.reader : try readerForKeys(writes.map(\.key), writer.reader)
             // A large batch over a bucket with records reads its old headers by one walk in key order
             // (see `walkOldHeaders`), where the engine is local and only this process writes to it.
-            let walking = !bucketIsEmpty && writes.count >= Self.walkThreshold && !reader.prefersBatchedReads && !database.engine.isShared
+            let walking =
+                !bucketIsEmpty && writes.count >= Self.walkThreshold && !reader.prefersBatchedReads
+                && !database.engine.isShared
             let allKeyBytes = walking ? writes.map { Array($0.key.utf8) } : []
             let walked = walking ? try walkOldHeaders(allKeyBytes, reader: reader) : nil
             /// Objects new to the bucket (not stored, and not earlier in this batch): the count's change
@@ -146,7 +148,9 @@ extension RawBucket {
         /// per object, not the payloads).
         var bytes: [UInt8]
 
-        func header(at position: Int, key: String, bucket: RawBucket, reader: any StorageReader) throws(BuriError) -> RecordHeader? {
+        func header(
+            at position: Int, key: String, bucket: RawBucket, reader: any StorageReader
+        ) throws(BuriError) -> RecordHeader? {
             switch slots[position] {
             case .absent:
                 return nil
@@ -173,7 +177,9 @@ extension RawBucket {
         // comparisons are one integer comparison instead of a call over two arrays.
         var order: [(head: UInt64, index: Int)] = keys.indices.map { index in
             var head: UInt64 = 0
-            for (offset, byte) in keys[index].prefix(8).enumerated() { head |= UInt64(byte) << (56 - 8 * UInt64(offset)) }
+            for (offset, byte) in keys[index].prefix(8).enumerated() {
+                head |= UInt64(byte) << (56 - 8 * UInt64(offset))
+            }
             return (head, index)
         }
         order.sort { a, b in a.head != b.head ? a.head < b.head : compareBytes(keys[a.index], keys[b.index]) < 0 }
@@ -231,11 +237,15 @@ extension RawBucket {
         try run { try !reader.cursor(in: .prefix(recordPrefix)).next() }
     }
 
-    private func checkUnique(_ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?], claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader) throws(BuriError) {
+    private func checkUnique(
+        _ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?],
+        claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader
+    ) throws(BuriError) {
         let indexName = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
             let shown = IndexTuple.describe(entry.tuple)
-            return .uniqueViolation(bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
+            return .uniqueViolation(
+                bucket: name, index: indexName, value: shown, holder: String(decoding: holder, as: UTF8.self))
         }
         if let holder = claims[entry], holder != key { throw violation(holder) }
         let prefix = Keyspace.indexPrefix(bucket: bucketId, index: entry.index) + entry.tuple

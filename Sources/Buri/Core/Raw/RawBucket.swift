@@ -34,8 +34,11 @@ public final class RawBucket: Sendable {
     /// observers know the batch for staging, not objects (see `ParsedCommit`).
     let stagingMarker: (key: [UInt8], value: [UInt8])?
 
-    init(database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil, generation: Int? = nil, pinned: Bool = false,
-         stagingMarker: (key: [UInt8], value: [UInt8])? = nil) {
+    init(
+        database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil,
+        generation: Int? = nil, pinned: Bool = false,
+        stagingMarker: (key: [UInt8], value: [UInt8])? = nil
+    ) {
         self.stagingMarker = stagingMarker
         self.database = database
         self.madeDescriptor = descriptor
@@ -76,7 +79,8 @@ public final class RawBucket: Sendable {
     /// A view fixed to the current generation, for work that must use one id throughout (a query).
     func pinnedView() -> RawBucket {
         if pinned { return self }
-        return RawBucket(database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true)
+        return RawBucket(
+            database: database, descriptor: descriptor, transaction: nil, generation: generation, pinned: true)
     }
 
     /// The bucket's name.
@@ -119,7 +123,8 @@ public final class RawBucket: Sendable {
         if key.isEmpty { throw .emptyKey(bucket: name) }
         let length = key.utf8.count
         if length > Keyspace.maxObjectKeyLength {
-            throw .keyTooLong(bucket: name, keyPrefix: String(key.prefix(32)), length: length, limit: Keyspace.maxObjectKeyLength)
+            throw .keyTooLong(
+                bucket: name, keyPrefix: String(key.prefix(32)), length: length, limit: Keyspace.maxObjectKeyLength)
         }
     }
 
@@ -129,16 +134,21 @@ public final class RawBucket: Sendable {
     /// Checks one value tuple against an index's definition (arity, kinds, encoded length) and adds
     /// its entry to `entries` unless an equal one is there. The one place both writers (typed and
     /// raw) turn index values into header entries.
-    func appendEntry(_ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]) throws(BuriError) {
+    func appendEntry(
+        _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
+    ) throws(BuriError) {
         guard tuple.count == definition.components.count,
-              zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) }) else {
-            throw .invalidIndexValue(bucket: name, key: key, index: definition.name,
-                                     reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
+            zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) })
+        else {
+            throw .invalidIndexValue(
+                bucket: name, key: key, index: definition.name,
+                reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
         }
         let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
         if encoded.count > Keyspace.maxTupleLength {
-            throw .invalidIndexValue(bucket: name, key: key, index: definition.name,
-                                     reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
+            throw .invalidIndexValue(
+                bucket: name, key: key, index: definition.name,
+                reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
         }
         let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
         if !entries.contains(entry) { entries.append(entry) }

@@ -27,7 +27,9 @@ public struct RawObject: Sendable, Hashable {
 
     /// An object whose index values are keyed by `String`. A `[String: …]` dictionary cannot hold
     /// two names that differ only in Unicode normalization; use ``IndexName`` keys for those.
-    public init(key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64? = nil) {
+    public init(
+        key: String, payload: [UInt8], indexValues: [String: [[IndexValue]]] = [:], schemaVersion: UInt64? = nil
+    ) {
         var byName: [IndexName: [[IndexValue]]] = [:]
         for (name, tuples) in indexValues { byName[IndexName(name)] = tuples }
         self.init(key: key, payload: payload, indexValues: byName, schemaVersion: schemaVersion)
@@ -52,10 +54,14 @@ extension RawBucket {
             do {
                 item = try CBORValue(decoding: object.payload)
             } catch {
-                throw .encodingFailed(bucket: name, key: object.key, reason: "the payload is not one CBOR item: \(error)")
+                throw .encodingFailed(
+                    bucket: name, key: object.key, reason: "the payload is not one CBOR item: \(error)")
             }
             if let repeated = item.firstRepeatedMapKey() {
-                throw .encodingFailed(bucket: name, key: object.key, reason: "the payload has a map with the key \(repeated.exactJSONString()) twice; give each key once")
+                throw .encodingFailed(
+                    bucket: name, key: object.key,
+                    reason: "the payload has a map with the key \(repeated.exactJSONString()) twice; give each key once"
+                )
             }
             var entries: [RecordHeader.Entry] = []
             for (indexName, tuples) in object.indexValues.sorted(by: { $0.key < $1.key }) {
@@ -66,7 +72,8 @@ extension RawBucket {
             }
             // Without one of its own, an object carries the bucket's schema version: the version the
             // catalog says its objects are written at (docs/FORMAT.md §10).
-            let header = RecordHeader(schemaVersion: object.schemaVersion ?? madeDescriptor.schemaVersion, entries: entries)
+            let header = RecordHeader(
+                schemaVersion: object.schemaVersion ?? madeDescriptor.schemaVersion, entries: entries)
             var value: [UInt8] = []
             value.reserveCapacity(object.payload.count + 32)
             header.append(to: &value)

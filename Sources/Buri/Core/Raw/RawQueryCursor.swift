@@ -82,7 +82,9 @@ public final class RawQueryCursor {
     /// satisfies all conditions, as its position in the ordering index (its first entry there in
     /// walk order, as a walk would meet it), after the continuation, sorted in walk order.
     /// `source` has at most ``QueryPlan/collectLimit`` entries, so memory stays bounded.
-    private static func collect(from source: ConditionPlan, bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) -> [[UInt8]] {
+    private static func collect(
+        from source: ConditionPlan, bucket: RawBucket, plan: QueryPlan, reader: any StorageReader
+    ) throws(BuriError) -> [[UInt8]] {
         guard let order = plan.order else { return [] }
         let arity = source.index.components.count
         var positions: [[UInt8]] = []
@@ -96,10 +98,13 @@ public final class RawQueryCursor {
                     do {
                         parts = try Keyspace.splitIndexEntry(raw, arity: arity)
                     } catch {
-                        throw .corruption(bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: \(error)")
+                        throw .corruption(
+                            bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: \(error)")
                     }
                     guard Keyspace.isValidUTF8(raw[parts.objectKey]) else {
-                        throw .corruption(bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: object key is not valid UTF-8")
+                        throw .corruption(
+                            bucket: bucket.name, key: nil, index: source.index.name,
+                            reason: "storage key: object key is not valid UTF-8")
                     }
                     return Array(raw[parts.objectKey])
                 }
@@ -111,15 +116,18 @@ public final class RawQueryCursor {
                     do {
                         return try RecordHeader.parse(value).0
                     } catch {
-                        throw .corruption(bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), index: nil, reason: "record header: \(error)")
+                        throw .corruption(
+                            bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), index: nil,
+                            reason: "record header: \(error)")
                     }
                 }
                 // An entry without its object matches nothing (as in a walk that checks conditions).
                 guard let header else { continue }
                 let key = objectKey[...]
                 guard let position = order.position(of: header.entries, objectKey: key, descending: plan.descending),
-                      plan.range.contains(position),
-                      plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else { continue }
+                    plan.range.contains(position),
+                    plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) })
+                else { continue }
                 positions.append(position)
             }
         }
@@ -134,8 +142,9 @@ public final class RawQueryCursor {
     /// A token that resumes the query right after the last result returned.
     public var continuation: ContinuationToken? {
         guard hasReturned else { return nil }
-        return ContinuationToken(bucket: bucket.descriptor.lineageId, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
-                                 returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
+        return ContinuationToken(
+            bucket: bucket.descriptor.lineageId, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
+            returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
     }
 
     /// Puts the next candidate's storage key into `candidateKey`; `false` at the end. With
@@ -173,7 +182,9 @@ public final class RawQueryCursor {
         aheadKeys.removeAll(keepingCapacity: true)
         aheadNext = 0
         if let cursor {
-            while aheadKeys.count < Self.readAhead, try bucket.run({ try cursor.next() }) { aheadKeys.append(cursor.key) }
+            while aheadKeys.count < Self.readAhead, try bucket.run({ try cursor.next() }) {
+                aheadKeys.append(cursor.key)
+            }
         } else {
             while aheadKeys.count < Self.readAhead, nextCollected < collected.count {
                 aheadKeys.append(collected[nextCollected])
@@ -214,7 +225,8 @@ public final class RawQueryCursor {
             return Keyspace.isValidUTF8(raw[objectKeyRange]) ? nil : "object key is not valid UTF-8"
         }
         if let problem {
-            throw .corruption(bucket: bucket.name, key: nil, index: plan.order?.index.name, reason: "storage key: \(problem)")
+            throw .corruption(
+                bucket: bucket.name, key: nil, index: plan.order?.index.name, reason: "storage key: \(problem)")
         }
     }
 
@@ -307,8 +319,9 @@ public final class RawQueryCursor {
                     // A key walk that checks further conditions finds that a missing object
                     // matches nothing; anything else needs the object.
                     if readRecord || plan.orderIsMultiValued {
-                        throw BuriError.corruption(bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
-                                                   reason: "an index entry points to an object that does not exist")
+                        throw BuriError.corruption(
+                            bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
+                            reason: "an index entry points to an object that does not exist")
                     }
                     continue
                 }
@@ -322,10 +335,14 @@ public final class RawQueryCursor {
                     let key = candidateKey[objectKeyRange]
                     // On a multi-valued index an object is one result, at its first entry in range.
                     if plan.orderIsMultiValued, let order = plan.order {
-                        guard let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
-                              first == candidateKey else { continue }
+                        guard
+                            let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
+                            first == candidateKey
+                        else { continue }
                     }
-                    guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else { continue }
+                    guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else {
+                        continue
+                    }
                 } else {
                     do {
                         payloadOffset = try RecordHeader.payloadOffset(record)
@@ -381,7 +398,9 @@ public final class RawQueryCursor {
     /// The next matching object as a ``StoredRecord``.
     public func nextRecord() throws(BuriError) -> StoredRecord? {
         try nextRecord { key, header, payload in
-            StoredRecord(key: key, schemaVersion: header.schemaVersion, indexValues: bucket.indexValues(of: header), payload: Array(payload))
+            StoredRecord(
+                key: key, schemaVersion: header.schemaVersion, indexValues: bucket.indexValues(of: header),
+                payload: Array(payload))
         }
     }
 }

@@ -26,7 +26,11 @@ final class Writer {
     /// the commit writes the id's count once (see ``BuriDatabase/putCounts(_:reader:into:)``).
     func adjustCount(of id: UInt32, bucket name: String, by delta: Int) {
         guard delta != 0 else { return }
-        if let transaction { transaction.counts.add(delta, to: id, bucket: name) } else { counts.add(delta, to: id, bucket: name) }
+        if let transaction {
+            transaction.counts.add(delta, to: id, bucket: name)
+        } else {
+            counts.add(delta, to: id, bucket: name)
+        }
     }
 }
 
@@ -49,7 +53,10 @@ extension BuriDatabase {
     /// inside ``write(_:)``.
     func withWriteLock<R>(_ body: () throws(BuriError) -> R) throws(BuriError) -> R {
         if Self.activeWriter == ObjectIdentifier(self) {
-            throw .invalidTransaction(reason: "this database is already writing inside `write { }` on this thread; use the transaction's buckets (`tx.bucket(...)`), which commit with it")
+            throw .invalidTransaction(
+                reason:
+                    "this database is already writing inside `write { }` on this thread; use the transaction's buckets (`tx.bucket(...)`), which commit with it"
+            )
         }
         return try writeLock.withLock { _ throws(BuriError) -> R in
             try checkOpen()
@@ -71,7 +78,9 @@ extension BuriDatabase {
     /// engine shared with other clients the view is a snapshot whose reads become the commit's
     /// conditions, and a conflicting commit runs the attempt again from the start, up to
     /// `options.maxCommitAttempts` times; then ``BuriError/conflict(attempts:detail:)``.
-    func committing<R>(sync: Bool, _ attempt: (any StorageReader) throws(BuriError) -> Attempt<R>) throws(BuriError) -> R {
+    func committing<R>(
+        sync: Bool, _ attempt: (any StorageReader) throws(BuriError) -> Attempt<R>
+    ) throws(BuriError) -> R {
         try withWriteLock { () throws(BuriError) -> R in
             var attempts = 0
             while true {
@@ -151,7 +160,9 @@ extension BuriDatabase {
             defer { transaction.finish() }
             do {
                 let result = try Self.$activeWriter.withValue(ObjectIdentifier(self)) { try body(transaction) }
-                return Attempt(batch: transaction.pending.batch(for: engine), hooks: transaction.hooks, result: .success(result), counts: transaction.counts)
+                return Attempt(
+                    batch: transaction.pending.batch(for: engine), hooks: transaction.hooks, result: .success(result),
+                    counts: transaction.counts)
             } catch {
                 // Rolled back: the pending writes are dropped, nothing is committed.
                 return Attempt(batch: engine.makeBatch(), hooks: [], result: .failure(error))
@@ -205,7 +216,9 @@ public final class BuriTransaction: @unchecked Sendable {
     func finish() { isFinished = true }
 
     func checkOpen() throws(BuriError) {
-        if isFinished { throw .invalidTransaction(reason: "the transaction has ended; use its buckets only inside its closure") }
+        if isFinished {
+            throw .invalidTransaction(reason: "the transaction has ended; use its buckets only inside its closure")
+        }
         try database.checkOpen()
     }
 
@@ -243,7 +256,9 @@ public final class BuriTransaction: @unchecked Sendable {
     /// with the transaction (in a writing transaction). Index changes are not made inside a
     /// transaction: if `T` declares other indexes than the stored bucket has, open it once with
     /// ``BuriDatabase/bucket(_:named:batchSize:progress:)`` first.
-    public func bucket<T: BuriSupport>(_ type: T.Type = T.self, named name: String? = nil) throws(BuriError) -> Bucket<T> {
+    public func bucket<T: BuriSupport>(
+        _ type: T.Type = T.self, named name: String? = nil
+    ) throws(BuriError) -> Bucket<T> {
         let schema = T.buri
         let bucketName = name ?? schema.bucketName
         try database.validateBucketName(bucketName)
@@ -252,17 +267,28 @@ public final class BuriTransaction: @unchecked Sendable {
         if let stored = try database.bucketInfo(named: bucketName, reader: reader) {
             let evolution = BuriDatabase.evolution(of: stored, to: schema)
             if let index = evolution.toBuild.first {
-                throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
-                                              reason: "the stored bucket does not have this index as declared; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which builds it")
+                throw .invalidIndexDefinition(
+                    bucket: bucketName, index: index.name,
+                    reason:
+                        "the stored bucket does not have this index as declared; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which builds it"
+                )
             }
             if let index = evolution.dropped.first {
-                throw .invalidIndexDefinition(bucket: bucketName, index: index.name,
-                                              reason: "the stored bucket has an index \(T.self) does not declare; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which drops it")
+                throw .invalidIndexDefinition(
+                    bucket: bucketName, index: index.name,
+                    reason:
+                        "the stored bucket has an index \(T.self) does not declare; open the bucket once with `db.bucket(\(T.self).self)` outside the transaction, which drops it"
+                )
             }
-            return Bucket(raw: RawBucket(database: database, descriptor: stored, transaction: self, generation: generation), schema: schema)
+            return Bucket(
+                raw: RawBucket(database: database, descriptor: stored, transaction: self, generation: generation),
+                schema: schema)
         }
-        guard isWritable else { throw .unknownBucket(name: bucketName, known: try database.bucketNames(reader: reader)) }
-        let empty = BucketDescriptor(id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
+        guard isWritable else {
+            throw .unknownBucket(name: bucketName, known: try database.bucketNames(reader: reader))
+        }
+        let empty = BucketDescriptor(
+            id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
         let descriptor = BuriDatabase.evolution(of: empty, to: schema).updated
         try database.validate(descriptor)
         try statement { writer throws(BuriError) in try database.saveDescriptor(descriptor, into: writer.batch) }
