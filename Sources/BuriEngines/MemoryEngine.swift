@@ -118,7 +118,7 @@ public final class MemoryEngine: StorageEngine, Sendable {
 
     /// The first key (as hex) among the conditions whose state differs between `seen` and `now`.
     static func firstChange(_ conditions: StorageConditions, seen: PersistentTree, now: PersistentTree) -> String? {
-        for key in conditions.keys where seen.node(for: key)?.revision != now.node(for: key)?.revision {
+        for key in conditions.keys where seen.node(for: key)?.storedRevision != now.node(for: key)?.storedRevision {
             return hex(key)
         }
         for range in conditions.ranges {
@@ -127,8 +127,8 @@ public final class MemoryEngine: StorageEngine, Sendable {
             while true {
                 let a = before.next(), b = after.next()
                 if !a && !b { break }
-                guard a, b, let x = before.current, let y = after.current,
-                    compareBytes(x.key.raw, y.key.raw) == 0, x.revision == y.revision
+                guard a, b, let x = before.currentNode, let y = after.currentNode,
+                    compareBytes(x.storedKey.raw, y.storedKey.raw) == 0, x.storedRevision == y.storedRevision
                 else {
                     return "in range starting \(hex(range.start ?? []))"
                 }
@@ -160,13 +160,13 @@ final class MemorySnapshot: StorageSnapshot, @unchecked Sendable {
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         counter?.add()
-        guard let node = tree.node(for: key), let value = node.value else { return try body(nil) }
+        guard let node = tree.node(for: key), let value = node.storedValue else { return try body(nil) }
         return try withExtendedLifetime(node) { try body(value.raw) }
     }
 
     func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
         counter?.add()
-        return keys.map { key in tree.node(for: key)?.value.map { Array($0.raw) } }
+        return keys.map { key in tree.node(for: key)?.storedValue.map { Array($0.raw) } }
     }
 
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
@@ -202,15 +202,15 @@ final class MemoryCursor: StorageCursor {
         walker.seek(key)
     }
 
-    var isOnEntry: Bool { walker.current != nil }
+    var isOnEntry: Bool { walker.currentNode != nil }
 
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard let node = walker.current else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try body(node.key.raw)
+        guard let node = walker.currentNode else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(node.storedKey.raw)
     }
 
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard let node = walker.current, let value = node.value else {
+        guard let node = walker.currentNode, let value = node.storedValue else {
             return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
         return try body(value.raw)
