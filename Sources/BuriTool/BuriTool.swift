@@ -44,6 +44,9 @@ struct BuriCommand: ParsableCommand {
 @main
 enum BuriMain {
     static func main() {
+        // First, before any other thread exists: every thread blocks the signals that remove
+        // this process's snapshots before ending it (Snapshots.swift).
+        SnapshotCleanup.install()
         var command: any ParsableCommand
         let arguments: [String]
         do {

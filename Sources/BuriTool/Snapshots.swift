@@ -1,6 +1,5 @@
 import Buri
 import BuriEtcd
-import Dispatch
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -22,14 +21,23 @@ func snapshotParent() -> String {
 }
 
 /// The snapshots this process made: removed when it exits, and when a signal ends it.
+///
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked in every thread from the start of `main`
+/// (threads made later inherit the mask) and taken by one thread waiting in `sigwait`, so a
+/// signal is never lost nor acted on by default while a snapshot exists. That thread removes the
+/// snapshots, then ends the process as the signal would have. The creation of a snapshot's
+/// directory and the handler's search for this process's directories exclude each other (see
+/// ``creatingDirectory(_:)``): no directory can appear after the search.
 enum SnapshotCleanup {
     private static let live = Mutex<(snapshots: [DatabaseFileSnapshot], installed: Bool)>(([], false))
-    /// Set when a signal is ending the process: its snapshot is being removed under the command.
+    /// Set, under `live`'s lock, when a signal is ending the process: no snapshot directory is
+    /// made after, and its snapshot is being removed under the command.
     private static let terminating = Atomic<Bool>(false)
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    /// The signals that end the process after removing its snapshots.
+    static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
-    /// Installs the removal at exit and on SIGINT, SIGTERM, SIGHUP and SIGQUIT, once; called
-    /// before a snapshot directory is made, so that no signal can end the process between.
+    /// Installs the removal at exit and on the handled signals, once. Called first in `main`,
+    /// before any other thread exists, so that every thread blocks those signals.
     static func install() {
         let first = live.withLock { state -> Bool in
             defer { state.installed = true }
@@ -40,36 +48,57 @@ enum SnapshotCleanup {
         // A reader that goes away (`buri export DB | head`) makes a write fail with EPIPE, which
         // ends the command through its normal path (removing the snapshot), not a silent death.
         signal(SIGPIPE, SIG_IGN)
-        for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                // The command may fail once its files are gone: it must not exit with that
-                // failure (see holdIfTerminating) before the signal ends it.
-                terminating.store(true, ordering: .sequentiallyConsistent)
-                SnapshotCleanup.removeAll()
-                // And one still being made (not yet registered): this process's directories.
-                let parent = snapshotParent()
-                let mine = DatabaseFileSnapshot.directoryPrefix + "\(getpid())-"
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
-                where name.hasPrefix(mine) {
-                    DatabaseFileSnapshot.removeDirectory(atPath: parent + "/" + name)
-                }
-                // End as the signal would have ended the process. Dispatch receives signals with
-                // them blocked (signalfd on Linux): unblock it on this thread and raise it here.
-                signal(number, SIG_DFL)
-                var set = sigset_t()
-                sigemptyset(&set)
-                sigaddset(&set, number)
-                pthread_sigmask(SIG_UNBLOCK, &set, nil)
-                raise(number)
-                _exit(128 + number)
-            }
-            source.resume()
-            sources.append(source)
-            // Only now is the default action (ending the process at once) turned off: a signal
-            // arriving before was not lost either way.
-            signal(number, SIG_IGN)
+        var set = signalSet(handledSignals)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        let waiter = Thread {
+            var set = signalSet(handledSignals)
+            var number: Int32 = 0
+            while sigwait(&set, &number) != 0 {}
+            end(by: number)
         }
+        waiter.name = "buri-signals"
+        waiter.start()
+    }
+
+    private static func signalSet(_ numbers: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in numbers { sigaddset(&set, number) }
+        return set
+    }
+
+    /// Removes this process's snapshots, then ends it by `number`'s default action.
+    private static func end(by number: Int32) -> Never {
+        // The command may fail once its files are gone: it must not exit with that failure (see
+        // holdIfTerminating) before the signal ends it. Under the lock: no directory is made after.
+        live.withLock { _ in terminating.store(true, ordering: .sequentiallyConsistent) }
+        removeAll()
+        // And any still being made (not yet registered): this process's directories.
+        let parent = snapshotParent()
+        let mine = DatabaseFileSnapshot.directoryPrefix + "\(getpid())-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(mine) {
+            DatabaseFileSnapshot.removeDirectory(atPath: parent + "/" + name)
+        }
+        // End as the signal would have ended the process: its default action, unblocked on this
+        // thread, raised here.
+        signal(number, SIG_DFL)
+        var one = signalSet([number])
+        pthread_sigmask(SIG_UNBLOCK, &one, nil)
+        raise(number)
+        _exit(128 + number)
+    }
+
+    /// Runs `create` (which makes a snapshot's directory) unless a signal is ending the process,
+    /// excluding the signal handler's search for this process's directories; while it is ending,
+    /// waits for the end instead.
+    static func creatingDirectory(_ create: () -> Void) {
+        let made = live.withLock { _ -> Bool in
+            guard !terminating.load(ordering: .sequentiallyConsistent) else { return false }
+            create()
+            TestSignalHook.signal(.afterDirectory)
+            return true
+        }
+        if !made { holdIfTerminating() }
     }
 
     /// Removes `files` when the process exits or a signal ends it (see ``install()``).
@@ -85,6 +114,9 @@ enum SnapshotCleanup {
         while true { pause() }
     }
 
+    /// Whether a signal is ending the process.
+    static var isTerminating: Bool { terminating.load(ordering: .sequentiallyConsistent) }
+
     static func removeAll() {
         let snapshots = live.withLock { state -> [DatabaseFileSnapshot] in
             defer { state.snapshots = [] }
@@ -94,13 +126,43 @@ enum SnapshotCleanup {
     }
 }
 
+/// A signal at a known point of taking a snapshot, for tests that must not depend on timing
+/// (docs/DURABILITY.md, "Test hooks"): with `BURI_TEST_SIGTERM_AT_SNAPSHOT=before-directory` a
+/// reading command sends itself SIGTERM just before its snapshot's directory is made, and waits
+/// until the signal is being handled before it goes on; with `after-directory`, right after the
+/// directory is made, before a file is in it. Either way the process must end by SIGTERM and
+/// leave no directory. Without the variable nothing changes.
+///
+/// ```sh
+/// BURI_TEST_SIGTERM_AT_SNAPSHOT=after-directory buri export db.buri   # ends by SIGTERM
+/// ```
+enum TestSignalHook {
+    enum Point: String { case beforeDirectory = "before-directory", afterDirectory = "after-directory" }
+
+    static let point: Point? = ProcessInfo.processInfo.environment["BURI_TEST_SIGTERM_AT_SNAPSHOT"].flatMap {
+        Point(rawValue: $0)
+    }
+
+    /// Sends SIGTERM to this process at `here` if the hook asks for it; before the directory,
+    /// also waits until the signal is being handled.
+    static func signal(_ here: Point) {
+        guard point == here else { return }
+        kill(getpid(), SIGTERM)
+        if here == .beforeDirectory {
+            while !SnapshotCleanup.isTerminating { sched_yield() }
+        }
+    }
+}
+
 /// Opens the existing database in directory `path` through a private snapshot of its files.
 func openSnapshot(_ path: String) throws -> BuriDatabase {
     let parent = snapshotParent()
     SnapshotCleanup.install()
+    TestSignalHook.signal(.beforeDirectory)
     let files: DatabaseFileSnapshot
     do {
-        files = try DatabaseFileSnapshot.take(of: path, in: parent)
+        files = try DatabaseFileSnapshot.take(
+            of: path, in: parent, creatingDirectory: SnapshotCleanup.creatingDirectory)
     } catch {
         throw ToolError(.failure, snapshotFailureMessage(path, error))
     }

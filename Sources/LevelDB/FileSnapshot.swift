@@ -178,17 +178,36 @@ public final class FileSnapshot: Sendable {
     /// Takes a snapshot of the database in `source` inside a new directory under `directory`.
     /// `source` must be a database directory with a `CURRENT` file (a missing manifest or table,
     /// or damage, is left for LevelDB to report when the snapshot is opened).
+    ///
+    /// `creatingDirectory` runs the creation of the snapshot's directory (its one argument): a
+    /// process that removes its snapshots when a signal ends it passes a gate that excludes its
+    /// signal handler, so that no directory is made between the handler's look for this process's
+    /// directories and the process's end (see the `buri` tool's `SnapshotCleanup`).
+    ///
+    /// ```swift
+    /// let files = try FileSnapshot.take(of: "people.buri", in: "/tmp") { create in
+    ///     gate.withLock { _ in create() }
+    /// }
+    /// ```
     /// - Throws: ``FileSnapshotError``: no space or no usable `directory`, an unreadable file, or
     ///   files that kept changing for `maxAttempts` attempts.
     public static func take(
-        of source: String, in directory: String, maxAttempts: Int = 64
+        of source: String, in directory: String, maxAttempts: Int = 64,
+        creatingDirectory: (_ create: () -> Void) -> Void = { $0() }
     ) throws(FileSnapshotError) -> FileSnapshot {
         removeAbandoned(in: directory)
         let template = (directory.hasSuffix("/") ? directory : directory + "/") + directoryPrefix + "\(getpid())-XXXXXX"
         var templateBytes = Array(template.utf8CString)
-        let made = templateBytes.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
-        guard made != nil else {
-            let code = errno
+        var made = false
+        var code: Int32 = 0
+        creatingDirectory {
+            made = templateBytes.withUnsafeMutableBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return false }
+                return mkdtemp(base) != nil
+            }
+            code = errno
+        }
+        guard made else {
             throw FileSnapshotError(
                 kind: isNoSpace(code) ? .noSpace : .temporaryDirectory, source: source, temporaryDirectory: directory,
                 detail: "creating a directory in it: \(errorText(code))")
