@@ -334,14 +334,7 @@ struct ReadOnlySnapshotToolTests {
             if !appeared { usleep(10_000) }
         }
         #expect(appeared, "the export never made its snapshot")
-        // And until it is writing: its snapshot is then made, open and registered for removal.
-        // (A signal while the snapshot is still being made is a narrower race, not this test's.)
-        var buffered: Int32 = 0
-        for _ in 0..<3000 where buffered == 0 {
-            _ = ioctl(pipe.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &buffered)
-            if buffered == 0 { usleep(10_000) }
-        }
-        #expect(buffered > 0, "the export never wrote")
+        // At once, whatever it is doing: still making its snapshot, opening it, or writing.
         blocked.terminate()
         blocked.waitUntilExit()
         #expect(
