@@ -62,6 +62,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// consumer fell `limit` commits behind: its stream ends with this error after the commits it
     /// was given, rather than skip any. Read the current state afresh and observe again.
     case observerFellBehind(bucket: String?, limit: Int)
+    /// The exact integer sum of index `index`'s values (``Bucket/aggregate(_:where:)``) does not
+    /// fit in 128 bits.
+    case aggregateOverflow(bucket: String, index: String)
 
     public var description: String {
         switch self {
@@ -127,6 +130,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
         case .invalidTransaction(let reason):
             return "transaction misuse: \(reason)"
+        case let .aggregateOverflow(bucket, index):
+            return
+                "bucket '\(bucket)', index '\(index)': the exact sum of the index's integer values does not fit in 128 bits; aggregate fewer objects at a time (a narrower query) and add the parts as you need"
         case let .observerFellBehind(bucket, limit):
             return
                 "the change stream\(bucket.map { " of bucket '\($0)'" } ?? "") ended: its consumer fell \(limit) commits behind and no commit is ever skipped; read the current state again and start a new stream (or pass a larger bufferLimit)"
