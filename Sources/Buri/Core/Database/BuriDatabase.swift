@@ -47,11 +47,36 @@ public struct BuriOptions: Sendable {
 /// ```
 ///
 /// ## Topics
-/// - Opening: ``init(path:options:levelDB:)``, ``init(location:options:engines:)``, ``create(location:options:engines:)``,
-///   ``inMemory(options:)``, ``temporary(options:levelDB:)``, ``init(engine:options:closesEngine:)``
-/// - Buckets: ``bucket(_:named:progress:)``, ``bucketNames()``, ``bucketInfo(named:)``, ``rawBucket(named:)``, ``dropBucket(named:)``
-/// - Transactions: ``write(_:)``, ``read(_:)``, ``backup(to:)``
-/// - Life cycle: ``close()``, ``formatVersion``
+///
+/// ### Opening
+///
+/// - ``init(path:options:levelDB:)``
+/// - ``init(location:options:engines:)``
+/// - ``create(location:options:engines:)``
+/// - ``inMemory(options:)``
+/// - ``temporary(options:levelDB:)``
+/// - ``init(engine:options:closesEngine:)``
+///
+/// ### Buckets
+///
+/// - ``bucket(_:named:batchSize:progress:)``
+/// - ``bucketNames()``
+/// - ``bucketInfo(named:)``
+/// - ``rawBucket(named:)``
+/// - ``dropBucket(named:)``
+///
+/// ### Transactions
+///
+/// - ``write(_:)-1pxia``
+/// - ``write(_:)-8wiy5``
+/// - ``read(_:)-13h2a``
+/// - ``read(_:)-7mihn``
+/// - ``backup(to:levelDB:)``
+///
+/// ### Life cycle
+///
+/// - ``close()``
+/// - ``formatVersion``
 public final class BuriDatabase: Sendable {
     /// Where the database lives: its directory, `:memory:`, or the engine's location.
     public let path: String
