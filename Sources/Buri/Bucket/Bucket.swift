@@ -460,10 +460,10 @@ extension Bucket where T: Sendable {
     /// a large array on every core: all of them or, on any error, none. A key that appears twice
     /// ends up with its last object.
     ///
-    /// An array of ``parallelEncodingThreshold`` objects or more is encoded on every core (each
-    /// object's CBOR and index values are independent of the others), in chunks whose results are
-    /// put into the batch in the array's order, so the batch is byte for byte the one the serial
-    /// path builds; the first object that fails to encode, in array order, is the error thrown.
+    /// An array of 8,192 objects or more is encoded on every core (each object's CBOR and index
+    /// values are independent of the others), in chunks whose results are put into the batch in
+    /// the array's order, so the batch is byte for byte the one the serial path builds; the first
+    /// object that fails to encode, in array order, is the error thrown.
     /// A smaller array is encoded on the calling thread.
     ///
     /// ```swift
@@ -516,7 +516,8 @@ extension Bucket where T: Sendable {
         return writes
     }
 
-    /// Arrays of at least this many objects are encoded on several cores.
+    /// Arrays of at least this many objects are encoded on several cores (the public
+    /// documentation of `storeConcurrently(_:)` gives the number: change both together).
     static var parallelEncodingThreshold: Int { 8_192 }
     /// Objects per parallel encoding task.
     static var encodingChunkSize: Int { 2_048 }

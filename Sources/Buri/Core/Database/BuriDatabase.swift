@@ -6,7 +6,7 @@ import Synchronization
 
 /// How to open a Buri database, whatever its engine. An engine's own options are given where that
 /// engine is made: LevelDB's to the calls that open a directory (``BuriDatabase/init(path:options:levelDB:)``,
-/// ``BuriDatabase/temporary(options:levelDB:)``, …) or to its kind in a ``StorageEngines`` registry.
+/// ``BuriDatabase/temporary(options:levelDB:)``, …) or to its kind in a `StorageEngines` registry.
 ///
 /// ```swift
 /// var options = BuriOptions()
@@ -121,7 +121,7 @@ public final class BuriDatabase: Sendable {
 
     /// Opens the Buri database in directory `path` (LevelDB), creating it if allowed.
     ///
-    /// `levelDB` are the LevelDB options it is opened with (``LevelDBOptions/buriDefaults``
+    /// `levelDB` are the LevelDB options it is opened with (`LevelDBOptions.buriDefaults`
     /// unless given; `createIfMissing` follows `options`). With Buri's default `paranoidChecks`,
     /// a log holding a damaged record is reported as damage rather than its writes dropped.
     ///
@@ -218,7 +218,7 @@ public final class BuriDatabase: Sendable {
 
     /// A new, empty database in a fresh directory under the system's temporary directory,
     /// removed with everything in it when the database is closed. `levelDB`: the LevelDB options
-    /// (``LevelDBOptions/buriDefaults`` unless given).
+    /// (`LevelDBOptions.buriDefaults` unless given).
     ///
     /// ```swift
     /// let db = try BuriDatabase.temporary()
