@@ -5,7 +5,7 @@ import BuriStorage
 // the main actor, an actor, the cooperative pool — is free while LevelDB reads or writes.
 
 extension Bucket where T: Sendable {
-    /// Stores `object` (see ``store(_:)-(T)``), suspending instead of blocking the caller.
+    /// Stores `object` (see ``store(_:)-iduc``), suspending instead of blocking the caller.
     ///
     /// ```swift
     /// try await people.store(Person(objectId: "p1", name: "Dirk", locale: "EN", age: 22))
@@ -14,7 +14,7 @@ extension Bucket where T: Sendable {
         try await StorageQueue.run { [self] () throws(BuriError) in try store(object) }
     }
 
-    /// Stores every object in one atomic batch (see ``store(_:)-(some Sequence<T>)``), suspending
+    /// Stores every object in one atomic batch (see ``store(_:)-(Sequence<T>)``), suspending
     /// instead of blocking the caller.
     ///
     /// ```swift
@@ -25,7 +25,7 @@ extension Bucket where T: Sendable {
     }
 
     /// Stores every object in one atomic batch, encoding a large array on every core (see
-    /// ``storeConcurrently(_:)``), suspending instead of blocking the caller.
+    /// ``storeConcurrently(_:)-7sfjs``), suspending instead of blocking the caller.
     ///
     /// ```swift
     /// try await people.storeConcurrently(thousandsOfPeople)

@@ -21,14 +21,50 @@ import Synchronization
 /// try people.delete(key: "p1")
 /// ```
 ///
+/// The names Buri first had for these calls (`allKeys()`, `objects(index:equalTo:)`, …) are
+/// deprecated and forward to them from `Bucket+Deprecated.swift`.
+///
 /// ## Topics
-/// - Reading one: ``object(forKey:)``, ``contains(key:)``
-/// - Writing: ``store(_:)-(T)``, ``store(_:)-(some Sequence<T>)``, ``storeConcurrently(_:)``, ``delete(key:)``,
-///   ``delete(keys:)``, ``delete(_:)``, ``deleteAll()``
-/// - Queries: ``keys(_:)``, ``objects(_:)``, ``entries(_:)``, ``count()``, ``count(_:)``, ``page(_:size:)``,
-///   ``keyPage(_:size:)``, ``cursor(_:)``, ``lazyObjects(_:)``, ``lazyKeys(_:)``, ``min(index:)``, ``max(index:)``
-/// - Deprecated: the names Buri first had for these (`allKeys()`, `objects(index:equalTo:)`, …) forward to
-///   them from `Bucket+Deprecated.swift`.
+///
+/// ### Reading one
+///
+/// - ``object(forKey:)-6vvot``
+/// - ``object(forKey:)-83izu``
+/// - ``contains(key:)``
+///
+/// ### Writing
+///
+/// - ``store(_:)-iduc``
+/// - ``store(_:)-35d4b``
+/// - ``store(_:)-(Sequence<T>)``
+/// - ``store(_:)-([T])``
+/// - ``storeConcurrently(_:)-7sfjs``
+/// - ``storeConcurrently(_:)-24yv8``
+/// - ``delete(key:)-jk5s``
+/// - ``delete(key:)-3xqej``
+/// - ``delete(keys:)-5p07y``
+/// - ``delete(keys:)-6vj6w``
+/// - ``delete(_:)``
+/// - ``deleteAll()``
+///
+/// ### Queries
+///
+/// - ``keys(_:)-7sxnc``
+/// - ``keys(_:)-8z95u``
+/// - ``objects(_:)-8irns``
+/// - ``objects(_:)-9teeq``
+/// - ``objects(_:)-7h55v``
+/// - ``entries(_:)``
+/// - ``count()``
+/// - ``count(_:)-5p9cb``
+/// - ``count(_:)-4j6yw``
+/// - ``page(_:size:)``
+/// - ``keyPage(_:size:)``
+/// - ``cursor(_:)``
+/// - ``lazyObjects(_:)``
+/// - ``lazyKeys(_:)``
+/// - ``min(index:)``
+/// - ``max(index:)``
 public final class Bucket<T: BuriSupport>: Sendable {
     /// The untyped bucket underneath, for tools and advanced use.
     public let raw: RawBucket
@@ -185,7 +221,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
 
     /// Stores every object in one atomic batch: all of them or, on any error, none.
     /// A key that appears twice ends up with its last object. Objects are encoded on the calling
-    /// thread, one after another; ``storeConcurrently(_:)`` encodes a large array on every core.
+    /// thread, one after another; ``storeConcurrently(_:)-7sfjs`` encodes a large array on every core.
     ///
     /// ```swift
     /// try people.store([anna, lars])   // both or neither
@@ -420,14 +456,14 @@ public final class ObjectCursor<T: BuriSupport> {
 // MARK: Encoding large batches on several cores
 
 extension Bucket where T: Sendable {
-    /// Stores every object in one atomic batch, as ``store(_:)-(some Sequence<T>)`` does, encoding
+    /// Stores every object in one atomic batch, as ``store(_:)-(Sequence<T>)`` does, encoding
     /// a large array on every core: all of them or, on any error, none. A key that appears twice
     /// ends up with its last object.
     ///
-    /// An array of ``parallelEncodingThreshold`` objects or more is encoded on every core (each
-    /// object's CBOR and index values are independent of the others), in chunks whose results are
-    /// put into the batch in the array's order, so the batch is byte for byte the one the serial
-    /// path builds; the first object that fails to encode, in array order, is the error thrown.
+    /// An array of 8,192 objects or more is encoded on every core (each object's CBOR and index
+    /// values are independent of the others), in chunks whose results are put into the batch in
+    /// the array's order, so the batch is byte for byte the one the serial path builds; the first
+    /// object that fails to encode, in array order, is the error thrown.
     /// A smaller array is encoded on the calling thread.
     ///
     /// ```swift
@@ -480,7 +516,8 @@ extension Bucket where T: Sendable {
         return writes
     }
 
-    /// Arrays of at least this many objects are encoded on several cores.
+    /// Arrays of at least this many objects are encoded on several cores (the public
+    /// documentation of `storeConcurrently(_:)` gives the number: change both together).
     static var parallelEncodingThreshold: Int { 8_192 }
     /// Objects per parallel encoding task.
     static var encodingChunkSize: Int { 2_048 }

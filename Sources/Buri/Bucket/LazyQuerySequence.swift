@@ -17,8 +17,16 @@
 /// cursor, is fixed when ``Bucket`` makes the sequence (one call per element, no boxing).
 ///
 /// ## Topics
-/// - How an iteration ended: ``error``, ``isComplete``
-/// - Iterating by hand: ``makeIterator()``, ``Iterator``
+///
+/// ### How an iteration ended
+///
+/// - ``error``
+/// - ``isComplete``
+///
+/// ### Iterating by hand
+///
+/// - ``makeIterator()``
+/// - ``Iterator``
 public struct LazyQuerySequence<Element>: Sequence {
     let raw: RawBucket
     let query: Query

@@ -6,8 +6,8 @@
 // objects through `T(record:)`, a hand-written walk over the record's fields, instead of
 // `init(from:)`. The stored bytes are the same either way (encoding stays `Encodable`).
 
-/// ``CBORRecordDecodable`` under Buri's name: adopt it to read a bucket's objects through a
-/// hand-written `init(record:)` (see ``CBORRecordReader``), as GRDB's `init(row:)` reads columns.
+/// `CBORRecordDecodable` under Buri's name: adopt it to read a bucket's objects through a
+/// hand-written `init(record:)` (see `CBORRecordReader`), as GRDB's `init(row:)` reads columns.
 ///
 /// ```swift
 /// struct Person: BuriSupport {

@@ -50,8 +50,10 @@ extension IndexDefinition {
     /// let definition = IndexDefinition(id: 1, name: "age", components: [.numeric], fields: ["age"])
     /// try definition.tuples(of: ["name": "Ana", "age": 31])   // [[31]]
     /// ```
-    /// - Parameter acceptingArrays: whether an array may give several entries; default: only if
-    ///   the index is multi-valued and has one component.
+    /// - Parameters:
+    ///   - object: the object's CBOR form: a map of its recorded fields.
+    ///   - acceptingArrays: whether an array may give several entries; default: only if the index
+    ///     is multi-valued and has one component.
     /// - Throws: ``BuriError/invalidIndexValue(bucket:key:index:reason:)`` naming the field, or
     ///   ``BuriError/invalidIndexDefinition(bucket:index:reason:)`` when tools cannot compute it.
     public func tuples(of object: CBORValue, acceptingArrays: Bool? = nil) throws(BuriError) -> [[IndexValue]] {

@@ -204,7 +204,10 @@ extension BuriDatabase {
     ///     print(commit.revision, commit.buckets.map(\.bucket))
     /// }
     /// ```
-    /// - Parameter includingObjects: also carry each stored object's CBOR payload.
+    /// - Parameters:
+    ///   - includingObjects: also carry each stored object's CBOR payload.
+    ///   - bufferLimit: how many commits the stream queues for a slow consumer (at least 1); one
+    ///     more ends it with ``BuriError/observerFellBehind(bucket:limit:)``.
     public func changes(
         includingObjects: Bool = false, bufferLimit: Int = defaultChangeBufferLimit
     ) throws(BuriError) -> DatabaseChange.Stream {
@@ -301,7 +304,10 @@ extension Bucket where T: Sendable {
     ///     for case .stored(let key, let person?) in change.changes { print(key, person.name) }
     /// }
     /// ```
-    /// - Parameter includingObjects: decode the stored objects too (on the consuming task).
+    /// - Parameters:
+    ///   - includingObjects: decode the stored objects too (on the consuming task).
+    ///   - bufferLimit: how many commits the stream queues for a slow consumer (at least 1); one
+    ///     more ends it with ``BuriError/observerFellBehind(bucket:limit:)``.
     public func changes(
         includingObjects: Bool = false, bufferLimit: Int = BuriDatabase.defaultChangeBufferLimit
     ) throws(BuriError) -> ChangeStream<BucketChange<T>> {

@@ -5,7 +5,7 @@ import BuriStorage
 // the main actor, an actor, the cooperative pool — is free while LevelDB reads or writes.
 
 extension BuriDatabase {
-    /// Runs `body` as one transaction (see ``write(_:)``) on Buri's storage queue: the caller
+    /// Runs `body` as one transaction (see ``write(_:)-1pxia``) on Buri's storage queue: the caller
     /// suspends while the transaction waits for the writer lock and commits.
     ///
     /// `body` runs synchronously on that queue, so it cannot `await`; gather what it needs first.
@@ -30,7 +30,7 @@ extension BuriDatabase {
         return try result.mapError { $0 as any Error }.flatMap { $0 }.get()
     }
 
-    /// Runs `body` with one consistent snapshot of every bucket (see ``read(_:)``) on Buri's
+    /// Runs `body` with one consistent snapshot of every bucket (see ``read(_:)-13h2a``) on Buri's
     /// storage queue.
     ///
     /// ```swift

@@ -9,7 +9,7 @@ import BuriStorage
 extension BuriDatabase {
     /// Opens the Buri database in directory `path` for reading, as its files stand now, without
     /// writing anything in that directory: not its lock, not LevelDB's `LOG`, `CURRENT`,
-    /// `MANIFEST` or logs, and no compaction (see ``DatabaseFileSnapshot``: the files are linked or
+    /// `MANIFEST` or logs, and no compaction (see `DatabaseFileSnapshot`: the files are linked or
     /// copied into a private directory under `temporaryDirectory`, the system's by default, and
     /// LevelDB opens that). So it reads a database another process holds open — the last state
     /// committed to disk there, its log read as it stands —, one on a read-only file system,
@@ -30,7 +30,7 @@ extension BuriDatabase {
     ///   the directory), `unavailable` if the files kept changing; otherwise what
     ///   ``init(path:options:levelDB:)`` throws for an existing database.
     ///
-    /// `levelDB`: the LevelDB options the snapshot is opened with (``LevelDBOptions/buriDefaults`` unless given).
+    /// `levelDB`: the LevelDB options the snapshot is opened with (`LevelDBOptions.buriDefaults` unless given).
     public static func readingSnapshot(
         of path: String, options: BuriOptions = BuriOptions(), levelDB: LevelDBOptions = .buriDefaults,
         temporaryDirectory: String? = nil
@@ -49,7 +49,7 @@ extension BuriDatabase {
     }
 
     /// Opens the Buri database in a snapshot already taken (see ``readingSnapshot(of:options:levelDB:temporaryDirectory:)``),
-    /// for callers that handle ``DatabaseFileSnapshotError`` themselves. The database owns `files`
+    /// for callers that handle `DatabaseFileSnapshotError` themselves. The database owns `files`
     /// from here on: closing it (or a failure to open) removes them.
     ///
     /// ```swift

@@ -6,7 +6,7 @@ import Synchronization
 
 /// How to open a Buri database, whatever its engine. An engine's own options are given where that
 /// engine is made: LevelDB's to the calls that open a directory (``BuriDatabase/init(path:options:levelDB:)``,
-/// ``BuriDatabase/temporary(options:levelDB:)``, …) or to its kind in a ``StorageEngines`` registry.
+/// ``BuriDatabase/temporary(options:levelDB:)``, …) or to its kind in a `StorageEngines` registry.
 ///
 /// ```swift
 /// var options = BuriOptions()
@@ -47,11 +47,36 @@ public struct BuriOptions: Sendable {
 /// ```
 ///
 /// ## Topics
-/// - Opening: ``init(path:options:levelDB:)``, ``init(location:options:engines:)``, ``create(location:options:engines:)``,
-///   ``inMemory(options:)``, ``temporary(options:levelDB:)``, ``init(engine:options:closesEngine:)``
-/// - Buckets: ``bucket(_:named:progress:)``, ``bucketNames()``, ``bucketInfo(named:)``, ``rawBucket(named:)``, ``dropBucket(named:)``
-/// - Transactions: ``write(_:)``, ``read(_:)``, ``backup(to:)``
-/// - Life cycle: ``close()``, ``formatVersion``
+///
+/// ### Opening
+///
+/// - ``init(path:options:levelDB:)``
+/// - ``init(location:options:engines:)``
+/// - ``create(location:options:engines:)``
+/// - ``inMemory(options:)``
+/// - ``temporary(options:levelDB:)``
+/// - ``init(engine:options:closesEngine:)``
+///
+/// ### Buckets
+///
+/// - ``bucket(_:named:batchSize:progress:)``
+/// - ``bucketNames()``
+/// - ``bucketInfo(named:)``
+/// - ``rawBucket(named:)``
+/// - ``dropBucket(named:)``
+///
+/// ### Transactions
+///
+/// - ``write(_:)-1pxia``
+/// - ``write(_:)-8wiy5``
+/// - ``read(_:)-13h2a``
+/// - ``read(_:)-7mihn``
+/// - ``backup(to:levelDB:)``
+///
+/// ### Life cycle
+///
+/// - ``close()``
+/// - ``formatVersion``
 public final class BuriDatabase: Sendable {
     /// Where the database lives: its directory, `:memory:`, or the engine's location.
     public let path: String
@@ -96,7 +121,7 @@ public final class BuriDatabase: Sendable {
 
     /// Opens the Buri database in directory `path` (LevelDB), creating it if allowed.
     ///
-    /// `levelDB` are the LevelDB options it is opened with (``LevelDBOptions/buriDefaults``
+    /// `levelDB` are the LevelDB options it is opened with (`LevelDBOptions.buriDefaults`
     /// unless given; `createIfMissing` follows `options`). With Buri's default `paranoidChecks`,
     /// a log holding a damaged record is reported as damage rather than its writes dropped.
     ///
@@ -193,7 +218,7 @@ public final class BuriDatabase: Sendable {
 
     /// A new, empty database in a fresh directory under the system's temporary directory,
     /// removed with everything in it when the database is closed. `levelDB`: the LevelDB options
-    /// (``LevelDBOptions/buriDefaults`` unless given).
+    /// (`LevelDBOptions.buriDefaults` unless given).
     ///
     /// ```swift
     /// let db = try BuriDatabase.temporary()

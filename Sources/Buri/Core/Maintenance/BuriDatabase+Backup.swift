@@ -10,7 +10,7 @@ extension BuriDatabase {
     /// Writes a consistent copy of the whole database — every bucket as of one snapshot — to a
     /// new LevelDB database in directory `path`, while other threads go on reading and writing.
     /// Works from every engine (an in-memory database can be saved this way). `levelDB`: the
-    /// LevelDB options the copy is written with (``LevelDBOptions/buriDefaults`` unless given).
+    /// LevelDB options the copy is written with (`LevelDBOptions.buriDefaults` unless given).
     ///
     /// The copy is built in a sibling directory and moved to `path` only once complete and synced,
     /// so `path` never holds a partial backup, even if the process dies midway. Returns the

@@ -182,7 +182,7 @@ extension BuriDatabase {
     /// first: what cannot be read is dropped (the damaged files are kept in `lost/`).
     ///
     /// 1. The readable data is inventoried and LevelDB's repair run around it
-    ///    (``LevelDBEngine/salvage(path:options:)``): every live table block and log record is
+    ///    (`LevelDBEngine.salvage(path:options:)`): every live table block and log record is
     ///    read and checked before, files the MANIFEST does not name are set aside, and after the
     ///    repair every key is compared with its latest readable state. Writes of checksum-valid
     ///    log records that LevelDB dropped are put back; every other difference is a lost or

@@ -30,7 +30,7 @@ extension RawBucket {
     /// a new, empty generation (a fresh bucket id) in one catalog commit, and the old generation's
     /// keys are purged in the background, in chunks, resuming at the next open if the process ends
     /// first (see ``BuriDatabase/pendingPurges()``). This view and every other view of the bucket
-    /// go on with the new generation. Inside ``BuriDatabase/write(_:)`` each key is deleted in the
+    /// go on with the new generation. Inside ``BuriDatabase/write(_:)-1pxia`` each key is deleted in the
     /// transaction instead, so the transaction's later reads and writes see the bucket as before.
     ///
     /// ```swift

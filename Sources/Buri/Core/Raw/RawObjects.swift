@@ -37,7 +37,7 @@ public struct RawObject: Sendable, Hashable {
 }
 
 extension RawBucket {
-    /// Stores raw objects in one atomic batch, exactly as ``Bucket/store(_:)-(some Sequence<T>)`` does
+    /// Stores raw objects in one atomic batch, exactly as ``Bucket/store(_:)-(Sequence<T>)`` does
     /// for typed ones: each object's old index entries are replaced, unique indexes are checked, and
     /// on any error nothing is written. Each record carries the object's ``RawObject/schemaVersion``,
     /// or, when it has none, the bucket's (its catalog entry's `schemaVersion`).

@@ -185,7 +185,7 @@ extension BuriDatabase {
     }
 }
 
-/// One transaction: a consistent view of every bucket and, in ``BuriDatabase/write(_:)``, the
+/// One transaction: a consistent view of every bucket and, in ``BuriDatabase/write(_:)-1pxia``, the
 /// writes that will commit together. Its buckets work only while its closure runs, on its thread.
 ///
 /// ```swift
@@ -199,7 +199,7 @@ public final class BuriTransaction: @unchecked Sendable {
     // its buckets refuse to work once the closure has returned.
     let database: BuriDatabase
     let base: any StorageReader
-    /// Whether this transaction may write (``BuriDatabase/write(_:)``) or only read.
+    /// Whether this transaction may write (``BuriDatabase/write(_:)-1pxia``) or only read.
     public let isWritable: Bool
     let pending = PendingWrites()
     var hooks: [() -> Void] = []
