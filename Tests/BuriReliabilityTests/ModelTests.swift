@@ -78,7 +78,12 @@ struct ModelTests {
             return context.model
         }
         do {
-            try run.run(operations: 1_500)
+            // Until the phase was drawn (whatever else the stream draws as operations are added).
+            var target = 0
+            while calls.count == 0, target < 30_000 {
+                target += 1_500
+                try run.run(operations: target)
+            }
         } catch let mismatch as ModelMismatch {
             Issue.record("\(mismatch)")
         }

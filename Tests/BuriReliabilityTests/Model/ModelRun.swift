@@ -471,6 +471,7 @@ final class ModelRun {
                 try read("\(label) objects(\(query))") { try bucket.objects(buriQuery) }, expected.map(\.item),
                 "\(label) objects(\(query))")
         }
+        if chance(0.3) { try verifyAggregate(query, expected, bucket, label) }
         if chance(0.3) {
             let count = try read("\(label) count(\(query))") { try bucket.count(buriQuery) }
             if count != expected.count {
