@@ -330,6 +330,14 @@ struct QueryCommand: ParsableCommand {
             buri import …` copies them. --count prints only the number of matches; --offset skips \
             that many first.
 
+            --sum, --avg, --min and --max INDEX print statistics of a numeric index over the matches \
+            (every object when no condition is given), computed from index entries without decoding \
+            objects: `count N` and one `NAME VALUE` line each, or one JSON object with --json. Integer \
+            sums are exact; a sum with any fraction is the exact total rounded once; infinities and NaN \
+            print as "Infinity", "-Infinity", "NaN". --group-by INDEX prints one row per value of that \
+            index (a tab-separated table with a header line, or a JSON array with --json), values as \
+            JSON, null for the matches without a value.
+
             With --page-size N, at most N results are printed and, if the walk has more, the line \
             `next: TOKEN` goes to standard error; run the same query with --after TOKEN for the next \
             page. --limit caps the whole walk. A token works only with the query that issued it.
@@ -342,6 +350,8 @@ struct QueryCommand: ParsableCommand {
               buri query people.buri Person name_age --equals 'Smith\\, John,40'
               buri query people.buri Person name_age --equals 'Smith, John' --equals 40
               buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
+              buri query people.buri Person locale --equals EN --sum age --avg age
+              buri query people.buri Person age --max age --group-by locale --json
             """
     )
 
@@ -402,6 +412,8 @@ struct QueryCommand: ParsableCommand {
 
     @OptionGroup var keyFormat: KeyListFormat
 
+    @OptionGroup var aggregates: AggregateOptions
+
     @Flag(help: "Return results in descending index order.")
     var reverse = false
 
@@ -419,7 +431,12 @@ struct QueryCommand: ParsableCommand {
     var hasNext: Bool { from != nil || to != nil || above != nil || below != nil || prefix != nil }
 
     func validate() throws {
-        if equals.isEmpty, !hasNext {
+        if aggregates.isRequested, count || objects || pageSize != nil || keyFormat.nul {
+            throw ValidationError(
+                "--sum, --avg, --min and --max print statistics; they cannot be combined with --count, --objects, --page-size or -0"
+            )
+        }
+        if equals.isEmpty, !hasNext, !aggregates.isRequested {
             throw ValidationError(
                 "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
         }
@@ -454,7 +471,8 @@ struct QueryCommand: ParsableCommand {
             throw ToolError(
                 BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
         }
-        var query = try makeQuery(definition)
+        // Statistics without a condition are of every object.
+        var query = equals.isEmpty && !hasNext ? Query.all : try makeQuery(definition)
         let dates = raw.descriptor.datePaths
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
@@ -463,6 +481,10 @@ struct QueryCommand: ParsableCommand {
             query = query.after(try mapErrors(path: target.database) { try ContinuationToken(parsing: after) })
         }
         let out = Output.standardOutput()
+        if aggregates.isRequested {
+            try aggregates.run(raw, query: query, json: keyFormat.json, path: target.database, out: out)
+            return
+        }
         if count {
             let matches = try mapErrors(path: target.database) { try raw.count(query) }
             try out.line(keyFormat.json ? "{\"count\":\(matches)}" : String(matches))
