@@ -85,4 +85,29 @@ extension Bucket where T: Sendable {
     public func count(_ query: Query) async throws(BuriError) -> Int {
         try await StorageQueue.run { [self] () throws(BuriError) in try count(query) }
     }
+
+    /// Count, exact sum, average, minimum and maximum of numeric index `index` over the objects
+    /// `query` matches (see ``aggregate(_:where:)-(String,Query)``).
+    ///
+    /// ```swift
+    /// let english = try await people.aggregate("age", where: .index("locale", equals: "EN"))
+    /// ```
+    public func aggregate(_ index: String, where query: Query = .all) async throws(BuriError) -> Aggregate {
+        try await StorageQueue.run { [self] () throws(BuriError) in try aggregate(index, where: query) }
+    }
+
+    /// The aggregate of `index` per value of index `group` (see
+    /// ``aggregate(_:where:groupedBy:)-(String,Query,String)``).
+    ///
+    /// ```swift
+    /// let byLocale = try await people.aggregate("age", groupedBy: "locale")
+    /// ```
+    public func aggregate(
+        _ index: String, where query: Query = .all, groupedBy group: String
+    ) async throws(BuriError)
+        -> [AggregateGroup]
+    {
+        try await StorageQueue.run { [self] () throws(BuriError) in try aggregate(index, where: query, groupedBy: group)
+        }
+    }
 }
