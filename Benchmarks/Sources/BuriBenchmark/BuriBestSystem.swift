@@ -74,6 +74,8 @@ final class BuriBestSystem: System {
         case .indexKeys: try indexKeys()
         case .indexObjects: try indexObjects()
         case .rangeObjects: try rangeObjects()
+        case .aggregate: try aggregate()
+        case .groupedAggregate: try groupedAggregate()
         case .pointFetch: try pointFetch()
         case .complexRefill: try complexRefill()
         case .observedRefill: try observedRefill()
@@ -96,6 +98,24 @@ final class BuriBestSystem: System {
 
     @inline(never) func sequential() throws -> Int {
         try people.allObjects().count
+    }
+
+    // Aggregates have one way to be asked: the same calls as the typed system's.
+    @inline(never) func aggregate() throws -> Int {
+        let result = try people.aggregate("age")
+        guard case .integer(let sum) = result.sum, result.average != nil, result.minimum != nil else { return 0 }
+        return try workload.checkAggregate(count: result.count, sum: Int(sum), system: name)
+    }
+
+    @inline(never) func groupedAggregate() throws -> Int {
+        var count = 0
+        var total = 0
+        for group in try people.aggregate("age", groupedBy: "locale") {
+            guard case .integer(let sum) = group.aggregate.sum, group.aggregate.average != nil else { return 0 }
+            count += group.aggregate.count
+            total += Int(sum)
+        }
+        return try workload.checkAggregate(count: count, sum: total, system: name)
     }
 
     @inline(never) func indexKeys() throws -> Int {

@@ -30,6 +30,8 @@ final class BuriSystem: System {
         case .indexKeys: try indexKeys()
         case .indexObjects: try indexObjects()
         case .rangeObjects: try rangeObjects()
+        case .aggregate: try aggregate()
+        case .groupedAggregate: try groupedAggregate()
         case .pointFetch: try pointFetch()
         case .complexRefill: try complexRefill()
         case .observedRefill: try observedRefill()
@@ -52,6 +54,23 @@ final class BuriSystem: System {
 
     @inline(never) func sequential() throws -> Int {
         try people.allObjects().count
+    }
+
+    @inline(never) func aggregate() throws -> Int {
+        let result = try people.aggregate("age")
+        guard case .integer(let sum) = result.sum, result.average != nil, result.minimum != nil else { return 0 }
+        return try workload.checkAggregate(count: result.count, sum: Int(sum), system: name)
+    }
+
+    @inline(never) func groupedAggregate() throws -> Int {
+        var count = 0
+        var total = 0
+        for group in try people.aggregate("age", groupedBy: "locale") {
+            guard case .integer(let sum) = group.aggregate.sum, group.aggregate.average != nil else { return 0 }
+            count += group.aggregate.count
+            total += Int(sum)
+        }
+        return try workload.checkAggregate(count: count, sum: total, system: name)
     }
 
     @inline(never) func indexKeys() throws -> Int {

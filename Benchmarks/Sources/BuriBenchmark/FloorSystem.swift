@@ -234,6 +234,30 @@ final class FloorSystem: System {
             else { throw BenchmarkFailure("floor: age prefixes differ in length") }
             let keyRange = KeyRange(start: low, end: KeyRange.successor(ofPrefix: high))
             return try indexThenRecords(keyRange, entryPrefixLength: low.count)
+        case .aggregate:
+            // The floor of an aggregate from index entries: walking every age entry.
+            // (Tag, bucket id and index id: the first 9 bytes every age entry's prefix shares.)
+            guard let agePrefix = layout.ageEntryPrefixes.values.first.map({ Array($0.prefix(9)) }) else {
+                throw BenchmarkFailure("floor: no age entry prefix learned")
+            }
+            let cursor = try storage.cursor(in: .prefix(agePrefix))
+            var count = 0
+            var touched = 0
+            while try cursor.next() {
+                touched &+= cursor.withKey { $0.count }
+                count += 1
+            }
+            return touched > 0 ? count : 0
+        case .groupedAggregate:
+            // The floor of an aggregate that reads each record's header: walking every record.
+            let cursor = try storage.cursor(in: layout.personRecordRange)
+            var count = 0
+            var touched = 0
+            while try cursor.next() {
+                touched &+= cursor.withValue { $0.count > 0 ? Int($0[0]) : 0 }
+                count += 1
+            }
+            return touched > 0 ? count : 0
         case .pointFetch:
             var found = 0
             for i in bytes.shuffledIndices {

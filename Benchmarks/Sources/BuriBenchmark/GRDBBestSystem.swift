@@ -63,6 +63,28 @@ final class GRDBBestSystem: System {
                 let statement = try db.cachedStatement(sql: GRDBBestSystem.selectPeople + " WHERE age BETWEEN ? AND ?")
                 return try PersonRow.fetchAll(statement, arguments: [range.lowerBound, range.upperBound]).count
             }
+        case .aggregate:
+            return try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: "SELECT COUNT(age), SUM(age), AVG(age), MIN(age), MAX(age) FROM person")
+                guard let row = try GRDB.Row.fetchOne(statement) else { return 0 }
+                let average: Double? = row[2]
+                guard average != nil else { return 0 }
+                return try workload.checkAggregate(count: row[0], sum: row[1], system: name)
+            }
+        case .groupedAggregate:
+            return try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: "SELECT locale, COUNT(age), SUM(age), AVG(age) FROM person GROUP BY locale")
+                var count = 0
+                var total = 0
+                let rows = try GRDB.Row.fetchCursor(statement)
+                while let row = try rows.next() {
+                    count += row[1] as Int
+                    total += row[2] as Int
+                }
+                return try workload.checkAggregate(count: count, sum: total, system: name)
+            }
         case .pointFetch:
             return try queue.read { db in
                 let select = try db.cachedStatement(sql: GRDBBestSystem.selectPeople + " WHERE objectId = ?")

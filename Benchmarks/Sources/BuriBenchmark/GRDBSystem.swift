@@ -64,6 +64,31 @@ final class GRDBSystem: System {
             return try queue.read { db in
                 try Person.filter(Workload.ageRange.contains(Column("age"))).fetchAll(db).count
             }
+        case .aggregate:
+            return try queue.read { db in
+                let age = Column("age")
+                let request = Person.select(count(age), sum(age), average(age), min(age), max(age))
+                guard let row = try GRDB.Row.fetchOne(db, request) else { return 0 }
+                let average: Double? = row[2]
+                let minimum: Int? = row[3]
+                guard average != nil, minimum != nil else { return 0 }
+                return try workload.checkAggregate(count: row[0], sum: row[1], system: name)
+            }
+        case .groupedAggregate:
+            return try queue.read { db in
+                let age = Column("age")
+                let request = Person.select(Column("locale"), count(age), sum(age), average(age)).group(
+                    Column("locale"))
+                var count = 0
+                var total = 0
+                for row in try GRDB.Row.fetchAll(db, request) {
+                    let average: Double? = row[3]
+                    guard average != nil else { return 0 }
+                    count += row[1] as Int
+                    total += row[2] as Int
+                }
+                return try workload.checkAggregate(count: count, sum: total, system: name)
+            }
         case .pointFetch:
             return try queue.read { db in
                 var found = 0

@@ -74,6 +74,18 @@ struct Workload: Sendable {
     /// The range query of the original benchmark: ages 22...24, both included.
     static let ageRange = 22...24
 
+    /// The sum of the stored ages when the aggregate rows run (the complex fill's ages).
+    var ageSum: Int { people.reduce(0) { $0 + $1.age } }
+
+    /// Checks an aggregate row's answer: every age counted, and their sum; returns the count.
+    func checkAggregate(count: Int, sum: Int, system: String) throws -> Int {
+        guard count == n, sum == ageSum else {
+            throw BenchmarkFailure(
+                "\(system): aggregate of \(count) ages summing to \(sum); expected \(n) and \(ageSum)")
+        }
+        return count
+    }
+
     init(n: Int) {
         self.n = n
         tokens = (0..<n).map { Token(objectId: uuidString(2 * $0 + 1)) }
@@ -101,8 +113,8 @@ struct Workload: Sendable {
 
 /// The rows of the table, in the order they run inside each repetition.
 enum Row: Int, CaseIterable, Sendable {
-    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, pointFetch, complexRefill,
-        observedRefill, deleteAll
+    case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, aggregate, groupedAggregate,
+        pointFetch, complexRefill, observedRefill, deleteAll
 
     var title: String {
         switch self {
@@ -112,6 +124,8 @@ enum Row: Int, CaseIterable, Sendable {
         case .indexKeys: "2i key retrieval (locale = EN)"
         case .indexObjects: "2i object retrieval (locale = EN)"
         case .rangeObjects: "2i numeric range (age in 22...24)"
+        case .aggregate: "Aggregate: count, sum, avg, min, max of age"
+        case .groupedAggregate: "Aggregate grouped: count, sum, avg of age by locale"
         case .pointFetch: "Point fetch by key, random order"
         case .complexRefill: "Complex refill (same keys, ages changed)"
         case .observedRefill: "Refill with 1,000 idle observers (ages changed back)"
@@ -128,6 +142,8 @@ enum Row: Int, CaseIterable, Sendable {
         case .indexKeys: "index_key_retrieval"
         case .indexObjects: "index_object_retrieval"
         case .rangeObjects: "index_numeric_range"
+        case .aggregate: "aggregate_age"
+        case .groupedAggregate: "aggregate_age_by_locale"
         case .pointFetch: "point_fetch_random"
         case .complexRefill: "complex_refill"
         case .observedRefill: "refill_1000_observers"
@@ -139,7 +155,7 @@ enum Row: Int, CaseIterable, Sendable {
     var hasFloorTarget: Bool {
         switch self {
         case .simpleFill, .complexFill, .sequential, .indexKeys, .indexObjects, .rangeObjects: true
-        case .pointFetch, .complexRefill, .observedRefill, .deleteAll: false
+        case .aggregate, .groupedAggregate, .pointFetch, .complexRefill, .observedRefill, .deleteAll: false
         }
     }
 }
