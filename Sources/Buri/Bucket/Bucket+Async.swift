@@ -87,7 +87,7 @@ extension Bucket where T: Sendable {
     }
 
     /// Count, exact sum, average, minimum and maximum of numeric index `index` over the objects
-    /// `query` matches (see ``aggregate(_:where:)-(String,Query)``).
+    /// `query` matches (see ``aggregate(_:where:)-5iolv``).
     ///
     /// ```swift
     /// let english = try await people.aggregate("age", where: .index("locale", equals: "EN"))
@@ -97,7 +97,7 @@ extension Bucket where T: Sendable {
     }
 
     /// The aggregate of `index` per value of index `group` (see
-    /// ``aggregate(_:where:groupedBy:)-(String,Query,String)``).
+    /// ``aggregate(_:where:groupedBy:)-9sgxp``).
     ///
     /// ```swift
     /// let byLocale = try await people.aggregate("age", groupedBy: "locale")

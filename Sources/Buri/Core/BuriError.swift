@@ -62,7 +62,7 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// consumer fell `limit` commits behind: its stream ends with this error after the commits it
     /// was given, rather than skip any. Read the current state afresh and observe again.
     case observerFellBehind(bucket: String?, limit: Int)
-    /// The exact integer sum of index `index`'s values (``Bucket/aggregate(_:where:)``) does not
+    /// The exact integer sum of index `index`'s values (``Bucket/aggregate(_:where:)-5iolv``) does not
     /// fit in 128 bits.
     case aggregateOverflow(bucket: String, index: String)
 
