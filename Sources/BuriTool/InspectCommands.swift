@@ -2,6 +2,7 @@ import ArgumentParser
 import Buri
 import BuriCodec
 import BuriEtcd
+import BuriTransfer
 
 // MARK: - info
 
@@ -298,7 +299,7 @@ struct Get: ParsableCommand {
         }
         let out = Output.standardOutput()
         if json {
-            try out.line(try exportRecordLine(bucket: bucket, record: record, dates: raw.descriptor.datePaths))
+            try out.line(try exportRecordLine(record, of: raw.descriptor))
         } else {
             try out.line(
                 try jsonText(
@@ -455,7 +456,7 @@ struct QueryCommand: ParsableCommand {
                 BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
         }
         var query = try makeQuery(definition)
-        let dates = raw.descriptor.datePaths
+        let descriptor = raw.descriptor
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
@@ -469,7 +470,7 @@ struct QueryCommand: ParsableCommand {
             try out.flush()
             return
         }
-        if objects { try out.line(ExportFormat.header) }
+        if objects { try out.line(ExportFormat.header(version: 3)) }
         let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)', index '\(index)'")
         if let pageSize {
             if keyFormat.json { try out.write("{\"keys\":") }
@@ -481,7 +482,7 @@ struct QueryCommand: ParsableCommand {
                         if objects {
                             let page = try raw.page(query, size: pageSize)
                             for record in page.items {
-                                try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                                try out.line(try exportRecordLine(record, of: descriptor))
                             }
                             return page.next
                         }
@@ -510,7 +511,7 @@ struct QueryCommand: ParsableCommand {
                 let cursor = try raw.cursor(query)
                 if objects {
                     while let record = try cursor.nextRecord() {
-                        try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                        try out.line(try exportRecordLine(record, of: descriptor))
                     }
                 } else {
                     while let key = try cursor.nextKey() { try list.key(key) }
