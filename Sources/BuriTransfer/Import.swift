@@ -272,14 +272,17 @@ public final class JSONLinesImport {
     public var inputBytes: Int { input.size }
 
     /// Reads every line and checks it, writing nothing: after it, only the database (a unique
-    /// index, a full disk) can refuse the import.
+    /// index, a full disk) can refuse the import. Once it has passed, calling it again does nothing.
     ///
     /// ```swift
     /// try load.check { step in print(step.done, "of", step.total, "bytes") }
     /// ```
     /// - Throws: ``TransferError`` (`.invalidInput`, naming the line) for a line refused.
     public func check(progress: TransferProgressHandler? = nil) throws(TransferError) {
+        guard !checked else { return }
         try transferring {
+            // A fresh plan: a check that failed before may have read part of the input.
+            plan = try ImportPlan(bucket: bucket, existing: existing, options: options)
             try eachLine(.checking, progress) { line, number in _ = try plan.prepare(line, line: number) }
             try plan.checkEnd()
         }

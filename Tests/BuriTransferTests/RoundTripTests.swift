@@ -169,4 +169,37 @@ struct RoundTripTests {
         #expect(direct == 4 && chunked.objectsAfter == 2500)
         #expect(try db.pendingPurges().isEmpty)
     }
+
+    @Test func aCheckedImportStoresWithoutCheckingAgainIntoADatabaseMadeAfterTheCheck() throws {
+        let directory = TemporaryDirectory("buri-transfer")
+        let input = try write(#"{"id":"a","n":1}"# + "\n" + #"{"id":"b","n":[2,3]}"#, "in.jsonl", in: directory)
+        let load = try JSONLinesImport(
+            from: .file(input), into: "N", existing: nil,
+            options: ImportOptions(keyField: "id", indexes: [try .init(name: "n", kind: .numeric)]))
+        defer { load.close() }
+        try load.check()
+        try load.check()
+        // The database is made only now, once the input is known to be good.
+        let db = try BuriDatabase.inMemory()
+        defer { db.close() }
+        var phases: [TransferProgress.Phase] = []
+        let report = try load.store(into: db, progress: { if phases.last != $0.phase { phases.append($0.phase) } })
+        #expect(phases == [.storing, .publishing, .published])
+        #expect(report.objectsAfter == 2)
+        // The array the check saw makes the new index multi-valued: one entry per element.
+        #expect(try db.rawBucket(named: "N").descriptor.index(named: "n")?.multiValued == true)
+        #expect(try db.rawBucket(named: "N").entryCount(index: "n") == 3)
+
+        // An export (its schema line read once per check) checks twice as well.
+        let dump = URL(fileURLWithPath: directory.path("n.jsonl"))
+        try db.export(to: dump)
+        let again = try JSONLinesImport(from: .file(dump), into: "N", existing: nil)
+        defer { again.close() }
+        try again.check()
+        try again.check()
+        let copy = try BuriDatabase.inMemory()
+        defer { copy.close() }
+        _ = try again.store(into: copy)
+        #expect(try exportText(copy) == (try String(contentsOf: dump, encoding: .utf8)))
+    }
 }
