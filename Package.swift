@@ -10,9 +10,12 @@ import PackageDescription
 //   BuriEngines – the local engines: LevelDB (the default, in a directory) and in-memory
 //   BuriEtcd   – the replicated engine on an etcd cluster (its own product; no LevelDB)
 //   Buri       – the on-disk format, buckets, indexes and queries (re-exports BuriEngines)
+//   BuriTransfer – export, import and restore of a database as JSON Lines (the `buri export`
+//                format), for apps as for the tool: on Buri and BuriCodec only
 //   buri       – the command-line tool; buri-demo – the runnable tour (no LevelDB import:
 //                engine-specific files and operations come through BuriEngines)
-// Scripts/check-layers fails if BuriStorage, BuriEtcd or the tool imports or depends on LevelDB.
+// Scripts/check-layers fails if BuriStorage, BuriEtcd, BuriTransfer or the tool imports or depends
+// on LevelDB.
 // The throughput benchmark lives in its own package under Benchmarks/ so that
 // library users never resolve its dependencies (GRDB).
 let package = Package(
@@ -26,6 +29,7 @@ let package = Package(
         .library(name: "BuriEngines", targets: ["BuriEngines"]),
         // The etcd engine: a product of its own, so that only apps that link it depend on it.
         .library(name: "BuriEtcd", targets: ["BuriEtcd"]),
+        .library(name: "BuriTransfer", targets: ["BuriTransfer"]),
         .executable(name: "buri", targets: ["BuriTool"]),
         .executable(name: "buri-demo", targets: ["BuriDemo"]),
     ],
@@ -45,10 +49,13 @@ let package = Package(
         // Buri's replicated engine on etcd 3.4, through its v3 JSON gateway with Foundation's
         // URLSession: no package dependency at all.
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
+        // Export, import and restore (JSON Lines), the tool's commands' work as a library.
+        .target(name: "BuriTransfer", dependencies: ["Buri", "BuriCodec"]),
         .executableTarget(
             name: "BuriTool",
             dependencies: [
-                "Buri", "BuriEtcd", "BuriCodec", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Buri", "BuriEtcd", "BuriCodec", "BuriTransfer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(name: "BuriDemo", dependencies: ["Buri", "BuriEtcd"]),
@@ -66,6 +73,7 @@ let package = Package(
         .testTarget(
             name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEngines", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(name: "BuriTests", dependencies: ["Buri", "BuriStorage", "BuriTestSupport"]),
+        .testTarget(name: "BuriTransferTests", dependencies: ["BuriTransfer", "Buri", "BuriTestSupport"]),
         .testTarget(
             name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
         .testTarget(

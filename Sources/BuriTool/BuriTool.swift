@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriTransfer
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Buri
+import BuriTransfer
 import Foundation
 import Glibc
 
@@ -82,11 +83,18 @@ struct Put: ParsableCommand {
                 "the database has no bucket '\(bucket)' (its buckets: \(known.isEmpty ? "none" : known.map { "'\($0)'" }.joined(separator: ", "))); create it with `buri import`"
             )
         }
-        var plan = try ImportPlan(
-            bucket: bucket, existing: existing, key: key, options: [], dateFields: dateFields, databasePath: path)
-        let objects: [RawObject]
+        // The JSON is read as `buri import` reads a line (BuriTransfer's reader).
+        var reader = try mapTransferErrors(path: path) {
+            try JSONRecordReader(
+                bucket: bucket, existing: existing, options: ImportOptions(keyField: key, dateFields: dateFields))
+        }
+        let read: RawObject?
         do {
-            objects = try plan.objects(from: input, progress: Progress())
+            read = try mapTransferErrors(path: path) { () throws -> RawObject? in
+                let object = try reader.object(fromLine: input, number: 1)
+                try reader.finish()
+                return object
+            }
         } catch let error as ToolError {
             // The import reader's messages, said for one object (its lines were joined into one).
             throw ToolError(
@@ -98,7 +106,7 @@ struct Put: ParsableCommand {
                             "a second JSON value follows the object (`buri put` stores one; use `buri import` for several)"
                     ))
         }
-        guard !plan.isExport, objects.count == 1, let object = objects.first else {
+        guard !reader.isExport, let object = read else {
             throw ToolError(
                 .invalidInput,
                 "`buri put` stores one plain JSON object; use `buri import` for export records or several objects")

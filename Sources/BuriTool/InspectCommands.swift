@@ -2,6 +2,7 @@ import ArgumentParser
 import Buri
 import BuriCodec
 import BuriEtcd
+import BuriTransfer
 
 // MARK: - info
 
@@ -298,7 +299,7 @@ struct Get: ParsableCommand {
         }
         let out = Output.standardOutput()
         if json {
-            try out.line(try exportRecordLine(bucket: bucket, record: record, dates: raw.descriptor.datePaths))
+            try out.line(try exportRecordLine(record, of: raw.descriptor))
         } else {
             try out.line(
                 try jsonText(
@@ -473,7 +474,7 @@ struct QueryCommand: ParsableCommand {
         }
         // Statistics without a condition are of every object.
         var query = equals.isEmpty && !hasNext ? Query.all : try makeQuery(definition)
-        let dates = raw.descriptor.datePaths
+        let descriptor = raw.descriptor
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
@@ -491,7 +492,7 @@ struct QueryCommand: ParsableCommand {
             try out.flush()
             return
         }
-        if objects { try out.line(ExportFormat.header) }
+        if objects { try out.line(ExportFormat.header(version: 3)) }
         let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)', index '\(index)'")
         if let pageSize {
             if keyFormat.json { try out.write("{\"keys\":") }
@@ -503,7 +504,7 @@ struct QueryCommand: ParsableCommand {
                         if objects {
                             let page = try raw.page(query, size: pageSize)
                             for record in page.items {
-                                try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                                try out.line(try exportRecordLine(record, of: descriptor))
                             }
                             return page.next
                         }
@@ -532,7 +533,7 @@ struct QueryCommand: ParsableCommand {
                 let cursor = try raw.cursor(query)
                 if objects {
                     while let record = try cursor.nextRecord() {
-                        try out.line(try exportRecordLine(bucket: bucket, record: record, dates: dates))
+                        try out.line(try exportRecordLine(record, of: descriptor))
                     }
                 } else {
                     while let key = try cursor.nextKey() { try list.key(key) }

@@ -3,6 +3,7 @@ import Buri
 import BuriEtcd
 import BuriCodec
 import BuriStorage
+import BuriTransfer
 import Foundation
 #if canImport(Glibc)
     import Glibc
@@ -392,22 +393,10 @@ func jsonText(ofPayload payload: [UInt8], pretty: Bool, bucket: String, key: Str
     }
 }
 
-/// The exact JSON form of a CBOR payload (for export); an untagged number at one of `dates` (a
-/// format version 1 date) is written as the tag 1 date it stands for, so the export says what it means.
-func exactJSONText(ofPayload payload: [UInt8], bucket: String, key: String, dates: [[String]]) throws -> String {
-    do {
-        return DatePaths.taggingStoredDates(try CBORValue(decoding: payload), at: dates).exactJSONString()
-    } catch {
-        throw ToolError(
-            .failure,
-            "bucket '\(bucket)', key '\(key)': the stored object is not valid CBOR (\(error)); run `buri check`")
-    }
-}
-
-/// One record as `buri export` writes it: {"bucket","key","object"} with the object in the exact JSON form.
-func exportRecordLine(bucket: String, record: StoredRecord, dates: [[String]]) throws -> String {
-    let object = try exactJSONText(ofPayload: record.payload, bucket: bucket, key: record.key, dates: dates)
-    return "{\"bucket\":" + jsonString(bucket) + ",\"key\":" + jsonString(record.key) + ",\"object\":" + object + "}"
+/// One record as `buri export` writes it: {"bucket","key","object"} with the object in the exact JSON
+/// form (``ExportFormat/recordLine(_:of:)``).
+func exportRecordLine(_ record: StoredRecord, of bucket: BucketDescriptor) throws -> String {
+    try mapTransferErrors(path: bucket.name) { try ExportFormat.recordLine(record, of: bucket) }
 }
 
 /// A string as a JSON string literal.
