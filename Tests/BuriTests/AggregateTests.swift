@@ -106,6 +106,29 @@ struct AggregateTests {
         #expect(try notes.aggregate("age", where: .index("locale", equals: "FR"), groupedBy: "tags").isEmpty)
     }
 
+    /// Many groups (beyond the few compared in place): each exactly once, in value order.
+    @Test func manyGroupsEachOnceInOrder() throws {
+        let t = try TestDatabase(.memory)
+        let people = try t.db.bucket(PersonRecord.self)
+        try people.store((0..<200).map { PersonRecord(objectId: "p\($0)", name: "", locale: "L\($0 % 50)", age: $0) })
+        let groups = try people.aggregate("age", groupedBy: "locale")
+        #expect(groups.count == 50)
+        #expect(groups.map { $0.value } == (0..<50).map { IndexValue("L\($0)") }.sorted())
+        for group in groups {
+            guard case .bytes(let bytes) = group.value?.decoded,
+                let n = Int(String(decoding: bytes.dropFirst(), as: UTF8.self))
+            else {
+                Issue.record("group \(String(describing: group.value))")
+                continue
+            }
+            #expect(group.aggregate.count == 4)
+            #expect(group.aggregate.sum == .integer(Int128(4 * n + 50 * (0 + 1 + 2 + 3))))
+        }
+        let byAge = try people.aggregate("age", where: .index("locale", prefix: "L1"), groupedBy: "age")
+        #expect(byAge.count == 44)
+        #expect(byAge.allSatisfy { $0.aggregate.count == 1 && $0.value.map { [$0] } == [$0.aggregate.minimum!] })
+    }
+
     @Test(arguments: Engine.allCases) func insideATransactionItsOwnWritesCount(engine: Engine) throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
@@ -207,13 +230,13 @@ struct AggregateTests {
 
     @Test func aSumBeyondOneHundredTwentyEightBitsIsAnOverflowError() throws {
         var near = AggregateAccumulator(integerSum: Int128.max - 5, count: 1)
-        let added = near.add(encoded: IndexValue(5).encoded[...], decoded: .integer(5))
+        let added = near.add(encoded: IndexValue(5).encoded, decoded: .integer(5))
         #expect(added)
         #expect(near.result.sum == .integer(.max))
-        let overflowed = !near.add(encoded: IndexValue(1).encoded[...], decoded: .integer(1))
+        let overflowed = !near.add(encoded: IndexValue(1).encoded, decoded: .integer(1))
         #expect(overflowed)
         var low = AggregateAccumulator(integerSum: Int128.min + 1, count: 1)
-        let underflowed = !low.add(encoded: IndexValue(-2).encoded[...], decoded: .integer(-2))
+        let underflowed = !low.add(encoded: IndexValue(-2).encoded, decoded: .integer(-2))
         #expect(underflowed)
         let message = BuriError.aggregateOverflow(bucket: "B", index: "n").description
         #expect(message.contains("'B'") && message.contains("'n'") && message.contains("128 bits"))

@@ -53,6 +53,14 @@ struct RecordHeader: Equatable, Sendable {
         return (RecordHeader(schemaVersion: schema, entries: entries), offset)
     }
 
+    /// Validates the header at the front of `value` and calls `visit(indexId, tupleRange)` for
+    /// each entry, building nothing (aggregates read every matching record's entries this way).
+    static func forEachEntry(
+        _ value: UnsafeRawBufferPointer, _ visit: (UInt32, Range<Int>) -> Void
+    ) throws(FormatError) {
+        _ = try walk(value) { _, index, tuple in visit(index, tuple) }
+    }
+
     /// Validates the header at the front of `value`, calling `visit(entryCount, indexId, tupleRange)`
     /// for each entry; the one definition of the header's layout that both readers share.
     @inline(__always)

@@ -211,9 +211,15 @@ struct AggregateAccumulator {
         self.count = count
     }
 
-    /// Adds one value: `encoded` is its index encoding (one element), `decoded` its Swift form.
-    /// Returns `false` when the integer sum no longer fits in 128 bits.
-    mutating func add(encoded: ArraySlice<UInt8>, decoded: IndexValue.Decoded) -> Bool {
+    /// Adds one value given as an array (tests).
+    mutating func add(encoded: [UInt8], decoded: IndexValue.Decoded) -> Bool {
+        encoded.withUnsafeBytes { add(encoded: $0, decoded: decoded) }
+    }
+
+    /// Adds one value: `encoded` is its index encoding (one element), `decoded` its Swift form;
+    /// its bytes are copied only when it is a new minimum or maximum. Returns `false` when the
+    /// integer sum no longer fits in 128 bits.
+    mutating func add(encoded: UnsafeRawBufferPointer, decoded: IndexValue.Decoded) -> Bool {
         switch decoded {
         case .integer(let value):
             let (sum, overflow) = integers.addingReportingOverflow(Int128(value))
@@ -259,6 +265,37 @@ struct AggregateAccumulator {
         return Aggregate(
             count: count, sum: sum, minimum: minimum.map { IndexValue(encoded: $0) },
             maximum: maximum.map { IndexValue(encoded: $0) })
+    }
+}
+
+/// The groups of a grouped aggregate, found by their value's bytes: a few groups are compared in
+/// place (no key is built per object), many through a dictionary.
+struct GroupTable {
+    private(set) var keys: [[UInt8]] = []
+    var accumulators: [AggregateAccumulator] = []
+    private var positions: [[UInt8]: Int] = [:]
+    /// Up to this many groups are found by comparing bytes, one group after the other.
+    static let linearLimit = 16
+
+    /// The slot of the group with value `bytes`, made if new.
+    mutating func slot(for bytes: UnsafeRawBufferPointer) -> Int {
+        if keys.count <= Self.linearLimit {
+            for (position, key) in keys.enumerated() where key.count == bytes.count && key.elementsEqual(bytes) {
+                return position
+            }
+        } else if let position = positions[Array(bytes)] {
+            return position
+        }
+        let key = Array(bytes)
+        keys.append(key)
+        accumulators.append(AggregateAccumulator())
+        positions[key] = keys.count - 1
+        return keys.count - 1
+    }
+
+    /// The groups in bytewise order of their values.
+    var sorted: [(key: [UInt8], accumulator: AggregateAccumulator)] {
+        zip(keys, accumulators).sorted { $0.0.lexicographicallyPrecedes($1.0) }.map { (key: $0.0, accumulator: $0.1) }
     }
 }
 
@@ -353,7 +390,7 @@ extension RawBucket {
                         } catch {
                             throw corrupt(nil, name, error)
                         }
-                        let encoded = ArraySlice(raw[Keyspace.indexPrefixLength..<offset])
+                        let encoded = UnsafeRawBufferPointer(rebasing: raw[Keyspace.indexPrefixLength..<offset])
                         guard accumulator.add(encoded: encoded, decoded: decoded) else { throw overflow }
                     }
                 }
@@ -361,39 +398,51 @@ extension RawBucket {
             return [AggregateGroup(value: nil, aggregate: accumulator.result)]
         }
 
-        // Otherwise each matching object's header lists its values in both indexes.
+        // Otherwise each matching object's header lists its values in both indexes: read in place.
         let plan = try QueryPlan(query, bucket: bucket, reader: reader)
         let cursor = try RawQueryCursor(bucket: bucket, plan: plan, reader: reader)
-        var groups: [[UInt8]: AggregateAccumulator] = [:]
+        var table = GroupTable()
         var ungrouped = AggregateAccumulator()
         var hasUngrouped = grouping == nil
-        var groupValues: [[UInt8]] = []
+        var groupRanges: [Range<Int>] = []
+        var valueRanges: [Range<Int>] = []
+        var slots: [Int] = []
+        let groupId = grouping?.id
         while true {
-            let more = try cursor.nextRecord { (key, header, _) throws -> Bool in
-                groupValues.removeAll(keepingCapacity: true)
-                if let grouping {
-                    for entry in header.entries where entry.index == grouping.id {
-                        groupValues.append(entry.tuple)
-                        // A group with a matching object appears, even if none of its objects has a value to add.
-                        if groups[entry.tuple] == nil { groups[entry.tuple] = AggregateAccumulator() }
+            let more = try cursor.nextStoredValue { (value) throws -> Bool in
+                groupRanges.removeAll(keepingCapacity: true)
+                valueRanges.removeAll(keepingCapacity: true)
+                do {
+                    try RecordHeader.forEachEntry(value) { id, tuple in
+                        if id == index.id { valueRanges.append(tuple) }
+                        if id == groupId { groupRanges.append(tuple) }
                     }
+                } catch {
+                    throw BuriError.corruption(
+                        bucket: self.name, key: cursor.currentKey, index: nil, reason: "record header: \(error)")
                 }
-                if groupValues.isEmpty { hasUngrouped = true }
-                for entry in header.entries where entry.index == index.id {
-                    var offset = 0
+                // A group appears as soon as a matching object is in it, even with no value to add.
+                slots.removeAll(keepingCapacity: true)
+                for range in groupRanges {
+                    slots.append(table.slot(for: UnsafeRawBufferPointer(rebasing: value[range])))
+                }
+                if groupRanges.isEmpty { hasUngrouped = true }
+                for range in valueRanges {
+                    var offset = range.lowerBound
                     let decoded: IndexValue.Decoded
                     do {
-                        decoded = try ValueEncoding.decodeElement(entry.tuple, at: &offset)
+                        decoded = try ValueEncoding.decodeElement(value, at: &offset)
                     } catch {
-                        throw corrupt(key, name, error)
+                        throw corrupt(cursor.currentKey, name, error)
                     }
-                    let encoded = entry.tuple[..<offset]
-                    if groupValues.isEmpty {
+                    let encoded = UnsafeRawBufferPointer(rebasing: value[range.lowerBound..<offset])
+                    if slots.isEmpty {
                         guard ungrouped.add(encoded: encoded, decoded: decoded) else { throw overflow }
                     } else {
-                        for value in groupValues {
-                            guard groups[value, default: AggregateAccumulator()].add(encoded: encoded, decoded: decoded)
-                            else { throw overflow }
+                        for slot in slots {
+                            guard table.accumulators[slot].add(encoded: encoded, decoded: decoded) else {
+                                throw overflow
+                            }
                         }
                     }
                 }
@@ -401,9 +450,8 @@ extension RawBucket {
             }
             guard more != nil else { break }
         }
-        var result = groups.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
-            AggregateGroup(value: IndexValue(encoded: $0.key), aggregate: $0.value.result)
-        }
+        let groups = table.sorted
+        var result = groups.map { AggregateGroup(value: IndexValue(encoded: $0.key), aggregate: $0.accumulator.result) }
         if hasUngrouped { result.append(AggregateGroup(value: nil, aggregate: ungrouped.result)) }
         return result
     }

@@ -395,6 +395,13 @@ public final class RawQueryCursor {
         return try bucket.run { try body(key, header, currentPayload) }
     }
 
+    /// The next matching object's whole stored value (header and payload), lent to `body`
+    /// without copying or parsing it; ``currentKey`` names it.
+    func nextStoredValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
+        guard try advance(readRecord: true) else { return nil }
+        return try bucket.run { try body(record) }
+    }
+
     /// The next matching object as a ``StoredRecord``.
     public func nextRecord() throws(BuriError) -> StoredRecord? {
         try nextRecord { key, header, payload in
