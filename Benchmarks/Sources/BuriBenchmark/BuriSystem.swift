@@ -56,21 +56,10 @@ final class BuriSystem: System {
         try people.allObjects().count
     }
 
-    @inline(never) func aggregate() throws -> Int {
-        let result = try people.aggregate("age")
-        guard case .integer(let sum) = result.sum, result.average != nil, result.minimum != nil else { return 0 }
-        return try workload.checkAggregate(count: result.count, sum: Int(sum), system: name)
-    }
+    @inline(never) func aggregate() throws -> Int { try workload.aggregateAges(people, system: name) }
 
     @inline(never) func groupedAggregate() throws -> Int {
-        var count = 0
-        var total = 0
-        for group in try people.aggregate("age", groupedBy: "locale") {
-            guard case .integer(let sum) = group.aggregate.sum, group.aggregate.average != nil else { return 0 }
-            count += group.aggregate.count
-            total += Int(sum)
-        }
-        return try workload.checkAggregate(count: count, sum: total, system: name)
+        try workload.aggregateAgesByLocale(people, system: name)
     }
 
     @inline(never) func indexKeys() throws -> Int {

@@ -77,6 +77,25 @@ struct Workload: Sendable {
     /// The sum of the stored ages when the aggregate rows run (the complex fill's ages).
     var ageSum: Int { people.reduce(0) { $0 + $1.age } }
 
+    /// The aggregate row through Buri's API (one way to ask it, for both Buri systems).
+    func aggregateAges<P>(_ people: Bucket<P>, system: String) throws -> Int {
+        let result = try people.aggregate("age")
+        guard case .integer(let sum) = result.sum, result.average != nil, result.minimum != nil else { return 0 }
+        return try checkAggregate(count: result.count, sum: Int(sum), system: system)
+    }
+
+    /// The grouped aggregate row through Buri's API.
+    func aggregateAgesByLocale<P>(_ people: Bucket<P>, system: String) throws -> Int {
+        var count = 0
+        var total = 0
+        for group in try people.aggregate("age", groupedBy: "locale") {
+            guard case .integer(let sum) = group.aggregate.sum, group.aggregate.average != nil else { return 0 }
+            count += group.aggregate.count
+            total += Int(sum)
+        }
+        return try checkAggregate(count: count, sum: total, system: system)
+    }
+
     /// Checks an aggregate row's answer: every age counted, and their sum; returns the count.
     func checkAggregate(count: Int, sum: Int, system: String) throws -> Int {
         guard count == n, sum == ageSum else {
