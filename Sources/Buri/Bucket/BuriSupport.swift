@@ -85,12 +85,17 @@ public struct BuriIndex<T>: Sendable {
     public let isComputed: Bool
     /// The object's value tuples for this index (one per entry).
     let tuples: @Sendable (T) throws(BuriError) -> [[IndexValue]]
+    /// The property a single-component index reads, for queries by key path (`nil` for compound
+    /// and computed indexes).
+    let keyPath: (AnyKeyPath & Sendable)?
 
     init(
         name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
+        keyPath: (AnyKeyPath & Sendable)? = nil,
         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
     ) {
+        self.keyPath = keyPath
         self.name = name
         self.components = components
         self.isUnique = unique
@@ -128,7 +133,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object in
             [[object[keyPath: keyPath].binaryIndexValue]]
         }
@@ -142,7 +147,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.binary], unique: unique, multi: false, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object in
             object[keyPath: keyPath].map { [[$0.binaryIndexValue]] } ?? []
         }
@@ -156,7 +161,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.binary], unique: unique, multi: true, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object in
             object[keyPath: keyPath].map { [$0.binaryIndexValue] }
         }
@@ -173,7 +178,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object throws(BuriError) in
             [[try object[keyPath: keyPath].numericIndexValue()]]
         }
@@ -187,7 +192,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.numeric], unique: unique, multi: false, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object throws(BuriError) in
             guard let value = object[keyPath: keyPath] else { return [] }
             return [[try value.numericIndexValue()]]
@@ -202,7 +207,7 @@ public struct BuriIndex<T>: Sendable {
         let source = source(field, form: V.indexFieldForm)
         return BuriIndex(
             name: name, components: [.numeric], unique: unique, multi: true, version: version, fields: source.fields,
-            computed: source.computed
+            computed: source.computed, keyPath: keyPath
         ) { object throws(BuriError) in
             var tuples: [[IndexValue]] = []
             for element in object[keyPath: keyPath] { tuples.append([try element.numericIndexValue()]) }

@@ -65,6 +65,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The exact integer sum of index `index`'s values (``Bucket/aggregate(_:where:)-5iolv``) does not
     /// fit in 128 bits.
     case aggregateOverflow(bucket: String, index: String)
+    /// A query by key path (``Query/where(_:equals:)``) names a property of `type` that no
+    /// declared single-component index reads.
+    case unindexedKeyPath(type: String, keyPath: String)
 
     public var description: String {
         switch self {
@@ -130,6 +133,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
         case .invalidTransaction(let reason):
             return "transaction misuse: \(reason)"
+        case let .unindexedKeyPath(type, keyPath):
+            return
+                "no index of \(type) reads \(keyPath): declare one in its BuriSchema (such as .numeric(\"name\", \\.property) or .binary(\"name\", \\.property)), or query an index by name"
         case let .aggregateOverflow(bucket, index):
             return
                 "bucket '\(bucket)', index '\(index)': the exact sum of the index's integer values does not fit in 128 bits; aggregate fewer objects at a time (a narrower query) and add the parts as you need"

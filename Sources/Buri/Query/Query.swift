@@ -39,6 +39,10 @@ public struct Query: Sendable, Hashable {
         public var leading: [IndexValue]
         /// What the component after `leading` must satisfy, if anything.
         public var rest: Rest
+        /// Set for a condition by key path that no declared index covers (``Query/where(_:equals:)``).
+        var unresolved: UnresolvedKeyPath? = nil
+        /// Set for a condition by key path whose value no index can hold (a NaN): why.
+        var invalidValue: String? = nil
 
         public enum Rest: Sendable, Hashable {
             /// Nothing more: `leading` alone decides.

@@ -10,6 +10,12 @@ struct ConditionPlan {
     let range: KeyRange
 
     init(_ condition: Query.Condition, in descriptor: BucketDescriptor) throws(BuriError) {
+        if let unresolved = condition.unresolved {
+            throw .unindexedKeyPath(type: unresolved.type, keyPath: unresolved.keyPath)
+        }
+        if let reason = condition.invalidValue {
+            throw .invalidQuery(bucket: descriptor.name, index: condition.index, reason: reason)
+        }
         guard let index = descriptor.index(named: condition.index) else {
             throw .unknownIndex(bucket: descriptor.name, index: condition.index, known: descriptor.indexes.map(\.name))
         }
