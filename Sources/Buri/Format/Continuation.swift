@@ -77,6 +77,7 @@ enum ContinuationFormat {
     /// u8 direction (00 ascending, 01 descending), varint number of conditions, then per condition:
     ///   varint L, L bytes of the index name; varint k, k × enc(value) (leading values);
     ///   rest: 00 (none) | 01 bound bound (range: lower, upper) | 02 varint L, L bytes (prefix)
+    ///         | 03 varint k, k × enc(value) (any of: the distinct values in bytewise order)
     ///   bound: 00 (unbounded) | 01 enc(value) (inclusive) | 02 enc(value) (exclusive)
     /// ```
     static func signature(of query: Query) -> [UInt8] {
@@ -105,6 +106,12 @@ enum ContinuationFormat {
                 out.append(2)
                 Varint.append(UInt64(bytes.count), to: &out)
                 out.append(contentsOf: bytes)
+            case .anyOf(let values):
+                // As the set it is: sorted and without repeats, so the order written does not matter.
+                let distinct = Set(values.map(\.encoded)).sorted { $0.lexicographicallyPrecedes($1) }
+                out.append(3)
+                Varint.append(UInt64(distinct.count), to: &out)
+                for value in distinct { out.append(contentsOf: value) }
             }
         }
         return out

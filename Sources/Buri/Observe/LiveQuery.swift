@@ -191,7 +191,11 @@ struct LiveQueryRelevance: Sendable {
     static func of(_ query: Query, bucket: RawBucket, objects: Bool) throws(BuriError) -> LiveQueryRelevance {
         if query.conditions.isEmpty { return LiveQueryRelevance(records: .any) }
         var ranges: [KeyRange] = []
-        for condition in query.conditions { ranges.append(try ConditionPlan(condition, in: bucket.descriptor).range) }
+        for condition in query.conditions {
+            // An `anyOf` condition wakes only for its values' ranges, not what lies between them.
+            let plan = try ConditionPlan(condition, in: bucket.descriptor)
+            ranges.append(contentsOf: plan.alternatives ?? [plan.range])
+        }
         return LiveQueryRelevance(ranges: ranges, records: objects ? .results : .none)
     }
 }

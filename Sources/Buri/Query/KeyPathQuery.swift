@@ -182,6 +182,25 @@ extension Query {
         keyPathRange(keyPath, from: nil, inclusive: false, to: range.upperBound, inclusive: false)
     }
 
+    /// Objects whose property at `keyPath` equals any of `values` (SQL's `IN`): each object once,
+    /// in the index's order. No values: nothing matches.
+    ///
+    /// ```swift
+    /// let englishOrDutch = try people.objects(.where(\Person.locale, in: ["EN", "NL"]))
+    /// ```
+    public static func `where`<Root: BuriSupport, P: IndexedProperty>(
+        _ keyPath: KeyPath<Root, P>, in values: [P.IndexedValue]
+    ) -> Query {
+        Query(conditions: [
+            condition(keyPath) { name throws(BuriError) in
+                var encoded: [IndexValue] = []
+                encoded.reserveCapacity(values.count)
+                for value in values { encoded.append(try value.queryIndexValue()) }
+                return Condition(index: name, leading: [], rest: .anyOf(encoded))
+            }
+        ])
+    }
+
     /// Objects whose string property at `keyPath` begins with `prefix` (compared as UTF-8 bytes).
     ///
     /// ```swift
@@ -238,6 +257,19 @@ extension Bucket {
         throws(BuriError) -> [T] where P.IndexedValue: Comparable
     {
         try objects(.where(keyPath, in: range))
+    }
+
+    /// The objects whose property at `keyPath` equals any of `values`, in the index's order.
+    ///
+    /// ```swift
+    /// let englishOrDutch = try people.objects(where: \.locale, in: ["EN", "NL"])
+    /// ```
+    public func objects<P: IndexedProperty>(
+        where keyPath: KeyPath<T, P>, in values: [P.IndexedValue]
+    )
+        throws(BuriError) -> [T]
+    {
+        try objects(.where(keyPath, in: values))
     }
 
     /// The number of objects whose property at `keyPath` equals `value`.

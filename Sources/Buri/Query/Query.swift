@@ -51,6 +51,8 @@ public struct Query: Sendable, Hashable {
             case range(lower: IndexBound, upper: IndexBound)
             /// The next component is a byte string beginning with these bytes.
             case prefix([UInt8])
+            /// The next component equals one of these values (an `IN` list; none: nothing matches).
+            case anyOf([IndexValue])
         }
     }
 
@@ -128,6 +130,17 @@ public struct Query: Sendable, Hashable {
     /// Objects whose index value is below `range.upperBound`: `..<25`.
     public static func index(_ index: String, in range: PartialRangeUpTo<IndexValue>) -> Query {
         .index(index, from: .unbounded, to: .exclusive(range.upperBound))
+    }
+
+    /// Objects whose index value is any of `values` (SQL's `IN`), in the index's order: each
+    /// object once, at its first matching entry. No values: nothing matches. For a compound index,
+    /// `leading` gives its leading components and `values` the next one's alternatives.
+    ///
+    /// ```swift
+    /// let englishOrDutch = try people.objects(.index("locale", in: ["EN", "NL"]))
+    /// ```
+    public static func index(_ index: String, leading: [IndexValue] = [], in values: [IndexValue]) -> Query {
+        Query(conditions: [Condition(index: index, leading: leading, rest: .anyOf(values))])
     }
 
     /// Objects whose binary index value begins with the UTF-8 bytes of `prefix`.

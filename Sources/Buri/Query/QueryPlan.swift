@@ -6,8 +6,12 @@ struct ConditionPlan {
     let index: IndexDefinition
     /// The key prefix of the index's entries.
     let prefix: [UInt8]
-    /// The range of full index-entry keys (prefix, tuple, object key) that satisfy the condition.
+    /// The range of full index-entry keys (prefix, tuple, object key) that satisfy the condition;
+    /// for an `anyOf` condition, the smallest range holding all of its alternatives.
     let range: KeyRange
+    /// For an `anyOf` condition, the ranges of its values, sorted and disjoint: a key in `range`
+    /// matches only if one of them holds it.
+    let alternatives: [KeyRange]?
 
     init(_ condition: Query.Condition, in descriptor: BucketDescriptor) throws(BuriError) {
         if let unresolved = condition.unresolved {
@@ -47,9 +51,26 @@ struct ConditionPlan {
             base.append(contentsOf: value.encoded)
         }
         let next = condition.leading.count
+        var alternatives: [KeyRange]? = nil
         switch condition.rest {
         case .none:
             range = .prefix(base)
+        case .anyOf(let values):
+            var prefixes: [[UInt8]] = []
+            prefixes.reserveCapacity(values.count)
+            for value in values {
+                try check(value, component: next)
+                prefixes.append(base + value.encoded)
+            }
+            // Values are prefix-free encodings: distinct ones give disjoint ranges.
+            prefixes = Set(prefixes).sorted { $0.lexicographicallyPrecedes($1) }
+            let ranges = prefixes.map { KeyRange.prefix($0) }
+            alternatives = ranges
+            if let first = ranges.first, let last = ranges.last {
+                range = KeyRange(start: first.start, end: last.end)
+            } else {
+                range = KeyRange(start: base, end: base)  // no value: an empty range
+            }
         case let .range(lower, upper):
             let start: [UInt8]
             switch lower {
@@ -82,12 +103,48 @@ struct ConditionPlan {
             ValueEncoding.appendBinaryPrefix(bytes, to: &key)
             range = .prefix(key)
         }
+        self.alternatives = alternatives
+    }
+
+    /// For an `anyOf` condition, the start of the first alternative after `key`, where an
+    /// ascending walk that met a key between alternatives goes on; `nil` if none is left.
+    func nextAlternativeStart(after key: [UInt8]) -> [UInt8]? {
+        guard let alternatives else { return nil }
+        var low = 0
+        var high = alternatives.count
+        while low < high {
+            let middle = (low + high) / 2
+            if let start = alternatives[middle].start, key.lexicographicallyPrecedes(start) {
+                high = middle
+            } else {
+                low = middle + 1
+            }
+        }
+        return low < alternatives.count ? alternatives[low].start : nil
+    }
+
+    /// Whether the full entry key `key` satisfies this condition.
+    func matches(_ key: [UInt8]) -> Bool {
+        guard range.contains(key) else { return false }
+        guard let alternatives else { return true }
+        // The last alternative that starts at or before `key` is the only one that can hold it.
+        var low = 0
+        var high = alternatives.count
+        while low < high {
+            let middle = (low + high) / 2
+            if let start = alternatives[middle].start, key.lexicographicallyPrecedes(start) {
+                high = middle
+            } else {
+                low = middle + 1
+            }
+        }
+        return low > 0 && alternatives[low - 1].contains(key)
     }
 
     /// Whether an object whose header lists `entries` satisfies this condition.
     func isSatisfied(by entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>) -> Bool {
         for entry in entries where entry.index == index.id {
-            if range.contains(Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)) {
+            if matches(Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)) {
                 return true
             }
         }
@@ -101,7 +158,7 @@ struct ConditionPlan {
         var best: [UInt8]? = nil
         for entry in entries where entry.index == index.id {
             let key = Keyspace.indexEntryKey(prefix: prefix, tuple: entry.tuple, objectKey: objectKey)
-            guard range.contains(key) else { continue }
+            guard matches(key) else { continue }
             if let current = best,
                 descending ? !current.lexicographicallyPrecedes(key) : !key.lexicographicallyPrecedes(current)
             {

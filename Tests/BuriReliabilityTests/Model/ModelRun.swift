@@ -241,8 +241,26 @@ final class ModelRun {
         Array(pick(["", "a", "e", "\u{E9}", "\u{0}", "a\u{0}", "x", "ab", "\u{2126}", "b@", "e\u{301}"]).utf8)
     }
 
+    /// 0 to 4 values (repeats possible), for an `anyOf` condition.
+    func randomAlternatives(_ value: () -> ModelValue) -> [ModelValue] { (0..<int(0...4)).map { _ in value() } }
+
     func randomCondition() -> ModelCondition {
         let name = pick(ModelItem.indexes).name
+        // IN lists on every index: of numbers, of strings, and after a compound index's leading value.
+        if chance(0.2) {
+            switch name {
+            case "num", "real":
+                return ModelCondition(index: name, leading: [], rest: .anyOf(randomAlternatives(randomNumberValue)))
+            case "group_real":
+                return chance(0.5)
+                    ? ModelCondition(index: name, leading: [], rest: .anyOf(randomAlternatives(randomStringValue)))
+                    : ModelCondition(
+                        index: name, leading: [randomStringValue()], rest: .anyOf(randomAlternatives(randomNumberValue))
+                    )
+            default:
+                return ModelCondition(index: name, leading: [], rest: .anyOf(randomAlternatives(randomStringValue)))
+            }
+        }
         switch name {
         case "num", "real":
             if chance(0.3) { return ModelCondition(index: name, leading: [randomNumberValue()], rest: .none) }

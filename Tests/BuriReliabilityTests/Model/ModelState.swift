@@ -245,6 +245,8 @@ struct ModelCondition: CustomStringConvertible {
         case none
         case range(Bound, Bound)
         case prefix([UInt8])
+        /// Any of these values (`IN`); none matches nothing.
+        case anyOf([ModelValue])
     }
 
     var index: String
@@ -276,6 +278,9 @@ struct ModelCondition: CustomStringConvertible {
         case .prefix(let prefix):
             guard tuple.count > leading.count, case .bytes(let bytes) = tuple[leading.count] else { return false }
             return bytes.starts(with: prefix)
+        case .anyOf(let values):
+            guard tuple.count > leading.count else { return false }
+            return values.contains { ModelValue.compare(tuple[leading.count], $0) == 0 }
         }
     }
 
@@ -296,6 +301,10 @@ struct ModelCondition: CustomStringConvertible {
             return Query.Condition(
                 index: index, leading: values, rest: .range(lower: try bound(lower), upper: try bound(upper)))
         case .prefix(let bytes): return Query.Condition(index: index, leading: values, rest: .prefix(bytes))
+        case .anyOf(let alternatives):
+            var encoded: [IndexValue] = []
+            for value in alternatives { encoded.append(try value.indexValue()) }
+            return Query.Condition(index: index, leading: values, rest: .anyOf(encoded))
         }
     }
 
@@ -305,6 +314,7 @@ struct ModelCondition: CustomStringConvertible {
         case .none: return "\(index)\(lead) equals"
         case let .range(lower, upper): return "\(index)\(lead) in \(lower)…\(upper)"
         case .prefix(let bytes): return "\(index)\(lead) prefix \(ModelValue.bytes(bytes))"
+        case .anyOf(let values): return "\(index)\(lead) in \(values)"
         }
     }
 }

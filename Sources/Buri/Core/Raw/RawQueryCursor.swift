@@ -314,6 +314,15 @@ public final class RawQueryCursor {
         if let limit = plan.limit, returned >= limit { return false }
         while try nextCandidate(needsRecord: readRecord || checksHeaders) {
             try readCandidateKey()
+            // An `anyOf` ordering condition walks from its first value to its last: an entry
+            // between two of its values is skipped, and an ascending walk seeks to the next value.
+            if let order = plan.order, order.alternatives != nil, !order.matches(candidateKey) {
+                if !plan.descending, !candidateReadAhead, let cursor {
+                    guard let next = order.nextAlternativeStart(after: candidateKey) else { return false }
+                    cursor.seek(next)
+                }
+                continue
+            }
             if readRecord || checksHeaders {
                 guard try locateRecord() else {
                     // A key walk that checks further conditions finds that a missing object
