@@ -331,6 +331,9 @@ struct QueryCommand: ParsableCommand {
             buri import …` copies them. --count prints only the number of matches; --offset skips \
             that many first.
 
+            --in VALUE, repeated, matches any of the values (SQL's IN), in the index's order, each \
+            object once; after --equals it lists the next component's values.
+
             --sum, --avg, --min and --max INDEX print statistics of a numeric index over the matches \
             (every object when no condition is given), computed from index entries without decoding \
             objects: `count N` and one `NAME VALUE` line each, or one JSON object with --json. Integer \
@@ -351,6 +354,7 @@ struct QueryCommand: ParsableCommand {
               buri query people.buri Person name_age --equals 'Smith\\, John,40'
               buri query people.buri Person name_age --equals 'Smith, John' --equals 40
               buri query people.buri Person age --from 20 --page-size 100 --after b1000000…
+              buri query people.buri Person locale --in EN --in NL --limit 50
               buri query people.buri Person locale --equals EN --sum age --avg age
               buri query people.buri Person age --max age --group-by locale --json
             """
@@ -396,6 +400,13 @@ struct QueryCommand: ParsableCommand {
         help: ArgumentHelp("Objects whose binary index value begins with this text.", valueName: "text"))
     var prefix: String?
 
+    @Option(
+        name: .customLong("in"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Objects whose index value (or, after --equals, the next component) is any of these; repeat it, one value each.",
+            valueName: "value"))
+    var anyOf: [String] = []
+
     @Flag(
         help:
             "Print the matching objects as `buri export` does: its header line, then {\"bucket\",\"key\",\"object\"} records (importable)."
@@ -429,7 +440,7 @@ struct QueryCommand: ParsableCommand {
     var after: String?
 
     /// Whether a range or prefix constrains the component after the --equals values.
-    var hasNext: Bool { from != nil || to != nil || above != nil || below != nil || prefix != nil }
+    var hasNext: Bool { from != nil || to != nil || above != nil || below != nil || prefix != nil || !anyOf.isEmpty }
 
     func validate() throws {
         if aggregates.isRequested, count || objects || pageSize != nil || keyFormat.nul {
@@ -440,6 +451,10 @@ struct QueryCommand: ParsableCommand {
         if equals.isEmpty, !hasNext, !aggregates.isRequested {
             throw ValidationError(
                 "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
+        }
+        if !anyOf.isEmpty, prefix != nil || from != nil || to != nil || above != nil || below != nil {
+            throw ValidationError(
+                "--in lists the values the component may have; it cannot be combined with a range or --prefix")
         }
         if prefix != nil, from != nil || to != nil || above != nil || below != nil {
             throw ValidationError("--prefix cannot be combined with --from/--to/--above/--below; use one or the other")
@@ -607,6 +622,14 @@ struct QueryCommand: ParsableCommand {
                 )
             }
             return .index(definition.name, leading: leading, prefixBytes: Array(prefix.utf8))
+        }
+        if !anyOf.isEmpty {
+            var values: [IndexValue] = []
+            for text in anyOf {
+                values.append(
+                    try parseIndexValue(text, kind: kinds[next], index: definition.name, option: "--in value"))
+            }
+            return .index(definition.name, leading: leading, in: values)
         }
         if hasNext {
             var lower = IndexBound.unbounded

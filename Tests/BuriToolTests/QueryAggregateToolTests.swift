@@ -56,6 +56,29 @@ struct QueryAggregateToolTests {
         #expect(byAge.stdout == "[" + rows.joined(separator: ",") + "]\n")
     }
 
+    @Test func inListsAnyOfSeveralValues() throws {
+        let sandbox = try Sandbox()
+        let db = try makeFixture(sandbox)
+        func byLocaleThenKey(_ locales: Set<String>) -> [String] {
+            fixturePeople.filter { locales.contains($0.locale) }
+                .sorted { ($0.locale, $0.objectId) < ($1.locale, $1.objectId) }.map(\.objectId)
+        }
+        let run = try buri("query", db, "Person", "locale", "--in", "NL", "--in", "DE")
+        expectSuccess(run)
+        #expect(run.lines == byLocaleThenKey(["DE", "NL"]))
+        #expect(try buri("query", db, "Person", "age", "--in", "21", "--in", "29", "--count").lines == ["8"])
+        // With --equals on a compound index: the next component's values.
+        let notes = try buri("query", db, "notes", "locale_age", "--equals", "EN", "--in", "30", "--in", "41", "--json")
+        #expect(notes.stdout == "[\"n1\",\"n4\"]\n")
+        // A page token of the list resumes it; statistics over it.
+        let sum = try buri("query", db, "Person", "locale", "--in", "EN", "--sum", "age")
+        let english = fixturePeople.filter { $0.locale == "EN" }.map(\.age)
+        #expect(sum.lines == ["count \(english.count)", "sum \(english.reduce(0, +))"])
+        expectFailure(
+            try buri("query", db, "Person", "locale", "--in", "EN", "--prefix", "E"), status: 2, mentioning: ["--in"])
+        expectFailure(try buri("query", db, "Person", "age", "--in", "twenty"), status: 2, mentioning: ["twenty"])
+    }
+
     @Test func misuseIsAUsageError() throws {
         let sandbox = try Sandbox()
         let db = try makeFixture(sandbox)
