@@ -161,6 +161,39 @@ struct CorruptionTests {
         #expect(try people.objects(.index("age", in: 27...27)).map(\.id) == ["p8"])
     }
 
+    @Test("an aggregate that meets a damaged record header fails with a typed error naming it, never a smaller sum")
+    func aggregateOverDamagedHeaderFails() throws {
+        let directory = TemporaryDirectory("buri-corrupt-aggregate")
+        let path = directory.path("db")
+        let descriptor = try Self.makeDatabase(path)
+        try withRawDatabase(path) { raw in
+            let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: "p3")
+            var value = try #require(try raw.get(recordKey))
+            value[0] = 0xEE  // header layout byte
+            try raw.put(recordKey, value)
+        }
+        let db = try BuriDatabase(path: path)
+        defer { db.close() }
+        let people = try db.bucket(Person.self)
+        for attempt in [
+            { () throws -> Void in _ = try people.aggregate("age", groupedBy: "locale") },
+            { () throws -> Void in _ = try people.aggregate("age", where: .index("locale", equals: "EN")) },
+        ] {
+            do {
+                try attempt()
+                Issue.record("an aggregate over a damaged record returned a result")
+            } catch let error as BuriError {
+                guard case .corruption(_, let key, _, _) = error else {
+                    Issue.record("\(error)")
+                    continue
+                }
+                #expect(key == "p3")
+            }
+        }
+        // Without conditions the index entries alone are read: the damaged record is not in the way.
+        #expect(try people.aggregate("age").count == 10)
+    }
+
     @Test("a damaged record can be deleted or overwritten, and takes its index entries with it")
     func damagedRecordCanBeReplaced() throws {
         let directory = TemporaryDirectory("buri-corrupt-replace")

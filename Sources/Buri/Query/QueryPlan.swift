@@ -106,10 +106,8 @@ struct ConditionPlan {
         self.alternatives = alternatives
     }
 
-    /// For an `anyOf` condition, the start of the first alternative after `key`, where an
-    /// ascending walk that met a key between alternatives goes on; `nil` if none is left.
-    func nextAlternativeStart(after key: [UInt8]) -> [UInt8]? {
-        guard let alternatives else { return nil }
+    /// How many alternatives start at or before `key` (they are sorted by start).
+    private func alternativesStarting(atOrBefore key: [UInt8], in alternatives: [KeyRange]) -> Int {
         var low = 0
         var high = alternatives.count
         while low < high {
@@ -120,7 +118,15 @@ struct ConditionPlan {
                 low = middle + 1
             }
         }
-        return low < alternatives.count ? alternatives[low].start : nil
+        return low
+    }
+
+    /// For an `anyOf` condition, the start of the first alternative after `key`, where an
+    /// ascending walk that met a key between alternatives goes on; `nil` if none is left.
+    func nextAlternativeStart(after key: [UInt8]) -> [UInt8]? {
+        guard let alternatives else { return nil }
+        let next = alternativesStarting(atOrBefore: key, in: alternatives)
+        return next < alternatives.count ? alternatives[next].start : nil
     }
 
     /// Whether the full entry key `key` satisfies this condition.
@@ -128,17 +134,8 @@ struct ConditionPlan {
         guard range.contains(key) else { return false }
         guard let alternatives else { return true }
         // The last alternative that starts at or before `key` is the only one that can hold it.
-        var low = 0
-        var high = alternatives.count
-        while low < high {
-            let middle = (low + high) / 2
-            if let start = alternatives[middle].start, key.lexicographicallyPrecedes(start) {
-                high = middle
-            } else {
-                low = middle + 1
-            }
-        }
-        return low > 0 && alternatives[low - 1].contains(key)
+        let count = alternativesStarting(atOrBefore: key, in: alternatives)
+        return count > 0 && alternatives[count - 1].contains(key)
     }
 
     /// Whether an object whose header lists `entries` satisfies this condition.
