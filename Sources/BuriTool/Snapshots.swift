@@ -33,6 +33,9 @@ enum SnapshotCleanup {
     /// Set, under `live`'s lock, when a signal is ending the process: no snapshot directory is
     /// made after, and its snapshot is being removed under the command.
     private static let terminating = Atomic<Bool>(false)
+    /// Held while a snapshot directory may be created (``excludingTheHandler(_:)``) and while the
+    /// handler marks the process as ending.
+    private static let gate = NSLock()
     /// The signals that end the process after removing its snapshots.
     static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
@@ -71,7 +74,9 @@ enum SnapshotCleanup {
     private static func end(by number: Int32) -> Never {
         // The command may fail once its files are gone: it must not exit with that failure (see
         // holdIfTerminating) before the signal ends it. Under the lock: no directory is made after.
-        live.withLock { _ in terminating.store(true, ordering: .sequentiallyConsistent) }
+        gate.lock()
+        terminating.store(true, ordering: .sequentiallyConsistent)
+        gate.unlock()
         removeAll()
         // And any still being made (not yet registered): this process's directories.
         let parent = snapshotParent()
@@ -92,13 +97,24 @@ enum SnapshotCleanup {
     /// excluding the signal handler's search for this process's directories; while it is ending,
     /// waits for the end instead.
     static func creatingDirectory(_ create: () -> Void) {
-        let made = live.withLock { _ -> Bool in
-            guard !terminating.load(ordering: .sequentiallyConsistent) else { return false }
+        excludingTheHandler {
             create()
             TestSignalHook.signal(.afterDirectory)
-            return true
         }
-        if !made { holdIfTerminating() }
+    }
+
+    /// Runs `body` — which may create a directory of this process's snapshots: `mkdtemp`, or
+    /// LevelDB opening a snapshot (its open makes the database directory again if the handler
+    /// renamed it away) — unless a signal is ending the process, excluding the handler's search
+    /// for this process's directories; while it is ending, waits for the end instead.
+    static func excludingTheHandler<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        gate.lock()
+        guard !terminating.load(ordering: .sequentiallyConsistent) else {
+            gate.unlock()
+            waitForTheEnd()
+        }
+        defer { gate.unlock() }
+        return try body()
     }
 
     /// Removes `files` when the process exits or a signal ends it (see ``install()``).
@@ -111,6 +127,11 @@ enum SnapshotCleanup {
     /// reporting the failure its vanishing snapshot caused.
     static func holdIfTerminating() {
         guard terminating.load(ordering: .sequentiallyConsistent) else { return }
+        waitForTheEnd()
+    }
+
+    /// Waits for the signal thread to end the process.
+    private static func waitForTheEnd() -> Never {
         while true { pause() }
     }
 
@@ -130,14 +151,17 @@ enum SnapshotCleanup {
 /// (docs/DURABILITY.md, "Test hooks"): with `BURI_TEST_SIGTERM_AT_SNAPSHOT=before-directory` a
 /// reading command sends itself SIGTERM just before its snapshot's directory is made, and waits
 /// until the signal is being handled before it goes on; with `after-directory`, right after the
-/// directory is made, before a file is in it. Either way the process must end by SIGTERM and
+/// directory is made, before a file is in it; with `before-open`, when the snapshot is taken and
+/// LevelDB is about to open it (waiting as before-directory does). Either way the process must end by SIGTERM and
 /// leave no directory. Without the variable nothing changes.
 ///
 /// ```sh
 /// BURI_TEST_SIGTERM_AT_SNAPSHOT=after-directory buri export db.buri   # ends by SIGTERM
 /// ```
 enum TestSignalHook {
-    enum Point: String { case beforeDirectory = "before-directory", afterDirectory = "after-directory" }
+    enum Point: String {
+        case beforeDirectory = "before-directory", afterDirectory = "after-directory", beforeOpen = "before-open"
+    }
 
     static let point: Point? = ProcessInfo.processInfo.environment["BURI_TEST_SIGTERM_AT_SNAPSHOT"].flatMap {
         Point(rawValue: $0)
@@ -148,7 +172,7 @@ enum TestSignalHook {
     static func signal(_ here: Point) {
         guard point == here else { return }
         kill(getpid(), SIGTERM)
-        if here == .beforeDirectory {
+        if here != .afterDirectory {
             while !SnapshotCleanup.isTerminating { sched_yield() }
         }
     }
@@ -171,7 +195,10 @@ func openSnapshot(_ path: String) throws -> BuriDatabase {
     options.createIfMissing = false
     options.purgesInBackground = false
     do {
-        return try BuriDatabase(readingSnapshot: files, options: options)
+        TestSignalHook.signal(.beforeOpen)
+        return try SnapshotCleanup.excludingTheHandler { () throws(BuriError) in
+            try BuriDatabase(readingSnapshot: files, options: options)
+        }
     } catch let error {
         // Opening writes only in the snapshot: a full disk there is the temporary directory's.
         if case .storage(let storage) = error,

@@ -285,7 +285,7 @@ struct ReadOnlySnapshotToolTests {
         let db = try makeFixture(sandbox)
         let temporary = sandbox.path("tmp")
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false)
-        for point in ["before-directory", "after-directory"] {
+        for point in ["before-directory", "after-directory", "before-open"] {
             for command in [["export", db], ["keys", db, "Person"], ["check", db]] {
                 let end = try runChildKilledAtAPoint(
                     try BuriBinary.located(), command,
@@ -340,7 +340,8 @@ struct ReadOnlySnapshotToolTests {
         #expect(
             blocked.terminationReason == .uncaughtSignal && blocked.terminationStatus == SIGTERM,
             "\(blocked.terminationReason.rawValue) \(blocked.terminationStatus)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary)
+        #expect(left.isEmpty, "left in TMPDIR: \(left)")
         // A snapshot left by a process that was killed outright is removed by the next reader.
         let stale = temporary + "/buri-snapshot-999999999-XXXXXX"
         try FileManager.default.createDirectory(atPath: stale, withIntermediateDirectories: false)
