@@ -51,6 +51,11 @@ enum RecordDecoding {
         return decoder(recordType, as: T.self)
     }
 
+    /// `Decodable`'s `init(from:)` through the CBOR decoder, as a function.
+    static func codableDecoder<T: Decodable & SendableMetatype>(for type: T.Type) -> RecordDecoder<T> {
+        { payload in try CBORDecoder().decode(T.self, from: payload) }
+    }
+
     private static func decoder<R: CBORRecordDecodable, T>(_ recordType: R.Type, as type: T.Type) -> RecordDecoder<T>? {
         // `R` is `T` (the cast above found `T` conforming); the check makes the bit cast below
         // an identity that cannot be wrong.

@@ -10,19 +10,28 @@
 /// varint             results returned so far by the walk (earlier pages included)
 /// …                  position: the storage key of the last result returned (non-empty)
 /// ```
+///
+/// A query with several sort keys issues layout `b2`: the same, with `varint L, L bytes` (the last
+/// result's sort bytes for the keys after the first) between the count and the position.
 enum ContinuationFormat {
     static let version: UInt8 = 0xB1
+    /// The layout of tokens that carry sort bytes.
+    static let sortedVersion: UInt8 = 0xB2
     /// Version, bucket id, index id and fingerprint: the fixed-width part in front of the count.
     static let fixedLength = 1 + 4 + 4 + 8
 
     static func encode(_ token: ContinuationToken) -> [UInt8] {
-        var out: [UInt8] = [version]
-        out.reserveCapacity(fixedLength + 2 + token.position.count)
+        var out: [UInt8] = [token.secondary == nil ? version : sortedVersion]
+        out.reserveCapacity(fixedLength + 2 + token.position.count + (token.secondary?.count ?? 0))
         Keyspace.appendBigEndian(token.bucket, to: &out)
         Keyspace.appendBigEndian(token.order, to: &out)
         Keyspace.appendBigEndian(UInt32(truncatingIfNeeded: token.fingerprint >> 32), to: &out)
         Keyspace.appendBigEndian(UInt32(truncatingIfNeeded: token.fingerprint), to: &out)
         Varint.append(token.returned, to: &out)
+        if let secondary = token.secondary {
+            Varint.append(UInt64(secondary.count), to: &out)
+            out.append(contentsOf: secondary)
+        }
         out.append(contentsOf: token.position)
         return out
     }
@@ -44,9 +53,9 @@ enum ContinuationFormat {
 
     static func decode(_ bytes: [UInt8]) throws(FormatError) -> ContinuationToken {
         guard let first = bytes.first else { throw FormatError("the token is empty") }
-        guard first == version else {
+        guard first == version || first == sortedVersion else {
             throw FormatError(
-                "token layout version 0x\(String(first, radix: 16)) is not one this Buri reads (0x\(String(version, radix: 16)))"
+                "token layout version 0x\(String(first, radix: 16)) is not one this Buri reads (0x\(String(version, radix: 16)) or 0x\(String(sortedVersion, radix: 16)))"
             )
         }
         guard bytes.count > fixedLength else {
@@ -60,13 +69,23 @@ enum ContinuationFormat {
             guard let value = try? Varint.read(raw, at: &offset) else { return nil }
             return (value, offset)
         }
-        guard let (returned, offset) = count else {
+        guard let (returned, start) = count else {
             throw FormatError("the token's result count is not a valid varint")
+        }
+        var offset = start
+        var secondary: [UInt8]? = nil
+        if first == sortedVersion {
+            let length = bytes.withUnsafeBytes { raw -> UInt64? in try? Varint.read(raw, at: &offset) }
+            guard let length, length <= UInt64(bytes.count - offset) else {
+                throw FormatError("the token's sort bytes are cut short")
+            }
+            secondary = Array(bytes[offset..<offset + Int(length)])
+            offset += Int(length)
         }
         guard offset < bytes.count else { throw FormatError("the token holds no position") }
         return ContinuationToken(
             bucket: word(1), order: word(5), fingerprint: UInt64(word(9)) << 32 | UInt64(word(13)),
-            returned: returned, position: Array(bytes[offset...]))
+            returned: returned, position: Array(bytes[offset...]), secondary: secondary)
     }
 
     /// The canonical bytes of what a query's results depend on, in order: its direction and its
@@ -114,7 +133,43 @@ enum ContinuationFormat {
                 for value in distinct { out.append(contentsOf: value) }
             }
         }
+        // Queries with predicates or sort keys: a tail that older queries do not have, so their
+        // fingerprints (and tokens) stay what they were.
+        if !query.predicates.isEmpty || !query.sortKeys.isEmpty {
+            out.append(0xF0)
+            Varint.append(UInt64(query.predicates.count), to: &out)
+            for predicate in query.predicates { appendSignature(of: predicate, to: &out) }
+            Varint.append(UInt64(query.sortKeys.count), to: &out)
+            for key in query.sortKeys {
+                Varint.append(UInt64(key.index.utf8.count), to: &out)
+                out.append(contentsOf: key.index.utf8)
+                out.append(key.descending ? 1 : 0)
+            }
+        }
         return out
+    }
+
+    /// ```
+    /// predicate: 10 condition | 11 varint n, n × predicate (all) | 12 varint n, n × predicate (any)
+    ///          | 13 predicate (not) | 14 (a filter: its code is not part of the fingerprint)
+    /// ```
+    static func appendSignature(of predicate: Query.Predicate, to out: inout [UInt8]) {
+        switch predicate {
+        case .condition(let condition):
+            out.append(0x10)
+            var single = Query(conditions: [condition])
+            single.isDescending = false
+            out.append(contentsOf: signature(of: single).dropFirst(2))
+        case .all(let parts), .any(let parts):
+            if case .all = predicate { out.append(0x11) } else { out.append(0x12) }
+            Varint.append(UInt64(parts.count), to: &out)
+            for part in parts { appendSignature(of: part, to: &out) }
+        case .not(let inner):
+            out.append(0x13)
+            appendSignature(of: inner, to: &out)
+        case .filter:
+            out.append(0x14)
+        }
     }
 
     /// FNV-1a (64-bit) of the query's ``signature(of:)``: the same in every process and program,

@@ -189,14 +189,23 @@ struct LiveQueryRelevance: Sendable {
 
     /// The relevance of `query` on `bucket`, for a query of objects (`objects`) or of keys/counts.
     static func of(_ query: Query, bucket: RawBucket, objects: Bool) throws(BuriError) -> LiveQueryRelevance {
-        if query.conditions.isEmpty { return LiveQueryRelevance(records: .any) }
+        if query.conditions.isEmpty, query.predicates.isEmpty { return LiveQueryRelevance(records: .any) }
         var ranges: [KeyRange] = []
+        var anyRecord = false
         for condition in query.conditions {
             // An `anyOf` condition wakes only for its values' ranges, not what lies between them.
-            let plan = try ConditionPlan(condition, in: bucket.descriptor)
-            ranges.append(contentsOf: plan.alternatives ?? [plan.range])
+            ranges += try ConditionPlan(condition, in: bucket.descriptor).touchedRanges
         }
-        return LiveQueryRelevance(ranges: ranges, records: objects ? .results : .none)
+        for predicate in query.predicates {
+            // A NOT or a filter can start to match when only a record changes.
+            if try PredicatePlan(predicate, in: bucket.descriptor).relevance(into: &ranges) { anyRecord = true }
+        }
+        // Any change to a sort key's values can reorder the results.
+        for key in query.sortKeys {
+            guard let index = bucket.descriptor.index(named: key.index) else { continue }
+            ranges.append(.prefix(Keyspace.indexPrefix(bucket: bucket.descriptor.id, index: index.id)))
+        }
+        return LiveQueryRelevance(ranges: ranges, records: anyRecord ? .any : objects ? .results : .none)
     }
 }
 

@@ -374,9 +374,7 @@ extension RawBucket {
 
         // No condition and no group: the index's entries are exactly the values (one per value of
         // each object), so walk them alone.
-        if grouping == nil, query.conditions.isEmpty, query.offset == 0, query.limit == nil,
-            query.continuation == nil
-        {
+        if grouping == nil, query.isUnrestricted {
             var accumulator = AggregateAccumulator()
             let prefix = Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)
             try run { () throws -> Void in

@@ -65,24 +65,27 @@ struct UnresolvedKeyPath: Sendable, Hashable {
 extension Query {
     /// The condition on the single-component index `Root` declares over `keyPath`, or one that
     /// fails with ``BuriError/unindexedKeyPath(type:keyPath:)`` when the query runs.
+    /// The name of the single-component index `Root` declares over `keyPath`, if any.
+    static func indexName<Root: BuriSupport>(_ root: Root.Type, _ keyPath: AnyKeyPath) -> String? {
+        Root.buri.indexes.first { index in
+            guard let declared = index.keyPath else { return false }
+            return (declared as AnyKeyPath) == keyPath
+        }?.name
+    }
+
     static func condition<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, _ make: (String) throws(BuriError) -> Condition
     ) -> Condition {
-        let wanted: AnyKeyPath = keyPath
-        let declared = Root.buri.indexes.first { index in
-            guard let declared = index.keyPath else { return false }
-            return (declared as AnyKeyPath) == wanted
-        }
-        guard let declared else {
+        guard let declared = indexName(Root.self, keyPath) else {
             var condition = Condition(index: "", leading: [], rest: .none)
             condition.unresolved = UnresolvedKeyPath(
                 type: String(describing: Root.self), keyPath: String(describing: keyPath))
             return condition
         }
         do {
-            return try make(declared.name)
+            return try make(declared)
         } catch {
-            var condition = Condition(index: declared.name, leading: [], rest: .none)
+            var condition = Condition(index: declared, leading: [], rest: .none)
             condition.invalidValue = error.description
             return condition
         }
@@ -124,6 +127,18 @@ extension Query {
                 Condition(index: name, leading: [try value.queryIndexValue()], rest: .none)
             }
         ])
+    }
+
+    /// Objects whose property at `keyPath` does not equal `value` (Swift's `!=`): objects where it
+    /// is `nil` (no index entry) are included; an array property: no element equals it.
+    ///
+    /// ```swift
+    /// let notEnglish = try people.objects(.where(\Person.locale, notEquals: "EN"))
+    /// ```
+    public static func `where`<Root: BuriSupport, P: IndexedProperty>(
+        _ keyPath: KeyPath<Root, P>, notEquals value: P.IndexedValue
+    ) -> Query {
+        .not(.where(keyPath, equals: value))
     }
 
     /// Objects whose property at `keyPath` lies in `range`, both ends included: `20...29`, or a

@@ -66,8 +66,19 @@ public struct Query: Sendable, Hashable {
     public var offset: Int = 0
     /// Resume after the result this token was issued for (see ``Page``).
     public var continuation: ContinuationToken? = nil
+    /// Further requirements, all of which must hold too: conditions combined with ``or(_:)``,
+    /// ``not(_:)`` and ``filter(_:)``. They select; they never decide the order.
+    public var predicates: [Predicate] = []
+    /// The order of the results when set (see ``order(by:)-(SortKey...)``); empty: the order of the
+    /// first condition's index, or key order.
+    public var sortKeys: [SortKey] = []
 
     init(conditions: [Condition]) { self.conditions = conditions }
+
+    /// Whether the query selects every object (no condition, predicate, limit, offset or token).
+    var isUnrestricted: Bool {
+        conditions.isEmpty && predicates.isEmpty && offset == 0 && limit == nil && continuation == nil
+    }
 
     /// Every object of the bucket, in key order.
     public static let all = Query(conditions: [])
@@ -160,6 +171,7 @@ public struct Query: Sendable, Hashable {
     public func and(_ other: Query) -> Query {
         var copy = self
         copy.conditions += other.conditions
+        copy.predicates += other.predicates
         return copy
     }
 
@@ -221,13 +233,19 @@ public struct ContinuationToken: Sendable, Hashable, CustomStringConvertible {
     let returned: UInt64
     /// The storage key of the last result: an entry key of the ordering index, or a record key.
     let position: [UInt8]
+    /// For a query with several sort keys: the last result's sort bytes for the keys after the first.
+    let secondary: [UInt8]?
 
-    init(bucket: UInt32, order: UInt32, fingerprint: UInt64, returned: UInt64, position: [UInt8]) {
+    init(
+        bucket: UInt32, order: UInt32, fingerprint: UInt64, returned: UInt64, position: [UInt8],
+        secondary: [UInt8]? = nil
+    ) {
         self.bucket = bucket
         self.order = order
         self.fingerprint = fingerprint
         self.returned = returned
         self.position = position
+        self.secondary = secondary
     }
 
     /// The token as a printable string (lower-case hex), for APIs that pass it to clients.

@@ -106,6 +106,17 @@ struct ConditionPlan {
         self.alternatives = alternatives
     }
 
+    /// The condition "has a value in `index`": every entry of it, for ordering by it.
+    init(wholeIndex index: IndexDefinition, in descriptor: BucketDescriptor) {
+        self.index = index
+        prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+        range = .prefix(prefix)
+        alternatives = nil
+    }
+
+    /// The ranges a commit must touch to change which objects match (for live queries).
+    var touchedRanges: [KeyRange] { alternatives ?? [range] }
+
     /// How many alternatives start at or before `key` (they are sorted by start).
     private func alternativesStarting(atOrBefore key: [UInt8], in alternatives: [KeyRange]) -> Int {
         var low = 0
@@ -184,13 +195,30 @@ struct QueryPlan {
         case walk
     }
 
-    /// The condition whose index orders the results (the first), or `nil` for key order.
+    /// The condition whose index orders the results (the first, or the one on the first sort
+    /// key's index), or `nil` for key order.
     let order: ConditionPlan?
     /// Every other condition, checked against each candidate's stored index values.
     let residual: [ConditionPlan]
-    /// When set, candidates are the objects with an entry in this condition's range (one of `residual`),
-    /// sorted into the ordering index's order, instead of a walk of `range`.
-    let collectFrom: ConditionPlan?
+    /// The query's predicates (OR, NOT, filters), checked on each candidate too.
+    let predicates: [PredicatePlan]
+    /// Whether a candidate's payload must be decoded to check it (a filter).
+    let decodes: Bool
+    /// The sort keys after the first, with their effective direction: each group of objects that
+    /// tie on the ordering index is sorted by them (then by key in the walk's direction).
+    let secondary: [SecondarySort]
+    /// When ordered by a sort key whose index an object may have no value in: the range of the
+    /// bucket's records walked after the index, for the objects without a value (in key order
+    /// in the walk's direction); `nil` when there is no such phase.
+    let nullRange: KeyRange?
+    /// Whether a continuation resumes inside the phase of objects without a value.
+    let resumesInNulls: Bool
+    /// For a token of a query with several sort keys: the sort bytes of the last result returned
+    /// and its position; results of that group up to it are skipped.
+    let resume: (secondary: [UInt8], position: [UInt8])?
+    /// When set, candidates are the objects with an entry in these conditions' ranges (a residual
+    /// condition, or every branch of an OR), sorted into the results' order, instead of a walk of `range`.
+    let collectFrom: [ConditionPlan]?
     /// The whole range of the ordering condition (or the bucket's records).
     let fullRange: KeyRange
     /// `fullRange` narrowed to what lies after the continuation token.
@@ -209,9 +237,14 @@ struct QueryPlan {
     /// Whether the ordering index may hold several entries per object, so that each candidate
     /// entry must be checked to be the object's first in range.
     var orderIsMultiValued: Bool { order?.index.multiValued ?? false }
+    /// Whether each candidate is checked against more than the ordering range.
+    var filters: Bool { !residual.isEmpty || !predicates.isEmpty }
 
     /// At most this many entries are collected for a `.sorted` plan (bounded memory).
     static let collectLimit = 256
+    /// At most this many entries are collected for a query in key order (the alternative is a
+    /// walk of every record).
+    static let keyOrderCollectLimit = 16_384
     /// A `.sorted` plan is used when the first condition has at least this many times more entries.
     static let collectRatio = 4
 
@@ -221,16 +254,54 @@ struct QueryPlan {
         let descriptor = bucket.descriptor
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
-        order = plans.first
-        residual = Array(plans.dropFirst())
-        fullRange = order?.range ?? .prefix(Keyspace.recordPrefix(bucket: descriptor.id))
+        var predicates: [PredicatePlan] = []
+        for predicate in query.predicates { predicates.append(try PredicatePlan(predicate, in: descriptor)) }
+        self.predicates = predicates
+        decodes = predicates.contains { $0.decodes }
+
+        var nullsAfter = false
+        if query.sortKeys.isEmpty {
+            order = plans.first
+            residual = Array(plans.dropFirst())
+            descending = query.isDescending
+            secondary = []
+        } else {
+            var keys: [(index: IndexDefinition, descending: Bool)] = []
+            for key in query.sortKeys {
+                if let unresolved = key.unresolved {
+                    throw .unindexedKeyPath(type: unresolved.type, keyPath: unresolved.keyPath)
+                }
+                guard let index = descriptor.index(named: key.index) else {
+                    throw .unknownIndex(bucket: descriptor.name, index: key.index, known: descriptor.indexes.map(\.name))
+                }
+                keys.append((index, key.descending != query.isDescending))
+            }
+            let lead = keys[0].index
+            descending = keys[0].descending
+            // A condition on the first key's index already walks it in order, and every result
+            // has a value there; on a multi-valued index the condition's range would change which
+            // value an object sorts by, so it is checked like the others.
+            if !lead.multiValued, let at = plans.firstIndex(where: { $0.index.id == lead.id }) {
+                order = plans[at]
+                plans.remove(at: at)
+            } else {
+                order = ConditionPlan(wholeIndex: lead, in: descriptor)
+                nullsAfter = true
+            }
+            residual = plans
+            secondary = keys.dropFirst().map { SecondarySort(index: $0.index.id, descending: $0.descending) }
+        }
+        let recordRange = KeyRange.prefix(Keyspace.recordPrefix(bucket: descriptor.id))
+        fullRange = order?.range ?? recordRange
         orderPrefix =
             order.map { Keyspace.indexPrefix(bucket: descriptor.id, index: $0.index.id) }
             ?? Keyspace.recordPrefix(bucket: descriptor.id)
-        descending = query.isDescending
         fingerprint = ContinuationFormat.fingerprint(of: query)
 
         var range = fullRange
+        var nullRange: KeyRange? = nullsAfter ? recordRange : nil
+        var resumesInNulls = false
+        var resume: (secondary: [UInt8], position: [UInt8])? = nil
         if let token = query.continuation {
             let orderId = order?.index.id ?? 0
             func refuse(_ reason: String) -> BuriError { .invalidContinuation(bucket: descriptor.name, reason: reason) }
@@ -251,22 +322,51 @@ struct QueryPlan {
                 let wanted = order.map { "index '\($0.index.name)'" } ?? "key order"
                 throw refuse("the token is a position in \(issued) but this query is ordered by \(wanted)")
             }
-            guard token.fingerprint == fingerprint else {
-                throw refuse("the token was issued for a query with other conditions or another direction")
+            guard token.fingerprint == fingerprint, (token.secondary != nil) == !secondary.isEmpty else {
+                throw refuse("the token was issued for a query with other conditions, order or direction")
             }
             // The position is a storage key of the generation the page was read from: the same
             // place in this generation's keys.
-            guard let position = ContinuationFormat.position(token.position, inGeneration: descriptor.id),
-                position.starts(with: orderPrefix), fullRange.contains(position)
-            else {
+            guard let position = ContinuationFormat.position(token.position, inGeneration: descriptor.id) else {
                 throw refuse("the token's position lies outside the query's range")
             }
-            if descending {
-                if range.end.map({ position.lexicographicallyPrecedes($0) }) ?? true { range.end = position }
+            if let records = nullRange, recordRange.contains(position), position != recordRange.start {
+                // A position among the objects without a value: the index walk is over.
+                resumesInNulls = true
+                range = KeyRange(start: position, end: position)
+                var narrowed = records
+                if token.secondary == nil {
+                    if descending { narrowed.end = position } else { narrowed.start = position + [0] }
+                }
+                nullRange = narrowed
             } else {
-                let after = position + [0]
-                if range.start.map({ $0.lexicographicallyPrecedes(after) }) ?? true { range.start = after }
+                guard position.starts(with: orderPrefix), fullRange.contains(position) else {
+                    throw refuse("the token's position lies outside the query's range")
+                }
+                var from = position
+                if token.secondary != nil, let order {
+                    // Resume at the start of the position's group (its value in the ordering
+                    // index): the group is sorted again and read past the position.
+                    let arity = order.index.components.count
+                    let tupleEnd = position.withUnsafeBytes { raw in
+                        (try? Keyspace.splitIndexEntry(raw, arity: arity))?.tuple.upperBound
+                    }
+                    guard let tupleEnd else { throw refuse("the token's position is not an index entry") }
+                    let group = Array(position[..<tupleEnd])
+                    from = descending ? (KeyRange.successor(ofPrefix: group) ?? group) : group
+                    if descending {
+                        if range.end.map({ from.lexicographicallyPrecedes($0) }) ?? true { range.end = from }
+                    } else if range.start.map({ $0.lexicographicallyPrecedes(from) }) ?? true {
+                        range.start = from
+                    }
+                } else if descending {
+                    if range.end.map({ from.lexicographicallyPrecedes($0) }) ?? true { range.end = from }
+                } else {
+                    let after = from + [0]
+                    if range.start.map({ $0.lexicographicallyPrecedes(after) }) ?? true { range.start = after }
+                }
             }
+            if let sortBytes = token.secondary { resume = (sortBytes, position) }
             returnedBefore = token.returned
             offset = 0
             limit = query.limit.map { Swift.max(0, $0 - Int(clamping: token.returned)) }
@@ -275,24 +375,168 @@ struct QueryPlan {
             offset = query.offset
             limit = query.limit
         }
+        self.nullRange = nullRange
+        self.resumesInNulls = resumesInNulls
+        self.resume = resume
         self.range = range
 
-        // A selective later condition: collect its few objects and sort them, rather than walk
-        // many entries of the first condition to find them.
-        var collectFrom: ConditionPlan? = nil
-        if strategy == .automatic, order != nil, !residual.isEmpty, limit != 0 {
-            var smallest: (plan: ConditionPlan, count: Int)? = nil
-            for plan in residual {
-                let count = try bucket.countEntries(in: plan.range, reader: reader, cap: Self.collectLimit + 1)
-                if count <= Self.collectLimit, count < smallest?.count ?? Int.max { smallest = (plan, count) }
+        // A selective condition (or OR of conditions): collect its few objects and sort them,
+        // rather than walk many entries of the ordering index, or every record, to find them.
+        var collectFrom: [ConditionPlan]? = nil
+        if strategy == .automatic, limit != 0, secondary.isEmpty {
+            var sources: [[ConditionPlan]] = residual.map { [$0] }
+            for predicate in predicates { if let found = predicate.sources { sources.append(found) } }
+            let cap = order == nil ? Self.keyOrderCollectLimit : Self.collectLimit
+            var smallest: (plans: [ConditionPlan], count: Int)? = nil
+            for candidate in sources {
+                var count = 0
+                for plan in candidate where count <= cap {
+                    count += try bucket.countEntries(in: plan.range, reader: reader, cap: cap + 1 - count)
+                }
+                if count <= cap, count < smallest?.count ?? Int.max { smallest = (candidate, count) }
             }
             if let smallest {
                 let enough = Self.collectRatio * Swift.max(1, smallest.count)
                 if try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough {
-                    collectFrom = smallest.plan
+                    collectFrom = smallest.plans
                 }
             }
         }
         self.collectFrom = collectFrom
+    }
+}
+
+/// A sort key after the first, resolved: its index and effective direction.
+struct SecondarySort {
+    let index: UInt32
+    let descending: Bool
+
+    /// Appends this key's sort bytes for an object whose header lists `entries`, so that byte
+    /// order is the key's order: `01` and the object's first value in the key's direction (every
+    /// byte inverted when descending: the encodings are prefix-free, so inverting reverses their
+    /// order), or `02` when the object has no value (after every value, in both directions).
+    func appendSortBytes(of entries: [RecordHeader.Entry], to bytes: inout [UInt8]) {
+        var best: [UInt8]? = nil
+        for entry in entries where entry.index == index {
+            if let current = best,
+                descending
+                    ? !current.lexicographicallyPrecedes(entry.tuple) : !entry.tuple.lexicographicallyPrecedes(current)
+            {
+                continue
+            }
+            best = entry.tuple
+        }
+        guard let best else {
+            bytes.append(2)
+            return
+        }
+        bytes.append(1)
+        if descending { bytes.append(contentsOf: best.map { ~$0 }) } else { bytes.append(contentsOf: best) }
+    }
+}
+
+/// A ``Query/Predicate`` resolved against a bucket's catalog.
+indirect enum PredicatePlan {
+    case condition(ConditionPlan)
+    case all([PredicatePlan])
+    case any([PredicatePlan])
+    case not(PredicatePlan)
+    case filter(QueryFilter)
+
+    init(_ predicate: Query.Predicate, in descriptor: BucketDescriptor) throws(BuriError) {
+        switch predicate {
+        case .condition(let condition): self = .condition(try ConditionPlan(condition, in: descriptor))
+        case .all(let parts):
+            var plans: [PredicatePlan] = []
+            for part in parts { plans.append(try PredicatePlan(part, in: descriptor)) }
+            self = .all(plans)
+        case .any(let parts):
+            var plans: [PredicatePlan] = []
+            for part in parts { plans.append(try PredicatePlan(part, in: descriptor)) }
+            self = .any(plans)
+        case .not(let inner): self = .not(try PredicatePlan(inner, in: descriptor))
+        case .filter(let filter): self = .filter(filter)
+        }
+    }
+
+    /// Whether checking it may decode the object.
+    var decodes: Bool {
+        switch self {
+        case .condition: false
+        case .all(let parts), .any(let parts): parts.contains { $0.decodes }
+        case .not(let inner): inner.decodes
+        case .filter: true
+        }
+    }
+
+    /// Conditions whose entries hold every object that satisfies it (so collecting their objects
+    /// finds all of its matches), or `nil` if there are none: a NOT or a filter can match objects
+    /// with no entry anywhere.
+    var sources: [ConditionPlan]? {
+        switch self {
+        case .condition(let plan): return [plan]
+        case .all(let parts):
+            return parts.lazy.compactMap(\.sources).min { $0.count < $1.count }
+        case .any(let parts):
+            var all: [ConditionPlan] = []
+            for part in parts {
+                guard let found = part.sources else { return nil }
+                all += found
+            }
+            return all
+        case .not, .filter: return nil
+        }
+    }
+
+    /// The ranges of index entries whose change can change its value for an object, and whether
+    /// a change to a record alone can (a NOT matches objects with no entry; a filter reads the object).
+    func relevance(into ranges: inout [KeyRange]) -> Bool {
+        switch self {
+        case .condition(let plan):
+            ranges += plan.touchedRanges
+            return false
+        case .all(let parts), .any(let parts):
+            var records = false
+            for part in parts where part.relevance(into: &ranges) { records = true }
+            return records
+        case .not(let inner):
+            _ = inner.relevance(into: &ranges)
+            return true
+        case .filter:
+            return true
+        }
+    }
+
+    /// Whether an object whose header lists `entries` satisfies it; `check` decodes the object for
+    /// a filter. Index conditions are checked before filters, so an object is decoded only when
+    /// they leave the answer open.
+    func isSatisfied(
+        by entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>,
+        check: (QueryFilter) throws(BuriError) -> Bool
+    ) throws(BuriError) -> Bool {
+        switch self {
+        case .condition(let plan):
+            return plan.isSatisfied(by: entries, objectKey: objectKey)
+        case .all(let parts):
+            for part in parts where !part.decodes {
+                if try !part.isSatisfied(by: entries, objectKey: objectKey, check: check) { return false }
+            }
+            for part in parts where part.decodes {
+                if try !part.isSatisfied(by: entries, objectKey: objectKey, check: check) { return false }
+            }
+            return true
+        case .any(let parts):
+            for part in parts where !part.decodes {
+                if try part.isSatisfied(by: entries, objectKey: objectKey, check: check) { return true }
+            }
+            for part in parts where part.decodes {
+                if try part.isSatisfied(by: entries, objectKey: objectKey, check: check) { return true }
+            }
+            return false
+        case .not(let inner):
+            return try !inner.isSatisfied(by: entries, objectKey: objectKey, check: check)
+        case .filter(let filter):
+            return try check(filter)
+        }
     }
 }

@@ -293,10 +293,30 @@ final class ModelRun {
         }
     }
 
+    func randomPredicate(depth: Int) -> ModelPredicate {
+        let leaf = depth >= 2 || chance(0.3)
+        if leaf {
+            if chance(0.15) { return .notePrefix(Array(pick(["", "n", "l", "lo", "\u{1F642}", "x"]).utf8)) }
+            return .condition(randomCondition())
+        }
+        switch int(0...3) {
+        case 0: return .not(randomPredicate(depth: depth + 1))
+        case 1: return .all((0..<int(0...3)).map { _ in randomPredicate(depth: depth + 1) })
+        default: return .any((0..<int(0...3)).map { _ in randomPredicate(depth: depth + 1) })
+        }
+    }
+
     func randomQuery(paging: Bool = false) -> ModelQuery {
         var query = ModelQuery()
         let conditions = chance(0.15) ? 0 : (chance(0.65) ? 1 : (chance(0.7) ? 2 : 3))
         query.conditions = (0..<conditions).map { _ in randomCondition() }
+        // OR, NOT and filters, nested with AND.
+        if chance(0.3) { query.predicates.append(randomPredicate(depth: 0)) }
+        if chance(0.05) { query.predicates.append(randomPredicate(depth: 0)) }
+        // An order by one or two indexes (and the tie-break by key).
+        if chance(0.3) {
+            query.sort = (0..<(chance(0.35) ? 2 : 1)).map { _ in (pick(ModelItem.indexes).name, chance(0.5)) }
+        }
         query.descending = chance(0.4)
         if chance(paging ? 0.15 : 0.25) { query.limit = int(1...6) }
         if chance(0.2) { query.offset = int(0...4) }
@@ -480,6 +500,8 @@ final class ModelRun {
     ) throws {
         let expected = model.answer(query, in: name)
         let buriQuery = try read("building \(query)") { try query.buriQuery() }
+        if !query.predicates.isEmpty { tally["query with or/not/filter", default: 0] += 1 }
+        if !query.sort.isEmpty { tally["query ordered by \(query.sort.count) key(s)", default: 0] += 1 }
         note("\(label) query \(query) on \(escaped(name)) → \(expected.count) results")
         try compareKeys(
             try read("\(label) keys(\(query))", counted: counted) { try bucket.keys(buriQuery) }, expected,
@@ -688,9 +710,10 @@ final class ModelRun {
         let size = int(1...5)
         let objects = chance(0.3)
         var token: ContinuationToken?
-        var last: (tuple: [ModelValue], key: [UInt8])?
+        var last: ModelPosition?
         var returned = 0
         note("paging walk over \(escaped(name)): \(query), pages of \(size)\(objects ? " (objects)" : "")")
+        if !query.predicates.isEmpty || !query.sort.isEmpty { tally["paging walk with or/not/filter/order", default: 0] += 1 }
         for page in 0..<40 {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
             var buriQuery = try read("building \(query)") { try query.buriQuery() }
@@ -704,10 +727,7 @@ final class ModelRun {
             // What the model says this page holds.
             var all = model.results(query, in: name)
             if let last {
-                all = all.filter { result in
-                    let order = ModelResult.compare(result.position, last)
-                    return query.descending ? order < 0 : order > 0
-                }
+                all = all.filter { ModelPosition.compare($0.position, last) > 0 }
             } else {
                 all = Array(all.dropFirst(query.offset))
             }

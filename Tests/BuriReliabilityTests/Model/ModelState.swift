@@ -319,8 +319,59 @@ struct ModelCondition: CustomStringConvertible {
     }
 }
 
+/// A model of ``Query/Predicate``: conditions combined with AND, OR and NOT, and a filter on the
+/// unindexed `note` field (its UTF-8 bytes begin with a prefix).
+indirect enum ModelPredicate: CustomStringConvertible {
+    case condition(ModelCondition)
+    case all([ModelPredicate])
+    case any([ModelPredicate])
+    case not(ModelPredicate)
+    case notePrefix([UInt8])
+
+    func isSatisfied(by item: ModelItem) -> Bool {
+        switch self {
+        case .condition(let condition): return item.entries(condition.index).contains(where: condition.matches)
+        case .all(let parts): return parts.allSatisfy { $0.isSatisfied(by: item) }
+        case .any(let parts): return parts.contains { $0.isSatisfied(by: item) }
+        case .not(let inner): return !inner.isSatisfied(by: item)
+        case .notePrefix(let prefix): return Array(item.note.utf8).starts(with: prefix)
+        }
+    }
+
+    func buriPredicate() throws(BuriError) -> Query.Predicate {
+        switch self {
+        case .condition(let condition): return .condition(try condition.buriCondition())
+        case .all(let parts):
+            var built: [Query.Predicate] = []
+            for part in parts { built.append(try part.buriPredicate()) }
+            return .all(built)
+        case .any(let parts):
+            var built: [Query.Predicate] = []
+            for part in parts { built.append(try part.buriPredicate()) }
+            return .any(built)
+        case .not(let inner): return .not(try inner.buriPredicate())
+        case .notePrefix(let prefix):
+            let filter = Query.all.filter { (item: ModelItem) in Array(item.note.utf8).starts(with: prefix) }
+            return filter.predicates[0]
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .condition(let condition): return condition.description
+        case .all(let parts): return "(" + parts.map(\.description).joined(separator: " and ") + ")"
+        case .any(let parts): return "(" + parts.map(\.description).joined(separator: " or ") + ")"
+        case .not(let inner): return "not \(inner)"
+        case .notePrefix(let prefix): return "filter note prefix \(ModelValue.bytes(prefix))"
+        }
+    }
+}
+
 struct ModelQuery: CustomStringConvertible {
     var conditions: [ModelCondition] = []
+    var predicates: [ModelPredicate] = []
+    /// Sort keys: index name and direction (empty: the first condition's order, or key order).
+    var sort: [(index: String, descending: Bool)] = []
     var descending = false
     var limit: Int?
     var offset = 0
@@ -329,6 +380,8 @@ struct ModelQuery: CustomStringConvertible {
         var conditions: [Query.Condition] = []
         for condition in self.conditions { conditions.append(try condition.buriCondition()) }
         var query = Query(conditions: conditions)
+        for predicate in predicates { query.predicates.append(try predicate.buriPredicate()) }
+        query.sortKeys = sort.map { SortKey(index: $0.index, descending: $0.descending) }
         query.isDescending = descending
         query.limit = limit
         query.offset = offset
@@ -336,7 +389,11 @@ struct ModelQuery: CustomStringConvertible {
     }
 
     var description: String {
-        var text = conditions.isEmpty ? "all" : conditions.map(\.description).joined(separator: " and ")
+        let parts = conditions.map(\.description) + predicates.map(\.description)
+        var text = parts.isEmpty ? "all" : parts.joined(separator: " and ")
+        if !sort.isEmpty {
+            text += " order by " + sort.map { "\($0.index)\($0.descending ? " desc" : "")" }.joined(separator: ", ")
+        }
         if descending { text += " descending" }
         if let limit { text += " limit \(limit)" }
         if offset > 0 { text += " offset \(offset)" }
@@ -344,20 +401,42 @@ struct ModelQuery: CustomStringConvertible {
     }
 }
 
-/// One result of a model query: its position in the query's order (FORMAT.md §11) and the object.
+/// One part of a result's place in a query's order: a value tuple (or none), in a direction.
+struct ModelSortPart {
+    var tuple: [ModelValue]?
+    var descending: Bool
+}
+
+/// A result's place in its query's order (FORMAT.md §11 and ``Query/order(by:)-(SortKey...)``):
+/// compared part by part (an object with a value before one without, in both directions), then
+/// by object key.
+struct ModelPosition {
+    var parts: [ModelSortPart]
+    var key: [UInt8]
+    var keyDescending: Bool
+
+    /// The walk order of two positions: negative if `a` comes first.
+    static func compare(_ a: ModelPosition, _ b: ModelPosition) -> Int {
+        for (x, y) in zip(a.parts, b.parts) {
+            switch (x.tuple, y.tuple) {
+            case (nil, nil): continue
+            case (nil, _): return 1
+            case (_, nil): return -1
+            case let (p?, q?):
+                let order = compareTuples(p, q)
+                if order != 0 { return x.descending ? -order : order }
+            }
+        }
+        let order = modelCompareBytes(a.key, b.key)
+        return a.keyDescending ? -order : order
+    }
+}
+
+/// One result of a model query: its position in the query's order and the object.
 struct ModelResult {
-    /// The value tuple of the first condition's entry that places the object (empty for key order).
-    var tuple: [ModelValue]
+    var position: ModelPosition
     var item: ModelItem
     var key: [UInt8] { item.keyBytes }
-
-    /// The order of two positions, ascending.
-    static func compare(_ a: (tuple: [ModelValue], key: [UInt8]), _ b: (tuple: [ModelValue], key: [UInt8])) -> Int {
-        let order = compareTuples(a.tuple, b.tuple)
-        return order != 0 ? order : modelCompareBytes(a.key, b.key)
-    }
-
-    var position: (tuple: [ModelValue], key: [UInt8]) { (tuple, key) }
 }
 
 // MARK: The model
@@ -441,28 +520,44 @@ struct ModelState {
     /// Every result of `query` over the bucket, in its order, before offset and limit.
     func results(_ query: ModelQuery, in bucket: String) -> [ModelResult] {
         var results: [ModelResult] = []
-        for item in objects(bucket).values {
-            guard let first = query.conditions.first else {
-                results.append(ModelResult(tuple: [], item: item))
-                continue
-            }
-            let matching = item.entries(first.index).filter(first.matches)
-            guard var place = matching.first else { continue }
+        /// The object's first tuple in `index` in a direction (among those `condition` matches).
+        func place(_ item: ModelItem, _ index: String, descending: Bool, within condition: ModelCondition? = nil)
+            -> [ModelValue]?
+        {
+            let matching = item.entries(index).filter { condition?.matches($0) ?? true }
+            guard var place = matching.first else { return nil }
             for tuple in matching.dropFirst() {
                 let order = compareTuples(tuple, place)
-                if query.descending ? order > 0 : order < 0 { place = tuple }
+                if descending ? order > 0 : order < 0 { place = tuple }
             }
-            guard
-                query.conditions.dropFirst().allSatisfy({ condition in
-                    item.entries(condition.index).contains(where: condition.matches)
-                })
+            return place
+        }
+        for item in objects(bucket).values {
+            guard query.conditions.allSatisfy({ item.entries($0.index).contains(where: $0.matches) }),
+                query.predicates.allSatisfy({ $0.isSatisfied(by: item) })
             else { continue }
-            results.append(ModelResult(tuple: place, item: item))
+            var parts: [ModelSortPart] = []
+            let keyDescending: Bool
+            if let lead = query.sort.first {
+                keyDescending = lead.descending != query.descending
+                for key in query.sort {
+                    let descending = key.descending != query.descending
+                    parts.append(
+                        ModelSortPart(tuple: place(item, key.index, descending: descending), descending: descending))
+                }
+            } else {
+                keyDescending = query.descending
+                if let first = query.conditions.first {
+                    parts.append(
+                        ModelSortPart(
+                            tuple: place(item, first.index, descending: query.descending, within: first),
+                            descending: query.descending))
+                }
+            }
+            results.append(
+                ModelResult(position: ModelPosition(parts: parts, key: item.keyBytes, keyDescending: keyDescending), item: item))
         }
-        results.sort { a, b in
-            let order = ModelResult.compare(a.position, b.position)
-            return query.descending ? order > 0 : order < 0
-        }
+        results.sort { ModelPosition.compare($0.position, $1.position) < 0 }
         return results
     }
 

@@ -21,9 +21,7 @@ extension RawBucket {
     /// let adults = try raw.count(.index("age", in: 18...))
     /// ```
     public func count(_ query: Query) throws(BuriError) -> Int {
-        if query.conditions.isEmpty, query.offset == 0, query.limit == nil, query.continuation == nil {
-            return try count()
-        }
+        if query.isUnrestricted { return try count() }
         let cursor = try cursor(query)
         var count = 0
         while try cursor.nextKey() != nil { count += 1 }

@@ -61,6 +61,14 @@ extension RawBucket {
         return stored + (transaction?.counts.byId[id]?.delta ?? 0)
     }
 
+    /// The number of objects as `reader` sees them, from the stored count (`nil` if the bucket
+    /// keeps none).
+    func objectCount(reader: any StorageReader) throws(BuriError) -> Int? {
+        let id = bucketId
+        guard let stored = try database.storedCount(of: id, bucket: name, reader: reader) else { return nil }
+        return stored + (transaction?.counts.byId[id]?.delta ?? 0)
+    }
+
     /// The number of entries index `index` holds (an object has one per distinct value of a
     /// multi-valued index), counted from the index alone.
     public func entryCount(index: String) throws(BuriError) -> Int {

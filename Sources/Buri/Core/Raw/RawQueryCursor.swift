@@ -15,8 +15,31 @@ public final class RawQueryCursor {
     let bucket: RawBucket
     let plan: QueryPlan
     let reader: any StorageReader
-    /// Walks `plan.range`; `nil` for a plan that collects its candidates (see ``QueryPlan``).
-    private let cursor: (any StorageCursor)?
+    /// Walks `plan.range` (then `plan.nullRange`); `nil` for a plan that collects its candidates
+    /// (see ``QueryPlan``).
+    private var cursor: (any StorageCursor)?
+    /// Whether the walk has moved on to the objects without a value in the ordering index.
+    private var inNulls = false
+    /// Whether the candidate is the record `cursor` is on (a walk of records).
+    private var candidateOnCursor = false
+    /// Objects met in the ordering index by a walk from its start (to skip the phase of objects
+    /// without a value when every object was met).
+    private var objectsInOrder = 0
+    /// The candidate's sort bytes for the sort keys after the first.
+    private var sortBytes: [UInt8] = []
+    /// The sort bytes of the result last returned.
+    private var lastSortBytes: [UInt8] = []
+    /// A group of candidates that tie on the ordering index, sorted by the further sort keys.
+    private struct Member {
+        var key: [UInt8]
+        var objectKey: Range<Int>
+        var sortBytes: [UInt8]
+    }
+    private var group: [Member] = []
+    private var groupNext = 0
+    /// The first candidate of the next group, met while filling the current one.
+    private var pending: Member?
+    private var walkOver = false
     /// A collecting plan's candidates: positions in the ordering index, in walk order, each one
     /// an object that already passed every condition.
     private var collected: [[UInt8]] = []
@@ -66,11 +89,15 @@ public final class RawQueryCursor {
         self.plan = plan
         self.reader = reader
         recordKey = bucket.recordPrefix
-        checksHeaders = plan.collectFrom == nil && (!plan.residual.isEmpty || plan.orderIsMultiValued)
+        checksHeaders =
+            plan.collectFrom == nil && (plan.filters || plan.orderIsMultiValued || !plan.secondary.isEmpty)
         batched = reader.prefersBatchedReads && plan.order != nil
-        if let source = plan.collectFrom {
+        if let sources = plan.collectFrom {
             cursor = nil
-            collected = try Self.collect(from: source, bucket: bucket, plan: plan, reader: reader)
+            collected = try Self.collect(from: sources, bucket: bucket, plan: plan, reader: reader)
+        } else if plan.resumesInNulls, let nullRange = plan.nullRange {
+            inNulls = true
+            cursor = try bucket.run { try reader.cursor(in: nullRange, reverse: plan.descending) }
         } else {
             cursor = try bucket.run {
                 try reader.cursor(in: plan.range, reverse: plan.descending)
@@ -78,65 +105,164 @@ public final class RawQueryCursor {
         }
     }
 
-    /// The candidates of a collecting plan: every object with an entry in `source`'s range that
-    /// satisfies all conditions, as its position in the ordering index (its first entry there in
-    /// walk order, as a walk would meet it), after the continuation, sorted in walk order.
-    /// `source` has at most ``QueryPlan/collectLimit`` entries, so memory stays bounded.
+    /// After the walk of the ordering index: moves on to the objects without a value in it, if
+    /// the query has that phase and some object may be in it.
+    private func enterNulls() throws(BuriError) -> Bool {
+        guard !inNulls, cursor != nil, let nullRange = plan.nullRange else { return false }
+        inNulls = true
+        // A walk of the whole index from its start met every object that has a value there.
+        if plan.returnedBefore == 0, plan.range == plan.fullRange,
+            let objects = try bucket.objectCount(reader: reader), objectsInOrder >= objects
+        {
+            return false
+        }
+        cursor = try bucket.run { try reader.cursor(in: nullRange, reverse: plan.descending) }
+        return true
+    }
+
+    /// Checks the query's predicates (and filters, decoding `payload`) for one object.
+    private func satisfiesPredicates(
+        _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>, payload: UnsafeRawBufferPointer
+    ) throws(BuriError) -> Bool {
+        for predicate in plan.predicates {
+            let passed = try predicate.isSatisfied(by: entries, objectKey: objectKey) { filter throws(BuriError) in
+                do {
+                    return try filter.check(payload)
+                } catch {
+                    throw .decodingFailed(
+                        bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), type: filter.typeName,
+                        reason: String(describing: error))
+                }
+            }
+            if !passed { return false }
+        }
+        return true
+    }
+
+    /// The candidates of a collecting plan: every object with an entry in the sources' ranges that
+    /// satisfies all conditions, as its position in the results' order (its first entry in the
+    /// ordering index in walk order, as a walk would meet it, or its record key: in key order, or
+    /// without a value in the index it is ordered by), after the continuation, sorted in walk
+    /// order. The sources hold at most ``QueryPlan/keyOrderCollectLimit`` entries, so memory
+    /// stays bounded; records are read in batches (one request each on a remote engine).
     private static func collect(
-        from source: ConditionPlan, bucket: RawBucket, plan: QueryPlan, reader: any StorageReader
+        from sources: [ConditionPlan], bucket: RawBucket, plan: QueryPlan, reader: any StorageReader
     ) throws(BuriError) -> [[UInt8]] {
-        guard let order = plan.order else { return [] }
-        let arity = source.index.components.count
-        var positions: [[UInt8]] = []
+        var objectKeys: [[UInt8]] = []
         var seen = Set<ObjectKeyBytes>()
-        var recordKey = bucket.recordPrefix
         try bucket.run {
-            let entries = try reader.cursor(in: source.range)
-            while try entries.next() {
-                let objectKey = try entries.withKey { raw throws(BuriError) -> [UInt8] in
-                    let parts: (tuple: Range<Int>, objectKey: Range<Int>)
-                    do {
-                        parts = try Keyspace.splitIndexEntry(raw, arity: arity)
-                    } catch {
-                        throw .corruption(
-                            bucket: bucket.name, key: nil, index: source.index.name, reason: "storage key: \(error)")
+            for source in sources {
+                let arity = source.index.components.count
+                let entries = try reader.cursor(in: source.range)
+                while try entries.next() {
+                    let objectKey = try entries.withKey { raw throws(BuriError) -> [UInt8] in
+                        let parts: (tuple: Range<Int>, objectKey: Range<Int>)
+                        do {
+                            parts = try Keyspace.splitIndexEntry(raw, arity: arity)
+                        } catch {
+                            throw .corruption(
+                                bucket: bucket.name, key: nil, index: source.index.name,
+                                reason: "storage key: \(error)")
+                        }
+                        guard Keyspace.isValidUTF8(raw[parts.objectKey]) else {
+                            throw .corruption(
+                                bucket: bucket.name, key: nil, index: source.index.name,
+                                reason: "storage key: object key is not valid UTF-8")
+                        }
+                        return Array(raw[parts.objectKey])
                     }
-                    guard Keyspace.isValidUTF8(raw[parts.objectKey]) else {
-                        throw .corruption(
-                            bucket: bucket.name, key: nil, index: source.index.name,
-                            reason: "storage key: object key is not valid UTF-8")
-                    }
-                    return Array(raw[parts.objectKey])
+                    // An entry between an IN condition's values is not one of its matches.
+                    guard source.alternatives == nil || entries.withKey({ source.matches(Array($0)) }) else { continue }
+                    if seen.insert(ObjectKeyBytes(objectKey)).inserted { objectKeys.append(objectKey) }
                 }
-                guard seen.insert(ObjectKeyBytes(objectKey)).inserted else { continue }
-                recordKey.removeSubrange(Keyspace.recordPrefixLength...)
-                recordKey.append(contentsOf: objectKey)
-                let header = try reader.withValue(forKey: recordKey) { value throws(BuriError) -> RecordHeader? in
-                    guard let value else { return nil }
-                    do {
-                        return try RecordHeader.parse(value).0
-                    } catch {
-                        throw .corruption(
-                            bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), index: nil,
-                            reason: "record header: \(error)")
-                    }
-                }
-                // An entry without its object matches nothing (as in a walk that checks conditions).
-                guard let header else { continue }
-                let key = objectKey[...]
-                guard let position = order.position(of: header.entries, objectKey: key, descending: plan.descending),
-                    plan.range.contains(position),
-                    plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) })
-                else { continue }
-                positions.append(position)
             }
         }
-        if plan.descending {
-            positions.sort { $1.lexicographicallyPrecedes($0) }
-        } else {
-            positions.sort { $0.lexicographicallyPrecedes($1) }
+        var positions: [[UInt8]] = []
+        var nulls: [[UInt8]] = []
+        var start = 0
+        while start < objectKeys.count {
+            let batch = objectKeys[start..<Swift.min(start + readAhead, objectKeys.count)]
+            start += batch.count
+            let recordKeys = batch.map { bucket.recordPrefix + $0 }
+            let values = try bucket.run { try reader.values(forKeys: recordKeys) }
+            for (offset, objectKey) in batch.enumerated() {
+                // An entry without its object matches nothing (as in a walk that checks conditions).
+                guard let value = values[offset] else { continue }
+                let parsed: (header: RecordHeader, payload: Int)
+                let parse = RecordHeader.parse
+                do {
+                    let (header, payload) = try value.withUnsafeBytes { raw in try parse(raw) }
+                    parsed = (header, payload)
+                } catch {
+                    throw .corruption(
+                        bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), index: nil,
+                        reason: "record header: \(error)")
+                }
+                let key = objectKey[...]
+                guard plan.residual.allSatisfy({ $0.isSatisfied(by: parsed.header.entries, objectKey: key) }) else {
+                    continue
+                }
+                let position: [UInt8]
+                var isNull = false
+                if let order = plan.order {
+                    if let found = order.position(
+                        of: parsed.header.entries, objectKey: key, descending: plan.descending)
+                    {
+                        guard plan.range.contains(found) else { continue }
+                        position = found
+                    } else {
+                        guard let nullRange = plan.nullRange, nullRange.contains(recordKeys[offset]) else { continue }
+                        position = recordKeys[offset]
+                        isNull = true
+                    }
+                } else {
+                    guard plan.range.contains(recordKeys[offset]) else { continue }
+                    position = recordKeys[offset]
+                }
+                if !plan.predicates.isEmpty {
+                    let outcome = value.withUnsafeBytes { raw -> Result<Bool, BuriError> in
+                        let payload = UnsafeRawBufferPointer(rebasing: raw[parsed.payload...])
+                        for predicate in plan.predicates {
+                            do {
+                                let passed = try predicate.isSatisfied(by: parsed.header.entries, objectKey: key) {
+                                    filter throws(BuriError) in
+                                    do {
+                                        return try filter.check(payload)
+                                    } catch {
+                                        throw .decodingFailed(
+                                            bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self),
+                                            type: filter.typeName, reason: String(describing: error))
+                                    }
+                                }
+                                if !passed { return .success(false) }
+                            } catch let error as BuriError {
+                                return .failure(error)
+                            } catch {
+                                return .failure(.decodingFailed(
+                                    bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self),
+                                    type: "?", reason: String(describing: error)))
+                            }
+                        }
+                        return .success(true)
+                    }
+                    let passed = try outcome.get()
+                    guard passed else { continue }
+                }
+                if isNull { nulls.append(position) } else { positions.append(position) }
+            }
         }
-        return positions
+        for index in [0, 1] {
+            if plan.descending {
+                if index == 0 { positions.sort { $1.lexicographicallyPrecedes($0) } } else {
+                    nulls.sort { $1.lexicographicallyPrecedes($0) }
+                }
+            } else if index == 0 {
+                positions.sort { $0.lexicographicallyPrecedes($1) }
+            } else {
+                nulls.sort { $0.lexicographicallyPrecedes($1) }
+            }
+        }
+        return positions + nulls
     }
 
     /// A token that resumes the query right after the last result returned.
@@ -144,14 +270,16 @@ public final class RawQueryCursor {
         guard hasReturned else { return nil }
         return ContinuationToken(
             bucket: bucket.descriptor.lineageId, order: plan.order?.index.id ?? 0, fingerprint: plan.fingerprint,
-            returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey)
+            returned: plan.returnedBefore + UInt64(returned), position: lastStorageKey,
+            secondary: plan.secondary.isEmpty ? nil : lastSortBytes)
     }
 
     /// Puts the next candidate's storage key into `candidateKey`; `false` at the end. With
     /// `needsRecord` on a batched reader, its record comes along in `aheadRecord`.
     private func nextCandidate(needsRecord: Bool) throws(BuriError) -> Bool {
+        candidateOnCursor = false
         // Candidates already read ahead are served first, whatever this call needs.
-        if batched, aheadNext < aheadKeys.count || needsRecord {
+        if batched, !inNulls, aheadNext < aheadKeys.count || needsRecord {
             if aheadNext == aheadKeys.count {
                 guard try readAhead() else { return false }
             }
@@ -168,6 +296,7 @@ public final class RawQueryCursor {
                 candidateKey.removeAll(keepingCapacity: true)
                 candidateKey.append(contentsOf: raw)
             }
+            candidateOnCursor = plan.order == nil || inNulls
             return true
         }
         guard nextCollected < collected.count else { return false }
@@ -195,7 +324,9 @@ public final class RawQueryCursor {
         guard !aheadKeys.isEmpty, let arity = plan.order?.index.components.count else { return false }
         // An entry that does not parse gets no record here; readCandidateKey reports it in turn.
         let recordKeys = aheadKeys.map { key -> [UInt8] in
-            key.withUnsafeBytes { raw in
+            // A collected object without a value in the ordering index is its record key.
+            if key.first == Keyspace.recordTag { return key }
+            return key.withUnsafeBytes { raw in
                 guard let parts = try? Keyspace.splitIndexEntry(raw, arity: arity) else { return [] }
                 return bucket.recordPrefix + raw[parts.objectKey]
             }
@@ -208,7 +339,7 @@ public final class RawQueryCursor {
     private func readCandidateKey() throws(BuriError) {
         // (A plain closure returning the problem: typed throws through `withUnsafeBytes` here
         // crashed the 6.3 optimizer.)
-        let arity = plan.order?.index.components.count
+        let arity = candidateKey.first == Keyspace.recordTag ? nil : plan.order?.index.components.count
         let problem: String? = candidateKey.withUnsafeBytes { raw -> String? in
             if let arity {
                 do {
@@ -245,7 +376,7 @@ public final class RawQueryCursor {
 
     /// Points `record` at the stored value of the candidate's object; `false` if there is none.
     private func locateRecord() throws(BuriError) -> Bool {
-        if plan.order == nil, let cursor {
+        if candidateOnCursor, let cursor {
             // Scanning records: the value is right under the cursor.
             record = cursor.withValue { $0 }
             return true
@@ -312,64 +443,192 @@ public final class RawQueryCursor {
     /// at the end. With `readRecord`, `record` and `payloadOffset` describe its stored value.
     private func advance(readRecord: Bool) throws(BuriError) -> Bool {
         if let limit = plan.limit, returned >= limit { return false }
-        while try nextCandidate(needsRecord: readRecord || checksHeaders) {
-            try readCandidateKey()
-            // An `anyOf` ordering condition walks from its first value to its last: an entry
-            // between two of its values is skipped, and an ascending walk seeks to the next value.
-            if let order = plan.order, order.alternatives != nil, !order.matches(candidateKey) {
-                if !plan.descending, !candidateReadAhead, let cursor {
-                    guard let next = order.nextAlternativeStart(after: candidateKey) else { return false }
-                    cursor.seek(next)
-                }
-                continue
-            }
-            if readRecord || checksHeaders {
-                guard try locateRecord() else {
-                    // A key walk that checks further conditions finds that a missing object
-                    // matches nothing; anything else needs the object.
-                    if readRecord || plan.orderIsMultiValued {
-                        throw BuriError.corruption(
-                            bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
-                            reason: "an index entry points to an object that does not exist")
-                    }
-                    continue
-                }
-                if checksHeaders {
-                    let header: RecordHeader
-                    do {
-                        (header, payloadOffset) = try RecordHeader.parse(record)
-                    } catch {
-                        throw corruptRecord(objectKey(in: candidateKey), error)
-                    }
-                    let key = candidateKey[objectKeyRange]
-                    // On a multi-valued index an object is one result, at its first entry in range.
-                    if plan.orderIsMultiValued, let order = plan.order {
-                        guard
-                            let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
-                            first == candidateKey
-                        else { continue }
-                    }
-                    guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else {
-                        continue
-                    }
-                } else {
-                    do {
-                        payloadOffset = try RecordHeader.payloadOffset(record)
-                    } catch {
-                        throw corruptRecord(objectKey(in: candidateKey), error)
-                    }
-                }
-            }
+        while try plan.secondary.isEmpty ? nextMatch(readRecord: readRecord) : nextSorted(readRecord: readRecord) {
             if skipped < plan.offset {
                 skipped += 1
                 continue
             }
             returned += 1
             swap(&candidateKey, &lastStorageKey)
+            if !plan.secondary.isEmpty { swap(&sortBytes, &lastSortBytes) }
             hasReturned = true
             return true
         }
         return false
+    }
+
+    /// Moves to the next candidate in walk order that passes every condition (before offset and
+    /// limit); `false` at the end. With `readRecord`, `record` and `payloadOffset` describe its
+    /// stored value; with further sort keys, `sortBytes` holds its sort bytes.
+    private func nextMatch(readRecord: Bool) throws(BuriError) -> Bool {
+        while true {
+            guard try nextCandidate(needsRecord: readRecord || checksHeaders || inNulls) else {
+                if try enterNulls() { continue }
+                return false
+            }
+            try readCandidateKey()
+            let isNull = plan.order != nil && candidateKey.first == Keyspace.recordTag
+            // An `anyOf` ordering condition walks from its first value to its last: an entry
+            // between two of its values is skipped, and an ascending walk seeks to the next value.
+            if !isNull, let order = plan.order, order.alternatives != nil, !order.matches(candidateKey) {
+                if !plan.descending, !candidateReadAhead, let cursor {
+                    guard let next = order.nextAlternativeStart(after: candidateKey) else { return false }
+                    cursor.seek(next)
+                }
+                continue
+            }
+            guard readRecord || checksHeaders || isNull else {
+                objectsInOrder += 1
+                return true
+            }
+            guard try locateRecord() else {
+                // A key walk that checks further conditions finds that a missing object
+                // matches nothing; anything else needs the object.
+                if readRecord || plan.orderIsMultiValued {
+                    throw BuriError.corruption(
+                        bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
+                        reason: "an index entry points to an object that does not exist")
+                }
+                continue
+            }
+            guard checksHeaders || isNull else {
+                do {
+                    payloadOffset = try RecordHeader.payloadOffset(record)
+                } catch {
+                    throw corruptRecord(objectKey(in: candidateKey), error)
+                }
+                objectsInOrder += 1
+                return true
+            }
+            let header: RecordHeader
+            do {
+                (header, payloadOffset) = try RecordHeader.parse(record)
+            } catch {
+                throw corruptRecord(objectKey(in: candidateKey), error)
+            }
+            let key = candidateKey[objectKeyRange]
+            if isNull, let order = plan.order {
+                // The phase of objects without a value: one with a value was met in the index.
+                if header.entries.contains(where: { $0.index == order.index.id }) { continue }
+            } else if plan.orderIsMultiValued, let order = plan.order {
+                // On a multi-valued index an object is one result, at its first entry in range.
+                guard
+                    let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
+                    first == candidateKey
+                else { continue }
+            }
+            if !isNull { objectsInOrder += 1 }
+            guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else {
+                continue
+            }
+            if !plan.predicates.isEmpty {
+                let payload = UnsafeRawBufferPointer(rebasing: record[payloadOffset...])
+                guard try satisfiesPredicates(header.entries, objectKey: key, payload: payload) else { continue }
+            }
+            if !plan.secondary.isEmpty {
+                sortBytes.removeAll(keepingCapacity: true)
+                for sort in plan.secondary { sort.appendSortBytes(of: header.entries, to: &sortBytes) }
+            }
+            return true
+        }
+    }
+
+    /// The bytes that identify a candidate's group: its value in the ordering index, or (for the
+    /// objects without one) the record tag.
+    private static func groupId(_ key: [UInt8], objectKey: Range<Int>) -> ArraySlice<UInt8> {
+        key.first == Keyspace.recordTag ? key[..<1] : key[..<objectKey.lowerBound]
+    }
+
+    /// Whether `a` comes before `b` in a group: by sort bytes, then by object key in the walk's direction.
+    private func precedes(_ a: Member, _ b: Member) -> Bool {
+        if a.sortBytes != b.sortBytes { return a.sortBytes.lexicographicallyPrecedes(b.sortBytes) }
+        let keyA = a.key[a.objectKey]
+        let keyB = b.key[b.objectKey]
+        return plan.descending ? keyB.lexicographicallyPrecedes(keyA) : keyA.lexicographicallyPrecedes(keyB)
+    }
+
+    /// The token's last result as a member of its group, to skip what precedes it.
+    private lazy var resumeMember: Member? = {
+        guard let resume = plan.resume else { return nil }
+        let position = resume.position
+        let objectKey: Range<Int>
+        if position.first == Keyspace.recordTag {
+            objectKey = Keyspace.recordPrefixLength..<position.count
+        } else if let arity = plan.order?.index.components.count,
+            let parts = position.withUnsafeBytes({ try? Keyspace.splitIndexEntry($0, arity: arity) })
+        {
+            objectKey = parts.objectKey
+        } else {
+            return nil
+        }
+        return Member(key: position, objectKey: objectKey, sortBytes: resume.secondary)
+    }()
+
+    /// With further sort keys: the next result of the current group (filling and sorting the
+    /// next group when it is used up).
+    private func nextSorted(readRecord: Bool) throws(BuriError) -> Bool {
+        while groupNext == group.count {
+            guard try fillGroup() else { return false }
+        }
+        let member = group[groupNext]
+        groupNext += 1
+        candidateKey = member.key
+        objectKeyRange = member.objectKey
+        sortBytes = member.sortBytes
+        if readRecord {
+            candidateOnCursor = false
+            candidateReadAhead = false
+            guard try locateRecord() else {
+                throw BuriError.corruption(
+                    bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
+                    reason: "an index entry points to an object that does not exist")
+            }
+            do {
+                payloadOffset = try RecordHeader.payloadOffset(record)
+            } catch {
+                throw corruptRecord(objectKey(in: candidateKey), error)
+            }
+        }
+        return true
+    }
+
+    /// Reads the next group of candidates that tie on the ordering index and sorts it; `false`
+    /// when the walk is over. With a limit, only as many as can still be returned are kept.
+    private func fillGroup() throws(BuriError) -> Bool {
+        group.removeAll(keepingCapacity: true)
+        groupNext = 0
+        if let first = pending {
+            group.append(first)
+            pending = nil
+        } else if walkOver {
+            return false
+        }
+        let resume = resumeMember
+        let resumeGroup = resume.map { Self.groupId($0.key, objectKey: $0.objectKey) }
+        let keep = plan.limit.map { Swift.max(0, plan.offset - skipped) + Swift.max(0, $0 - returned) }
+        var id = group.first.map { Self.groupId($0.key, objectKey: $0.objectKey) }
+        while true {
+            guard try nextMatch(readRecord: false) else {
+                walkOver = true
+                break
+            }
+            let member = Member(key: candidateKey, objectKey: objectKeyRange, sortBytes: sortBytes)
+            let memberGroup = Self.groupId(member.key, objectKey: member.objectKey)
+            if let resume, memberGroup == resumeGroup, !precedes(resume, member) { continue }
+            if id == nil { id = memberGroup }
+            if memberGroup != id {
+                pending = member
+                break
+            }
+            group.append(member)
+            if let keep, group.count >= 2 * keep + 64 {
+                group.sort(by: precedes)
+                group.removeSubrange(keep...)
+            }
+        }
+        group.sort(by: precedes)
+        if let keep, group.count > keep { group.removeSubrange(keep...) }
+        return !group.isEmpty || pending != nil
     }
 
     /// Whether there is another result, moving past it: what a page asks after its last item.
