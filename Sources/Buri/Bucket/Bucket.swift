@@ -281,7 +281,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// ```swift
     /// let english = try people.count(.index("locale", equals: "EN"))
     /// ```
-    public func count(_ query: Query) throws(BuriError) -> Int { try raw.count(query) }
+    public func count(_ query: Query) throws(BuriError) -> Int { try raw.count(checked(query)) }
 
     /// The keys of the objects matching `query` (all keys, in key order, by default), without
     /// reading the objects.
@@ -290,7 +290,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// let everyone = try people.keys()
     /// let english = try people.keys(.index("locale", equals: "EN"))
     /// ```
-    public func keys(_ query: Query = .all) throws(BuriError) -> [String] { try raw.keys(query) }
+    public func keys(_ query: Query = .all) throws(BuriError) -> [String] { try raw.keys(checked(query)) }
 
     /// The objects matching `query` (all objects, in key order, by default).
     ///
@@ -332,7 +332,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// - Throws: ``BuriError/invalidQuery(bucket:index:reason:)`` if `size` is not positive,
     ///   ``BuriError/invalidContinuation(bucket:reason:)`` for a token of another bucket or query.
     public func page(_ query: Query, size: Int) throws(BuriError) -> Page<T> {
-        try raw.page(query, size: size) { cursor throws(BuriError) -> T? in
+        try raw.page(checked(query), size: size) { cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
             do {
                 return try decodeObject(cursor.currentPayload)
@@ -353,7 +353,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// let second = try people.keyPage(.index("age", in: 20...).after(first.next), size: 100)
     /// ```
     public func keyPage(_ query: Query, size: Int) throws(BuriError) -> Page<String> {
-        try raw.keyPage(query, size: size)
+        try raw.keyPage(checked(query), size: size)
     }
 
     /// A streaming cursor over the objects matching `query`: bounded memory, one snapshot, and
@@ -364,7 +364,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// while let person = try cursor.next() { print(person.name) }
     /// ```
     public func cursor(_ query: Query) throws(BuriError) -> ObjectCursor<T> {
-        ObjectCursor(bucket: self, raw: try raw.cursor(query))
+        ObjectCursor(bucket: self, raw: try raw.cursor(checked(query)))
     }
 
     /// The objects matching `query` as a lazy `Sequence` that streams from storage, each iteration
@@ -376,7 +376,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// if let error = everyone.error { throw error }
     /// ```
     public func lazyObjects(_ query: Query = .all) -> LazyQuerySequence<T> {
-        LazyQuerySequence(raw: raw, query: query) { [self] cursor throws(BuriError) -> T? in
+        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { [self] cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
             do {
                 return try decodeObject(cursor.currentPayload)
@@ -396,7 +396,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// for key in people.lazyKeys(.index("locale", equals: "EN")) { print(key) }
     /// ```
     public func lazyKeys(_ query: Query = .all) -> LazyQuerySequence<String> {
-        LazyQuerySequence(raw: raw, query: query) { cursor throws(BuriError) -> String? in try cursor.nextKey() }
+        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { cursor throws(BuriError) -> String? in try cursor.nextKey() }
     }
 
     /// The smallest value of a numeric or binary index (its first component), read from the index alone.

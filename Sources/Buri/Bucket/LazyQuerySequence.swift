@@ -35,9 +35,16 @@ public struct LazyQuerySequence<Element>: Sequence {
     let step: (RawQueryCursor) throws(BuriError) -> Element?
     private let errorBox = ErrorBox()
 
-    init(raw: RawBucket, query: Query, step: @escaping (RawQueryCursor) throws(BuriError) -> Element?) {
+    /// Why the query cannot run, reported by every iteration.
+    let refusal: BuriError?
+
+    init(
+        raw: RawBucket, query: Query, refusal: BuriError? = nil,
+        step: @escaping (RawQueryCursor) throws(BuriError) -> Element?
+    ) {
         self.raw = raw
         self.query = query
+        self.refusal = refusal
         self.step = step
     }
 
@@ -67,7 +74,8 @@ public struct LazyQuerySequence<Element>: Sequence {
     public func makeIterator() -> Iterator {
         errorBox.error = nil
         errorBox.complete = false
-        do {
+        do throws(BuriError) {
+            if let refusal { throw refusal }
             return Iterator(cursor: try raw.cursor(query), step: step, errorBox: errorBox)
         } catch {
             errorBox.error = error

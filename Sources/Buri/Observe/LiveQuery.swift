@@ -256,6 +256,7 @@ extension Bucket where T: Sendable {
     /// }
     /// ```
     public func observe(_ query: Query = .all) throws(BuriError) -> LiveQuery<[T]> {
+        let query = try checked(query)
         let relevance = try LiveQueryRelevance.of(query, bucket: raw, objects: true)
         return try raw.database.liveQuery(bucket: raw, relevance: relevance) { [self] state throws(BuriError) -> [T] in
             guard case .results = relevance.records else { return try objects(query) }
@@ -271,7 +272,8 @@ extension Bucket where T: Sendable {
     /// for try await count in try people.observeCount(.index("age", in: 18...)) { badge = count }
     /// ```
     public func observeCount(_ query: Query = .all) throws(BuriError) -> LiveQuery<Int> {
-        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+        let query = try checked(query)
+        return try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
             [self] _ throws(BuriError) -> Int in
             try count(query)
         }
@@ -283,7 +285,8 @@ extension Bucket where T: Sendable {
     /// for try await keys in try people.observeKeys(.index("locale", equals: "EN")) { print(keys) }
     /// ```
     public func observeKeys(_ query: Query = .all) throws(BuriError) -> LiveQuery<[String]> {
-        try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+        let query = try checked(query)
+        return try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
             [self] _ throws(BuriError) -> [String] in
             try keys(query)
         }

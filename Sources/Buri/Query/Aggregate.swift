@@ -465,7 +465,7 @@ extension Bucket {
     /// print(stats.count, stats.sum, stats.average ?? 0)
     /// ```
     public func aggregate(_ index: String, where query: Query = .all) throws(BuriError) -> Aggregate {
-        try raw.aggregate(index, where: query)
+        try raw.aggregate(index, where: checked(query))
     }
 
     /// The aggregate of numeric index `index` over the objects `query` matches, per value of index
@@ -482,6 +482,6 @@ extension Bucket {
     ) throws(BuriError)
         -> [AggregateGroup]
     {
-        try raw.aggregate(index, where: query, groupedBy: group)
+        try raw.aggregate(index, where: checked(query), groupedBy: group)
     }
 }

@@ -65,6 +65,12 @@ struct UnresolvedKeyPath: Sendable, Hashable {
 extension Query {
     /// The condition on the single-component index `Root` declares over `keyPath`, or one that
     /// fails with ``BuriError/unindexedKeyPath(type:keyPath:)`` when the query runs.
+    /// A query of `conditions` made from key paths of `Root`.
+    init<Root>(root: Root.Type, conditions: [Condition]) {
+        self.init(conditions: conditions)
+        roots = [QueryRoot(root)]
+    }
+
     /// The name of the single-component index `Root` declares over `keyPath`, if any.
     static func indexName<Root: BuriSupport>(_ root: Root.Type, _ keyPath: AnyKeyPath) -> String? {
         Root.buri.indexes.first { index in
@@ -95,7 +101,7 @@ extension Query {
         _ keyPath: KeyPath<Root, P>, from lower: P.IndexedValue?, inclusive lowerInclusive: Bool,
         to upper: P.IndexedValue?, inclusive upperInclusive: Bool
     ) -> Query {
-        Query(conditions: [
+        Query(root: Root.self, conditions: [
             condition(keyPath) { name throws(BuriError) in
                 let low: IndexBound =
                     try lower.map { value throws(BuriError) in
@@ -122,7 +128,7 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, equals value: P.IndexedValue
     ) -> Query {
-        Query(conditions: [
+        Query(root: Root.self, conditions: [
             condition(keyPath) { name throws(BuriError) in
                 Condition(index: name, leading: [try value.queryIndexValue()], rest: .none)
             }
@@ -206,7 +212,7 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, in values: [P.IndexedValue]
     ) -> Query {
-        Query(conditions: [
+        Query(root: Root.self, conditions: [
             condition(keyPath) { name throws(BuriError) in
                 var encoded: [IndexValue] = []
                 encoded.reserveCapacity(values.count)
@@ -224,7 +230,7 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, prefix: String
     ) -> Query where P.IndexedValue == String {
-        Query(conditions: [
+        Query(root: Root.self, conditions: [
             condition(keyPath) { name throws(BuriError) in
                 Condition(index: name, leading: [], rest: .prefix(Array(prefix.utf8)))
             }

@@ -50,6 +50,7 @@ extension Query {
         }
         copy.conditions = []
         copy.predicates = [.any(branches)]
+        copy.roots.formUnion(other.roots)
         return copy
     }
 
@@ -65,6 +66,7 @@ extension Query {
     public static func not(_ query: Query) -> Query {
         var negated = Query(conditions: [])
         negated.predicates = [.not(query.requirement)]
+        negated.roots = query.roots
         return negated
     }
 
@@ -135,6 +137,7 @@ extension Query {
     public func order(by keys: SortKey...) -> Query {
         var copy = self
         copy.sortKeys = keys
+        for key in keys { if let root = key.root { copy.roots.insert(root) } }
         return copy
     }
 
@@ -166,6 +169,7 @@ extension Query {
     public func then(by key: SortKey) -> Query {
         var copy = self
         copy.sortKeys.append(key)
+        if let root = key.root { copy.roots.insert(root) }
         return copy
     }
 }
@@ -182,6 +186,8 @@ public struct SortKey: Sendable, Hashable {
     public var descending: Bool
     /// Set for a key path no declared index covers.
     var unresolved: UnresolvedKeyPath? = nil
+    /// The type of the key path it was made from.
+    var root: QueryRoot? = nil
 
     public init(index: String, descending: Bool = false) {
         self.index = index
@@ -210,6 +216,7 @@ public struct SortKey: Sendable, Hashable {
             self.init(index: "", descending: descending)
             unresolved = UnresolvedKeyPath(type: String(describing: Root.self), keyPath: String(describing: keyPath))
         }
+        root = QueryRoot(Root.self)
     }
 }
 
@@ -242,5 +249,34 @@ extension Bucket {
         throws(BuriError) -> [T] where T: SendableMetatype
     {
         try objects(query.filter(isIncluded))
+    }
+}
+
+/// A type a query's key paths belong to.
+struct QueryRoot: Sendable, Hashable {
+    let id: ObjectIdentifier
+    let name: String
+
+    init<Root>(_ type: Root.Type) {
+        id = ObjectIdentifier(type)
+        name = String(describing: type)
+    }
+}
+
+extension Bucket {
+    /// Why `query` cannot run on this bucket: its key paths belong to another type.
+    func refusal(of query: Query) -> BuriError? {
+        guard let other = query.roots.first(where: { $0.id != ObjectIdentifier(T.self) }) else { return nil }
+        return .invalidQuery(
+            bucket: name, index: nil,
+            reason:
+                "the query uses key paths of \(other.name), but this bucket holds \(String(describing: T.self)); query a bucket of \(other.name), or use key paths of \(String(describing: T.self))"
+        )
+    }
+
+    /// `query`, checked to be over this bucket's type.
+    func checked(_ query: Query) throws(BuriError) -> Query {
+        if let refusal = refusal(of: query) { throw refusal }
+        return query
     }
 }

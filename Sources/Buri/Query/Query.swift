@@ -72,6 +72,8 @@ public struct Query: Sendable, Hashable {
     /// The order of the results when set (see ``order(by:)-(SortKey...)``); empty: the order of the
     /// first condition's index, or key order.
     public var sortKeys: [SortKey] = []
+    /// The types whose key paths the query was built from (checked against a typed bucket's type).
+    var roots: Set<QueryRoot> = []
 
     init(conditions: [Condition]) { self.conditions = conditions }
 
@@ -172,6 +174,7 @@ public struct Query: Sendable, Hashable {
         var copy = self
         copy.conditions += other.conditions
         copy.predicates += other.predicates
+        copy.roots.formUnion(other.roots)
         return copy
     }
 

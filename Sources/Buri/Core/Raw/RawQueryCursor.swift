@@ -91,7 +91,7 @@ public final class RawQueryCursor {
         recordKey = bucket.recordPrefix
         checksHeaders =
             plan.collectFrom == nil && (plan.filters || plan.orderIsMultiValued || !plan.secondary.isEmpty)
-        batched = reader.prefersBatchedReads && plan.order != nil
+        batched = reader.prefersBatchedReads && (plan.order != nil || plan.collectFrom != nil)
         if let sources = plan.collectFrom {
             cursor = nil
             collected = try Self.collect(from: sources, bucket: bucket, plan: plan, reader: reader)
@@ -321,7 +321,8 @@ public final class RawQueryCursor {
                 nextCollected += 1
             }
         }
-        guard !aheadKeys.isEmpty, let arity = plan.order?.index.components.count else { return false }
+        guard !aheadKeys.isEmpty else { return false }
+        let arity = plan.order?.index.components.count ?? 0
         // An entry that does not parse gets no record here; readCandidateKey reports it in turn.
         let recordKeys = aheadKeys.map { key -> [UInt8] in
             // A collected object without a value in the ordering index is its record key.
