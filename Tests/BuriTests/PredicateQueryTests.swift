@@ -342,3 +342,68 @@ struct EtcdPredicateRoundTripTests {
         #expect(fewRequests < 12, "\(fewRequests) requests for an OR of 20 objects")
     }
 }
+
+/// The calls of the README's "Queries" table, run as written (on `PersonRecord`, whose `name` has
+/// no index), against a plain Swift answer.
+@Suite("README: the queries table's calls")
+struct ReadmeQueriesTableTests {
+    @Test func everyCallOfTheTableAnswersItsQuestion() throws {
+        let t = try TestDatabase(.memory)
+        let people = try t.db.bucket(PersonRecord.self)
+        let all = (0..<200).map { i in
+            PersonRecord(
+                objectId: String(format: "p%03d", i), name: ["Ann", "Bob", "Al", "Cy"][i % 4],
+                locale: ["EN", "NL", "DE"][i % 3], age: (i * 37) % 90)
+        }
+        try people.store(all)
+        func ids(_ found: [PersonRecord]) -> Set<String> { Set(found.map(\.objectId)) }
+        func ids(_ found: [PersonRecord], _ keep: (PersonRecord) -> Bool) -> Set<String> { ids(found.filter(keep)) }
+        #expect(ids(try people.objects(where: \.locale, equals: "EN")) == ids(all) { $0.locale == "EN" })
+        #expect(ids(try people.objects(where: \.age, in: 20...29)) == ids(all) { (20...29).contains($0.age) })
+        #expect(
+            ids(try people.objects(Query.where(\PersonRecord.locale, in: ["EN", "NL"]).and(.where(\PersonRecord.age, in: 20...29))))
+                == ids(all) { ["EN", "NL"].contains($0.locale) && (20...29).contains($0.age) })
+        #expect(
+            ids(try people.objects(Query.where(\PersonRecord.locale, equals: "EN").or(.where(\PersonRecord.age, in: ..<10))))
+                == ids(all) { $0.locale == "EN" || $0.age < 10 })
+        #expect(ids(try people.objects(.where(\PersonRecord.locale, notEquals: "EN"))) == ids(all) { $0.locale != "EN" })
+        let oldest = try people.objects(
+            Query.where(\PersonRecord.locale, equals: "EN").order(by: \PersonRecord.age, descending: true).limit(50))
+        let expectedOldest = all.filter { $0.locale == "EN" }.sorted { ($0.age, $0.objectId) > ($1.age, $1.objectId) }
+        #expect(oldest == Array(expectedOldest.prefix(50)))
+        let sorted = try people.objects(Query.all.order(by: .ascending("locale"), .descending("age")))
+        #expect(sorted == all.sorted { ($0.locale, -$0.age, $0.objectId) < ($1.locale, -$1.age, $1.objectId) })
+        #expect(
+            ids(try people.objects(.where(\PersonRecord.age, in: 20...29), filter: { $0.name.hasPrefix("A") }))
+                == ids(all) { (20...29).contains($0.age) && $0.name.hasPrefix("A") })
+        #expect(try people.count(where: \.locale, equals: "EN") == all.filter { $0.locale == "EN" }.count)
+        let groups = try people.aggregate("age", groupedBy: "locale")
+        #expect(groups.map { $0.value } == [IndexValue("DE"), IndexValue("EN"), IndexValue("NL")])
+        for group in groups {
+            #expect(group.aggregate.count == all.filter { IndexValue($0.locale) == group.value }.count)
+        }
+    }
+
+    @Test func signaturesOfOlderQueriesAreUnchangedAndNewOnesExtendThem() throws {
+        let plain = Query.index("locale", equals: "EN").and(.index("age", in: 20...29))
+        // The vector of FORMAT.md §11, unchanged by the new parts of a query.
+        #expect(ContinuationFormat.fingerprint(of: plain) == 0xF058_B7A0_8939_09C2)
+        let ordered = plain.order(by: .descending("age"))
+        let signature = ContinuationFormat.signature(of: ordered)
+        #expect(signature.starts(with: ContinuationFormat.signature(of: plain)))
+        #expect(signature.dropFirst(ContinuationFormat.signature(of: plain).count).first == 0xF0)
+        #expect(ContinuationFormat.fingerprint(of: ordered) != ContinuationFormat.fingerprint(of: plain))
+        #expect(
+            ContinuationFormat.fingerprint(of: plain.or(.index("age", equals: 3)))
+                != ContinuationFormat.fingerprint(of: plain.and(.index("age", equals: 3))))
+        // A b2 token round-trips through its text; cut short, it is refused with a typed error.
+        let token = ContinuationToken(
+            bucket: 1, order: 2, fingerprint: 3, returned: 4, position: [3, 0, 0, 0, 1, 0, 0, 0, 2, 0x20, 0x70],
+            secondary: [1, 0xFE, 2])
+        #expect(token.description.hasPrefix("b2"))
+        let parsed = try ContinuationToken(parsing: token.description)
+        #expect(parsed == token && parsed.secondary == [1, 0xFE, 2])
+        let cut = String(token.description.prefix(40))
+        #expect(throws: BuriError.self) { try ContinuationToken(parsing: cut) }
+    }
+}

@@ -5,7 +5,7 @@
 #endif
 
 // OR, NOT, filters on unindexed fields and explicit sort orders: the parts of a query that
-// select or order without driving a range walk by themselves (see docs/Planner.md).
+// select or order without driving a range walk by themselves (see docs/PLANNER.md).
 
 extension Query {
     /// Conditions combined with AND, OR and NOT, and checks of decoded objects.

@@ -13,7 +13,8 @@ public enum IndexBound: Sendable, Hashable {
 ///
 /// **Order.** Results come in the index order of the query's *first* condition: by value tuple,
 /// then by object key, both compared as bytes (`.descending()` reverses it); a query without
-/// conditions comes in key order. Further conditions (``and(_:)``) only filter: whichever index
+/// conditions (an OR or a NOT alone included) comes in key order; sort keys
+/// (``order(by:)-(SortKey...)``) choose any index's order instead. Further conditions (``and(_:)``) only filter: whichever index
 /// Buri scans to answer fastest, the results, their order, and so what `limit` and `offset` select,
 /// are defined by the query alone. On a multi-valued first index an object whose several values
 /// match is one result, placed at its first matching entry in that order (its smallest matching
