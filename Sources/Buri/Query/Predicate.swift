@@ -10,7 +10,7 @@
 extension Query {
     /// Conditions combined with AND, OR and NOT, and checks of decoded objects.
     ///
-    /// Built with ``Query/or(_:)``, ``Query/not(_:)`` and ``Query/filter(_:)``; each object
+    /// Built with ``Query/or(_:)``, ``Query/not(_:)`` and ``Query/filter(_:)-method``; each object
     /// satisfies a predicate or not, as Swift's Boolean operators would decide: an object with no
     /// value in an index (a `nil` optional, an empty array) fails every condition on it, so
     /// `.not(.index("locale", equals: "EN"))` includes it.
@@ -99,7 +99,7 @@ extension Query {
     }
 
     /// Every object for which `isIncluded` returns true: a scan of the whole bucket (see
-    /// ``filter(_:)-(Root)``).
+    /// ``filter(_:)-method``).
     ///
     /// ```swift
     /// let someAs = try people.objects(.filter { (person: Person) in person.name.hasPrefix("A") })
@@ -109,7 +109,7 @@ extension Query {
     }
 
     /// The same query keeping only the objects whose property at `keyPath` passes `isIncluded`,
-    /// a scan like ``filter(_:)-(Root)``, for a property no index covers.
+    /// a scan like ``filter(_:)-method``, for a property no index covers.
     ///
     /// ```swift
     /// let someAs = try people.objects(.where(\Person.age, in: 20...29).filter(\Person.name) { $0.hasPrefix("A") })
@@ -220,7 +220,7 @@ public struct SortKey: Sendable, Hashable {
     }
 }
 
-/// A check of decoded objects in a query (see ``Query/filter(_:)-(Root)``). Two filters are equal
+/// A check of decoded objects in a query (see ``Query/filter(_:)-method``). Two filters are equal
 /// only if they are the same filter: closures cannot be compared.
 public final class QueryFilter: Sendable, Hashable {
     /// The type candidates are decoded as.
@@ -240,7 +240,7 @@ public final class QueryFilter: Sendable, Hashable {
 
 extension Bucket {
     /// The objects matching `query` for which `isIncluded` returns true (a scan of the query's
-    /// candidates: see ``Query/filter(_:)-(Root)``).
+    /// candidates: see ``Query/filter(_:)-method``).
     ///
     /// ```swift
     /// let someAs = try people.objects(.index("age", in: 20...29), filter: { $0.name.hasPrefix("A") })

@@ -68,7 +68,7 @@ public struct Query: Sendable, Hashable {
     /// Resume after the result this token was issued for (see ``Page``).
     public var continuation: ContinuationToken? = nil
     /// Further requirements, all of which must hold too: conditions combined with ``or(_:)``,
-    /// ``not(_:)`` and ``filter(_:)``. They select; they never decide the order.
+    /// ``not(_:)`` and ``filter(_:)-method``. They select; they never decide the order.
     public var predicates: [Predicate] = []
     /// The order of the results when set (see ``order(by:)-(SortKey...)``); empty: the order of the
     /// first condition's index, or key order.
