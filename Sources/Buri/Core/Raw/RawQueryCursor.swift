@@ -124,13 +124,22 @@ public final class RawQueryCursor {
     private func satisfiesPredicates(
         _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>, payload: UnsafeRawBufferPointer
     ) throws(BuriError) -> Bool {
-        for predicate in plan.predicates {
+        try Self.satisfies(plan.predicates, entries, objectKey: objectKey, payload: payload, bucket: bucket.name)
+    }
+
+    /// Whether every one of `predicates` holds for an object; a filter that cannot decode the
+    /// object is a typed error naming bucket and key.
+    static func satisfies(
+        _ predicates: [PredicatePlan], _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>,
+        payload: UnsafeRawBufferPointer, bucket: String
+    ) throws(BuriError) -> Bool {
+        for predicate in predicates {
             let passed = try predicate.isSatisfied(by: entries, objectKey: objectKey) { filter throws(BuriError) in
                 do {
                     return try filter.check(payload)
                 } catch {
                     throw .decodingFailed(
-                        bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self), type: filter.typeName,
+                        bucket: bucket, key: String(decoding: objectKey, as: UTF8.self), type: filter.typeName,
                         reason: String(describing: error))
                 }
             }
@@ -222,28 +231,11 @@ public final class RawQueryCursor {
                 if !plan.predicates.isEmpty {
                     let outcome = value.withUnsafeBytes { raw -> Result<Bool, BuriError> in
                         let payload = UnsafeRawBufferPointer(rebasing: raw[parsed.payload...])
-                        for predicate in plan.predicates {
-                            do {
-                                let passed = try predicate.isSatisfied(by: parsed.header.entries, objectKey: key) {
-                                    filter throws(BuriError) in
-                                    do {
-                                        return try filter.check(payload)
-                                    } catch {
-                                        throw .decodingFailed(
-                                            bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self),
-                                            type: filter.typeName, reason: String(describing: error))
-                                    }
-                                }
-                                if !passed { return .success(false) }
-                            } catch let error as BuriError {
-                                return .failure(error)
-                            } catch {
-                                return .failure(.decodingFailed(
-                                    bucket: bucket.name, key: String(decoding: objectKey, as: UTF8.self),
-                                    type: "?", reason: String(describing: error)))
-                            }
+                        return Result { () throws(BuriError) -> Bool in
+                            try satisfies(
+                                plan.predicates, parsed.header.entries, objectKey: key, payload: payload,
+                                bucket: bucket.name)
                         }
-                        return .success(true)
                     }
                     let passed = try outcome.get()
                     guard passed else { continue }
