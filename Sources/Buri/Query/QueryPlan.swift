@@ -242,9 +242,11 @@ struct QueryPlan {
 
     /// At most this many entries are collected for a `.sorted` plan (bounded memory).
     static let collectLimit = 256
-    /// At most this many entries are collected for a query in key order (the alternative is a
-    /// walk of every record).
+    /// At most this many entries are collected (memory stays bounded); above ``collectLimit`` only
+    /// when the walk would read several times more.
     static let keyOrderCollectLimit = 16_384
+    /// With a limit, the walk's range is counted up to this many times the collection's size.
+    static let walkCountCap = 64
     /// A `.sorted` plan is used when the first condition has at least this many times more entries.
     static let collectRatio = 4
 
@@ -380,13 +382,13 @@ struct QueryPlan {
         self.resume = resume
         self.range = range
 
-        // A selective condition (or OR of conditions): collect its few objects and sort them,
-        // rather than walk many entries of the ordering index, or every record, to find them.
+        // A selective condition (or OR of conditions): collect its objects and sort them, rather
+        // than walk many more entries of the ordering index, or every record, to find them.
         var collectFrom: [ConditionPlan]? = nil
         if strategy == .automatic, limit != 0, secondary.isEmpty {
             var sources: [[ConditionPlan]] = residual.map { [$0] }
             for predicate in predicates { if let found = predicate.sources { sources.append(found) } }
-            let cap = order == nil ? Self.keyOrderCollectLimit : Self.collectLimit
+            let cap = Self.keyOrderCollectLimit
             var smallest: (plans: [ConditionPlan], count: Int)? = nil
             for candidate in sources {
                 var count = 0
@@ -396,8 +398,18 @@ struct QueryPlan {
                 if count <= cap, count < smallest?.count ?? Int.max { smallest = (candidate, count) }
             }
             if let smallest {
-                let enough = Self.collectRatio * Swift.max(1, smallest.count)
-                if try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough {
+                let size = Swift.max(1, smallest.count)
+                // The walk reads about `wanted × walked / size` entries before it has `wanted`
+                // results; collecting reads `size` entries and headers and sorts them.
+                let enough: Int
+                if let limit, size > Self.collectLimit {
+                    let wanted = Swift.max(1, limit + offset)
+                    let needed = Self.collectRatio * size * size / wanted
+                    enough = needed <= Self.walkCountCap * size ? Swift.max(needed, Self.collectRatio * size) : Int.max
+                } else {
+                    enough = Self.collectRatio * size
+                }
+                if enough < Int.max, try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough {
                     collectFrom = smallest.plans
                 }
             }
