@@ -195,9 +195,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
         // returning `Result<T, _>?` cost metadata lookups on every call.
         var object: T?
         var failure: BuriError?
-        try raw.withPayload(forKey: key) { payload in
+        try raw.withPayload(forKey: key) { payload, version in
             do throws(BuriError) {
-                object = try decode(payload, key: key)
+                object = try decode(payload, version: version, key: key)
             } catch {
                 failure = error
             }
@@ -334,14 +334,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     public func page(_ query: Query, size: Int) throws(BuriError) -> Page<T> {
         try raw.page(checked(query), size: size) { cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
-            do {
-                return try decodeObject(cursor.currentPayload)
-            } catch {
-                // The key is built only here: returning objects does not need it.
-                throw .decodingFailed(
-                    bucket: name, key: cursor.currentKey, type: String(describing: T.self),
-                    reason: String(describing: error))
-            }
+            // The key is built only on an error or an upgrade: returning objects does not need it.
+            return try decode(cursor.currentPayload, version: cursor.currentSchemaVersion, key: cursor.currentKey)
         }
     }
 
@@ -378,14 +372,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     public func lazyObjects(_ query: Query = .all) -> LazyQuerySequence<T> {
         LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { [self] cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
-            do {
-                return try decodeObject(cursor.currentPayload)
-            } catch {
-                // The key is built only here: returning objects does not need it.
-                throw .decodingFailed(
-                    bucket: name, key: cursor.currentKey, type: String(describing: T.self),
-                    reason: String(describing: error))
-            }
+            // The key is built only on an error or an upgrade: returning objects does not need it.
+            return try decode(cursor.currentPayload, version: cursor.currentSchemaVersion, key: cursor.currentKey)
         }
     }
 
@@ -432,21 +420,15 @@ public final class ObjectCursor<T: BuriSupport> {
     /// The next object, or `nil` at the end.
     public func next() throws(BuriError) -> T? {
         guard try raw.nextObject() else { return nil }
-        do {
-            return try bucket.decodeObject(raw.currentPayload)
-        } catch {
-            // The key is built only here: returning objects does not need it.
-            throw .decodingFailed(
-                bucket: bucket.name, key: raw.currentKey, type: String(describing: T.self),
-                reason: String(describing: error))
-        }
+        // The key is built only on an error or an upgrade: returning objects does not need it.
+        return try bucket.decode(raw.currentPayload, version: raw.currentSchemaVersion, key: raw.currentKey)
     }
 
     /// The next key and object, or `nil` at the end.
     public func nextEntry() throws(BuriError) -> (key: String, object: T)? {
         guard try raw.nextObject() else { return nil }
         let key = raw.currentKey
-        return (key, try bucket.decode(raw.currentPayload, key: key))
+        return (key, try bucket.decode(raw.currentPayload, version: raw.currentSchemaVersion, key: key))
     }
 
     /// A token that resumes the query right after the last object returned.

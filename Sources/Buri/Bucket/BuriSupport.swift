@@ -35,19 +35,23 @@ public struct BuriSchema<T>: Sendable {
     public let schemaVersion: Int
     /// The name of the key property in the object's encoded form, when you want tools to know it.
     public let keyField: String?
+    /// The steps that upgrade records of older schema versions (see ``BuriMigration``).
+    public let migrations: [BuriMigration]
 
     public init(
         key: KeyPath<T, String> & Sendable,
         indexes: [BuriIndex<T>] = [],
         bucket: String? = nil,
         schemaVersion: Int = 0,
-        keyField: String? = nil
+        keyField: String? = nil,
+        migrations: [BuriMigration] = []
     ) {
         self.key = key
         self.indexes = indexes
         self.bucketName = bucket ?? String(describing: T.self)
         self.schemaVersion = schemaVersion
         self.keyField = keyField
+        self.migrations = migrations
     }
 }
 

@@ -186,7 +186,9 @@ extension BuriDatabase {
                             !dropIds.contains($0.index) && !buildIds.contains($0.index)
                         }
                         if !buildIds.isEmpty {
-                            let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
+                            let object = try bucket.decode(
+                                UnsafeRawBufferPointer(rebasing: value[offset...]), version: header.schemaVersion,
+                                key: key)
                             let fresh = try bucket.prepare(object)
                             for entry in fresh.header.entries where buildIds.contains(entry.index) {
                                 entries.append(entry)
@@ -235,12 +237,17 @@ extension BuriDatabase {
                     }
                 }
                 let entries = try cursor.withValue { value throws -> [RecordHeader.Entry] in
-                    let offset: Int
-                    do { offset = try RecordHeader.parse(value).1 } catch {
+                    let parsed: (header: RecordHeader, offset: Int)
+                    do {
+                        let (header, offset) = try RecordHeader.parse(value)
+                        parsed = (header, offset)
+                    } catch {
                         throw BuriError.corruption(
                             bucket: old.name, key: key, index: nil, reason: "record header: \(error)")
                     }
-                    let object = try bucket.decode(UnsafeRawBufferPointer(rebasing: value[offset...]), key: key)
+                    let object = try bucket.decode(
+                        UnsafeRawBufferPointer(rebasing: value[parsed.offset...]), version: parsed.header.schemaVersion,
+                        key: key)
                     return try bucket.prepare(object).header.entries.filter { buildIds.contains($0.index) }
                 }
                 for entry in entries where uniqueIds.contains(entry.index) {

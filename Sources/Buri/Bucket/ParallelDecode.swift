@@ -66,7 +66,16 @@ extension ObjectCursor where T: Sendable {
                         ended = true
                         break
                     }
-                    batch.append(payload: raw.currentPayload, cursor: raw)
+                    if raw.currentSchemaVersion == bucket.currentVersion {
+                        batch.append(payload: raw.currentPayload, cursor: raw)
+                    } else if let upgraded = try bucket.upgraded(
+                        raw.currentPayload, version: raw.currentSchemaVersion, key: raw.currentKey)
+                    {
+                        // An older record: its upgraded payload is what the helpers decode.
+                        upgraded.withUnsafeBytes { batch.append(payload: $0, cursor: raw) }
+                    } else {
+                        batch.append(payload: raw.currentPayload, cursor: raw)
+                    }
                 }
             } catch {
                 storageError = error

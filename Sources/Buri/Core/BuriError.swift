@@ -68,6 +68,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A query by key path (``Query/where(_:equals:)``) names a property of `type` that no
     /// declared single-component index reads.
     case unindexedKeyPath(type: String, keyPath: String)
+    /// A record was written by a newer schema version of its type (`stored`) than this code knows
+    /// (`known`): it is not decoded, since a wrong decode would lose fields.
+    case recordFromNewerSchema(bucket: String, key: String, stored: UInt64, known: UInt64)
+    /// Upgrading a record of schema version `from` failed: a migration step threw, or the payload
+    /// is not a map of fields.
+    case migrationFailed(bucket: String, key: String, from: UInt64, reason: String)
 
     public var description: String {
         switch self {
@@ -133,6 +139,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 "the write conflicted with other clients' writes \(attempts) time(s) and was given up; nothing was written (\(detail)); retry it, or write less at once"
         case .invalidTransaction(let reason):
             return "transaction misuse: \(reason)"
+        case let .recordFromNewerSchema(bucket, key, stored, known):
+            return
+                "bucket '\(bucket)': object '\(key)' was written with schema version \(stored), newer than this code's \(known); open the database with the newer version of the app, or declare the version and its migration"
+        case let .migrationFailed(bucket, key, from, reason):
+            return
+                "bucket '\(bucket)': object '\(key)' could not be upgraded from schema version \(from): \(reason); fix the migration step (the record is unchanged)"
         case let .unindexedKeyPath(type, keyPath):
             return
                 "no index of \(type) reads \(keyPath): declare one in its BuriSchema (such as .numeric(\"name\", \\.property) or .binary(\"name\", \\.property)), or query an index by name"

@@ -43,6 +43,13 @@ struct RecordHeader: Equatable, Sendable {
         try walk(value) { _, _, _ in }.payloadOffset
     }
 
+    /// Validates the header at the front of `value`; returns its schema version and where the payload starts.
+    static func versionAndPayloadOffset(_ value: UnsafeRawBufferPointer) throws(FormatError)
+        -> (schemaVersion: UInt64, payloadOffset: Int)
+    {
+        try walk(value) { _, _, _ in }
+    }
+
     /// Parses the header at the front of `value`; returns it and the offset where the payload starts.
     static func parse(_ value: UnsafeRawBufferPointer) throws(FormatError) -> (RecordHeader, payloadOffset: Int) {
         var entries: [Entry] = []

@@ -222,7 +222,7 @@ extension BuriDatabase {
             for (id, changes) in commit.records.sorted(by: { $0.key < $1.key }) {
                 let name = hub.name(ofBucket: id) ?? "#\(id)"
                 buckets.append(
-                    try BucketChange(bucket: name, revision: commit.revision, records: changes) { _, payload in
+                    try BucketChange(bucket: name, revision: commit.revision, records: changes) { _, payload, _ in
                         includingObjects ? Array(payload) : nil
                     })
             }
@@ -243,7 +243,7 @@ extension BucketChange {
     /// The change of one bucket from its record puts and deletes, the last write of a key winning.
     init(
         bucket: String, revision: UInt64, records: [StorageCommitEvent.Change],
-        object: (String, UnsafeRawBufferPointer) throws(BuriError) -> Object?
+        object: (String, UnsafeRawBufferPointer, UInt64) throws(BuriError) -> Object?
     ) throws(BuriError) {
         self.bucket = bucket
         self.revision = revision
@@ -273,14 +273,15 @@ extension BucketChange {
                 var failure: BuriError?
                 value.withUnsafeBytes { raw in
                     do throws(BuriError) {
+                        let version: UInt64
                         let offset: Int
                         do {
-                            offset = try RecordHeader.payloadOffset(raw)
+                            (version, offset) = try RecordHeader.versionAndPayloadOffset(raw)
                         } catch {
                             throw .corruption(
                                 bucket: bucket, key: objectKey, index: nil, reason: "record header: \(error)")
                         }
-                        decoded = try object(objectKey, UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                        decoded = try object(objectKey, UnsafeRawBufferPointer(rebasing: raw[offset...]), version)
                     } catch {
                         failure = error
                     }
@@ -329,8 +330,8 @@ extension Bucket where T: Sendable {
                     ? BucketChange(bucket: name, revision: commit.revision, changes: [], deletedAll: true) : nil
             }
             var change = try BucketChange(bucket: name, revision: commit.revision, records: records) {
-                key, payload throws(BuriError) -> T? in
-                includingObjects ? try decode(payload, key: key) : nil
+                key, payload, version throws(BuriError) -> T? in
+                includingObjects ? try decode(payload, version: version, key: key) : nil
             }
             change.deletedAll = deletedAll
             return change

@@ -6,16 +6,17 @@ extension RawBucket {
     /// Lends the payload (CBOR bytes) of object `key` to `body`; returns `false`, without calling
     /// it, if there is no such object. Checks the header without building it.
     @discardableResult
-    func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(BuriError) -> Bool {
+    func withPayload(forKey key: String, _ body: (UnsafeRawBufferPointer, UInt64) -> Void) throws(BuriError) -> Bool {
         try withCurrentValue(forKey: key) { buffer throws -> Bool in
             guard let buffer else { return false }
+            let version: UInt64
             let offset: Int
             do {
-                offset = try RecordHeader.payloadOffset(buffer)
+                (version, offset) = try RecordHeader.versionAndPayloadOffset(buffer)
             } catch {
                 throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
             }
-            body(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            body(UnsafeRawBufferPointer(rebasing: buffer[offset...]), version)
             return true
         }
     }
@@ -59,6 +60,30 @@ extension RawBucket {
         }
         // Inside a transaction the count key is written at its commit: add what it changed so far.
         return stored + (transaction?.counts.byId[id]?.delta ?? 0)
+    }
+
+    /// Walks the bucket's records after object key `after` (from the first without it), in key
+    /// order, from one snapshot, lending each one's key bytes and schema version to `body` until
+    /// it returns `false`.
+    func forEachRecordVersion(after: [UInt8]?, _ body: ([UInt8], UInt64) -> Bool) throws(BuriError) {
+        let (reader, bucket) = try readView()
+        var range = KeyRange.prefix(bucket.recordPrefix)
+        if let after { range.start = bucket.recordPrefix + after + [0] }
+        try run { () throws -> Void in
+            let cursor = try reader.cursor(in: range)
+            while try cursor.next() {
+                let key = cursor.withKey { Array($0[Keyspace.recordPrefixLength...]) }
+                let version: UInt64
+                do {
+                    version = try cursor.withValue { try RecordHeader.versionAndPayloadOffset($0).schemaVersion }
+                } catch {
+                    throw BuriError.corruption(
+                        bucket: name, key: String(decoding: key, as: UTF8.self), index: nil,
+                        reason: "record header: \(error)")
+                }
+                if !body(key, version) { return }
+            }
+        }
     }
 
     /// The number of objects as `reader` sees them, from the stored count (`nil` if the bucket

@@ -66,6 +66,8 @@ public final class RawQueryCursor {
     private var record = UnsafeRawBufferPointer(start: nil, count: 0)
     /// Where the payload starts in `record`.
     private var payloadOffset = 0
+    /// The schema version of the current result's record (with `record`).
+    private(set) var currentSchemaVersion: UInt64 = 0
     /// On an engine where each read is a round trip (``StorageReader/prefersBatchedReads``), an
     /// index walk that needs records reads ahead: up to ``readAhead`` index entries, then all their
     /// records in one request, instead of one seek per object.
@@ -486,7 +488,7 @@ public final class RawQueryCursor {
             }
             guard checksHeaders || isNull else {
                 do {
-                    payloadOffset = try RecordHeader.payloadOffset(record)
+                    (currentSchemaVersion, payloadOffset) = try RecordHeader.versionAndPayloadOffset(record)
                 } catch {
                     throw corruptRecord(objectKey(in: candidateKey), error)
                 }
@@ -499,6 +501,7 @@ public final class RawQueryCursor {
             } catch {
                 throw corruptRecord(objectKey(in: candidateKey), error)
             }
+            currentSchemaVersion = header.schemaVersion
             let key = candidateKey[objectKeyRange]
             if isNull, let order = plan.order {
                 // The phase of objects without a value: one with a value was met in the index.
@@ -577,7 +580,7 @@ public final class RawQueryCursor {
                     reason: "an index entry points to an object that does not exist")
             }
             do {
-                payloadOffset = try RecordHeader.payloadOffset(record)
+                (currentSchemaVersion, payloadOffset) = try RecordHeader.versionAndPayloadOffset(record)
             } catch {
                 throw corruptRecord(objectKey(in: candidateKey), error)
             }

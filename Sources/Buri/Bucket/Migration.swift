@@ -1,0 +1,207 @@
+// Migrations: a type declares its schema version and the steps from older ones; each step works on
+// the record's self-describing value (a CBOR map), so no old Swift type is needed. A record of an
+// older version is upgraded when read, and written back upgraded when next stored (or by
+// `migrateAll`).
+
+/// One step of a type's schema history: upgrades a record of version `from` to version `from + 1`,
+/// working on the record's fields as stored (see ``MigrationRecord``).
+///
+/// ```swift
+/// static let buri = BuriSchema<Person>(
+///     key: \.objectId, indexes: [.binary("name", \.fullName)], schemaVersion: 2,
+///     migrations: [
+///         .from(0) { record in record.rename("name", to: "fullName") },
+///         .from(1) { record in record.fill("age", with: 0) },
+///     ])
+/// ```
+public struct BuriMigration: Sendable {
+    /// The version this step upgrades from (to `from + 1`).
+    public let from: Int
+    let body: @Sendable (inout MigrationRecord) throws -> Void
+
+    /// The step from version `from` to `from + 1`.
+    public static func from(_ version: Int, _ body: @escaping @Sendable (inout MigrationRecord) throws -> Void)
+        -> BuriMigration
+    {
+        BuriMigration(from: version, body: body)
+    }
+}
+
+/// A stored record's fields, as a migration step sees them: the top-level map of its CBOR value.
+/// Field names are compared as UTF-8 bytes (`"é"` and `"e\u{301}"` are two fields).
+///
+/// ```swift
+/// .from(1) { record in
+///     let first = record["first"]?.stringValue ?? "", last = record["last"]?.stringValue ?? ""
+///     record["name"] = .text(first + " " + last)          // merge two fields
+///     record.remove("first"); record.remove("last")
+///     record["age"] = record["age"]?.stringValue.flatMap { Int64($0) }.map(CBORValue.int) ?? 0  // change a type
+/// }
+/// ```
+public struct MigrationRecord: Sendable {
+    /// The fields in stored order.
+    public var fields: [CBORMapEntry]
+    /// The record's key.
+    public let key: String
+
+    /// The value of field `name`; setting `nil` removes it, setting a value replaces it in place
+    /// or appends it.
+    public subscript(name: String) -> CBORValue? {
+        get { fields.first { Self.named($0, name) }?.value }
+        set {
+            if let at = fields.firstIndex(where: { Self.named($0, name) }) {
+                if let newValue { fields[at].value = newValue } else { fields.remove(at: at) }
+            } else if let newValue {
+                fields.append(CBORMapEntry(key: .text(name), value: newValue))
+            }
+        }
+    }
+
+    /// Renames field `old` to `new` (nothing if there is no `old`; an existing `new` is replaced).
+    public mutating func rename(_ old: String, to new: String) {
+        guard let value = self[old] else { return }
+        self[old] = nil
+        self[new] = value
+    }
+
+    /// Removes field `name`.
+    public mutating func remove(_ name: String) { self[name] = nil }
+
+    /// Sets field `name` to `value` if the record has no such field.
+    public mutating func fill(_ name: String, with value: CBORValue) {
+        if self[name] == nil { self[name] = value }
+    }
+
+    static func named(_ entry: CBORMapEntry, _ name: String) -> Bool {
+        if case .text(let text) = entry.key { return text.utf8.elementsEqual(name.utf8) }
+        return false
+    }
+}
+
+extension Bucket {
+    /// The schema version records are written with.
+    var currentVersion: UInt64 { UInt64(Swift.max(0, schema.schemaVersion)) }
+
+    /// The payload of a record of schema version `version` upgraded to the current version:
+    /// `nil` when it is current (decode it as it is).
+    /// - Throws: ``BuriError/recordFromNewerSchema(bucket:key:stored:known:)`` for a record newer than
+    ///   this code; ``BuriError/migrationFailed(bucket:key:from:reason:)`` when a step throws or the
+    ///   payload is not a map.
+    func upgraded(_ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String)
+        throws(BuriError) -> [UInt8]?
+    {
+        let current = currentVersion
+        if version == current { return nil }
+        guard version < current else {
+            throw .recordFromNewerSchema(bucket: name, key: key(), stored: version, known: current)
+        }
+        let key = key()
+        let value: CBORValue
+        do {
+            value = try CBORValue(decoding: payload)
+        } catch {
+            throw .migrationFailed(bucket: name, key: key, from: version, reason: "the payload is not CBOR: \(error)")
+        }
+        guard case .map(let fields) = value else {
+            throw .migrationFailed(bucket: name, key: key, from: version, reason: "the payload is not a map of fields")
+        }
+        var record = MigrationRecord(fields: fields, key: key)
+        var step = version
+        while step < current {
+            // A version without a declared step needs none (a field added as an optional, say).
+            for migration in schema.migrations where migration.from >= 0 && UInt64(migration.from) == step {
+                do {
+                    try migration.body(&record)
+                } catch {
+                    throw .migrationFailed(
+                        bucket: name, key: key, from: step, reason: "the step from version \(step) threw: \(error)")
+                }
+            }
+            step += 1
+        }
+        return CBORValue.map(record.fields).encoded()
+    }
+
+    /// Decodes a payload of schema version `version`, upgrading it first when it is older.
+    @inline(__always)
+    func decode(_ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String) throws(BuriError)
+        -> T
+    {
+        if version == currentVersion {
+            do {
+                return try decodeObject(payload)
+            } catch {
+                throw .decodingFailed(
+                    bucket: name, key: key(), type: String(describing: T.self), reason: String(describing: error))
+            }
+        }
+        guard let upgraded = try upgraded(payload, version: version, key: key()) else {
+            return try decode(payload, key: key())
+        }
+        let name = key()
+        let result = upgraded.withUnsafeBytes { bytes in Result { () throws(BuriError) in try decode(bytes, key: name) } }
+        return try result.get()
+    }
+
+    /// Upgrades every record older than the type's schema version, in batches of `batchSize`
+    /// records, each one atomic commit (a transaction: the records are read and written back in it,
+    /// so a concurrent writer's newer object is never overwritten, and index entries move with
+    /// their object). `progress` is called after each batch with the records upgraded so far.
+    ///
+    /// Resumable: a batch commits whole or not at all, and the walk skips records already at the
+    /// current version, so after a crash or kill calling it again finishes the work (it reads
+    /// every record's header once more, and upgrades only what is left). Returns how many records
+    /// it upgraded.
+    ///
+    /// ```swift
+    /// let upgraded = try people.migrateAll { done in print("\(done) upgraded") }
+    /// ```
+    /// - Throws: ``BuriError/uniqueViolation(bucket:index:value:holder:)`` when an upgraded
+    ///   record would break a unique index (earlier batches stay committed, the database
+    ///   consistent); the migration errors of ``decode(_:version:key:)``.
+    @discardableResult
+    public func migrateAll(batchSize: Int = 500, progress: ((Int) -> Void)? = nil) throws(BuriError) -> Int {
+        guard batchSize > 0 else {
+            throw .invalidQuery(bucket: name, index: nil, reason: "a batch holds at least 1 record; \(batchSize) given")
+        }
+        let current = currentVersion
+        var upgraded = 0
+        var after: [UInt8]? = nil
+        while true {
+            // Find the next batch of older records' keys, after the last key looked at.
+            var keys: [String] = []
+            var last: [UInt8]? = nil
+            try raw.forEachRecordVersion(after: after) { key, version in
+                last = key
+                if version != current { keys.append(String(decoding: key, as: UTF8.self)) }
+                return keys.count < batchSize
+            }
+            if !keys.isEmpty {
+                let count: Int
+                do {
+                    count = try raw.database.write { tx -> Int in
+                        let bucket = try tx.bucket(T.self, named: name)
+                        var objects: [T] = []
+                        for key in keys {
+                            // Read in the transaction: an object another writer deleted or
+                            // upgraded since is skipped or stored as it is now.
+                            if let object = try bucket.object(forKey: key) { objects.append(object) }
+                        }
+                        try bucket.store(objects)
+                        return objects.count
+                    }
+                } catch let error as BuriError {
+                    throw error
+                } catch {
+                    throw .migrationFailed(bucket: name, key: keys[0], from: 0, reason: "\(error)")
+                }
+                upgraded += count
+                progress?(upgraded)
+            }
+            // The walk stopped at a full batch: go on after its last key; else it reached the end.
+            guard keys.count == batchSize, let last else { break }
+            after = last
+        }
+        return upgraded
+    }
+}

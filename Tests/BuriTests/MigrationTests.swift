@@ -1,0 +1,170 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Buri
+
+/// Version 0 of a contact: `name` and an `age` kept as text.
+struct ContactV0: BuriSupport, Equatable {
+    var id: String
+    var name: String
+    var age: String
+    static let buri = BuriSchema<ContactV0>(key: \.id, indexes: [.binary("name", \.name)], bucket: "Contact")
+}
+
+/// Version 1: `name` renamed to `fullName`.
+struct ContactV1: BuriSupport, Equatable {
+    var id: String
+    var fullName: String
+    var age: String
+    static let buri = BuriSchema<ContactV1>(
+        key: \.id, indexes: [.binary("name", \.fullName)], bucket: "Contact", schemaVersion: 1,
+        migrations: [.from(0) { $0.rename("name", to: "fullName") }])
+}
+
+/// Version 2: `age` an integer (indexed, unique per `email`), a new `email` filled from the name.
+struct ContactV2: BuriSupport, Equatable {
+    var id: String
+    var fullName: String
+    var age: Int
+    var email: String
+
+    static let buri = BuriSchema<ContactV2>(
+        key: \.id,
+        indexes: [.binary("name", \.fullName), .numeric("age", \.age), .binary("email", \.email, unique: true)],
+        bucket: "Contact", schemaVersion: 2,
+        migrations: [
+            .from(0) { $0.rename("name", to: "fullName") },
+            .from(1) { record in
+                let age = record["age"]?.stringValue.flatMap { Int64($0) } ?? -1
+                record["age"] = .int(age)
+                let name = record["fullName"]?.stringValue ?? ""
+                record.fill("email", with: .text("\(name.lowercased())@example.com"))
+            },
+        ])
+}
+
+/// A version newer than every type above.
+struct ContactV9: BuriSupport {
+    var id: String
+    // The same index as the older versions, so opening either keeps the bucket's indexes.
+    static let buri = BuriSchema<ContactV9>(key: \.id, indexes: [.binary("name", \.id)], bucket: "Contact", schemaVersion: 9)
+}
+
+struct RefusedStep: Error {}
+
+@Suite("Migrations: older records upgrade when read, migrateAll upgrades them all")
+struct MigrationTests {
+    static func v0(_ i: Int) -> ContactV0 { ContactV0(id: String(format: "c%04d", i), name: "Name\(i)", age: "\(i % 90)") }
+    static func v2(_ i: Int) -> ContactV2 {
+        ContactV2(id: String(format: "c%04d", i), fullName: "Name\(i)", age: i % 90, email: "name\(i)@example.com")
+    }
+
+    @Test(arguments: Engine.allCases) func olderRecordsReadUpgradedThroughEveryPath(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let n = engine == .etcd ? 300 : 2_500  // above the parallel decoding threshold locally
+        try t.db.bucket(ContactV0.self).store((0..<n).map(Self.v0))
+        // A few at version 1, written by the code of then.
+        try t.db.bucket(ContactV1.self).store(ContactV1(id: "c0001", fullName: "Name1", age: "1"))
+        let contacts = try t.db.bucket(ContactV2.self)
+        let all = (0..<n).map(Self.v2)
+        #expect(try contacts.object(forKey: "c0007") == Self.v2(7))
+        #expect(try contacts.object(forKey: "c0001") == Self.v2(1))
+        #expect(try contacts.objects() == all)
+        #expect(try contacts.lazyObjects().map { $0 } == all)
+        #expect(try contacts.page(.all, size: 10).items == Array(all.prefix(10)))
+        let cursor = try contacts.cursor(.index("name", equals: "Name5"))
+        #expect(try cursor.next() == Self.v2(5))
+        // Indexes the new version declares were built from the upgraded objects.
+        #expect(Set(try contacts.keys(.index("age", equals: 30))) == Set(all.filter { $0.age == 30 }.map(\.id)))
+        #expect(try contacts.keys(.index("email", equals: "name9@example.com")) == ["c0009"])
+        // Reading does not write: the records keep their version until stored.
+        #expect(try contacts.raw.record(forKey: "c0007")?.schemaVersion == 0)
+        try contacts.store(Self.v2(7))
+        #expect(try contacts.raw.record(forKey: "c0007")?.schemaVersion == 2)
+        #expect(try t.db.check().problems.isEmpty)
+        // Inside a transaction too.
+        let inside = try t.db.write { tx in try tx.bucket(ContactV2.self).object(forKey: "c0008") }
+        #expect(inside == Self.v2(8))
+    }
+
+    @Test(arguments: Engine.allCases) func migrateAllUpgradesEveryRecordInBatchesAndIsIdempotent(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let n = engine == .etcd ? 120 : 1_050
+        try t.db.bucket(ContactV0.self).store((0..<n).map(Self.v0))
+        let contacts = try t.db.bucket(ContactV2.self)
+        let steps = Mutex<[Int]>([])
+        let upgraded = try contacts.migrateAll(batchSize: 100) { done in steps.withLock { $0.append(done) } }
+        #expect(upgraded == n)
+        #expect(steps.withLock { $0 } == Array(stride(from: 100, to: n, by: 100)) + [n])
+        for key in try contacts.keys() {
+            #expect(try contacts.raw.record(forKey: key)?.schemaVersion == 2, "\(key)")
+        }
+        #expect(try contacts.objects() == (0..<n).map(Self.v2))
+        #expect(try t.db.check().problems.isEmpty)
+        // Again: nothing left to do (a resumed run after a kill does only what is left).
+        #expect(try contacts.migrateAll(batchSize: 7) == 0)
+    }
+
+    @Test(arguments: Engine.allCases) func aUniqueIndexAMigrationWouldBreakStopsItConsistently(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        // Two names that lower-case alike: their filled emails collide in the unique index.
+        var old = (0..<30).map(Self.v0)
+        old.append(ContactV0(id: "z1", name: "NAME3", age: "3"))
+        try t.db.bucket(ContactV0.self).store(old)
+        // Declaring the index builds it from upgraded objects: refused, naming both keys.
+        #expect {
+            _ = try t.db.bucket(ContactV2.self)
+        } throws: { error in
+            guard case .uniqueViolation(let bucket, let index, _, _) = error as? BuriError else { return false }
+            let text = "\(error)"
+            return bucket == "Contact" && index == "email" && text.contains("c0003") && text.contains("z1")
+        }
+        // The bucket is as it was: the old type still reads every record.
+        #expect(try t.db.bucket(ContactV0.self).objects().count == 31)
+        #expect(try t.db.check().problems.isEmpty)
+    }
+
+    @Test(arguments: Engine.allCases) func newerRecordsAndFailingStepsAreTypedErrors(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        try t.db.bucket(ContactV0.self).store([Self.v0(1)])
+        try t.db.bucket(ContactV9.self).store(ContactV9(id: "c9999"))
+        let contacts = try t.db.bucket(ContactV1.self)
+        #expect {
+            try contacts.object(forKey: "c9999")
+        } throws: { error in
+            guard case .recordFromNewerSchema(let bucket, let key, let stored, let known) = error as? BuriError else {
+                return false
+            }
+            return bucket == "Contact" && key == "c9999" && stored == 9 && known == 1
+        }
+        #expect(throws: BuriError.self) { try contacts.objects() }
+        // A step that throws: typed, naming bucket, key and version; nothing written.
+        struct Refusing: BuriSupport {
+            var id: String
+            static let buri = BuriSchema<Refusing>(
+                key: \.id, bucket: "Contact", schemaVersion: 1,
+                migrations: [.from(0) { record in if record.key == "c0001" { throw RefusedStep() } }])
+        }
+        let refusing = try t.db.bucket(Refusing.self)
+        #expect {
+            try refusing.object(forKey: "c0001")
+        } throws: { error in
+            guard case .migrationFailed(let bucket, let key, let from, _) = error as? BuriError else { return false }
+            return bucket == "Contact" && key == "c0001" && from == 0
+        }
+        #expect(throws: BuriError.self) { try refusing.migrateAll() }
+        #expect(try t.db.rawBucket(named: "Contact").record(forKey: "c0001")?.schemaVersion == 0)
+    }
+
+    @Test func migrationRecordComparesFieldNamesAsBytes() {
+        var record = MigrationRecord(
+            fields: [CBORMapEntry(key: "\u{E9}", value: 1), CBORMapEntry(key: "e\u{301}", value: 2)], key: "k")
+        #expect(record["\u{E9}"] == 1 && record["e\u{301}"] == 2)
+        record.rename("e\u{301}", to: "x")
+        #expect(record["\u{E9}"] == 1 && record["x"] == 2 && record["e\u{301}"] == nil)
+        record.fill("x", with: 9)
+        record.fill("y", with: 3)
+        record.remove("\u{E9}")
+        #expect(record.fields == [CBORMapEntry(key: "x", value: 2), CBORMapEntry(key: "y", value: 3)])
+    }
+}
