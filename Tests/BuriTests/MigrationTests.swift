@@ -47,14 +47,17 @@ struct ContactV2: BuriSupport, Equatable {
 struct ContactV9: BuriSupport {
     var id: String
     // The same index as the older versions, so opening either keeps the bucket's indexes.
-    static let buri = BuriSchema<ContactV9>(key: \.id, indexes: [.binary("name", \.id)], bucket: "Contact", schemaVersion: 9)
+    static let buri = BuriSchema<ContactV9>(
+        key: \.id, indexes: [.binary("name", \.id)], bucket: "Contact", schemaVersion: 9)
 }
 
 struct RefusedStep: Error {}
 
 @Suite("Migrations: older records upgrade when read, migrateAll upgrades them all")
 struct MigrationTests {
-    static func v0(_ i: Int) -> ContactV0 { ContactV0(id: String(format: "c%04d", i), name: "Name\(i)", age: "\(i % 90)") }
+    static func v0(_ i: Int) -> ContactV0 {
+        ContactV0(id: String(format: "c%04d", i), name: "Name\(i)", age: "\(i % 90)")
+    }
     static func v2(_ i: Int) -> ContactV2 {
         ContactV2(id: String(format: "c%04d", i), fullName: "Name\(i)", age: i % 90, email: "name\(i)@example.com")
     }
@@ -87,7 +90,8 @@ struct MigrationTests {
         #expect(inside == Self.v2(8))
     }
 
-    @Test(arguments: Engine.allCases) func migrateAllUpgradesEveryRecordInBatchesAndIsIdempotent(engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func migrateAllUpgradesEveryRecordInBatchesAndIsIdempotent(engine: Engine) throws
+    {
         let t = try TestDatabase(engine)
         let n = engine == .etcd ? 120 : 1_050
         try t.db.bucket(ContactV0.self).store((0..<n).map(Self.v0))

@@ -42,7 +42,9 @@ struct PredicateQueryTests {
         // OR nested with AND, and with an IN list, the order of a first AND condition kept.
         let nested = try notes.keys(
             Query.index("age", in: 25...).and(Query.index("locale", in: ["NL", "DE"]).or(.index("tags", equals: "d"))))
-        let expectedNested = Self.ordered(all.filter { $0.age >= 25 && (["NL", "DE"].contains($0.locale) || $0.tags.contains("d")) }) {
+        let expectedNested = Self.ordered(
+            all.filter { $0.age >= 25 && (["NL", "DE"].contains($0.locale) || $0.tags.contains("d")) }
+        ) {
             $0.age < $1.age ? -1 : ($0.age == $1.age ? 0 : 1)
         }
         #expect(nested == expectedNested)
@@ -56,12 +58,14 @@ struct PredicateQueryTests {
         #expect(notPrecomposed.count == 72)
         #expect(try notes.count(.index("locale", notEquals: "EN")) == 72)
         // Double negation, and NOT inside OR.
-        #expect(try notes.keys(.not(.not(.index("locale", equals: "NL")))) == Self.keys(all.filter { $0.locale == "NL" }))
+        #expect(
+            try notes.keys(.not(.not(.index("locale", equals: "NL")))) == Self.keys(all.filter { $0.locale == "NL" }))
         let either = try notes.keys(Query.not(.index("age", in: 21...)).or(.index("tags", equals: "c")))
         #expect(either == Self.keys(all.filter { $0.age < 21 || $0.tags.contains("c") }))
         // Limit, offset and descending select from that order.
         #expect(
-            try notes.keys(Query.index("locale", equals: "EN").or(.index("age", in: ..<23)).descending().offset(2).limit(5))
+            try notes.keys(
+                Query.index("locale", equals: "EN").or(.index("age", in: ..<23)).descending().offset(2).limit(5))
                 == Array(englishOrYoung.reversed()[2..<7]))
         // A NOT with nothing to negate matches nothing; an OR of nothing matches nothing.
         #expect(try notes.keys(.not(.all)).isEmpty)
@@ -70,7 +74,8 @@ struct PredicateQueryTests {
         none.predicates = [.any([])]
         #expect(try notes.keys(none).isEmpty)
         // Aggregates over an OR query.
-        let sum = try notes.aggregate("age", where: Query.index("locale", equals: "EN").or(.index("locale", equals: "NL")))
+        let sum = try notes.aggregate(
+            "age", where: Query.index("locale", equals: "EN").or(.index("locale", equals: "NL")))
         let expectedSum = all.filter { ["EN", "NL"].contains($0.locale) }.map(\.age).reduce(0, +)
         #expect(sum.sum == .integer(Int128(expectedSum)))
     }
@@ -105,7 +110,8 @@ struct PredicateQueryTests {
             return first != 0 ? first : age(b, a)
         }
         #expect(try notes.keys(Query.all.order(by: .ascending("locale"), .descending("age"))) == twoKeys)
-        #expect(try notes.keys(Query.all.order(by: .ascending(\Note.locale)).then(by: .descending(\Note.age))) == twoKeys)
+        #expect(
+            try notes.keys(Query.all.order(by: .ascending(\Note.locale)).then(by: .descending(\Note.age))) == twoKeys)
         #expect(
             try notes.keys(Query.all.order(by: .ascending("locale"), .descending("age")).offset(7).limit(11))
                 == Array(twoKeys[7..<18]))
@@ -215,7 +221,9 @@ struct PredicateQueryTests {
         }
         // A decoded projection is fine: only the fields it names are read.
         struct Projection: Decodable { var age: Int }
-        #expect(try notes.count(Query.filter { (p: Projection) in p.age == 20 }) == Self.notes.filter { $0.age == 20 }.count)
+        #expect(
+            try notes.count(Query.filter { (p: Projection) in p.age == 20 }) == Self.notes.filter { $0.age == 20 }.count
+        )
     }
 
     @Test(arguments: Engine.allCases) func badInputIsATypedErrorOrACorrectEmptyAnswer(engine: Engine) throws {
@@ -225,11 +233,14 @@ struct PredicateQueryTests {
         // IN with no values: nothing; with 100,000 values: exactly the ones present.
         #expect(try notes.keys(.index("age", in: [IndexValue]())).isEmpty)
         let many = (0..<100_000).map { IndexValue($0 * 2) }
-        #expect(try notes.keys(.index("age", in: many)) == Self.ordered(Self.notes.filter { $0.age % 2 == 0 }) { a, b in
-            a.age < b.age ? -1 : (a.age == b.age ? 0 : 1)
-        })
-        #expect(try notes.count(Query.index("age", in: many).or(.index("locale", equals: "NL")))
-            == Self.notes.filter { $0.age % 2 == 0 || $0.locale == "NL" }.count)
+        #expect(
+            try notes.keys(.index("age", in: many))
+                == Self.ordered(Self.notes.filter { $0.age % 2 == 0 }) { a, b in
+                    a.age < b.age ? -1 : (a.age == b.age ? 0 : 1)
+                })
+        #expect(
+            try notes.count(Query.index("age", in: many).or(.index("locale", equals: "NL")))
+                == Self.notes.filter { $0.age % 2 == 0 || $0.locale == "NL" }.count)
         // Contradictory ranges: an empty answer.
         #expect(try notes.keys(.index("age", from: .inclusive(30), to: .inclusive(20))).isEmpty)
         #expect(try notes.keys(Query.index("age", in: 20...22).and(.index("age", in: 30...))).isEmpty)
@@ -245,7 +256,9 @@ struct PredicateQueryTests {
             return reason.contains("PersonRecord") && reason.contains("Note")
         }
         #expect(throws: BuriError.self) { try notes.keys(Query.all.order(by: \PersonRecord.age)) }
-        #expect(throws: BuriError.self) { try notes.count(Query.index("age", equals: 3).or(.where(\PersonRecord.locale, equals: "EN"))) }
+        #expect(throws: BuriError.self) {
+            try notes.count(Query.index("age", equals: 3).or(.where(\PersonRecord.locale, equals: "EN")))
+        }
         let lazy = notes.lazyKeys(.where(\PersonRecord.age, equals: 3))
         #expect(Array(lazy).isEmpty && lazy.error != nil)
         // A sort key by a key path no index covers: typed, naming type and key path.
@@ -315,7 +328,9 @@ struct EtcdPredicateRoundTripTests {
         let etcd = try #require(t.db.engine as? EtcdEngine)
         let people = try t.db.bucket(PersonRecord.self)
         let all = (0..<600).map { i in
-            PersonRecord(objectId: String(format: "p%05d", i), name: "n\(i)", locale: ["EN", "NL", "DE", "FR"][i % 4], age: i % 60)
+            PersonRecord(
+                objectId: String(format: "p%05d", i), name: "n\(i)", locale: ["EN", "NL", "DE", "FR"][i % 4],
+                age: i % 60)
         }
         try people.store(all)
         func requests(_ body: () throws -> Void) rethrows -> Int {
@@ -361,12 +376,17 @@ struct ReadmeQueriesTableTests {
         #expect(ids(try people.objects(where: \.locale, equals: "EN")) == ids(all) { $0.locale == "EN" })
         #expect(ids(try people.objects(where: \.age, in: 20...29)) == ids(all) { (20...29).contains($0.age) })
         #expect(
-            ids(try people.objects(Query.where(\PersonRecord.locale, in: ["EN", "NL"]).and(.where(\PersonRecord.age, in: 20...29))))
+            ids(
+                try people.objects(
+                    Query.where(\PersonRecord.locale, in: ["EN", "NL"]).and(.where(\PersonRecord.age, in: 20...29))))
                 == ids(all) { ["EN", "NL"].contains($0.locale) && (20...29).contains($0.age) })
         #expect(
-            ids(try people.objects(Query.where(\PersonRecord.locale, equals: "EN").or(.where(\PersonRecord.age, in: ..<10))))
+            ids(
+                try people.objects(
+                    Query.where(\PersonRecord.locale, equals: "EN").or(.where(\PersonRecord.age, in: ..<10))))
                 == ids(all) { $0.locale == "EN" || $0.age < 10 })
-        #expect(ids(try people.objects(.where(\PersonRecord.locale, notEquals: "EN"))) == ids(all) { $0.locale != "EN" })
+        #expect(
+            ids(try people.objects(.where(\PersonRecord.locale, notEquals: "EN"))) == ids(all) { $0.locale != "EN" })
         let oldest = try people.objects(
             Query.where(\PersonRecord.locale, equals: "EN").order(by: \PersonRecord.age, descending: true).limit(50))
         let expectedOldest = all.filter { $0.locale == "EN" }.sorted { ($0.age, $0.objectId) > ($1.age, $1.objectId) }

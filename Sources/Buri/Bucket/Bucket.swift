@@ -370,7 +370,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// if let error = everyone.error { throw error }
     /// ```
     public func lazyObjects(_ query: Query = .all) -> LazyQuerySequence<T> {
-        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { [self] cursor throws(BuriError) -> T? in
+        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) {
+            [self] cursor throws(BuriError) -> T? in
             guard try cursor.nextObject() else { return nil }
             // The key is built only on an error or an upgrade: returning objects does not need it.
             return try decode(cursor.currentPayload, version: cursor.currentSchemaVersion, key: cursor.currentKey)
@@ -384,7 +385,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// for key in people.lazyKeys(.index("locale", equals: "EN")) { print(key) }
     /// ```
     public func lazyKeys(_ query: Query = .all) -> LazyQuerySequence<String> {
-        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { cursor throws(BuriError) -> String? in try cursor.nextKey() }
+        LazyQuerySequence(raw: raw, query: query, refusal: refusal(of: query)) { cursor throws(BuriError) -> String? in
+            try cursor.nextKey()
+        }
     }
 
     /// The smallest value of a numeric or binary index (its first component), read from the index alone.

@@ -20,7 +20,9 @@ public struct BuriMigration: Sendable {
     let body: @Sendable (inout MigrationRecord) throws -> Void
 
     /// The step from version `from` to `from + 1`.
-    public static func from(_ version: Int, _ body: @escaping @Sendable (inout MigrationRecord) throws -> Void)
+    public static func from(
+        _ version: Int, _ body: @escaping @Sendable (inout MigrationRecord) throws -> Void
+    )
         -> BuriMigration
     {
         BuriMigration(from: version, body: body)
@@ -87,7 +89,9 @@ extension Bucket {
     /// - Throws: ``BuriError/recordFromNewerSchema(bucket:key:stored:known:)`` for a record newer than
     ///   this code; ``BuriError/migrationFailed(bucket:key:from:reason:)`` when a step throws or the
     ///   payload is not a map.
-    func upgraded(_ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String)
+    func upgraded(
+        _ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String
+    )
         throws(BuriError) -> [UInt8]?
     {
         let current = currentVersion
@@ -124,7 +128,9 @@ extension Bucket {
 
     /// Decodes a payload of schema version `version`, upgrading it first when it is older.
     @inline(__always)
-    func decode(_ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String) throws(BuriError)
+    func decode(
+        _ payload: UnsafeRawBufferPointer, version: UInt64, key: @autoclosure () -> String
+    ) throws(BuriError)
         -> T
     {
         if version == currentVersion {
@@ -139,7 +145,8 @@ extension Bucket {
             return try decode(payload, key: key())
         }
         let name = key()
-        let result = upgraded.withUnsafeBytes { bytes in Result { () throws(BuriError) in try decode(bytes, key: name) } }
+        let result = upgraded.withUnsafeBytes { bytes in Result { () throws(BuriError) in try decode(bytes, key: name) }
+        }
         return try result.get()
     }
 

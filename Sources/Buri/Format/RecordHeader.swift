@@ -44,7 +44,9 @@ struct RecordHeader: Equatable, Sendable {
     }
 
     /// Validates the header at the front of `value`; returns its schema version and where the payload starts.
-    static func versionAndPayloadOffset(_ value: UnsafeRawBufferPointer) throws(FormatError)
+    static func versionAndPayloadOffset(
+        _ value: UnsafeRawBufferPointer
+    ) throws(FormatError)
         -> (schemaVersion: UInt64, payloadOffset: Int)
     {
         try walk(value) { _, _, _ in }

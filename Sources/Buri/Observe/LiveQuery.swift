@@ -273,7 +273,9 @@ extension Bucket where T: Sendable {
     /// ```
     public func observeCount(_ query: Query = .all) throws(BuriError) -> LiveQuery<Int> {
         let query = try checked(query)
-        return try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+        return try raw.database.liveQuery(
+            bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)
+        ) {
             [self] _ throws(BuriError) -> Int in
             try count(query)
         }
@@ -286,7 +288,9 @@ extension Bucket where T: Sendable {
     /// ```
     public func observeKeys(_ query: Query = .all) throws(BuriError) -> LiveQuery<[String]> {
         let query = try checked(query)
-        return try raw.database.liveQuery(bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)) {
+        return try raw.database.liveQuery(
+            bucket: raw, relevance: LiveQueryRelevance.of(query, bucket: raw, objects: false)
+        ) {
             [self] _ throws(BuriError) -> [String] in
             try keys(query)
         }

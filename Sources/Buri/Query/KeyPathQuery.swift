@@ -101,21 +101,23 @@ extension Query {
         _ keyPath: KeyPath<Root, P>, from lower: P.IndexedValue?, inclusive lowerInclusive: Bool,
         to upper: P.IndexedValue?, inclusive upperInclusive: Bool
     ) -> Query {
-        Query(root: Root.self, conditions: [
-            condition(keyPath) { name throws(BuriError) in
-                let low: IndexBound =
-                    try lower.map { value throws(BuriError) in
-                        let encoded = try value.queryIndexValue()
-                        return lowerInclusive ? .inclusive(encoded) : .exclusive(encoded)
-                    } ?? .unbounded
-                let high: IndexBound =
-                    try upper.map { value throws(BuriError) in
-                        let encoded = try value.queryIndexValue()
-                        return upperInclusive ? .inclusive(encoded) : .exclusive(encoded)
-                    } ?? .unbounded
-                return Condition(index: name, leading: [], rest: .range(lower: low, upper: high))
-            }
-        ])
+        Query(
+            root: Root.self,
+            conditions: [
+                condition(keyPath) { name throws(BuriError) in
+                    let low: IndexBound =
+                        try lower.map { value throws(BuriError) in
+                            let encoded = try value.queryIndexValue()
+                            return lowerInclusive ? .inclusive(encoded) : .exclusive(encoded)
+                        } ?? .unbounded
+                    let high: IndexBound =
+                        try upper.map { value throws(BuriError) in
+                            let encoded = try value.queryIndexValue()
+                            return upperInclusive ? .inclusive(encoded) : .exclusive(encoded)
+                        } ?? .unbounded
+                    return Condition(index: name, leading: [], rest: .range(lower: low, upper: high))
+                }
+            ])
     }
 
     /// Objects whose property at `keyPath` equals `value`, through the index `Root` declares over
@@ -128,11 +130,13 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, equals value: P.IndexedValue
     ) -> Query {
-        Query(root: Root.self, conditions: [
-            condition(keyPath) { name throws(BuriError) in
-                Condition(index: name, leading: [try value.queryIndexValue()], rest: .none)
-            }
-        ])
+        Query(
+            root: Root.self,
+            conditions: [
+                condition(keyPath) { name throws(BuriError) in
+                    Condition(index: name, leading: [try value.queryIndexValue()], rest: .none)
+                }
+            ])
     }
 
     /// Objects whose property at `keyPath` does not equal `value` (Swift's `!=`): objects where it
@@ -212,14 +216,16 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, in values: [P.IndexedValue]
     ) -> Query {
-        Query(root: Root.self, conditions: [
-            condition(keyPath) { name throws(BuriError) in
-                var encoded: [IndexValue] = []
-                encoded.reserveCapacity(values.count)
-                for value in values { encoded.append(try value.queryIndexValue()) }
-                return Condition(index: name, leading: [], rest: .anyOf(encoded))
-            }
-        ])
+        Query(
+            root: Root.self,
+            conditions: [
+                condition(keyPath) { name throws(BuriError) in
+                    var encoded: [IndexValue] = []
+                    encoded.reserveCapacity(values.count)
+                    for value in values { encoded.append(try value.queryIndexValue()) }
+                    return Condition(index: name, leading: [], rest: .anyOf(encoded))
+                }
+            ])
     }
 
     /// Objects whose string property at `keyPath` begins with `prefix` (compared as UTF-8 bytes).
@@ -230,11 +236,13 @@ extension Query {
     public static func `where`<Root: BuriSupport, P: IndexedProperty>(
         _ keyPath: KeyPath<Root, P>, prefix: String
     ) -> Query where P.IndexedValue == String {
-        Query(root: Root.self, conditions: [
-            condition(keyPath) { name throws(BuriError) in
-                Condition(index: name, leading: [], rest: .prefix(Array(prefix.utf8)))
-            }
-        ])
+        Query(
+            root: Root.self,
+            conditions: [
+                condition(keyPath) { name throws(BuriError) in
+                    Condition(index: name, leading: [], rest: .prefix(Array(prefix.utf8)))
+                }
+            ])
     }
 }
 

@@ -104,7 +104,9 @@ extension Query {
     /// ```swift
     /// let someAs = try people.objects(.filter { (person: Person) in person.name.hasPrefix("A") })
     /// ```
-    public static func filter<Root: Decodable & SendableMetatype>(_ isIncluded: @escaping @Sendable (Root) -> Bool) -> Query {
+    public static func filter<Root: Decodable & SendableMetatype>(
+        _ isIncluded: @escaping @Sendable (Root) -> Bool
+    ) -> Query {
         Query.all.filter(isIncluded)
     }
 
@@ -155,7 +157,9 @@ extension Query {
     /// ```swift
     /// let oldestFirst = try people.objects(.where(\Person.locale, equals: "EN").order(by: \Person.age, descending: true))
     /// ```
-    public func order<Root: BuriSupport, P: IndexedProperty>(by keyPath: KeyPath<Root, P>, descending: Bool = false)
+    public func order<Root: BuriSupport, P: IndexedProperty>(
+        by keyPath: KeyPath<Root, P>, descending: Bool = false
+    )
         -> Query
     {
         order(by: descending ? .descending(keyPath) : .ascending(keyPath))
@@ -245,7 +249,9 @@ extension Bucket {
     /// ```swift
     /// let someAs = try people.objects(.index("age", in: 20...29), filter: { $0.name.hasPrefix("A") })
     /// ```
-    public func objects(_ query: Query = .all, filter isIncluded: @escaping @Sendable (T) -> Bool)
+    public func objects(
+        _ query: Query = .all, filter isIncluded: @escaping @Sendable (T) -> Bool
+    )
         throws(BuriError) -> [T] where T: SendableMetatype
     {
         try objects(query.filter(isIncluded))

@@ -274,7 +274,8 @@ struct QueryPlan {
                     throw .unindexedKeyPath(type: unresolved.type, keyPath: unresolved.keyPath)
                 }
                 guard let index = descriptor.index(named: key.index) else {
-                    throw .unknownIndex(bucket: descriptor.name, index: key.index, known: descriptor.indexes.map(\.name))
+                    throw .unknownIndex(
+                        bucket: descriptor.name, index: key.index, known: descriptor.indexes.map(\.name))
                 }
                 keys.append((index, key.descending != query.isDescending))
             }

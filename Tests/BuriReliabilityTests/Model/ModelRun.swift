@@ -713,7 +713,9 @@ final class ModelRun {
         var last: ModelPosition?
         var returned = 0
         note("paging walk over \(escaped(name)): \(query), pages of \(size)\(objects ? " (objects)" : "")")
-        if !query.predicates.isEmpty || !query.sort.isEmpty { tally["paging walk with or/not/filter/order", default: 0] += 1 }
+        if !query.predicates.isEmpty || !query.sort.isEmpty {
+            tally["paging walk with or/not/filter/order", default: 0] += 1
+        }
         for page in 0..<40 {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
             var buriQuery = try read("building \(query)") { try query.buriQuery() }

@@ -521,7 +521,9 @@ struct ModelState {
     func results(_ query: ModelQuery, in bucket: String) -> [ModelResult] {
         var results: [ModelResult] = []
         /// The object's first tuple in `index` in a direction (among those `condition` matches).
-        func place(_ item: ModelItem, _ index: String, descending: Bool, within condition: ModelCondition? = nil)
+        func place(
+            _ item: ModelItem, _ index: String, descending: Bool, within condition: ModelCondition? = nil
+        )
             -> [ModelValue]?
         {
             let matching = item.entries(index).filter { condition?.matches($0) ?? true }
@@ -555,7 +557,9 @@ struct ModelState {
                 }
             }
             results.append(
-                ModelResult(position: ModelPosition(parts: parts, key: item.keyBytes, keyDescending: keyDescending), item: item))
+                ModelResult(
+                    position: ModelPosition(parts: parts, key: item.keyBytes, keyDescending: keyDescending), item: item)
+            )
         }
         results.sort { ModelPosition.compare($0.position, $1.position) < 0 }
         return results

@@ -247,7 +247,9 @@ public final class RawQueryCursor {
         }
         for index in [0, 1] {
             if plan.descending {
-                if index == 0 { positions.sort { $1.lexicographicallyPrecedes($0) } } else {
+                if index == 0 {
+                    positions.sort { $1.lexicographicallyPrecedes($0) }
+                } else {
                     nulls.sort { $1.lexicographicallyPrecedes($0) }
                 }
             } else if index == 0 {
