@@ -219,6 +219,53 @@ func runStress(
     emit("done")
 }
 
+/// `migrate <path> <record>`: the step kills the process when it upgrades its `record`-th record.
+let migrateKillAt =
+    CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "migrate" ? Int(CommandLine.arguments[3]) ?? 0 : 0
+/// Records the migration step has upgraded in this process.
+nonisolated(unsafe) var migrateSteps = 0
+
+/// StressItem at schema version 1: the step from version 0 writes "migrated" into `note`, and
+/// kills the process at the record chosen on the command line — inside `migrateAll`'s batch
+/// transaction, before its commit, so the kill lands in the middle of a batch.
+struct MigratingItem: BuriSupport {
+    var id: String
+    var name: String
+    var age: Int
+    var tags: [String]
+    var score: Double
+    var writer: String
+    var note: String
+
+    static let buri = BuriSchema<MigratingItem>(
+        key: \.id,
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+        ],
+        bucket: "stress", schemaVersion: 1,
+        migrations: [
+            .from(0) { record in
+                record["note"] = "migrated"
+                migrateSteps += 1
+                if migrateSteps == migrateKillAt { kill(getpid(), SIGKILL) }
+            }
+        ])
+}
+
+func runMigrate(path: String) -> Never {
+    let db = openDatabase(path, sync: false)
+    emit("ready pid=\(getpid()) kill-at=\(migrateKillAt)")
+    do {
+        let upgraded = try db.bucket(MigratingItem.self).migrateAll(batchSize: 100) { done in emit("upgraded \(done)") }
+        emit("migrated \(upgraded)")
+    } catch {
+        fail("migrate failed: \(error)")
+    }
+    db.close()
+    emit("done")
+    exit(0)
+}
+
 /// The age index's version for `evolve` (from the command line; 0 otherwise).
 let evolveVersion =
     CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "evolve" ? Int(CommandLine.arguments[3]) ?? 0 : 0
@@ -358,6 +405,8 @@ case "open":
     runOpen(path: arguments[2])
 case "evolve":
     runEvolve(path: arguments[2])
+case "migrate":
+    runMigrate(path: arguments[2])
 case "deleteall":
     runDeleteAll(path: arguments[2])
 case "transfer":

@@ -147,6 +147,17 @@ struct EvolveOne: BuriSupport, Equatable, Sendable {
         bucket: "stress")
 }
 
+/// StressItem at schema version 1, as BuriStress's `migrate` mode declares it (without the kill).
+struct MigratedItem: BuriSupport, Equatable, Sendable {
+    var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
+    static let buri = BuriSchema<MigratedItem>(
+        key: \.id,
+        indexes: [
+            .binary("name", \.name), .numeric("age", \.age), .binary("tags", \.tags), .numeric("score", \.score),
+        ],
+        bucket: "stress", schemaVersion: 1, migrations: [.from(0) { $0["note"] = "migrated" }])
+}
+
 struct EvolveTwo: BuriSupport, Equatable, Sendable {
     var id: String, name: String, age: Int, tags: [String], score: Double, writer: String, note: String
     static let buri = BuriSchema<EvolveTwo>(
@@ -269,6 +280,64 @@ struct KillTests {
             #expect(report.problems.isEmpty && report.pendingPurges.isEmpty, "round \(round): \(report.problems)")
         }
         print("deleteAll purge kills: \(interrupted) of the rounds interrupted mid-purge")
+    }
+
+    @Test("SIGKILL inside migrateAll's batches: each batch is whole or absent, and running it again finishes")
+    func killDuringMigrateAll() throws {
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill-migrate")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: 0x316_2A7E)
+        let originals = (0..<3000).map { n in
+            StressItem(
+                id: String(format: "m%05d", n), name: "n\(n % 13)", age: n % 100, tags: n % 4 == 0 ? ["red"] : [],
+                score: Double(n % 40) / 4, writer: "setup", note: "")
+        }
+        do {
+            let db = try BuriDatabase(path: dbPath)
+            try db.bucket(StressItem.self).store(originals)
+            db.close()
+        }
+        var migratedBefore = 0
+        let rounds = fullTests ? 20 : 10
+        for round in 0..<rounds {
+            let left = originals.count - migratedBefore
+            guard left > 0 else { break }
+            // Killed by the child itself inside the step that upgrades its Kth record of this run:
+            // in the middle of a batch's transaction, before its commit (K seeded).
+            let killAt = Int.random(in: 1...Swift.min(left, 400), using: &random)
+            let end = try runChildKilledAtAPoint(binary, ["migrate", dbPath, String(killAt)], capturingOutput: true)
+            let output = end.output
+            #expect(end.reason == .uncaughtSignal && end.status == SIGKILL, "round \(round): not killed: \(output)")
+            #expect(!output.contains("migrated "), "round \(round): finished before the kill: \(output)")
+            // The batches before the kill committed whole; the one being built did not.
+            let committed = (killAt - 1) / 100 * 100
+            #expect(
+                output.hasSuffix(committed == 0 ? "kill-at=\(killAt)\n" : "upgraded \(committed)\n"),
+                "round \(round): \(output)")
+
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            let raw = try db.rawBucket(named: "stress")
+            var atOne = 0
+            for key in try raw.keys(.all) where try raw.record(forKey: key)?.schemaVersion == 1 { atOne += 1 }
+            #expect(atOne == migratedBefore + committed, "round \(round): \(atOne) records at version 1")
+            migratedBefore = atOne
+            let report = try db.check()
+            #expect(report.problems.isEmpty, "round \(round): \(report.summary)")
+        }
+        // Running it again (here, to the end) finishes: every record at version 1, nothing lost.
+        let db = try BuriDatabase(path: dbPath)
+        defer { db.close() }
+        let bucket = try db.bucket(MigratedItem.self)
+        #expect(try bucket.migrateAll(batchSize: 250) == originals.count - migratedBefore)
+        #expect(try bucket.migrateAll() == 0)
+        let objects = try bucket.objects()
+        #expect(objects.map(\.id) == originals.map(\.id))
+        #expect(objects.allSatisfy { $0.note == "migrated" })
+        #expect(
+            try bucket.keys(.index("age", in: 10...19)).count == originals.filter { (10...19).contains($0.age) }.count)
+        #expect(try db.check().problems.isEmpty)
     }
 
     @Test("SIGKILL during an index rebuild: the next open with the new type finishes it, and nothing is lost")

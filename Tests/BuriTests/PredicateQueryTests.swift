@@ -289,7 +289,12 @@ struct PredicateQueryTests {
         let notes = try t.db.bucket(Note.self)
         #expect(try notes.keys(Query.all.order(by: "age").limit(1)) == ["tx1"])
     }
+}
 
+/// Live queries of the new forms. (Named for the observation run of Scripts/test, which runs apart
+/// from the long synchronous suites that would hold the cooperative threads its consumers need.)
+@Suite("OR, NOT, filters and order: live queries")
+struct ObservationTestsOfPredicates {
     @Test(arguments: Engine.allCases) func liveQueriesOfOrQueriesWakeOnlyForTheirRanges(engine: Engine) async throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)

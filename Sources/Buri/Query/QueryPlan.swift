@@ -326,7 +326,7 @@ struct QueryPlan {
                 throw refuse("the token is a position in \(issued) but this query is ordered by \(wanted)")
             }
             guard token.fingerprint == fingerprint, (token.secondary != nil) == !secondary.isEmpty else {
-                throw refuse("the token was issued for a query with other conditions, order or direction")
+                throw refuse("the token was issued for a query with other conditions or another direction or order")
             }
             // The position is a storage key of the generation the page was read from: the same
             // place in this generation's keys.
