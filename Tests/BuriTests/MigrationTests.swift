@@ -160,6 +160,52 @@ struct MigrationTests {
         #expect(try t.db.rawBucket(named: "Contact").record(forKey: "c0001")?.schemaVersion == 0)
     }
 
+    /// A copy of fixture database `name` (in Tests/BuriTests/Fixtures, written once by the schema
+    /// of its version and committed; opening a copy leaves the fixture unchanged).
+    static func fixture(_ name: String) throws -> (TemporaryDirectory, String) {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/\(name).leveldb")
+        let directory = TemporaryDirectory("buri-fixture")
+        let path = directory.path("db")
+        try FileManager.default.copyItem(atPath: source.path, toPath: path)
+        return (directory, path)
+    }
+
+    @Test func upgradeChainsFromStoredFixtureDatabases() throws {
+        // Version 0 only: 40 contacts and one whose key, name and age are unusual.
+        do {
+            let (directory, path) = try Self.fixture("contacts-v0")
+            defer { _ = directory }
+            let db = try BuriDatabase(path: path)
+            defer { db.close() }
+            let contacts = try db.bucket(ContactV2.self)
+            #expect(try contacts.object(forKey: "c0012") == Self.v2(12))
+            let odd = try #require(try contacts.object(forKey: "\u{E9}t\u{E9}"))
+            #expect(odd.fullName == "\u{C9}t\u{E9}" && odd.age == -1 && odd.email == "\u{E9}t\u{E9}@example.com")
+            // The precomposed key is not the decomposed one.
+            #expect(try contacts.object(forKey: "e\u{301}te\u{301}") == nil)
+            #expect(try contacts.migrateAll(batchSize: 16) == 41)
+            #expect(try contacts.objects().filter { $0.id.hasPrefix("c") } == (0..<40).map(Self.v2))
+            #expect(try db.check().problems.isEmpty)
+        }
+        // Versions 0 and 1 side by side: each upgraded by the steps from its own version.
+        do {
+            let (directory, path) = try Self.fixture("contacts-v1")
+            defer { _ = directory }
+            let db = try BuriDatabase(path: path)
+            defer { db.close() }
+            let raw = try db.rawBucket(named: "Contact")
+            #expect(try raw.record(forKey: "c0005")?.schemaVersion == 0)
+            #expect(try raw.record(forKey: "c0025")?.schemaVersion == 1)
+            let contacts = try db.bucket(ContactV2.self)
+            #expect(try contacts.objects() == (0..<40).map(Self.v2))
+            #expect(try contacts.keys(.index("age", in: 30...35)) == (30...35).map { String(format: "c%04d", $0) })
+            #expect(try contacts.migrateAll() == 40)
+            for key in try contacts.keys() { #expect(try raw.record(forKey: key)?.schemaVersion == 2) }
+            #expect(try db.check().problems.isEmpty)
+        }
+    }
+
     @Test func migrationRecordComparesFieldNamesAsBytes() {
         var record = MigrationRecord(
             fields: [CBORMapEntry(key: "\u{E9}", value: 1), CBORMapEntry(key: "e\u{301}", value: 2)], key: "k")
