@@ -218,3 +218,81 @@ struct MigrationTests {
         #expect(record.fields == [CBORMapEntry(key: "x", value: 2), CBORMapEntry(key: "y", value: 3)])
     }
 }
+
+/// The README's transient-property example: `CodingKeys` leaves `thumbnail` out of the record.
+struct Photo: BuriSupport, Equatable {
+    var id: String
+    var title: String
+    var thumbnail: [UInt8] = []  // transient: rebuilt on demand, never stored
+
+    enum CodingKeys: String, CodingKey { case id, title }  // no `thumbnail`
+
+    static let buri = BuriSchema<Photo>(key: \.id, indexes: [.binary("title", \.title)])
+}
+
+/// An index over a transient property: refused at the first store.
+struct PhotoIndexedByThumbnail: BuriSupport {
+    var id: String
+    var title: String
+    var thumbnail: [UInt8] = []
+    enum CodingKeys: String, CodingKey { case id, title }
+    static let buri = BuriSchema<PhotoIndexedByThumbnail>(
+        key: \.id, indexes: [.numeric("size", \.thumbnailSize)], bucket: "Photo2")
+    var thumbnailSize: Int { thumbnail.count }
+}
+
+@Suite("Transient properties: left out of the record, never indexed")
+struct TransientPropertyTests {
+    @Test(arguments: Engine.allCases) func aPropertyLeftOutOfCodingKeysIsNotStored(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let photos = try t.db.bucket(Photo.self)
+        try photos.store(Photo(id: "p1", title: "Dunes", thumbnail: [1, 2, 3]))
+        // Read back: the default, since the record does not hold it.
+        #expect(try photos.object(forKey: "p1") == Photo(id: "p1", title: "Dunes"))
+        let stored = try #require(try photos.raw.record(forKey: "p1"))
+        #expect(try CBORValue(decoding: stored.payload)["thumbnail"] == nil)
+        #expect(try photos.keys(.index("title", equals: "Dunes")) == ["p1"])
+    }
+
+    @Test(arguments: Engine.allCases) func anIndexOverATransientPropertyIsRefusedAtTheFirstStore(engine: Engine) throws
+    {
+        let t = try TestDatabase(engine)
+        let photos = try t.db.bucket(PhotoIndexedByThumbnail.self)
+        #expect {
+            try photos.store(PhotoIndexedByThumbnail(id: "p1", title: "Dunes", thumbnail: [1, 2, 3]))
+        } throws: { error in
+            guard case .invalidIndexDefinition(let bucket, let index, let reason) = error as? BuriError else {
+                return false
+            }
+            return bucket == "Photo2" && index == "size" && reason.contains("not stored")
+        }
+        // Nothing was written.
+        #expect(try photos.count() == 0)
+    }
+}
+
+/// The README's migration example, as written there.
+struct ReadmeContact: BuriSupport {
+    var id: String, fullName: String, age: Int
+    static let buri = BuriSchema<ReadmeContact>(
+        key: \.id, indexes: [.numeric("age", \.age)], bucket: "Contact", schemaVersion: 2,
+        migrations: [
+            .from(0) { $0.rename("name", to: "fullName") },
+            .from(1) { $0["age"] = .int($0["age"]?.stringValue.flatMap { Int64($0) } ?? 0) },
+        ])
+}
+
+@Suite("README: the migration example")
+struct ReadmeMigrationTests {
+    @Test func theReadmeContactUpgradesVersionZeroRecords() throws {
+        let t = try TestDatabase(.memory)
+        try t.db.bucket(ContactV0.self).store(ContactV0(id: "c1", name: "Ann", age: "41"))
+        let contacts = try t.db.bucket(ReadmeContact.self)
+        var reported: [Int] = []
+        #expect(try contacts.migrateAll { done in reported.append(done) } == 1)
+        #expect(reported == [1])
+        let ann = try #require(try contacts.object(forKey: "c1"))
+        #expect(ann.fullName == "Ann" && ann.age == 41)
+        #expect(try contacts.keys(.index("age", equals: 41)) == ["c1"])
+    }
+}

@@ -73,6 +73,10 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// Whether the next object stored is to be checked against the indexes' declared fields
     /// (once per `Bucket`: a wrong `field:` would make `buri import` compute other values).
     let fieldCheckPending: Atomic<Bool>
+    /// Whether the next object stored is to be read back and its index values computed again
+    /// (once per `Bucket`: an index over a property that is not stored — left out by `CodingKeys`
+    /// — would give other values when the index is rebuilt or migrated from the stored records).
+    let roundTripPending = Atomic(true)
     /// `T(record:)` over a payload when `T` adopts ``CBORRecordDecodable``, else nil (decided
     /// once per bucket, so a read pays no dynamic cast per object).
     let recordDecoder: RecordDecoder<T>?
@@ -98,7 +102,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     func prepare(_ object: T) throws(BuriError) -> RawBucket.RecordWrite {
         let key = object[keyPath: schema.key]
         try raw.validateKey(key)
-        let checking = fieldCheckPending.load(ordering: .relaxed)
+        let checking = fieldCheckPending.load(ordering: .relaxed) || roundTripPending.load(ordering: .relaxed)
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
         entries.reserveCapacity(declared.count)
@@ -123,10 +127,47 @@ public final class Bucket<T: BuriSupport>: Sendable {
             throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
         }
         if checking {
-            try checkDeclaredFields(computed, payload: Array(value[payloadStart...]), key: key)
-            fieldCheckPending.store(false, ordering: .relaxed)
+            if fieldCheckPending.load(ordering: .relaxed) {
+                try checkDeclaredFields(computed, payload: Array(value[payloadStart...]), key: key)
+                fieldCheckPending.store(false, ordering: .relaxed)
+            }
+            if roundTripPending.load(ordering: .relaxed) {
+                try checkStoredValues(computed, payload: Array(value[payloadStart...]), key: key)
+                roundTripPending.store(false, ordering: .relaxed)
+            }
         }
         return RawBucket.RecordWrite(key: key, header: header, value: value)
+    }
+
+    /// Checks that the object read back from its encoding gives the same index values: an index
+    /// must read only what is stored, or rebuilding it (a new declaration, a migration, `buri
+    /// check --repair`) would compute other values than the ones stored with the object.
+    private func checkStoredValues(
+        _ computed: [(IndexDefinition, [[IndexValue]])], payload: [UInt8], key: String
+    ) throws(BuriError) {
+        let readBack: T
+        do {
+            readBack = try payload.withUnsafeBytes { try decodeObject($0) }
+        } catch {
+            throw .decodingFailed(
+                bucket: name, key: key, type: String(describing: T.self),
+                reason: "the object does not decode from its own encoding: \(error)")
+        }
+        for ((definition, tuples), (_, index)) in zip(computed, declared) {
+            let again = (try? index.tuples(readBack)) ?? []
+            if Set(again) != Set(tuples) {
+                let show = { (t: [[IndexValue]]) in
+                    t.isEmpty
+                        ? "no entry"
+                        : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                }
+                throw .invalidIndexDefinition(
+                    bucket: name, index: definition.name,
+                    reason:
+                        "for key '\(key)' the object gives \(show(tuples)), but read back from what is stored it gives \(show(again)): the index reads a property that is not stored (left out by CodingKeys?) or not stored as it is; index only stored properties"
+                )
+            }
+        }
     }
 
     /// Checks that the fields the declarations name give the index values the declarations compute,

@@ -165,7 +165,7 @@ extension Bucket {
     /// ```
     /// - Throws: ``BuriError/uniqueViolation(bucket:index:value:holder:)`` when an upgraded
     ///   record would break a unique index (earlier batches stay committed, the database
-    ///   consistent); the migration errors of ``decode(_:version:key:)``.
+    ///   consistent); ``BuriError/migrationFailed(bucket:key:from:reason:)`` and ``BuriError/recordFromNewerSchema(bucket:key:stored:known:)``.
     @discardableResult
     public func migrateAll(batchSize: Int = 500, progress: ((Int) -> Void)? = nil) throws(BuriError) -> Int {
         guard batchSize > 0 else {
