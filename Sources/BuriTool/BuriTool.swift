@@ -37,7 +37,7 @@ struct BuriCommand: ParsableCommand {
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
-            Stats.self, Compact.self,
+            Stats.self, Compact.self, Migrate.self,
         ]
     )
 }

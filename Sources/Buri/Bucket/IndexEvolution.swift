@@ -124,6 +124,9 @@ extension BuriDatabase {
         }
         updated.nextIndexId = nextId
         updated.schemaVersion = UInt64(max(0, schema.schemaVersion))
+        let declared = schema.migrations.filter { $0.from >= 0 }
+        updated.migrations =
+            declared.isEmpty ? nil : declared.map { StoredMigration(from: UInt64($0.from), steps: $0.steps) }
         if updated.keyField == nil { updated.keyField = schema.keyField }
         return (updated, toBuild, dropped)
     }

@@ -17,16 +17,87 @@
 public struct BuriMigration: Sendable {
     /// The version this step upgrades from (to `from + 1`).
     public let from: Int
+    /// The step as data, when it is made of ``MigrationStep``s: kept in the catalog, so that
+    /// `buri migrate` can apply it without the app; `nil` for a step written in Swift.
+    public let steps: [MigrationStep]?
     let body: @Sendable (inout MigrationRecord) throws -> Void
 
-    /// The step from version `from` to `from + 1`.
+    /// The step from version `from` to `from + 1`, written in Swift (only the app can run it).
     public static func from(
         _ version: Int, _ body: @escaping @Sendable (inout MigrationRecord) throws -> Void
-    )
-        -> BuriMigration
-    {
-        BuriMigration(from: version, body: body)
+    ) -> BuriMigration {
+        BuriMigration(from: version, steps: nil, body: body)
     }
+
+    /// The step from version `from` to `from + 1` as data (renames, removals, defaults): the app
+    /// and `buri migrate` both apply it.
+    ///
+    /// ```swift
+    /// .from(0, .rename("name", to: "fullName"), .fill("email", with: ""), .remove("legacy"))
+    /// ```
+    public static func from(_ version: Int, _ steps: MigrationStep...) -> BuriMigration {
+        BuriMigration(from: version, steps: steps) { record in
+            for step in steps { try step.apply(to: &record) }
+        }
+    }
+}
+
+/// One edit of a record's fields that a migration can keep as data (`docs/FORMAT.md` §5).
+///
+/// ```swift
+/// .from(1, .rename("mail", to: "email"), .fill("verified", with: false), .remove("cache"))
+/// ```
+public struct MigrationStep: Codable, Sendable, Hashable {
+    /// `rename`, `remove` or `fill`.
+    public var op: String
+    /// The field it applies to.
+    public var field: String
+    /// For `rename`: the new name.
+    public var to: String?
+    /// For `fill`: the value, as CBOR bytes.
+    public var value: [UInt8]?
+
+    /// Renames field `field` to `new` (nothing if there is none).
+    public static func rename(_ field: String, to new: String) -> MigrationStep {
+        MigrationStep(op: "rename", field: field, to: new, value: nil)
+    }
+
+    /// Removes field `field`.
+    public static func remove(_ field: String) -> MigrationStep {
+        MigrationStep(op: "remove", field: field, to: nil, value: nil)
+    }
+
+    /// Sets field `field` to `value` where the record has no such field.
+    public static func fill(_ field: String, with value: CBORValue) -> MigrationStep {
+        MigrationStep(op: "fill", field: field, to: nil, value: value.encoded())
+    }
+
+    /// Applies the edit.
+    /// - Throws: ``BuriError/invalidMigration(reason:)`` for an edit this version does not know.
+    public func apply(to record: inout MigrationRecord) throws(BuriError) {
+        switch op {
+        case "rename":
+            guard let to else { throw .invalidMigration(reason: "rename of '\(field)' names no new field") }
+            record.rename(field, to: to)
+        case "remove":
+            record.remove(field)
+        case "fill":
+            guard let value, let decoded = try? CBORValue(decoding: value) else {
+                throw .invalidMigration(reason: "fill of '\(field)' holds no valid CBOR value")
+            }
+            record.fill(field, with: decoded)
+        default:
+            throw .invalidMigration(reason: "'\(op)' is not an edit this Buri knows (rename, remove, fill)")
+        }
+    }
+}
+
+/// A migration step as the catalog keeps it.
+public struct StoredMigration: Codable, Sendable, Hashable {
+    /// The version it upgrades from.
+    public var from: UInt64
+    /// Its edits, or `nil` for a step written in Swift.
+    public var steps: [MigrationStep]?
 }
 
 /// A stored record's fields, as a migration step sees them: the top-level map of its CBOR value.
@@ -210,5 +281,121 @@ extension Bucket {
             after = last
         }
         return upgraded
+    }
+}
+
+extension RawBucket {
+    /// Upgrades every record older than the bucket's schema version with the migration steps the
+    /// catalog keeps (``MigrationStep``s the type declared), without the app's types: what `buri
+    /// migrate` runs. Index values are computed from the upgraded fields, so every index must name
+    /// its fields (``IndexDefinition/fields``). Batches, atomicity and resuming are those of
+    /// ``Bucket/migrateAll(batchSize:progress:)``.
+    ///
+    /// ```swift
+    /// let upgraded = try db.rawBucket(named: "Contact").migrateAll { done in print(done) }
+    /// ```
+    /// - Throws: ``BuriError/invalidMigration(reason:)`` when a step is written in Swift, an index
+    ///   cannot be computed from fields, or the catalog has no step for a version (nothing written).
+    @discardableResult
+    public func migrateAll(batchSize: Int = 500, progress: ((Int) -> Void)? = nil) throws(BuriError) -> Int {
+        guard batchSize > 0 else {
+            throw .invalidQuery(bucket: name, index: nil, reason: "a batch holds at least 1 record; \(batchSize) given")
+        }
+        let descriptor = self.descriptor
+        let current = descriptor.schemaVersion
+        let stored = descriptor.migrations ?? []
+        var upgraded = 0
+        var after: [UInt8]? = nil
+        while true {
+            var keys: [String] = []
+            var last: [UInt8]? = nil
+            var oldest = current
+            try forEachRecordVersion(after: after) { key, version in
+                last = key
+                if version != current {
+                    keys.append(String(decoding: key, as: UTF8.self))
+                    oldest = Swift.min(oldest, version)
+                }
+                return keys.count < batchSize
+            }
+            if !keys.isEmpty {
+                // Everything the batch needs is checked before anything is written.
+                for step in oldest..<current where stored.contains(where: { $0.from == step && $0.steps == nil }) {
+                    throw .invalidMigration(
+                        reason:
+                            "bucket '\(name)': the step from schema version \(step) is written in Swift; run migrateAll from the app, or declare the step as data (BuriMigration.from(\(step), .rename(…), …))"
+                    )
+                }
+                if let index = descriptor.indexes.first(where: { $0.uncomputableReason != nil }) {
+                    throw .invalidMigration(
+                        reason:
+                            "bucket '\(name)': index '\(index.name)' cannot be computed without the app (\(index.uncomputableReason ?? "")); run migrateAll from the app"
+                    )
+                }
+                let count: Int
+                do {
+                    count = try database.write { tx -> Int in
+                        let bucket = try tx.rawBucket(named: name)
+                        var objects: [RawObject] = []
+                        for key in keys {
+                            // Read in the transaction: skip what another writer deleted or upgraded since.
+                            guard let record = try bucket.record(forKey: key), record.schemaVersion < current else {
+                                continue
+                            }
+                            objects.append(try upgradedObject(record, to: current, steps: stored, in: descriptor))
+                        }
+                        try bucket.store(objects)
+                        return objects.count
+                    }
+                } catch let error as BuriError {
+                    throw error
+                } catch {
+                    throw .migrationFailed(bucket: name, key: keys[0], from: oldest, reason: "\(error)")
+                }
+                upgraded += count
+                progress?(upgraded)
+            }
+            guard keys.count == batchSize, let last else { break }
+            after = last
+        }
+        return upgraded
+    }
+
+    /// `record` upgraded by the catalog's steps, with index values computed from its fields.
+    private func upgradedObject(
+        _ record: StoredRecord, to current: UInt64, steps stored: [StoredMigration], in descriptor: BucketDescriptor
+    ) throws(BuriError) -> RawObject {
+        if record.schemaVersion > current {
+            throw .recordFromNewerSchema(bucket: name, key: record.key, stored: record.schemaVersion, known: current)
+        }
+        let value: CBORValue
+        do {
+            value = try CBORValue(decoding: record.payload)
+        } catch {
+            throw .migrationFailed(
+                bucket: name, key: record.key, from: record.schemaVersion, reason: "the payload is not CBOR: \(error)")
+        }
+        guard case .map(let fields) = value else {
+            throw .migrationFailed(
+                bucket: name, key: record.key, from: record.schemaVersion, reason: "the payload is not a map of fields")
+        }
+        var migrating = MigrationRecord(fields: fields, key: record.key)
+        for step in record.schemaVersion..<current {
+            for migration in stored where migration.from == step {
+                for edit in migration.steps ?? [] { try edit.apply(to: &migrating) }
+            }
+        }
+        let upgraded = CBORValue.map(migrating.fields)
+        var indexValues: [IndexName: [[IndexValue]]] = [:]
+        for index in descriptor.indexes {
+            do {
+                indexValues[IndexName(index.name)] = try index.tuples(of: upgraded)
+            } catch {
+                throw .migrationFailed(
+                    bucket: name, key: record.key, from: record.schemaVersion,
+                    reason: "index '\(index.name)' of the upgraded record: \(error)")
+            }
+        }
+        return RawObject(key: record.key, payload: upgraded.encoded(), indexValues: indexValues, schemaVersion: current)
     }
 }

@@ -74,6 +74,8 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Upgrading a record of schema version `from` failed: a migration step threw, or the payload
     /// is not a map of fields.
     case migrationFailed(bucket: String, key: String, from: UInt64, reason: String)
+    /// A migration step as data is not one this Buri can apply.
+    case invalidMigration(reason: String)
 
     public var description: String {
         switch self {
@@ -142,6 +144,8 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .recordFromNewerSchema(bucket, key, stored, known):
             return
                 "bucket '\(bucket)': object '\(key)' was written with schema version \(stored), newer than this code's \(known); open the database with the newer version of the app, or declare the version and its migration"
+        case .invalidMigration(let reason):
+            return "invalid migration step: \(reason)"
         case let .migrationFailed(bucket, key, from, reason):
             return
                 "bucket '\(bucket)': object '\(key)' could not be upgraded from schema version \(from): \(reason); fix the migration step (the record is unchanged)"

@@ -115,6 +115,8 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
     /// it was made with. Continuation tokens name the bucket by it (see ``lineageId``), so a token
     /// resumes across `deleteAll` but never in another bucket (`docs/FORMAT.md` §5, §11).
     public var originId: UInt32?
+    /// The migration steps the type declared (`nil`: none), so tools can upgrade older records.
+    public var migrations: [StoredMigration]?
 
     public init(
         id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [],
