@@ -206,6 +206,23 @@ struct MigrationTests {
         }
     }
 
+    @Test(arguments: Engine.allCases) func filtersSeeOlderRecordsUpgraded(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        try t.db.bucket(ContactV0.self).store((0..<30).map(Self.v0))
+        let contacts = try t.db.bucket(ContactV2.self)
+        // The bucket's own type: upgraded by its migrations, the renamed field read under its new name.
+        let named = try contacts.keys(Query.filter { (c: ContactV2) in c.fullName.hasSuffix("7") })
+        #expect(named == ["c0007", "c0017", "c0027"])
+        // A projection of another type: upgraded too (its steps are Swift code here, so only the
+        // type that declares them can upgrade; a projection gets a typed error rather than a guess).
+        struct Projection: Decodable { var fullName: String }
+        #expect(throws: BuriError.self) {
+            try contacts.keys(Query.filter { (p: Projection) in p.fullName.isEmpty })
+        }
+        try contacts.migrateAll()
+        #expect(try contacts.count(Query.filter { (p: Projection) in p.fullName.hasPrefix("Name1") }) == 11)
+    }
+
     @Test func migrationRecordComparesFieldNamesAsBytes() {
         var record = MigrationRecord(
             fields: [CBORMapEntry(key: "\u{E9}", value: 1), CBORMapEntry(key: "e\u{301}", value: 2)], key: "k")

@@ -92,6 +92,59 @@ public struct MigrationStep: Codable, Sendable, Hashable {
     }
 }
 
+/// Upgrading payloads, shared by typed buckets and filters.
+enum Migrations {
+    /// `payload` (a record of schema version `version`) upgraded to `current` by `steps`; `nil`
+    /// when it is current.
+    static func upgrade(
+        _ payload: UnsafeRawBufferPointer, from version: UInt64, to current: UInt64, steps: [BuriMigration],
+        bucket: String, key: @autoclosure () -> String
+    ) throws(BuriError) -> [UInt8]? {
+        if version == current { return nil }
+        guard version < current else {
+            throw .recordFromNewerSchema(bucket: bucket, key: key(), stored: version, known: current)
+        }
+        let key = key()
+        let value: CBORValue
+        do {
+            value = try CBORValue(decoding: payload)
+        } catch {
+            throw .migrationFailed(bucket: bucket, key: key, from: version, reason: "the payload is not CBOR: \(error)")
+        }
+        guard case .map(let fields) = value else {
+            throw .migrationFailed(
+                bucket: bucket, key: key, from: version, reason: "the payload is not a map of fields")
+        }
+        var record = MigrationRecord(fields: fields, key: key)
+        var step = version
+        while step < current {
+            // A version without a declared step needs none (a field added as an optional, say).
+            for migration in steps where migration.from >= 0 && UInt64(migration.from) == step {
+                do {
+                    try migration.body(&record)
+                } catch let error as BuriError {
+                    throw .migrationFailed(bucket: bucket, key: key, from: step, reason: error.description)
+                } catch {
+                    throw .migrationFailed(
+                        bucket: bucket, key: key, from: step, reason: "the step from version \(step) threw: \(error)")
+                }
+            }
+            step += 1
+        }
+        return CBORValue.map(record.fields).encoded()
+    }
+
+    /// The schema version and migrations of `type`, when it is a ``BuriSupport`` type.
+    static func schema(of type: Any.Type) -> (version: UInt64, steps: [BuriMigration])? {
+        guard let support = type as? any BuriSupport.Type else { return nil }
+        return schema(support)
+    }
+
+    private static func schema<S: BuriSupport>(_ type: S.Type) -> (version: UInt64, steps: [BuriMigration]) {
+        (UInt64(Swift.max(0, S.buri.schemaVersion)), S.buri.migrations)
+    }
+}
+
 /// A migration step as the catalog keeps it.
 public struct StoredMigration: Codable, Sendable, Hashable {
     /// The version it upgrades from.
@@ -165,36 +218,8 @@ extension Bucket {
     )
         throws(BuriError) -> [UInt8]?
     {
-        let current = currentVersion
-        if version == current { return nil }
-        guard version < current else {
-            throw .recordFromNewerSchema(bucket: name, key: key(), stored: version, known: current)
-        }
-        let key = key()
-        let value: CBORValue
-        do {
-            value = try CBORValue(decoding: payload)
-        } catch {
-            throw .migrationFailed(bucket: name, key: key, from: version, reason: "the payload is not CBOR: \(error)")
-        }
-        guard case .map(let fields) = value else {
-            throw .migrationFailed(bucket: name, key: key, from: version, reason: "the payload is not a map of fields")
-        }
-        var record = MigrationRecord(fields: fields, key: key)
-        var step = version
-        while step < current {
-            // A version without a declared step needs none (a field added as an optional, say).
-            for migration in schema.migrations where migration.from >= 0 && UInt64(migration.from) == step {
-                do {
-                    try migration.body(&record)
-                } catch {
-                    throw .migrationFailed(
-                        bucket: name, key: key, from: step, reason: "the step from version \(step) threw: \(error)")
-                }
-            }
-            step += 1
-        }
-        return CBORValue.map(record.fields).encoded()
+        try Migrations.upgrade(
+            payload, from: version, to: currentVersion, steps: schema.migrations, bucket: name, key: key())
     }
 
     /// Decodes a payload of schema version `version`, upgrading it first when it is older.

@@ -231,11 +231,47 @@ public final class QueryFilter: Sendable, Hashable {
     let typeName: String
     /// Decodes a payload and applies the check.
     let check: @Sendable (UnsafeRawBufferPointer) throws -> Bool
+    /// The schema version and migrations of the type, when it is a ``BuriSupport`` type: an older
+    /// record is upgraded by them before it is decoded (otherwise by the catalog's steps).
+    let schema: (version: UInt64, steps: [BuriMigration])?
 
     init<Root: Decodable & SendableMetatype>(_ type: Root.Type, _ isIncluded: @escaping @Sendable (Root) -> Bool) {
         typeName = String(describing: Root.self)
         let decode = RecordDecoding.decoder(for: Root.self) ?? RecordDecoding.codableDecoder(for: Root.self)
         check = { payload in isIncluded(try decode(payload)) }
+        schema = Migrations.schema(of: Root.self)
+    }
+
+    /// Whether the object whose payload (of schema version `version`) is `payload` passes, upgrading
+    /// an older record first: by the type's own migrations, or for a type that is not the bucket's
+    /// (a projection), by the steps `catalog` keeps.
+    func passes(
+        _ payload: UnsafeRawBufferPointer, version: UInt64, catalog: BucketDescriptor, key: String
+    ) throws(BuriError) -> Bool {
+        let current = schema?.version ?? catalog.schemaVersion
+        let steps =
+            schema?.steps
+            ?? (catalog.migrations ?? []).map { stored -> BuriMigration in
+                if let edits = stored.steps {
+                    return BuriMigration(from: Int(clamping: stored.from), steps: edits) { record in
+                        for edit in edits { try edit.apply(to: &record) }
+                    }
+                }
+                return .from(Int(clamping: stored.from)) { _ in
+                    throw BuriError.invalidMigration(
+                        reason:
+                            "the step from schema version \(stored.from) is written in Swift; filter with the bucket's own type"
+                    )
+                }
+            }
+        let upgraded = try Migrations.upgrade(
+            payload, from: version, to: current, steps: steps, bucket: catalog.name, key: key)
+        do {
+            if let upgraded { return try upgraded.withUnsafeBytes { try check($0) } }
+            return try check(payload)
+        } catch {
+            throw .decodingFailed(bucket: catalog.name, key: key, type: typeName, reason: String(describing: error))
+        }
     }
 
     public static func == (a: QueryFilter, b: QueryFilter) -> Bool { a === b }

@@ -365,7 +365,7 @@ final class ModelRun {
 
     /// The raw objects Buri's typed bucket would store for `items` (their index values computed
     /// by the model), for the raw write path.
-    func rawObjects(_ items: [ModelItem]) throws -> [RawObject] {
+    func rawObjects(_ items: [ModelItem], legacy: Bool = false) throws -> [RawObject] {
         try items.map { item in
             var values: [IndexName: [[IndexValue]]] = [:]
             for (index, _) in ModelItem.indexes {
@@ -373,7 +373,13 @@ final class ModelRun {
                 if tuples.isEmpty { continue }
                 values[IndexName(index)] = try tuples.map { tuple in try tuple.map { try $0.indexValue() } }
             }
-            return RawObject(key: item.id, payload: try CBOREncoder().encode(item), indexValues: values)
+            let payload = try CBOREncoder().encode(item)
+            guard legacy else { return RawObject(key: item.id, payload: payload, indexValues: values) }
+            // As schema version 0 stored it: the note under "legacyNote".
+            guard case .map(var fields) = try CBORValue(decoding: payload) else { throw fail("an item is not a map") }
+            for at in fields.indices where fields[at].key == .text("note") { fields[at].key = .text("legacyNote") }
+            return RawObject(
+                key: item.id, payload: CBORValue.map(fields).encoded(), indexValues: values, schemaVersion: 0)
         }
     }
 
@@ -398,8 +404,13 @@ final class ModelRun {
             let items = (0..<int(1...4)).map { _ in randomItem() }.filter { !$0.hasInvalidIndexValue }
             guard !items.isEmpty else { return }
             let refusal = model.refusal(storing: items, in: name)
-            let objects = try rawObjects(items)
-            if try attempt(refusal, "\(place) raw store \(items)", { try bucket.raw.store(objects) }) {
+            let legacy = chance(0.5)
+            let objects = try rawObjects(items, legacy: legacy)
+            if legacy { tally["records stored at schema version 0", default: 0] += items.count }
+            if try attempt(
+                refusal, "\(place) raw store\(legacy ? " (schema version 0)" : "") \(items)",
+                { try bucket.raw.store(objects) })
+            {
                 model.store(items, in: name)
             }
         case 62..<74:
@@ -596,11 +607,36 @@ final class ModelRun {
             },
             ModelOperation(name: "staged import", weight: 1) { run in try run.stagedImport(into: run.pick(bucketNames))
             },
+            ModelOperation(name: "migrateAll", weight: 0.6) { run in try run.migrateAll(in: run.pick(bucketNames)) },
             ModelOperation(name: "reopen", weight: 0.3) { run in
                 try run.reopen()
                 try run.verifyAll()
             },
         ]
+    }
+
+    /// Upgrades every record of version 0 in batches; then every record is at version 1 and the
+    /// bucket still holds exactly the model's objects (migrations change the form, never the content).
+    func migrateAll(in name: String) throws {
+        let bucket = try read("opening \(name)") { try self.bucket(name) }
+        let batch = int(1...40)
+        let upgraded = try read("migrateAll(batchSize: \(batch)) of \(escaped(name))", counted: true) {
+            try bucket.migrateAll(batchSize: batch)
+        }
+        tally["records upgraded by migrateAll", default: 0] += upgraded
+        if upgraded > model.objects(name).count {
+            throw fail("migrateAll upgraded \(upgraded) records; the bucket holds \(model.objects(name).count)")
+        }
+        for key in try read("keys") { try bucket.keys() } {
+            let version = try read("record(forKey:)") { try bucket.raw.record(forKey: key)?.schemaVersion }
+            if version != 1 {
+                throw fail("after migrateAll, \(escaped(key)) is at schema version \(String(describing: version))")
+            }
+        }
+        if try read("migrateAll again") { try bucket.migrateAll() } != 0 {
+            throw fail("a second migrateAll of \(escaped(name)) upgraded records again")
+        }
+        try verifyAll()
     }
 
     /// A batch of 256 to 320 objects (keys of the pool and `big0`…`big299`, few unique values):

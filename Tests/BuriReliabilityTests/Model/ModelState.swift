@@ -188,7 +188,11 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
             .binary("email", \.email, unique: true),
             .compound("group_real", .binary(\.group), .numeric(\.real)),
         ],
-        bucket: "Model"
+        bucket: "Model",
+        // Version 0 kept the note under "legacyNote" (the raw write path still writes some such
+        // records): every read upgrades them, migrateAll rewrites them.
+        schemaVersion: 1,
+        migrations: [.from(0, .rename("legacyNote", to: "note"))]
     )
 
     /// The indexes, with their arity: what the model computes entries for.

@@ -124,26 +124,24 @@ public final class RawQueryCursor {
 
     /// Checks the query's predicates (and filters, decoding `payload`) for one object.
     private func satisfiesPredicates(
-        _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>, payload: UnsafeRawBufferPointer
+        _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>, payload: UnsafeRawBufferPointer,
+        version: UInt64
     ) throws(BuriError) -> Bool {
-        try Self.satisfies(plan.predicates, entries, objectKey: objectKey, payload: payload, bucket: bucket.name)
+        try Self.satisfies(
+            plan.predicates, entries, objectKey: objectKey, payload: payload, version: version,
+            catalog: bucket.descriptor)
     }
 
     /// Whether every one of `predicates` holds for an object; a filter that cannot decode the
     /// object is a typed error naming bucket and key.
     static func satisfies(
         _ predicates: [PredicatePlan], _ entries: [RecordHeader.Entry], objectKey: ArraySlice<UInt8>,
-        payload: UnsafeRawBufferPointer, bucket: String
+        payload: UnsafeRawBufferPointer, version: UInt64, catalog: BucketDescriptor
     ) throws(BuriError) -> Bool {
         for predicate in predicates {
             let passed = try predicate.isSatisfied(by: entries, objectKey: objectKey) { filter throws(BuriError) in
-                do {
-                    return try filter.check(payload)
-                } catch {
-                    throw .decodingFailed(
-                        bucket: bucket, key: String(decoding: objectKey, as: UTF8.self), type: filter.typeName,
-                        reason: String(describing: error))
-                }
+                try filter.passes(
+                    payload, version: version, catalog: catalog, key: String(decoding: objectKey, as: UTF8.self))
             }
             if !passed { return false }
         }
@@ -236,7 +234,7 @@ public final class RawQueryCursor {
                         return Result { () throws(BuriError) -> Bool in
                             try satisfies(
                                 plan.predicates, parsed.header.entries, objectKey: key, payload: payload,
-                                bucket: bucket.name)
+                                version: parsed.header.schemaVersion, catalog: bucket.descriptor)
                         }
                     }
                     let passed = try outcome.get()
@@ -521,7 +519,10 @@ public final class RawQueryCursor {
             }
             if !plan.predicates.isEmpty {
                 let payload = UnsafeRawBufferPointer(rebasing: record[payloadOffset...])
-                guard try satisfiesPredicates(header.entries, objectKey: key, payload: payload) else { continue }
+                guard
+                    try satisfiesPredicates(
+                        header.entries, objectKey: key, payload: payload, version: header.schemaVersion)
+                else { continue }
             }
             if !plan.secondary.isEmpty {
                 sortBytes.removeAll(keepingCapacity: true)
