@@ -101,7 +101,7 @@ enum BuriMain {
 
     static func fail(_ error: ToolError) -> Never {
         SnapshotCleanup.holdIfTerminating()
-        let line = "buri: " + oneLine(error.message) + "\n"
+        let line = "buri: " + oneLine(error.message) + "\n" + (error.excerpt ?? "")
         writeAll(2, Array(line.utf8))
         exit(error.status.rawValue)
     }
