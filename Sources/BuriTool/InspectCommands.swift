@@ -330,7 +330,9 @@ struct QueryCommand: ParsableCommand {
             to the query so far: --where ANDs its expression with it, --or ORs it, --not ANDs the \
             expression's negation; so --where A --or B --where C is (A or B) and C, and --where A --not \
             B is A and not B. INDEX with --equals, --in, a range or --prefix, if given, is the first \
-            condition; without it the first option must be --where or --not. \(QueryExpression.syntaxHelp)
+            condition; without it the first option must be --where or --not.
+
+            \(QueryExpression.syntaxHelp)
 
             Order: results come in the index order of the first condition that is not inside an OR or \
             a NOT (key order when there is none). --order-by INDEX orders them by that index instead, \
@@ -370,9 +372,10 @@ struct QueryCommand: ParsableCommand {
               buri query people.buri Person locale --equals EN --sum age --avg age
               buri query people.buri Person age --max age --group-by locale --json
               buri query people.buri Person --where 'age:20..29 and locale:EN|NL'
-              buri query people.buri Person --where locale:EN --or 'age:<18' --order-by age:desc
-              buri query people.buri Person --where 'age:>=30' --not 'name:A*' --count
-              buri query people.buri Person --where 'locale_age:EN,20..<30' --sum age --group-by locale
+              buri query people.buri Person --where locale:EN --or 'age:<18' --order-by age
+              buri query people.buri Person --where 'age:>=30' --not 'name_age:A*' --count
+              buri query people.buri Person --where 'locale_age:EN,20..<30' --max age
+              buri query people.buri Person --order-by locale --order-by age:desc --limit 9
             """
     )
 

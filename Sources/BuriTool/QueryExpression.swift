@@ -17,7 +17,7 @@ indirect enum QueryExpression {
 
     /// The syntax, as `buri query --help` shows it.
     static let syntaxHelp = """
-        Expressions (--where, --or, --not): a condition is INDEX:VALUE (equals), INDEX:A..B (A to B, \
+        Expressions: a condition is INDEX:VALUE (equals), INDEX:A..B (A to B, \
         both included), INDEX:A..<B (B excluded), INDEX:A.. and INDEX:..B (one-sided, included), \
         INDEX:>A, INDEX:>=A, INDEX:<B, INDEX:<=B, INDEX:TEXT* (binary values that begin with TEXT; * \
         alone: any value), INDEX:V1|V2|V3 (any of them), and INDEX!=X, which is `not INDEX:X`. For a \
@@ -165,7 +165,8 @@ struct ExpressionParser {
 
     /// What is at the current position, for messages: "'x'", "the end of the expression".
     func describeHere() -> String {
-        guard !atEnd else { return "the end of the expression" }
+        guard let first = peek else { return "the end of the expression" }
+        if Self.isSpace(first) { return "a space" }
         var word = String.UnicodeScalarView()
         var at = position
         while at < scalars.count, !Self.isSpace(scalars[at]), word.count < 20 {
