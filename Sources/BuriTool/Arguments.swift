@@ -143,9 +143,19 @@ func escapedForMessage(_ bytes: [UInt8]) -> String {
     return (from > 0 ? "…" : "") + pieces[from..<to].map(\.text).joined() + (to < pieces.count ? "…" : "")
 }
 
+/// The options of the command line that take a value, with their values, in the order they were
+/// given (filled by ``preparedArguments(_:)``). ArgumentParser collects each option's values apart
+/// and so loses how different options interleave, which `buri query`'s --where, --or and --not,
+/// applied left to right, depend on.
+enum GivenOptions {
+    nonisolated(unsafe) static var inOrder: [(name: String, value: String)] = []
+}
+
 /// The arguments to hand ArgumentParser: `raw` (argv without the program), checked and made
-/// unambiguous as described at the top of this file.
+/// unambiguous as described at the top of this file. Records the options with values in
+/// ``GivenOptions``.
 func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
+    GivenOptions.inOrder = []
     guard let first = raw.first, let name = String(validating: first, as: UTF8.self),
         let command = BuriCommand.configuration.subcommands.first(where: { $0._commandName == name }),
         let shape = CommandShape.of(command)
@@ -198,7 +208,9 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
             let shown = String(decoding: word, as: UTF8.self)
             let looksLikeOption = shown.hasPrefix("-") && shown.count > 1
             if option.unconditional || !looksLikeOption {
-                result.append(try checked(word, as: "the value of \(optionName)", valueName: option.valueName))
+                let value = try checked(word, as: "the value of \(optionName)", valueName: option.valueName)
+                GivenOptions.inOrder.append((optionName, value))
+                result.append(value)
                 continue
             }
         }
@@ -242,6 +254,7 @@ func preparedArguments(_ raw: [[UInt8]]) throws -> [String] {
             }
             // ArgumentParser takes an empty value for none (and the next word for the value), and
             // misses a "=" merged with a combining mark: such a value is passed apart, as itself.
+            GivenOptions.inOrder.append((optionName, value))
             let parserSplitsHere = text.firstIndex(of: "=").map { String(text[..<$0]) == optionName } ?? false
             if value.isEmpty || !parserSplitsHere {
                 result.append(optionName)

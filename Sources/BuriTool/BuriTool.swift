@@ -24,7 +24,7 @@ struct BuriCommand: ParsableCommand {
               0  success
               1  `buri check` found problems, `buri repair` could not recover everything, or
                  `buri export --skip-damaged` skipped records
-              2  usage error: bad arguments, or a query value that does not fit its index
+              2  usage error: bad arguments, or a query value or expression that does not fit
               3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
                  an etcd cluster that is unreachable or has no quorum
               4  not a Buri database: missing path, other files, a newer format
@@ -101,7 +101,7 @@ enum BuriMain {
 
     static func fail(_ error: ToolError) -> Never {
         SnapshotCleanup.holdIfTerminating()
-        let line = "buri: " + oneLine(error.message) + "\n"
+        let line = "buri: " + oneLine(error.message) + "\n" + (error.excerpt ?? "")
         writeAll(2, Array(line.utf8))
         exit(error.status.rawValue)
     }

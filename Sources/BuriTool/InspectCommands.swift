@@ -326,6 +326,20 @@ struct QueryCommand: ParsableCommand {
             repeated, one value each, taken as written; it may be combined with a range or --prefix \
             for the next component.
 
+            --where EXPR, --or EXPR and --not EXPR are applied left to right in the order given, each \
+            to the query so far: --where ANDs its expression with it, --or ORs it, --not ANDs the \
+            expression's negation; so --where A --or B --where C is (A or B) and C, and --where A --not \
+            B is A and not B. INDEX with --equals, --in, a range or --prefix, if given, is the first \
+            condition; without it the first option must be --where or --not.
+
+            \(QueryExpression.syntaxHelp)
+
+            Order: results come in the index order of the first condition that is not inside an OR or \
+            a NOT (key order when there is none). --order-by INDEX orders them by that index instead, \
+            INDEX:desc largest first; repeated, each further index orders the results the ones before \
+            it tie on, and objects without a value in an --order-by index come after the others. \
+            --reverse reverses the whole order.
+
             --objects prints what `buri export` prints for the matches — the header line, then \
             {"bucket","key","object"} records in the exact JSON form — so `buri query … --objects | \
             buri import …` copies them. --count prints only the number of matches; --offset skips \
@@ -357,6 +371,11 @@ struct QueryCommand: ParsableCommand {
               buri query people.buri Person locale --in EN --in NL --limit 50
               buri query people.buri Person locale --equals EN --sum age --avg age
               buri query people.buri Person age --max age --group-by locale --json
+              buri query people.buri Person --where 'age:20..29 and locale:EN|NL'
+              buri query people.buri Person --where locale:EN --or 'age:<18' --order-by age
+              buri query people.buri Person --where 'age:>=30' --not 'name_age:A*' --count
+              buri query people.buri Person --where 'locale_age:EN,20..<30' --max age
+              buri query people.buri Person --order-by locale --order-by age:desc --limit 9
             """
     )
 
@@ -365,8 +384,35 @@ struct QueryCommand: ParsableCommand {
     @Argument(help: "The bucket to query.")
     var bucket: String
 
-    @Argument(help: "The index to query through.")
-    var index: String
+    @Argument(
+        help: ArgumentHelp(
+            "The index that --equals, --in, a range or --prefix constrain (left out when only --where/--or/--not, --order-by or statistics are given).",
+            valueName: "index"))
+    var index: String?
+
+    @Option(
+        name: .customLong("where"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Objects that also match this expression (AND); repeatable. See the expression syntax above.",
+            valueName: "expr"))
+    var wheres: [String] = []
+
+    @Option(
+        name: .customLong("or"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("The query so far, OR this expression; repeatable.", valueName: "expr"))
+    var ors: [String] = []
+
+    @Option(
+        name: .customLong("not"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("The query so far, AND NOT this expression; repeatable.", valueName: "expr"))
+    var nots: [String] = []
+
+    @Option(
+        name: .customLong("order-by"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Order the results by this index, ascending or (with :desc) descending; repeat it for ties (the first is primary).",
+            valueName: "index[:desc|:asc]"))
+    var orderBy: [String] = []
 
     @Option(
         parsing: .unconditionalSingleValue,
@@ -448,9 +494,25 @@ struct QueryCommand: ParsableCommand {
                 "--sum, --avg, --min and --max print statistics; they cannot be combined with --count, --objects, --page-size or -0"
             )
         }
-        if equals.isEmpty, !hasNext, !aggregates.isRequested {
+        let hasExpressions = !wheres.isEmpty || !ors.isEmpty || !nots.isEmpty
+        if let index {
+            if equals.isEmpty, !hasNext, hasExpressions || !orderBy.isEmpty {
+                throw ValidationError(
+                    "the index '\(index)' is given with no --equals, --in, range or --prefix for it; with --where, --or, --not or --order-by leave INDEX out (write its condition as --where '\(index):VALUE'; to order by it, --order-by '\(index)')"
+                )
+            }
+            if equals.isEmpty, !hasNext, !aggregates.isRequested {
+                throw ValidationError(
+                    "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
+            }
+        } else if !equals.isEmpty || hasNext {
             throw ValidationError(
-                "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
+                "--equals, --in, --from, --to, --above, --below and --prefix constrain INDEX: name it after the bucket (buri query DB BUCKET INDEX --equals VALUE), or write the condition as --where INDEX:VALUE"
+            )
+        } else if !hasExpressions, orderBy.isEmpty, !aggregates.isRequested {
+            throw ValidationError(
+                "give a condition: --where EXPR (such as --where age:20..29), or INDEX with --equals VALUE, a range (--from/--above A and/or --to/--below B), --in VALUE or --prefix TEXT"
+            )
         }
         if !anyOf.isEmpty, prefix != nil || from != nil || to != nil || above != nil || below != nil {
             throw ValidationError(
@@ -480,16 +542,54 @@ struct QueryCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The expressions' syntax is checked before the database is opened.
+        var expressions: [(option: GivenExpression, expression: QueryExpression)] = []
+        for option in try givenExpressions() {
+            do {
+                expressions.append((option, try ExpressionParser.parse(option.text)))
+            } catch {
+                throw error.toolError(option: option.name, expression: option.text)
+            }
+        }
+        if let first = expressions.first?.option, first.name == "--or", equals.isEmpty, !hasNext {
+            throw ToolError(
+                .usage,
+                "--or '\(oneLine(first.text))' comes first, with no condition before it to be OR-ed with; begin with --where EXPR"
+            )
+        }
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let raw = try openBucket(db, bucket)
-        guard let definition = raw.descriptor.index(named: index) else {
-            throw ToolError(
-                BuriError.unknownIndex(bucket: bucket, index: index, known: raw.descriptor.indexes.map(\.name)))
-        }
-        // Statistics without a condition are of every object.
-        var query = equals.isEmpty && !hasNext ? Query.all : try makeQuery(definition)
         let descriptor = raw.descriptor
+        // The INDEX condition first (statistics without any condition are of every object), then
+        // the expressions left to right.
+        var built: Query?
+        if let index {
+            guard let definition = descriptor.index(named: index) else {
+                throw ToolError(
+                    BuriError.unknownIndex(bucket: bucket, index: index, known: descriptor.indexes.map(\.name)))
+            }
+            if !equals.isEmpty || hasNext { built = try makeQuery(definition) }
+        }
+        for (option, expression) in expressions {
+            let part: Query
+            do {
+                part = try expression.query(on: descriptor)
+            } catch {
+                throw error.toolError(option: option.name, expression: option.text)
+            }
+            switch option.name {
+            case "--where": built = built.map { $0.and(part) } ?? part
+            case "--or": built = built.map { $0.or(part) } ?? part
+            default: built = built.map { $0.and(.not(part)) } ?? .not(part)
+            }
+        }
+        var query = built ?? .all
+        let sortKeys = try orderByKeys(descriptor)
+        if let first = sortKeys.first {
+            query = query.order(by: first)
+            for key in sortKeys.dropFirst() { query = query.then(by: key) }
+        }
         if reverse { query = query.descending() }
         if let offset, offset > 0 { query = query.offset(offset) }
         if let limit { query = query.limit(limit) }
@@ -508,7 +608,8 @@ struct QueryCommand: ParsableCommand {
             return
         }
         if objects { try out.line(ExportFormat.header(version: 3)) }
-        let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)', index '\(index)'")
+        let list = KeyListWriter(
+            out, keyFormat, source: index.map { "bucket '\(bucket)', index '\($0)'" } ?? "bucket '\(bucket)'")
         if let pageSize {
             if keyFormat.json { try out.write("{\"keys\":") }
             if !objects { try list.begin() }
@@ -557,6 +658,61 @@ struct QueryCommand: ParsableCommand {
         }
         if !objects { try list.end() }
         try out.flush()
+    }
+
+    /// One --where, --or or --not.
+    struct GivenExpression {
+        var name: String
+        var text: String
+    }
+
+    /// The --where, --or and --not options in the order they were given, as ``GivenOptions``
+    /// recorded them from the command line; checked against what ArgumentParser read.
+    func givenExpressions() throws -> [GivenExpression] {
+        let names = ["--where", "--or", "--not"]
+        let recorded = GivenOptions.inOrder.filter { names.contains($0.name) }.map {
+            GivenExpression(name: $0.name, text: $0.value)
+        }
+        func agrees(_ name: String, _ values: [String]) -> Bool {
+            let given = recorded.filter { $0.name == name }.map(\.text)
+            return given.count == values.count && zip(given, values).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+        }
+        if agrees("--where", wheres), agrees("--or", ors), agrees("--not", nots) { return recorded }
+        // Not run from the command line (no record): the order matters only across options.
+        if ors.isEmpty, nots.isEmpty { return wheres.map { GivenExpression(name: "--where", text: $0) } }
+        throw ToolError(
+            .failure,
+            "the order of --where, --or and --not could not be read from the command line, and the query depends on it; nothing was read"
+        )
+    }
+
+    /// The --order-by keys: INDEX, INDEX:asc or INDEX:desc (a whole value that names an index is
+    /// that index, ascending, even if it ends so).
+    func orderByKeys(_ descriptor: BucketDescriptor) throws -> [SortKey] {
+        var keys: [SortKey] = []
+        for text in orderBy {
+            var name = text
+            var descending = false
+            let scalars = text.unicodeScalars
+            if descriptor.index(named: text) == nil, let colon = scalars.lastIndex(of: ":") {
+                let suffix = String(scalars[scalars.index(after: colon)...])
+                guard ["asc", "desc"].contains(suffix.lowercased()) else {
+                    throw ToolError(
+                        .usage,
+                        "--order-by '\(text)': write INDEX, INDEX:asc or INDEX:desc ('\(suffix)' after the last ':' is neither, and bucket '\(descriptor.name)' has no index '\(text)')"
+                    )
+                }
+                name = String(scalars[..<colon])
+                descending = suffix.lowercased() == "desc"
+            }
+            guard descriptor.index(named: name) != nil else {
+                throw ToolError(
+                    BuriError.unknownIndex(
+                        bucket: descriptor.name, index: name, known: descriptor.indexes.map(\.name)))
+            }
+            keys.append(SortKey(index: name, descending: descending))
+        }
+        return keys
     }
 
     /// The --equals values: repeated options verbatim, or one option split at unescaped commas

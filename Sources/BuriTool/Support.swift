@@ -33,6 +33,10 @@ struct ToolError: Error, CustomStringConvertible {
     var heldPath: String?
     /// Whether the disk holding the database is full (the error of a write that was refused).
     var isDiskFull = false
+    /// Lines printed as they are after the one-line message: the only errors with more than one
+    /// line, those of a `buri query` expression, show the expression with a `^` under the
+    /// character at fault (``ExpressionError``).
+    var excerpt: String?
 
     init(_ status: ExitStatus, _ message: String, diskFull: Bool = false) {
         self.status = status

@@ -207,7 +207,7 @@ struct BuriToolTests {
         // A token of another query, a malformed one, and a page size below 1 are usage errors.
         expectFailure(
             try buri("query", db, "Person", "age", "--from", "21", "--page-size", "4", "--after", token), status: 2,
-            mentioning: ["invalid continuation token", "other conditions or another direction"])
+            mentioning: ["invalid continuation token", "other conditions, order or direction"])
         expectFailure(
             try buri("query", db, "Person", "locale", "--equals", "EN", "--reverse", "--after", token), status: 2,
             mentioning: ["invalid continuation token", "index 'age'"])
