@@ -503,7 +503,8 @@ struct QueryCommand: ParsableCommand {
             }
             if equals.isEmpty, !hasNext, !aggregates.isRequested {
                 throw ValidationError(
-                    "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT")
+                    "give a condition: --equals VALUE, a range (--from/--above A and/or --to/--below B), or --prefix TEXT"
+                )
             }
         } else if !equals.isEmpty || hasNext {
             throw ValidationError(

@@ -95,7 +95,8 @@ struct ExpressionError: Error {
             if character.unicodeScalars.count == 1, let scalar = character.unicodeScalars.first,
                 scalar.value < 0x20 || scalar.value == 0x7F
             {
-                shown += "\\x" + String(scalar.value >> 4, radix: 16, uppercase: true)
+                shown +=
+                    "\\x" + String(scalar.value >> 4, radix: 16, uppercase: true)
                     + String(scalar.value & 0xF, radix: 16, uppercase: true)
             } else {
                 shown.append(character)
@@ -214,7 +215,8 @@ struct ExpressionParser {
         skipSpaces()
         guard let next = peek else {
             throw ExpressionError(
-                position: position, message: "expected a condition (such as age:20..29), found the end of the expression")
+                position: position,
+                message: "expected a condition (such as age:20..29), found the end of the expression")
         }
         if next == "(" {
             let open = position
@@ -239,7 +241,8 @@ struct ExpressionParser {
         for word in ["and", "or"] where keyword(word) {
             throw ExpressionError(
                 position: position,
-                message: "expected a condition, found '\(word)': '\(word)' joins two conditions (quote an index named so)")
+                message:
+                    "expected a condition, found '\(word)': '\(word)' joins two conditions (quote an index named so)")
         }
         return .atom(try parseAtom())
     }
@@ -253,7 +256,9 @@ struct ExpressionParser {
         if peek == "\"" {
             let bytes = try parseQuoted()
             guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw ExpressionError(position: nameStart, message: "an index name is UTF-8 text; \\x escapes that are not UTF-8 cannot name one")
+                throw ExpressionError(
+                    position: nameStart,
+                    message: "an index name is UTF-8 text; \\x escapes that are not UTF-8 cannot name one")
             }
             name = text
         } else {
@@ -318,7 +323,8 @@ struct ExpressionParser {
                 case "\"": message = "a '\"' inside a value: quote the whole value and write \\\" for the quote"
                 case "(": message = "expected 'and', 'or' or a space after the value, found '('"
                 case "|", "*", ".":
-                    message = "unexpected '\(scalar)' here: a list (A|B), a prefix (P*) or a range (A..B) is one value, the last of a condition"
+                    message =
+                        "unexpected '\(scalar)' here: a list (A|B), a prefix (P*) or a range (A..B) is one value, the last of a condition"
                 default:
                     message = "unexpected '\(Character(scalar))' after the value; quote a value that holds it"
                 }
@@ -346,7 +352,9 @@ struct ExpressionParser {
     }
 
     mutating func parseComponent() throws(ExpressionError) -> Component {
-        for (operator_, lower, inclusive) in [(">=", true, true), ("<=", false, true), (">", true, false), ("<", false, false)]
+        for (operator_, lower, inclusive) in [
+            (">=", true, true), ("<=", false, true), (">", true, false), ("<", false, false),
+        ]
         where looking(at: operator_) {
             position += operator_.unicodeScalars.count
             let value = try parseValue(after: "'\(operator_)'")
@@ -401,7 +409,8 @@ struct ExpressionParser {
             switch scalar {
             case "\"":
                 throw ExpressionError(
-                    position: position, message: "a '\"' inside a value: quote the whole value and write \\\" for the quote")
+                    position: position,
+                    message: "a '\"' inside a value: quote the whole value and write \\\" for the quote")
             case "\\":
                 throw ExpressionError(
                     position: position, message: "backslash escapes work inside double quotes only: write \"…\\…\"")
@@ -438,7 +447,8 @@ struct ExpressionParser {
             }
             let escape = position - 1
             guard let code = peek else {
-                throw ExpressionError(position: escape, message: "a '\\' ends the expression; write \\\\ for a backslash")
+                throw ExpressionError(
+                    position: escape, message: "a '\\' ends the expression; write \\\\ for a backslash")
             }
             position += 1
             switch code {
@@ -457,7 +467,8 @@ struct ExpressionParser {
                 position += 2
             case "u":
                 guard peek == "{" else {
-                    throw ExpressionError(position: escape, message: "write a Unicode scalar as \\u{HEX}, such as \\u{E9}")
+                    throw ExpressionError(
+                        position: escape, message: "write a Unicode scalar as \\u{HEX}, such as \\u{E9}")
                 }
                 position += 1
                 var value: UInt32 = 0
@@ -478,7 +489,8 @@ struct ExpressionParser {
                 throw ExpressionError(
                     position: escape,
                     message:
-                        "unknown escape '\\\(Character(code))'; inside quotes write \\\" \\\\ \\n \\t \\r \\0 \\xHH or \\u{HEX}")
+                        "unknown escape '\\\(Character(code))'; inside quotes write \\\" \\\\ \\n \\t \\r \\0 \\xHH or \\u{HEX}"
+                )
             }
         }
     }
@@ -584,13 +596,15 @@ extension ExpressionAtom {
         case .numeric:
             guard var text = String(validating: value.bytes, as: UTF8.self) else {
                 throw ExpressionError(
-                    position: value.start, message: "index '\(index)' is numeric, and this value is not even UTF-8 text")
+                    position: value.start, message: "index '\(index)' is numeric, and this value is not even UTF-8 text"
+                )
             }
             let lowered = text.lowercased()
             if ["nan", "+nan", "-nan"].contains(lowered) {
                 throw ExpressionError(
                     position: value.start,
-                    message: "NaN is refused: no index holds NaN, so it can match nothing (index '\(index)' is numeric)")
+                    message: "NaN is refused: no index holds NaN, so it can match nothing (index '\(index)' is numeric)"
+                )
             }
             if let infinity = infinities[lowered] { text = infinity }
             do {

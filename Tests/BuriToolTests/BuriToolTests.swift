@@ -8,7 +8,7 @@ import Testing
 struct BuriToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "export", "import", "put", "delete", "drop", "check", "repair",
-        "stats", "compact",
+        "stats", "compact", "migrate",
     ]
 
     // MARK: Help and usage
@@ -207,7 +207,7 @@ struct BuriToolTests {
         // A token of another query, a malformed one, and a page size below 1 are usage errors.
         expectFailure(
             try buri("query", db, "Person", "age", "--from", "21", "--page-size", "4", "--after", token), status: 2,
-            mentioning: ["invalid continuation token", "other conditions, order or direction"])
+            mentioning: ["invalid continuation token", "other conditions or another direction"])
         expectFailure(
             try buri("query", db, "Person", "locale", "--equals", "EN", "--reverse", "--after", token), status: 2,
             mentioning: ["invalid continuation token", "index 'age'"])
@@ -278,7 +278,7 @@ struct BuriToolTests {
             for arguments in [
                 ["info"], ["buckets"], ["keys", "Person"], ["get", "Person", "p01"],
                 ["query", "Person", "age", "--equals", "1"],
-                ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"],
+                ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"], ["migrate", "Person"],
             ] {
                 let run = try buri([arguments[0], path] + arguments.dropFirst())
                 expectFailure(run, status: 4, mentioning: ["'\(path)'"])
@@ -297,7 +297,7 @@ struct BuriToolTests {
         // Commands that write need the database itself.
         for arguments in [
             ["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
-            ["import", path, "Person", "--key", "objectId"],
+            ["import", path, "Person", "--key", "objectId"], ["migrate", path, "Person"],
         ] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])

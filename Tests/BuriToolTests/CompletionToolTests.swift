@@ -5,7 +5,7 @@ import Testing
 struct CompletionToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "export", "import", "restore", "put", "delete", "drop", "check",
-        "repair", "stats", "compact",
+        "repair", "stats", "compact", "migrate",
     ]
 
     @Test(arguments: ["bash", "zsh", "fish"])

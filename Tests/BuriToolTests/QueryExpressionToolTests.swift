@@ -140,10 +140,15 @@ struct QueryExpressionToolTests {
             #expect(!expected.isEmpty, "\(expression)")
         }
         // Two conditions on the models: what the library returns is what matches.
-        #expect(Set(try library(db, .index("size", in: -0.5..<0.5))) == Set(keys { ($0.size ?? .nan) >= -0.5 && ($0.size ?? .nan) < 0.5 }))
+        #expect(
+            Set(try library(db, .index("size", in: -0.5..<0.5)))
+                == Set(keys { ($0.size ?? .nan) >= -0.5 && ($0.size ?? .nan) < 0.5 }))
         #expect(Set(try library(db, .index("color", notEquals: "red"))) == Set(keys { $0.color != "red" }))
         // --where=EXPR is --where EXPR.
-        try expectKeys(db, ["--where=size:>0", "--or=color:red"], try library(db, Query.index("size", from: .exclusive(0), to: .unbounded).or(.index("color", equals: "red"))))
+        try expectKeys(
+            db, ["--where=size:>0", "--or=color:red"],
+            try library(db, Query.index("size", from: .exclusive(0), to: .unbounded).or(.index("color", equals: "red")))
+        )
     }
 
     // MARK: AND, OR, NOT
@@ -158,13 +163,25 @@ struct QueryExpressionToolTests {
         let isBig = { (g: Gadget) in (g.size ?? -.infinity) >= 0.5 }
         let onSale = { (g: Gadget) in g.tags.contains("sale") }
         let cases: [(String, Query, (Gadget) -> Bool)] = [
-            ("color:red or size:0.5.. and tags:sale", red.or(big.and(sale)), { isRed($0) || (isBig($0) && onSale($0)) }),
-            ("(color:red or size:0.5..) and tags:sale", red.or(big).and(sale), { (isRed($0) || isBig($0)) && onSale($0) }),
+            (
+                "color:red or size:0.5.. and tags:sale", red.or(big.and(sale)),
+                { isRed($0) || (isBig($0) && onSale($0)) }
+            ),
+            (
+                "(color:red or size:0.5..) and tags:sale", red.or(big).and(sale),
+                { (isRed($0) || isBig($0)) && onSale($0) }
+            ),
             ("not color:red and tags:sale", Query.not(red).and(sale), { !isRed($0) && onSale($0) }),
             ("not (color:red and tags:sale)", .not(red.and(sale)), { !(isRed($0) && onSale($0)) }),
             ("not not color:red or size:0.5..", Query.not(.not(red)).or(big), { isRed($0) || isBig($0) }),
-            ("((color:red)) OR (size:0.5.. AND NOT tags:sale)", red.or(big.and(.not(sale))), { isRed($0) || (isBig($0) && !onSale($0)) }),
-            ("color:red and(tags:sale)or(size:0.5..)", red.and(sale).or(big), { (isRed($0) && onSale($0)) || isBig($0) }),
+            (
+                "((color:red)) OR (size:0.5.. AND NOT tags:sale)", red.or(big.and(.not(sale))),
+                { isRed($0) || (isBig($0) && !onSale($0)) }
+            ),
+            (
+                "color:red and(tags:sale)or(size:0.5..)", red.and(sale).or(big),
+                { (isRed($0) && onSale($0)) || isBig($0) }
+            ),
         ]
         for (expression, query, model) in cases {
             let expected = try library(db, query)
@@ -192,13 +209,19 @@ struct QueryExpressionToolTests {
         let grouped = try library(db, red.or(big.and(sale)))
         try expectKeys(db, ["--where", "color:red", "--or", "size:0.5.. and tags:sale"], grouped)
         #expect(Set(leftToRight) != Set(grouped), "the data must tell the two readings apart")
-        #expect(Set(leftToRight) == Set(keys { ($0.color == "red" || ($0.size ?? -1) >= 0.5) && $0.tags.contains("sale") }))
+        #expect(
+            Set(leftToRight) == Set(keys { ($0.color == "red" || ($0.size ?? -1) >= 0.5) && $0.tags.contains("sale") }))
         // --not: the query so far, and not EXPR; first, it negates alone.
-        try expectKeys(db, ["--where", "color:red", "--or", "size:0.5..", "--not", "tags:sale"], try library(db, red.or(big).and(.not(sale))))
+        try expectKeys(
+            db, ["--where", "color:red", "--or", "size:0.5..", "--not", "tags:sale"],
+            try library(db, red.or(big).and(.not(sale))))
         try expectKeys(db, ["--not", "color:red", "--where", "tags:sale"], try library(db, Query.not(red).and(sale)))
-        try expectKeys(db, ["--not", "color:red", "--or", "tags:sale", "--not", "size:0.5.."], try library(db, Query.not(red).or(sale).and(.not(big))))
+        try expectKeys(
+            db, ["--not", "color:red", "--or", "tags:sale", "--not", "size:0.5.."],
+            try library(db, Query.not(red).or(sale).and(.not(big))))
         // The order of different options counts, not only of one option's values.
-        let swapped = try buri("query", db, "gadgets", "--where", "tags:sale", "--or", "size:0.5..", "--where", "color:red")
+        let swapped = try buri(
+            "query", db, "gadgets", "--where", "tags:sale", "--or", "size:0.5..", "--where", "color:red")
         #expect(Set(swapped.lines) == Set(try library(db, sale.or(big).and(red))))
         #expect(Set(swapped.lines) != Set(leftToRight))
         // INDEX with its condition comes first.
@@ -211,7 +234,9 @@ struct QueryExpressionToolTests {
         expectSuccess(rest)
         #expect(first.lines + rest.lines == (try library(db, red)))
         // --or first has nothing to be OR-ed with.
-        expectFailure(try buri("query", db, "gadgets", "--or", "color:red"), status: 2, mentioning: ["--or 'color:red' comes first", "--where"])
+        expectFailure(
+            try buri("query", db, "gadgets", "--or", "color:red"), status: 2,
+            mentioning: ["--or 'color:red' comes first", "--where"])
     }
 
     // MARK: Order
@@ -239,7 +264,8 @@ struct QueryExpressionToolTests {
         try expectKeys(db, ["--where", "tags:sale", "--order-by", "color:asc", "--order-by", "size:DESC"], model)
         // --reverse reverses every key (objects without a value stay last).
         let reversed = try library(db, two.descending())
-        try expectKeys(db, ["--where", "tags:sale", "--order-by", "color", "--order-by", "size:desc", "--reverse"], reversed)
+        try expectKeys(
+            db, ["--where", "tags:sale", "--order-by", "color", "--order-by", "size:desc", "--reverse"], reversed)
         #expect(reversed.first.flatMap { id in sale.first { $0.id == id }?.color } == "red")
         // One key with ties (three colors among 48): key order within each, then limits pick from it.
         let byColor = expressionGadgets.sorted { ($0.color, $0.id) < ($1.color, $1.id) }.map(\.id)
@@ -247,12 +273,18 @@ struct QueryExpressionToolTests {
         try expectKeys(db, ["--order-by", "color", "--offset", "14", "--limit", "5"], Array(byColor[14..<19]))
         // Ordering an OR by an index, with a condition on another; without --order-by it is in key order.
         let either = Query.index("color", equals: "red").or(.index("tags", equals: "new"))
-        try expectKeys(db, ["--where", "color:red or tags:new", "--order-by", "size:desc"], try library(db, either.order(by: "size", descending: true)))
+        try expectKeys(
+            db, ["--where", "color:red or tags:new", "--order-by", "size:desc"],
+            try library(db, either.order(by: "size", descending: true)))
         try expectKeys(db, ["--where", "color:red or tags:new"], try library(db, either).sorted())
         // A multi-valued index as a key.
-        try expectKeys(db, ["--where", "size:>=0", "--order-by", "tags", "--order-by", "weight:desc"], try library(db, Query.index("size", in: 0...).order(by: .ascending("tags"), .descending("weight"))))
+        try expectKeys(
+            db, ["--where", "size:>=0", "--order-by", "tags", "--order-by", "weight:desc"],
+            try library(db, Query.index("size", in: 0...).order(by: .ascending("tags"), .descending("weight"))))
         expectFailure(try buri("query", db, "gadgets", "--order-by", "shape"), status: 6, mentioning: ["shape"])
-        expectFailure(try buri("query", db, "gadgets", "--order-by", "size:sideways"), status: 2, mentioning: ["INDEX:desc", "sideways"])
+        expectFailure(
+            try buri("query", db, "gadgets", "--order-by", "size:sideways"), status: 2,
+            mentioning: ["INDEX:desc", "sideways"])
     }
 
     // MARK: Outputs, counts, aggregates, pages
@@ -265,33 +297,51 @@ struct QueryExpressionToolTests {
         let count = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--count")
         expectSuccess(count)
         #expect(count.lines == [String(expected.count)])
-        #expect(try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--count", "--json").stdout == "{\"count\":\(expected.count)}\n")
-        let json = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--json", "--limit", "4")
+        #expect(
+            try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--count", "--json")
+                .stdout == "{\"count\":\(expected.count)}\n")
+        let json = try buri(
+            "query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--json", "--limit", "4")
         #expect(json.stdout == "[" + expected.prefix(4).map { "\"\($0)\"" }.joined(separator: ",") + "]\n")
-        let nul = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "-0", "--offset", "2")
+        let nul = try buri(
+            "query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "-0", "--offset", "2")
         #expect(nul.stdout == expected.dropFirst(2).map { $0 + "\u{0}" }.joined())
         let objects = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--objects")
         expectSuccess(objects)
         #expect(objects.lines.first?.hasPrefix("[\"buri-export\"") == true)
-        #expect(objects.lines.dropFirst().map { line in line.contains("\"key\":\"") ? String(line.split(separator: "\"key\":\"")[1].prefix(3)) : "" } == expected)
+        #expect(
+            objects.lines.dropFirst().map { line in
+                line.contains("\"key\":\"") ? String(line.split(separator: "\"key\":\"")[1].prefix(3)) : ""
+            } == expected)
 
         // Statistics over an expression: the library's aggregate of the same query.
         let raw = try BuriDatabase(path: db)
         let aggregate = try raw.rawBucket(named: "gadgets").aggregate("weight", where: query)
         let groups = try raw.rawBucket(named: "gadgets").aggregate("weight", where: query, groupedBy: "color")
         raw.close()
-        let stats = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--sum", "weight", "--max", "weight")
+        let stats = try buri(
+            "query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--sum", "weight", "--max",
+            "weight")
         expectSuccess(stats)
         let weights = expressionGadgets.filter { expected.contains($0.id) }.map(\.weight)
         #expect(aggregate.count == weights.count && aggregate.sum == .integer(Int128(weights.reduce(0, +))))
         #expect(stats.lines == ["count \(weights.count)", "sum \(weights.reduce(0, +))", "max \(weights.max() ?? -1)"])
         // The same statistics from the --equals form and from an expression are the same text.
-        #expect(try buri("query", db, "gadgets", "color", "--in", "red", "--in", "blue", "--sum", "weight", "--group-by", "tags").stdout
-            == (try buri("query", db, "gadgets", "--where", "color:red|blue", "--sum", "weight", "--group-by", "tags").stdout))
-        let grouped = try buri("query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--sum", "weight", "--group-by", "color")
+        #expect(
+            try buri(
+                "query", db, "gadgets", "color", "--in", "red", "--in", "blue", "--sum", "weight", "--group-by", "tags"
+            ).stdout
+                == (try buri(
+                    "query", db, "gadgets", "--where", "color:red|blue", "--sum", "weight", "--group-by", "tags"
+                ).stdout))
+        let grouped = try buri(
+            "query", db, "gadgets", "--where", "color:red|blue", "--not", "tags:new", "--sum", "weight", "--group-by",
+            "color")
         expectSuccess(grouped)
         #expect(grouped.lines.count == groups.count + 1)
-        #expect(grouped.lines.dropFirst().map { $0.split(separator: "\t")[1] } == groups.map { Substring(String($0.aggregate.count)) })
+        #expect(
+            grouped.lines.dropFirst().map { $0.split(separator: "\t")[1] }
+                == groups.map { Substring(String($0.aggregate.count)) })
         // Statistics of every object need no INDEX.
         let all = try buri("query", db, "gadgets", "--sum", "weight")
         #expect(all.lines == ["count 48", "sum \(expressionGadgets.map(\.weight).reduce(0, +))"])
@@ -301,7 +351,9 @@ struct QueryExpressionToolTests {
         let sandbox = try Sandbox()
         let db = try makeDatabase(sandbox)
         let arguments = ["--where", "color:red", "--or", "tags:sale", "--not", "size:<0"]
-        let expected = try library(db, Query.index("color", equals: "red").or(.index("tags", equals: "sale")).and(.not(.index("size", in: ..<0))))
+        let expected = try library(
+            db,
+            Query.index("color", equals: "red").or(.index("tags", equals: "sale")).and(.not(.index("size", in: ..<0))))
         #expect(expected.count > 10)
         for extra in [[String](), ["--order-by", "weight:desc"], ["--limit", "9"]] {
             let whole = try buri(["query", db, "gadgets"] + arguments + extra)
@@ -311,7 +363,9 @@ struct QueryExpressionToolTests {
             var token: String?
             var pages = 0
             repeat {
-                let run = try buri(["query", db, "gadgets"] + arguments + extra + ["--page-size", "4"] + (token.map { ["--after", $0] } ?? []))
+                let run = try buri(
+                    ["query", db, "gadgets"] + arguments + extra + ["--page-size", "4"]
+                        + (token.map { ["--after", $0] } ?? []))
                 #expect(run.status == 0, "\(run)")
                 #expect(run.lines.count <= 4)
                 collected += run.lines
@@ -372,7 +426,9 @@ struct QueryExpressionToolTests {
             #"{"id":"negzero","x":-0.0}"#, #"{"id":"zero","x":0}"#, #"{"id":"big","x":1e300}"#,
             #"{"id":"tiny","x":5e-324}"#,
         ]
-        expectSuccess(try buri("import", db, "N", "--key", "id", "--numeric-index", "x", stdin: lines.joined(separator: "\n") + "\n"))
+        expectSuccess(
+            try buri(
+                "import", db, "N", "--key", "id", "--numeric-index", "x", stdin: lines.joined(separator: "\n") + "\n"))
         func query(_ expression: String) throws -> [String] {
             let run = try buri("query", db, "N", "--where", expression)
             expectSuccess(run)
@@ -385,10 +441,13 @@ struct QueryExpressionToolTests {
         #expect(try query("x:36893488147419103232") == ["p65"])
         #expect(try query("x:<-9223372036854775807") == ["min"])
         #expect(try query("x:-inf..<-1") == ["min"])
-        #expect(try query("x:-inf..<0") == (try library(db, .index("x", in: IndexValue(floatLiteral: -.infinity)..<0), bucket: "N")))
+        #expect(
+            try query("x:-inf..<0")
+                == (try library(db, .index("x", in: IndexValue(floatLiteral: -.infinity)..<0), bucket: "N")))
         #expect(try query("x:>=1e300") == ["big"])
         #expect(try query("x:>0 and x:<1") == ["tiny"])
-        #expect(try query("x:-0.0") == (try library(db, .index("x", equals: IndexValue(floatLiteral: -0.0)), bucket: "N")))
+        #expect(
+            try query("x:-0.0") == (try library(db, .index("x", equals: IndexValue(floatLiteral: -0.0)), bucket: "N")))
         #expect(Set(try query("x:-0.0")) == ["negzero", "zero"], "numbers compare as numbers: -0.0 is 0")
         #expect(try query("x:inf") == [])
         for (expression, column, fragment) in [
@@ -396,7 +455,9 @@ struct QueryExpressionToolTests {
             ("x:18446744073709551617", 3, "neither an Int64, a UInt64 nor exactly a double"),
             ("x:0.1..0.30000000000000001", 8, "refused"),
         ] {
-            expectExpressionError(try buri("query", db, "N", "--where", expression), expression: expression, character: column, mentioning: [fragment])
+            expectExpressionError(
+                try buri("query", db, "N", "--where", expression), expression: expression, character: column,
+                mentioning: [fragment])
         }
     }
 
@@ -418,10 +479,14 @@ struct QueryExpressionToolTests {
         #expect(lines[0].hasPrefix("buri: \(option) '\(expression)': "), "\(run)", sourceLocation: sourceLocation)
         #expect(lines[0].contains("(at character \(character)"), "\(run)", sourceLocation: sourceLocation)
         for fragment in fragments {
-            #expect(lines[0].contains(fragment), "stderr should mention \(fragment): \(run)", sourceLocation: sourceLocation)
+            #expect(
+                lines[0].contains(fragment), "stderr should mention \(fragment): \(run)", sourceLocation: sourceLocation
+            )
         }
         #expect(lines[1] == "    " + expression, "\(run)", sourceLocation: sourceLocation)
-        #expect(lines[2] == String(repeating: " ", count: 4 + character - 1) + "^", "\(run)", sourceLocation: sourceLocation)
+        #expect(
+            lines[2] == String(repeating: " ", count: 4 + character - 1) + "^", "\(run)", sourceLocation: sourceLocation
+        )
     }
 
     @Test func mistakesAreUsageErrorsWithACaretAtTheCharacter() throws {
@@ -468,7 +533,8 @@ struct QueryExpressionToolTests {
         }
         // The option at fault is named, and the expressions before it were fine.
         expectExpressionError(
-            try buri("query", db, "gadgets", "--where", "color:red", "--or", "size:>x", "--not", "tags:new"), option: "--or",
+            try buri("query", db, "gadgets", "--where", "color:red", "--or", "size:>x", "--not", "tags:new"),
+            option: "--or",
             expression: "size:>x", character: 7, mentioning: ["'x' is not a number"])
         expectExpressionError(
             try buri("query", db, "gadgets", "--where", "color:red", "--not", "(tags:new"), option: "--not",
@@ -482,7 +548,9 @@ struct QueryExpressionToolTests {
         let tabbed = try buri("query", db, "gadgets", "--where", "color:red\tand hue:1")
         #expect(tabbed.status == 2)
         let lines = tabbed.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3 && lines[0].contains("(at character 15)") && lines[1] == "    color:red\\x09and hue:1", "\(tabbed)")
+        #expect(
+            lines.count == 3 && lines[0].contains("(at character 15)") && lines[1] == "    color:red\\x09and hue:1",
+            "\(tabbed)")
         if lines.count == 3 { #expect(Array(lines[1])[lines[2].count - 1] == "h", "\(tabbed)") }
         // Syntax is checked before the database is opened: a mistake is a mistake even with no database.
         expectExpressionError(
@@ -496,9 +564,14 @@ struct QueryExpressionToolTests {
         let sandbox = try Sandbox()
         let db = try makeDatabase(sandbox)
         expectFailure(try buri("query", db, "gadgets"), status: 2, mentioning: ["give a condition", "--where"])
-        expectFailure(try buri("query", db, "gadgets", "--equals", "red"), status: 2, mentioning: ["INDEX", "--where INDEX:VALUE"])
-        expectFailure(try buri("query", db, "gadgets", "color", "--where", "size:1"), status: 2, mentioning: ["'color'", "leave INDEX out"])
-        expectFailure(try buri("query", db, "gadgets", "color", "--order-by", "size"), status: 2, mentioning: ["leave INDEX out"])
+        expectFailure(
+            try buri("query", db, "gadgets", "--equals", "red"), status: 2,
+            mentioning: ["INDEX", "--where INDEX:VALUE"])
+        expectFailure(
+            try buri("query", db, "gadgets", "color", "--where", "size:1"), status: 2,
+            mentioning: ["'color'", "leave INDEX out"])
+        expectFailure(
+            try buri("query", db, "gadgets", "color", "--order-by", "size"), status: 2, mentioning: ["leave INDEX out"])
         // The old forms are unchanged.
         expectFailure(try buri("query", db, "gadgets", "color"), status: 2, mentioning: ["give a condition: --equals"])
         try expectKeys(db, ["color", "--equals", "red"], try library(db, .index("color", equals: "red")))
