@@ -139,6 +139,13 @@ public final class Bucket<T: BuriSupport>: Sendable {
         return RawBucket.RecordWrite(key: key, header: header, value: value)
     }
 
+    /// Index value tuples as an error message shows them: "(20), (21)", or "no entry".
+    static func describe(_ tuples: [[IndexValue]]) -> String {
+        tuples.isEmpty
+            ? "no entry"
+            : tuples.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
+    }
+
     /// Checks that the object read back from its encoding gives the same index values: an index
     /// must read only what is stored, or rebuilding it (a new declaration, a migration, `buri
     /// check --repair`) would compute other values than the ones stored with the object.
@@ -156,15 +163,10 @@ public final class Bucket<T: BuriSupport>: Sendable {
         for ((definition, tuples), (_, index)) in zip(computed, declared) {
             let again = (try? index.tuples(readBack)) ?? []
             if Set(again) != Set(tuples) {
-                let show = { (t: [[IndexValue]]) in
-                    t.isEmpty
-                        ? "no entry"
-                        : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
-                }
                 throw .invalidIndexDefinition(
                     bucket: name, index: definition.name,
                     reason:
-                        "for key '\(key)' the object gives \(show(tuples)), but read back from what is stored it gives \(show(again)): the index reads a property that is not stored (left out by CodingKeys?) or not stored as it is; index only stored properties"
+                        "for key '\(key)' the object gives \(Self.describe(tuples)), but read back from what is stored it gives \(Self.describe(again)): the index reads a property that is not stored (left out by CodingKeys?) or not stored as it is; index only stored properties"
                 )
             }
         }
@@ -196,15 +198,10 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 )
             }
             if Set(fromFields) != Set(tuples) {
-                let show = { (t: [[IndexValue]]) in
-                    t.isEmpty
-                        ? "no entry"
-                        : t.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
-                }
                 throw .invalidIndexDefinition(
                     bucket: name, index: definition.name,
                     reason:
-                        "it declares field \(fields), which for key '\(key)' gives \(show(fromFields)), but the declaration computes \(show(tuples)); name the key the property is encoded under, or leave `field:` out"
+                        "it declares field \(fields), which for key '\(key)' gives \(Self.describe(fromFields)), but the declaration computes \(Self.describe(tuples)); name the key the property is encoded under, or leave `field:` out"
                 )
             }
         }
