@@ -227,8 +227,9 @@ public struct SortKey: Sendable, Hashable {
 /// A check of decoded objects in a query (see ``Query/filter(_:)-method``). Two filters are equal
 /// only if they are the same filter: closures cannot be compared.
 public final class QueryFilter: Sendable, Hashable {
-    /// The type candidates are decoded as.
-    let typeName: String
+    /// The type candidates are decoded as (named only in an error).
+    let type: Any.Type
+    var typeName: String { String(describing: type) }
     /// Decodes a payload and applies the check.
     let check: @Sendable (UnsafeRawBufferPointer) throws -> Bool
     /// The schema version and migrations of the type, when it is a ``BuriSupport`` type: an older
@@ -236,7 +237,7 @@ public final class QueryFilter: Sendable, Hashable {
     let schema: (version: UInt64, steps: [BuriMigration])?
 
     init<Root: Decodable & SendableMetatype>(_ type: Root.Type, _ isIncluded: @escaping @Sendable (Root) -> Bool) {
-        typeName = String(describing: Root.self)
+        self.type = Root.self
         let decode = RecordDecoding.decoder(for: Root.self) ?? RecordDecoding.codableDecoder(for: Root.self)
         check = { payload in isIncluded(try decode(payload)) }
         schema = Migrations.schema(of: Root.self)

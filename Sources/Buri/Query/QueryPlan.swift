@@ -2,7 +2,7 @@ import BuriStorage
 
 /// A query condition resolved against a bucket's catalog: the exact LevelDB key range that holds
 /// its matches. Built only here, from `Keyspace` and `ValueEncoding`.
-struct ConditionPlan {
+final class ConditionPlan {
     let index: IndexDefinition
     /// The key prefix of the index's entries.
     let prefix: [UInt8]
@@ -410,8 +410,16 @@ struct QueryPlan {
                 } else {
                     enough = Self.collectRatio * size
                 }
-                if enough < Int.max, try bucket.countEntries(in: range, reader: reader, cap: enough) >= enough {
-                    collectFrom = smallest.plans
+                if enough < Int.max {
+                    // In key order over the whole bucket, the stored object count says how many
+                    // records the walk would read, without stepping through them.
+                    let walked: Int
+                    if order == nil, query.continuation == nil, let objects = try bucket.objectCount(reader: reader) {
+                        walked = objects
+                    } else {
+                        walked = try bucket.countEntries(in: range, reader: reader, cap: enough)
+                    }
+                    if walked >= enough { collectFrom = smallest.plans }
                 }
             }
         }
