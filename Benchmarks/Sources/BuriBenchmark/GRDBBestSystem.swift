@@ -116,8 +116,65 @@ final class GRDBBestSystem: System {
                 try db.cachedStatement(sql: "DELETE FROM person").execute()
                 return db.changesCount
             }
+        case .inAndRange:
+            let locales = QueryRows.inLocales
+            let ages = QueryRows.inAges
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE locale IN (?, ?, ?) AND age BETWEEN ? AND ?")
+                statement.setUncheckedArguments([locales[0], locales[1], locales[2], ages.lowerBound, ages.upperBound])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        case .orTwoIndexes:
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE locale = ? OR age < ?")
+                statement.setUncheckedArguments([QueryRows.orLocale, QueryRows.orBelowAge])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        case .top50AgeDesc:
+            // One read per query, as an app asks each time it needs the list. Ties by key
+            // descending, as Buri breaks ties on a descending first sort key.
+            var count = 0
+            for _ in 0..<QueryRows.topQueries {
+                lastAnswer = try queue.read { db in
+                    let statement = try db.cachedStatement(
+                        sql: GRDBBestSystem.selectResidents
+                            + " WHERE locale = ? ORDER BY age DESC, objectId DESC LIMIT ?")
+                    statement.setUncheckedArguments([QueryRows.topLocale, QueryRows.topCount])
+                    return try ResidentRow.fetchAll(statement)
+                }
+                count += lastAnswer.count
+            }
+            return count
+        case .filterUnindexed:
+            // GLOB is case-sensitive, as `hasPrefix` is.
+            let ages = QueryRows.filterAges
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE age BETWEEN ? AND ? AND name GLOB ?")
+                statement.setUncheckedArguments([ages.lowerBound, ages.upperBound, QueryRows.namePrefix + "*"])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
         }
     }
+
+    static let selectResidents = "SELECT objectId, name, locale, age FROM resident"
+
+    var residentsLoaded = false
+    /// What the last query row returned (checked untimed by the driver).
+    var lastAnswer: [ResidentRow] = []
+
+    func prepare(_ row: Row) throws {
+        guard row.isQuery, !residentsLoaded else { return }
+        try GRDBSystem.loadResidents(queue, workload.residents)
+        residentsLoaded = true
+    }
+
+    func answer(_ row: Row) -> Answer? { row.isQuery ? .objects(lastAnswer.map(\.resident)) : nil }
 
     func close() { try? queue.close() }
 }
