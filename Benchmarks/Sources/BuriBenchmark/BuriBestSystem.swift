@@ -175,6 +175,10 @@ final class BuriBestSystem: System {
         guard !residentsLoaded else { return }
         try residents.store(workload.residents.map(BestResident.init))
         try database.purgeRetiredBuckets(reclaimingSpace: false)
+        try database.compact()
+        _ = try residents.objects()
+        _ = try residents.keys(.where(\BestResident.age, in: 0...99))
+        _ = try residents.keys(.where(\BestResident.locale, in: Resident.locales))
         residentsLoaded = true
     }
 
