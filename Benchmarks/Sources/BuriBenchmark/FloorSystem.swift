@@ -334,8 +334,10 @@ final class FloorSystem: System {
             return count
         case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed:
             guard let residents else { throw BenchmarkFailure("floor: the residents' layout was not learned") }
-            matchedKeys.removeAll()
-            return try query(row, residents)
+            return try QueryRows.repeated(row) {
+                matchedKeys.removeAll(keepingCapacity: true)
+                return try query(row, residents)
+            }
         }
     }
 
@@ -373,14 +375,9 @@ final class FloorSystem: System {
             return matchedKeys.count
         case .top50AgeDesc:
             let wanted = Array(QueryRows.topLocale.utf8)
-            var count = 0
-            for _ in 0..<QueryRows.topQueries {
-                matchedKeys.removeAll(keepingCapacity: true)
-                count += try entriesThenRecords(
-                    .prefix(residents.ageIndexPrefix), reverse: true, limit: QueryRows.topCount, residents: residents
-                ) { FloorBytes.text(of: FloorBytes.localeField, in: $0, equals: wanted) }
-            }
-            return count
+            return try entriesThenRecords(
+                .prefix(residents.ageIndexPrefix), reverse: true, limit: QueryRows.topCount, residents: residents
+            ) { FloorBytes.text(of: FloorBytes.localeField, in: $0, equals: wanted) }
         case .filterUnindexed:
             let wanted = Array(QueryRows.namePrefix.utf8)
             return try entriesThenRecords(residents.ageRange(QueryRows.filterAges), residents: residents) { value in
