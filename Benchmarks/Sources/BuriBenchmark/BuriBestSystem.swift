@@ -53,6 +53,7 @@ final class BuriBestSystem: System {
     let database: BuriDatabase
     let tokens: Bucket<Token>
     let people: Bucket<BestPerson>
+    let residents: Bucket<BestResident>
     let workload: Workload
     let bestPeople: [BestPerson]
     let bestChanged: [BestPerson]
@@ -61,6 +62,7 @@ final class BuriBestSystem: System {
         database = try BuriDatabase(path: path, levelDB: StorageTuning.levelDB)
         tokens = try database.bucket(Token.self)
         people = try database.bucket(BestPerson.self)
+        residents = try database.bucket(BestResident.self)
         self.workload = workload
         bestPeople = workload.people.map(BestPerson.init)
         bestChanged = workload.changed.map(BestPerson.init)
@@ -80,6 +82,10 @@ final class BuriBestSystem: System {
         case .complexRefill: try complexRefill()
         case .observedRefill: try observedRefill()
         case .deleteAll: try deleteAll()
+        case .inAndRange: try inAndRange()
+        case .orTwoIndexes: try orTwoIndexes()
+        case .top50AgeDesc: try top50AgeDesc()
+        case .filterUnindexed: try filterUnindexed()
         }
     }
 
@@ -135,6 +141,7 @@ final class BuriBestSystem: System {
     var idleObservers: [LiveQuery<Int>] = []
 
     func prepare(_ row: Row) throws {
+        if row.isQuery { try loadResidents() }
         guard row == .observedRefill else { return }
         let count = ProcessInfo.processInfo.environment["BURI_BENCH_OBSERVERS"].flatMap { Int($0) } ?? 1_000
         idleObservers = try (0..<count).map { i in
@@ -156,6 +163,58 @@ final class BuriBestSystem: System {
 
     @inline(never) func deleteAll() throws -> Int {
         try people.deleteAll()
+    }
+
+    // The query rows: the same queries as `BuriSystem`'s, decoded by `init(record:)` (the
+    // filter's candidates too).
+
+    var residentsLoaded = false
+    var lastAnswer: [BestResident] = []
+
+    func loadResidents() throws {
+        guard !residentsLoaded else { return }
+        try residents.store(workload.residents.map(BestResident.init))
+        try database.purgeRetiredBuckets(reclaimingSpace: false)
+        try database.compact()
+        _ = try residents.objects()
+        _ = try residents.keys(.where(\BestResident.age, in: 0...99))
+        _ = try residents.keys(.where(\BestResident.locale, in: Resident.locales))
+        residentsLoaded = true
+    }
+
+    func answer(_ row: Row) -> Answer? { row.isQuery ? .objects(lastAnswer.map(\.resident)) : nil }
+
+    @inline(never) func inAndRange() throws -> Int {
+        try QueryRows.repeated(.inAndRange) {
+            lastAnswer = try residents.objects(
+                .where(\BestResident.locale, in: QueryRows.inLocales).and(.where(\BestResident.age, in: QueryRows.inAges)))
+            return lastAnswer.count
+        }
+    }
+
+    @inline(never) func orTwoIndexes() throws -> Int {
+        try QueryRows.repeated(.orTwoIndexes) {
+            lastAnswer = try residents.objects(
+                .where(\BestResident.locale, equals: QueryRows.orLocale).or(.where(\BestResident.age, in: ..<QueryRows.orBelowAge)))
+            return lastAnswer.count
+        }
+    }
+
+    @inline(never) func top50AgeDesc() throws -> Int {
+        try QueryRows.repeated(.top50AgeDesc) {
+            lastAnswer = try residents.objects(
+                .where(\BestResident.locale, equals: QueryRows.topLocale).order(by: \BestResident.age, descending: true)
+                    .limit(QueryRows.topCount))
+            return lastAnswer.count
+        }
+    }
+
+    @inline(never) func filterUnindexed() throws -> Int {
+        try QueryRows.repeated(.filterUnindexed) {
+            lastAnswer = try residents.objects(
+                .where(\BestResident.age, in: QueryRows.filterAges).filter(\BestResident.name) { $0.hasPrefix(QueryRows.namePrefix) })
+            return lastAnswer.count
+        }
     }
 
     func close() { database.close() }

@@ -122,6 +122,9 @@ struct FloorLayout: Sendable {
 /// | point fetch | N gets |
 /// | refill | N gets + one batch of N deletes (old age entry) and 2N puts (new age entry, record) |
 /// | delete all | 3N keys iterated + one batch of 3N deletes |
+/// | IN and range, filter | the age range's entries iterated + a get of each record, the other condition checked in the record's bytes |
+/// | OR | both conditions' entries iterated, their keys sorted and deduplicated + a get of each record |
+/// | top 50 | the age index iterated backwards + a get of each record, its locale checked in its bytes, until 50 match |
 final class FloorSystem: System {
     static let name = "LevelDB floor"
     let storage: Database
@@ -167,12 +170,38 @@ final class FloorSystem: System {
         }
     }
 
-    init(path: String, workload: Workload, layout: FloorLayout, bytes: Bytes) throws {
+    /// Where the residents of the query rows are (nil when no query row runs).
+    let residents: ResidentLayout?
+    var residentsLoaded = false
+    /// The object keys of the last query row's matches (bytes; strings are made for the check only).
+    var matchedKeys: [[UInt8]] = []
+
+    init(path: String, workload: Workload, layout: FloorLayout, bytes: Bytes, residents: ResidentLayout? = nil) throws {
         // The very LevelDB options Buri opens its databases with.
         storage = try Database(path: path, options: StorageTuning.levelDB)
         self.workload = workload
         self.layout = layout
         self.bytes = bytes
+        self.residents = residents
+    }
+
+    /// Before the first query row: the residents' records and entries, Buri's bytes, copied in,
+    /// the database compacted (as Buri's is), so no flush or compaction runs while a query is
+    /// timed, and every one of them read once (a warm block cache, as Buri's).
+    func prepare(_ row: Row) throws {
+        guard row.isQuery, !residentsLoaded else { return }
+        guard let residents else { throw BenchmarkFailure("floor: the residents' layout was not learned") }
+        try residents.copy(into: storage)
+        try storage.compact()
+        for range in [KeyRange.prefix(residents.recordPrefix), .prefix(residents.indexSpacePrefix)] {
+            let cursor = try storage.cursor(in: range)
+            while try cursor.next() {}
+        }
+        residentsLoaded = true
+    }
+
+    func answer(_ row: Row) -> Answer? {
+        row.isQuery ? .keys(matchedKeys.map { String(decoding: $0, as: UTF8.self) }) : nil
     }
 
     func run(_ row: Row) throws -> Int {
@@ -303,7 +332,83 @@ final class FloorSystem: System {
             while try entries.next() { entries.withKey { batch.delete($0) } }
             try storage.write(batch)
             return count
+        case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed:
+            guard let residents else { throw BenchmarkFailure("floor: the residents' layout was not learned") }
+            return try QueryRows.repeated(row) {
+                matchedKeys.removeAll(keepingCapacity: true)
+                return try query(row, residents)
+            }
         }
+    }
+
+    /// A query row as a hand-written LevelDB app on Buri's layout would answer it: walk the most
+    /// selective index's entries, read each record with a point get and check what the entries
+    /// do not tell in the record's bytes (`FloorBytes`); an OR reads both indexes' entries.
+    private func query(_ row: Row, _ residents: ResidentLayout) throws -> Int {
+        let keyLength = residents.keyLength
+        switch row {
+        case .inAndRange:
+            let wanted = QueryRows.inLocales.map { Array($0.utf8) }
+            return try entriesThenRecords(residents.ageRange(QueryRows.inAges), residents: residents) { value in
+                guard let locale = FloorBytes.text(of: FloorBytes.localeField, in: value) else { return false }
+                return wanted.contains { locale.elementsEqual($0) }
+            }
+        case .orTwoIndexes:
+            guard let localePrefix = residents.localeEntryPrefixes[QueryRows.orLocale] else {
+                throw BenchmarkFailure("floor: no locale entry prefix learned")
+            }
+            var keys: [[UInt8]] = []
+            for range in [KeyRange.prefix(localePrefix), try residents.ageRange(0...(QueryRows.orBelowAge - 1))] {
+                let cursor = try storage.cursor(in: range)
+                while try cursor.next() { keys.append(cursor.withKey { Array($0.suffix(keyLength)) }) }
+            }
+            keys.sort { $0.lexicographicallyPrecedes($1) }
+            var recordKey = residents.recordPrefix
+            let recordPrefixLength = recordKey.count
+            var previous: [UInt8]? = nil
+            for key in keys where key != previous {
+                previous = key
+                recordKey.removeSubrange(recordPrefixLength...)
+                recordKey.append(contentsOf: key)
+                if try storage.withValue(forKey: recordKey, { $0 != nil }) { matchedKeys.append(key) }
+            }
+            return matchedKeys.count
+        case .top50AgeDesc:
+            let wanted = Array(QueryRows.topLocale.utf8)
+            return try entriesThenRecords(
+                .prefix(residents.ageIndexPrefix), reverse: true, limit: QueryRows.topCount, residents: residents
+            ) { FloorBytes.text(of: FloorBytes.localeField, in: $0, equals: wanted) }
+        case .filterUnindexed:
+            let wanted = Array(QueryRows.namePrefix.utf8)
+            return try entriesThenRecords(residents.ageRange(QueryRows.filterAges), residents: residents) { value in
+                FloorBytes.text(of: FloorBytes.nameField, in: value).map { $0.starts(with: wanted) } ?? false
+            }
+        default:
+            return 0
+        }
+    }
+
+    /// Walks index entries in `range`, reads each one's record with a point get and keeps the
+    /// keys of those `matches` accepts, until `limit`; returns how many it kept.
+    private func entriesThenRecords(
+        _ range: KeyRange, reverse: Bool = false, limit: Int = .max, residents: ResidentLayout,
+        _ matches: (UnsafeRawBufferPointer) -> Bool
+    ) throws -> Int {
+        let cursor = try storage.cursor(in: range, reverse: reverse)
+        var recordKey = residents.recordPrefix
+        let recordPrefixLength = recordKey.count
+        var count = 0
+        while count < limit, try cursor.next() {
+            cursor.withKey { entry in
+                recordKey.removeSubrange(recordPrefixLength...)
+                recordKey.append(contentsOf: entry.suffix(residents.keyLength))
+            }
+            if try storage.withValue(forKey: recordKey, { $0.map(matches) ?? false }) {
+                matchedKeys.append(Array(recordKey[recordPrefixLength...]))
+                count += 1
+            }
+        }
+        return count
     }
 
     /// Walks index entries in `range` and reads each one's record with a point get.

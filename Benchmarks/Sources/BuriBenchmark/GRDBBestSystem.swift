@@ -116,8 +116,82 @@ final class GRDBBestSystem: System {
                 try db.cachedStatement(sql: "DELETE FROM person").execute()
                 return db.changesCount
             }
+        case .inAndRange: return try inAndRange()
+        case .orTwoIndexes: return try orTwoIndexes()
+        case .top50AgeDesc: return try top50AgeDesc()
+        case .filterUnindexed: return try filterUnindexed()
         }
     }
+
+    // The query rows, one method each, never inlined, so a profiler can single each one out
+    // (valgrind --toggle-collect='*GRDBBestSystemC10inAndRange*').
+
+    @inline(never) func inAndRange() throws -> Int {
+        let locales = QueryRows.inLocales
+        let ages = QueryRows.inAges
+        return try QueryRows.repeated(.inAndRange) {
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE locale IN (?, ?, ?) AND age BETWEEN ? AND ?")
+                statement.setUncheckedArguments([locales[0], locales[1], locales[2], ages.lowerBound, ages.upperBound])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        }
+    }
+
+    @inline(never) func orTwoIndexes() throws -> Int {
+        try QueryRows.repeated(.orTwoIndexes) {
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(sql: GRDBBestSystem.selectResidents + " WHERE locale = ? OR age < ?")
+                statement.setUncheckedArguments([QueryRows.orLocale, QueryRows.orBelowAge])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        }
+    }
+
+    /// Each query its own read, as an app asks each time it needs the list. Ties by key
+    /// descending, as Buri breaks ties on a descending first sort key.
+    @inline(never) func top50AgeDesc() throws -> Int {
+        try QueryRows.repeated(.top50AgeDesc) {
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE locale = ? ORDER BY age DESC, objectId DESC LIMIT ?")
+                statement.setUncheckedArguments([QueryRows.topLocale, QueryRows.topCount])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        }
+    }
+
+    /// GLOB is case-sensitive, as `hasPrefix` is.
+    @inline(never) func filterUnindexed() throws -> Int {
+        let ages = QueryRows.filterAges
+        return try QueryRows.repeated(.filterUnindexed) {
+            lastAnswer = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE age BETWEEN ? AND ? AND name GLOB ?")
+                statement.setUncheckedArguments([ages.lowerBound, ages.upperBound, QueryRows.namePrefix + "*"])
+                return try ResidentRow.fetchAll(statement)
+            }
+            return lastAnswer.count
+        }
+    }
+
+    static let selectResidents = "SELECT objectId, name, locale, age FROM resident"
+
+    var residentsLoaded = false
+    /// What the last query row returned (checked untimed by the driver).
+    var lastAnswer: [ResidentRow] = []
+
+    func prepare(_ row: Row) throws {
+        guard row.isQuery, !residentsLoaded else { return }
+        try GRDBSystem.loadResidents(queue, workload.residents)
+        residentsLoaded = true
+    }
+
+    func answer(_ row: Row) -> Answer? { row.isQuery ? .objects(lastAnswer.map(\.resident)) : nil }
 
     func close() { try? queue.close() }
 }

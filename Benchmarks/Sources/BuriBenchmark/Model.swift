@@ -105,8 +105,16 @@ struct Workload: Sendable {
         return count
     }
 
+    /// The query rows' objects (`Resident`): varied locales, ages and names, so that each
+    /// condition selects a part of them (see `QueryRows.swift`).
+    let residents: [Resident]
+    /// What each query row must return, computed here from `residents` by plain Swift.
+    let expected: ExpectedAnswers
+
     init(n: Int) {
         self.n = n
+        residents = Resident.population(n)
+        expected = ExpectedAnswers(residents)
         tokens = (0..<n).map { Token(objectId: uuidString(2 * $0 + 1)) }
         people = (0..<n).map { Person(objectId: uuidString(2 * $0), name: "Dirk", locale: "EN", age: 20 + $0 % 20) }
         changed = people.enumerated().map { i, person in
@@ -125,6 +133,8 @@ struct Workload: Sendable {
     func objects(for row: Row) -> Int {
         switch row {
         case .rangeObjects: people.filter { Workload.ageRange.contains($0.age) }.count
+        case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed:
+            expected.answer(for: row).count * QueryRows.queries(row)
         default: n
         }
     }
@@ -133,7 +143,10 @@ struct Workload: Sendable {
 /// The rows of the table, in the order they run inside each repetition.
 enum Row: Int, CaseIterable, Sendable {
     case simpleFill, complexFill, sequential, indexKeys, indexObjects, rangeObjects, aggregate, groupedAggregate,
-        pointFetch, complexRefill, observedRefill, deleteAll
+        pointFetch, complexRefill, observedRefill, deleteAll,
+        // The query rows run last, on their own bucket and table (`Resident`), loaded untimed
+        // before the first of them (see `QueryRows.swift`).
+        inAndRange, orTwoIndexes, top50AgeDesc, filterUnindexed
 
     var title: String {
         switch self {
@@ -149,6 +162,10 @@ enum Row: Int, CaseIterable, Sendable {
         case .complexRefill: "Complex refill (same keys, ages changed)"
         case .observedRefill: "Refill with 1,000 idle observers (ages changed back)"
         case .deleteAll: "Delete all (Person)"
+        case .inAndRange: "Query: locale IN (EN, NL, DE) AND age in 20...29 (20 queries)"
+        case .orTwoIndexes: "Query: locale = EN OR age < 10 (10 queries)"
+        case .top50AgeDesc: "Top 50 by age descending where locale = EN (100 queries)"
+        case .filterUnindexed: "Filter: age in 20...29 AND name starts with A, unindexed (50 queries)"
         }
     }
 
@@ -167,6 +184,10 @@ enum Row: Int, CaseIterable, Sendable {
         case .complexRefill: "complex_refill"
         case .observedRefill: "refill_1000_observers"
         case .deleteAll: "delete_all"
+        case .inAndRange: "in_and_range"
+        case .orTwoIndexes: "or_two_indexes"
+        case .top50AgeDesc: "top50_age_desc"
+        case .filterUnindexed: "filter_unindexed"
         }
     }
 
@@ -175,6 +196,17 @@ enum Row: Int, CaseIterable, Sendable {
         switch self {
         case .simpleFill, .complexFill, .sequential, .indexKeys, .indexObjects, .rangeObjects: true
         case .aggregate, .groupedAggregate, .pointFetch, .complexRefill, .observedRefill, .deleteAll: false
+        // The floor of a query row is one way a hand-written LevelDB app could answer it (not
+        // the least LevelDB work Buri's plan needs), so it is shown but not a target.
+        case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed: false
+        }
+    }
+
+    /// Whether the row is a query on the residents, whose answer every system must give exactly.
+    var isQuery: Bool {
+        switch self {
+        case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed: true
+        default: false
         }
     }
 }
@@ -189,6 +221,8 @@ protocol System: AnyObject {
     func run(_ row: Row) throws -> Int
     /// Untimed clean-up after `row` ran.
     func finish(_ row: Row)
+    /// What the query row `row` returned when it last ran (read untimed, checked by the driver).
+    func answer(_ row: Row) -> Answer?
     func close()
 }
 
@@ -196,6 +230,7 @@ extension System {
     var name: String { Self.name }
     func prepare(_ row: Row) throws {}
     func finish(_ row: Row) {}
+    func answer(_ row: Row) -> Answer? { nil }
 }
 
 struct BenchmarkFailure: Error, CustomStringConvertible {

@@ -191,6 +191,11 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
     let layout = try FloorLayout.learn(in: directory)
     let floorBytes = FloorSystem.Bytes(workload: workload, layout: layout)
     result.inputBytes = max(0, residentBytes() - residentBefore)
+    // The floor's residents: stored once by Buri (untimed) and copied from there by the floor.
+    let residentLayout =
+        options.systems.contains(FloorSystem.name) && options.rows.contains(where: \.isQuery)
+        ? try ResidentLayout.learn(workload: workload, in: directory) : nil
+    defer { if let residentLayout { try? FileManager.default.removeItem(atPath: residentLayout.sourcePath) } }
     log("buri-bench: inputs take \(formatBytes(result.inputBytes)) (\(result.inputBytes / n) bytes per object)")
     let systems = options.systems
     // Fills always run: the reads need data and the refill and delete need objects.
@@ -211,7 +216,8 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
             case BuriBestSystem.name: open[name] = try BuriBestSystem(path: base + "/buri-best", workload: workload)
             case FloorSystem.name:
                 open[name] = try FloorSystem(
-                    path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes)
+                    path: base + "/floor", workload: workload, layout: layout, bytes: floorBytes,
+                    residents: residentLayout)
             case GRDBBestSystem.name:
                 open[name] = try GRDBBestSystem(path: base + "/grdb-best.sqlite", workload: workload)
             default: open[name] = try GRDBSystem(path: base + "/grdb.sqlite", workload: workload)
@@ -229,6 +235,7 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
                     throw BenchmarkFailure(
                         "\(name), \(row.title): handled \(handled) objects, expected \(result.expected[row] ?? -1)")
                 }
+                if row.isQuery { try workload.expected.check(system.answer(row), row: row, system: name) }
                 result.times[row, default: [:]][name, default: []].append(elapsed)
             }
         }
