@@ -187,7 +187,8 @@ final class BuriBestSystem: System {
     @inline(never) func inAndRange() throws -> Int {
         try QueryRows.repeated(.inAndRange) {
             lastAnswer = try residents.objects(
-                .where(\BestResident.locale, in: QueryRows.inLocales).and(.where(\BestResident.age, in: QueryRows.inAges)))
+                .where(\BestResident.locale, in: QueryRows.inLocales).and(
+                    .where(\BestResident.age, in: QueryRows.inAges)))
             return lastAnswer.count
         }
     }
@@ -195,7 +196,8 @@ final class BuriBestSystem: System {
     @inline(never) func orTwoIndexes() throws -> Int {
         try QueryRows.repeated(.orTwoIndexes) {
             lastAnswer = try residents.objects(
-                .where(\BestResident.locale, equals: QueryRows.orLocale).or(.where(\BestResident.age, in: ..<QueryRows.orBelowAge)))
+                .where(\BestResident.locale, equals: QueryRows.orLocale).or(
+                    .where(\BestResident.age, in: ..<QueryRows.orBelowAge)))
             return lastAnswer.count
         }
     }
@@ -212,7 +214,9 @@ final class BuriBestSystem: System {
     @inline(never) func filterUnindexed() throws -> Int {
         try QueryRows.repeated(.filterUnindexed) {
             lastAnswer = try residents.objects(
-                .where(\BestResident.age, in: QueryRows.filterAges).filter(\BestResident.name) { $0.hasPrefix(QueryRows.namePrefix) })
+                .where(\BestResident.age, in: QueryRows.filterAges).filter(\BestResident.name) {
+                    $0.hasPrefix(QueryRows.namePrefix)
+                })
             return lastAnswer.count
         }
     }

@@ -162,7 +162,8 @@ final class BuriSystem: System {
     @inline(never) func orTwoIndexes() throws -> Int {
         try QueryRows.repeated(.orTwoIndexes) {
             lastAnswer = try residents.objects(
-                .where(\Resident.locale, equals: QueryRows.orLocale).or(.where(\Resident.age, in: ..<QueryRows.orBelowAge)))
+                .where(\Resident.locale, equals: QueryRows.orLocale).or(
+                    .where(\Resident.age, in: ..<QueryRows.orBelowAge)))
             return lastAnswer.count
         }
     }
@@ -179,7 +180,9 @@ final class BuriSystem: System {
     @inline(never) func filterUnindexed() throws -> Int {
         try QueryRows.repeated(.filterUnindexed) {
             lastAnswer = try residents.objects(
-                .where(\Resident.age, in: QueryRows.filterAges).filter(\Resident.name) { $0.hasPrefix(QueryRows.namePrefix) })
+                .where(\Resident.age, in: QueryRows.filterAges).filter(\Resident.name) {
+                    $0.hasPrefix(QueryRows.namePrefix)
+                })
             return lastAnswer.count
         }
     }

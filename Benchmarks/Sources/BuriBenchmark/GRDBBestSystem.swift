@@ -143,7 +143,8 @@ final class GRDBBestSystem: System {
     @inline(never) func orTwoIndexes() throws -> Int {
         try QueryRows.repeated(.orTwoIndexes) {
             lastAnswer = try queue.read { db in
-                let statement = try db.cachedStatement(sql: GRDBBestSystem.selectResidents + " WHERE locale = ? OR age < ?")
+                let statement = try db.cachedStatement(
+                    sql: GRDBBestSystem.selectResidents + " WHERE locale = ? OR age < ?")
                 statement.setUncheckedArguments([QueryRows.orLocale, QueryRows.orBelowAge])
                 return try ResidentRow.fetchAll(statement)
             }

@@ -191,7 +191,9 @@ struct ExpectedAnswers: Sendable {
         case .objects(let objects):
             let got = sortedByKey(objects, \.objectId)
             guard got == expected else {
-                let first = zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(got.count, expected.count)
+                let first =
+                    zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                    ?? min(got.count, expected.count)
                 throw BenchmarkFailure(
                     "\(system), \(row.title): \(got.count) objects, expected \(expected.count); first difference at \(first): \(first < got.count ? "\(got[first])" : "none") instead of \(first < expected.count ? "\(expected[first])" : "none")"
                 )
@@ -259,13 +261,17 @@ struct ResidentLayout: Sendable {
                 records += 1
                 // The floor reads locale and name from the record's bytes: check that it reads them right.
                 let (locale, name) = cursor.withValue {
-                    (FloorBytes.text(of: FloorBytes.localeField, in: $0), FloorBytes.text(of: FloorBytes.nameField, in: $0))
+                    (
+                        FloorBytes.text(of: FloorBytes.localeField, in: $0),
+                        FloorBytes.text(of: FloorBytes.nameField, in: $0)
+                    )
                 }
                 guard locale.map({ String(decoding: $0, as: UTF8.self) }) == resident.locale,
                     name.map({ String(decoding: $0, as: UTF8.self) }) == resident.name
                 else { throw BenchmarkFailure("residents: the floor cannot read locale and name of \(resident)") }
             } else {
-                prefixes[Array(prefix.prefix(9)), default: [:]][prefix, default: ([], [])].locales.insert(resident.locale)
+                prefixes[Array(prefix.prefix(9)), default: [:]][prefix, default: ([], [])].locales.insert(
+                    resident.locale)
                 prefixes[Array(prefix.prefix(9)), default: [:]][prefix, default: ([], [])].ages.insert(resident.age)
             }
         }
@@ -284,12 +290,12 @@ struct ResidentLayout: Sendable {
         }
         guard layout.localeEntryPrefixes.count == Resident.locales.count, layout.ageEntryPrefixes.count == 100 else {
             throw BenchmarkFailure(
-                "residents: could not tell the locale and age entries apart (\(layout.localeEntryPrefixes.count) locales, \(layout.ageEntryPrefixes.count) ages)")
+                "residents: could not tell the locale and age entries apart (\(layout.localeEntryPrefixes.count) locales, \(layout.ageEntryPrefixes.count) ages)"
+            )
         }
         layout.keyLength = keyLength
         return layout
     }
-
 
     /// The age entries with an age in `ages` (the encoding keeps numeric order as byte order).
     func ageRange(_ ages: ClosedRange<Int>) throws -> KeyRange {
