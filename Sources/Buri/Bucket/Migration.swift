@@ -36,6 +36,11 @@ public struct BuriMigration: Sendable {
     /// .from(0, .rename("name", to: "fullName"), .fill("email", with: ""), .remove("legacy"))
     /// ```
     public static func from(_ version: Int, _ steps: MigrationStep...) -> BuriMigration {
+        from(version, steps)
+    }
+
+    /// The step from version `from` to `from + 1` made of `steps` (as the catalog keeps them).
+    static func from(_ version: Int, _ steps: [MigrationStep]) -> BuriMigration {
         BuriMigration(from: version, steps: steps) { record in
             for step in steps { try step.apply(to: &record) }
         }

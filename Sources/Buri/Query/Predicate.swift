@@ -247,31 +247,31 @@ public final class QueryFilter: Sendable, Hashable {
     /// an older record first: by the type's own migrations, or for a type that is not the bucket's
     /// (a projection), by the steps `catalog` keeps.
     func passes(
-        _ payload: UnsafeRawBufferPointer, version: UInt64, catalog: BucketDescriptor, key: String
+        _ payload: UnsafeRawBufferPointer, version: UInt64, catalog: BucketDescriptor, key: @autoclosure () -> String
     ) throws(BuriError) -> Bool {
         let current = schema?.version ?? catalog.schemaVersion
-        let steps =
-            schema?.steps
-            ?? (catalog.migrations ?? []).map { stored -> BuriMigration in
-                if let edits = stored.steps {
-                    return BuriMigration(from: Int(clamping: stored.from), steps: edits) { record in
-                        for edit in edits { try edit.apply(to: &record) }
+        // The common case, a record at the current version, builds nothing (not even the key).
+        var upgraded: [UInt8]? = nil
+        if version != current {
+            let steps =
+                schema?.steps
+                ?? (catalog.migrations ?? []).map { stored -> BuriMigration in
+                    if let edits = stored.steps { return .from(Int(clamping: stored.from), edits) }
+                    return .from(Int(clamping: stored.from)) { _ in
+                        throw BuriError.invalidMigration(
+                            reason:
+                                "the step from schema version \(stored.from) is written in Swift; filter with the bucket's own type"
+                        )
                     }
                 }
-                return .from(Int(clamping: stored.from)) { _ in
-                    throw BuriError.invalidMigration(
-                        reason:
-                            "the step from schema version \(stored.from) is written in Swift; filter with the bucket's own type"
-                    )
-                }
-            }
-        let upgraded = try Migrations.upgrade(
-            payload, from: version, to: current, steps: steps, bucket: catalog.name, key: key)
+            upgraded = try Migrations.upgrade(
+                payload, from: version, to: current, steps: steps, bucket: catalog.name, key: key())
+        }
         do {
             if let upgraded { return try upgraded.withUnsafeBytes { try check($0) } }
             return try check(payload)
         } catch {
-            throw .decodingFailed(bucket: catalog.name, key: key, type: typeName, reason: String(describing: error))
+            throw .decodingFailed(bucket: catalog.name, key: key(), type: typeName, reason: String(describing: error))
         }
     }
 
