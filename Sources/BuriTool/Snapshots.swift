@@ -33,6 +33,10 @@ enum SnapshotCleanup {
     /// Set, under `live`'s lock, when a signal is ending the process: no snapshot directory is
     /// made after, and its snapshot is being removed under the command.
     private static let terminating = Atomic<Bool>(false)
+    /// Set, under `gate`, when the process is exiting normally (`exit`, through `atexit`): a
+    /// signal handled after leaves the removal to the exit path, so that two removals never
+    /// race and the exit never cuts the handler's removal short.
+    private static let exiting = Atomic<Bool>(false)
     /// Held while a snapshot directory may be created (``excludingTheHandler(_:)``) and while the
     /// handler marks the process as ending.
     private static let gate = NSLock()
@@ -47,7 +51,7 @@ enum SnapshotCleanup {
             return !state.installed
         }
         guard first else { return }
-        atexit { SnapshotCleanup.removeAll() }
+        atexit { SnapshotCleanup.atExit() }
         // A reader that goes away (`buri export DB | head`) makes a write fail with EPIPE, which
         // ends the command through its normal path (removing the snapshot), not a silent death.
         signal(SIGPIPE, SIG_IGN)
@@ -75,6 +79,12 @@ enum SnapshotCleanup {
         // The command may fail once its files are gone: it must not exit with that failure (see
         // holdIfTerminating) before the signal ends it. Under the lock: no directory is made after.
         gate.lock()
+        if exiting.load(ordering: .sequentiallyConsistent) {
+            // The command has finished and the process is exiting: its exit path removes the
+            // snapshots; this thread waits for the exit.
+            gate.unlock()
+            waitForTheEnd()
+        }
         terminating.store(true, ordering: .sequentiallyConsistent)
         gate.unlock()
         removeAll()
@@ -101,6 +111,23 @@ enum SnapshotCleanup {
             create()
             TestSignalHook.signal(.afterDirectory)
         }
+        TestSignalHook.waitUntilHandled(.afterDirectory)
+    }
+
+    /// Every normal exit (`exit`, by any path): unless a signal is already ending the process
+    /// (then waits for that end), marks it as exiting, under `gate`, and removes its snapshots.
+    /// A signal whose handling had not begun is then left to the exit, which removes everything;
+    /// one whose handling had begun ends the process itself. Either way exactly one of them
+    /// removes the snapshots, to the end.
+    fileprivate static func atExit() {
+        gate.lock()
+        if terminating.load(ordering: .sequentiallyConsistent) {
+            gate.unlock()
+            waitForTheEnd()
+        }
+        exiting.store(true, ordering: .sequentiallyConsistent)
+        gate.unlock()
+        removeAll()
     }
 
     /// Runs `body` — which may create a directory of this process's snapshots: `mkdtemp`, or
@@ -168,13 +195,19 @@ enum TestSignalHook {
     }
 
     /// Sends SIGTERM to this process at `here` if the hook asks for it; before the directory,
-    /// also waits until the signal is being handled.
+    /// also waits until the signal is being handled. After the directory it is sent while the
+    /// handler is excluded (the directory made, not yet registered): the wait comes once the
+    /// exclusion ends (``waitUntilHandled(_:)``), so the command cannot finish first.
     static func signal(_ here: Point) {
         guard point == here else { return }
         kill(getpid(), SIGTERM)
-        if here != .afterDirectory {
-            while !SnapshotCleanup.isTerminating { sched_yield() }
-        }
+        if here != .afterDirectory { waitUntilHandled(here) }
+    }
+
+    /// Waits until the signal sent at `here` is being handled, if the hook sent one there.
+    static func waitUntilHandled(_ here: Point) {
+        guard point == here else { return }
+        while !SnapshotCleanup.isTerminating { sched_yield() }
     }
 }
 
