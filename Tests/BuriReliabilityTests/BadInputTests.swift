@@ -303,15 +303,15 @@ struct BadInputTests {
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
         try withRawDatabase(path) { raw in
-            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 5), options: .sync)
+            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 6), options: .sync)
         }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 5, supported: 4)) {
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 6, supported: 5)) {
             try BuriDatabase(path: path)
         }
         #expect(try rawContents(path) == before)
         // And the database was closed again: LevelDB can open it right away.
-        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 4)) }
+        try withRawDatabase(path) { raw in try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 5)) }
         let reopened = try BuriDatabase(path: path)
         #expect(try reopened.bucket(Person.self).object(forKey: "p1")?.age == 1)
         reopened.close()

@@ -46,6 +46,7 @@ struct FormatDiskTests {
         var expectedDescriptor = personDescriptor
         expectedDescriptor.schemaVersion = 0
         let expected: [(String, [UInt8])] = [
+            ("00 62 75 63 6b 65 74 2d 69 64 73", [0, 0, 0, 1]),
             ("00 66 6f 72 6d 61 74", Keyspace.headerValue()),
             ("01 50 65 72 73 6f 6e", try expectedDescriptor.encoded()),
             ("02 00 00 00 01 70 31", value),
@@ -98,7 +99,7 @@ struct FormatDiskTests {
     @Test("a database of a newer format version, or with a foreign header, is refused and left untouched")
     func newerFormat() throws {
         for value in [
-            Array("BURI".utf8) + [0x00, 0x05], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01],
+            Array("BURI".utf8) + [0x00, 0x06], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01],
         ] {
             let directory = Directory()
             do {
@@ -114,7 +115,7 @@ struct FormatDiskTests {
                     #expect(
                         error
                             == .unsupportedFormat(
-                                path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 4))
+                                path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 5))
                 } else {
                     #expect(error == .notABuriDatabase(path: directory.path))
                 }

@@ -63,10 +63,12 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x01, 0xFF], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x03, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x04, 0x00], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x05, 0x00, 0x00], .unsupportedFormat(path: "", found: 5, supported: 4)),
+            (Array("BURI".utf8) + [0x00, 0x05, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x06, 0x00, 0x00], .unsupportedFormat(path: "", found: 6, supported: 5)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
             (Array("BURI".utf8) + [0x00, 0x03], nil),
             (Array("BURI".utf8) + [0x00, 0x04], nil),
+            (Array("BURI".utf8) + [0x00, 0x05], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()
@@ -145,7 +147,8 @@ struct FormatSpecTests {
         defer { raw.close() }
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 04")),
+            ("00 62 75 63 6b 65 74 2d 69 64 73", bytes(hex: "00 00 00 01")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 05")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),
@@ -154,7 +157,7 @@ struct FormatSpecTests {
         ]
         #expect(entries.map { formatHex($0.key) } == expected.map(\.key))
         #expect(entries.map(\.value) == expected.map(\.value))
-        #expect(entries.count == 6 && entries[1].value.count == 202 && entries[2].value.count == 62)
+        #expect(entries.count == 7 && entries[2].value.count == 202 && entries[3].value.count == 62)
     }
 
     struct Rated: BuriSupport {

@@ -208,6 +208,68 @@ struct GenerationTests {
         #expect(try t.db.check().isConsistent)
     }
 
+    /// A dropped bucket's id, once purged, leaves no key under it: another client that did not see
+    /// the drop must still not give the id to a new bucket, or this client's handles (which know
+    /// the id as dropped) would refuse the new bucket, and stale handles elsewhere would read it as
+    /// the old one. Every way of making a bucket or a generation records the largest id given.
+    @Test(arguments: [Engine.shared, .etcd].filter(Engine.allCases.contains))
+    func anIdFreedByAPurgeIsNeverGivenAgainByAnotherClient(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let other = try t.client(1)
+        defer { if other !== t.db { other.close() } }
+        for step in 0..<4 {
+            let mine = try t.db.bucket(PersonRecord.self)
+            try mine.store(makePeople(5))
+            let stored = try mine.count()
+            let used = mine.raw.descriptor.id
+            // The drop, then the purge of its keys, here; the other client learns nothing of either.
+            switch step {
+            case 0: try t.db.dropBucket(named: mine.raw.name)
+            case 1: #expect(try mine.deleteAll() == stored)
+            case 2: try t.db.write { tx in _ = try tx.bucket(PersonRecord.self).deleteAll() }
+            default:
+                let load = try t.db.stageImport(into: mine.raw.name)
+                try load.publish()
+            }
+            try t.db.purgeRetiredBuckets()
+            #expect(try t.db.pendingPurges().isEmpty)
+            // The other client makes buckets: none takes an id given before.
+            try other.dropBucket(named: mine.raw.name)
+            let theirs = try other.bucket(PersonRecord.self)
+            #expect(theirs.raw.descriptor.id > used, "step \(step)")
+            try theirs.store(PersonRecord(objectId: "new\(step)", name: "n", locale: "EN", age: 1))
+            let again = try t.db.bucket(PersonRecord.self)
+            #expect(try again.keys() == ["new\(step)"], "step \(step)")
+            let fromTransaction = try other.write { tx in try tx.bucket(Account.self).raw.descriptor.id }
+            #expect(fromTransaction > theirs.raw.descriptor.id)
+            try other.dropBucket(named: "Account")
+            try other.purgeRetiredBuckets()
+        }
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test func theLargestBucketIdIsCheckedAndRepaired() throws {
+        let engine = MemoryEngine()
+        let db = try BuriDatabase(engine: engine, closesEngine: false)
+        defer { db.close() }
+        let bucket = try db.bucket(PersonRecord.self)
+        try bucket.store(makePeople(3))
+        #expect(try engine.snapshot().get(Keyspace.bucketIdsKey) == Keyspace.bucketIdsValue(bucket.raw.descriptor.id))
+        #expect(try db.check().isConsistent)
+        for damaged: [UInt8] in [[1, 2, 3], [0, 0, 0, 0, 1]] {
+            let batch = engine.makeBatch()
+            batch.put(Keyspace.bucketIdsKey, damaged)
+            try engine.commit(batch, conditions: nil, sync: true)
+            let report = try db.check()
+            #expect(report.problems.map(\.kind) == [.strayKey])
+            #expect(report.problems.first?.detail.contains("bucket-ids") == true)
+            _ = try db.check(repair: true)
+            #expect(
+                try engine.snapshot().get(Keyspace.bucketIdsKey) == Keyspace.bucketIdsValue(bucket.raw.descriptor.id))
+            #expect(try db.check().isConsistent)
+        }
+    }
+
     @Test func aVersion2DatabaseIsUpgradedByItsFirstWriteAndANewerOneRefused() throws {
         let engine = MemoryEngine()
         do {
@@ -223,17 +285,17 @@ struct GenerationTests {
         let bucket = try db.bucket(PersonRecord.self)
         #expect(try bucket.count() == 3)
         #expect(try bucket.deleteAll() == 3)
-        #expect(db.formatVersion == 4)
-        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue(version: 4))
+        #expect(db.formatVersion == 5)
+        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue(version: 5))
         db.close()
 
         let newer = engine.makeBatch()
-        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: 5))
+        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: 6))
         try engine.commit(newer, conditions: nil, sync: true)
         #expect {
             _ = try BuriDatabase(engine: engine, closesEngine: false)
         } throws: { error in
-            guard case BuriError.unsupportedFormat(_, found: 5, supported: 4) = error else { return false }
+            guard case BuriError.unsupportedFormat(_, found: 6, supported: 5) = error else { return false }
             return true
         }
     }

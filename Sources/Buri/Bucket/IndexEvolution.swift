@@ -83,7 +83,11 @@ extension BuriDatabase {
             if stored != updated {
                 let batch = engine.makeBatch()
                 try saveDescriptor(updated, into: batch)
-                let conditions = seen.map { StorageConditions(snapshot: $0, ranges: [Keyspace.catalogRange]) }
+                // A new bucket's id is given for good (docs/FORMAT.md §6a), in the same commit.
+                if stored == nil { batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(updated.id)) }
+                let conditions = seen.map {
+                    StorageConditions(snapshot: $0, keys: [Keyspace.bucketIdsKey], ranges: [Keyspace.catalogRange])
+                }
                 try commitEvolution(batch, conditions: conditions, sync: true)
                 descriptor = updated
             }

@@ -28,12 +28,27 @@ enum Keyspace {
     /// an older version) and checked at every open. Version 2 writes `Date`s as RFC 8949 tag 1 and
     /// records where tools read index values (`fieldForms`, `computed`); version 3 adds the retired
     /// bucket ids (tag 0x04) of bucket generations; version 4 keeps each bucket id's exact object
-    /// count (tag 0x05), which older code would not update. Versions 1 to 3 databases are read.
-    static let formatVersion: UInt16 = 4
+    /// count (tag 0x05), which older code would not update; version 5 keeps the largest bucket id
+    /// ever given (``bucketIdsKey``), so that no id is given twice, which older code would not
+    /// update either. Versions 1 to 4 databases are read.
+    static let formatVersion: UInt16 = 5
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
     static let headerKey: [UInt8] = [databaseTag] + Array("format".utf8)
+    /// `00 "bucket-ids"` (format 5): the largest bucket id ever given to a bucket, a generation or
+    /// a stage, as u32be. A purged id leaves no other trace, and a client of a shared engine that
+    /// gave it again would make another client's handles read a different bucket as theirs.
+    static let bucketIdsKey: [UInt8] = [databaseTag] + Array("bucket-ids".utf8)
+
+    static func bucketIdsValue(_ id: UInt32) -> [UInt8] {
+        [UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
+    }
+
+    /// The id in a ``bucketIdsKey`` value, or `nil` unless it is exactly 4 bytes.
+    static func parseBucketIds(_ value: [UInt8]) -> UInt32? {
+        value.count == 4 ? value.reduce(0) { $0 << 8 | UInt32($1) } : nil
+    }
 
     /// Object keys are limited so that index keys stay small enough for LevelDB to handle well.
     static let maxObjectKeyLength = 4096

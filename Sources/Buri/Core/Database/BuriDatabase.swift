@@ -455,7 +455,7 @@ public final class BuriDatabase: Sendable {
                 return RawBucket(database: self, descriptor: existing)
             }
             var descriptor = BucketDescriptor(
-                id: try nextBucketId(reader: writer.reader), name: name, keyField: keyField,
+                id: try allocateBucketId(reader: writer.reader, batch: writer.batch), name: name, keyField: keyField,
                 schemaVersion: schemaVersion)
             for var index in indexes {
                 index.id = descriptor.nextIndexId
@@ -486,6 +486,8 @@ public final class BuriDatabase: Sendable {
             guard let descriptor = try bucketInfo(named: name, reader: writer.reader) else { return }
             writer.batch.delete(Keyspace.catalogKey(bucket: name))
             writer.batch.put(Keyspace.retiredKey(bucket: descriptor.id), Keyspace.retiredValue(.purging, bucket: name))
+            // Once purged, the id leaves no trace but this: no bucket made later takes it.
+            try recordBucketIdGiven(descriptor.id, reader: writer.reader, batch: writer.batch)
             writer.afterCommit { [self] in
                 bumpCatalogGeneration(name)
                 // Views here read nothing of the retired id from now on (see `RawBucket.readView`).
@@ -559,11 +561,53 @@ public final class BuriDatabase: Sendable {
         if upgrading { headerVersion.store(Keyspace.formatVersion, ordering: .releasing) }
     }
 
-    /// The id a new bucket (or generation) gets: one more than the largest in the catalog, among
-    /// the retired ids (whose keys may not be purged yet) and among those handles here may follow.
-    func nextBucketId(reader: any StorageReader) throws(BuriError) -> UInt32 {
+    /// Gives a new bucket (or generation, or stage) its id: one more than the largest ever given
+    /// (``largestBucketId(reader:)``), recorded in `batch` as the new largest (docs/FORMAT.md §6a),
+    /// so that no id is ever given twice, also after its keys are purged, also by another client of
+    /// a shared engine (the key is read through `reader`, so it is a condition of the commit).
+    func allocateBucketId(reader: any StorageReader, batch: any StorageBatch) throws(BuriError) -> UInt32 {
+        let largest = try largestBucketId(reader: reader)
+        guard largest < UInt32.max else {
+            throw .invalidBucketName(
+                name: "(new bucket)",
+                reason:
+                    "every bucket id up to \(UInt32.max) has been used; export and restore the database to renumber them"
+            )
+        }
+        batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(largest + 1))
+        return largest + 1
+    }
+
+    /// Records in `batch` that id `id` was given (when no larger one is recorded): for an id given
+    /// before format 5 kept the largest, whose bucket is being dropped.
+    func recordBucketIdGiven(_ id: UInt32, reader: any StorageReader, batch: any StorageBatch) throws(BuriError) {
+        guard try storedLargestBucketId(reader: reader) ?? 0 < id else { return }
+        batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(id))
+    }
+
+    /// The largest bucket id recorded as given (format 5), if any.
+    func storedLargestBucketId(reader: any StorageReader) throws(BuriError) -> UInt32? {
+        guard let bytes = try run({ try reader.get(Keyspace.bucketIdsKey) }) else { return nil }
+        guard let id = Keyspace.parseBucketIds(bytes) else {
+            throw .corruption(
+                bucket: nil, key: nil, index: nil,
+                reason:
+                    "the largest bucket id key (00 \"bucket-ids\") holds \(bytes.count) bytes, not 4; run `buri check --repair` to write it again"
+            )
+        }
+        return id
+    }
+
+    /// The largest bucket id ever given: recorded (format 5), in the catalog, among the retired ids
+    /// (whose keys may not be purged yet) and among those handles here may follow.
+    func largestBucketId(reader: any StorageReader) throws(BuriError) -> UInt32 {
         let ids = try allBucketInfo(reader: reader).map(\.id) + retiredBuckets(reader: reader).map(\.id)
-        let largest = max(ids.max() ?? 0, generations.largestId)
+        return max(ids.max() ?? 0, generations.largestId, try storedLargestBucketId(reader: reader) ?? 0)
+    }
+
+    /// The id a new bucket would get now (read-only: nothing is recorded; see ``allocateBucketId(reader:batch:)``).
+    func nextBucketId(reader: any StorageReader) throws(BuriError) -> UInt32 {
+        let largest = try largestBucketId(reader: reader)
         guard largest < UInt32.max else {
             throw .invalidBucketName(
                 name: "(new bucket)",

@@ -336,6 +336,8 @@ extension BuriDatabase {
             guard let base = try bucketInfo(named: name, reader: writer.reader) else {
                 throw .unknownBucket(name: name, known: try bucketNames(reader: writer.reader))
             }
+            // Not recorded as given (docs/FORMAT.md §6a): a stage is seen by no handle, and a failed
+            // import leaves every key as it was; once published, the catalog names the id.
             let stageId = try nextBucketId(reader: writer.reader)
             writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name))
             // Under the writer lock, so the snapshot is the state the stage starts from.
@@ -380,6 +382,8 @@ extension BuriDatabase {
                     attempts: 1,
                     detail: "bucket '\(name)' already exists; stage an import into it instead of creating it")
             }
+            // Not recorded as given (docs/FORMAT.md §6a): a stage is seen by no handle, and a failed
+            // import leaves every key as it was; once published, the catalog names the id.
             let stageId = try nextBucketId(reader: writer.reader)
             var definition = BucketDescriptor(id: stageId, name: name, keyField: keyField, schemaVersion: schemaVersion)
             for var index in indexes {

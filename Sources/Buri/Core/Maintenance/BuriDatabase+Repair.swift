@@ -378,6 +378,7 @@ extension BuriDatabase {
     static func isWellFormed(key: [UInt8], value: [UInt8]) -> Bool {
         switch key.first {
         case Keyspace.databaseTag?:
+            if key == Keyspace.bucketIdsKey { return Keyspace.parseBucketIds(value) != nil }
             return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
         case Keyspace.indexTag?:
             return key.count > Keyspace.indexPrefixLength && value.isEmpty

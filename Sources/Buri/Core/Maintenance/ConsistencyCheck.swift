@@ -141,6 +141,25 @@ extension BuriDatabase {
                     ))
             }
         }
+        // The largest bucket id given (format 5). One below an id in use is no damage (a published
+        // import's id is named by the catalog instead, docs/FORMAT.md §6a); one that does not parse
+        // would stop every new bucket. Repair writes the largest id in use.
+        if let bytes = try snapshot.get(Keyspace.bucketIdsKey), Keyspace.parseBucketIds(bytes) == nil {
+            let inUse = max(buckets.keys.max() ?? 0, retired.max() ?? 0)
+            do {
+                var problem = ConsistencyProblem(
+                    kind: .strayKey, bucket: nil, key: nil, index: nil,
+                    detail:
+                        "the largest bucket id given (key 00 \"bucket-ids\") holds \(bytes.count) bytes, not 4; repair writes the largest id in use, \(inUse)"
+                )
+                if repair {
+                    fixes.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(inUse))
+                    relied.append(Keyspace.bucketIdsKey)
+                    problem.repaired = true
+                }
+                report.problems.append(problem)
+            }
+        }
         /// Keys under bucket ids with neither a catalog entry nor a retired-id marker.
         struct OrphanKeys {
             var records = 0

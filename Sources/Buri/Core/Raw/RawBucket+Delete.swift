@@ -53,7 +53,7 @@ extension RawBucket {
             {
                 return 0
             }
-            let newId = try database.nextBucketId(reader: writer.reader)
+            let newId = try database.allocateBucketId(reader: writer.reader, batch: writer.batch)
             try database.retire(stored, replacingWith: newId, writer: writer)
             writer.batch.put(Keyspace.countKey(bucket: newId), Keyspace.countValue(0))
             return count

@@ -291,7 +291,11 @@ public final class BuriTransaction: @unchecked Sendable {
             id: try database.nextBucketId(reader: reader), name: bucketName, keyField: schema.keyField)
         let descriptor = BuriDatabase.evolution(of: empty, to: schema).updated
         try database.validate(descriptor)
-        try statement { writer throws(BuriError) in try database.saveDescriptor(descriptor, into: writer.batch) }
+        try statement { writer throws(BuriError) in
+            try database.saveDescriptor(descriptor, into: writer.batch)
+            // The id is given for good (docs/FORMAT.md §6a), in the same commit as the bucket.
+            writer.batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(descriptor.id))
+        }
         return Bucket(raw: RawBucket(database: database, descriptor: descriptor, transaction: self), schema: schema)
     }
 
