@@ -92,14 +92,24 @@ public struct BuriIndex<T>: Sendable {
     /// The property a single-component index reads, for queries by key path (`nil` for compound
     /// and computed indexes).
     let keyPath: (AnyKeyPath & Sendable)?
+    /// For a relationship (``reference(_:_:field:onDelete:version:)-7x0ks``): the bucket its
+    /// references point into and what their target's deletion does.
+    /// (The bucket name is read when the bucket is opened, not when the schema is made: a type may
+    /// refer to itself, and reading its own schema while it is being made would never end.)
+    let reference: (bucket: @Sendable () -> String, rule: DeleteRule)?
+    /// Why the declaration cannot be used, reported when the bucket is opened.
+    let declarationError: String?
 
     init(
         name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
-        keyPath: (AnyKeyPath & Sendable)? = nil,
+        keyPath: (AnyKeyPath & Sendable)? = nil, reference: (bucket: @Sendable () -> String, rule: DeleteRule)? = nil,
+        declarationError: String? = nil,
         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
     ) {
         self.keyPath = keyPath
+        self.reference = reference
+        self.declarationError = declarationError
         self.name = name
         self.components = components
         self.isUnique = unique
@@ -115,7 +125,7 @@ public struct BuriIndex<T>: Sendable {
         return IndexDefinition(
             id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
             fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
-            computed: isComputed ? true : nil)
+            computed: isComputed ? true : nil, references: reference?.bucket(), onDelete: reference?.rule)
     }
 
     /// The recorded source of a single-component index over a property of type `V`.

@@ -36,6 +36,7 @@ extension BuriDatabase {
         let schema = T.buri
         let bucketName = name ?? schema.bucketName
         try validateBucketName(bucketName)
+        try schema.checkDeclarations(bucket: bucketName)
         // A bucket already stored as `T` declares it needs no lock: the common case, and the one
         // that works inside `write { }` too.
         // The generation is read first, so a redefinition racing with this read makes the view stale.
@@ -113,6 +114,9 @@ extension BuriDatabase {
                 existing.fieldPaths = wanted.fieldPaths
                 existing.fieldForms = wanted.fieldForms
                 existing.computed = wanted.computed
+                // A relationship's target and rule change no entry: the catalog follows the declaration.
+                existing.references = wanted.references
+                existing.onDelete = wanted.onDelete
                 kept.append(existing)
             } else {
                 wanted.id = nextId

@@ -76,6 +76,13 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationFailed(bucket: String, key: String, from: UInt64, reason: String)
     /// A migration step as data is not one this Buri can apply.
     case invalidMigration(reason: String)
+    /// Object `key` of `bucket` cannot be deleted: object `holderKey` of `holderBucket` refers to it
+    /// through relationship `index`, whose delete rule is ``DeleteRule/deny``. Nothing was deleted.
+    case referenced(bucket: String, key: String, holderBucket: String, holderKey: String, index: String)
+    /// Object `key` of `bucket` refers through relationship `index` to `target`, which no object
+    /// of bucket `targetBucket` has: a reference is stored only to an object that exists (in the
+    /// same commit, or before it). Nothing was written.
+    case danglingReference(bucket: String, key: String, index: String, targetBucket: String, target: String)
 
     public var description: String {
         switch self {
@@ -146,6 +153,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 "bucket '\(bucket)': object '\(key)' was written with schema version \(stored), newer than this code's \(known); open the database with the newer version of the app, or declare the version and its migration"
         case .invalidMigration(let reason):
             return "invalid migration step: \(reason)"
+        case let .referenced(bucket, key, holderBucket, holderKey, index):
+            return
+                "bucket '\(bucket)': object '\(key)' was not deleted: object '\(holderKey)' of bucket '\(holderBucket)' refers to it through '\(index)', whose delete rule is deny; remove that reference first (nothing was deleted)"
+        case let .danglingReference(bucket, key, index, targetBucket, target):
+            return
+                "bucket '\(bucket)': object '\(key)' refers through '\(index)' to '\(target)', which bucket '\(targetBucket)' does not hold; store the target first or in the same transaction (nothing was written)"
         case let .migrationFailed(bucket, key, from, reason):
             return
                 "bucket '\(bucket)': object '\(key)' could not be upgraded from schema version \(from): \(reason); fix the migration step (the record is unchanged)"

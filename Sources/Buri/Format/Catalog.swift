@@ -50,13 +50,20 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// field. Written by `buri import`/`restore` (`--binary-index city=address.city`); see
     /// ``componentPaths``.
     public var fieldPaths: [[String]]?
+    /// For a relationship: the name of the bucket its values are keys of (format 5). Its entries
+    /// are references; `check` reports those whose target is missing.
+    public var references: String?
+    /// For a relationship: what deleting a referenced object does to the objects holding it.
+    public var onDelete: DeleteRule?
 
     public init(
         id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false,
         version: Int = 0,
         fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil,
-        fieldPaths: [[String]]? = nil
+        fieldPaths: [[String]]? = nil, references: String? = nil, onDelete: DeleteRule? = nil
     ) {
+        self.references = references
+        self.onDelete = onDelete
         self.id = id
         self.name = name
         self.components = components
@@ -81,7 +88,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, name, components
         case isUnique = "unique"
-        case multiValued, version, fields, fieldForms, computed, fieldPaths
+        case multiValued, version, fields, fieldForms, computed, fieldPaths, references, onDelete
     }
 }
 

@@ -488,6 +488,8 @@ public final class BuriDatabase: Sendable {
             writer.batch.put(Keyspace.retiredKey(bucket: descriptor.id), Keyspace.retiredValue(.purging, bucket: name))
             // Once purged, the id leaves no trace but this: no bucket made later takes it.
             try recordBucketIdGiven(descriptor.id, reader: writer.reader, batch: writer.batch)
+            // Objects of other buckets referring to the dropped ones follow their delete rules.
+            try applyDeleteRules(target: name, keys: nil, writer: writer)
             writer.afterCommit { [self] in
                 bumpCatalogGeneration(name)
                 // Views here read nothing of the retired id from now on (see `RawBucket.readView`).

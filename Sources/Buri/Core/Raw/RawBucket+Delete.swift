@@ -3,23 +3,35 @@ import BuriStorage
 // Deleting: objects by key with every index entry their headers list, or the whole bucket
 // (a generation switch outside a transaction).
 extension RawBucket {
-    /// Deletes objects and every index entry their stored headers list, in one atomic batch.
-    /// Keys that are not there are ignored. Returns how many objects were deleted.
+    /// Deletes objects and every index entry their stored headers list, in one atomic batch,
+    /// with what the delete rules of relationships into this bucket do to the objects referring to
+    /// them (``DeleteRule``). Keys that are not there are ignored. Returns how many objects of
+    /// this bucket were deleted.
     @discardableResult
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent(writer.reader)
-            var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
-            let reader = try readerForKeys(keys, writer.reader)
-            for key in keys where !deleted.contains(Array(key.utf8)) {
-                guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
-                for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
-                writer.batch.delete(recordKey(key))
-                deleted.insert(Array(key.utf8))
-            }
-            writer.adjustCount(of: bucketId, bucket: name, by: -deleted.count)
+            let deleted = try deleteRecords(keys, writer: writer)
+            if !deleted.isEmpty { try database.applyDeleteRules(target: name, keys: deleted, writer: writer) }
             return deleted.count
         }
+    }
+
+    /// Deletes the records `keys` and the index entries their headers list in `writer`'s batch,
+    /// and counts them. Returns the UTF-8 bytes of the keys that were there, each once.
+    func deleteRecords(_ keys: [String], writer: Writer) throws(BuriError) -> [[UInt8]] {
+        var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
+        var order: [[UInt8]] = []
+        let reader = try readerForKeys(keys, writer.reader)
+        for key in keys where !deleted.contains(Array(key.utf8)) {
+            guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
+            for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
+            writer.batch.delete(recordKey(key))
+            deleted.insert(Array(key.utf8))
+            order.append(Array(key.utf8))
+        }
+        writer.adjustCount(of: bucketId, bucket: name, by: -deleted.count)
+        return order
     }
 
     /// Deletes every object and index entry of the bucket; keeps the bucket and its index
@@ -56,6 +68,7 @@ extension RawBucket {
             let newId = try database.allocateBucketId(reader: writer.reader, batch: writer.batch)
             try database.retire(stored, replacingWith: newId, writer: writer)
             writer.batch.put(Keyspace.countKey(bucket: newId), Keyspace.countValue(0))
+            try database.applyDeleteRules(target: name, keys: nil, writer: writer)
             return count
         }
     }
@@ -65,7 +78,7 @@ extension RawBucket {
         try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent(writer.reader)
             let id = bucketId
-            return try run {
+            let count = try run {
                 var count = 0
                 let records = try writer.reader.cursor(in: .prefix(Keyspace.recordPrefix(bucket: id)))
                 while try records.next() {
@@ -77,6 +90,8 @@ extension RawBucket {
                 writer.adjustCount(of: id, bucket: name, by: -count)
                 return count
             }
+            if count > 0 { try database.applyDeleteRules(target: name, keys: nil, writer: writer) }
+            return count
         }
     }
 }

@@ -48,6 +48,9 @@ extension RawBucket {
             /// (if a later object fails, a transaction's statement savepoint takes it back with the puts).
             var added = 0
             defer { writer.adjustCount(of: bucketId, bucket: name, by: added) }
+            /// Relationships of the bucket, and the references this batch adds (checked after the loop).
+            let relationships = madeDescriptor.indexes.filter { $0.references != nil }
+            var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
             for (position, write) in writes.enumerated() {
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
@@ -73,6 +76,9 @@ extension RawBucket {
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
                 for entry in write.header.entries where !oldEntries.contains(entry) {
+                    if !relationships.isEmpty, let index = relationships.first(where: { $0.id == entry.index }) {
+                        newReferences.append((write.key, index, entry.tuple))
+                    }
                     if uniqueIds.contains(entry.index) {
                         try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
@@ -82,6 +88,55 @@ extension RawBucket {
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }
                 pending[pendingKey] = .some(write.header)
+            }
+            if !newReferences.isEmpty {
+                try checkTargets(newReferences, writtenHere: pending, writer: writer)
+            }
+        }
+    }
+
+    /// Refuses references to objects that do not exist (``BuriError/danglingReference(bucket:key:index:targetBucket:target:)``):
+    /// each target is read through the writer's reader (so it is a condition of the commit on a
+    /// shared engine, and a transaction sees its own writes); an object of this bucket written
+    /// earlier in the same batch counts as there.
+    private func checkTargets(
+        _ references: [(key: String, index: IndexDefinition, tuple: [UInt8])],
+        writtenHere: [ObjectKeyBytes: RecordHeader?], writer: Writer
+    ) throws(BuriError) {
+        var targetIds: [String: UInt32?] = [:]
+        var recordKeys: [[UInt8]] = []
+        var checks:
+            [(reference: (key: String, index: IndexDefinition, tuple: [UInt8]), target: [UInt8], record: [UInt8]?)] = []
+        for reference in references {
+            let targetName = reference.index.references ?? ""
+            let target = BuriDatabase.referencedKey(reference.tuple)
+            if targetName.hasSameBytes(as: name), writtenHere[ObjectKeyBytes(target)] != nil {
+                continue
+            }
+            let id: UInt32?
+            if let known = targetIds[targetName] {
+                id = known
+            } else {
+                id =
+                    targetName.hasSameBytes(as: name)
+                    ? bucketId : try database.bucketInfo(named: targetName, reader: writer.reader)?.id
+                targetIds[targetName] = id
+            }
+            let record = id.map { Keyspace.recordKey(bucket: $0, key: String(decoding: target, as: UTF8.self)) }
+            if let record { recordKeys.append(record) }
+            checks.append((reference, target, record))
+        }
+        guard !checks.isEmpty else { return }
+        let reader: any StorageReader =
+            writer.reader.prefersBatchedReads && recordKeys.count > 1
+            ? try run { try PrefetchingReader(writer.reader, keys: recordKeys) } : writer.reader
+        for check in checks {
+            let exists = try check.record.map { record throws(BuriError) in try run { try reader.get(record) != nil } }
+            if exists != true {
+                throw .danglingReference(
+                    bucket: name, key: check.reference.key, index: check.reference.index.name,
+                    targetBucket: check.reference.index.references ?? "",
+                    target: String(decoding: check.target, as: UTF8.self))
             }
         }
     }

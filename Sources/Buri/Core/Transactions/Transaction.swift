@@ -6,7 +6,7 @@ import BuriStorage
 final class Writer {
     let reader: any StorageReader
     let batch: any StorageBatch
-    private let transaction: BuriTransaction?
+    let transaction: BuriTransaction?
     private(set) var hooks: [() -> Void] = []
     /// The net number of records this direct writer added to (or removed from) each bucket id.
     private(set) var counts = CountDeltas()
@@ -262,6 +262,7 @@ public final class BuriTransaction: @unchecked Sendable {
         let schema = T.buri
         let bucketName = name ?? schema.bucketName
         try database.validateBucketName(bucketName)
+        try schema.checkDeclarations(bucket: bucketName)
         let reader = try reader()
         let generation = database.catalogGeneration(bucketName)
         if let stored = try database.bucketInfo(named: bucketName, reader: reader) {

@@ -1,0 +1,261 @@
+import BuriCodec
+import BuriStorage
+
+// Relationships (docs/FORMAT.md §5, `references`/`onDelete`): the delete rules applied in a
+// deletion's own batch, and the check that a stored reference names an object that exists.
+
+/// One relationship of the catalog: an index of `holder` whose values are keys of bucket `target`.
+struct Relationship {
+    var holder: BucketDescriptor
+    var index: IndexDefinition
+    var target: String { index.references ?? "" }
+    var rule: DeleteRule { index.onDelete ?? .nullify }
+
+    /// The path of map keys the references are stored under in the holder's payload.
+    var path: [String]? { index.fieldPaths?.first ?? index.fields?.first.map { [$0] } }
+}
+
+extension BuriDatabase {
+    /// Every relationship in the catalog as `reader` sees it (a catalog entry without one is
+    /// skipped without being decoded: the word `references` does not occur in its bytes).
+    func relationships(reader: any StorageReader) throws(BuriError) -> [Relationship] {
+        let marker = Array("references".utf8)
+        return try run {
+            var found: [Relationship] = []
+            let cursor = try reader.cursor(in: Keyspace.catalogRange)
+            while try cursor.next() {
+                let mentions = cursor.withValue { value in
+                    value.count >= marker.count && value.bindMemoryAsUInt8().firstRange(of: marker) != nil
+                }
+                guard mentions else { continue }
+                let descriptor: BucketDescriptor
+                do {
+                    descriptor = try BucketDescriptor.decode(cursor.value)
+                } catch {
+                    throw BuriError.corruption(
+                        bucket: String(decoding: cursor.key.dropFirst(), as: UTF8.self), key: nil, index: nil,
+                        reason: "its catalog entry does not decode: \(error)")
+                }
+                for index in descriptor.indexes where index.references != nil {
+                    found.append(Relationship(holder: descriptor, index: index))
+                }
+            }
+            return found
+        }
+    }
+
+    /// Applies the delete rules of every relationship into bucket `target` to the objects `keys`
+    /// (UTF-8 bytes; `nil`: every object of the bucket) that `writer`'s batch deletes: holders
+    /// declared `.cascade` are deleted in the same batch (their own rules applied in turn, each
+    /// object once, so cycles end), `.nullify` holders lose the references, and a `.deny` holder
+    /// that is not itself deleted fails the whole deletion with ``BuriError/referenced(bucket:key:holderBucket:holderKey:index:)``.
+    func applyDeleteRules(target: String, keys: [[UInt8]]?, writer: Writer) throws(BuriError) {
+        let relationships = try relationships(reader: writer.reader)
+        guard !relationships.isEmpty else { return }
+        var plan = DeletionPlan()
+        plan.markDeleted(bucket: target, keys: keys)
+        var queue: [(bucket: String, keys: [[UInt8]]?)] = [(target, keys)]
+        while let (bucket, deleting) = queue.popLast() {
+            for relationship in relationships where relationship.target.hasSameBytes(as: bucket) {
+                let holders = try referencesInto(relationship, keys: deleting, reader: writer.reader)
+                for (holderKey, tuple) in holders {
+                    let holderName = relationship.holder.name
+                    if plan.isDeleted(bucket: holderName, key: holderKey) { continue }
+                    switch relationship.rule {
+                    case .deny:
+                        plan.denials.append((relationship, holderKey, tuple, bucket))
+                    case .cascade:
+                        plan.cascade(relationship.holder, key: holderKey)
+                    case .nullify:
+                        plan.nullify(relationship, holderKey: holderKey, tuple: tuple)
+                    }
+                }
+            }
+            // The holders cascaded so far are deleted now, and their own relationships followed.
+            for (name, pending) in plan.takeCascaded() {
+                let holder = pending.descriptor
+                let deleted = try deleteRecords(of: holder, keys: pending.keys, writer: writer)
+                queue.append((name, deleted))
+            }
+        }
+        for denial in plan.denials
+        where !plan.isDeleted(bucket: denial.relationship.holder.name, key: denial.holderKey) {
+            throw .referenced(
+                bucket: denial.target, key: String(decoding: Self.referencedKey(denial.tuple), as: UTF8.self),
+                holderBucket: denial.relationship.holder.name,
+                holderKey: String(decoding: denial.holderKey, as: UTF8.self), index: denial.relationship.index.name)
+        }
+        for (holderKey, removal) in plan.nullified
+        where !plan.isDeleted(bucket: removal.holder.name, key: holderKey.holderKey) {
+            try removeReferences(removal, holderKey: holderKey.holderKey, writer: writer)
+        }
+    }
+
+    /// The (holder key, tuple) of every entry of `relationship`'s index naming one of `keys`
+    /// (`nil`: any key), through `reader`.
+    func referencesInto(
+        _ relationship: Relationship, keys: [[UInt8]]?, reader: any StorageReader
+    ) throws(BuriError) -> [(holderKey: [UInt8], tuple: [UInt8])] {
+        let prefix = Keyspace.indexPrefix(bucket: relationship.holder.id, index: relationship.index.id)
+        var found: [(holderKey: [UInt8], tuple: [UInt8])] = []
+        try run(bucket: relationship.holder.name) {
+            let ranges: [[UInt8]]
+            if let keys {
+                ranges = keys.map { key in
+                    var tuple = prefix
+                    ValueEncoding.appendBinary(key, to: &tuple)
+                    return tuple
+                }
+            } else {
+                ranges = [prefix]
+            }
+            for start in ranges {
+                let cursor = try reader.cursor(in: .prefix(start))
+                while try cursor.next() {
+                    let split = try cursor.withKey { raw in try Keyspace.splitIndexEntry(raw, arity: 1) }
+                    let key = cursor.key
+                    found.append((Array(key[split.objectKey]), Array(key[split.tuple])))
+                }
+            }
+        }
+        return found
+    }
+
+    /// The referenced object key an entry's tuple holds (a single binary element).
+    static func referencedKey(_ tuple: [UInt8]) -> [UInt8] {
+        var offset = 0
+        if case .bytes(let bytes)? = try? ValueEncoding.decodeElement(tuple, at: &offset) { return bytes }
+        return []
+    }
+
+    /// Deletes the records `keys` of bucket `descriptor` and the index entries their headers list,
+    /// in `writer`'s batch. Returns the keys that were there.
+    private func deleteRecords(
+        of descriptor: BucketDescriptor, keys: [[UInt8]], writer: Writer
+    ) throws(BuriError) -> [[UInt8]] {
+        let bucket = RawBucket(database: self, descriptor: descriptor, transaction: writer.transaction)
+        return try bucket.deleteRecords(keys.map { String(decoding: $0, as: UTF8.self) }, writer: writer)
+    }
+
+    /// Takes the references `removal` lists out of holder `holderKey`'s record: out of the array
+    /// that holds them (the others keep their order), or a single one set to null; the entries go
+    /// with them. Other index entries are left as they are.
+    private func removeReferences(_ removal: DeletionPlan.Removal, holderKey: [UInt8], writer: Writer) throws(BuriError)
+    {
+        let holder = removal.holder
+        let key = String(decoding: holderKey, as: UTF8.self)
+        let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
+        guard let value = try run(bucket: holder.name, { try writer.reader.get(recordKey) }) else { return }
+        var (header, offset): (RecordHeader, Int)
+        do {
+            (header, offset) = try value.withUnsafeBytes { raw throws(FormatError) in try RecordHeader.parse(raw) }
+        } catch {
+            throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
+        }
+        var payload: CBORValue
+        do {
+            payload = try CBORValue(decoding: Array(value[offset...]))
+        } catch {
+            throw .corruption(bucket: holder.name, key: key, index: nil, reason: "payload: \(error)")
+        }
+        for (indexId, tuples) in removal.tuples {
+            guard let index = holder.indexes.first(where: { $0.id == indexId }) else { continue }
+            let removed = Set(tuples.map { ObjectKeyBytes(Self.referencedKey($0)) })
+            if let path = Relationship(holder: holder, index: index).path {
+                payload = Self.removing(removed, at: path[...], from: payload)
+            }
+            header.entries.removeAll { $0.index == indexId && tuples.contains($0.tuple) }
+            for tuple in tuples {
+                writer.batch.delete(
+                    Keyspace.indexEntryKey(bucket: holder.id, index: indexId, tuple: tuple, objectKey: key))
+            }
+        }
+        var record: [UInt8] = []
+        header.append(to: &record)
+        record.append(contentsOf: payload.encoded())
+        writer.batch.put(recordKey, record)
+    }
+
+    /// `value` with the text strings in `removed` taken out of the array at `path` (or the single
+    /// one there set to null).
+    static func removing(
+        _ removed: Set<ObjectKeyBytes>, at path: ArraySlice<String>, from value: CBORValue
+    ) -> CBORValue {
+        guard let field = path.first else {
+            switch value {
+            case .array(let elements):
+                return .array(
+                    elements.filter { element in
+                        guard case .text(let text) = element else { return true }
+                        return !removed.contains(ObjectKeyBytes(Array(text.utf8)))
+                    })
+            case .text(let text) where removed.contains(ObjectKeyBytes(Array(text.utf8))):
+                return .null
+            default:
+                return value
+            }
+        }
+        guard case .map(var entries) = value else { return value }
+        for position in entries.indices where MigrationRecord.named(entries[position], field) {
+            entries[position].value = removing(removed, at: path.dropFirst(), from: entries[position].value)
+        }
+        return .map(entries)
+    }
+}
+
+/// What one deletion does to the objects that refer to what it deletes.
+struct DeletionPlan {
+    /// Per bucket name (bytes): every key deleted, or `nil` for the whole bucket.
+    private var deleted: [ObjectKeyBytes: Set<ObjectKeyBytes>?] = [:]
+    /// Holders to delete next, per bucket.
+    private var cascaded: [ObjectKeyBytes: (name: String, descriptor: BucketDescriptor, keys: [[UInt8]])] = [:]
+    var denials: [(relationship: Relationship, holderKey: [UInt8], tuple: [UInt8], target: String)] = []
+
+    struct Removal {
+        var holder: BucketDescriptor
+        /// Per relationship index id, the tuples (referenced keys) to take out.
+        var tuples: [UInt32: [[UInt8]]] = [:]
+    }
+
+    struct HolderKey: Hashable {
+        var bucket: ObjectKeyBytes
+        var holderKey: [UInt8]
+    }
+
+    var nullified: [HolderKey: Removal] = [:]
+
+    mutating func markDeleted(bucket: String, keys: [[UInt8]]?) {
+        let name = ObjectKeyBytes(Array(bucket.utf8))
+        guard let keys else {
+            deleted[name] = .some(nil)
+            return
+        }
+        if case .some(.none) = deleted[name] { return }
+        var set = deleted[name].flatMap { $0 } ?? []
+        for key in keys { set.insert(ObjectKeyBytes(key)) }
+        deleted[name] = .some(set)
+    }
+
+    func isDeleted(bucket: String, key: [UInt8]) -> Bool {
+        guard let entry = deleted[ObjectKeyBytes(Array(bucket.utf8))] else { return false }
+        guard let keys = entry else { return true }
+        return keys.contains(ObjectKeyBytes(key))
+    }
+
+    mutating func cascade(_ holder: BucketDescriptor, key: [UInt8]) {
+        let name = ObjectKeyBytes(Array(holder.name.utf8))
+        markDeleted(bucket: holder.name, keys: [key])
+        cascaded[name, default: (holder.name, holder, [])].keys.append(key)
+    }
+
+    mutating func takeCascaded() -> [(String, (descriptor: BucketDescriptor, keys: [[UInt8]]))] {
+        defer { cascaded = [:] }
+        return cascaded.values.map { ($0.name, ($0.descriptor, $0.keys)) }
+    }
+
+    mutating func nullify(_ relationship: Relationship, holderKey: [UInt8], tuple: [UInt8]) {
+        let key = HolderKey(bucket: ObjectKeyBytes(Array(relationship.holder.name.utf8)), holderKey: holderKey)
+        nullified[key, default: Removal(holder: relationship.holder)].tuples[relationship.index.id, default: []]
+            .append(tuple)
+    }
+}

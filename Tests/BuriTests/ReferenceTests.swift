@@ -1,0 +1,234 @@
+import BuriCodec
+import BuriEtcd
+import BuriStorage
+import BuriTestSupport
+import Foundation
+import Testing
+@testable import Buri
+
+struct Song: BuriSupport, Equatable, Hashable {
+    var id: String
+    var title: String
+    var album: Ref<Album>?
+
+    static let buri = BuriSchema<Song>(key: \.id, indexes: [.reference("album", \.album, onDelete: .deny)])
+}
+
+struct Album: BuriSupport, Equatable {
+    var id: String
+    var title: String
+    static let buri = BuriSchema<Album>(key: \.id)
+}
+
+struct Playlist: BuriSupport, Equatable {
+    var id: String
+    var name: String
+    var songs: [Ref<Song>]
+    var featured: Ref<Song>?
+
+    static let buri = BuriSchema<Playlist>(
+        key: \.id,
+        indexes: [
+            .reference("songs", \.songs, onDelete: .nullify), .reference("featured", \.featured, onDelete: .nullify),
+            .binary("name", \.name),
+        ])
+}
+
+/// Notes belong to an owner (cascade) and may point at a parent note (cascade: a cycle is allowed).
+struct Owner: BuriSupport, Equatable {
+    var id: String
+    static let buri = BuriSchema<Owner>(key: \.id)
+}
+
+struct OwnedNote: BuriSupport, Equatable {
+    var id: String
+    var owner: Ref<Owner>
+    var parent: Ref<OwnedNote>?
+
+    static let buri = BuriSchema<OwnedNote>(
+        key: \.id,
+        indexes: [
+            .reference("owner", \.owner, onDelete: .cascade), .reference("parent", \.parent, onDelete: .cascade),
+        ])
+}
+
+struct NullifiedOwner: BuriSupport {
+    var id: String
+    var owner: Ref<Owner>
+    static let buri = BuriSchema<NullifiedOwner>(
+        key: \.id, indexes: [.reference("owner", \.owner, onDelete: .nullify)])
+}
+
+@Suite("References and relationships: Ref<T>, resolve in order, delete rules in the deletion's commit")
+struct ReferenceTests {
+    static func fill(_ t: TestDatabase, songs count: Int = 10) throws -> (Bucket<Song>, Bucket<Playlist>) {
+        let songs = try t.db.bucket(Song.self)
+        let playlists = try t.db.bucket(Playlist.self)
+        try songs.store((0..<count).map { Song(id: String(format: "s%03d", $0), title: "t\($0)", album: nil) })
+        return (songs, playlists)
+    }
+
+    @Test func aRefEncodesAsTheTargetsKeyAndComparesAsBytes() throws {
+        let ref = Ref<Song>("s\u{0}é")
+        let encoded = try CBOREncoder().encode(ref)
+        #expect(try CBORValue(decoding: encoded) == .text("s\u{0}é"))
+        #expect(try CBORDecoder().decode(Ref<Song>.self, from: encoded) == ref)
+        #expect(Ref<Song>("\u{E9}") != Ref<Song>("e\u{301}"))
+        #expect(Set([Ref<Song>("\u{E9}"), Ref<Song>("e\u{301}")]).count == 2)
+        #expect(Ref(Song(id: "x", title: "", album: nil)).key == "x")
+    }
+
+    @Test(arguments: Engine.allCases) func resolvingKeepsOrderReportsMissingAndQueriesFindHolders(engine: Engine) throws
+    {
+        let t = try TestDatabase(engine)
+        let (songs, playlists) = try Self.fill(t)
+        let order = [7, 2, 9, 2, 0].map { Ref<Song>(String(format: "s%03d", $0)) }
+        try playlists.store(Playlist(id: "p1", name: "mix", songs: order, featured: order[0]))
+        try playlists.store(Playlist(id: "p2", name: "other", songs: [order[1]], featured: nil))
+        let stored = try #require(try playlists.object(forKey: "p1"))
+        #expect(stored.songs == order)  // the array keeps its order, repeats included
+        let resolved = try songs.objects(for: stored.songs + [Ref("missing")])
+        #expect(resolved.map { $0?.id } == order.map(\.key) + [nil])
+        // Paging an ordered relationship is paging its array.
+        #expect(try songs.objects(for: Array(stored.songs[1..<3])).map { $0?.id } == ["s002", "s009"])
+        // Who holds s002: an index query, by key path or by name.
+        #expect(try playlists.keys(.where(\Playlist.songs, equals: Ref<Song>("s002"))) == ["p1", "p2"])
+        #expect(try playlists.keys(.index("songs", equals: "s007")) == ["p1"])
+        #expect(try playlists.keys(.where(\Playlist.featured, equals: Ref<Song>("s007"))) == ["p1"])
+        // The catalog records the relationship for tools.
+        let songsIndex = try #require(try t.db.bucketInfo(named: "Playlist")?.index(named: "songs"))
+        #expect(songsIndex.references == "Song" && songsIndex.onDelete == .nullify && songsIndex.fields == ["songs"])
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test(arguments: Engine.allCases) func aReferenceToAMissingObjectIsRefusedUnlessStoredInTheSameCommit(
+        engine: Engine
+    ) throws {
+        let t = try TestDatabase(engine)
+        let (songs, playlists) = try Self.fill(t, songs: 2)
+        #expect {
+            try playlists.store(Playlist(id: "p", name: "", songs: [Ref("s000"), Ref("nope")], featured: nil))
+        } throws: { error in
+            guard case BuriError.danglingReference("Playlist", "p", "songs", "Song", "nope") = error else {
+                return false
+            }
+            return true
+        }
+        #expect(try playlists.count() == 0)
+        // Canonically equal but byte-different: not the same key.
+        try songs.store(Song(id: "\u{E9}", title: "", album: nil))
+        #expect(throws: BuriError.self) {
+            try playlists.store(Playlist(id: "p", name: "", songs: [Ref("e\u{301}")], featured: nil))
+        }
+        // The target stored in the same transaction first: fine.
+        try t.db.write { tx in
+            try tx.bucket(Song.self).store(Song(id: "new", title: "", album: nil))
+            try tx.bucket(Playlist.self).store(Playlist(id: "p", name: "", songs: [Ref("new")], featured: nil))
+            // A caught refusal leaves no trace, and the transaction goes on.
+            do {
+                try tx.bucket(Playlist.self).store(Playlist(id: "q", name: "", songs: [Ref("zzz")], featured: nil))
+            } catch BuriError.danglingReference {}
+        }
+        #expect(try playlists.keys() == ["p"])
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test(arguments: Engine.allCases) func nullifyTakesTheTargetOutOfEveryListInOrder(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let (songs, playlists) = try Self.fill(t)
+        let refs = (0..<10).map { Ref<Song>(String(format: "s%03d", $0)) }
+        try playlists.store([
+            Playlist(id: "a", name: "a", songs: [refs[1], refs[3], refs[1], refs[5]], featured: refs[3]),
+            Playlist(id: "b", name: "b", songs: [refs[3]], featured: refs[4]),
+            Playlist(id: "c", name: "c", songs: [refs[6]], featured: nil),
+        ])
+        #expect(try songs.delete(keys: ["s003", "s001"]) == 2)
+        #expect(try playlists.object(forKey: "a") == Playlist(id: "a", name: "a", songs: [refs[5]], featured: nil))
+        #expect(try playlists.object(forKey: "b") == Playlist(id: "b", name: "b", songs: [], featured: refs[4]))
+        #expect(try playlists.object(forKey: "c")?.songs == [refs[6]])
+        #expect(try playlists.keys(.index("songs", equals: "s003")).isEmpty)
+        #expect(try playlists.keys(.index("featured", equals: "s003")).isEmpty)
+        #expect(try playlists.keys(.index("name", equals: "a")) == ["a"])  // other entries stay
+        // deleteAll and drop nullify every holder.
+        #expect(try songs.deleteAll() == 8)
+        #expect(try playlists.objects().allSatisfy { $0.songs.isEmpty && $0.featured == nil })
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test(arguments: Engine.allCases) func denyRefusesTheWholeDeletionAndLeavesEverythingUnchanged(
+        engine: Engine
+    ) throws {
+        let t = try TestDatabase(engine)
+        let albums = try t.db.bucket(Album.self)
+        let songs = try t.db.bucket(Song.self)
+        try albums.store([Album(id: "a1", title: "one"), Album(id: "a2", title: "two")])
+        try songs.store(Song(id: "s1", title: "x", album: Ref("a1")))
+        #expect {
+            try albums.delete(keys: ["a2", "a1"])
+        } throws: { error in
+            guard case BuriError.referenced("Album", "a1", "Song", "s1", "album") = error else { return false }
+            return true
+        }
+        #expect(try albums.keys() == ["a1", "a2"])
+        #expect(throws: BuriError.self) { try albums.deleteAll() }
+        #expect(throws: BuriError.self) { try t.db.dropBucket(named: "Album") }
+        #expect(try albums.count() == 2)
+        // Inside a transaction the refused deletion leaves no trace; the holder deleted first lets it go.
+        try t.db.write { tx in
+            do { try tx.bucket(Album.self).delete(keys: ["a1"]) } catch BuriError.referenced {}
+            #expect(try tx.bucket(Album.self).count() == 2)
+            try tx.bucket(Song.self).delete(keys: ["s1"])
+            try tx.bucket(Album.self).delete(keys: ["a1"])
+        }
+        #expect(try albums.keys() == ["a2"])
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test(arguments: Engine.allCases) func cascadeDeletesHoldersTransitivelyAndEndsOnACycle(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let owners = try t.db.bucket(Owner.self)
+        let notes = try t.db.bucket(OwnedNote.self)
+        try owners.store([Owner(id: "o1"), Owner(id: "o2")])
+        // n1 ← n2 ← n3 (parents), n4 of another owner under n3; x of o2 alone.
+        try notes.store(OwnedNote(id: "n1", owner: Ref("o1"), parent: nil))
+        try notes.store(OwnedNote(id: "n2", owner: Ref("o1"), parent: Ref("n1")))
+        try notes.store(OwnedNote(id: "n3", owner: Ref("o1"), parent: Ref("n2")))
+        try notes.store(OwnedNote(id: "n4", owner: Ref("o2"), parent: Ref("n3")))
+        try notes.store(OwnedNote(id: "x", owner: Ref("o2"), parent: nil))
+        // A cycle: n1's parent is n3.
+        try notes.store(OwnedNote(id: "n1", owner: Ref("o1"), parent: Ref("n3")))
+        #expect(try owners.delete(keys: ["o1"]) == 1)
+        #expect(try notes.keys() == ["x"])  // n1–n3 by owner, n4 by its parent n3
+        #expect(try t.db.check().isConsistent)
+        try t.db.dropBucket(named: "Owner")
+        #expect(try notes.count() == 0)
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test func aNonOptionalReferenceCannotBeNullified() throws {
+        let t = try TestDatabase()
+        #expect {
+            _ = try t.db.bucket(NullifiedOwner.self)
+        } throws: { error in
+            guard case BuriError.invalidIndexDefinition("NullifiedOwner", "owner", let reason) = error else {
+                return false
+            }
+            return reason.contains("cannot be nullified")
+        }
+    }
+
+    @Test(arguments: [Engine.etcd].filter(Engine.allCases.contains))
+    func resolvingAThousandReferencesOnEtcdIsABoundedNumberOfRequests(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let etcd = try #require(t.db.engine as? EtcdEngine)
+        let (songs, playlists) = try Self.fill(t, songs: 1_000)
+        let refs = (0..<1_000).reversed().map { Ref<Song>(String(format: "s%03d", $0 % 1000)) }
+        try playlists.store(Playlist(id: "big", name: "big", songs: refs, featured: nil))
+        let playlist = try #require(try playlists.object(forKey: "big"))
+        let before = etcd.client.requestCount
+        let resolved = try songs.objects(for: playlist.songs)
+        let requests = etcd.client.requestCount - before
+        #expect(resolved.map { $0?.id } == refs.map(\.key))
+        #expect(requests <= 4, "\(requests) requests for 1,000 references")
+    }
+}
