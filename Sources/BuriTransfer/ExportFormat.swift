@@ -191,7 +191,9 @@ public enum ExportFormat {
                 ]
                     + (index.fieldPaths.map {
                         [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))]
-                    } ?? []))
+                    } ?? [])
+                    + (index.references.map { [CBORMapEntry(key: "references", value: .text($0))] } ?? [])
+                    + (index.onDelete.map { [CBORMapEntry(key: "onDelete", value: .text($0.rawValue))] } ?? []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -298,12 +300,14 @@ public enum ExportFormat {
         for (position, entry) in list.enumerated() {
             var place = "index \(position + 1) of the schema"
             let members = ["name", "kinds", "unique", "multiValued", "version", "fields", "fieldForms", "computed"]
-            let first = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
+            let first = try Members(
+                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete"], fail: fail)
             guard let name = try first.text("name", nullable: false, nonEmpty: true) else {
                 throw first.fail("\(place) lacks the member \"name\"")
             }
             place += " (\(jsonString(name)))"
-            let index = try Members(entry, place: place, required: members, optional: ["fieldPaths"], fail: fail)
+            let index = try Members(
+                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete"], fail: fail)
             guard names.insert(Array(name.utf8)).inserted else {
                 throw fail("\(place): another index of the schema has the same name; give each index once")
             }
@@ -359,10 +363,26 @@ public enum ExportFormat {
                         }
                     }, "field path")
             }
+            // A relationship (format 5): the bucket its values are keys of, and its delete rule.
+            let references = try index.text("references", nullable: true, nonEmpty: true)
+            var rule: DeleteRule? = nil
+            if let text = try index.text("onDelete", nullable: true, nonEmpty: true) {
+                guard let parsed = DeleteRule(rawValue: text) else {
+                    throw fail(
+                        "\(place): \"onDelete\" holds \(jsonString(text)); a delete rule is \"nullify\", \"cascade\" or \"deny\""
+                    )
+                }
+                rule = parsed
+            }
+            if rule != nil, references == nil {
+                throw fail(
+                    "\(place): \"onDelete\" is given without \"references\"; name the bucket the index refers to")
+            }
             indexes.append(
                 IndexDefinition(
                     id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
-                    fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths))
+                    fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths,
+                    references: references, onDelete: rule))
         }
         return (keyField, schemaVersion, indexes)
     }

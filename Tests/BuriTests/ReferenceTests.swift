@@ -231,4 +231,39 @@ struct ReferenceTests {
         #expect(resolved.map { $0?.id } == refs.map(\.key))
         #expect(requests <= 4, "\(requests) requests for 1,000 references")
     }
+
+    @Test(arguments: Engine.allCases) func checkReportsDanglingReferencesAndRepairAppliesEachRule(engine: Engine) throws
+    {
+        let t = try TestDatabase(engine)
+        let (songs, playlists) = try Self.fill(t, songs: 3)
+        let albums = try t.db.bucket(Album.self)
+        let owners = try t.db.bucket(Owner.self)
+        let notes = try t.db.bucket(OwnedNote.self)
+        try albums.store(Album(id: "a1", title: ""))
+        try owners.store(Owner(id: "o1"))
+        try songs.store(Song(id: "s100", title: "", album: Ref("a1")))
+        try notes.store(OwnedNote(id: "n1", owner: Ref("o1"), parent: nil))
+        try playlists.store(
+            Playlist(id: "p", name: "", songs: [Ref("s001"), Ref("s002"), Ref("s001")], featured: Ref("s001")))
+        // Targets removed behind Buri's back (as a partial restore or a bug might): no rule ran.
+        let batch = t.db.engine.makeBatch()
+        for (bucket, key) in [("Song", "s001"), ("Owner", "o1"), ("Album", "a1")] {
+            let id = try #require(try t.db.bucketInfo(named: bucket)).id
+            batch.delete(Keyspace.recordKey(bucket: id, key: key))
+        }
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        let report = try t.db.check()
+        let dangling = report.problems.filter { $0.kind == .danglingReference }
+        #expect(
+            Set(dangling.map { "\($0.bucket ?? "")/\($0.key ?? "")/\($0.index ?? "")" })
+                == ["Playlist/p/songs", "Playlist/p/featured", "OwnedNote/n1/owner", "Song/s100/album"])
+        let repaired = try t.db.check(repair: true)
+        #expect(repaired.problems.filter { !$0.repaired }.map(\.kind) == [.danglingReference])
+        #expect(try playlists.object(forKey: "p") == Playlist(id: "p", name: "", songs: [Ref("s002")], featured: nil))
+        #expect(try notes.count() == 0)
+        #expect(try songs.object(forKey: "s100")?.album == Ref("a1"))  // deny: left as it is
+        let after = try t.db.check()
+        #expect(after.problems.map(\.kind) == [.danglingReference])
+        #expect(after.problems.first?.detail.contains("deny") == true)
+    }
 }

@@ -34,6 +34,12 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// side is right is not derived data): store the object again, through its Swift type or
         /// `buri put`, or restore an export, which recomputes every such index from the fields.
         case wrongIndexValue
+        /// An object refers through a relationship (an index with `references`, format 5) to an
+        /// object its target bucket does not hold. Repair applies the relationship's delete rule as
+        /// if the target had just been deleted: `.nullify` takes the reference out, `.cascade`
+        /// deletes the holder (and follows its own rules); `.deny` is not repaired (store the
+        /// target again, or change the holder).
+        case danglingReference
     }
 
     public var kind: Kind
@@ -86,19 +92,74 @@ extension BuriDatabase {
     ///   LevelDB cannot read a block: damaged files are not a list of problems but a reason to run
     ///   ``repair(path:options:levelDB:)``, and a check that skipped them would report too little.
     public func check(repair: Bool = false, progress: ((Int) -> Void)? = nil) throws(BuriError) -> ConsistencyReport {
-        try withWriteLock { () throws(BuriError) -> ConsistencyReport in
+        var dangling: [DanglingReference] = []
+        var report = try withWriteLock { () throws(BuriError) -> ConsistencyReport in
             var reading: String?
             do throws(BuriError) {
-                return try run { try checkLocked(repair: repair, progress: progress, reading: &reading) }
+                return try run {
+                    try checkLocked(repair: repair, progress: progress, reading: &reading, dangling: &dangling)
+                }
             } catch {
                 throw error.attributed(to: reading)
             }
+        }
+        if repair, !dangling.isEmpty {
+            let repaired = try repairReferences(dangling)
+            for position in report.problems.indices where report.problems[position].kind == .danglingReference {
+                let problem = report.problems[position]
+                if repaired.contains(where: {
+                    $0.holder.hasSameBytes(as: problem.bucket ?? "") && $0.key.hasSameBytes(as: problem.key ?? "")
+                        && $0.index.hasSameBytes(as: problem.index ?? "")
+                }) {
+                    report.problems[position].repaired = true
+                }
+            }
+        }
+        return report
+    }
+
+    /// A reference found by `check` whose target is missing.
+    struct DanglingReference {
+        var relationship: Relationship
+        var holderKey: [UInt8]
+        var tuple: [UInt8]
+    }
+
+    /// Applies each dangling reference's delete rule (not `.deny`) in one commit; returns the
+    /// (holder bucket, key, index) of those repaired.
+    private func repairReferences(
+        _ dangling: [DanglingReference]
+    ) throws(BuriError) -> [(holder: String, key: String, index: String)] {
+        try performWrite(sync: true) { writer throws(BuriError) -> [(holder: String, key: String, index: String)] in
+            var repaired: [(holder: String, key: String, index: String)] = []
+            var plan = DeletionPlan()
+            for reference in dangling {
+                let relationship = reference.relationship
+                let key = String(decoding: reference.holderKey, as: UTF8.self)
+                switch relationship.rule {
+                case .deny: continue
+                case .cascade: plan.cascade(relationship.holder, key: reference.holderKey)
+                case .nullify: plan.nullify(relationship, holderKey: reference.holderKey, tuple: reference.tuple)
+                }
+                repaired.append((relationship.holder.name, key, relationship.index.name))
+            }
+            for (name, pending) in plan.takeCascaded() {
+                let bucket = RawBucket(database: self, descriptor: pending.descriptor, transaction: nil)
+                let deleted = try bucket.deleteRecords(
+                    pending.keys.map { String(decoding: $0, as: UTF8.self) }, writer: writer)
+                if !deleted.isEmpty { try applyDeleteRules(target: name, keys: deleted, writer: writer) }
+            }
+            for (holderKey, removal) in plan.nullified
+            where !plan.isDeleted(bucket: removal.holder.name, key: holderKey.holderKey) {
+                try removeReferences(removal, holderKey: holderKey.holderKey, writer: writer)
+            }
+            return repaired
         }
     }
 
     /// `reading` is kept up to date with the bucket being read, to name it when damage is met.
     private func checkLocked(
-        repair: Bool, progress: ((Int) -> Void)?, reading: inout String?
+        repair: Bool, progress: ((Int) -> Void)?, reading: inout String?, dangling: inout [DanglingReference]
     ) throws -> ConsistencyReport {
         var report = ConsistencyReport()
         let snapshot = try engine.snapshot()
@@ -414,6 +475,42 @@ extension BuriDatabase {
                         "bucket id \(id) has \(parts.joined(separator: ", ")) but no catalog entry (it was lost); they are kept: \(what)"
                 ))
         }
+
+        // References (format 5): every entry of a relationship names an object its target holds.
+        var byName: [ObjectKeyBytes: UInt32] = [:]
+        for descriptor in buckets.values { byName[ObjectKeyBytes(Array(descriptor.name.utf8))] = descriptor.id }
+        for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
+            for index in descriptor.indexes where index.references != nil {
+                reading = descriptor.name
+                let relationship = Relationship(holder: descriptor, index: index)
+                let targetId = byName[ObjectKeyBytes(Array(relationship.target.utf8))]
+                for (holderKey, tuple) in try referencesInto(relationship, keys: nil, reader: snapshot) {
+                    let target = Self.referencedKey(tuple)
+                    let exists = try targetId.map { id in
+                        try snapshot.get(Keyspace.recordKey(bucket: id, key: String(decoding: target, as: UTF8.self)))
+                            != nil
+                    }
+                    guard exists != true else { continue }
+                    let key = String(decoding: holderKey, as: UTF8.self)
+                    let action: String
+                    switch relationship.rule {
+                    case .nullify: action = "repair takes the reference out (its delete rule is nullify)"
+                    case .cascade: action = "repair deletes the object (its delete rule is cascade)"
+                    case .deny:
+                        action =
+                            "its delete rule is deny, so repair leaves it: store '\(String(decoding: target, as: UTF8.self))' again or change the object"
+                    }
+                    report.problems.append(
+                        ConsistencyProblem(
+                            kind: .danglingReference, bucket: descriptor.name, key: key, index: index.name,
+                            detail:
+                                "refers to '\(String(decoding: target, as: UTF8.self))', which bucket '\(relationship.target)' does not hold; \(action)"
+                        ))
+                    dangling.append(DanglingReference(relationship: relationship, holderKey: holderKey, tuple: tuple))
+                }
+            }
+        }
+        reading = nil
 
         if repair, !fixes.isEmpty {
             // Index entries that are deleted were read in this snapshot; on a shared engine they and

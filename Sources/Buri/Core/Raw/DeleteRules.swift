@@ -140,8 +140,7 @@ extension BuriDatabase {
     /// Takes the references `removal` lists out of holder `holderKey`'s record: out of the array
     /// that holds them (the others keep their order), or a single one set to null; the entries go
     /// with them. Other index entries are left as they are.
-    private func removeReferences(_ removal: DeletionPlan.Removal, holderKey: [UInt8], writer: Writer) throws(BuriError)
-    {
+    func removeReferences(_ removal: DeletionPlan.Removal, holderKey: [UInt8], writer: Writer) throws(BuriError) {
         let holder = removal.holder
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)

@@ -49,7 +49,9 @@ extension RawBucket {
             var added = 0
             defer { writer.adjustCount(of: bucketId, bucket: name, by: added) }
             /// Relationships of the bucket, and the references this batch adds (checked after the loop).
-            let relationships = madeDescriptor.indexes.filter { $0.references != nil }
+            /// A staged import (`buri import`, `buri restore`) loads buckets one after another and
+            /// publishes them at once, so its targets may come later: `check` reports what dangles.
+            let relationships = stagingMarker == nil ? madeDescriptor.indexes.filter { $0.references != nil } : []
             var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
             for (position, write) in writes.enumerated() {
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
