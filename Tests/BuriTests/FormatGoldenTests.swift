@@ -38,6 +38,10 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
     ("largest bucket id key", "00 62 75 63 6b 65 74 2d 69 64 73", { Keyspace.bucketIdsKey }),
     (
+        "relationship entry of p1 referring to s7", "03 00 00 00 02 00 00 00 01 30 73 37 00 00 70 31",
+        { Keyspace.indexEntryKey(bucket: 2, index: 1, tuple: IndexValue("s7").encoded, objectKey: "p1") }
+    ),
+    (
         "database header value, format 3 (read, upgraded by the first write)", "42 55 52 49 00 03",
         { Keyspace.headerValue(version: 3) }
     ),

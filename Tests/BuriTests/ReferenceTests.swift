@@ -266,4 +266,36 @@ struct ReferenceTests {
         #expect(after.problems.map(\.kind) == [.danglingReference])
         #expect(after.problems.first?.detail.contains("deny") == true)
     }
+
+    /// README, "References and relationships": the example as written there.
+    @Test func theReadmeExampleWorksAsWritten() throws {
+        struct ReadmePlaylist: BuriSupport {
+            var id: String, name: String
+            var songs: [Ref<Song>]
+            static let buri = BuriSchema<ReadmePlaylist>(
+                key: \.id, indexes: [.reference("songs", \.songs, onDelete: .nullify)])
+        }
+        let t = try TestDatabase()
+        let (songs, _) = try Self.fill(t, songs: 3)
+        let playlists = try t.db.bucket(ReadmePlaylist.self)
+        let song = try #require(try songs.object(forKey: "s001"))
+        let playlist = ReadmePlaylist(id: "p", name: "mix", songs: [Ref("s002"), Ref(song), Ref("s000")])
+        try playlists.store(playlist)
+        let tracks = try songs.objects(for: playlist.songs)
+        #expect(tracks.map { $0?.id } == ["s002", "s001", "s000"])
+        let holders = try playlists.objects(where: \.songs, equals: Ref(song))
+        #expect(holders.map(\.id) == ["p"])
+        try songs.delete(keys: [song.id])
+        #expect(try playlists.object(forKey: "p")?.songs == [Ref("s002"), Ref("s000")])
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for line in [
+            "var songs: [Ref<Song>]", ".reference(\"songs\", \\.songs, onDelete: .nullify)",
+            "try songs.objects(for: playlist.songs)", "try playlists.objects(where: \\.songs, equals: Ref(song))",
+            "try songs.delete(keys: [song.id])",
+        ] {
+            #expect(readme.contains(line), "README lacks \(line)")
+        }
+    }
 }

@@ -20,7 +20,7 @@
 ///         key: \.id, indexes: [.reference("songs", \.songs, onDelete: .nullify)])
 /// }
 /// let tracks = try songs.objects(for: playlist.songs)           // in order; nil where missing
-/// let holders = try playlists.objects(.where(\.songs, equals: Ref(song)))
+/// let holders = try playlists.objects(where: \.songs, equals: Ref(song))
 /// ```
 public struct Ref<Target: BuriSupport>: Codable, Hashable, Sendable, CustomStringConvertible {
     /// The key of the referenced object.
