@@ -315,3 +315,69 @@ struct NamedValueTests {
                 == SyncSettings(server: "s", interval: 1, tags: [], last: nil))
     }
 }
+
+/// Live queries of named values. (Named for the observation run of Scripts/test.)
+@Suite("Named values: live queries")
+struct NamedValueObservationTests {
+    @Test(arguments: Engine.allCases) func aLiveValueYieldsNowThenAfterEachCommitThatChangesIt(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
+        try t.db.values.set(1, for: "version")
+        let emissions = Shared<[Int?]>([])
+        let live = try t.db.observeValue(Int.self, for: "version")
+        let consumer = Task {
+            for try await value in live { emissions.update { $0.append(value) } }
+        }
+        try await eventually("the first emission") { emissions.current.count == 1 }
+        // Unrelated commits: another value, a bucket write, a byte-different but canonically equal name.
+        for i in 0..<10 {
+            try t.db.values.set(i, for: "other")
+            try await t.db.bucket(Memo.self).store(Memo(id: "m\(i)", text: "t"))
+        }
+        try t.db.values.set(9, for: "versio\u{0301}n")
+        try t.db.values.set(2, for: "version")
+        try await eventually("the value set") { emissions.current.count == 2 }
+        try await t.db.write { tx in
+            try tx.bucket(Memo.self).store(Memo(id: "x", text: "t"))
+            try tx.values.set(3, for: "version")
+        }
+        try await eventually("the value set in a transaction") { emissions.current.count == 3 }
+        // A rolled-back transaction yields nothing.
+        struct Abort: Error {}
+        _ = try? await t.db.write { tx in
+            try tx.values.set(99, for: "version")
+            throw Abort()
+        }
+        try t.db.values.remove("version")
+        try await eventually("the value removed") { emissions.current.count == 4 }
+        #expect(emissions.current == [1, 2, 3, nil])
+        consumer.cancel()
+        _ = await consumer.result
+    }
+
+    @Test func aLiveValueEndsWithATypedErrorWhenTheValueIsNotTheType() async throws {
+        let t = try TestDatabase(.memory)
+        let live = try t.db.values.observe(Date.self, for: "lastSync")
+        let seen = Shared<[Date?]>([])
+        let ended = Shared<BuriError?>(nil)
+        let consumer = Task {
+            do {
+                for try await value in live { seen.update { $0.append(value) } }
+            } catch {
+                ended.update { $0 = error as? BuriError }
+            }
+        }
+        try await eventually("the first emission") { seen.current.count == 1 }
+        try t.db.values.set("not a date", for: "lastSync")
+        try await eventually("the end") { ended.current != nil }
+        guard case .valueDecodingFailed(let name, _, _)? = ended.current else {
+            Issue.record("expected valueDecodingFailed, got \(String(describing: ended.current))")
+            return
+        }
+        #expect(name == "lastSync")
+        #expect(seen.current == [nil])
+        _ = await consumer.result
+        await #expect(throws: BuriError.self) {
+            try await t.db.write { tx in _ = try tx.values.observe(Int.self, for: "x") }
+        }
+    }
+}
