@@ -319,7 +319,9 @@ struct NamedValueTests {
 /// Live queries of named values. (Named for the observation run of Scripts/test.)
 @Suite("Named values: live queries")
 struct NamedValueObservationTests {
-    @Test(arguments: Engine.allCases) func aLiveValueYieldsNowThenAfterEachCommitThatChangesIt(engine: Engine) async throws {
+    @Test(arguments: Engine.allCases) func aLiveValueYieldsNowThenAfterEachCommitThatChangesIt(
+        engine: Engine
+    ) async throws {
         let t = try TestDatabase(engine)
         try t.db.values.set(1, for: "version")
         let emissions = Shared<[Int?]>([])
