@@ -149,17 +149,7 @@ public struct NamedValues: Sendable {
     /// - Throws: ``BuriError/valueEncodingFailed(name:reason:)`` when `bytes` are not one CBOR item,
     ///   or hold a map with a key twice (nothing is written).
     public func setCBOR(_ bytes: [UInt8], for name: String, sync: Bool? = nil) throws(BuriError) {
-        try Self.validate(name)
-        let item: CBORValue
-        do {
-            item = try CBORValue(decoding: bytes)
-        } catch {
-            throw .valueEncodingFailed(name: name, reason: "the bytes are not one CBOR item: \(error)")
-        }
-        if let repeated = item.firstRepeatedMapKey() {
-            throw .valueEncodingFailed(
-                name: name, reason: "a map holds the key \(repeated.jsonString()) twice; give each key once")
-        }
+        try Self.validate(name, cbor: bytes)
         try write(sync: sync) { writer in writer.batch.put(Keyspace.valueKey(name: name), bytes) }
     }
 
@@ -192,6 +182,21 @@ public struct NamedValues: Sendable {
     func write<R>(sync: Bool?, _ body: (Writer) throws(BuriError) -> R) throws(BuriError) -> R {
         if let transaction { return try transaction.statement(body) }
         return try database.performWrite(sync: sync, body)
+    }
+
+    /// Checks a name and CBOR bytes to store under it: one item, no map with a key twice.
+    static func validate(_ name: String, cbor bytes: [UInt8]) throws(BuriError) {
+        try validate(name)
+        let item: CBORValue
+        do {
+            item = try CBORValue(decoding: bytes)
+        } catch {
+            throw .valueEncodingFailed(name: name, reason: "the bytes are not one CBOR item: \(error)")
+        }
+        if let repeated = item.firstRepeatedMapKey() {
+            throw .valueEncodingFailed(
+                name: name, reason: "a map holds the key \(repeated.jsonString()) twice; give each key once")
+        }
     }
 
     /// Checks a name: 1 to 1024 bytes of UTF-8.
