@@ -383,3 +383,58 @@ struct NamedValueObservationTests {
         }
     }
 }
+
+/// The README's "Named values" example, compared with README.md character for character.
+enum ReadmeValues {
+    struct Person: BuriSupport {
+        var objectId: String
+        var name: String
+        static let buri = BuriSchema<Person>(key: \.objectId, indexes: [])
+    }
+
+    static func example() throws -> (lastSync: Date?, theme: String?, user: String?, people: Int) {
+        let db = try BuriDatabase.inMemory()
+        defer { db.close() }
+        let anna = Person(objectId: "p2", name: "Anna")
+        // BEGIN README VALUES
+        struct Settings: Codable { var theme: String, fontSize: Int }
+
+        try db.values.set(Date(), for: "lastSync")  // one atomic commit
+        try db.values.set(Settings(theme: "dark", fontSize: 14), for: "settings")
+        let lastSync = try db.values.get(Date.self, for: "lastSync")  // Date?, nil if never set
+        let theme = try db.values["settings", as: Settings.self]?.theme  // "dark"
+        try db.write { tx in  // with bucket writes: both or neither
+            try tx.bucket(Person.self).store(anna)
+            try tx.values.set(anna.objectId, for: "currentUser")
+        }
+        // END README VALUES
+        return (
+            lastSync, theme, try db.values.get(String.self, for: "currentUser"), try db.bucket(Person.self).count()
+        )
+    }
+}
+
+@Suite("README: the named values example")
+struct ReadmeValuesTests {
+    @Test func theExampleRunsAndDoesWhatItsCommentsSay() throws {
+        let result = try ReadmeValues.example()
+        #expect(result.lastSync != nil)
+        #expect(result.theme == "dark")
+        #expect(result.user == "p2" && result.people == 1)
+    }
+
+    @Test func readmeShowsExactlyThisCode() throws {
+        let here = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
+        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = try String(contentsOf: here, encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let begin = try #require(source.range(of: "// BEGIN README VALUES\n"))
+        let end = try #require(source.range(of: "// END README VALUES", range: begin.upperBound..<source.endIndex))
+        let lines = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast()
+        let indent = lines.filter { !$0.isEmpty }.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+        let code = lines.map { String($0.dropFirst(Swift.min(indent, $0.count))) }.joined(separator: "\n") + "\n"
+        #expect(
+            readme.contains("```swift\n" + code + "```"), "README.md's named values differ from NamedValueTests.swift")
+    }
+}
