@@ -120,13 +120,16 @@ public struct NamedValues: Sendable {
     // MARK: Writing
 
     /// Stores `value` under `name`, replacing what was there (of any type): one atomic commit, or,
-    /// inside ``BuriDatabase/write(_:)``, part of the transaction.
+    /// inside ``BuriDatabase/write(_:)-1pxia``, part of the transaction.
     ///
     /// ```swift
     /// try db.values.set(Settings(theme: "dark", fontSize: 14), for: "settings")
     /// ```
-    /// - Parameter sync: whether the commit waits for the disk (default: ``BuriOptions/syncWrites``;
-    ///   ignored inside a transaction, which commits as a whole).
+    /// - Parameters:
+    ///   - value: the value, encoded as an object's payload is (CBOR).
+    ///   - name: 1 to 1024 bytes of UTF-8.
+    ///   - sync: whether the commit waits for the disk (default: ``BuriOptions/syncWrites``;
+    ///     ignored inside a transaction, which commits as a whole).
     /// - Throws: ``BuriError/invalidValueName(name:reason:)``, ``BuriError/valueEncodingFailed(name:reason:)``
     ///   (nothing is written), and storage errors.
     public func set<T: Encodable>(_ value: T, for name: String, sync: Bool? = nil) throws(BuriError) {
@@ -227,7 +230,7 @@ extension BuriDatabase {
 
 extension BuriTransaction {
     /// The named values as this transaction sees them (its own writes included); in
-    /// ``BuriDatabase/write(_:)`` what it sets and removes commits with its bucket writes, all or nothing.
+    /// ``BuriDatabase/write(_:)-1pxia`` what it sets and removes commits with its bucket writes, all or nothing.
     ///
     /// ```swift
     /// try db.write { tx in
