@@ -29,7 +29,7 @@ struct BuriCommand: ParsableCommand {
                  an etcd cluster that is unreachable or has no quorum
               4  not a Buri database: missing path, other files, a newer format
               5  a command that writes found the database in use by another process
-              6  not found: unknown bucket, index or key
+              6  not found: unknown bucket, index, key or named value
               7  invalid input: `buri import` data rejected (nothing was written)
             """,
         version:

@@ -18,7 +18,9 @@ import BuriStorage
 ///
 /// Names are 1 to 1024 bytes of UTF-8, compared as bytes, never by Swift `String` equality:
 /// `"\u{E9}"` and `"e\u{301}"` are two names. A value read as another type than it holds is
-/// ``BuriError/valueDecodingFailed(name:type:reason:)``, never a wrong value or `nil`.
+/// ``BuriError/valueDecodingFailed(name:type:reason:)``, never a wrong value or `nil`. Change
+/// streams (``BuriDatabase/changes(includingObjects:bufferLimit:)``) report objects only; a value
+/// is observed with ``observe(_:for:)``.
 ///
 /// ## Topics
 /// - ``set(_:for:sync:)``
