@@ -101,7 +101,9 @@ struct Restore: ParsableCommand {
         let buckets = report.buckets.count
         let out = Output.standardOutput()
         try out.line(
-            "restored \(buckets) bucket\(buckets == 1 ? "" : "s") and \(report.objects) object\(report.objects == 1 ? "" : "s") into \(path)"
+            "restored \(buckets) bucket\(buckets == 1 ? "" : "s") and \(report.objects) object\(report.objects == 1 ? "" : "s")"
+                + (report.values == 0 ? "" : " and \(report.values) named value\(report.values == 1 ? "" : "s")")
+                + " into \(path)"
         )
         try out.flush()
     }
