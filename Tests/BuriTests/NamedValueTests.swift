@@ -323,7 +323,7 @@ struct NamedValueObservationTests {
         engine: Engine
     ) async throws {
         let t = try TestDatabase(engine)
-        try t.db.values.set(1, for: "version")
+        try await t.db.values.set(1, for: "version")
         let emissions = Shared<[Int?]>([])
         let live = try t.db.observeValue(Int.self, for: "version")
         let consumer = Task {
@@ -332,11 +332,11 @@ struct NamedValueObservationTests {
         try await eventually("the first emission") { emissions.current.count == 1 }
         // Unrelated commits: another value, a bucket write, a byte-different but canonically equal name.
         for i in 0..<10 {
-            try t.db.values.set(i, for: "other")
+            try await t.db.values.set(i, for: "other")
             try await t.db.bucket(Memo.self).store(Memo(id: "m\(i)", text: "t"))
         }
-        try t.db.values.set(9, for: "versio\u{0301}n")
-        try t.db.values.set(2, for: "version")
+        try await t.db.values.set(9, for: "versio\u{0301}n")
+        try await t.db.values.set(2, for: "version")
         try await eventually("the value set") { emissions.current.count == 2 }
         try await t.db.write { tx in
             try tx.bucket(Memo.self).store(Memo(id: "x", text: "t"))
@@ -349,9 +349,13 @@ struct NamedValueObservationTests {
             try tx.values.set(99, for: "version")
             throw Abort()
         }
-        try t.db.values.remove("version")
+        try await t.db.values.remove("version")
         try await eventually("the value removed") { emissions.current.count == 4 }
         #expect(emissions.current == [1, 2, 3, nil])
+        // The async calls read what the blocking ones wrote.
+        #expect(try await t.db.values.get(Int.self, for: "other") == 9)
+        #expect(try await t.db.values.names() == ["other", "versio\u{0301}n"])
+        #expect(try await t.db.values.remove("other"))
         consumer.cancel()
         _ = await consumer.result
     }
@@ -369,7 +373,7 @@ struct NamedValueObservationTests {
             }
         }
         try await eventually("the first emission") { seen.current.count == 1 }
-        try t.db.values.set("not a date", for: "lastSync")
+        try await t.db.values.set("not a date", for: "lastSync")
         try await eventually("the end") { ended.current != nil }
         guard case .valueDecodingFailed(let name, _, _)? = ended.current else {
             Issue.record("expected valueDecodingFailed, got \(String(describing: ended.current))")

@@ -23,11 +23,11 @@ import BuriStorage
 /// is observed with ``observe(_:for:)``.
 ///
 /// ## Topics
-/// - ``set(_:for:sync:)``
-/// - ``get(_:for:)``
+/// - ``set(_:for:sync:)-52w5g``
+/// - ``get(_:for:)-2n831``
 /// - ``subscript(_:as:)``
-/// - ``remove(_:sync:)``
-/// - ``names()``
+/// - ``remove(_:sync:)-4sdhm``
+/// - ``names()-9plfr``
 /// - ``contains(_:)``
 /// - ``cbor(for:)``
 /// - ``setCBOR(_:for:sync:)``
@@ -65,7 +65,7 @@ public struct NamedValues: Sendable {
         }
     }
 
-    /// The value stored under `name` as `T` (`nil` when there is none): ``get(_:for:)`` as a subscript.
+    /// The value stored under `name` as `T` (`nil` when there is none): ``get(_:for:)-2n831`` as a subscript.
     ///
     /// ```swift
     /// let theme = try db.values["theme", as: String.self] ?? "light"
