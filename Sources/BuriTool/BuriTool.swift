@@ -15,7 +15,7 @@ struct BuriCommand: ParsableCommand {
         discussion: """
             Works on any Buri database from its bucket catalog and self-describing CBOR records; \
             objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, export, \
-            check without --repair, stats) never create a database nor create or change a file in \
+            check without --repair, stats, values, get-value) never create a database nor create or change a file in \
             its directory: they read a private snapshot of its files made in $TMPDIR (default /tmp), \
             which also lets them read a database another process has open (its last committed \
             state) or one on a full disk.
@@ -29,7 +29,7 @@ struct BuriCommand: ParsableCommand {
                  an etcd cluster that is unreachable or has no quorum
               4  not a Buri database: missing path, other files, a newer format
               5  a command that writes found the database in use by another process
-              6  not found: unknown bucket, index or key
+              6  not found: unknown bucket, index, key or named value
               7  invalid input: `buri import` data rejected (nothing was written)
             """,
         version:
@@ -37,7 +37,7 @@ struct BuriCommand: ParsableCommand {
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
-            Stats.self, Compact.self, Migrate.self,
+            Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self,
         ]
     )
 }

@@ -14,7 +14,9 @@ struct Export: ParsableCommand {
             same database always exports to the same bytes. An index whose values buri cannot compute \
             from the object (declared in Swift without `field:`, or `.computed`) has each record carry \
             its values as stored, in "indexValues", and the header is then ["buri-export",4] \
-            (docs/FORMAT.md §19): every database restores from its own export. `buri restore` recreates the database from \
+            (docs/FORMAT.md §19): every database restores from its own export. An export of the whole \
+            database (no BUCKET given) ends with one line {"value": NAME, "data": ...} per named value, \
+            by name (bytewise), and then has the header ["buri-export",5]. `buri restore` recreates the database from \
             it; `buri import` of one bucket into a new bucket takes its indexes from the schema. Objects are in the exact JSON form: what plain JSON cannot say is wrapped — \
             {"$bytes":"<base64>"}, {"$tag":N,"$value":V} (a date is {"$tag":1,"$value":<seconds \
             since 1970>}), {"$float":"Infinity"}, {"$simple":N}, {"$map":[[key,value],...]} — so \
@@ -70,7 +72,8 @@ struct Export: ParsableCommand {
         } else {
             names = try mapErrors(path: target.database) { try db.bucketNames() }
         }
-        let options = ExportOptions(buckets: names, skipDamaged: skipDamaged)
+        // A whole database's export holds its named values too.
+        let options = ExportOptions(buckets: names, skipDamaged: skipDamaged, includesValues: bucket == nil)
         let progress = Progress()
         let report: ExportReport
         if let output {

@@ -56,6 +56,7 @@ struct Check: ParsableCommand {
                 CBORMapEntry(key: "buckets", value: .int(Int64(report.buckets))),
                 CBORMapEntry(key: "objects", value: .int(Int64(report.objects))),
                 CBORMapEntry(key: "indexEntries", value: .int(Int64(report.indexEntries))),
+                CBORMapEntry(key: "values", value: .int(Int64(report.values))),
                 CBORMapEntry(
                     key: "pendingPurges",
                     value: .array(
@@ -94,6 +95,7 @@ struct Check: ParsableCommand {
         }
         let counts =
             "\(report.buckets) bucket\(report.buckets == 1 ? "" : "s"), \(report.objects) object\(report.objects == 1 ? "" : "s"), \(report.indexEntries) index entr\(report.indexEntries == 1 ? "y" : "ies")"
+            + (report.values == 0 ? "" : ", \(report.values) named value\(report.values == 1 ? "" : "s")")
         let repaired = report.problems.filter(\.repaired).count
         let left = report.problems.count - repaired
         if report.problems.isEmpty {

@@ -8,7 +8,7 @@ struct Restore: ParsableCommand {
         abstract:
             "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
         discussion: """
-            The export must carry schema lines (format 3 or 4, written by this buri): each bucket is \
+            The export must carry schema lines (format 3, 4 or 5, written by this buri): each bucket is \
             recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
             multi-valued, versions — so the restored database answers every query the same, and \
             exporting it again gives the same bytes. Every member of every schema line and record is \
@@ -16,9 +16,9 @@ struct Restore: ParsableCommand {
             entries of indexes whose values only Swift code computes (declared without `field:`, or \
             `.computed`) are restored from the values format 4 records carry; a format 3 export of \
             such a bucket is refused, naming the index. The database must be new (a missing path, an \
-            empty directory, or a database without buckets). The export is read line by line in bounded memory (a pipe is copied to a \
+            empty directory, or a database without buckets or named values). The export is read line by line in bounded memory (a pipe is copied to a \
             temporary file first): each bucket is staged under a fresh, unpublished id as its records \
-            come, and one commit publishes every bucket at once. On any error no database is left \
+            come, and one commit publishes every bucket, and the named values of a format 5 export, at once. On any error no database is left \
             behind (nor, in a database without buckets, anything staged); if the process is killed, the new database holds no bucket (the next \
             command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
             terminal) reading and publishing show their total, percentage, rate and ETA.
@@ -101,7 +101,9 @@ struct Restore: ParsableCommand {
         let buckets = report.buckets.count
         let out = Output.standardOutput()
         try out.line(
-            "restored \(buckets) bucket\(buckets == 1 ? "" : "s") and \(report.objects) object\(report.objects == 1 ? "" : "s") into \(path)"
+            "restored \(buckets) bucket\(buckets == 1 ? "" : "s") and \(report.objects) object\(report.objects == 1 ? "" : "s")"
+                + (report.values == 0 ? "" : " and \(report.values) named value\(report.values == 1 ? "" : "s")")
+                + " into \(path)"
         )
         try out.flush()
     }

@@ -67,7 +67,7 @@ struct ToolError: Error, CustomStringConvertible {
         case .invalidQuery, .invalidContinuation:
             self.init(.usage, error.description)
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName,
-            .invalidIndexDefinition:
+            .invalidIndexDefinition, .invalidValueName, .valueEncodingFailed:
             self.init(.invalidInput, error.description)
         default:
             self.init(.failure, error.description)

@@ -32,14 +32,25 @@ public struct ExportOptions: Sendable, Hashable {
     /// ```
     public var skipDamaged: Bool
 
-    /// Options exporting `buckets` (nil: every bucket), skipping damaged records if `skipDamaged`.
+    /// Whether the export holds the database's named values (``NamedValues``), after the buckets,
+    /// as `{"value","data"}` lines (export format 5). Default: when ``buckets`` is nil (a whole
+    /// database's export).
+    ///
+    /// ```swift
+    /// options.includesValues = false
+    /// ```
+    public var includesValues: Bool
+
+    /// Options exporting `buckets` (nil: every bucket), skipping damaged records if `skipDamaged`;
+    /// the named values too if `includesValues` (default: when `buckets` is nil).
     ///
     /// ```swift
     /// let options = ExportOptions(buckets: ["Person", "notes"], skipDamaged: true)
     /// ```
-    public init(buckets: [String]? = nil, skipDamaged: Bool = false) {
+    public init(buckets: [String]? = nil, skipDamaged: Bool = false, includesValues: Bool? = nil) {
         self.buckets = buckets
         self.skipDamaged = skipDamaged
+        self.includesValues = includesValues ?? (buckets == nil)
     }
 }
 
@@ -175,7 +186,8 @@ extension BuriDatabase {
     ) throws(TransferError) -> ExportReport {
         try transferring {
             let buckets = try (options.buckets ?? bucketNames()).map { try rawBucket(named: $0) }
-            return try exportBuckets(buckets, options: options, progress: progress, writeLine: writeLine)
+            return try exportBuckets(
+                buckets, values: exportedValues(options), options: options, progress: progress, writeLine: writeLine)
         }
     }
 
@@ -195,6 +207,7 @@ extension BuriDatabase {
     ) throws(TransferError) -> ExportReport {
         // The buckets are found before the file is made: an unknown one leaves no trace.
         let buckets = try transferring { try (options.buckets ?? bucketNames()).map { try rawBucket(named: $0) } }
+        let values = try transferring { try exportedValues(options) }
         let output = url.path
         let partial = output + ".partial-\(ProcessInfo.processInfo.processIdentifier)"
         do throws(TransferError) {
@@ -202,7 +215,8 @@ extension BuriDatabase {
             let report: ExportReport
             do {
                 report = try transferring {
-                    try exportBuckets(buckets, options: options, progress: progress, writeLine: file.line)
+                    try exportBuckets(
+                        buckets, values: values, options: options, progress: progress, writeLine: file.line)
                 }
             } catch {
                 try? file.close()
@@ -241,13 +255,23 @@ extension BuriDatabase {
     /// The export of `buckets` (already opened, so that an unknown one fails before anything is
     /// written).
     func exportBuckets(
-        _ buckets: [RawBucket], options: ExportOptions, progress: TransferProgressHandler?,
-        writeLine: (String) throws -> Void
+        _ buckets: [RawBucket], values: [(name: String, bytes: [UInt8])], options: ExportOptions,
+        progress: TransferProgressHandler?, writeLine: (String) throws -> Void
     ) throws -> ExportReport {
         try withoutActuallyEscaping(writeLine) { writeLine in
             var exporter = Exporter(skipDamaged: options.skipDamaged, progress: progress, writeLine: writeLine)
-            try exporter.export(buckets)
+            try exporter.export(buckets, values: values)
             return exporter.report
+        }
+    }
+
+    /// The named values an export holds, by name (bytewise): all of them with
+    /// ``ExportOptions/includesValues``, else none.
+    func exportedValues(_ options: ExportOptions) throws -> [(name: String, bytes: [UInt8])] {
+        guard options.includesValues else { return [] }
+        // One snapshot for the names and their values.
+        return try read { tx in
+            try tx.values.names().compactMap { name in try tx.values.cbor(for: name).map { (name, $0) } }
         }
     }
 }
@@ -259,9 +283,28 @@ private struct Exporter {
     let writeLine: (String) throws -> Void
     var report = ExportReport()
 
-    mutating func export(_ buckets: [RawBucket]) throws {
-        // Format 4 when a record carries index values (an index tools cannot compute), else 3.
-        try write(ExportFormat.header(for: buckets.map(\.descriptor)))
+    mutating func export(_ buckets: [RawBucket], values: [(name: String, bytes: [UInt8])]) throws {
+        // Format 5 with named values; else 4 when a record carries index values (an index tools
+        // cannot compute), else 3.
+        try write(ExportFormat.header(for: buckets.map(\.descriptor), values: !values.isEmpty))
+        try exportBuckets(buckets)
+        // The named values after every bucket, by name.
+        for (name, bytes) in values {
+            let value: CBORValue
+            do {
+                value = try CBORValue(decoding: bytes)
+            } catch {
+                let reason =
+                    "named value \(jsonString(name)): the stored value is not valid CBOR (\(error)); run `buri check`"
+                guard skipDamaged else { throw TransferError(.failure, reason) }
+                skip(bucket: "(named values)", key: name, reason: reason)
+                continue
+            }
+            try write(ExportFormat.valueLine(name: name, value: value))
+        }
+    }
+
+    mutating func exportBuckets(_ buckets: [RawBucket]) throws {
         for raw in buckets {
             try write(ExportFormat.schemaLine(raw.descriptor))
             let carried = ExportFormat.carriedIndexes(raw.descriptor)

@@ -2,27 +2,29 @@ import Buri
 
 /// The JSON Lines format of an export (docs/FORMAT.md §19): a header line `["buri-export",N]`, then
 /// for each bucket a schema line `{"bucket","schema"}` and its records `{"bucket","key","object"}`
-/// (with `"indexValues"` from format 4), objects in the exact JSON form.
+/// (with `"indexValues"` from format 4), objects in the exact JSON form, then (from format 5) one line
+/// `{"value","data"}` per named value.
 ///
 /// ```swift
-/// print(ExportFormat.version)                  // 4
+/// print(ExportFormat.version)                  // 5
 /// print(ExportFormat.header(version: 3))       // ["buri-export",3]
 /// ```
 public enum ExportFormat {
-    /// The newest format: 4 added the index values a record carries for the indexes `buri` cannot
-    /// compute from an object's fields; 3 added the schema lines; 2 (records only) is still read.
+    /// The newest format: 5 added the named values (``valueLine(name:value:)``); 4 added the index
+    /// values a record carries for the indexes `buri` cannot compute from an object's fields; 3
+    /// added the schema lines; 2 (records only) is still read.
     ///
     /// ```swift
     /// print("writes export format \(ExportFormat.version)")
     /// ```
-    public static let version: UInt64 = 4
+    public static let version: UInt64 = 5
 
     /// The formats an import or restore reads.
     ///
     /// ```swift
     /// if !ExportFormat.readableVersions.contains(found) { print("too new") }
     /// ```
-    public static let readableVersions: [UInt64] = [2, 3, 4]
+    public static let readableVersions: [UInt64] = [2, 3, 4, 5]
 
     static var readable: [UInt64] { readableVersions }
 
@@ -73,13 +75,27 @@ public enum ExportFormat {
         }
     }
 
-    /// The header for exporting buckets with these definitions: format 4 if any record carries
-    /// index values (a bucket has an index tools cannot compute), else format 3.
-    static func header(for descriptors: [BucketDescriptor]) -> String {
-        header(version: descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
+    /// The header for exporting buckets with these definitions (and named values, if `values`):
+    /// format 5 with named values or a relationship (an index with `references`), else format 4
+    /// if any record carries index values (a bucket has an index tools cannot compute), else
+    /// format 3 — the oldest format that holds the export, so an older buri reads it when it can.
+    static func header(for descriptors: [BucketDescriptor], values: Bool = false) -> String {
+        let relationships = descriptors.contains { $0.indexes.contains { $0.references != nil } }
+        return header(
+            version: values || relationships ? 5 : descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
     }
 
-    /// The readable formats as text ("2, 3 and 4").
+    /// One named value as an export writes it (format 5, without its newline):
+    /// `{"value":NAME,"data":DATA}`, the data in the exact JSON form.
+    ///
+    /// ```swift
+    /// print(ExportFormat.valueLine(name: "theme", value: .text("dark")))   // {"value":"theme","data":"dark"}
+    /// ```
+    public static func valueLine(name: String, value: CBORValue) -> String {
+        "{\"value\":" + jsonString(name) + ",\"data\":" + value.exactJSONString() + "}"
+    }
+
+    /// The readable formats as text ("2, 3, 4 and 5").
     static var readableList: String {
         let names = readable.map(String.init)
         return names.dropLast().joined(separator: ", ") + " and " + (names.last ?? "")
@@ -399,6 +415,8 @@ public enum ExportFormat {
     enum Line {
         case schema(bucket: String, schema: CBORValue)
         case record(bucket: String, key: String, object: CBORValue, indexValues: CBORValue?)
+        /// A named value (format 5).
+        case value(name: String, data: CBORValue)
     }
 
     /// What an export line is, its members checked: a schema line {"bucket","schema"} or a record
@@ -407,8 +425,15 @@ public enum ExportFormat {
         _ members: [CBORMapEntry], version: UInt64, fail: @escaping (String) -> TransferError
     ) throws -> Line {
         let shapes =
-            "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}"
+            "an export record is {\"bucket\": text, \"key\": text, \"object\": …\(version >= 4 ? "[, \"indexValues\": {…}]" : "")} and a schema line {\"bucket\": text, \"schema\": {…}}\(version >= 5 ? ", a named value {\"value\": text, \"data\": …}" : "")"
         let line = CBORValue.map(members)
+        if version >= 5, line["bucket"] == nil, let nameValue = line["value"] {
+            let checked = try Members(line, place: "a named value's line", required: ["value", "data"], fail: fail)
+            guard case .text(let name) = nameValue, !name.isEmpty, name.utf8.count <= 1024 else {
+                throw checked.wrong("value", nameValue, "the value's name as text of 1 to 1024 bytes")
+            }
+            return .value(name: name, data: checked["data"] ?? .null)
+        }
         guard let bucketValue = line["bucket"] else {
             throw fail("the line has no \"bucket\"; in an export (it started with the export header) \(shapes)")
         }

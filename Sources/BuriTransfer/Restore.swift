@@ -20,6 +20,12 @@ public struct RestoreReport: Sendable, Hashable {
     /// print("\(report.objects) objects")
     /// ```
     public var objects: Int
+    /// The named values restored (a name given twice in the export is one value).
+    ///
+    /// ```swift
+    /// print("\(report.values) named values")
+    /// ```
+    public var values: Int
     /// The size of the input in bytes.
     ///
     /// ```swift
@@ -70,6 +76,13 @@ extension BuriDatabase {
             throw TransferError(
                 .usage,
                 "the database at '\(path)' already has \(names.count) bucket\(names.count == 1 ? "" : "s"); a restore fills a database without buckets"
+            )
+        }
+        let valueNames = try transferring { try values.names() }
+        guard valueNames.isEmpty else {
+            throw TransferError(
+                .usage,
+                "the database at '\(path)' already has \(valueNames.count) named value\(valueNames.count == 1 ? "" : "s"); a restore fills a database without buckets or named values"
             )
         }
         return try Self.restore(
@@ -152,7 +165,8 @@ extension BuriDatabase {
             guard let db = restore.db else { throw TransferError(.failure, "the restore made no database") }
             return (
                 RestoreReport(
-                    buckets: restore.stages.map(\.bucket), objects: objects, inputBytes: input.size,
+                    buckets: restore.stages.map(\.bucket), objects: objects, values: restore.values.count,
+                    inputBytes: input.size,
                     newlineSearchBytes: input.bytesSearched), db
             )
         } catch {
@@ -182,6 +196,9 @@ private struct Restoration {
     var chunkBytes = 0
     var chunkOwner = -1
     var exportVersion: UInt64 = 0
+    /// The named values read (format 5), published with the buckets; a name given twice: the last wins.
+    var values: [(name: String, bytes: [UInt8])] = []
+    var valueIndex: [[UInt8]: Int] = [:]
 
     init(input: LineReader, progress: TransferProgressHandler?, chunkCommitted: (() -> Void)?) {
         self.input = input
@@ -245,7 +262,7 @@ private struct Restoration {
         let database = try database()
         do {
             // What the buckets hold (a key given twice in the dump is one object).
-            return try publishStages(database, stages, progress: progress).reduce(0, +)
+            return try publishStages(database, stages, values: values, progress: progress).reduce(0, +)
         } catch {
             guard case .storage(let storage) = error, storage.code == .limitExceeded else { throw error }
             // Only one commit keeps the restore atomic; an engine with transaction limits (etcd)
@@ -293,6 +310,22 @@ private struct Restoration {
         let name: String
         switch parsed {
         case .schema(let bucket, _), .record(let bucket, _, _, _): name = bucket
+        case .value(let valueName, let data):
+            // Kept until the buckets publish, in the same commit.
+            let bytes = data.encoded()
+            if let repeated = data.firstRepeatedMapKey() {
+                throw Self.fail(
+                    number,
+                    "named value '\(valueName)': a map holds the key \(repeated.jsonString()) twice; give each key once"
+                )
+            }
+            if let index = valueIndex[Array(valueName.utf8)] {
+                values[index].bytes = bytes
+            } else {
+                valueIndex[Array(valueName.utf8)] = values.count
+                values.append((valueName, bytes))
+            }
+            return
         }
         let nameBytes = Array(name.utf8)
         if case .schema = parsed {

@@ -156,9 +156,10 @@ func storeChunk(_ chunk: [RawObject], lines: [Int], partial: Bool, _ store: ([Ra
 /// Publishes staged imports in one commit, reporting the publish phases' work (counting the
 /// staged objects; checking existing buckets are unchanged), then the objects published.
 func publishStages(
-    _ db: BuriDatabase, _ loads: [StagedImport], progress: TransferProgressHandler?
+    _ db: BuriDatabase, _ loads: [StagedImport], values: [(name: String, bytes: [UInt8])] = [],
+    progress: TransferProgressHandler?
 ) throws(BuriError) -> [Int] {
-    let counts = try db.publish(loads) { step in
+    let counts = try db.publish(loads, values: values) { step in
         guard let progress else { return }
         // New buckets have nothing to compare: no such phase is shown for them.
         if step.phase == .verifying, step.total == 0 { return }

@@ -16,6 +16,12 @@ private let personQueryDescriptor: BucketDescriptor = {
     return descriptor
 }()
 
+/// The struct of docs/FORMAT.md §3a's named value example.
+private struct ThemeSettings: Codable {
+    var theme: String
+    var fontSize: Int
+}
+
 private func element(_ value: IndexValue) -> [UInt8] { value.encoded }
 
 private func entry(index: UInt32, _ values: [IndexValue], key: String = "p1") -> [UInt8] {
@@ -46,6 +52,18 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
         { Keyspace.headerValue(version: 3) }
     ),
     ("object count key of bucket id 1", "05 00 00 00 01", { Keyspace.countKey(bucket: 1) }),
+    ("named value key: lastSync", "06 6c 61 73 74 53 79 6e 63", { Keyspace.valueKey(name: "lastSync") }),
+    ("named value key: \u{E9}", "06 c3 a9", { Keyspace.valueKey(name: "\u{E9}") }),
+    ("named value key: e\u{301}", "06 65 cc 81", { Keyspace.valueKey(name: "e\u{301}") }),
+    (
+        "named value: Date 2001-01-01T00:00:01Z", "c1 1a 3a 4f c8 81",
+        { try CBOREncoder().encode(Date(timeIntervalSinceReferenceDate: 1)) }
+    ),
+    (
+        "named value: a struct {theme: \"dark\", fontSize: 14}",
+        "a2 65 74 68 65 6d 65 64 64 61 72 6b 68 66 6f 6e 74 53 69 7a 65 0e",
+        { try CBOREncoder().encode(ThemeSettings(theme: "dark", fontSize: 14)) }
+    ),
     ("object count key of bucket id 258", "05 00 00 01 02", { Keyspace.countKey(bucket: 258) }),
     ("object count value 0", "00 00 00 00 00 00 00 00", { Keyspace.countValue(0) }),
     ("object count value 1", "00 00 00 00 00 00 00 01", { Keyspace.countValue(1) }),

@@ -8,7 +8,7 @@ import Testing
 struct BuriToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "export", "import", "put", "delete", "drop", "check", "repair",
-        "stats", "compact", "migrate",
+        "stats", "compact", "migrate", "values", "get-value", "set-value",
     ]
 
     // MARK: Help and usage
@@ -279,6 +279,7 @@ struct BuriToolTests {
                 ["info"], ["buckets"], ["keys", "Person"], ["get", "Person", "p01"],
                 ["query", "Person", "age", "--equals", "1"],
                 ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"], ["migrate", "Person"],
+                ["values"], ["get-value", "lastSync"], ["set-value", "lastSync", "1"],
             ] {
                 let run = try buri([arguments[0], path] + arguments.dropFirst())
                 expectFailure(run, status: 4, mentioning: ["'\(path)'"])
@@ -298,13 +299,17 @@ struct BuriToolTests {
         for arguments in [
             ["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
             ["import", path, "Person", "--key", "objectId"], ["migrate", path, "Person"],
+            ["set-value", path, "lastSync", "1"],
         ] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])
         }
         // Reading commands read a private snapshot of its files (ReadOnlySnapshotToolTests).
-        for arguments in [["info", path], ["keys", path, "Person"], ["export", path], ["check", path]] {
-            #expect(try buri(arguments).status == 0, "\(arguments)")
+        for arguments in [
+            ["info", path], ["keys", path, "Person"], ["export", path], ["check", path], ["values", path],
+            ["get-value", path, "missing"],
+        ] {
+            #expect(try buri(arguments).status == (arguments[0] == "get-value" ? 6 : 0), "\(arguments)")
         }
         #expect(try held.bucket(Person.self).count() == 40)
     }

@@ -213,7 +213,8 @@ struct EtcdToolTests {
             ["export", location], ["export", location, "P", "-o", sandbox.path("out.jsonl")],
             ["import", location, "P", input], ["import", location, "Q", input, "--key", "id", "--chunk-size", "1"],
             ["restore", fresh, dump], ["put", location, "P", "{\"id\":\"k30\",\"name\":\"n30\",\"age\":30}"],
-            ["delete", location, "P", "k2"], ["migrate", location, "P"], ["drop", location, "P", "--force"],
+            ["delete", location, "P", "k2"], ["migrate", location, "P"], ["set-value", location, "theme", "\"dark\""],
+            ["values", location], ["get-value", location, "theme"], ["drop", location, "P", "--force"],
             ["check", location],
             ["check", location, "--repair"], ["repair", location], ["stats", location], ["stats", location, "--json"],
             ["compact", location],
@@ -224,12 +225,14 @@ struct EtcdToolTests {
             help.stdout.components(separatedBy: "SUBCOMMANDS:").last?.split(separator: "\n")
             .compactMap { line -> String? in
                 guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
-                guard let word = line.split(separator: " ").first, word.allSatisfy({ ("a"..."z").contains($0) }) else {
+                guard let word = line.split(separator: " ").first,
+                    word.allSatisfy({ ("a"..."z").contains($0) || $0 == "-" })
+                else {
                     return nil
                 }
                 return String(word)
             } ?? []
-        #expect(listed.count == 16 && listed.contains("compact"), "\(listed) \(help)")
+        #expect(listed.count == 19 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
         for name in listed where name != "help" {
             #expect(commands.contains { $0.first == name }, "subcommand '\(name)' is not exercised on etcd")
         }
@@ -355,6 +358,12 @@ struct EtcdToolTests {
             case "drop":
                 expectSuccess(run)
                 #expect(try buri("buckets", location).stdout == "Q\n")
+            case "values":
+                expectSuccess(run)
+                #expect(run.stdout == "theme\n", "\(run)")
+            case "get-value":
+                expectSuccess(run)
+                #expect(run.stdout == "\"dark\"\n", "\(run)")
             case "migrate":
                 // Records of the bucket's schema version: nothing to upgrade.
                 expectSuccess(run)

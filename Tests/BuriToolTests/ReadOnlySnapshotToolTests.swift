@@ -104,6 +104,7 @@ struct ReadOnlySnapshotToolTests {
         // A last session whose writes stay in the log.
         let last = try BuriDatabase(path: path)
         try last.bucket(Person.self).store(Person(objectId: "zz-in-the-log", name: "Log", locale: "NL", age: 99))
+        try last.values.set("in the log", for: "note")
         last.close()
         // Its last write is in the log, which opening replays into a new table.
         let logs = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".log") }
@@ -131,6 +132,8 @@ struct ReadOnlySnapshotToolTests {
             (["export", db], 0), (["export", db, "Person"], 0), (["export", db, "notes", "-o", output], 0),
             (["check", db], 0), (["check", db, "--json"], 0),
             (["stats", db], 0), (["stats", db, "--json"], 0),
+            (["values", db], 0), (["values", db, "--json"], 0), (["get-value", db, "note"], 0),
+            (["get-value", db, "note", "--json"], 0), (["get-value", db, "missing"], 6),
         ]
     }
 

@@ -83,6 +83,13 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// of bucket `targetBucket` has: a reference is stored only to an object that exists (in the
     /// same commit, or before it). Nothing was written.
     case danglingReference(bucket: String, key: String, index: String, targetBucket: String, target: String)
+    /// A named value's name is empty or longer than 1024 bytes of UTF-8 (``NamedValues``).
+    case invalidValueName(name: String, reason: String)
+    /// The named value `name` does not decode as the requested Swift type `type` (stored as another
+    /// type), or its stored bytes are not one CBOR item (damaged). Never a wrong value nor `nil`.
+    case valueDecodingFailed(name: String, type: String, reason: String)
+    /// A value could not be encoded to be stored under `name`.
+    case valueEncodingFailed(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -159,6 +166,13 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .danglingReference(bucket, key, index, targetBucket, target):
             return
                 "bucket '\(bucket)': object '\(key)' refers through '\(index)' to '\(target)', which bucket '\(targetBucket)' does not hold; store the target first or in the same transaction (nothing was written)"
+        case let .invalidValueName(name, reason):
+            return "value name '\(name.prefix(64))' is not allowed: \(reason)"
+        case let .valueDecodingFailed(name, type, reason):
+            return
+                "named value '\(name)': the stored value does not decode as \(type) (\(reason)); read it as the type it was stored as, or set it again (`buri get-value` shows what it holds)"
+        case let .valueEncodingFailed(name, reason):
+            return "named value '\(name)': the value could not be encoded: \(reason); nothing was written"
         case let .migrationFailed(bucket, key, from, reason):
             return
                 "bucket '\(bucket)': object '\(key)' could not be upgraded from schema version \(from): \(reason); fix the migration step (the record is unchanged)"

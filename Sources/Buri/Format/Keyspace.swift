@@ -13,6 +13,7 @@ import BuriStorage
 /// | 0x03 | index entries  | bucket id (u32 BE), index id (u32 BE), value tuple, object key | empty                 |
 /// | 0x04 | retired ids    | bucket id (u32 BE)                                           | state byte, bucket name (v3) |
 /// | 0x05 | object counts  | bucket id (u32 BE)                                           | u64 BE (v4)           |
+/// | 0x06 | named values   | value name (UTF-8)                                           | CBOR (v5)             |
 ///
 /// Buckets and indexes are named by fixed-width numeric ids, so no name, however spelled,
 /// can reach into another bucket's or index's keys.
@@ -23,6 +24,7 @@ enum Keyspace {
     static let indexTag: UInt8 = 0x03
     static let retiredTag: UInt8 = 0x04
     static let countTag: UInt8 = 0x05
+    static let valueTag: UInt8 = 0x06
 
     /// The current format version, written at creation (and by the first write to a database of
     /// an older version) and checked at every open. Version 2 writes `Date`s as RFC 8949 tag 1 and
@@ -30,7 +32,8 @@ enum Keyspace {
     /// bucket ids (tag 0x04) of bucket generations; version 4 keeps each bucket id's exact object
     /// count (tag 0x05), which older code would not update; version 5 keeps the largest bucket id
     /// ever given (``bucketIdsKey``), so that no id is given twice, which older code would not
-    /// update either. Versions 1 to 4 databases are read.
+    /// update either, and the named values (tag 0x06), which older code would take for stray keys.
+    /// Versions 1 to 4 databases are read.
     static let formatVersion: UInt16 = 5
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
@@ -96,6 +99,7 @@ enum Keyspace {
         case index(bucket: UInt32)
         case catalog
         case retired
+        case value
         case other
     }
 
@@ -113,6 +117,8 @@ enum Keyspace {
             return .catalog
         case retiredTag:
             return .retired
+        case valueTag:
+            return .value
         default:
             return .other
         }
@@ -236,6 +242,27 @@ enum Keyspace {
     static func bucket(ofCountKey key: [UInt8]) -> UInt32? {
         guard key.count == 5, key[0] == countTag else { return nil }
         return key.withUnsafeBytes { readBigEndian($0, at: 1) }
+    }
+
+    // MARK: Named values
+
+    /// Names of named values are limited like bucket names.
+    static let maxValueNameLength = 1024
+
+    /// `0x06` + the name's UTF-8 bytes: the key of a named value (format 5), whose value is the
+    /// CBOR encoding of the value.
+    static func valueKey(name: String) -> [UInt8] {
+        var key: [UInt8] = [valueTag]
+        key.append(contentsOf: name.utf8)
+        return key
+    }
+
+    static let valueRange = KeyRange.prefix([valueTag])
+
+    /// The name of a named value's key, or `nil` if `key` is not one (no name, or not UTF-8).
+    static func valueName(fromValueKey key: [UInt8]) -> String? {
+        guard key.count > 1, key.first == valueTag else { return nil }
+        return String(validating: key.dropFirst(), as: UTF8.self)
     }
 
     // MARK: Index entries

@@ -18,6 +18,8 @@ struct ParsedCommit: Sendable {
     /// Generations the commit replaced: old bucket id → the id that replaced it (a `deleteAll`, or
     /// an import published). Every object of the old generation is gone in this commit.
     var cleared: [UInt32: UInt32] = [:]
+    /// The keys of the named values the commit set or removed (docs/FORMAT.md §3a).
+    var values: Set<[UInt8]> = []
 
     init(_ event: StorageCommitEvent) {
         revision = event.revision
@@ -41,6 +43,7 @@ struct ParsedCommit: Sendable {
                 indexed.insert(bucket)
                 indexKeys[bucket, default: []].append(change.key)
             case .catalog: catalogChanged = true
+            case .value: values.insert(change.key)
             case .retired, .other: break
             }
         }
@@ -84,6 +87,8 @@ final class ChangeHub: Sendable {
         /// Commits that can change a query of this bucket: its records, its index entries, or any
         /// catalog entry (the bucket redefined or dropped).
         case query(UInt32)
+        /// Commits that set or removed the named value with this key.
+        case value([UInt8])
     }
 
     struct Subscriber: Sendable {
@@ -96,6 +101,7 @@ final class ChangeHub: Sendable {
         var next: UInt64 = 0
         var everything: [UInt64: Subscriber] = [:]
         var byBucket: [UInt32: [UInt64: Subscriber]] = [:]
+        var byValue: [[UInt8]: [UInt64: Subscriber]] = [:]
         var count = 0
         var closed = false
         /// Bucket names by id, learned from the catalog and from catalog entries committed since.
@@ -139,6 +145,8 @@ final class ChangeHub: Sendable {
                 case .objects: state.everything[state.next] = subscriber
                 case .records(let bucket), .query(let bucket):
                     state.byBucket[bucket, default: [:]][state.next] = subscriber
+                case .value(let key):
+                    state.byValue[key, default: [:]][state.next] = subscriber
                 }
                 state.count += 1
                 return state.next
@@ -158,6 +166,10 @@ final class ChangeHub: Sendable {
     private func unsubscribe(_ id: UInt64) {
         let empty = state.withLock { state -> Bool in
             if state.everything.removeValue(forKey: id) != nil {
+                state.count -= 1
+            } else if let key = state.byValue.first(where: { $0.value[id] != nil })?.key {
+                state.byValue[key]?[id] = nil
+                if state.byValue[key]?.isEmpty == true { state.byValue[key] = nil }
                 state.count -= 1
             } else {
                 for (bucket, var subscribers) in state.byBucket where subscribers[id] != nil {
@@ -187,6 +199,7 @@ final class ChangeHub: Sendable {
         let subscribers = state.withLock { state -> [Subscriber] in
             state.closed = true
             return Array(state.everything.values) + state.byBucket.values.flatMap(\.values)
+                + state.byValue.values.flatMap(\.values)
         }
         for subscriber in subscribers { subscriber.finish() }
     }
@@ -224,6 +237,9 @@ final class ChangeHub: Sendable {
             }
             let clearedInto = Set(commit.cleared.values)
             var targets: [Subscriber] = []
+            for key in commit.values {
+                if let subscribers = state.byValue[key] { targets.append(contentsOf: subscribers.values) }
+            }
             if !commit.records.isEmpty || !commit.cleared.isEmpty {
                 targets.append(contentsOf: state.everything.values)
             }

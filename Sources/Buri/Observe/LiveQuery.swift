@@ -130,6 +130,8 @@ final class LiveQueryState: Sendable {
 
     /// Whether `commit` can change the results of the query on its bucket.
     func isRelevant(_ commit: ParsedCommit) -> Bool {
+        // A named value's query reads its one key, which no bucket write touches.
+        if let key = relevance.namedValue { return commit.values.contains(key) }
         var bucket = self.bucket.load(ordering: .relaxed)
         if !commit.cleared.isEmpty {
             while let next = commit.cleared[bucket] { bucket = next }
@@ -186,6 +188,8 @@ struct LiveQueryRelevance: Sendable {
 
     var ranges: [KeyRange] = []
     var records: Records
+    /// The key of the named value a live query of one value reads (then nothing else matters).
+    var namedValue: [UInt8]? = nil
 
     /// The relevance of `query` on `bucket`, for a query of objects (`objects`) or of keys/counts.
     static func of(_ query: Query, bucket: RawBucket, objects: Bool) throws(BuriError) -> LiveQueryRelevance {

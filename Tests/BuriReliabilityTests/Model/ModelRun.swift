@@ -531,8 +531,104 @@ final class ModelRun {
         }
     }
 
+    // MARK: Named values
+
+    /// Names: canonically equal but byte-different pairs, NUL bytes, and refused ones (empty, too long).
+    static let valueNamePool: [String] = [
+        "lastSync", "\u{E9}", "e\u{301}", "a\u{0}", "a", "\u{1F642}", "", String(repeating: "n", count: 1025),
+        String(repeating: "\u{E9}", count: 512),
+    ]
+
+    func randomNamedValue() -> ModelNamedValue {
+        switch int(0...2) {
+        case 0: return .int(pick([Int64.min, -1, 0, 1, Int64.max]))
+        case 1: return .text(pick(Self.notePool))
+        default: return .list((0..<int(0...3)).map { _ in pick(Self.tagPool) })
+        }
+    }
+
+    static func refusal(ofValueName name: String) -> ModelState.Refusal? {
+        name.isEmpty || name.utf8.count > 1024 ? .invalidValueName : nil
+    }
+
+    /// Reads the value under `name` as the type the model holds (and, sometimes, as another type,
+    /// which must be a typed error naming it).
+    func readValue(_ values: NamedValues, _ name: String, _ expected: ModelNamedValue?, _ label: String) throws {
+        let got: ModelNamedValue?
+        switch expected {
+        case .int, nil:
+            got = try read("\(label)get \(escaped(name))") { try values.get(Int64.self, for: name).map { .int($0) } }
+        case .text:
+            got = try read("\(label)get \(escaped(name))") { try values.get(String.self, for: name).map { .text($0) } }
+        case .list:
+            got = try read("\(label)get \(escaped(name))") {
+                try values.get([String].self, for: name).map { .list($0) }
+            }
+        }
+        if got != expected {
+            throw fail(
+                "\(label)value \(escaped(name)) is \(got.map(\.description) ?? "nil"), the model has \(expected.map(\.description) ?? "none")"
+            )
+        }
+        guard let expected, chance(0.3) else { return }
+        do {
+            switch expected {
+            case .int: _ = try values.get([String].self, for: name)
+            case .text, .list: _ = try values.get(Int64.self, for: name)
+            }
+            throw fail("\(label)value \(escaped(name)) (\(expected)) was read as another type without an error")
+        } catch let error as BuriError {
+            guard case .valueDecodingFailed(let failed, _, _) = error, failed.utf8.elementsEqual(name.utf8) else {
+                throw fail("\(label)value \(escaped(name)) read as another type: \(error)")
+            }
+        }
+    }
+
+    /// One random set, remove or read of a named value through `values`, applied to `model` when Buri applied it.
+    func randomValueOperation(_ values: NamedValues, model: inout ModelState, place: String) throws {
+        let name = pick(Self.valueNamePool)
+        let refusal = Self.refusal(ofValueName: name)
+        switch int(0...9) {
+        case 0..<5:
+            let value = randomNamedValue()
+            let applied = try attempt(refusal, "\(place)set value \(escaped(name)) = \(value)") {
+                switch value {
+                case .int(let number): try values.set(number, for: name)
+                case .text(let text): try values.set(text, for: name)
+                case .list(let list): try values.set(list, for: name)
+                }
+            }
+            if applied { model.values[Array(name.utf8)] = value }
+        case 5..<8:
+            var removed = false
+            if try attempt(refusal, "\(place)remove value \(escaped(name))", { removed = try values.remove(name) }) {
+                let expected = model.values.removeValue(forKey: Array(name.utf8)) != nil
+                if removed != expected {
+                    throw fail("remove(\(escaped(name))) returned \(removed), the model says \(expected)")
+                }
+            }
+        default:
+            guard refusal == nil else { return }
+            operations += 1
+            try readValue(values, name, model.values[Array(name.utf8)], place)
+        }
+    }
+
+    /// Every named value: the names in byte order, and each value as the model holds it.
+    func verifyValues(_ values: NamedValues, _ model: ModelState, _ label: String) throws {
+        let names = try read("\(label)names") { try values.names() }
+        let expected = model.values.keys.sorted { modelCompareBytes($0, $1) < 0 }
+        if names.map({ Array($0.utf8) }) != expected {
+            throw fail(
+                "\(label)value names are \(names.map(escaped)), the model has \(expected.map { escaped(String(decoding: $0, as: UTF8.self)) })"
+            )
+        }
+        for name in names { try readValue(values, name, model.values[Array(name.utf8)], label) }
+    }
+
     /// Both buckets whole, and a few random queries.
     func verifyAll() throws {
+        try verifyValues(anyClient().values, model, "")
         for name in Self.bucketNames {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
             try verifyBucket(name, bucket, model, "")
@@ -544,6 +640,9 @@ final class ModelRun {
         let report = try read("check") { try db.check() }
         if !report.problems.isEmpty {
             throw fail("check reports \(report.problems.count) problems: \(report.problems.prefix(5))")
+        }
+        if report.values != model.values.count {
+            throw fail("check counted \(report.values) named values, the model has \(model.values.count)")
         }
         if report.objects != model.buckets.values.reduce(0, { $0 + $1.count }) {
             throw fail(
@@ -571,6 +670,9 @@ final class ModelRun {
                     throw run.fail(
                         "after the write, count() is \(count), the model has \(run.model.objects(name).count)")
                 }
+            },
+            ModelOperation(name: "named value", weight: 4) { run in
+                try run.randomValueOperation(run.anyClient().values, model: &run.model, place: "")
             },
             ModelOperation(name: "transaction", weight: 9) { run in try run.transaction(throwing: false) },
             ModelOperation(name: "transaction that throws", weight: 3) { run in try run.transaction(throwing: true) },
@@ -709,7 +811,9 @@ final class ModelRun {
                 for _ in 0..<writes {
                     let name = pick(Self.bucketNames)
                     let bucket = try read("tx.bucket") { try tx.bucket(ModelItem.self, named: name) }
-                    if chance(0.75) {
+                    if chance(0.15) {
+                        try randomValueOperation(tx.values, model: &inside, place: "tx ")
+                    } else if chance(0.75) {
                         try randomWrite(in: name, bucket: bucket, model: &inside, transaction: true)
                     } else if chance(0.5) {
                         try verifyQuery(randomQuery(), name, bucket, inside, "tx", counted: true)

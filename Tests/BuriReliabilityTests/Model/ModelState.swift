@@ -448,6 +448,8 @@ struct ModelResult {
 /// What the database must hold: per bucket (name as bytes), its objects by key bytes.
 struct ModelState {
     var buckets: [[UInt8]: [[UInt8]: ModelItem]] = [:]
+    /// The named values, by name bytes (never by String equality).
+    var values: [[UInt8]: ModelNamedValue] = [:]
 
     func objects(_ bucket: String) -> [[UInt8]: ModelItem] { buckets[Array(bucket.utf8)] ?? [:] }
 
@@ -458,12 +460,12 @@ struct ModelState {
 
     /// Why Buri refuses a store.
     enum Refusal: Equatable, CustomStringConvertible {
-        case emptyKey, keyTooLong, invalidIndexValue, uniqueViolation
+        case emptyKey, keyTooLong, invalidIndexValue, uniqueViolation, invalidValueName
 
         func matches(_ error: BuriError) -> Bool {
             switch (self, error) {
             case (.emptyKey, .emptyKey), (.keyTooLong, .keyTooLong), (.invalidIndexValue, .invalidIndexValue),
-                (.uniqueViolation, .uniqueViolation):
+                (.uniqueViolation, .uniqueViolation), (.invalidValueName, .invalidValueName):
                 return true
             default: return false
             }
@@ -475,6 +477,7 @@ struct ModelState {
             case .keyTooLong: "a key too long"
             case .invalidIndexValue: "an invalid index value"
             case .uniqueViolation: "a unique violation"
+            case .invalidValueName: "an invalid value name"
             }
         }
     }
@@ -573,5 +576,20 @@ struct ModelState {
     func answer(_ query: ModelQuery, in bucket: String) -> [ModelResult] {
         let all = results(query, in: bucket).dropFirst(query.offset)
         return Array(query.limit.map { all.prefix($0) } ?? all)
+    }
+}
+
+/// A named value of the model: one of three Swift types, each read back only as itself.
+enum ModelNamedValue: Equatable, CustomStringConvertible {
+    case int(Int64)
+    case text(String)
+    case list([String])
+
+    var description: String {
+        switch self {
+        case .int(let value): "\(value)"
+        case .text(let value): "\"\(value)\""
+        case .list(let value): "\(value)"
+        }
     }
 }

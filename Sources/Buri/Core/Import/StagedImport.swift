@@ -418,7 +418,17 @@ extension BuriDatabase {
     public func publish(
         _ imports: [StagedImport], progress: ((StagedImport.PublishProgress) -> Void)? = nil
     ) throws(BuriError) -> [Int] {
+        try publish(imports, values: [], progress: progress)
+    }
+
+    /// ``publish(_:progress:)``, setting the named values `values` (CBOR items, checked as
+    /// ``NamedValues/setCBOR(_:for:sync:)`` checks them) in the same commit: `buri restore`.
+    package func publish(
+        _ imports: [StagedImport], values: [(name: String, bytes: [UInt8])],
+        progress: ((StagedImport.PublishProgress) -> Void)?
+    ) throws(BuriError) -> [Int] {
         do throws(BuriError) {
+            for (name, bytes) in values { try NamedValues.validate(name, cbor: bytes) }
             var names = Set<[UInt8]>()
             for load in imports {
                 try load.checkActive()
@@ -451,6 +461,7 @@ extension BuriDatabase {
                         to: writer, verified: verified, total: toVerify, progress: progress)
                 }
                 progress?(StagedImport.PublishProgress(phase: .verifying, done: verified, total: verified))
+                for (name, bytes) in values { writer.batch.put(Keyspace.valueKey(name: name), bytes) }
             }
             for load in imports { load.didPublish() }
             return counts

@@ -233,7 +233,7 @@ extension BuriDatabase {
                 let cursor = try current.cursor(in: .all)
                 while try cursor.next() {
                     let tag = cursor.withKey { $0.first ?? 0xFF }
-                    guard (Keyspace.catalogTag...Keyspace.countTag).contains(tag) else {
+                    guard (Keyspace.catalogTag...Keyspace.valueTag).contains(tag) else {
                         throw BuriError.notABuriDatabase(path: path)
                     }
                 }
@@ -395,6 +395,8 @@ extension BuriDatabase {
         case Keyspace.catalogTag?:
             guard let descriptor = try? BucketDescriptor.decode(value) else { return false }
             return Array(descriptor.name.utf8) == Array(key.dropFirst())
+        case Keyspace.valueTag?:
+            return Keyspace.valueName(fromValueKey: key) != nil && (try? CBORValue(decoding: value)) != nil
         default:
             return false
         }
@@ -408,6 +410,9 @@ extension BuriDatabase {
             let name = Keyspace.bucketName(fromCatalogKey: key) ?? "(a name that is not valid UTF-8)"
             return
                 "the catalog entry of bucket '\(name)' was damaged (\(detail)); verify its definition with `buri info`"
+        case Keyspace.valueTag?:
+            let name = Keyspace.valueName(fromValueKey: key) ?? "(a name that is not valid UTF-8)"
+            return "the named value '\(name)' was damaged (\(detail)); set it again from its source"
         case Keyspace.retiredTag?:
             return
                 "a retired-generation marker was damaged (\(detail)); if a bucket named `recovered-…` appears, it may be that old generation"
@@ -493,6 +498,11 @@ extension BuriDatabase {
         if meets(Keyspace.retiredTag) {
             notes.append(
                 "retired-generation markers were in unreadable data (\(range.source)); a bucket named `recovered-…` may be such an old generation"
+            )
+        }
+        if meets(Keyspace.valueTag) {
+            losses.append(
+                "named values were in unreadable data (\(range.source)); those whose every copy was there are gone and cannot be named: set them again from their source"
             )
         }
         if within(Keyspace.headerKey) || meets(Keyspace.countTag) {

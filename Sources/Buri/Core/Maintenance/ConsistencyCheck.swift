@@ -40,6 +40,9 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// deletes the holder (and follows its own rules); `.deny` is not repaired (store the
         /// target again, or change the holder).
         case danglingReference
+        /// A named value (docs/FORMAT.md §3a) whose stored bytes are not one CBOR item, or whose key
+        /// holds no valid UTF-8 name. Never deleted nor repaired: set the value again (or remove it).
+        case corruptValue
     }
 
     public var kind: Kind
@@ -64,6 +67,8 @@ public struct ConsistencyReport: Sendable {
     public var buckets = 0
     public var objects = 0
     public var indexEntries = 0
+    /// The named values checked (``NamedValues``).
+    public var values = 0
     public var problems: [ConsistencyProblem] = []
     /// Retired bucket ids whose keys are still there: generations replaced by `deleteAll` (or an
     /// import) that the background purge has not finished, and imports being staged. Information,
@@ -436,9 +441,31 @@ extension BuriDatabase {
             report.problems.append(problem)
         }
 
+        // Named values: each a UTF-8 name holding one CBOR item. Not derived data: never deleted.
+        let values = try snapshot.cursor(in: Keyspace.valueRange)
+        while try values.next() {
+            report.values += 1
+            let key = values.key
+            let name = Keyspace.valueName(fromValueKey: key)
+            let damage: String?
+            if name == nil {
+                damage =
+                    "the key \(key.map { String(format2: $0) }.joined(separator: " ")) holds no valid UTF-8 name; it is kept: read it with a LevelDB tool and delete it if it is not needed"
+            } else if values.withValue({ (try? CBORValue(decoding: $0)) == nil }) {
+                damage =
+                    "its \(values.value.count) stored bytes are not one CBOR item; it is kept: set it again (`buri set-value`) or remove it"
+            } else {
+                damage = nil
+            }
+            if let damage {
+                report.problems.append(
+                    ConsistencyProblem(kind: .corruptValue, bucket: nil, key: name, index: nil, detail: damage))
+            }
+        }
+
         // Anything else outside the known spaces.
         reading = nil
-        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.countTag + 1]))
+        let stray = try snapshot.cursor(in: KeyRange(start: [Keyspace.valueTag + 1]))
         while try stray.next() {
             report.problems.append(
                 ConsistencyProblem(
