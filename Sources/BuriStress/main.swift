@@ -266,6 +266,68 @@ func runMigrate(path: String) -> Never {
     exit(0)
 }
 
+/// `refs <path> <round>`: songs held by playlists (nullify) and fans (cascade); each round is one
+/// transaction that deletes the next song and stores a marker, whose encoding kills the process in
+/// round `round` — after the deletion's rules are in the transaction, before its commit.
+let refsKillAt =
+    CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "refs" ? Int(CommandLine.arguments[3]) ?? 0 : 0
+
+struct StressSong: BuriSupport {
+    var id: String
+    static let buri = BuriSchema<StressSong>(key: \.id, bucket: "songs")
+}
+
+struct StressPlaylist: BuriSupport {
+    var id: String
+    var songs: [Ref<StressSong>]
+    static let buri = BuriSchema<StressPlaylist>(
+        key: \.id, indexes: [.reference("songs", \.songs, onDelete: .nullify)], bucket: "playlists")
+}
+
+struct StressFan: BuriSupport {
+    var id: String
+    var favourite: Ref<StressSong>
+    static let buri = BuriSchema<StressFan>(
+        key: \.id, indexes: [.reference("favourite", \.favourite, onDelete: .cascade)], bucket: "fans")
+}
+
+/// The last round committed; encoding it in round `refsKillAt` kills the process.
+struct RoundMarker: BuriSupport {
+    var id: String
+    var round: Int
+    static let buri = BuriSchema<RoundMarker>(key: \.id, bucket: "rounds")
+
+    func encode(to encoder: any Encoder) throws {
+        if round == refsKillAt { kill(getpid(), SIGKILL) }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(round, forKey: .round)
+    }
+}
+
+/// Deletes songs in order, one transaction per round, until killed (or every song is gone).
+func runRefs(path: String) -> Never {
+    let db = openDatabase(path, sync: false)
+    emit("ready pid=\(getpid()) kill-at=\(refsKillAt)")
+    do {
+        let done = try db.bucket(RoundMarker.self).object(forKey: "last")?.round ?? 0
+        let songs = try db.bucket(StressSong.self).keys()
+        for (offset, song) in songs.enumerated() {
+            let round = done + offset + 1
+            try db.write { tx in
+                try tx.bucket(StressSong.self).delete(keys: [song])
+                try tx.bucket(RoundMarker.self).store(RoundMarker(id: "last", round: round))
+            }
+            emit("round \(round)")
+        }
+    } catch {
+        fail("refs failed: \(error)")
+    }
+    db.close()
+    emit("done")
+    exit(0)
+}
+
 /// The age index's version for `evolve` (from the command line; 0 otherwise).
 let evolveVersion =
     CommandLine.arguments.count >= 4 && CommandLine.arguments[1] == "evolve" ? Int(CommandLine.arguments[3]) ?? 0 : 0
@@ -407,6 +469,8 @@ case "evolve":
     runEvolve(path: arguments[2])
 case "migrate":
     runMigrate(path: arguments[2])
+case "refs":
+    runRefs(path: arguments[2])
 case "deleteall":
     runDeleteAll(path: arguments[2])
 case "transfer":

@@ -282,6 +282,74 @@ struct KillTests {
         print("deleteAll purge kills: \(interrupted) of the rounds interrupted mid-purge")
     }
 
+    /// Delete rules under SIGKILL: each round of the child is one transaction that deletes a song
+    /// (its nullify and cascade rules applied in it) and is killed, in a seeded round, after the
+    /// rules are in the transaction and before its commit. The rounds before committed whole, the
+    /// killed one left nothing, and no reference ever dangles.
+    @Test func killDuringDeleteRules() throws {
+        struct Song: BuriSupport {
+            var id: String
+            static let buri = BuriSchema<Song>(key: \.id, bucket: "songs")
+        }
+        struct Playlist: BuriSupport, Equatable {
+            var id: String
+            var songs: [Ref<Song>]
+            static let buri = BuriSchema<Playlist>(
+                key: \.id, indexes: [.reference("songs", \.songs, onDelete: .nullify)], bucket: "playlists")
+        }
+        struct Fan: BuriSupport {
+            var id: String
+            var favourite: Ref<Song>
+            static let buri = BuriSchema<Fan>(
+                key: \.id, indexes: [.reference("favourite", \.favourite, onDelete: .cascade)], bucket: "fans")
+        }
+        struct Round: BuriSupport {
+            var id: String
+            var round: Int
+            static let buri = BuriSchema<Round>(key: \.id, bucket: "rounds")
+        }
+        let binary = try stressBinary()
+        let directory = TemporaryDirectory("buri-kill-refs")
+        let dbPath = directory.path("db")
+        var random = SeededGenerator(seed: 0x4EF5)
+        let songKeys = (0..<200).map { String(format: "s%03d", $0) }
+        let playlists = (0..<60).map { p in
+            Playlist(id: "p\(p)", songs: (0..<20).map { _ in Ref<Song>(songKeys.randomElement(using: &random)!) })
+        }
+        do {
+            let db = try BuriDatabase(path: dbPath)
+            try db.bucket(Song.self).store(songKeys.map { Song(id: $0) })
+            try db.bucket(Playlist.self).store(playlists)
+            try db.bucket(Fan.self).store((0..<100).map { Fan(id: "f\($0)", favourite: Ref(songKeys[$0 * 2])) })
+            db.close()
+        }
+        var committed = 0
+        for round in 0..<(fullTests ? 20 : 10) {
+            let killAt = committed + Int.random(in: 1...8, using: &random)
+            let end = try runChildKilledAtAPoint(binary, ["refs", dbPath, String(killAt)], capturingOutput: true)
+            #expect(end.reason == .uncaughtSignal && end.status == SIGKILL, "round \(round): \(end.output)")
+            // Rounds up to killAt − 1 committed; round killAt was killed inside its transaction.
+            #expect(end.output.hasSuffix(killAt - 1 > committed ? "round \(killAt - 1)\n" : "kill-at=\(killAt)\n"))
+            committed = killAt - 1
+            let db = try BuriDatabase(path: dbPath)
+            defer { db.close() }
+            let deleted = Set(songKeys.prefix(committed))
+            #expect(try db.bucket(Song.self).keys() == Array(songKeys.dropFirst(committed)), "round \(round)")
+            #expect(try db.bucket(Round.self).object(forKey: "last")?.round ?? 0 == committed)
+            let stored = try db.bucket(Playlist.self).objects()
+            #expect(stored.count == playlists.count)
+            for before in playlists {
+                let after = stored.first { $0.id == before.id }
+                #expect(
+                    after?.songs == before.songs.filter { !deleted.contains($0.key) }, "round \(round) \(before.id)")
+            }
+            let fans = try db.bucket(Fan.self).objects()
+            #expect(fans.count == (0..<100).filter { !deleted.contains(songKeys[$0 * 2]) }.count)
+            let report = try db.check()
+            #expect(report.problems.isEmpty, "round \(round): \(report.summary)")
+        }
+    }
+
     @Test("SIGKILL inside migrateAll's batches: each batch is whole or absent, and running it again finishes")
     func killDuringMigrateAll() throws {
         let binary = try stressBinary()

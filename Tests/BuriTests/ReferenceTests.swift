@@ -3,6 +3,7 @@ import BuriEtcd
 import BuriStorage
 import BuriTestSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import Buri
 
@@ -296,6 +297,55 @@ struct ReferenceTests {
             "try songs.delete(keys: [song.id])",
         ] {
             #expect(readme.contains(line), "README lacks \(line)")
+        }
+    }
+
+    /// Four writers at once (two clients on shared engines): playlists and fans stored with
+    /// references to random songs while songs are deleted and stored again. A store that names a
+    /// song just deleted is refused; whatever commits, no reference dangles.
+    @Test(arguments: Engine.allCases) func fourWritersNeverLeaveADanglingReference(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let other = try t.client(1)
+        defer { if other !== t.db { other.close() } }
+        let (songs, _) = try Self.fill(t, songs: 40)
+        _ = try t.db.bucket(Owner.self)
+        let keys = (0..<40).map { String(format: "s%03d", $0) }
+        let failures = Mutex<[String]>([])
+        let mine = t.db
+        DispatchQueue.concurrentPerform(iterations: 4) { writer in
+            let db = writer % 2 == 0 ? mine : other
+            var random = SeededGenerator(seed: UInt64(0xBEE + writer))
+            do {
+                let songs = try db.bucket(Song.self)
+                let playlists = try db.bucket(Playlist.self)
+                for step in 0..<60 {
+                    do {
+                        switch writer {
+                        case 0, 1:
+                            let refs = (0..<4).map { _ in Ref<Song>(keys.randomElement(using: &random)!) }
+                            try playlists.store(
+                                Playlist(id: "w\(writer)-\(step % 15)", name: "", songs: refs, featured: refs.first))
+                        case 2:
+                            try songs.delete(keys: [keys.randomElement(using: &random)!])
+                        default:
+                            let key = keys.randomElement(using: &random)!
+                            try songs.store(Song(id: key, title: "again", album: nil))
+                        }
+                    } catch BuriError.danglingReference {
+                    } catch BuriError.conflict {}
+                }
+            } catch {
+                failures.withLock { $0.append("writer \(writer): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let report = try t.db.check()
+        #expect(report.isConsistent, "\(report.problems)")
+        let stored = Set(try songs.keys())
+        for playlist in try t.db.bucket(Playlist.self).objects() {
+            #expect(
+                playlist.songs.allSatisfy { stored.contains($0.key) }
+                    && playlist.featured.map { stored.contains($0.key) } != false)
         }
     }
 }
