@@ -348,4 +348,30 @@ struct ReferenceTests {
                     && playlist.featured.map { stored.contains($0.key) } != false)
         }
     }
+
+    /// A relationship into a bucket named explicitly: the name is compared as bytes, so deleting
+    /// from the canonically equal "e\u{301}" leaves references into "\u{E9}" alone.
+    @Test(arguments: Engine.allCases) func aRelationshipIntoANamedBucketComparesItsNameAsBytes(engine: Engine) throws {
+        struct Mix: BuriSupport, Equatable {
+            var id: String
+            var songs: [Ref<Song>]
+            static let buri = BuriSchema<Mix>(
+                key: \.id, indexes: [.reference("songs", \.songs, in: "\u{E9}", onDelete: .nullify)])
+        }
+        let t = try TestDatabase(engine)
+        let composed = try t.db.bucket(Song.self, named: "\u{E9}")
+        let decomposed = try t.db.bucket(Song.self, named: "e\u{301}")
+        try composed.store(Song(id: "a", title: "", album: nil))
+        try decomposed.store(Song(id: "a", title: "", album: nil))
+        let mixes = try t.db.bucket(Mix.self)
+        try mixes.store(Mix(id: "m", songs: [Ref("a")]))
+        #expect(throws: BuriError.self) { try mixes.store(Mix(id: "n", songs: [Ref("b")])) }
+        try decomposed.store(Song(id: "b", title: "", album: nil))
+        #expect(throws: BuriError.self) { try mixes.store(Mix(id: "n", songs: [Ref("b")])) }
+        #expect(try decomposed.delete(keys: ["a"]) == 1)
+        #expect(try mixes.object(forKey: "m")?.songs == [Ref("a")])
+        #expect(try composed.delete(keys: ["a"]) == 1)
+        #expect(try mixes.object(forKey: "m")?.songs == [])
+        #expect(try t.db.check().isConsistent)
+    }
 }

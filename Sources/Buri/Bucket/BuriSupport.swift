@@ -92,7 +92,7 @@ public struct BuriIndex<T>: Sendable {
     /// The property a single-component index reads, for queries by key path (`nil` for compound
     /// and computed indexes).
     let keyPath: (AnyKeyPath & Sendable)?
-    /// For a relationship (``reference(_:_:field:onDelete:version:)-7x0ks``): the bucket its
+    /// For a relationship (`.reference`, Reference.swift): the bucket its
     /// references point into and what their target's deletion does.
     /// (The bucket name is read when the bucket is opened, not when the schema is made: a type may
     /// refer to itself, and reading its own schema while it is being made would never end.)

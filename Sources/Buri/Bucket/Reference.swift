@@ -8,7 +8,7 @@
 ///
 /// It encodes as plain data — the target's key as a text string — so `buri` and any reader of
 /// docs/FORMAT.md see it as the key it is. Declare an index over a reference property with
-/// ``BuriIndex/reference(_:_:field:onDelete:version:)-7x0ks`` to make it a relationship: the
+/// `.reference(name, keyPath, onDelete:)` (``BuriIndex``) to make it a relationship: the
 /// index answers "who refers to this object" and the target's deletion follows the declared
 /// ``DeleteRule``.
 ///
@@ -92,19 +92,22 @@ public enum DeleteRule: String, Codable, Sendable, Hashable {
 extension BuriIndex {
     /// A relationship: an index over an array of references (an ordered to-many relationship; one
     /// entry per distinct target), stored under `field` (default: the index name) so that tools
-    /// and delete rules can find it without the Swift type.
+    /// and delete rules can find it without the Swift type. The targets are objects of `U`'s
+    /// bucket (`U.buri.bucketName`), or of the bucket named `bucket` when `U` is stored under
+    /// another name (names compared as bytes).
     ///
     /// ```swift
     /// .reference("songs", \.songs, onDelete: .nullify)
+    /// .reference("archived", \.archived, in: "songs-2025", onDelete: .nullify)
     /// ```
     public static func reference<U: BuriSupport>(
-        _ name: String, _ keyPath: KeyPath<T, [Ref<U>]> & Sendable, field: String? = nil,
+        _ name: String, _ keyPath: KeyPath<T, [Ref<U>]> & Sendable, in bucket: String? = nil, field: String? = nil,
         onDelete: DeleteRule = .nullify, version: Int = 0
     ) -> BuriIndex {
         BuriIndex(
             name: name, components: [.binary], unique: false, multi: true, version: version,
             fields: [(field ?? name, .value)], keyPath: keyPath,
-            reference: ({ U.buri.bucketName }, onDelete)
+            reference: ({ bucket ?? U.buri.bucketName }, onDelete)
         ) { object in
             object[keyPath: keyPath].map { [$0.binaryIndexValue] }
         }
@@ -117,13 +120,13 @@ extension BuriIndex {
     /// .reference("album", \.album, onDelete: .deny)
     /// ```
     public static func reference<U: BuriSupport>(
-        _ name: String, _ keyPath: KeyPath<T, Ref<U>?> & Sendable, field: String? = nil,
+        _ name: String, _ keyPath: KeyPath<T, Ref<U>?> & Sendable, in bucket: String? = nil, field: String? = nil,
         onDelete: DeleteRule = .nullify, version: Int = 0
     ) -> BuriIndex {
         BuriIndex(
             name: name, components: [.binary], unique: false, multi: false, version: version,
             fields: [(field ?? name, .value)], keyPath: keyPath,
-            reference: ({ U.buri.bucketName }, onDelete)
+            reference: ({ bucket ?? U.buri.bucketName }, onDelete)
         ) { object in
             object[keyPath: keyPath].map { [[$0.binaryIndexValue]] } ?? []
         }
@@ -137,13 +140,13 @@ extension BuriIndex {
     /// .reference("owner", \.owner, onDelete: .cascade)
     /// ```
     public static func reference<U: BuriSupport>(
-        _ name: String, _ keyPath: KeyPath<T, Ref<U>> & Sendable, field: String? = nil,
+        _ name: String, _ keyPath: KeyPath<T, Ref<U>> & Sendable, in bucket: String? = nil, field: String? = nil,
         onDelete: DeleteRule, version: Int = 0
     ) -> BuriIndex {
         BuriIndex(
             name: name, components: [.binary], unique: false, multi: false, version: version,
             fields: [(field ?? name, .value)], keyPath: keyPath,
-            reference: ({ U.buri.bucketName }, onDelete),
+            reference: ({ bucket ?? U.buri.bucketName }, onDelete),
             declarationError: onDelete == .nullify
                 ? "a reference that is not optional cannot be nullified: declare onDelete: .cascade or .deny, or make the property optional"
                 : nil
