@@ -275,7 +275,9 @@ struct PlaylistData: Sendable {
             guard songCount == songs.count - deleted.count else {
                 throw fail("\(songCount) songs left, expected \(songs.count - deleted.count)")
             }
-            guard state.count == playlists.count else { throw fail("\(state.count) playlists, expected \(playlists.count)") }
+            guard state.count == playlists.count else {
+                throw fail("\(state.count) playlists, expected \(playlists.count)")
+            }
             for playlist in playlists {
                 let want = playlist.songs.map(\.key).filter { !deleted.contains($0) }
                 guard state[playlist.id] == want else {
@@ -374,7 +376,8 @@ final class BuriPlaylistRows<P: PlaylistShape> {
     func answer(_ row: Row) throws -> PlaylistAnswer? {
         switch row {
         case .playlistSongs:
-            return .songs(fetched.map { $0.map { $0.map { Song(id: $0.id, title: $0.title) } ?? Song(id: "", title: "") } })
+            return .songs(
+                fetched.map { $0.map { $0.map { Song(id: $0.id, title: $0.title) } ?? Song(id: "", title: "") } })
         case .playlistHolders: return .holders(holders)
         case .playlistDelete:
             var state: [String: [String]] = [:]
