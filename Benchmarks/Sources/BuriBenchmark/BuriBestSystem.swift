@@ -86,8 +86,21 @@ final class BuriBestSystem: System {
         case .orTwoIndexes: try orTwoIndexes()
         case .top50AgeDesc: try top50AgeDesc()
         case .filterUnindexed: try filterUnindexed()
+        case .playlistSongs, .playlistHolders, .playlistDelete: try runPlaylistRow(row)
         }
     }
+
+    func runPlaylistRow(_ row: Row) throws -> Int {
+        guard let playlistRows else { throw BenchmarkFailure("\(name): the playlists were not loaded") }
+        return try playlistRows.run(row)
+    }
+
+    /// The playlist rows' buckets, loaded before the first of them (untimed).
+    var playlistRows: BuriPlaylistRows<BestPlaylist>?
+
+    func supports(_ row: Row) -> Bool { true }
+
+    func playlistAnswer(_ row: Row) throws -> PlaylistAnswer? { try playlistRows?.answer(row) }
 
     // One method per row, never inlined, so a profiler can single each one out
     // (valgrind --toggle-collect='*BuriBestSystemC10sequential*').
@@ -142,6 +155,9 @@ final class BuriBestSystem: System {
 
     func prepare(_ row: Row) throws {
         if row.isQuery { try loadResidents() }
+        if row.isPlaylist, playlistRows == nil, let data = workload.playlists {
+            playlistRows = try BuriPlaylistRows(database: database, data: data)
+        }
         guard row == .observedRefill else { return }
         let count = ProcessInfo.processInfo.environment["BURI_BENCH_OBSERVERS"].flatMap { Int($0) } ?? 1_000
         idleObservers = try (0..<count).map { i in

@@ -338,6 +338,9 @@ final class FloorSystem: System {
                 matchedKeys.removeAll(keepingCapacity: true)
                 return try query(row, residents)
             }
+        case .playlistSongs, .playlistHolders, .playlistDelete:
+            // The floor has no playlist rows (`supports` says so; the driver skips it).
+            throw BenchmarkFailure("floor: no playlist rows")
         }
     }
 

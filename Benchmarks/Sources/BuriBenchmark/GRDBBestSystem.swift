@@ -120,7 +120,88 @@ final class GRDBBestSystem: System {
         case .orTwoIndexes: return try orTwoIndexes()
         case .top50AgeDesc: return try top50AgeDesc()
         case .filterUnindexed: return try filterUnindexed()
+        case .playlistSongs: return try playlistSongs()
+        case .playlistHolders: return try playlistHolders()
+        case .playlistDelete: return try playlistDelete()
         }
+    }
+
+    // The playlist rows, cached statements and songs decoded by column index: the join in the
+    // order of the join table's primary key (playlistId, position), the holders from the index on
+    // songId, one DELETE of the song whose foreign key cascades to its join rows.
+
+    var playlistsLoaded = false
+    var fetched: [[SongRow]] = []
+    var holders: [[String]] = []
+
+    func supports(_ row: Row) -> Bool { true }
+
+    func playlistAnswer(_ row: Row) throws -> PlaylistAnswer? {
+        guard let data = workload.playlists else { return nil }
+        switch row {
+        case .playlistSongs: return .songs(fetched.map { $0.map(\.song) })
+        case .playlistHolders: return .holders(holders)
+        case .playlistDelete: return try GRDBPlaylists.after(queue, data)
+        default: return nil
+        }
+    }
+
+    var playlistData: PlaylistData {
+        get throws {
+            guard let data = workload.playlists else { throw BenchmarkFailure("\(name): no playlists") }
+            return data
+        }
+    }
+
+    /// Each playlist its own read, as an app asks each time it shows one.
+    @inline(never) func playlistSongs() throws -> Int {
+        let data = try playlistData
+        fetched.removeAll(keepingCapacity: true)
+        var count = 0
+        for p in data.fetchOrder {
+            let songs = try queue.read { db in
+                let statement = try db.cachedStatement(
+                    sql:
+                        "SELECT song.id, song.title FROM playlistSong JOIN song ON song.id = playlistSong.songId WHERE playlistSong.playlistId = ? ORDER BY playlistSong.position"
+                )
+                statement.setUncheckedArguments([data.playlists[p].id])
+                return try SongRow.fetchAll(statement)
+            }
+            count += songs.count
+            fetched.append(songs)
+        }
+        return count
+    }
+
+    @inline(never) func playlistHolders() throws -> Int {
+        let data = try playlistData
+        holders.removeAll(keepingCapacity: true)
+        var count = 0
+        for song in data.holderQueries {
+            let ids = try queue.read { db in
+                let statement = try db.cachedStatement(sql: "SELECT playlistId FROM playlistSong WHERE songId = ?")
+                statement.setUncheckedArguments([song])
+                return try String.fetchAll(statement)
+            }
+            count += ids.count
+            holders.append(ids)
+        }
+        return count
+    }
+
+    /// One transaction per song, as Buri's delete is one commit per call.
+    @inline(never) func playlistDelete() throws -> Int {
+        let data = try playlistData
+        var count = 0
+        for song in data.hotSongs {
+            count += try queue.write { db in
+                let statement = try db.cachedStatement(sql: "DELETE FROM song WHERE id = ?")
+                statement.setUncheckedArguments([song])
+                try statement.execute()
+                return db.changesCount
+            }
+        }
+        return count
     }
 
     // The query rows, one method each, never inlined, so a profiler can single each one out
@@ -187,6 +268,10 @@ final class GRDBBestSystem: System {
     var lastAnswer: [ResidentRow] = []
 
     func prepare(_ row: Row) throws {
+        if row.isPlaylist, !playlistsLoaded, let data = workload.playlists {
+            try GRDBPlaylists.load(queue, data)
+            playlistsLoaded = true
+        }
         guard row.isQuery, !residentsLoaded else { return }
         try GRDBSystem.loadResidents(queue, workload.residents)
         residentsLoaded = true

@@ -42,6 +42,8 @@ final class GRDBSystem: System {
                 t.column("locale", .text).notNull().indexed()
                 t.column("age", .integer).notNull().indexed()
             }
+            // The playlist rows' tables (empty until the first playlist row).
+            try GRDBPlaylists.createTables(db)
         }
         return queue
     }
@@ -67,9 +69,76 @@ final class GRDBSystem: System {
     var lastAnswer: [Resident] = []
 
     func prepare(_ row: Row) throws {
+        if row.isPlaylist, !playlistsLoaded, let data = workload.playlists {
+            try GRDBPlaylists.load(queue, data)
+            playlistsLoaded = true
+        }
         guard row.isQuery, !residentsLoaded else { return }
         try GRDBSystem.loadResidents(queue, workload.residents)
         residentsLoaded = true
+    }
+
+    // The playlist rows, through GRDB's record API: an association joined with an alias to
+    // order by the join table's position, a filtered selection of one column, `deleteOne` (the
+    // foreign key's ON DELETE CASCADE removes the join rows in the same statement).
+
+    var playlistsLoaded = false
+    var fetched: [[Song]] = []
+    var holders: [[String]] = []
+
+    func supports(_ row: Row) -> Bool { true }
+
+    func playlistAnswer(_ row: Row) throws -> PlaylistAnswer? {
+        guard let data = workload.playlists else { return nil }
+        switch row {
+        case .playlistSongs: return .songs(fetched)
+        case .playlistHolders: return .holders(holders)
+        case .playlistDelete: return try GRDBPlaylists.after(queue, data)
+        default: return nil
+        }
+    }
+
+    func playlistRow(_ row: Row) throws -> Int {
+        guard let data = workload.playlists else { throw BenchmarkFailure("\(name): no playlists") }
+        switch row {
+        case .playlistSongs:
+            fetched.removeAll(keepingCapacity: true)
+            var count = 0
+            for p in data.fetchOrder {
+                let id = data.playlists[p].id
+                let songs = try queue.read { db in
+                    let entry = TableAlias<PlaylistSong>()
+                    return try Song.joining(
+                        required: Song.playlistEntries.aliased(entry).filter(Column("playlistId") == id)
+                    )
+                    .order(entry[Column("position")])
+                    .fetchAll(db)
+                }
+                count += songs.count
+                fetched.append(songs)
+            }
+            return count
+        case .playlistHolders:
+            holders.removeAll(keepingCapacity: true)
+            var count = 0
+            for song in data.holderQueries {
+                let ids = try queue.read { db in
+                    try PlaylistSong.filter(Column("songId") == song).select(Column("playlistId"), as: String.self)
+                        .fetchAll(db)
+                }
+                count += ids.count
+                holders.append(ids)
+            }
+            return count
+        case .playlistDelete:
+            var count = 0
+            for song in data.hotSongs {
+                if try queue.write({ db in try Song.deleteOne(db, key: song) }) { count += 1 }
+            }
+            return count
+        default:
+            throw BenchmarkFailure("not a playlist row: \(row.title)")
+        }
     }
 
     func answer(_ row: Row) -> Answer? { row.isQuery ? .objects(lastAnswer) : nil }
@@ -185,6 +254,8 @@ final class GRDBSystem: System {
                 }
                 return lastAnswer.count
             }
+        case .playlistSongs, .playlistHolders, .playlistDelete:
+            return try playlistRow(row)
         }
     }
 

@@ -110,6 +110,9 @@ struct Workload: Sendable {
     let residents: [Resident]
     /// What each query row must return, computed here from `residents` by plain Swift.
     let expected: ExpectedAnswers
+    /// The playlist rows' songs and playlists (their own fixed sizes, see `PlaylistRows.swift`);
+    /// built by the driver only when a playlist row runs, after the inputs' size is measured.
+    var playlists: PlaylistData?
 
     init(n: Int) {
         self.n = n
@@ -135,6 +138,7 @@ struct Workload: Sendable {
         case .rangeObjects: people.filter { Workload.ageRange.contains($0.age) }.count
         case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed:
             expected.answer(for: row).count * QueryRows.queries(row)
+        case .playlistSongs, .playlistHolders, .playlistDelete: playlists?.objects(for: row) ?? 0
         default: n
         }
     }
@@ -146,7 +150,10 @@ enum Row: Int, CaseIterable, Sendable {
         pointFetch, complexRefill, observedRefill, deleteAll,
         // The query rows run last, on their own bucket and table (`Resident`), loaded untimed
         // before the first of them (see `QueryRows.swift`).
-        inAndRange, orTwoIndexes, top50AgeDesc, filterUnindexed
+        inAndRange, orTwoIndexes, top50AgeDesc, filterUnindexed,
+        // The playlist rows run after them, on songs and playlists of their own (100,000 and
+        // 1,000 whatever the count), loaded untimed before the first (see `PlaylistRows.swift`).
+        playlistSongs, playlistHolders, playlistDelete
 
     var title: String {
         switch self {
@@ -166,6 +173,9 @@ enum Row: Int, CaseIterable, Sendable {
         case .orTwoIndexes: "Query: locale = EN OR age < 10 (10 queries)"
         case .top50AgeDesc: "Top 50 by age descending where locale = EN (100 queries)"
         case .filterUnindexed: "Filter: age in 20...29 AND name starts with A, unindexed (50 queries)"
+        case .playlistSongs: "Playlist: one playlist's 100 songs in order (200 playlists)"
+        case .playlistHolders: "Playlist: every playlist holding a song held by 100 (100 queries)"
+        case .playlistDelete: "Playlist: delete a song held by 100 playlists, nullify (20 songs)"
         }
     }
 
@@ -188,6 +198,9 @@ enum Row: Int, CaseIterable, Sendable {
         case .orTwoIndexes: "or_two_indexes"
         case .top50AgeDesc: "top50_age_desc"
         case .filterUnindexed: "filter_unindexed"
+        case .playlistSongs: "playlist_songs_in_order"
+        case .playlistHolders: "playlist_holders_of_song"
+        case .playlistDelete: "playlist_delete_song_nullify"
         }
     }
 
@@ -199,6 +212,15 @@ enum Row: Int, CaseIterable, Sendable {
         // The floor of a query row is one way a hand-written LevelDB app could answer it (not
         // the least LevelDB work Buri's plan needs), so it is shown but not a target.
         case .inAndRange, .orTwoIndexes, .top50AgeDesc, .filterUnindexed: false
+        case .playlistSongs, .playlistHolders, .playlistDelete: false
+        }
+    }
+
+    /// Whether the row is a playlist row (Buri and GRDB only: the floor has none).
+    var isPlaylist: Bool {
+        switch self {
+        case .playlistSongs, .playlistHolders, .playlistDelete: true
+        default: false
         }
     }
 
@@ -223,6 +245,10 @@ protocol System: AnyObject {
     func finish(_ row: Row)
     /// What the query row `row` returned when it last ran (read untimed, checked by the driver).
     func answer(_ row: Row) -> Answer?
+    /// Whether the system runs `row` (the floor runs no playlist row).
+    func supports(_ row: Row) -> Bool
+    /// What the playlist row `row` returned (read untimed, checked by the driver).
+    func playlistAnswer(_ row: Row) throws -> PlaylistAnswer?
     func close()
 }
 
@@ -231,6 +257,8 @@ extension System {
     func prepare(_ row: Row) throws {}
     func finish(_ row: Row) {}
     func answer(_ row: Row) -> Answer? { nil }
+    func supports(_ row: Row) -> Bool { !row.isPlaylist }
+    func playlistAnswer(_ row: Row) throws -> PlaylistAnswer? { nil }
 }
 
 struct BenchmarkFailure: Error, CustomStringConvertible {

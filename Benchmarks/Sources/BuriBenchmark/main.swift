@@ -22,6 +22,8 @@ struct Options {
     var rows: Set<Row> = Set(Row.allCases)
     /// `--scale`: the counts to run, smallest first (nil: just `count`).
     var scale: [Int]?
+    /// The playlist rows' own sizes (not `count`): 100,000 songs, 1,000 playlists of 100.
+    var playlistSizes = PlaylistSizes()
     var systems: [String] = [
         BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name,
         GRDBBestSystem.name,
@@ -57,8 +59,19 @@ struct Options {
             case "--json": json = true
             case "--no-memory": memory = false
             case "--rows":
+                // Row ids, or a section: "queries" (the four query rows), "playlist" (the three
+                // playlist rows).
                 let wanted = try value(argument).split(separator: ",").map(String.init)
-                rows = Set(Row.allCases.filter { wanted.contains($0.id) })
+                rows = Set(
+                    Row.allCases.filter {
+                        wanted.contains($0.id) || ($0.isQuery && wanted.contains("queries"))
+                            || ($0.isPlaylist && wanted.contains("playlist"))
+                    })
+            case "--playlist-songs":
+                guard let n = Int(try value(argument)), n >= 10_000 else {
+                    throw BenchmarkFailure("--playlist-songs needs a number ≥ 10000 (100 playlists)")
+                }
+                playlistSizes.songs = n
             case "--systems":
                 // Names compare by their lowercased letters and digits. A full name selects that
                 // system alone ("buri", "buri-best", "grdb", "grdb-best", "buri-in-memory"); a shorter prefix
@@ -92,7 +105,10 @@ struct Options {
           --repetitions R  repetitions, median reported (default 5; 3 above 200000 objects; 1 from 1000000)
           --json           one JSON record per row and system instead of the Markdown tables
           --no-memory      skip the peak-memory measurements (all-objects retrieval and fills)
-          --rows           only these rows (ids as in the JSON output); the complex fill always runs
+          --rows           only these rows (ids as in the JSON output, or a section: queries, playlist);
+                           the complex fill always runs
+          --playlist-songs N  songs of the playlist rows (default 100000; N/100 playlists of 100 songs),
+                           whatever --count says
           --systems        only these systems: buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best (a full name is
                            that system alone, a shorter prefix every system it starts; the table needs
                            Buri, LevelDB and GRDB)
@@ -174,8 +190,12 @@ struct Measurement {
     var fillMemory: [FillProbe.Result] = []
     /// How much the prebuilt inputs (objects, keys, the floor's bytes) added to the resident size.
     var inputBytes = 0
+    /// The playlist rows' sizes, when they ran.
+    var playlistSizes: PlaylistSizes?
 
     func median(_ row: Row, _ system: String) -> Double { medianSeconds(times[row]?[system] ?? [.infinity]) }
+    /// Whether `system` ran `row` (the floor runs no playlist row).
+    func ran(_ row: Row, _ system: String) -> Bool { times[row]?[system] != nil }
     func rate(_ row: Row, _ system: String) -> Double { Double(expected[row] ?? 0) / median(row, system) }
     func nanosecondsPerObject(_ row: Row, _ system: String) -> Double {
         median(row, system) * 1e9 / Double(max(expected[row] ?? 0, 1))
@@ -187,10 +207,14 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
     var result = Measurement(n: n, repetitions: repetitions)
     log("buri-bench: preparing \(n) objects…")
     let residentBefore = residentBytes()
-    let workload = Workload(n: n)
+    var workload = Workload(n: n)
     let layout = try FloorLayout.learn(in: directory)
     let floorBytes = FloorSystem.Bytes(workload: workload, layout: layout)
     result.inputBytes = max(0, residentBytes() - residentBefore)
+    // The playlist rows' inputs: their own sizes, not counted in the inputs per object above.
+    if options.rows.contains(where: \.isPlaylist) {
+        workload.playlists = PlaylistData(sizes: options.playlistSizes)
+    }
     // The floor's residents: stored once by Buri (untimed) and copied from there by the floor.
     let residentLayout =
         options.systems.contains(FloorSystem.name) && options.rows.contains(where: \.isQuery)
@@ -201,6 +225,7 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
     // Fills always run: the reads need data and the refill and delete need objects.
     let rows = Row.allCases.filter { options.rows.contains($0) || $0 == .complexFill }
     result.expected = Dictionary(uniqueKeysWithValues: Row.allCases.map { ($0, workload.objects(for: $0)) })
+    result.playlistSizes = workload.playlists?.sizes
 
     for repetition in 0..<repetitions {
         log("buri-bench: \(n) objects, repetition \(repetition + 1) of \(repetitions)")
@@ -227,7 +252,7 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
         let order = (0..<systems.count).map { systems[($0 + repetition) % systems.count] }
         for row in rows {
             for name in order {
-                guard let system = open[name] else { continue }
+                guard let system = open[name], system.supports(row) else { continue }
                 try system.prepare(row)
                 let (elapsed, handled) = try seconds { try system.run(row) }
                 system.finish(row)
@@ -236,6 +261,9 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
                         "\(name), \(row.title): handled \(handled) objects, expected \(result.expected[row] ?? -1)")
                 }
                 if row.isQuery { try workload.expected.check(system.answer(row), row: row, system: name) }
+                if row.isPlaylist, let data = workload.playlists {
+                    try data.check(system.playlistAnswer(row), row: row, system: name)
+                }
                 result.times[row, default: [:]][name, default: []].append(elapsed)
             }
         }
@@ -281,7 +309,7 @@ func runBenchmark(_ options: Options) throws {
 
 func printJSON(_ m: Measurement, rows: [Row], systems: [String]) {
     for row in rows {
-        for system in systems {
+        for system in systems where m.ran(row, system) {
             print(
                 "{\"row\":\(jsonString(row.id)),\"title\":\(jsonString(row.title)),\"system\":\(jsonString(system)),\"n\":\(m.n),\"objects\":\(m.expected[row] ?? 0),\"repetitions\":\(m.repetitions),\"median_seconds\":\(m.median(row, system)),\"ops_per_s\":\(m.rate(row, system).rounded()),\"ns_per_object\":\(m.nanosecondsPerObject(row, system).rounded())}"
             )
@@ -303,7 +331,7 @@ func printJSON(_ m: Measurement, rows: [Row], systems: [String]) {
 func printScaleJSON(_ ms: [Measurement], rows: [Row], systems: [String]) {
     guard let first = ms.first, let last = ms.last else { return }
     for row in rows {
-        for system in systems {
+        for system in systems where first.ran(row, system) {
             let points = ms.map {
                 "{\"n\":\($0.n),\"ns_per_object\":\($0.nanosecondsPerObject(row, system).rounded())}"
             }
@@ -350,17 +378,20 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         let floor = m.rate(row, FloorSystem.name)
         let grdb = m.rate(row, GRDBSystem.name)
         let best = m.rate(row, GRDBBestSystem.name)
+        // The floor runs no playlist row: its cells say so.
+        let hasFloor = m.ran(row, FloorSystem.name)
+        func floorCell(_ text: String) -> String { hasFloor ? text : "—" }
         var verdict: [String] = []
         if row.hasFloorTarget { verdict.append(buri / floor >= 0.5 ? "floor ✓" : "floor ✗") }
         verdict.append(buri / grdb >= 2 ? "GRDB ✓" : "GRDB ✗")
         if withBest { verdict.append(buri / best >= 1 ? "best ✓" : "best ✗") }
         var line =
-            "| \(row.title) | \(formatRate(Double(m.expected[row] ?? 0))) | \(formatRate(buri)) | \(formatRate(floor)) | \(formatRate(grdb)) |"
+            "| \(row.title) | \(formatRate(Double(m.expected[row] ?? 0))) | \(formatRate(buri)) | \(floorCell(formatRate(floor))) | \(formatRate(grdb)) |"
         if withBest { line += " \(formatRate(best)) |" }
-        line += " \(ratio(buri / floor)) | \(ratio(buri / grdb)) |"
+        line += " \(floorCell(ratio(buri / floor))) | \(ratio(buri / grdb)) |"
         if withBest { line += " \(ratio(buri / best)) |" }
-        line += " \(ratio(floor / grdb)) |"
-        if withBest { line += " \(ratio(floor / best)) |" }
+        line += " \(floorCell(ratio(floor / grdb))) |"
+        if withBest { line += " \(floorCell(ratio(floor / best))) |" }
         line += " \(verdict.joined(separator: ", ")) |"
         if withMemory {
             let memory = m.rate(row, BuriSystem.memoryName)
@@ -374,6 +405,12 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         print(line)
     }
     print("")
+    if let sizes = m.playlistSizes, rows.contains(where: \.isPlaylist) {
+        print(
+            "Playlist rows (their own sizes, whatever the count): \(formatRate(Double(sizes.songs))) songs, \(formatRate(Double(sizes.playlists))) playlists of \(sizes.perPlaylist) (a song in several playlists; \(sizes.hotSongs) songs in exactly \(sizes.holdersOfHot) each); Objects: songs fetched, playlist ids found, songs deleted. The floor runs none of them."
+        )
+        print("")
+    }
     print(
         "Prebuilt inputs (objects, shuffled keys, the floor's bytes): \(formatBytes(m.inputBytes)) resident, \(m.inputBytes / max(n, 1)) bytes per object."
     )
@@ -431,7 +468,7 @@ func printScaleTable(_ ms: [Measurement], rows: [Row], systems: [String]) {
     print("| Row | System |" + ms.map { " ns/object at \(formatRate(Double($0.n))) |" }.joined() + " Growth |")
     print("|---|---|" + String(repeating: "---:|", count: ms.count) + "---:|")
     for row in rows {
-        for system in systems {
+        for system in systems where first.ran(row, system) {
             let growth = last.nanosecondsPerObject(row, system) / first.nanosecondsPerObject(row, system)
             let mark = system == BuriSystem.name ? (growth <= 1.3 ? " ✓" : " ✗") : ""
             print(
