@@ -626,8 +626,58 @@ final class ModelRun {
         for name in names { try readValue(values, name, model.values[Array(name.utf8)], label) }
     }
 
+    /// A link stored (refused when a target is not stored), deleted, or its holders queried.
+    func randomLinkOperation(_ links: Bucket<ModelLink>, model: inout ModelState, place: String) throws {
+        // A damage phase's repair may lose a link's target: its model does not follow references.
+        guard damagePhase == nil else { return }
+        let key = "l\(int(0...11))"
+        let items = model.sorted(ModelLink.targetBucket)
+        func target() -> String { !items.isEmpty && chance(0.85) ? pick(items).id : randomKey() }
+        switch int(0...9) {
+        case 0..<6:
+            let targets = (0..<int(0...4)).map { _ in target() }
+            let refusal: ModelState.Refusal? = targets.allSatisfy(model.linkable) ? nil : .danglingReference
+            let link = ModelLink(id: key, targets: targets.map { Ref($0) })
+            if try attempt(
+                refusal, "\(place)store link \(key) → [\(targets.map(escaped).joined(separator: ", "))]",
+                { try links.store(link) })
+            {
+                model.links[Array(key.utf8)] = targets
+            }
+        case 6:
+            if try attempt(nil, "\(place)delete link \(key)", { _ = try links.delete(keys: [key]) }) {
+                model.links[Array(key.utf8)] = nil
+            }
+        default:
+            let wanted = target()
+            let expected = model.links.filter { $0.value.contains { Array($0.utf8) == Array(wanted.utf8) } }.keys
+                .sorted { modelCompareBytes($0, $1) < 0 }
+            let got = try read("\(place)links holding \(escaped(wanted))", counted: true) {
+                try links.keys(.index("targets", equals: IndexValue(wanted)))
+            }
+            if got.map({ Array($0.utf8) }) != expected {
+                throw fail(
+                    "\(place)links holding \(escaped(wanted)) are \(got.map(escaped)), the model has \(expected.map { escaped(String(decoding: $0, as: UTF8.self)) })"
+                )
+            }
+        }
+    }
+
+    /// Every link, its targets in order, as the model holds them.
+    func verifyLinks(_ label: String) throws {
+        let links = try read("\(label)links") { try anyClient().bucket(ModelLink.self).objects() }
+        let got = links.map { (Array($0.id.utf8), $0.targets.map { Array($0.key.utf8) }) }
+        let expected = model.links.sorted { modelCompareBytes($0.key, $1.key) < 0 }.map {
+            ($0.key, $0.value.map { Array($0.utf8) })
+        }
+        if got.map(\.0) != expected.map(\.0) || got.map(\.1) != expected.map(\.1) {
+            throw fail("\(label)the links are \(links), the model has \(model.links)")
+        }
+    }
+
     /// Both buckets whole, and a few random queries.
     func verifyAll() throws {
+        try verifyLinks("")
         try verifyValues(anyClient().values, model, "")
         for name in Self.bucketNames {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
@@ -644,10 +694,9 @@ final class ModelRun {
         if report.values != model.values.count {
             throw fail("check counted \(report.values) named values, the model has \(model.values.count)")
         }
-        if report.objects != model.buckets.values.reduce(0, { $0 + $1.count }) {
-            throw fail(
-                "check counted \(report.objects) objects, the model has \(model.buckets.values.reduce(0) { $0 + $1.count })"
-            )
+        let objects = model.buckets.values.reduce(0, { $0 + $1.count }) + model.links.count
+        if report.objects != objects {
+            throw fail("check counted \(report.objects) objects, the model has \(objects)")
         }
     }
 
@@ -673,6 +722,10 @@ final class ModelRun {
             },
             ModelOperation(name: "named value", weight: 4) { run in
                 try run.randomValueOperation(run.anyClient().values, model: &run.model, place: "")
+            },
+            ModelOperation(name: "link", weight: 4) { run in
+                let links = try run.read("opening links") { try run.anyClient().bucket(ModelLink.self) }
+                try run.randomLinkOperation(links, model: &run.model, place: "")
             },
             ModelOperation(name: "transaction", weight: 9) { run in try run.transaction(throwing: false) },
             ModelOperation(name: "transaction that throws", weight: 3) { run in try run.transaction(throwing: true) },
@@ -813,6 +866,9 @@ final class ModelRun {
                     let bucket = try read("tx.bucket") { try tx.bucket(ModelItem.self, named: name) }
                     if chance(0.15) {
                         try randomValueOperation(tx.values, model: &inside, place: "tx ")
+                    } else if chance(0.1) {
+                        let links = try read("tx.bucket(links)") { try tx.bucket(ModelLink.self) }
+                        try randomLinkOperation(links, model: &inside, place: "tx ")
                     } else if chance(0.75) {
                         try randomWrite(in: name, bucket: bucket, model: &inside, transaction: true)
                     } else if chance(0.5) {

@@ -167,6 +167,18 @@ func compareTuples(_ a: [ModelValue], _ b: [ModelValue]) -> Int {
 
 // MARK: The object type
 
+/// An object holding an ordered list of references into the model's first bucket ("\u{E9}", which is
+/// not the canonically equal "e\u{301}"), with the nullify rule: deleting an item there, one by one,
+/// by `deleteAll` or by dropping the bucket, takes it out of every link in the same commit.
+struct ModelLink: BuriSupport, Sendable, Equatable {
+    var id: String
+    var targets: [Ref<ModelItem>]
+
+    static let targetBucket = "\u{E9}"
+    static let buri = BuriSchema<ModelLink>(
+        key: \.id, indexes: [.reference("targets", \.targets, in: targetBucket, onDelete: .nullify)], bucket: "links")
+}
+
 /// The objects the model test stores: a unique index, a multi-valued one, a compound one, numbers
 /// of every kind in one index (`num`) and doubles (`real`, where -0.0, the infinities and NaN go).
 struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
@@ -450,6 +462,18 @@ struct ModelState {
     var buckets: [[UInt8]: [[UInt8]: ModelItem]] = [:]
     /// The named values, by name bytes (never by String equality).
     var values: [[UInt8]: ModelNamedValue] = [:]
+    /// The links (``ModelLink``) by key bytes: their targets' keys, in order.
+    var links: [[UInt8]: [String]] = [:]
+
+    /// Whether a link may name `key`: an object of the target bucket holds it.
+    func linkable(_ key: String) -> Bool { objects(ModelLink.targetBucket)[Array(key.utf8)] != nil }
+
+    /// The nullify rule: `deleted` keys (as bytes) of the target bucket leave every link.
+    mutating func unlink(_ deleted: Set<[UInt8]>?) {
+        for (key, targets) in links {
+            links[key] = deleted.map { gone in targets.filter { !gone.contains(Array($0.utf8)) } } ?? []
+        }
+    }
 
     func objects(_ bucket: String) -> [[UInt8]: ModelItem] { buckets[Array(bucket.utf8)] ?? [:] }
 
@@ -460,12 +484,13 @@ struct ModelState {
 
     /// Why Buri refuses a store.
     enum Refusal: Equatable, CustomStringConvertible {
-        case emptyKey, keyTooLong, invalidIndexValue, uniqueViolation, invalidValueName
+        case emptyKey, keyTooLong, invalidIndexValue, uniqueViolation, invalidValueName, danglingReference
 
         func matches(_ error: BuriError) -> Bool {
             switch (self, error) {
             case (.emptyKey, .emptyKey), (.keyTooLong, .keyTooLong), (.invalidIndexValue, .invalidIndexValue),
-                (.uniqueViolation, .uniqueViolation), (.invalidValueName, .invalidValueName):
+                (.uniqueViolation, .uniqueViolation), (.invalidValueName, .invalidValueName),
+                (.danglingReference, .danglingReference):
                 return true
             default: return false
             }
@@ -478,6 +503,7 @@ struct ModelState {
             case .invalidIndexValue: "an invalid index value"
             case .uniqueViolation: "a unique violation"
             case .invalidValueName: "an invalid value name"
+            case .danglingReference: "a reference to nothing"
             }
         }
     }
@@ -511,16 +537,18 @@ struct ModelState {
 
     /// Deletes the objects of `keys` (as bytes, each once); returns how many there were.
     mutating func delete(_ keys: [String], in bucket: String) -> Int {
-        var deleted = 0
+        var deleted = Set<[UInt8]>()
         for key in keys where buckets[Array(bucket.utf8), default: [:]].removeValue(forKey: Array(key.utf8)) != nil {
-            deleted += 1
+            deleted.insert(Array(key.utf8))
         }
-        return deleted
+        if Array(bucket.utf8) == Array(ModelLink.targetBucket.utf8), !deleted.isEmpty { unlink(deleted) }
+        return deleted.count
     }
 
     mutating func deleteAll(in bucket: String) -> Int {
         let count = objects(bucket).count
         buckets[Array(bucket.utf8)] = [:]
+        if Array(bucket.utf8) == Array(ModelLink.targetBucket.utf8) { unlink(nil) }
         return count
     }
 
