@@ -374,4 +374,28 @@ struct ReferenceTests {
         #expect(try mixes.object(forKey: "m")?.songs == [])
         #expect(try t.db.check().isConsistent)
     }
+
+    /// The nullify edit works on the stored bytes: only the array (or the lone reference) changes.
+    @Test func theNullifyEditKeepsEveryOtherByte() throws {
+        struct Nested: Codable { var inner: Inner; var other: [String] }
+        struct Inner: Codable { var refs: [String]; var one: String?; var n: Double }
+        let value = Nested(
+            inner: Inner(refs: ["a", "\u{E9}", "a", "e\u{301}", String(repeating: "z", count: 300)], one: "a", n: 1.5),
+            other: ["a"])
+        let bytes = try CBOREncoder().encode(value)
+        let removed: Set<[UInt8]> = [Array("a".utf8), Array("\u{E9}".utf8)]
+        let edited = try #require(try CBORSplice.removingTexts(removed, at: ["inner", "refs"], in: bytes))
+        let back = try CBORDecoder().decode(Nested.self, from: edited)
+        #expect(back.inner.refs == ["e\u{301}", String(repeating: "z", count: 300)])
+        #expect(back.inner.one == "a" && back.inner.n == 1.5 && back.other == ["a"])
+        let lone = try #require(try CBORSplice.removingTexts(removed, at: ["inner", "one"], in: bytes))
+        #expect(try CBORDecoder().decode(Nested.self, from: lone).inner.one == nil)
+        #expect(try CBORSplice.removingTexts(removed, at: ["inner", "missing"], in: bytes) == nil)
+        #expect(try CBORSplice.removingTexts([Array("q".utf8)], at: ["inner", "refs"], in: bytes) == nil)
+        // 30 elements: the array's head grows from one byte to two, and shrinks back.
+        let long = try CBOREncoder().encode(["refs": (0..<30).map { "k\($0)" }])
+        let shorter = try #require(
+            try CBORSplice.removingTexts(Set((0..<10).map { Array("k\($0)".utf8) }), at: ["refs"], in: long))
+        #expect(try CBORDecoder().decode([String: [String]].self, from: shorter)["refs"] == (10..<30).map { "k\($0)" })
+    }
 }

@@ -12,6 +12,9 @@ final class ConditionPlan {
     /// For an `anyOf` condition, the ranges of its values, sorted and disjoint: a key in `range`
     /// matches only if one of them holds it.
     let alternatives: [KeyRange]?
+    /// Whether the range holds exactly one value tuple (an equality on every component): an
+    /// object has at most one entry there, even in a multi-valued index (its entries are distinct).
+    let isOneTuple: Bool
 
     init(_ condition: Query.Condition, in descriptor: BucketDescriptor) throws(BuriError) {
         if let unresolved = condition.unresolved {
@@ -52,6 +55,7 @@ final class ConditionPlan {
         }
         let next = condition.leading.count
         var alternatives: [KeyRange]? = nil
+        if case .none = condition.rest, next == arity { isOneTuple = true } else { isOneTuple = false }
         switch condition.rest {
         case .none:
             range = .prefix(base)
@@ -112,6 +116,7 @@ final class ConditionPlan {
         prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
         range = .prefix(prefix)
         alternatives = nil
+        isOneTuple = false
     }
 
     /// The ranges a commit must touch to change which objects match (for live queries).
@@ -236,7 +241,12 @@ struct QueryPlan {
     let fingerprint: UInt64
     /// Whether the ordering index may hold several entries per object, so that each candidate
     /// entry must be checked to be the object's first in range.
-    var orderIsMultiValued: Bool { order?.index.multiValued ?? false }
+    /// (An equality on every component of a multi-valued index is not: each object has one entry
+    /// with that tuple at most, so a walk of it meets each object once without reading headers.)
+    var orderIsMultiValued: Bool {
+        guard let order, order.index.multiValued else { return false }
+        return !order.isOneTuple
+    }
     /// Whether each candidate is checked against more than the ordering range.
     var filters: Bool { !residual.isEmpty || !predicates.isEmpty }
 

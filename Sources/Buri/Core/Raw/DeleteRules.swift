@@ -151,17 +151,18 @@ extension BuriDatabase {
         } catch {
             throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
         }
-        var payload: CBORValue
-        do {
-            payload = try CBORValue(decoding: Array(value[offset...]))
-        } catch {
-            throw .corruption(bucket: holder.name, key: key, index: nil, reason: "payload: \(error)")
-        }
+        // The payload is edited in place (CBORSplice): only the array (or the lone reference)
+        // changes, every other byte stays as stored.
+        var payload = Array(value[offset...])
         for (indexId, tuples) in removal.tuples {
             guard let index = holder.indexes.first(where: { $0.id == indexId }) else { continue }
-            let removed = Set(tuples.map { ObjectKeyBytes(Self.referencedKey($0)) })
+            let removed = Set(tuples.map { Self.referencedKey($0) })
             if let path = Relationship(holder: holder, index: index).path {
-                payload = Self.removing(removed, at: path[...], from: payload)
+                do {
+                    if let edited = try CBORSplice.removingTexts(removed, at: path, in: payload) { payload = edited }
+                } catch {
+                    throw .corruption(bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
+                }
             }
             header.entries.removeAll { $0.index == indexId && tuples.contains($0.tuple) }
             for tuple in tuples {
@@ -171,35 +172,10 @@ extension BuriDatabase {
         }
         var record: [UInt8] = []
         header.append(to: &record)
-        record.append(contentsOf: payload.encoded())
+        record.append(contentsOf: payload)
         writer.batch.put(recordKey, record)
     }
 
-    /// `value` with the text strings in `removed` taken out of the array at `path` (or the single
-    /// one there set to null).
-    static func removing(
-        _ removed: Set<ObjectKeyBytes>, at path: ArraySlice<String>, from value: CBORValue
-    ) -> CBORValue {
-        guard let field = path.first else {
-            switch value {
-            case .array(let elements):
-                return .array(
-                    elements.filter { element in
-                        guard case .text(let text) = element else { return true }
-                        return !removed.contains(ObjectKeyBytes(Array(text.utf8)))
-                    })
-            case .text(let text) where removed.contains(ObjectKeyBytes(Array(text.utf8))):
-                return .null
-            default:
-                return value
-            }
-        }
-        guard case .map(var entries) = value else { return value }
-        for position in entries.indices where MigrationRecord.named(entries[position], field) {
-            entries[position].value = removing(removed, at: path.dropFirst(), from: entries[position].value)
-        }
-        return .map(entries)
-    }
 }
 
 /// What one deletion does to the objects that refer to what it deletes.

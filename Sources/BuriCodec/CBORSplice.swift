@@ -1,0 +1,108 @@
+/// Edits of encoded CBOR that leave every other byte as it is, without decoding the item into a
+/// tree: what a delete rule does to each object holding a reference (Buri's `nullify`).
+public enum CBORSplice {
+    /// `item` (a map) with the text strings whose UTF-8 bytes are in `removed` taken out of the
+    /// array at `path` (a path of map keys, compared as bytes), or, when a text string stands
+    /// there alone, replaced by null. Returns `nil` when nothing changes (no such path, no such
+    /// string). Every other byte of `item` is kept as it was.
+    ///
+    /// ```swift
+    /// let payload = try CBOREncoder().encode(["songs": ["a", "b", "a"]])
+    /// let edited = try CBORSplice.removingTexts(["a"].map { Array($0.utf8) }, at: ["songs"], in: payload)
+    /// // {"songs": ["b"]}
+    /// ```
+    /// - Throws: ``CBORError`` when `item` is not well-formed CBOR where it is read.
+    public static func removingTexts(
+        _ removed: Set<[UInt8]>, at path: [String], in item: [UInt8]
+    ) throws -> [UInt8]? {
+        guard !path.isEmpty else { return nil }
+        return try item.withUnsafeBytes { raw -> [UInt8]? in
+            guard let base = raw.baseAddress, !raw.isEmpty else { return nil }
+            let input = _CBORInput(base: base.assumingMemoryBound(to: UInt8.self), count: raw.count)
+            guard let (start, end, replacement) = try edit(input, at: 0, path: path[...], removed: removed) else {
+                return nil
+            }
+            var out: [UInt8] = []
+            out.reserveCapacity(item.count)
+            out.append(contentsOf: item[0..<start])
+            out.append(contentsOf: replacement)
+            out.append(contentsOf: item[end...])
+            return out
+        }
+    }
+
+    /// The byte range of the value to replace, and its replacement.
+    private static func edit(
+        _ input: _CBORInput, at start: Int, path: ArraySlice<String>, removed: Set<[UInt8]>
+    ) throws -> (Int, Int, [UInt8])? {
+        guard let field = path.first else { return try editValue(input, at: start, removed: removed) }
+        var pos = start
+        let (initial, argument) = try input.readHead(&pos)
+        guard initial >> 5 == _Major.map else { return nil }
+        let wanted = Array(field.utf8)
+        for _ in 0..<argument {
+            let keyStart = pos
+            let (keyInitial, keyLength) = try input.readHead(&pos)
+            let valueStart: Int
+            var matches = false
+            if keyInitial >> 5 == _Major.text, keyLength == UInt64(wanted.count), pos + wanted.count <= input.count {
+                matches = (0..<wanted.count).allSatisfy { input[pos + $0] == wanted[$0] }
+                valueStart = pos + wanted.count
+            } else {
+                valueStart = try input.skip(keyStart)
+            }
+            if matches { return try edit(input, at: valueStart, path: path.dropFirst(), removed: removed) }
+            pos = try input.skip(valueStart)
+        }
+        return nil
+    }
+
+    /// The value at `start` with the strings taken out (an array) or nulled (a lone string).
+    private static func editValue(
+        _ input: _CBORInput, at start: Int, removed: Set<[UInt8]>
+    ) throws -> (Int, Int, [UInt8])? {
+        var pos = start
+        let (initial, argument) = try input.readHead(&pos)
+        switch initial >> 5 {
+        case _Major.text:
+            let end = try input.skip(start)
+            let bytes = (pos..<end).map { input[$0] }
+            return removed.contains(bytes) ? (start, end, [0xF6]) : nil
+        case _Major.array:
+            var kept: [UInt8] = []
+            var count: UInt64 = 0
+            var changed = false
+            for _ in 0..<argument {
+                let elementStart = pos
+                let end = try input.skip(elementStart)
+                var inner = elementStart
+                let (elementInitial, _) = try input.readHead(&inner)
+                if elementInitial >> 5 == _Major.text, removed.contains((inner..<end).map { input[$0] }) {
+                    changed = true
+                } else {
+                    kept.append(contentsOf: (elementStart..<end).map { input[$0] })
+                    count += 1
+                }
+                pos = end
+            }
+            guard changed else { return nil }
+            return (start, pos, arrayHead(count) + kept)
+        default:
+            return nil
+        }
+    }
+
+    /// The shortest head of an array of `count` items.
+    static func arrayHead(_ count: UInt64) -> [UInt8] {
+        let major: UInt8 = _Major.array << 5
+        switch count {
+        case 0..<24: return [major | UInt8(count)]
+        case 24...0xFF: return [major | 24, UInt8(count)]
+        case 0x100...0xFFFF: return [major | 25, UInt8(count >> 8), UInt8(count & 0xFF)]
+        case 0x1_0000...0xFFFF_FFFF:
+            return [major | 26] + (0..<4).reversed().map { UInt8((count >> (8 * UInt64($0))) & 0xFF) }
+        default:
+            return [major | 27] + (0..<8).reversed().map { UInt8((count >> (8 * UInt64($0))) & 0xFF) }
+        }
+    }
+}
