@@ -66,10 +66,10 @@ public enum CBORSplice {
         switch initial >> 5 {
         case _Major.text:
             let end = try input.skip(start)
-            let bytes = (pos..<end).map { input[$0] }
-            return removed.contains(bytes) ? (start, end, [0xF6]) : nil
+            return isRemoved(input, pos..<end, removed) ? (start, end, [0xF6]) : nil
         case _Major.array:
-            var kept: [UInt8] = []
+            // The kept elements' byte ranges, copied once at the end (nothing is allocated per element).
+            var kept: [Range<Int>] = []
             var count: UInt64 = 0
             var changed = false
             for _ in 0..<argument {
@@ -77,19 +77,33 @@ public enum CBORSplice {
                 let end = try input.skip(elementStart)
                 var inner = elementStart
                 let (elementInitial, _) = try input.readHead(&inner)
-                if elementInitial >> 5 == _Major.text, removed.contains((inner..<end).map { input[$0] }) {
+                if elementInitial >> 5 == _Major.text, isRemoved(input, inner..<end, removed) {
                     changed = true
                 } else {
-                    kept.append(contentsOf: (elementStart..<end).map { input[$0] })
+                    if let last = kept.last, last.upperBound == elementStart {
+                        kept[kept.count - 1] = last.lowerBound..<end
+                    } else {
+                        kept.append(elementStart..<end)
+                    }
                     count += 1
                 }
                 pos = end
             }
             guard changed else { return nil }
-            return (start, pos, arrayHead(count) + kept)
+            var out = arrayHead(count)
+            for range in kept {
+                out.append(contentsOf: UnsafeBufferPointer(start: input.base + range.lowerBound, count: range.count))
+            }
+            return (start, pos, out)
         default:
             return nil
         }
+    }
+
+    /// Whether the bytes at `range` are one of `removed` (compared without copying them).
+    private static func isRemoved(_ input: _CBORInput, _ range: Range<Int>, _ removed: Set<[UInt8]>) -> Bool {
+        let bytes = UnsafeBufferPointer(start: input.base + range.lowerBound, count: range.count)
+        return removed.contains { $0.count == bytes.count && $0.elementsEqual(bytes) }
     }
 
     /// The shortest head of an array of `count` items.

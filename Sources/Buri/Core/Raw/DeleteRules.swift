@@ -145,10 +145,41 @@ extension BuriDatabase {
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
         guard let value = try run(bucket: holder.name, { try writer.reader.get(recordKey) }) else { return }
-        var (header, offset): (RecordHeader, Int)
-        do {
-            (header, offset) = try value.withUnsafeBytes { raw throws(FormatError) in try RecordHeader.parse(raw) }
-        } catch {
+        // The header is rewritten from the stored bytes, less the entries of the removed references.
+        let rebuilt: Result<([UInt8], Int), FormatError> = value.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> ([UInt8], Int) in
+                let (schemaVersion, payloadOffset) = try RecordHeader.versionAndPayloadOffset(raw)
+                var kept: [(UInt32, Range<Int>)] = []
+                try RecordHeader.forEachEntry(raw) { index, range in
+                    let tuple = UnsafeRawBufferPointer(rebasing: raw[range])
+                    if let removed = removal.tuples[index],
+                        removed.contains(where: { $0.count == tuple.count && $0.elementsEqual(tuple) })
+                    {
+                        return
+                    }
+                    kept.append((index, range))
+                }
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(payloadOffset)
+                bytes.append(RecordHeader.layoutVersion)
+                bytes.append(RecordHeader.cborCodec)
+                Varint.append(schemaVersion, to: &bytes)
+                Varint.append(UInt64(kept.count), to: &bytes)
+                for (index, range) in kept {
+                    Varint.append(UInt64(index), to: &bytes)
+                    Varint.append(UInt64(range.count), to: &bytes)
+                    bytes.append(contentsOf: raw[range])
+                }
+                return (bytes, payloadOffset)
+            }
+        }
+        var headerBytes: [UInt8]
+        let offset: Int
+        switch rebuilt {
+        case .success(let (bytes, payloadOffset)):
+            headerBytes = bytes
+            offset = payloadOffset
+        case .failure(let error):
             throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
         }
         // The payload is edited in place (CBORSplice): only the array (or the lone reference)
@@ -164,16 +195,13 @@ extension BuriDatabase {
                     throw .corruption(bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
                 }
             }
-            header.entries.removeAll { $0.index == indexId && tuples.contains($0.tuple) }
             for tuple in tuples {
                 writer.batch.delete(
                     Keyspace.indexEntryKey(bucket: holder.id, index: indexId, tuple: tuple, objectKey: key))
             }
         }
-        var record: [UInt8] = []
-        header.append(to: &record)
-        record.append(contentsOf: payload)
-        writer.batch.put(recordKey, record)
+        headerBytes.append(contentsOf: payload)
+        writer.batch.put(recordKey, headerBytes)
     }
 
 }
