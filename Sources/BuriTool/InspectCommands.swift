@@ -138,7 +138,15 @@ struct Buckets: ParsableCommand {
     )
 
     @OptionGroup var target: DatabaseArgument
+    @OptionGroup var form: NameListForm
 
+    func run() throws {
+        try form.list(target, noun: "bucket name") { db throws(BuriError) in try db.bucketNames() }
+    }
+}
+
+/// How a command lists names (`buri buckets`, `buri values`): one per line, NUL-ended, or JSON.
+struct NameListForm: ParsableArguments {
     @Flag(help: "Print the names as one JSON array of strings.")
     var json = false
 
@@ -150,12 +158,13 @@ struct Buckets: ParsableCommand {
         if json, nul { throw ValidationError("--json and -0 are two output forms; give one") }
     }
 
-    func run() throws {
+    /// Opens `target` read-only and lists the names `read` gives, each a `noun` in errors.
+    func list(_ target: DatabaseArgument, noun: String, _ read: (BuriDatabase) throws(BuriError) -> [String]) throws {
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let out = Output.standardOutput()
-        let list = KeyListWriter(out, json: json, nul: nul, source: "the database", noun: "bucket name")
-        let names = try mapErrors(path: target.database, { try db.bucketNames() })
+        let list = KeyListWriter(out, json: json, nul: nul, source: "the database", noun: noun)
+        let names = try mapErrors(path: target.database, { try read(db) })
         try list.begin()
         try list.listing { for name in names { try list.key(name) } }
         try list.end()

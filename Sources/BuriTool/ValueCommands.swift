@@ -18,28 +18,10 @@ struct Values: ParsableCommand {
     )
 
     @OptionGroup var target: DatabaseArgument
-
-    @Flag(help: "Print the names as one JSON array of strings.")
-    var json = false
-
-    @Flag(
-        name: .customShort("0"), help: "End each name with a NUL byte instead of a newline (names may hold newlines).")
-    var nul = false
-
-    func validate() throws {
-        if json, nul { throw ValidationError("--json and -0 are two output forms; give one") }
-    }
+    @OptionGroup var form: NameListForm
 
     func run() throws {
-        let db = try target.open(readOnly: true)
-        defer { db.close() }
-        let out = Output.standardOutput()
-        let list = KeyListWriter(out, json: json, nul: nul, source: "the database", noun: "value name")
-        let names = try mapErrors(path: target.database, { try db.values.names() })
-        try list.begin()
-        try list.listing { for name in names { try list.key(name) } }
-        try list.end()
-        try out.flush()
+        try form.list(target, noun: "value name") { db throws(BuriError) in try db.values.names() }
     }
 }
 

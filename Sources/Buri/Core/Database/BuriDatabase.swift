@@ -568,16 +568,9 @@ public final class BuriDatabase: Sendable {
     /// so that no id is ever given twice, also after its keys are purged, also by another client of
     /// a shared engine (the key is read through `reader`, so it is a condition of the commit).
     func allocateBucketId(reader: any StorageReader, batch: any StorageBatch) throws(BuriError) -> UInt32 {
-        let largest = try largestBucketId(reader: reader)
-        guard largest < UInt32.max else {
-            throw .invalidBucketName(
-                name: "(new bucket)",
-                reason:
-                    "every bucket id up to \(UInt32.max) has been used; export and restore the database to renumber them"
-            )
-        }
-        batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(largest + 1))
-        return largest + 1
+        let id = try nextBucketId(reader: reader)
+        batch.put(Keyspace.bucketIdsKey, Keyspace.bucketIdsValue(id))
+        return id
     }
 
     /// Records in `batch` that id `id` was given (when no larger one is recorded): for an id given
