@@ -225,13 +225,21 @@ extension BuriDatabase {
                     "a live query observes committed data; observe the bucket from `db.bucket(...)`, not a transaction's"
             )
         }
-        try checkOpen()
         let bucketId = bucket.bucketId
-        let state = LiveQueryState(relevance: relevance, bucket: bucketId)
+        return try liveQuery(
+            state: LiveQueryState(relevance: relevance, bucket: bucketId), interest: .query(bucketId), run)
+    }
+
+    /// A live query with `state`, woken by the commits of `interest` that `state` finds relevant.
+    func liveQuery<Element: Sendable>(
+        state: LiveQueryState, interest: ChangeHub.Interest,
+        _ run: @escaping @Sendable (LiveQueryState) throws(BuriError) -> Element
+    ) throws(BuriError) -> LiveQuery<Element> {
+        try checkOpen()
         // Newest only: any number of commits between two reads coalesce into one refresh.
         let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
         let subscription = try changeHub.subscribe(
-            .query(bucketId),
+            interest,
             deliver: { [weak source] commit in
                 guard state.isRelevant(commit) else { return }
                 state.latest.store(commit.revision, ordering: .releasing)

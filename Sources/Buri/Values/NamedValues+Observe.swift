@@ -40,18 +40,8 @@ extension BuriDatabase {
     func liveValue<Element: Sendable>(
         key: [UInt8], _ run: @escaping @Sendable () throws(BuriError) -> Element
     ) throws(BuriError) -> LiveQuery<Element> {
-        try checkOpen()
         // Bucket id 0 is never given: the state follows no bucket.
         let state = LiveQueryState(relevance: LiveQueryRelevance(records: .none, namedValue: key), bucket: 0)
-        let source = ObservationSource<UInt64>(policy: .bufferingNewest(1))
-        let subscription = try changeHub.subscribe(
-            .value(key),
-            deliver: { [weak source] commit in
-                guard state.isRelevant(commit) else { return }
-                state.latest.store(commit.revision, ordering: .releasing)
-                source?.continuation.yield(commit.revision)
-            }, finish: { [weak source] in source?.continuation.finish() })
-        source.attach(subscription)
-        return LiveQuery(source: source, state: state, run: { () throws(BuriError) -> Element in try run() })
+        return try liveQuery(state: state, interest: .value(key)) { _ throws(BuriError) in try run() }
     }
 }

@@ -148,16 +148,7 @@ extension BuriDatabase {
                 }
                 repaired.append((relationship.holder.name, key, relationship.index.name))
             }
-            for (name, pending) in plan.takeCascaded() {
-                let bucket = RawBucket(database: self, descriptor: pending.descriptor, transaction: nil)
-                let deleted = try bucket.deleteRecords(
-                    pending.keys.map { String(decoding: $0, as: UTF8.self) }, writer: writer)
-                if !deleted.isEmpty { try applyDeleteRules(target: name, keys: deleted, writer: writer) }
-            }
-            for (holderKey, removal) in plan.nullified
-            where !plan.isDeleted(bucket: removal.holder.name, key: holderKey.holderKey) {
-                try removeReferences(removal, holderKey: holderKey.holderKey, writer: writer)
-            }
+            try carryOut(&plan, deleting: [], relationships: relationships(reader: writer.reader), writer: writer)
             return repaired
         }
     }

@@ -54,8 +54,24 @@ extension BuriDatabase {
         guard !relationships.isEmpty else { return }
         var plan = DeletionPlan()
         plan.markDeleted(bucket: target, keys: keys)
-        var queue: [(bucket: String, keys: [[UInt8]]?)] = [(target, keys)]
-        while let (bucket, deleting) = queue.popLast() {
+        try carryOut(&plan, deleting: [(target, keys)], relationships: relationships, writer: writer)
+    }
+
+    /// Carries `plan` out in `writer`'s batch: follows the relationships into the objects of
+    /// `deleting` (and of every holder `plan` cascades to, transitively), then refuses a denial
+    /// whose holder survives, and takes the references out of the surviving nullified holders.
+    func carryOut(
+        _ plan: inout DeletionPlan, deleting: [(bucket: String, keys: [[UInt8]]?)], relationships: [Relationship],
+        writer: Writer
+    ) throws(BuriError) {
+        var queue = deleting
+        while true {
+            // The holders cascaded so far are deleted now, and their own relationships followed.
+            for (name, pending) in plan.takeCascaded() {
+                let deleted = try deleteRecords(of: pending.descriptor, keys: pending.keys, writer: writer)
+                queue.append((name, deleted))
+            }
+            guard let (bucket, deleting) = queue.popLast() else { break }
             for relationship in relationships where relationship.target.hasSameBytes(as: bucket) {
                 let holders = try referencesInto(relationship, keys: deleting, reader: writer.reader)
                 for (holderKey, tuple) in holders {
@@ -70,12 +86,6 @@ extension BuriDatabase {
                         plan.nullify(relationship, holderKey: holderKey, tuple: tuple)
                     }
                 }
-            }
-            // The holders cascaded so far are deleted now, and their own relationships followed.
-            for (name, pending) in plan.takeCascaded() {
-                let holder = pending.descriptor
-                let deleted = try deleteRecords(of: holder, keys: pending.keys, writer: writer)
-                queue.append((name, deleted))
             }
         }
         for denial in plan.denials
@@ -140,7 +150,8 @@ extension BuriDatabase {
     /// Takes the references `removal` lists out of holder `holderKey`'s record: out of the array
     /// that holds them (the others keep their order), or a single one set to null; the entries go
     /// with them. Other index entries are left as they are.
-    func removeReferences(_ removal: DeletionPlan.Removal, holderKey: [UInt8], writer: Writer) throws(BuriError) {
+    private func removeReferences(_ removal: DeletionPlan.Removal, holderKey: [UInt8], writer: Writer) throws(BuriError)
+    {
         let holder = removal.holder
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
