@@ -449,7 +449,7 @@ struct ObservationTests {
 }
 
 @Suite("Change observation under churn")
-struct ObservationChurnTests {
+struct ObservationTestsOfChurn {
     @Test(arguments: [Engine.memory, .leveldb]) func observersComingAndGoingDuringCommitsNeverDeadlock(
         engine: Engine
     ) async throws {

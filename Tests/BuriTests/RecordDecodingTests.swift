@@ -238,22 +238,28 @@ struct RecordDecodingTests {
         #expect(named == [Self.key(1)])
         #expect(try v2.keys(.index("name", equals: "\u{E9}1")) == [])  // the other bytes
     }
+}
 
+/// The live query of a fast-path bucket waits for its emission, so it runs with the other
+/// observation tests (Scripts/test runs suites named `…ObservationTests` on their own, where no
+/// long synchronous suite starves the cooperative pool the consumer task needs).
+@Suite("A live query of a BuriRecordDecodable bucket emits fast-path objects")
+struct RecordDecodingObservationTests {
     @Test(arguments: [Engine.leveldb, .memory]) func liveQueriesEmitFastPathObjects(engine: Engine) async throws {
         let t = try TestDatabase(engine)
-        let people = try t.db.bucket(FastPerson.self)
+        let people = try t.db.bucket(RecordDecodingTests.FastPerson.self)
         try await people.store(
             (0..<50).map { i in
-                let p = Self.person(i)
-                return FastPerson(objectId: p.objectId, name: p.name, locale: p.locale, age: p.age)
+                let p = RecordDecodingTests.person(i)
+                return RecordDecodingTests.FastPerson(objectId: p.objectId, name: p.name, locale: p.locale, age: p.age)
             })
         let query = Query.index("age", in: 10...19)
-        let emissions = Shared<[[FastPerson]]>([])
+        let emissions = Shared<[[RecordDecodingTests.FastPerson]]>([])
         let live = try people.observe(query)
         let consumer = Task {
             for try await result in live { emissions.update { $0.append(result) } }
         }
-        try await people.store(FastPerson(objectId: "new", name: "\u{E9}", locale: "NL", age: 15))
+        try await people.store(RecordDecodingTests.FastPerson(objectId: "new", name: "\u{E9}", locale: "NL", age: 15))
         let expected = try await people.objects(query).map(\.plain)
         #expect(expected.contains { $0.objectId == "new" })
         try await eventually("the live query to show the new object") {
