@@ -145,6 +145,8 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
             return unsafeBitCast(try input.readURL(&pos), to: T.self)
         } else if T.self == Date.self {
             return unsafeBitCast(try input.readDate(&pos), to: T.self)
+        } else if let textual = T.self as? any CBORTextValue.Type {
+            return textual.init(cborText: try input.readString(&pos)) as? T
         }
         return nil
     }

@@ -536,6 +536,8 @@ final class _CBOREncodingState: Encoder {
             writeText(unsafeBitCast(value, to: URL.self).absoluteString)
         } else if T.self == Date.self {
             writeDate(unsafeBitCast(value, to: Date.self))
+        } else if let textual = value as? any CBORTextValue {
+            writeText(textual.cborText)
         } else {
             return false
         }

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Edits of encoded CBOR that leave every other byte as it is, without decoding the item into a
 /// tree: what a delete rule does to each object holding a reference (Buri's `nullify`).
 public enum CBORSplice {
@@ -102,8 +110,14 @@ public enum CBORSplice {
 
     /// Whether the bytes at `range` are one of `removed` (compared without copying them).
     private static func isRemoved(_ input: _CBORInput, _ range: Range<Int>, _ removed: Set<[UInt8]>) -> Bool {
-        let bytes = UnsafeBufferPointer(start: input.base + range.lowerBound, count: range.count)
-        return removed.contains { $0.count == bytes.count && $0.elementsEqual(bytes) }
+        let start = input.base + range.lowerBound
+        return removed.contains { text in
+            guard text.count == range.count else { return false }
+            return text.withUnsafeBytes { own in
+                guard let textStart = own.baseAddress else { return true }  // both empty
+                return memcmp(textStart, start, range.count) == 0
+            }
+        }
     }
 
     /// The shortest head of an array of `count` items.

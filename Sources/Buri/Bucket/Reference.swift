@@ -1,3 +1,5 @@
+import BuriCodec
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -22,7 +24,7 @@
 /// let tracks = try songs.objects(for: playlist.songs)           // in order; nil where missing
 /// let holders = try playlists.objects(where: \.songs, equals: Ref(song))
 /// ```
-public struct Ref<Target: BuriSupport>: Codable, Hashable, Sendable, CustomStringConvertible {
+public struct Ref<Target: BuriSupport>: Codable, Hashable, Sendable, CustomStringConvertible, CBORTextValue {
     /// The key of the referenced object.
     public let key: String
 
@@ -58,6 +60,12 @@ public struct Ref<Target: BuriSupport>: Codable, Hashable, Sendable, CustomStrin
     }
 
     public var description: String { "Ref<\(Target.self)>(\(key))" }
+
+    /// The key, which is the reference's whole CBOR encoding (a text string).
+    public var cborText: String { key }
+
+    /// The reference whose encoding is `cborText`, the target's key.
+    public init(cborText: String) { self.key = cborText }
 }
 
 extension Ref: BinaryIndexable {

@@ -63,11 +63,13 @@ struct RecordHeader: Equatable, Sendable {
     }
 
     /// Validates the header at the front of `value` and calls `visit(indexId, tupleRange)` for
-    /// each entry, building nothing (aggregates read every matching record's entries this way).
+    /// each entry, building nothing (aggregates read every matching record's entries this way);
+    /// returns what ``versionAndPayloadOffset(_:)`` does.
+    @discardableResult
     static func forEachEntry(
         _ value: UnsafeRawBufferPointer, _ visit: (UInt32, Range<Int>) -> Void
-    ) throws(FormatError) {
-        _ = try walk(value) { _, index, tuple in visit(index, tuple) }
+    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int) {
+        try walk(value) { _, index, tuple in visit(index, tuple) }
     }
 
     /// Validates the header at the front of `value`, calling `visit(entryCount, indexId, tupleRange)`

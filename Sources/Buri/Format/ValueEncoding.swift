@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The order-preserving encodings of index values ("elements"), specified in `docs/FORMAT.md`
 /// under "Index values". Every element starts with a type code and is prefix-free: no element's
 /// encoding is a prefix of another's, so a tuple of elements followed by an object key parses
@@ -128,19 +136,21 @@ enum ValueEncoding {
             guard offset + finiteLength <= bytes.count else { throw FormatError("number truncated at byte \(offset)") }
             return finiteLength
         case binaryCode:
+            // Only 0x00 bytes matter (an escape or the end mark): memchr finds them a word at a time.
+            guard let base = bytes.baseAddress else {
+                throw FormatError("byte string at byte \(offset) has no end mark")
+            }
             var index = offset + 1
             while index + 1 < bytes.count {
-                if bytes[index] == 0 {
-                    switch bytes[index + 1] {
-                    case 0x00: return index + 2 - offset
-                    case 0x01: index += 2
-                    default:
-                        throw FormatError(
-                            "byte string has 0x00 followed by 0x\(String(bytes[index + 1], radix: 16)) at byte \(index)"
-                        )
-                    }
-                } else {
-                    index += 1
+                guard let hit = memchr(base + index, 0, bytes.count - 1 - index) else { break }
+                index = base.distance(to: UnsafeRawPointer(hit))
+                switch bytes[index + 1] {
+                case 0x00: return index + 2 - offset
+                case 0x01: index += 2
+                default:
+                    throw FormatError(
+                        "byte string has 0x00 followed by 0x\(String(bytes[index + 1], radix: 16)) at byte \(index)"
+                    )
                 }
             }
             throw FormatError("byte string at byte \(offset) has no end mark")

@@ -1,6 +1,14 @@
 import BuriCodec
 import BuriStorage
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 // Relationships (docs/FORMAT.md §5, `references`/`onDelete`): the delete rules applied in a
 // deletion's own batch, and the check that a stored reference names an object that exists.
 
@@ -156,46 +164,39 @@ extension BuriDatabase {
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
         guard let value = try run(bucket: holder.name, { try writer.reader.get(recordKey) }) else { return }
-        // The header is rewritten from the stored bytes, less the entries of the removed references.
-        let rebuilt: Result<([UInt8], Int), FormatError> = value.withUnsafeBytes { raw in
-            Result { () throws(FormatError) -> ([UInt8], Int) in
-                let (schemaVersion, payloadOffset) = try RecordHeader.versionAndPayloadOffset(raw)
+        // The header is rewritten from the stored bytes, less the entries of the removed references
+        // (one walk of it, tuples compared in place); the payload is edited in place (CBORSplice):
+        // only the array (or the lone reference) changes, every other byte stays as stored.
+        var record: [UInt8] = []
+        record.reserveCapacity(value.count)
+        var payloadOffset = 0
+        let rebuilt: Result<Void, FormatError> = value.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> Void in
                 var kept: [(UInt32, Range<Int>)] = []
-                try RecordHeader.forEachEntry(raw) { index, range in
-                    let tuple = UnsafeRawBufferPointer(rebasing: raw[range])
+                let (schemaVersion, offset) = try RecordHeader.forEachEntry(raw) { index, range in
                     if let removed = removal.tuples[index],
-                        removed.contains(where: { $0.count == tuple.count && $0.elementsEqual(tuple) })
+                        removed.contains(where: { Self.sameBytes($0, raw, range) })
                     {
                         return
                     }
                     kept.append((index, range))
                 }
-                var bytes: [UInt8] = []
-                bytes.reserveCapacity(payloadOffset)
-                bytes.append(RecordHeader.layoutVersion)
-                bytes.append(RecordHeader.cborCodec)
-                Varint.append(schemaVersion, to: &bytes)
-                Varint.append(UInt64(kept.count), to: &bytes)
+                payloadOffset = offset
+                record.append(RecordHeader.layoutVersion)
+                record.append(RecordHeader.cborCodec)
+                Varint.append(schemaVersion, to: &record)
+                Varint.append(UInt64(kept.count), to: &record)
                 for (index, range) in kept {
-                    Varint.append(UInt64(index), to: &bytes)
-                    Varint.append(UInt64(range.count), to: &bytes)
-                    bytes.append(contentsOf: raw[range])
+                    Varint.append(UInt64(index), to: &record)
+                    Varint.append(UInt64(range.count), to: &record)
+                    record.append(contentsOf: raw[range])
                 }
-                return (bytes, payloadOffset)
             }
         }
-        var headerBytes: [UInt8]
-        let offset: Int
-        switch rebuilt {
-        case .success(let (bytes, payloadOffset)):
-            headerBytes = bytes
-            offset = payloadOffset
-        case .failure(let error):
+        if case .failure(let error) = rebuilt {
             throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
         }
-        // The payload is edited in place (CBORSplice): only the array (or the lone reference)
-        // changes, every other byte stays as stored.
-        var payload = Array(value[offset...])
+        var payload = Array(value[payloadOffset...])
         for (indexId, tuples) in removal.tuples {
             guard let index = holder.indexes.first(where: { $0.id == indexId }) else { continue }
             let removed = Set(tuples.map { Self.referencedKey($0) })
@@ -211,8 +212,18 @@ extension BuriDatabase {
                     Keyspace.indexEntryKey(bucket: holder.id, index: indexId, tuple: tuple, objectKey: key))
             }
         }
-        headerBytes.append(contentsOf: payload)
-        writer.batch.put(recordKey, headerBytes)
+        record.append(contentsOf: payload)
+        writer.batch.put(recordKey, record)
+    }
+
+    /// Whether `bytes` equals `raw[range]` (a header tuple compared where it is stored).
+    private static func sameBytes(_ bytes: [UInt8], _ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+        guard bytes.count == range.count else { return false }
+        guard let base = raw.baseAddress, !bytes.isEmpty else { return true }
+        return bytes.withUnsafeBytes { own in
+            guard let start = own.baseAddress else { return false }
+            return memcmp(start, base + range.lowerBound, range.count) == 0
+        }
     }
 
 }
