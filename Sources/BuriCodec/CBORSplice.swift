@@ -23,20 +23,37 @@ public enum CBORSplice {
     public static func removingTexts(
         _ removed: Set<[UInt8]>, at path: [String], in item: [UInt8]
     ) throws -> [UInt8]? {
-        guard !path.isEmpty else { return nil }
-        return try item.withUnsafeBytes { raw -> [UInt8]? in
-            guard let base = raw.baseAddress, !raw.isEmpty else { return nil }
-            let input = _CBORInput(base: base.assumingMemoryBound(to: UInt8.self), count: raw.count)
-            guard let (start, end, replacement) = try edit(input, at: 0, path: path[...], removed: removed) else {
-                return nil
-            }
-            var out: [UInt8] = []
-            out.reserveCapacity(item.count)
-            out.append(contentsOf: item[0..<start])
-            out.append(contentsOf: replacement)
-            out.append(contentsOf: item[end...])
-            return out
+        var out: [UInt8] = []
+        let changed = try item.withUnsafeBytes { raw in
+            try removingTexts(removed, at: path, in: raw, appendingTo: &out)
         }
+        return changed ? out : nil
+    }
+
+    /// Appends `item` to `out` with the text strings in `removed` taken out of the array at `path`
+    /// (see ``removingTexts(_:at:in:)-(_,_,[UInt8])``); returns whether anything changed. When
+    /// nothing does, `out` is left as it was, so the caller can copy `item` itself.
+    ///
+    /// ```swift
+    /// var record = header
+    /// if try !CBORSplice.removingTexts(["a"].map { Array($0.utf8) }, at: ["songs"], in: payload, appendingTo: &record) {
+    ///     record.append(contentsOf: payload)
+    /// }
+    /// ```
+    public static func removingTexts(
+        _ removed: Set<[UInt8]>, at path: [String], in item: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]
+    ) throws -> Bool {
+        guard !path.isEmpty, let base = item.baseAddress, !item.isEmpty else { return false }
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        let input = _CBORInput(base: bytes, count: item.count)
+        guard let (start, end, replacement) = try edit(input, at: 0, path: path[...], removed: removed) else {
+            return false
+        }
+        out.reserveCapacity(out.count + item.count)
+        out.append(contentsOf: UnsafeBufferPointer(start: bytes, count: start))
+        out.append(contentsOf: replacement)
+        out.append(contentsOf: UnsafeBufferPointer(start: bytes + end, count: item.count - end))
+        return true
     }
 
     /// The byte range of the value to replace, and its replacement.
@@ -82,10 +99,12 @@ public enum CBORSplice {
             var changed = false
             for _ in 0..<argument {
                 let elementStart = pos
-                let end = try input.skip(elementStart)
                 var inner = elementStart
-                let (elementInitial, _) = try input.readHead(&inner)
-                if elementInitial >> 5 == _Major.text, isRemoved(input, inner..<end, removed) {
+                let (elementInitial, length) = try input.readHead(&inner)
+                let isText = elementInitial >> 5 == _Major.text
+                // A text string's end is its head plus its length; anything else is skipped whole.
+                let end = isText ? inner + (try input.checkedLength(length, at: inner, headStart: elementStart)) : try input.skip(elementStart)
+                if isText, isRemoved(input, inner..<end, removed) {
                     changed = true
                 } else {
                     if let last = kept.last, last.upperBound == elementStart {

@@ -166,22 +166,29 @@ extension BuriDatabase {
         guard let value = try run(bucket: holder.name, { try writer.reader.get(recordKey) }) else { return }
         // The header is rewritten from the stored bytes, less the entries of the removed references
         // (one walk of it, tuples compared in place); the payload is edited in place (CBORSplice):
-        // only the array (or the lone reference) changes, every other byte stays as stored.
+        // only the array (or the lone reference) changes, every other byte stays as stored. The
+        // new record is built in one buffer.
+        let removals = removal.tuples.map { (index: $0.key, tuples: $0.value) }
         var record: [UInt8] = []
         record.reserveCapacity(value.count)
-        var payloadOffset = 0
-        let rebuilt: Result<Void, FormatError> = value.withUnsafeBytes { raw in
-            Result { () throws(FormatError) -> Void in
-                var kept: [(UInt32, Range<Int>)] = []
-                let (schemaVersion, offset) = try RecordHeader.forEachEntry(raw) { index, range in
-                    if let removed = removal.tuples[index],
-                        removed.contains(where: { Self.sameBytes($0, raw, range) })
-                    {
-                        return
-                    }
-                    kept.append((index, range))
+        let rebuilt: Result<Void, BuriError> = value.withUnsafeBytes { raw in
+            Result { () throws(BuriError) -> Void in
+                guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+                    throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: empty record")
                 }
-                payloadOffset = offset
+                var kept: [(UInt32, Range<Int>)] = []
+                let schemaVersion: UInt64
+                let payloadOffset: Int
+                do {
+                    (schemaVersion, payloadOffset) = try RecordHeader.forEachEntry(raw) { index, range in
+                        for (removedIndex, tuples) in removals where removedIndex == index {
+                            if tuples.contains(where: { Self.sameBytes($0, raw, range) }) { return }
+                        }
+                        kept.append((index, range))
+                    }
+                } catch {
+                    throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
+                }
                 record.append(RecordHeader.layoutVersion)
                 record.append(RecordHeader.cborCodec)
                 Varint.append(schemaVersion, to: &record)
@@ -189,30 +196,45 @@ extension BuriDatabase {
                 for (index, range) in kept {
                     Varint.append(UInt64(index), to: &record)
                     Varint.append(UInt64(range.count), to: &record)
-                    record.append(contentsOf: raw[range])
+                    record.append(contentsOf: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count))
+                }
+                // Each relationship's array is edited in turn (one edit, in practice).
+                let payload = UnsafeRawBufferPointer(rebasing: raw[payloadOffset...])
+                var edited: [UInt8]?
+                for (indexId, tuples) in removals {
+                    guard let index = holder.indexes.first(where: { $0.id == indexId }),
+                        let path = Relationship(holder: holder, index: index).path
+                    else { continue }
+                    let removed = Set(tuples.map { Self.referencedKey($0) })
+                    var out: [UInt8] = []
+                    do {
+                        let changed =
+                            if let current = edited {
+                                try current.withUnsafeBytes {
+                                    try CBORSplice.removingTexts(removed, at: path, in: $0, appendingTo: &out)
+                                }
+                            } else {
+                                try CBORSplice.removingTexts(removed, at: path, in: payload, appendingTo: &out)
+                            }
+                        if changed { edited = out }
+                    } catch {
+                        throw .corruption(bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
+                    }
+                }
+                if let edited {
+                    record.append(contentsOf: edited)
+                } else {
+                    record.append(contentsOf: UnsafeBufferPointer(start: base + payloadOffset, count: raw.count - payloadOffset))
                 }
             }
         }
-        if case .failure(let error) = rebuilt {
-            throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
-        }
-        var payload = Array(value[payloadOffset...])
-        for (indexId, tuples) in removal.tuples {
-            guard let index = holder.indexes.first(where: { $0.id == indexId }) else { continue }
-            let removed = Set(tuples.map { Self.referencedKey($0) })
-            if let path = Relationship(holder: holder, index: index).path {
-                do {
-                    if let edited = try CBORSplice.removingTexts(removed, at: path, in: payload) { payload = edited }
-                } catch {
-                    throw .corruption(bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
-                }
-            }
+        try rebuilt.get()
+        for (indexId, tuples) in removals {
             for tuple in tuples {
                 writer.batch.delete(
                     Keyspace.indexEntryKey(bucket: holder.id, index: indexId, tuple: tuple, objectKey: key))
             }
         }
-        record.append(contentsOf: payload)
         writer.batch.put(recordKey, record)
     }
 
