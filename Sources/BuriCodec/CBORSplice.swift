@@ -103,7 +103,10 @@ public enum CBORSplice {
                 let (elementInitial, length) = try input.readHead(&inner)
                 let isText = elementInitial >> 5 == _Major.text
                 // A text string's end is its head plus its length; anything else is skipped whole.
-                let end = isText ? inner + (try input.checkedLength(length, at: inner, headStart: elementStart)) : try input.skip(elementStart)
+                let end =
+                    isText
+                    ? inner + (try input.checkedLength(length, at: inner, headStart: elementStart))
+                    : try input.skip(elementStart)
                 if isText, isRemoved(input, inner..<end, removed) {
                     changed = true
                 } else {

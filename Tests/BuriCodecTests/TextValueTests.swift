@@ -61,7 +61,9 @@ struct TextValueTests {
     func aNumberIsRefused() throws {
         let bytes = try CBOREncoder().encode(["one": 5])
         #expect(throws: CBORError.self) { try CBORDecoder().decode([String: Tag].self, from: bytes) }
-        #expect(throws: CBORError.self) { try CBORDecoder().decode([Tag].self, from: try CBOREncoder().encode([1, 2])) }
+        #expect(throws: CBORError.self) {
+            try CBORDecoder().decode([Tag].self, from: try CBOREncoder().encode([1, 2]))
+        }
         let absent = try CBOREncoder().encode(["many": [String](), "nested": []] as [String: [String]])
         #expect(throws: (any Error).self) { try CBORDecoder().decode(Holder.self, from: absent) }
     }

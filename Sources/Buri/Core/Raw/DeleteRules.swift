@@ -163,18 +163,20 @@ extension BuriDatabase {
         let holder = removal.holder
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
-        guard let value = try run(bucket: holder.name, { try writer.reader.get(recordKey) }) else { return }
         // The header is rewritten from the stored bytes, less the entries of the removed references
         // (one walk of it, tuples compared in place); the payload is edited in place (CBORSplice):
         // only the array (or the lone reference) changes, every other byte stays as stored. The
         // new record is built in one buffer.
+        // The stored bytes are read where the engine holds them (no copy of the old record).
         let removals = removal.tuples.map { (index: $0.key, tuples: $0.value) }
         var record: [UInt8] = []
-        record.reserveCapacity(value.count)
-        let rebuilt: Result<Void, BuriError> = value.withUnsafeBytes { raw in
-            Result { () throws(BuriError) -> Void in
+        let found = try run(bucket: holder.name) {
+            try writer.reader.withValue(forKey: recordKey) { value -> Bool in
+                guard let raw = value else { return false }
+                record.reserveCapacity(raw.count)
                 guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
-                    throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: empty record")
+                    throw BuriError.corruption(
+                        bucket: holder.name, key: key, index: nil, reason: "record header: empty record")
                 }
                 var kept: [(UInt32, Range<Int>)] = []
                 let schemaVersion: UInt64
@@ -187,7 +189,8 @@ extension BuriDatabase {
                         kept.append((index, range))
                     }
                 } catch {
-                    throw .corruption(bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
+                    throw BuriError.corruption(
+                        bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
                 }
                 record.append(RecordHeader.layoutVersion)
                 record.append(RecordHeader.cborCodec)
@@ -198,8 +201,28 @@ extension BuriDatabase {
                     Varint.append(UInt64(range.count), to: &record)
                     record.append(contentsOf: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count))
                 }
-                // Each relationship's array is edited in turn (one edit, in practice).
+                // Each relationship's array is edited in turn; the one edit there usually is goes
+                // straight into the record.
                 let payload = UnsafeRawBufferPointer(rebasing: raw[payloadOffset...])
+                if removals.count == 1, let (indexId, tuples) = removals.first,
+                    let index = holder.indexes.first(where: { $0.id == indexId }),
+                    let path = Relationship(holder: holder, index: index).path
+                {
+                    let removed = Set(tuples.map { Self.referencedKey($0) })
+                    let changed: Bool
+                    do {
+                        changed = try CBORSplice.removingTexts(removed, at: path, in: payload, appendingTo: &record)
+                    } catch {
+                        throw BuriError.corruption(
+                            bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
+                    }
+                    if !changed {
+                        record.append(
+                            contentsOf: UnsafeBufferPointer(
+                                start: base + payloadOffset, count: raw.count - payloadOffset))
+                    }
+                    return true
+                }
                 var edited: [UInt8]?
                 for (indexId, tuples) in removals {
                     guard let index = holder.indexes.first(where: { $0.id == indexId }),
@@ -218,17 +241,20 @@ extension BuriDatabase {
                             }
                         if changed { edited = out }
                     } catch {
-                        throw .corruption(bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
+                        throw BuriError.corruption(
+                            bucket: holder.name, key: key, index: index.name, reason: "payload: \(error)")
                     }
                 }
                 if let edited {
                     record.append(contentsOf: edited)
                 } else {
-                    record.append(contentsOf: UnsafeBufferPointer(start: base + payloadOffset, count: raw.count - payloadOffset))
+                    record.append(
+                        contentsOf: UnsafeBufferPointer(start: base + payloadOffset, count: raw.count - payloadOffset))
                 }
+                return true
             }
         }
-        try rebuilt.get()
+        guard found else { return }
         for (indexId, tuples) in removals {
             for tuple in tuples {
                 writer.batch.delete(
