@@ -13,8 +13,10 @@
 /// 1. **Token characters.** A scalar whose general category is a letter (L*), a number (N*), a
 ///    mark (M*) or private use (Co) is part of a token; every other scalar separates tokens: spaces,
 ///    punctuation (apostrophes, `_`, periods, hyphens), symbols, emoji, joiners (U+200D), NUL. So
-///    `don't` → `don`, `t`; `3.14` → `3`, `14`; `foo_bar` → `foo`, `bar`. Numbers are tokens. This
-///    is the token character set of SQLite FTS5's `unicode61` tokenizer.
+///    `don't` → `don`, `t`; `3.14` → `3`, `14`; `foo_bar` → `foo`, `bar`. Numbers are tokens. These
+///    are SQLite FTS5 `unicode61`'s token characters (`L* N* Co`) plus all marks, which unicode61
+///    counts only in the Latin diacritic range and which would otherwise split Indic and Thai
+///    words apart.
 /// 2. **Canonical equivalence.** Each scalar is canonically decomposed (NFD) and its marks (M*:
 ///    accents, voicing marks, vowel signs) are dropped, so strings that are canonically equivalent
 ///    (NFC and NFD forms, marks in any order) give the same tokens. A mark on its own neither starts
@@ -38,6 +40,11 @@
 /// 7. **Positions.** Each token takes the next position from 0: one per word, one per bigram, so a
 ///    CJK word in a phrase query is a run of consecutive bigrams. A stop word (see
 ///    ``init(version:stopWords:)``) is not emitted but takes its position, so phrases stay exact.
+///
+/// On plain Latin-script text (no ß, no stroke letters, no word over 120 bytes) v1 gives the terms
+/// of FTS5's `tokenize = "unicode61 remove_diacritics 2"`, so result sets can be compared with
+/// FTS5's. Elsewhere v1 folds more: marks of every script (FTS5 strips Latin diacritics only),
+/// ß, the stroke letters, and CJK, which unicode61 keeps as one token per run.
 ///
 /// The Unicode data (categories, decompositions, case folding) is the Swift runtime's; a character
 /// that a later Unicode version assigns may therefore tokenize differently on another runtime.
