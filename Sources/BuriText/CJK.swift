@@ -26,9 +26,11 @@ enum CJK {
         }
     }
 
+    /// Kana, but not the voicing marks U+3099…U+309C: the combining ones belong to the kana
+    /// before them (kept marks), the spacing ones are symbols.
     static func isKana(_ value: UInt32) -> Bool {
         switch value {
-        case 0x3041...0x30FF,  // Hiragana, Katakana (with ー and the iteration marks)
+        case 0x3041...0x3098, 0x309D...0x30FF,  // Hiragana, Katakana (with ー and the iteration marks)
             0x31F0...0x31FF,  // small Katakana for Ainu
             0xFF66...0xFF9F,  // halfwidth Katakana
             0x1_AFF0...0x1_B16F:  // Kana Extended-B, Kana Supplement, Kana Extended-A, small kana

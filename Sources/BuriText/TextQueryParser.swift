@@ -141,9 +141,11 @@ struct QueryParser {
         return prefix || Self.isSingleCJKUnit(terms[0]) ? .prefix(terms[0]) : .term(terms[0])
     }
 
+    /// Whether `term` is one CJK unit: one CJK scalar and the kept marks after it (が is か U+3099).
     private static func isSingleCJKUnit(_ term: [UInt8]) -> Bool {
         let scalars = String(decoding: term, as: UTF8.self).unicodeScalars
-        return scalars.count == 1 && scalars.allSatisfy { CJK.isUnit($0.value) }
+        guard let first = scalars.first, CJK.isUnit(first.value) else { return false }
+        return scalars.dropFirst().allSatisfy { !CJK.isUnit($0.value) }
     }
 
     /// The operands under one `and` or `or`, flattening nested ones of the same kind.

@@ -17,34 +17,49 @@
 ///    are SQLite FTS5 `unicode61`'s token characters (`L* N* Co`) plus all marks, which unicode61
 ///    counts only in the Latin diacritic range and which would otherwise split Indic and Thai
 ///    words apart.
-/// 2. **Canonical equivalence.** Each scalar is canonically decomposed (NFD) and its marks (M*:
-///    accents, voicing marks, vowel signs) are dropped, so strings that are canonically equivalent
-///    (NFC and NFD forms, marks in any order) give the same tokens. A mark on its own neither starts
-///    nor ends a token. Hangul is the exception in direction only: jamo are composed into syllables
-///    as NFC composes them (a run reads by syllables, see 6), and syllables are kept whole.
+/// 2. **Canonical equivalence.** Each scalar is canonically decomposed (NFD); diacritics (see 4)
+///    are dropped and every other mark is kept, in canonical order: a term holds the NFD of what is
+///    kept, so strings that are canonically equivalent (NFC and NFD forms, marks in any canonically
+///    equivalent order) give the same tokens. `が` (U+304C) and `か` U+3099 both give `か` U+3099.
+///    A dropped mark neither starts nor ends a token. A kept mark belongs to the word or the CJK
+///    unit before it; with neither before it, it starts a word. Hangul is the exception in
+///    direction only: jamo are composed into syllables as NFC composes them (a run reads by
+///    syllables, see 6; a kept mark after a jamo blocks its composition, as in NFC), and syllables
+///    are kept whole.
 /// 3. **Case.** Full Unicode case folding (CaseFolding.txt, statuses C and F) after decomposition,
 ///    then decomposition again: `ß` and `ẞ` → `ss` (so "Straße" matches "STRASSE" and "strasse"),
 ///    final `ς` → `σ`, `ﬁ` → `fi`, `µ` → `μ`, `İ` → `i`. ASCII folds A–Z to a–z.
-/// 4. **Diacritics.** Dropping marks after decomposition removes diacritics in every script:
-///    `Ärger` → `arger`, `Crème Brûlée` → `creme`, `brulee`, `phở` → `pho`, `が` → `か`. Letters with a
-///    stroke that have no decomposition fold by this table (after case folding, so both cases):
-///    `ø`→`o`, `ł`→`l`, `đ`→`d`, `ħ`→`h`, `ı`→`i`, `ŧ`→`t`. `æ`, `œ`, `ð`, `þ` and `ĸ` stay letters
-///    of their own.
+/// 4. **Diacritics.** The marks dropped after decomposition are the diacritics: those of the
+///    Combining Diacritical Marks blocks (U+0300–U+036F, U+1AB0–U+1AFF, U+1DC0–U+1DFF,
+///    U+20D0–U+20FF, U+FE20–U+FE2F), Hebrew points and cantillation (the marks of U+0591–U+05C7),
+///    Arabic harakat and Quranic annotation (the marks of U+0610–U+061A, U+064B–U+065F, U+0670,
+///    U+06D6–U+06ED, which include hamza and madda above and below: `أ` → `ا`), and the marks that
+///    are default-ignorable (variation selectors, the combining grapheme joiner). So `Ärger` →
+///    `arger`, `Crème Brûlée` → `creme`, `brulee`, `phở` → `pho`, `Ελλάδα` → `ελλαδα`,
+///    `שָׁלוֹם` → `שלום`, `كَتَبَ` → `كتب`, `葛` U+E0100 → `葛`. Every other mark stays: kana
+///    voicing marks (`が` ≠ `か`), Indic vowel signs, viramas and nuktas (`हिन्दी` stays whole),
+///    Thai and Lao vowels and tone marks. Letters with a stroke that have no decomposition fold by
+///    this table (after case folding, so both cases): `ø`→`o`, `ł`→`l`, `đ`→`d`, `ħ`→`h`, `ı`→`i`,
+///    `ŧ`→`t`. `æ`, `œ`, `ð`, `þ` and `ĸ` stay letters of their own.
 /// 5. **Terms** are the folded UTF-8 of a token, cut to at most ``maximumTermBytes`` (120) bytes on
-///    a scalar boundary: the index's keys stay bounded whatever the text, and 120 bytes hold any
-///    real word. Empty text, or text without token characters, gives no tokens.
+///    a scalar boundary: the longest prefix of the folded word, in canonical order, that fits. The
+///    index's keys stay bounded whatever the text, and 120 bytes hold any real word. Empty text, or
+///    text without token characters, gives no tokens.
 /// 6. **Scripts without spaces.** A run of Han ideographs (and 々 〆 〇, compatibility ideographs),
 ///    Hiragana, Katakana (with ー) and Hangul (syllables and jamo) is emitted as overlapping bigrams
-///    of its units: `北京大学` → `北京`, `京大`, `大学`; a run of one unit emits that unit. Any other
-///    token character next to a run ends it: `iPhone手机` → `iphone`, `手机`.
+///    of its units: `北京大学` → `北京`, `京大`, `大学`; a run of one unit emits that unit. A unit is
+///    one such character with the marks kept after it (`がっこう` → `か`U+3099`っ`, `っこ`, `こう`),
+///    cut to 60 bytes like a term. Any other token character next to a run ends it: `iPhone手机`
+///    → `iphone`, `手机`.
 /// 7. **Positions.** Each token takes the next position from 0: one per word, one per bigram, so a
 ///    CJK word in a phrase query is a run of consecutive bigrams. A stop word (see
 ///    ``init(version:stopWords:)``) is not emitted but takes its position, so phrases stay exact.
 ///
 /// On plain Latin-script text (no ß, no stroke letters, no word over 120 bytes) v1 gives the terms
 /// of FTS5's `tokenize = "unicode61 remove_diacritics 2"`, so result sets can be compared with
-/// FTS5's. Elsewhere v1 folds more: marks of every script (FTS5 strips Latin diacritics only),
-/// ß, the stroke letters, and CJK, which unicode61 keeps as one token per run.
+/// FTS5's. Elsewhere v1 differs: it drops the diacritics of 4 in every script (FTS5 strips Latin
+/// diacritics only) and keeps other marks inside words (FTS5 splits words at them), folds ß and
+/// the stroke letters, and cuts CJK runs into bigrams, which unicode61 keeps as one token per run.
 ///
 /// The Unicode data (categories, decompositions, case folding) is the Swift runtime's; a character
 /// that a later Unicode version assigns may therefore tokenize differently on another runtime.

@@ -35,10 +35,57 @@ struct CJKTests {
         #expect(described("Ａ東京") == ["ａ@0", "東京@1"])
     }
 
-    @Test func marksInsideARunAreTransparent() {
+    @Test func diacriticsInsideARunAreTransparent() {
         #expect(terms("北\u{301}京") == ["北京"])
-        #expect(terms("か\u{3099}き") == terms("がき"))
-        #expect(terms("がき") == ["かき"])
+        #expect(terms("北\u{20DD}京\u{FE0F}") == ["北京"])
+    }
+
+    @Test func aKanaAndItsVoicingMarkAreOneUnitOfABigram() {
+        let nfc = "\u{304C}\u{3063}\u{3053}\u{3046}"  // がっこう
+        let nfd = "\u{304B}\u{3099}\u{3063}\u{3053}\u{3046}"
+        #expect(described(nfc) == ["\u{304B}\u{3099}\u{3063}@0", "\u{3063}\u{3053}@1", "\u{3053}\u{3046}@2"])
+        #expect(described(nfd) == described(nfc))
+        // The mark belongs to the second unit of a bigram as well, and to a run's only unit.
+        #expect(terms("ちが") == ["\u{3061}\u{304B}\u{3099}"])
+        #expect(terms("ち\u{304B}\u{3099}") == ["\u{3061}\u{304B}\u{3099}"])
+        #expect(terms("パン") == ["\u{30CF}\u{309A}\u{30F3}"])
+        #expect(terms("が") == ["\u{304B}\u{3099}"])
+        #expect(terms("ガギグ") == ["\u{30AB}\u{3099}\u{30AD}\u{3099}", "\u{30AD}\u{3099}\u{30AF}\u{3099}"])
+        #expect(terms("ガギグ") == terms("\u{30AB}\u{3099}\u{30AD}\u{3099}\u{30AF}\u{3099}"))
+        #expect(terms("がき") != terms("かき"))
+    }
+
+    @Test func keptMarksOfAUnitAreInCanonicalOrder() {
+        // が with an ideographic tone mark (class 218) after it: NFD puts U+3099 (class 8) first.
+        let expected = ["\u{304B}\u{3099}\u{302A}\u{304D}"]
+        #expect(terms("\u{304C}\u{302A}\u{304D}") == expected)
+        #expect(terms("\u{304B}\u{302A}\u{3099}\u{304D}") == expected)
+        #expect(terms("\u{304B}\u{3099}\u{302A}\u{304D}") == expected)
+    }
+
+    @Test func longRunsGiveEveryBigram() {
+        // Far longer than the scanner's buffer, with units of 3, 4 and (with marks) 6 or 9 bytes.
+        let units = (0..<2000).map { index -> String in
+            switch index % 5 {
+            case 0: "\u{304B}\u{3099}"
+            case 1: "\u{20000}"
+            case 2: "\u{30CF}\u{309A}\u{302A}"
+            default: String(UnicodeScalar(0x4E00 + UInt32(index))!)
+            }
+        }
+        let expected = zip(units, units.dropFirst()).map { $0 + $1 }
+        #expect(terms(units.joined()) == expected)
+        #expect(TextTokenizer.v1.tokens(in: units.joined()).map(\.position) == Array(0..<1999))
+        let precomposed = units.map { $0 == "\u{304B}\u{3099}" ? "\u{304C}" : $0 }.joined()
+        #expect(Array(precomposed.utf8) != Array(units.joined().utf8))
+        #expect(terms(precomposed) == expected)
+    }
+
+    @Test func aKeptMarkAfterAJamoStopsItsComposition() {
+        // NFC does not compose a jamo across a mark, and neither do runs: ᄀ〮ᅡ stays two units.
+        #expect(terms("\u{1100}\u{302E}\u{1161}") == ["\u{1100}\u{302E}\u{1161}"])
+        #expect(terms("\u{AC00}\u{302E}") == terms("\u{1100}\u{1161}\u{302E}"))
+        #expect(terms("\u{AC00}\u{302E}") == ["\u{AC00}\u{302E}"])
     }
 
     @Test func hangulInNfdFormsTheSameBigrams() {

@@ -21,6 +21,15 @@ struct PropertyTests {
         ("\u{1F44D}", "\u{1F44D}"), ("\u{1F3FD}", "\u{1F3FD}"), ("\u{200D}", "\u{200D}"), ("\u{FE0F}", "\u{FE0F}"),
         ("\u{1F1EB}\u{1F1F7}", "\u{1F1EB}\u{1F1F7}"), ("\u{E000}", "\u{E000}"), ("\u{10400}", "\u{10400}"),
         ("\u{1D400}", "\u{1D400}"), ("\u{FF21}", "\u{FF21}"), ("\u{2460}", "\u{2460}"), ("\u{2F800}", "\u{4E3D}"),
+        // Kept marks, some spelled in another canonical order on each side, so that they are reordered.
+        ("\u{3099}", "\u{3099}"), ("\u{302A}", "\u{302A}"), ("\u{94D}", "\u{94D}"), ("\u{93F}", "\u{93F}"),
+        ("\u{E01}\u{E39}\u{E49}", "\u{E01}\u{E49}\u{E39}"), ("\u{E39}\u{E49}", "\u{E49}\u{E39}"),
+        ("\u{304C}\u{302A}", "\u{304B}\u{302A}\u{3099}"), ("\u{3099}\u{302A}", "\u{302A}\u{3099}"),
+        ("\u{958}\u{951}", "\u{915}\u{951}\u{93C}"), ("\u{93C}\u{951}", "\u{951}\u{93C}"),
+        ("\u{1112E}", "\u{11131}\u{11127}"), ("\u{11046}", "\u{11046}"), ("\u{302E}", "\u{302E}"),
+        // Dropped Hebrew and Arabic marks, and a precomposed Hebrew presentation form.
+        ("\u{FB2A}\u{5B8}", "\u{5E9}\u{5C1}\u{5B8}"), ("\u{5B8}", "\u{5B8}"), ("\u{623}", "\u{627}\u{654}"),
+        ("\u{64E}", "\u{64E}"), ("\u{E0100}", "\u{E0100}"),
     ]
 
     @Test func randomTextsTokenizeTheSameInBothForms() throws {
@@ -43,6 +52,42 @@ struct PropertyTests {
                 #expect(!token.term.isEmpty && token.term.count <= TextTokenizer.maximumTermBytes)
                 let term = try #require(String(validating: token.term, as: UTF8.self))
                 // A term is a fixed point: tokenizing it again gives itself.
+                #expect(TextTokenizer.v1.foldedTerms(term) == [token.term], "\(term.debugDescription)")
+            }
+        }
+    }
+
+    /// Scalars for scrambled texts: letters, CJK units and jamo, kept marks of many combining
+    /// classes (0, 7, 8, 9, 103, 107, 216, 218, 224, 230), dropped ones, precomposed forms.
+    static let scalars: [Unicode.Scalar] = [
+        "a", "b", "\u{E9}", "\u{E01}", "\u{E39}", "\u{E49}", "\u{E48}", "\u{E3A}", "\u{3099}", "\u{309A}", "\u{302A}",
+        "\u{302E}", "\u{93C}", "\u{94D}", "\u{951}", "\u{93F}", "\u{915}", "\u{958}", "\u{301}", "\u{323}",
+        "\u{5B8}", "\u{64E}", "\u{FB2A}", "\u{304B}", "\u{304C}", "\u{30CF}", "\u{30D1}", "\u{1100}", "\u{1161}",
+        "\u{11A8}", "\u{AC00}", "\u{5317}", " ", "\u{11046}", "\u{1D165}", "\u{1D16E}", "\u{1E94A}", "\u{FE0F}",
+    ]
+
+    @Test func scrambledMarksTokenizeAsTheirNfdAndNfc() throws {
+        var random = SeededGenerator(seed: 3099)
+        for _ in 0..<3000 {
+            var text = String.UnicodeScalarView()
+            for _ in 0..<Int.random(in: 0...60, using: &random) {
+                let scalar = Self.scalars[Int.random(in: 0..<Self.scalars.count, using: &random)]
+                // Sometimes a long run, to reach the cuts of a word (120 bytes) or a CJK unit (60).
+                let repeats = Int.random(in: 0..<8, using: &random) == 0 ? Int.random(in: 1...50, using: &random) : 1
+                text.append(contentsOf: repeatElement(scalar, count: repeats))
+            }
+            let scrambled = String(text)
+            let tokens = TextTokenizer.v1.tokens(in: scrambled)
+            let nfd = String(String.UnicodeScalarView(scrambled._nfd))
+            let nfc = String(String.UnicodeScalarView(scrambled._nfc))
+            #expect(tokens == TextTokenizer.v1.tokens(in: nfd), "\(scrambled.debugDescription)")
+            #expect(tokens == TextTokenizer.v1.tokens(in: nfc), "\(scrambled.debugDescription)")
+            for token in tokens {
+                let term = try #require(String(validating: token.term, as: UTF8.self))
+                #expect(token.term.count <= TextTokenizer.maximumTermBytes)
+                // Marks in canonical order: no non-starter after one of a higher class.
+                let classes = term.unicodeScalars.map(\.properties.canonicalCombiningClass.rawValue)
+                #expect(!zip(classes, classes.dropFirst()).contains { $1 != 0 && $0 > $1 }, "\(term.debugDescription)")
                 #expect(TextTokenizer.v1.foldedTerms(term) == [token.term], "\(term.debugDescription)")
             }
         }

@@ -82,6 +82,9 @@ struct QueryParserTests {
     @Test func aSingleCJKCharacterIsAPrefixOfItsBigrams() throws {
         #expect(try parse("猫") == prefix("猫"))
         #expect(try parse("한") == prefix("한"))
+        #expect(try parse("が") == prefix("\u{304B}\u{3099}"))  // a kana and its voicing mark are one unit
+        #expect(try parse("\u{304B}\u{3099}") == prefix("\u{304B}\u{3099}"))
+        #expect(try parse("がき") == term("\u{304B}\u{3099}\u{304D}"))
         #expect(try parse("\"北 京\"") == phrase("北", "京"))  // inside a phrase, exact
     }
 

@@ -65,8 +65,14 @@ struct SeparatorTests {
         #expect(calls == 0)
     }
 
-    @Test func marksAloneGiveNothingAndTakeNoPosition() {
+    @Test func diacriticsAloneGiveNothingAndTakeNoPosition() {
         #expect(described("\u{301}\u{308} a \u{301} b") == ["a@0", "b@1"])
+        #expect(described("\u{5B8} a \u{64E}\u{FE0F} b") == ["a@0", "b@1"])
+    }
+
+    @Test func aKeptMarkWithNothingBeforeItStartsAWord() {
+        #expect(described("a \u{94D} b") == ["a@0", "\u{94D}@1", "b@2"])
+        #expect(described("(\u{93F}x)") == ["\u{93F}x@0"])
     }
 
     @Test func positionsAreConsecutiveFromZero() {
