@@ -9,6 +9,7 @@ import PackageDescription
 //                that opens a location (StorageEngines); no engine and no LevelDB in it
 //   BuriEngines – the local engines: LevelDB (the default, in a directory) and in-memory
 //   BuriEtcd   – the replicated engine on an etcd cluster (its own product; no LevelDB)
+//   BuriText   – the full-text tokenizer (versioned) and the FTS5-style query language; stdlib only
 //   Buri       – the on-disk format, buckets, indexes and queries (re-exports BuriEngines)
 //   BuriTransfer – export, import and restore of a database as JSON Lines (the `buri export`
 //                format), for apps as for the tool: on Buri and BuriCodec only
@@ -45,7 +46,9 @@ let package = Package(
         .target(name: "BuriCodec"),
         .target(name: "BuriStorage"),
         .target(name: "BuriEngines", dependencies: ["BuriStorage", "LevelDB"]),
-        .target(name: "Buri", dependencies: ["BuriStorage", "BuriEngines", "BuriCodec"]),
+        // The text index's tokenizer and query parser: no dependency, not even Foundation.
+        .target(name: "BuriText"),
+        .target(name: "Buri", dependencies: ["BuriStorage", "BuriEngines", "BuriCodec", "BuriText"]),
         // Buri's replicated engine on etcd 3.4, through its v3 JSON gateway with Foundation's
         // URLSession: no package dependency at all.
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
@@ -70,6 +73,7 @@ let package = Package(
             path: "Tests/BuriTestSupport"),
         .testTarget(name: "LevelDBTests", dependencies: ["LevelDB", "BuriTestBasics"]),
         .testTarget(name: "BuriCodecTests", dependencies: ["BuriCodec", "BuriTestBasics"]),
+        .testTarget(name: "BuriTextTests", dependencies: ["BuriText", "BuriTestBasics"]),
         .testTarget(
             name: "BuriStorageTests", dependencies: ["BuriStorage", "BuriEngines", "BuriEtcd", "BuriTestSupport"]),
         .testTarget(
