@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "Buri", targets: ["Buri"]),
         .library(name: "LevelDB", targets: ["LevelDB"]),
         .library(name: "BuriCodec", targets: ["BuriCodec"]),
+        .library(name: "BuriText", targets: ["BuriText"]),
         .library(name: "BuriStorage", targets: ["BuriStorage"]),
         .library(name: "BuriEngines", targets: ["BuriEngines"]),
         // The etcd engine: a product of its own, so that only apps that link it depend on it.

@@ -318,3 +318,38 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(report.isConsistent, "\(report.problems)")
     }
 }
+
+@Suite struct TextIndexReadmeTests {
+    struct Note: BuriSupport {
+        var id: String, body: String
+        static let buri = BuriSchema<Note>(key: \.id, indexes: [.text("body", \.body)])
+    }
+
+    /// README, "Full-text search": the example as written there.
+    @Test func theReadmeExampleWorksAsWritten() throws {
+        let t = try TestDatabase()
+        let notes = try t.db.bucket(Note.self)
+        try notes.store([
+            Note(id: "n1", body: "Apple pie, the recipe"), Note(id: "n2", body: "pie with apple and pear"),
+            Note(id: "n3", body: "A tartlet"), Note(id: "n4", body: "Crème brûlée"),
+        ])
+        let pies = try notes.search("body", "apple pie")
+        #expect(pies.map(\.id) == ["n1", "n2"])
+        let exact = try notes.searchKeys("body", "\"apple pie\" OR tart*")
+        #expect(exact == ["n1", "n3"])
+        let count = try notes.searchCount("body", "pie NOT pear")
+        #expect(count == 1)
+        #expect(try notes.searchKeys("body", "creme BRULEE") == ["n4"])
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for line in [
+            "static let buri = BuriSchema<Note>(key: \\.id, indexes: [.text(\"body\", \\.body)])",
+            "let pies = try notes.search(\"body\", \"apple pie\")",
+            "let exact = try notes.searchKeys(\"body\", \"\\\"apple pie\\\" OR tart*\")",
+            "let count = try notes.searchCount(\"body\", \"pie NOT pear\")",
+        ] {
+            #expect(readme.contains(line), "README lacks \(line)")
+        }
+    }
+}

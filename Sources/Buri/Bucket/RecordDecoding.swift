@@ -1,6 +1,8 @@
 // The whole codec, not only the reader's types: a scoped import would hide `CBORField`'s `~=`
 // (what `switch field { case "name": ... }` needs) from a module that imports only Buri.
 @_exported import BuriCodec
+// The text index's query type (`TextQuery`) and tokenizer are part of the search API.
+@_exported import BuriText
 
 // The opt-in decoding fast path: a bucket whose type adopts `CBORRecordDecodable` reads its
 // objects through `T(record:)`, a hand-written walk over the record's fields, instead of

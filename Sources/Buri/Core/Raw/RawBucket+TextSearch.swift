@@ -222,17 +222,31 @@ struct TextSearcher {
         return result
     }
 
-    /// The candidates that have (`keep`) or do not have an entry under `termPrefix`: the cursor
-    /// seeks to each candidate and the candidates skip to where it lands (a leapfrog).
+    /// The candidates that have (`keep`) or do not have an entry under `termPrefix`, in one pass of
+    /// a cursor over the term's entries: it steps forward up to `Self.stepsBeforeSeek` entries to
+    /// reach the next candidate and seeks only across longer gaps (a leapfrog), so two lists of
+    /// similar length cost a walk of both, and a short list against a long one a seek per candidate.
     private func leapfrog(_ candidates: Keys, _ termPrefix: [UInt8], keep: Bool) throws(BuriError) -> Keys {
         var result: Keys = []
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(termPrefix))
             var position = 0
-            while position < candidates.count {
-                cursor.seek(termPrefix + candidates[position])
-                guard try cursor.next() else { break }
-                let found = try entry(cursor, positions: false).key
+            /// The entry the cursor is on (`nil` before the first read).
+            var current: [UInt8]?
+            walk: while position < candidates.count {
+                let target = candidates[position]
+                var steps = 0
+                while let key = current, key.lexicographicallyPrecedes(target), steps < Self.stepsBeforeSeek {
+                    guard try cursor.next() else { break walk }
+                    current = try entry(cursor, positions: false).key
+                    steps += 1
+                }
+                if current.map({ $0.lexicographicallyPrecedes(target) }) ?? true {
+                    cursor.seek(termPrefix + target)
+                    guard try cursor.next() else { break }
+                    current = try entry(cursor, positions: false).key
+                }
+                guard let found = current else { break }
                 while position < candidates.count, candidates[position].lexicographicallyPrecedes(found) {
                     if !keep { result.append(candidates[position]) }
                     position += 1
@@ -246,6 +260,9 @@ struct TextSearcher {
         }
         return result
     }
+
+    /// How far a leapfrog steps before it seeks: a step is a fraction of a seek's cost.
+    static let stepsBeforeSeek = 8
 
     // MARK: Sorted key lists
 
