@@ -85,7 +85,8 @@ func runSystem(
         }
         results.append(QueryResult(unranked: unranked, matches: keys.count, ranked: ranked, keys: Set(keys)))
     }
-    return (build, size, results)
+    let (fetch, documents) = try Latency.measure(times: options.times) { try system.documents(matching: fetchQuery) }
+    return (build, size, results, (fetch, documents.count))
 }
 
 func main() throws {
@@ -105,11 +106,11 @@ func main() throws {
     let systems: [(String, () throws -> any TextSystem)] = [
         (FTS5System.name, { try FTS5System(directory: directory) })
     ]
-    var table: [(name: String, build: Double, size: Int, results: [QueryResult])] = []
+    var table: [(name: String, build: Double, size: Int, results: [QueryResult], fetch: (Latency, Int))] = []
     for (name, make) in systems {
         let system = try make()
-        let (build, size, results) = try runSystem(system, corpus: corpus, options: options)
-        table.append((name, build, size, results))
+        let (build, size, results, fetch) = try runSystem(system, corpus: corpus, options: options)
+        table.append((name, build, size, results, fetch))
     }
 
     print("## Text search: \(corpus.name), each query \(options.times) times\n")
@@ -129,6 +130,11 @@ func main() throws {
                 "| \(query.title) | \(row.name) | \(r.matches) | \(ms(r.unranked.median)) | \(ms(r.unranked.p99)) | \(ms(r.ranked.median)) | \(ms(r.ranked.p99)) |"
             )
         }
+    }
+    print("\n| Fetch every match, key and text (\(fetchQuery)) | Documents | Median (ms) | p99 (ms) |")
+    print("|---|---:|---:|---:|")
+    for row in table {
+        print("| \(row.name) | \(row.fetch.1) | \(ms(row.fetch.0.median)) | \(ms(row.fetch.0.p99)) |")
     }
     // Result sets side by side: all-words queries must agree; any difference is listed.
     if table.count > 1 {
