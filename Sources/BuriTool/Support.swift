@@ -64,7 +64,7 @@ struct ToolError: Error, CustomStringConvertible {
         case .storage(let storage)
         where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
             self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
-        case .invalidQuery, .invalidContinuation:
+        case .invalidQuery, .invalidContinuation, .textQuerySyntax:
             self.init(.usage, error.description)
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName,
             .invalidIndexDefinition, .invalidValueName, .valueEncodingFailed:

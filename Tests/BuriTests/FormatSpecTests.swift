@@ -64,11 +64,13 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x03, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x04, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x05, 0x00], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x06, 0x00, 0x00], .unsupportedFormat(path: "", found: 6, supported: 5)),
+            (Array("BURI".utf8) + [0x00, 0x06, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x07, 0x00, 0x00], .unsupportedFormat(path: "", found: 7, supported: 6)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
             (Array("BURI".utf8) + [0x00, 0x03], nil),
             (Array("BURI".utf8) + [0x00, 0x04], nil),
             (Array("BURI".utf8) + [0x00, 0x05], nil),
+            (Array("BURI".utf8) + [0x00, 0x06], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()
@@ -148,7 +150,7 @@ struct FormatSpecTests {
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
             ("00 62 75 63 6b 65 74 2d 69 64 73", bytes(hex: "00 00 00 01")),
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 05")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 06")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),

@@ -64,7 +64,7 @@ struct BuriToolTests {
         let run = try buri("info", db)
         expectSuccess(run)
         for line in [
-            "format version:  5",
+            "format version:  6",
             "LevelDB version: \(Database.libraryVersion)",
             "buckets:         2",
             "bucket 'Person' (key field 'objectId'): 40 objects",
@@ -81,7 +81,7 @@ struct BuriToolTests {
         let json = try buri("info", db, "--json")
         expectSuccess(json)
         let value = try CBORValue(json: json.stdout)
-        #expect(value["formatVersion"]?.int64Value == 5)
+        #expect(value["formatVersion"]?.int64Value == 6)
         #expect(value["leveldbVersion"]?.stringValue == Database.libraryVersion.description)
         #expect((value["sizeOnDisk"]?.int64Value ?? 0) > 0)
         let buckets = value["buckets"]?.arrayValue ?? []

@@ -106,7 +106,22 @@ public final class Bucket<T: BuriSupport>: Sendable {
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
         entries.reserveCapacity(declared.count)
+        var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
         for (definition, index) in declared {
+            if let text = index.text {
+                // One tokenization gives the terms (the header's tuples) and their positions (the
+                // entries' values).
+                let textEntries = text.entries(object)
+                var tuples: [[IndexValue]] = []
+                for (term, positions) in textEntries {
+                    let tuple = [IndexValue(bytes: term)]
+                    try raw.appendEntry(tuple, for: definition, key: key, to: &entries)
+                    entryValues[RecordHeader.Entry(index: definition.id, tuple: tuple[0].encoded)] = positions
+                    if checking { tuples.append(tuple) }
+                }
+                if checking { computed.append((definition, tuples)) }
+                continue
+            }
             let tuples: [[IndexValue]]
             do {
                 tuples = try index.tuples(object)
@@ -136,7 +151,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 roundTripPending.store(false, ordering: .relaxed)
             }
         }
-        return RawBucket.RecordWrite(key: key, header: header, value: value)
+        return RawBucket.RecordWrite(key: key, header: header, value: value, entryValues: entryValues)
     }
 
     /// Index value tuples as an error message shows them: "(20), (21)", or "no entry".

@@ -99,17 +99,21 @@ public struct BuriIndex<T>: Sendable {
     let reference: (bucket: @Sendable () -> String, rule: DeleteRule)?
     /// Why the declaration cannot be used, reported when the bucket is opened.
     let declarationError: String?
+    /// For a full-text index (`.text`, TextIndex.swift): its catalog definition, the tokenizer it
+    /// uses and the texts it reads from an object (one, or an array's elements in order).
+    let text: TextIndexSource<T>?
 
     init(
         name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
         keyPath: (AnyKeyPath & Sendable)? = nil, reference: (bucket: @Sendable () -> String, rule: DeleteRule)? = nil,
-        declarationError: String? = nil,
+        declarationError: String? = nil, text: TextIndexSource<T>? = nil,
         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
     ) {
         self.keyPath = keyPath
         self.reference = reference
         self.declarationError = declarationError
+        self.text = text
         self.name = name
         self.components = components
         self.isUnique = unique
@@ -125,7 +129,8 @@ public struct BuriIndex<T>: Sendable {
         return IndexDefinition(
             id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
             fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
-            computed: isComputed ? true : nil, references: reference?.bucket(), onDelete: reference?.rule)
+            computed: isComputed ? true : nil, references: reference?.bucket(), onDelete: reference?.rule,
+            text: text?.definition)
     }
 
     /// The recorded source of a single-component index over a property of type `V`.

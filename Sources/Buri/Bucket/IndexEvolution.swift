@@ -203,7 +203,7 @@ extension BuriDatabase {
                             let fresh = try bucket.prepare(object)
                             for entry in fresh.header.entries where buildIds.contains(entry.index) {
                                 entries.append(entry)
-                                batch.put(raw.entryKey(entry, objectKey: key), [UInt8]())
+                                batch.put(raw.entryKey(entry, objectKey: key), fresh.value(of: entry))
                             }
                         }
                         var out: [UInt8] = []

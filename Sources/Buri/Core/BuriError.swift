@@ -90,6 +90,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     case valueDecodingFailed(name: String, type: String, reason: String)
     /// A value could not be encoded to be stored under `name`.
     case valueEncodingFailed(name: String, reason: String)
+    /// A full-text query given to ``Bucket/search(_:_:)-(String,String)`` does not parse:
+    /// `message` says why and `offset` (in Characters) where.
+    case textQuerySyntax(bucket: String, index: String, query: String, message: String, offset: Int)
 
     public var description: String {
         switch self {
@@ -171,6 +174,10 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .valueDecodingFailed(name, type, reason):
             return
                 "named value '\(name)': the stored value does not decode as \(type) (\(reason)); read it as the type it was stored as, or set it again (`buri get-value` shows what it holds)"
+        case let .textQuerySyntax(bucket, index, query, message, offset):
+            return
+                "bucket '\(bucket)', text index '\(index)': the query does not parse at offset \(offset): \(message)\n"
+                + String(query.map { $0.isWhitespace ? " " : $0 }) + "\n" + String(repeating: " ", count: offset) + "^"
         case let .valueEncodingFailed(name, reason):
             return "named value '\(name)': the value could not be encoded: \(reason); nothing was written"
         case let .migrationFailed(bucket, key, from, reason):

@@ -55,13 +55,19 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     public var references: String?
     /// For a relationship: what deleting a referenced object does to the objects holding it.
     public var onDelete: DeleteRule?
+    /// For a full-text index (format 6): the tokenizer version and stop words that made its
+    /// entries (`docs/FORMAT.md` §5). Its components stay `[.binary]`: each entry's tuple is one
+    /// term, and its value lists the term's positions (§9a).
+    public var text: TextIndexDefinition?
 
     public init(
         id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false,
         version: Int = 0,
         fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil,
-        fieldPaths: [[String]]? = nil, references: String? = nil, onDelete: DeleteRule? = nil
+        fieldPaths: [[String]]? = nil, references: String? = nil, onDelete: DeleteRule? = nil,
+        text: TextIndexDefinition? = nil
     ) {
+        self.text = text
         self.references = references
         self.onDelete = onDelete
         self.id = id
@@ -81,6 +87,8 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     func hasSameShape(as other: IndexDefinition) -> Bool {
         name.hasSameBytes(as: other.name) && components == other.components && isUnique == other.isUnique
             && multiValued == other.multiValued && version == other.version
+            && (text == nil) == (other.text == nil)
+            && (text.map { mine in other.text.map { mine.hasSameEntries(as: $0) } ?? false } ?? true)
     }
 
     /// The catalog's field names (`docs/FORMAT.md`, "Bucket catalog"): ``isUnique`` is stored as
@@ -88,7 +96,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, name, components
         case isUnique = "unique"
-        case multiValued, version, fields, fieldForms, computed, fieldPaths, references, onDelete
+        case multiValued, version, fields, fieldForms, computed, fieldPaths, references, onDelete, text
     }
 }
 

@@ -60,6 +60,10 @@ extension IndexDefinition {
         if let reason = uncomputableReason {
             throw .invalidIndexDefinition(bucket: "", index: name, reason: "tools cannot compute it: " + reason)
         }
+        // A text index's tuples are the distinct folded terms of its field (docs/FORMAT.md §9a).
+        if text != nil {
+            return try textEntries(of: object, bucket: "").map { [IndexValue(encoded: $0.tuple)] }
+        }
         let paths = componentPaths ?? []
         let forms = fieldForms ?? Array(repeating: .value, count: components.count)
         let arrays = acceptingArrays ?? (multiValued && components.count == 1)

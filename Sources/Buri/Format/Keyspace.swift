@@ -32,9 +32,10 @@ enum Keyspace {
     /// bucket ids (tag 0x04) of bucket generations; version 4 keeps each bucket id's exact object
     /// count (tag 0x05), which older code would not update; version 5 keeps the largest bucket id
     /// ever given (``bucketIdsKey``), so that no id is given twice, which older code would not
-    /// update either, and the named values (tag 0x06), which older code would take for stray keys.
-    /// Versions 1 to 4 databases are read.
-    static let formatVersion: UInt16 = 5
+    /// update either, and the named values (tag 0x06), which older code would take for stray keys;
+    /// version 6 adds text indexes (catalog `text`), whose entries carry the term's positions as
+    /// their value, which older code would write empty. Versions 1 to 5 databases are read.
+    static let formatVersion: UInt16 = 6
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)

@@ -128,27 +128,45 @@ public final class StagedImport {
             let cursor = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: base.id)))
             var copied = 0
             var more = true
-            /// Records read but not yet copied, with their index entry keys.
-            var pending: [(key: [UInt8], value: [UInt8], entries: [[UInt8]])] = []
+            /// Records read but not yet copied, with their index entries' keys and values.
+            var pending: [(key: [UInt8], value: [UInt8], entries: [(key: [UInt8], value: [UInt8])])] = []
+            // Text indexes' entries carry the term's positions (docs/FORMAT.md §9a): recomputed from
+            // each record's payload, as every other writer does, so the copy is never a bare key.
+            let textIndexes = base.indexes.filter { $0.text != nil }
             while more || !pending.isEmpty {
                 while more, pending.count < fitting {
                     guard try cursor.next() else { more = false; break }
                     let (key, value) = (cursor.key, cursor.value)
                     let objectKey = try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
                     let header: RecordHeader
+                    var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
                     do {
-                        header = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw).0 }
+                        let payloadOffset: Int
+                        (header, payloadOffset) = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }
+                        if !textIndexes.isEmpty {
+                            let payload = try value.withUnsafeBytes { raw in
+                                try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[payloadOffset...]))
+                            }
+                            for index in textIndexes {
+                                for (tuple, positions) in try index.textEntries(of: payload, bucket: bucket) {
+                                    entryValues[RecordHeader.Entry(index: index.id, tuple: tuple)] = positions
+                                }
+                            }
+                        }
                     } catch {
                         throw BuriError.corruption(
                             bucket: bucket, key: objectKey, index: nil,
-                            reason: "record header: \(error); nothing was imported (run `buri check` first)")
+                            reason: "record: \(error); nothing was imported (run `buri check` first)")
                     }
                     pending.append(
                         (
                             Keyspace.recordKey(bucket: stageId, key: objectKey), value,
                             header.entries.map {
-                                Keyspace.indexEntryKey(
-                                    bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey)
+                                (
+                                    Keyspace.indexEntryKey(
+                                        bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey),
+                                    entryValues[$0] ?? []
+                                )
                             }
                         ))
                 }
@@ -157,7 +175,7 @@ public final class StagedImport {
                 let batch = database.engine.makeBatch()
                 for item in pending[..<inBatch] {
                     batch.put(item.key, item.value)
-                    for entry in item.entries { batch.put(entry, []) }
+                    for entry in item.entries { batch.put(entry.key, entry.value) }
                 }
                 if let marker { batch.put(marker.key, marker.value) }
                 // The stage's object count, kept with the records it counts (format 4).

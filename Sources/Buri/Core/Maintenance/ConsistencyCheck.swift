@@ -33,6 +33,8 @@ public struct ConsistencyProblem: Sendable, Hashable, CustomStringConvertible {
         /// indexed at all. Queries and tools would disagree about the object. Not repaired (which
         /// side is right is not derived data): store the object again, through its Swift type or
         /// `buri put`, or restore an export, which recomputes every such index from the fields.
+        /// Also a text index entry whose value (the term's positions, format 6) is not what
+        /// tokenizing the field gives; that one repair rewrites, as positions are derived data.
         case wrongIndexValue
         /// An object refers through a relationship (an index with `references`, format 5) to an
         /// object its target bucket does not hold. Repair applies the relationship's delete rule as
@@ -285,6 +287,19 @@ extension BuriDatabase {
                         report.problems.append(problem)
                     }
                 }
+                // Text indexes' entries carry the term's positions: what tokenizing the field gives
+                // (docs/FORMAT.md §9a). An index whose terms differ from the header's is reported by
+                // `valueProblem` above; its values are compared only where the terms agree.
+                var textValues: [RecordHeader.Entry: [UInt8]] = [:]
+                for definition in computable where definition.text != nil {
+                    guard let computed = try? definition.textEntries(of: payload, bucket: descriptor.name) else {
+                        continue
+                    }
+                    for (tuple, value) in computed {
+                        textValues[RecordHeader.Entry(index: definition.id, tuple: tuple)] = value
+                    }
+                }
+                let textIds = Set(descriptor.indexes.filter { $0.text != nil }.map(\.id))
                 for entry in parsed.0.entries {
                     guard let indexName = names[entry.index] else {
                         report.problems.append(
@@ -294,12 +309,36 @@ extension BuriDatabase {
                         continue
                     }
                     let entryKey = raw.entryKey(entry, objectKey: objectKey)
-                    if try snapshot.get(entryKey) == nil {
+                    let expected = textValues[entry]
+                    let isText = textIds.contains(entry.index)
+                    let stored = try snapshot.get(entryKey)
+                    if let stored, isText, let expected, stored != expected {
+                        let shown = stored.withUnsafeBytes { raw in
+                            (try? TextEntries.decodePositions(raw)).map { "positions \($0)" } ?? "a malformed value"
+                        }
+                        let wanted = expected.withUnsafeBytes { raw in
+                            (try? TextEntries.decodePositions(raw)).map { "\($0)" } ?? "?"
+                        }
+                        var problem = ConsistencyProblem(
+                            kind: .wrongIndexValue, bucket: descriptor.name, key: objectKey, index: indexName,
+                            detail:
+                                "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives positions \(wanted)"
+                        )
+                        if repair {
+                            fixes.put(entryKey, expected)
+                            relied.append(entryKey)
+                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: objectKey))
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                    }
+                    if stored == nil {
                         var problem = ConsistencyProblem(
                             kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
                             detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
-                        if repair {
-                            fixes.put(entryKey, [UInt8]())
+                        // A text entry is rewritten only with the positions its field gives.
+                        if repair, !isText || expected != nil {
+                            fixes.put(entryKey, expected ?? [UInt8]())
                             relied.append(entryKey)
                             relied.append(Keyspace.recordKey(bucket: descriptor.id, key: objectKey))
                             problem.repaired = true

@@ -8,6 +8,17 @@ extension RawBucket {
         var key: String
         var header: RecordHeader
         var value: [UInt8]
+        /// The value stored under each entry's key, for indexes whose entries carry one (a text
+        /// index's positions, `docs/FORMAT.md` §9a); an entry not listed has an empty value. An
+        /// entry with a value is written even when the old record lists it too, as its value may
+        /// have changed.
+        var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
+
+        /// The value to store under `entry`'s key.
+        @inline(__always)
+        func value(of entry: RecordHeader.Entry) -> [UInt8] {
+            entryValues.isEmpty ? [] : entryValues[entry] ?? []
+        }
     }
 
     /// Writes records and their index entries in one atomic batch, replacing each object's previous
@@ -77,7 +88,13 @@ extension RawBucket {
                     batch.delete(entryKey(entry, objectKey: write.key))
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
-                for entry in write.header.entries where !oldEntries.contains(entry) {
+                for entry in write.header.entries {
+                    guard !oldEntries.contains(entry) else {
+                        // Kept: rewritten only if it carries a value, which may have changed.
+                        let value = write.value(of: entry)
+                        if !value.isEmpty { batch.put(entryKey(entry, objectKey: write.key), value) }
+                        continue
+                    }
                     if !relationships.isEmpty, let index = relationships.first(where: { $0.id == entry.index }) {
                         newReferences.append((write.key, index, entry.tuple))
                     }
@@ -85,7 +102,7 @@ extension RawBucket {
                         try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
                     }
-                    batch.put(entryKey(entry, objectKey: write.key), [UInt8]())
+                    batch.put(entryKey(entry, objectKey: write.key), write.value(of: entry))
                 }
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }

@@ -12,7 +12,8 @@ public struct RawObject: Sendable, Hashable {
     /// The object's CBOR encoding.
     public var payload: [UInt8]
     /// For each index, the value tuples of the object's entries (one-element tuples for a plain index).
-    /// Indexes not named get no entry. Names are matched as bytes (see ``IndexName``).
+    /// Indexes not named get no entry. Names are matched as bytes (see ``IndexName``). A text
+    /// index's entries are always computed from the payload's field, and values given for it ignored.
     public var indexValues: [IndexName: [[IndexValue]]]
     /// The schema version written into the object's record header; `nil` (the default) writes the
     /// bucket's current one (its catalog `schemaVersion`), as its Swift type writes it.
@@ -68,7 +69,24 @@ extension RawBucket {
                 guard let definition = descriptor.index(named: indexName.name) else {
                     throw .unknownIndex(bucket: name, index: indexName.name, known: descriptor.indexes.map(\.name))
                 }
+                // A text index's entries carry positions, which only its field gives: they are
+                // computed from the payload below, whatever tuples are given.
+                guard definition.text == nil else { continue }
                 for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
+            }
+            var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
+            for definition in descriptor.indexes where definition.text != nil {
+                let computed: [(tuple: [UInt8], value: [UInt8])]
+                do {
+                    computed = try definition.textEntries(of: item, bucket: name)
+                } catch let BuriError.invalidIndexValue(_, _, index, reason) {
+                    throw .invalidIndexValue(bucket: name, key: object.key, index: index, reason: reason)
+                }
+                for (tuple, value) in computed {
+                    let entry = RecordHeader.Entry(index: definition.id, tuple: tuple)
+                    entries.append(entry)
+                    entryValues[entry] = value
+                }
             }
             // Without one of its own, an object carries the bucket's schema version: the version the
             // catalog says its objects are written at (docs/FORMAT.md §10).
@@ -78,7 +96,7 @@ extension RawBucket {
             value.reserveCapacity(object.payload.count + 32)
             header.append(to: &value)
             value.append(contentsOf: object.payload)
-            writes.append(RecordWrite(key: object.key, header: header, value: value))
+            writes.append(RecordWrite(key: object.key, header: header, value: value, entryValues: entryValues))
         }
         if !writes.isEmpty { try write(writes, sync: sync) }
     }

@@ -1,0 +1,319 @@
+import BuriStorage
+import BuriText
+
+// Full-text search: a TextQuery evaluated over a text index's entries with cursors, from one
+// snapshot. Each term's entries come in object-key order under the term's key prefix, so every
+// intermediate result is a list of object keys (UTF-8) in byte order, each once.
+extension RawBucket {
+    /// The text index called `index`, or a typed error: ``BuriError/unknownIndex(bucket:index:known:)``,
+    /// or ``BuriError/invalidQuery(bucket:index:reason:)`` when it is not a text index.
+    func textIndexDefinition(_ index: String) throws(BuriError) -> IndexDefinition {
+        guard let definition = descriptor.index(named: index) else {
+            throw .unknownIndex(bucket: name, index: index, known: descriptor.indexes.map(\.name))
+        }
+        guard definition.text != nil else {
+            throw .invalidQuery(
+                bucket: name, index: index,
+                reason: "index '\(index)' is not a text index; search needs an index declared with .text")
+        }
+        return definition
+    }
+
+    /// `query` parsed by the tokenizer of text index `index`.
+    func parseTextQuery(_ query: String, index: String) throws(BuriError) -> TextQuery {
+        let definition = try textIndexDefinition(index)
+        let tokenizer = try definition.textTokenizer(bucket: name)
+        do {
+            return try TextQuery.parse(query, tokenizer: tokenizer)
+        } catch {
+            throw .textQuerySyntax(
+                bucket: name, index: index, query: query, message: error.message, offset: error.offset)
+        }
+    }
+
+    /// The object keys (UTF-8) matching `query` in text index `index`, in byte order, each once,
+    /// read through `reader` (one snapshot).
+    func textSearch(index: String, query: TextQuery, reader: any StorageReader) throws(BuriError) -> [[UInt8]] {
+        let definition = try textIndexDefinition(index)
+        let tokenizer = try definition.textTokenizer(bucket: name)
+        let searcher = TextSearcher(
+            bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
+            prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
+        return try searcher.evaluate(query)
+    }
+}
+
+/// Evaluates one query over one text index.
+struct TextSearcher {
+    let bucket: RawBucket
+    let index: IndexDefinition
+    let tokenizer: TextTokenizer
+    let reader: any StorageReader
+    /// The index's key prefix (`0x03` + bucket id + index id).
+    let prefix: [UInt8]
+
+    typealias Keys = [[UInt8]]
+
+    func evaluate(_ query: TextQuery) throws(BuriError) -> Keys {
+        switch query {
+        case .term(let term):
+            return try keys(under: termPrefix(term))
+        case .prefix(let start):
+            return try keys(under: startPrefix(start)).sortedUnique()
+        case .phrase(let terms, let lastIsPrefix):
+            return try phrase(terms, lastIsPrefix: lastIsPrefix)
+        case .or(let operands):
+            var result: Keys = []
+            for operand in operands { result = Self.union(result, try evaluate(operand)) }
+            return result
+        case .and(let operands):
+            return try and(operands)
+        case .not:
+            throw .invalidQuery(
+                bucket: bucket.name, index: index.name, reason: "NOT needs a query on its left (`a NOT b`)")
+        }
+    }
+
+    /// AND: the operands that are not single terms are evaluated to key lists, then each term
+    /// narrows the candidates by leapfrog seeks on its entries, and each NOT operand removes its keys.
+    private func and(_ operands: [TextQuery]) throws(BuriError) -> Keys {
+        var terms: [[UInt8]] = []
+        var others: [TextQuery] = []
+        var negated: [TextQuery] = []
+        for operand in operands {
+            switch operand {
+            case .not(let inner): negated.append(inner)
+            case .term(let term): terms.append(term)
+            default: others.append(operand)
+            }
+        }
+        var candidates: Keys
+        if let first = others.first {
+            candidates = try evaluate(first)
+            for other in others.dropFirst() where !candidates.isEmpty {
+                candidates = Self.intersection(candidates, try evaluate(other))
+            }
+        } else if let first = terms.first {
+            candidates = try keys(under: termPrefix(first))
+            terms.removeFirst()
+        } else {
+            throw .invalidQuery(bucket: bucket.name, index: index.name, reason: "a query cannot be only NOT")
+        }
+        for term in terms where !candidates.isEmpty {
+            candidates = try leapfrog(candidates, termPrefix(term), keep: true)
+        }
+        for inner in negated where !candidates.isEmpty {
+            if case .term(let term) = inner {
+                candidates = try leapfrog(candidates, termPrefix(term), keep: false)
+            } else {
+                candidates = Self.difference(candidates, try evaluate(inner))
+            }
+        }
+        return candidates
+    }
+
+    /// A phrase: the documents holding all its terms (each stop word stands for one position any
+    /// word fills), then those where the terms' positions line up.
+    private func phrase(_ terms: [[UInt8]], lastIsPrefix: Bool) throws(BuriError) -> Keys {
+        guard terms.count <= TextEntries.maximumPhraseTerms else {
+            throw .invalidQuery(
+                bucket: bucket.name, index: index.name,
+                reason:
+                    "a phrase has \(terms.count) terms, over the limit of \(TextEntries.maximumPhraseTerms)")
+        }
+        /// The phrase's indexed terms: offset in the phrase, key prefix, whether a prefix.
+        var parts: [(offset: UInt64, prefix: [UInt8], isPrefix: Bool)] = []
+        for (offset, term) in terms.enumerated() {
+            let isLast = offset == terms.count - 1
+            if isLast && lastIsPrefix {
+                parts.append((UInt64(offset), startPrefix(term), true))
+            } else if !tokenizer.isStopWord(term) {
+                parts.append((UInt64(offset), termPrefix(term), false))
+            }
+        }
+        guard !parts.isEmpty else { return [] }
+        var positions: [[ObjectKeyBytes: [UInt64]]] = []
+        var candidates: Keys?
+        for part in parts {
+            let found = try positionsUnder(part.prefix, merging: part.isPrefix)
+            let keys = found.keys.map(\.bytes).sortedUnique()
+            candidates = candidates.map { Self.intersection($0, keys) } ?? keys
+            positions.append(found)
+            if candidates?.isEmpty == true { return [] }
+        }
+        let first = parts[0]
+        return (candidates ?? []).filter { key in
+            let object = ObjectKeyBytes(key)
+            guard let starts = positions[0][object] else { return false }
+            return starts.contains { start in
+                guard start >= first.offset else { return false }
+                let origin = start - first.offset
+                for (part, found) in zip(parts, positions).dropFirst() {
+                    guard let list = found[object], list.binarySearchContains(origin + part.offset) else {
+                        return false
+                    }
+                }
+                return true
+            }
+        }
+    }
+
+    // MARK: Entries
+
+    /// The key prefix of the entries of `term` (its whole encoded tuple).
+    private func termPrefix(_ term: [UInt8]) -> [UInt8] { prefix + IndexValue(bytes: term).encoded }
+
+    /// The key prefix of the entries of every term starting with `start`.
+    private func startPrefix(_ start: [UInt8]) -> [UInt8] {
+        var out = prefix
+        ValueEncoding.appendBinaryPrefix(start, to: &out)
+        return out
+    }
+
+    /// The object key of the entry a cursor is on, after checking its value reads as positions.
+    private func entry(
+        _ cursor: any StorageCursor, positions wanted: Bool
+    ) throws(BuriError) -> (key: [UInt8], positions: [UInt64]) {
+        let split = Result { () throws(BuriError) -> (key: [UInt8], positions: [UInt64]) in
+            let key: [UInt8]
+            do {
+                key = try cursor.withKey { raw throws(FormatError) -> [UInt8] in
+                    Array(raw[try Keyspace.splitIndexEntry(raw, arity: 1).objectKey])
+                }
+            } catch {
+                throw .corruption(bucket: bucket.name, key: nil, index: index.name, reason: "index entry key: \(error)")
+            }
+            do {
+                let positions = try cursor.withValue { raw throws(FormatError) -> [UInt64] in
+                    try TextEntries.decodePositions(raw)
+                }
+                return (key, wanted ? positions : [])
+            } catch {
+                throw .corruption(
+                    bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: index.name,
+                    reason: "text entry value: \(error)")
+            }
+        }
+        return try split.get()
+    }
+
+    /// The object keys of the entries under `keyPrefix`, in cursor (key) order.
+    private func keys(under keyPrefix: [UInt8]) throws(BuriError) -> Keys {
+        var result: Keys = []
+        try bucket.run {
+            let cursor = try reader.cursor(in: .prefix(keyPrefix))
+            while try cursor.next() { result.append(try entry(cursor, positions: false).key) }
+        }
+        return result
+    }
+
+    /// The positions of each object under `keyPrefix`; several terms of one object (a prefix)
+    /// have theirs merged, sorted.
+    private func positionsUnder(_ keyPrefix: [UInt8], merging: Bool) throws(BuriError) -> [ObjectKeyBytes: [UInt64]] {
+        var result: [ObjectKeyBytes: [UInt64]] = [:]
+        try bucket.run {
+            let cursor = try reader.cursor(in: .prefix(keyPrefix))
+            while try cursor.next() {
+                let (key, positions) = try entry(cursor, positions: true)
+                result[ObjectKeyBytes(key), default: []].append(contentsOf: positions)
+            }
+        }
+        if merging { for key in result.keys { result[key]?.sort() } }
+        return result
+    }
+
+    /// The candidates that have (`keep`) or do not have an entry under `termPrefix`: the cursor
+    /// seeks to each candidate and the candidates skip to where it lands (a leapfrog).
+    private func leapfrog(_ candidates: Keys, _ termPrefix: [UInt8], keep: Bool) throws(BuriError) -> Keys {
+        var result: Keys = []
+        try bucket.run {
+            let cursor = try reader.cursor(in: .prefix(termPrefix))
+            var position = 0
+            while position < candidates.count {
+                cursor.seek(termPrefix + candidates[position])
+                guard try cursor.next() else { break }
+                let found = try entry(cursor, positions: false).key
+                while position < candidates.count, candidates[position].lexicographicallyPrecedes(found) {
+                    if !keep { result.append(candidates[position]) }
+                    position += 1
+                }
+                if position < candidates.count, candidates[position] == found {
+                    if keep { result.append(found) }
+                    position += 1
+                }
+            }
+            if !keep { result.append(contentsOf: candidates[position...]) }
+        }
+        return result
+    }
+
+    // MARK: Sorted key lists
+
+    static func union(_ a: Keys, _ b: Keys) -> Keys {
+        var result: Keys = []
+        result.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count, j < b.count {
+            if a[i] == b[j] {
+                result.append(a[i]); i += 1; j += 1
+            } else if a[i].lexicographicallyPrecedes(b[j]) {
+                result.append(a[i]); i += 1
+            } else {
+                result.append(b[j]); j += 1
+            }
+        }
+        result.append(contentsOf: a[i...])
+        result.append(contentsOf: b[j...])
+        return result
+    }
+
+    static func intersection(_ a: Keys, _ b: Keys) -> Keys {
+        var result: Keys = []
+        var i = 0
+        var j = 0
+        while i < a.count, j < b.count {
+            if a[i] == b[j] {
+                result.append(a[i]); i += 1; j += 1
+            } else if a[i].lexicographicallyPrecedes(b[j]) {
+                i += 1
+            } else {
+                j += 1
+            }
+        }
+        return result
+    }
+
+    static func difference(_ a: Keys, _ b: Keys) -> Keys {
+        var result: Keys = []
+        var j = 0
+        for key in a {
+            while j < b.count, b[j].lexicographicallyPrecedes(key) { j += 1 }
+            if j < b.count, b[j] == key { continue }
+            result.append(key)
+        }
+        return result
+    }
+}
+
+extension [[UInt8]] {
+    /// Sorted bytewise, each once.
+    fileprivate func sortedUnique() -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        for key in sorted(by: { $0.lexicographicallyPrecedes($1) }) where result.last != key { result.append(key) }
+        return result
+    }
+}
+
+extension [UInt64] {
+    /// Whether the sorted array holds `value`.
+    fileprivate func binarySearchContains(_ value: UInt64) -> Bool {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self[middle] < value { low = middle + 1 } else { high = middle }
+        }
+        return low < count && self[low] == value
+    }
+}

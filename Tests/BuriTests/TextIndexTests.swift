@@ -1,0 +1,320 @@
+import BuriStorage
+import BuriTestSupport
+import BuriText
+import Foundation
+import Testing
+
+@testable import Buri
+
+struct TextDoc: BuriSupport, Equatable {
+    var id: String
+    var body: String
+    var notes: [String]
+    var summary: String?
+
+    static let buri = BuriSchema<TextDoc>(
+        key: \.id,
+        indexes: [
+            .text("body", \.body), .text("notes", \.notes), .text("summary", \.summary, stopWords: ["the", "a"]),
+            .binary("id", \.id, field: "id"),
+        ])
+}
+
+/// What the index should answer, computed by tokenizing in the test.
+private struct TextModel {
+    var docs: [String: [String]] = [:]  // key -> texts (one, or array elements)
+    var tokenizer = TextTokenizer.v1
+
+    /// Term -> positions, with the same element gap as the index.
+    func positions(_ key: String) -> [[UInt8]: [UInt64]] {
+        var result: [[UInt8]: [UInt64]] = [:]
+        var base: UInt64 = 0
+        for text in docs[key] ?? [] {
+            var last: UInt64?
+            for token in tokenizer.tokens(in: text) {
+                result[token.term, default: []].append(base + UInt64(token.position))
+                last = base + UInt64(token.position)
+            }
+            if let last { base = last + 1 + 1024 }
+        }
+        return result
+    }
+
+    func matches(_ query: TextQuery, _ key: String) -> Bool {
+        let terms = positions(key)
+        switch query {
+        case .term(let term): return terms[term] != nil
+        case .prefix(let start): return terms.keys.contains { $0.starts(with: start) }
+        case .and(let operands):
+            return operands.allSatisfy { operand in
+                if case .not(let inner) = operand { return !matches(inner, key) }
+                return matches(operand, key)
+            }
+        case .or(let operands): return operands.contains { matches($0, key) }
+        case .not(let inner): return !matches(inner, key)
+        case .phrase(let phrase, let lastIsPrefix):
+            let all = terms.values.flatMap { $0 }
+            return all.contains { start in
+                for (offset, term) in phrase.enumerated() {
+                    let at = start + UInt64(offset)
+                    if offset == phrase.count - 1 && lastIsPrefix {
+                        if !terms.contains(where: { $0.key.starts(with: term) && $0.value.contains(at) }) {
+                            return false
+                        }
+                    } else if tokenizer.isStopWord(term) {
+                        continue
+                    } else if terms[term]?.contains(at) != true {
+                        return false
+                    }
+                }
+                return true
+            }
+        }
+    }
+
+    func answer(_ query: String) throws -> [String] {
+        let parsed = try TextQuery.parse(query, tokenizer: tokenizer)
+        return docs.keys.filter { matches(parsed, $0) }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+}
+
+@Suite struct TextIndexTests {
+    static func doc(_ id: String, _ body: String, notes: [String] = [], summary: String? = nil) -> TextDoc {
+        TextDoc(id: id, body: body, notes: notes, summary: summary)
+    }
+
+    @Test(arguments: Engine.allCases) func storeUpdateDeleteKeepSearchExact(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(TextDoc.self)
+        var model = TextModel()
+        func put(_ d: TextDoc) throws {
+            try docs.store(d)
+            model.docs[d.id] = [d.body]
+        }
+        try put(Self.doc("d1", "The quick brown fox jumps over the lazy dog"))
+        try put(Self.doc("d2", "A quick brown dog"))
+        try put(Self.doc("d3", "a a b"))
+        try put(Self.doc("d4", "Ärger im Büro: crème brûlée"))
+        try put(Self.doc("d5", "北京大学的学生"))
+        try put(Self.doc("d6", ""))
+        let queries = [
+            "quick", "quick brown", "quick OR lazy", "quick NOT lazy", "qu*", "\"brown fox\"", "\"brown dog\"",
+            "\"a a b\"", "\"a b\"", "\"a a\"", "arger", "ÄRGER", "creme", "brulee", "北京", "大学", "\"北京大学\"",
+            "\"quick brown\"*", "\"brown fo\"*", "zebra", "dog NOT (fox OR lazy)",
+        ]
+        func verify() throws {
+            for query in queries {
+                #expect(try docs.searchKeys("body", query) == model.answer(query), "\(engine) \(query)")
+                #expect(try docs.searchCount("body", query) == model.answer(query).count)
+            }
+        }
+        try verify()
+        #expect(try docs.search("body", "fox").map(\.id) == ["d1"])
+        // An update moves positions of a kept term.
+        try put(Self.doc("d1", "dog dog brown fox"))
+        try put(Self.doc("d3", "b a a"))
+        try verify()
+        #expect(try docs.delete(key: "d2"))
+        model.docs["d2"] = nil
+        try verify()
+        // NFC and NFD documents and queries find each other.
+        try put(Self.doc("n1", "caf\u{E9}"))
+        try put(Self.doc("n2", "cafe\u{301}"))
+        #expect(try docs.searchKeys("body", "caf\u{E9}") == ["n1", "n2"])
+        #expect(try docs.searchKeys("body", "cafe\u{301}") == ["n1", "n2"])
+        #expect(try t.db.check().isConsistent)
+        try t.reopen()
+        let again = try t.db.bucket(TextDoc.self)
+        #expect(try again.searchKeys("body", "dog") == model.answer("dog"))
+        #expect(try again.deleteAll() > 0)
+        #expect(try again.searchKeys("body", "dog").isEmpty)
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test(arguments: Engine.allCases) func phrasesNeverSpanArrayElementsAndStopWordsKeepTheirPlace(
+        engine: Engine
+    ) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(TextDoc.self)
+        try docs.store(Self.doc("a", "", notes: ["red apple", "pie crust"], summary: "the cat and a dog"))
+        try docs.store(Self.doc("b", "", notes: ["red apple pie"], summary: "cat and dog"))
+        #expect(try docs.searchKeys("notes", "\"apple pie\"") == ["b"])
+        #expect(try docs.searchKeys("notes", "apple pie") == ["a", "b"])
+        #expect(try docs.searchKeys("notes", "\"pie crust\"") == ["a"])
+        // Stop words are not indexed but keep one position in a phrase.
+        #expect(try docs.searchKeys("summary", "\"the cat\"") == ["a"])
+        #expect(try docs.searchKeys("summary", "\"cat and dog\"") == ["b"])
+        #expect(try docs.searchKeys("summary", "\"and a dog\"") == ["a"])
+        let info = try #require(try t.db.bucketInfo(named: "TextDoc")?.index(named: "summary"))
+        #expect(info.text == TextIndexDefinition(tokenizer: 1, stopWords: ["the", "a"]))
+        #expect(info.components == [.binary])
+    }
+
+    @Test(arguments: Engine.allCases) func errorsAreTypedAndAFailedWriteLeavesNoEntry(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(TextDoc.self)
+        try docs.store(Self.doc("a", "hello world"))
+        #expect {
+            try docs.search("body", "hello AND")
+        } throws: { error in
+            guard case .textQuerySyntax(let bucket, let index, _, let message, let offset) = error as? BuriError
+            else { return false }
+            return bucket == "TextDoc" && index == "body" && !message.isEmpty && offset > 0
+        }
+        #expect {
+            try docs.search("id", "hello")
+        } throws: { error in
+            guard case .invalidQuery("TextDoc", "id"?, _) = error as? BuriError else { return false }
+            return true
+        }
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try t.db.write { tx in
+                try tx.bucket(TextDoc.self).store(Self.doc("b", "transient words"))
+                throw Boom()
+            }
+        }
+        #expect(try docs.searchKeys("body", "transient").isEmpty)
+        let prefix = Keyspace.indexSpacePrefix(bucket: try #require(try t.db.bucketInfo(named: "TextDoc")).id)
+        var entries = 0
+        let cursor = try t.db.engine.latest().cursor(in: .prefix(prefix))
+        while try cursor.next() { entries += 1 }
+        #expect(entries == 3)  // hello, world, and the id index
+    }
+
+    @Test func anUnknownTokenizerVersionIsATypedError() throws {
+        var definition = IndexDefinition(id: 1, name: "body", components: [.binary], fields: ["body"])
+        definition.text = TextIndexDefinition(tokenizer: 9)
+        #expect {
+            _ = try definition.textTokenizer(bucket: "B")
+        } throws: { error in
+            guard case .invalidIndexDefinition("B", "body", _) = error as? BuriError else { return false }
+            return true
+        }
+    }
+
+    @Test func entryValuesRoundTripAndDamageIsRefused() throws {
+        let value = TextEntries.encodePositions([0, 3, 200])
+        #expect(value == [3, 0, 3, 197, 1])
+        #expect(try value.withUnsafeBytes { try TextEntries.decodePositions($0) } == [0, 3, 200])
+        for bad: [UInt8] in [[], [0], [2, 1], [2, 1, 0], [1, 1, 1]] {
+            #expect(throws: FormatError.self) { try bad.withUnsafeBytes { try TextEntries.decodePositions($0) } }
+        }
+    }
+
+    @Test func checkFindsAndRepairFixesDamagedTextEntriesAndSearchRefusesThem() throws {
+        let t = try TestDatabase(.leveldb)
+        let docs = try t.db.bucket(TextDoc.self)
+        var rng = SystemRandomNumberGenerator()
+        let words = ["alpha", "beta", "gamma", "delta", "eps"]
+        for round in 0..<200 {
+            let key = "k\(Int.random(in: 0..<30, using: &rng))"
+            if round % 7 == 0 {
+                try docs.delete(key: key)
+            } else {
+                let body = (0..<Int.random(in: 0..<6, using: &rng)).map { _ in words.randomElement(using: &rng)! }
+                try docs.store(Self.doc(key, body.joined(separator: " "), notes: body.reversed()))
+            }
+        }
+        try docs.store(Self.doc("z", "alpha beta alpha"))
+        #expect(try t.db.check().isConsistent)
+        let info = try #require(try t.db.bucketInfo(named: "TextDoc"))
+        let body = try #require(info.index(named: "body"))
+        let alpha = Keyspace.indexEntryKey(
+            bucket: info.id, index: body.id, tuple: IndexValue("alpha").encoded, objectKey: "z")
+        let beta = Keyspace.indexEntryKey(
+            bucket: info.id, index: body.id, tuple: IndexValue("beta").encoded, objectKey: "z")
+        let batch = t.db.engine.makeBatch()
+        batch.delete(alpha)
+        batch.put(beta, [1, 5])  // a wrong position
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        let report = try t.db.check()
+        #expect(Set(report.problems.map(\.kind)) == [.missingEntry, .wrongIndexValue])
+        let repaired = try t.db.check(repair: true)
+        #expect(repaired.isConsistent)
+        #expect(try t.db.check().problems.isEmpty)
+        #expect(try docs.searchKeys("body", "\"alpha beta\"").contains("z"))
+        // A malformed value is a corruption error, never a shorter result.
+        let damage = t.db.engine.makeBatch()
+        damage.put(beta, [7])
+        try t.db.engine.commit(damage, conditions: nil, sync: true)
+        #expect {
+            try docs.searchKeys("body", "beta")
+        } throws: { error in
+            guard case .corruption("TextDoc", "z"?, "body"?, _) = error as? BuriError else { return false }
+            return true
+        }
+        #expect(try t.db.check(repair: true).problems.contains { $0.kind == .wrongIndexValue && $0.repaired })
+        #expect(try t.db.check().problems.isEmpty)
+    }
+
+    @Test(arguments: Engine.allCases) func randomEditsMatchTheModel(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(TextDoc.self)
+        var model = TextModel()
+        var rng = SeededGenerator(seed: 26)
+        let vocabulary = ["a", "b", "c", "d", "ab", "abc"]
+        let steps = engine == .etcd ? 25 : 80
+        for _ in 0..<steps {
+            let key = "k\(Int.random(in: 0..<12, using: &rng))"
+            if Int.random(in: 0..<5, using: &rng) == 0 {
+                try docs.delete(key: key)
+                model.docs[key] = nil
+            } else {
+                let words = (0..<Int.random(in: 0..<7, using: &rng)).map { _ in
+                    vocabulary[Int.random(in: 0..<vocabulary.count, using: &rng)]
+                }
+                let body = words.joined(separator: " ")
+                try docs.store(Self.doc(key, body))
+                model.docs[key] = [body]
+            }
+            let w = { vocabulary[Int.random(in: 0..<vocabulary.count, using: &rng)] }
+            for query in ["\(w()) \(w())", "\(w()) OR \(w())", "\"\(w()) \(w())\"", "\(w()) NOT \(w())", "a*"] {
+                #expect(try docs.searchKeys("body", query) == model.answer(query), "\(query)")
+            }
+        }
+        #expect(try t.db.check().isConsistent)
+    }
+}
+
+/// A small deterministic generator (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct TextIndexImportTests {
+    /// A staged import copies the bucket's records and entries under a new id: the copied text
+    /// entries keep their positions (a bare key would be a corrupt entry), and staged records are
+    /// indexed from their payload like any other write.
+    @Test(arguments: [Engine.leveldb, .memory, .shared]) func aStagedImportKeepsTextPositions(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(TextDoc.self)
+        try docs.store([
+            TextDoc(id: "d1", body: "quick brown fox", notes: ["one two", "three"], summary: "the summary"),
+            TextDoc(id: "d2", body: "brown quick dog", notes: [], summary: nil),
+        ])
+        let load = try t.db.stageImport(into: "TextDoc", chunkSize: 1)
+        let payload: CBORValue = [
+            "id": .text("d3"), "body": .text("a quick brown hen"), "notes": .array([.text("three two one")]),
+            "summary": .null,
+        ]
+        let idValue: [String: [[IndexValue]]] = ["id": [[IndexValue("d3")]]]
+        try load.store([RawObject(key: "d3", payload: payload.encoded(), indexValues: idValue)])
+        try load.publish()
+        #expect(try docs.searchKeys("body", "\"quick brown\"") == ["d1", "d3"])
+        #expect(try docs.searchKeys("body", "\"brown quick\"") == ["d2"])
+        #expect(try docs.searchKeys("notes", "\"one two\"") == ["d1"])
+        #expect(try docs.searchKeys("notes", "\"two one\"") == ["d3"])
+        #expect(try docs.searchKeys("summary", "summary") == ["d1"])
+        let report = try t.db.check()
+        #expect(report.isConsistent, "\(report.problems)")
+    }
+}
