@@ -47,7 +47,7 @@ final class FTS5System: TextSystem {
         }
     }
 
-    func ranked(matching query: String, limit: Int) throws -> [String] {
+    func ranked(matching query: String, limit: Int) throws -> [String]? {
         try queue.read { db in
             try String.fetchAll(
                 db.cachedStatement(sql: "SELECT key FROM doc WHERE doc MATCH ? ORDER BY rank LIMIT ?"),

@@ -8,8 +8,8 @@ protocol TextSystem: AnyObject {
     func size() throws -> Int
     /// The keys of every matching document (any order).
     func keys(matching query: String) throws -> [String]
-    /// The keys of the `limit` best matches by BM25, best first.
-    func ranked(matching query: String, limit: Int) throws -> [String]
+    /// The keys of the `limit` best matches by BM25, best first; `nil` where ranking is not built.
+    func ranked(matching query: String, limit: Int) throws -> [String]?
     /// Every matching document, key and text (what an app shows).
     func documents(matching query: String) throws -> [(key: String, text: String)]
 }
