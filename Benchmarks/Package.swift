@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "buri-codec-bench", targets: ["CodecBenchmark"]),
         .executable(name: "buri-bench", targets: ["BuriBenchmark"]),
         .executable(name: "buri-etcd-bench", targets: ["EtcdBenchmark"]),
+        .executable(name: "buri-text-bench", targets: ["TextBenchmark"]),
     ],
     dependencies: [
         .package(name: "Buri", path: ".."),
@@ -35,6 +36,11 @@ let package = Package(
                 .product(name: "BuriCodec", package: "Buri"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
+        ),
+        // Full-text search against SQLite FTS5 on Debian's package descriptions (issue 26).
+        .executableTarget(
+            name: "TextBenchmark",
+            dependencies: [.product(name: "Buri", package: "Buri"), .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .executableTarget(
             name: "EtcdBenchmark",

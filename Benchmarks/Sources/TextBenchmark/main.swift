@@ -1,0 +1,171 @@
+import Foundation
+
+// buri-text-bench: Buri's text index against SQLite FTS5 (through GRDB) on Debian's package
+// descriptions, side by side in one run: build time, size, and each query's latency (median and
+// 99th percentile) and matches, unranked and ranked (top 20). docs/BENCHMARK.md, "Text rows".
+
+struct TextQueryCase: Sendable {
+    var title: String
+    /// The query in FTS5 syntax (Buri parses the same forms).
+    var query: String
+    /// Whether both systems must return the same set (all-words queries under equivalent
+    /// tokenization); prefixes and phrases are compared too, and differences reported.
+    var mustAgree: Bool
+}
+
+let cases: [TextQueryCase] = [
+    TextQueryCase(title: "rare word (telescope)", query: "telescope", mustAgree: true),
+    TextQueryCase(title: "common word (library)", query: "library", mustAgree: true),
+    TextQueryCase(title: "two words (python module)", query: "python module", mustAgree: true),
+    TextQueryCase(title: "prefix (graph*)", query: "graph*", mustAgree: false),
+    TextQueryCase(title: "phrase (\"command line\")", query: "\"command line\"", mustAgree: false),
+]
+
+struct Options {
+    var documents = 0
+    var times = 50
+    var json = false
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--documents":
+                guard let value = rest.popFirst(), let n = Int(value), n >= 1_000 else {
+                    throw Failure("--documents needs a number ≥ 1000 (0: the Debian descriptions as they are)")
+                }
+                documents = n
+            case "--times":
+                guard let value = rest.popFirst(), let n = Int(value), n >= 1 else {
+                    throw Failure("--times needs a number ≥ 1")
+                }
+                times = n
+            case "--json": json = true
+            case "--help", "-h":
+                print(
+                    """
+                    usage: buri-text-bench [--documents N] [--times T] [--json]
+                      --documents N  N documents derived from the descriptions (pairs; default: the
+                                     descriptions themselves, one document per package)
+                      --times T      each query asked T times (default 50); median and p99 reported
+                    """)
+                exit(0)
+            default: throw Failure("unknown argument \(argument) (see --help)")
+            }
+        }
+    }
+}
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct QueryResult {
+    var unranked: Latency
+    var matches: Int
+    /// `nil` where the system has no ranking yet.
+    var ranked: Latency?
+    var keys: Set<String>
+}
+
+/// BNRPersistence's figure: "search 1M records and fetch the 727 that match in 0.1 seconds". On the
+/// 1M-document corpus "bioinformatics" matches about 750; every match's key and text are fetched.
+let fetchQuery = "bioinformatics"
+
+func runSystem(
+    _ system: any TextSystem, corpus: Corpus, options: Options
+) throws -> (build: Double, size: Int, results: [QueryResult], fetch: (Latency, Int)) {
+    let (build, _) = try time { try system.build(corpus) }
+    let size = try system.size()
+    var results: [QueryResult] = []
+    for query in cases {
+        let (unranked, keys) = try Latency.measure(times: options.times) { try system.keys(matching: query.query) }
+        var ranked: Latency?
+        if try system.ranked(matching: query.query, limit: 20) != nil {
+            let (latency, top) = try Latency.measure(times: options.times) {
+                try system.ranked(matching: query.query, limit: 20) ?? []
+            }
+            guard top.count == min(20, keys.count) else {
+                throw Failure(
+                    "\(type(of: system).name), \(query.title): ranked gave \(top.count) keys of \(keys.count) matches")
+            }
+            ranked = latency
+        }
+        results.append(QueryResult(unranked: unranked, matches: keys.count, ranked: ranked, keys: Set(keys)))
+    }
+    let (fetch, documents) = try Latency.measure(times: options.times) { try system.documents(matching: fetchQuery) }
+    return (build, size, results, (fetch, documents.count))
+}
+
+func main() throws {
+    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    let base: Corpus
+    do {
+        base = try Corpus.debianDescriptions()
+    } catch let error as Corpus.Unavailable {
+        print("buri-text-bench: text section skipped: \(error) (the corpus is Debian's package descriptions)")
+        return
+    }
+    let corpus = options.documents == 0 ? base : Corpus.derived(from: base, count: options.documents)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buri-text-bench-\(getpid())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+
+    let systems: [(String, () throws -> any TextSystem)] = [
+        (FTS5System.name, { try FTS5System(directory: directory) }),
+        (BuriTextSystem.name, { try BuriTextSystem(directory: directory) }),
+    ]
+    var table: [(name: String, build: Double, size: Int, results: [QueryResult], fetch: (Latency, Int))] = []
+    for (name, make) in systems {
+        let system = try make()
+        let (build, size, results, fetch) = try runSystem(system, corpus: corpus, options: options)
+        table.append((name, build, size, results, fetch))
+    }
+
+    print("## Text search: \(corpus.name), each query \(options.times) times\n")
+    print("| System | Build (s) | Size (MiB) |")
+    print("|---|---:|---:|")
+    for row in table {
+        print(
+            "| \(row.name) | \(String(format: "%.2f", row.build)) | \(String(format: "%.1f", Double(row.size) / 1_048_576)) |"
+        )
+    }
+    print("\n| Query | System | Matches | Median (ms) | p99 (ms) | Ranked top 20 median (ms) | p99 (ms) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for (i, query) in cases.enumerated() {
+        for row in table {
+            let r = row.results[i]
+            print(
+                "| \(query.title) | \(row.name) | \(r.matches) | \(ms(r.unranked.median)) | \(ms(r.unranked.p99)) | \(r.ranked.map { ms($0.median) } ?? "—") | \(r.ranked.map { ms($0.p99) } ?? "—") |"
+            )
+        }
+    }
+    print("\n| Fetch every match, key and text (\(fetchQuery)) | Documents | Median (ms) | p99 (ms) |")
+    print("|---|---:|---:|---:|")
+    for row in table {
+        print("| \(row.name) | \(row.fetch.1) | \(ms(row.fetch.0.median)) | \(ms(row.fetch.0.p99)) |")
+    }
+    // Result sets side by side: all-words queries must agree; any difference is listed.
+    if table.count > 1 {
+        for (i, query) in cases.enumerated() {
+            let first = table[0].results[i].keys
+            for row in table.dropFirst() where row.results[i].keys != first {
+                let only = first.subtracting(row.results[i].keys).sorted().prefix(5)
+                let other = row.results[i].keys.subtracting(first).sorted().prefix(5)
+                print(
+                    "\(query.mustAgree ? "DIFFERENT" : "differs") (\(query.title)): only \(table[0].name): \(Array(only)); only \(row.name): \(Array(other))"
+                )
+            }
+        }
+    }
+}
+
+func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
+
+do {
+    try main()
+} catch {
+    FileHandle.standardError.write(Data("buri-text-bench: \(error)\n".utf8))
+    exit(1)
+}
