@@ -6,25 +6,26 @@ import Buri
 /// `{"value","data"}` per named value.
 ///
 /// ```swift
-/// print(ExportFormat.version)                  // 5
+/// print(ExportFormat.version)                  // 6
 /// print(ExportFormat.header(version: 3))       // ["buri-export",3]
 /// ```
 public enum ExportFormat {
-    /// The newest format: 5 added the named values (``valueLine(name:value:)``); 4 added the index
+    /// The newest format: 6 added text indexes (an index's `"text"` member: its tokenizer and stop
+    /// words); 5 added the named values (``valueLine(name:value:)``); 4 added the index
     /// values a record carries for the indexes `buri` cannot compute from an object's fields; 3
     /// added the schema lines; 2 (records only) is still read.
     ///
     /// ```swift
     /// print("writes export format \(ExportFormat.version)")
     /// ```
-    public static let version: UInt64 = 5
+    public static let version: UInt64 = 6
 
     /// The formats an import or restore reads.
     ///
     /// ```swift
     /// if !ExportFormat.readableVersions.contains(found) { print("too new") }
     /// ```
-    public static let readableVersions: [UInt64] = [2, 3, 4, 5]
+    public static let readableVersions: [UInt64] = [2, 3, 4, 5, 6]
 
     static var readable: [UInt64] { readableVersions }
 
@@ -76,13 +77,18 @@ public enum ExportFormat {
     }
 
     /// The header for exporting buckets with these definitions (and named values, if `values`):
-    /// format 5 with named values or a relationship (an index with `references`), else format 4
-    /// if any record carries index values (a bucket has an index tools cannot compute), else
-    /// format 3 — the oldest format that holds the export, so an older buri reads it when it can.
+    /// format 6 with a text index (an index with `text`), else 5 with named values or a
+    /// relationship (an index with `references`), else format 4 if any record carries index values
+    /// (a bucket has an index tools cannot compute), else format 3 — the oldest format that holds
+    /// the export, so an older buri reads it when it can (and one that cannot refuses it rather than
+    /// restore a text index as a plain one).
     static func header(for descriptors: [BucketDescriptor], values: Bool = false) -> String {
+        let text = descriptors.contains { $0.indexes.contains { $0.text != nil } }
         let relationships = descriptors.contains { $0.indexes.contains { $0.references != nil } }
         return header(
-            version: values || relationships ? 5 : descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
+            version: text
+                ? 6
+                : values || relationships ? 5 : descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
     }
 
     /// One named value as an export writes it (format 5, without its newline):
@@ -209,7 +215,18 @@ public enum ExportFormat {
                         [CBORMapEntry(key: "fieldPaths", value: .array($0.map { .array($0.map { .text($0) }) }))]
                     } ?? [])
                     + (index.references.map { [CBORMapEntry(key: "references", value: .text($0))] } ?? [])
-                    + (index.onDelete.map { [CBORMapEntry(key: "onDelete", value: .text($0.rawValue))] } ?? []))
+                    + (index.onDelete.map { [CBORMapEntry(key: "onDelete", value: .text($0.rawValue))] } ?? [])
+                    + (index.text.map { text in
+                        [
+                            CBORMapEntry(
+                                key: "text",
+                                value: .map(
+                                    [CBORMapEntry(key: "tokenizer", value: .int(Int64(text.tokenizer)))]
+                                        + (text.stopWords.map {
+                                            [CBORMapEntry(key: "stopWords", value: .array($0.map { .text($0) }))]
+                                        } ?? [])))
+                        ]
+                    } ?? []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -317,13 +334,15 @@ public enum ExportFormat {
             var place = "index \(position + 1) of the schema"
             let members = ["name", "kinds", "unique", "multiValued", "version", "fields", "fieldForms", "computed"]
             let first = try Members(
-                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete"], fail: fail)
+                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete", "text"],
+                fail: fail)
             guard let name = try first.text("name", nullable: false, nonEmpty: true) else {
                 throw first.fail("\(place) lacks the member \"name\"")
             }
             place += " (\(jsonString(name)))"
             let index = try Members(
-                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete"], fail: fail)
+                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete", "text"],
+                fail: fail)
             guard names.insert(Array(name.utf8)).inserted else {
                 throw fail("\(place): another index of the schema has the same name; give each index once")
             }
@@ -394,11 +413,24 @@ public enum ExportFormat {
                 throw fail(
                     "\(place): \"onDelete\" is given without \"references\"; name the bucket the index refers to")
             }
+            // A text index (format 6): the tokenizer that cuts its terms and its stop words.
+            var text: TextIndexDefinition? = nil
+            if let value = index["text"], !value.isNull {
+                let members = try Members(
+                    value, place: "\(place), \"text\"", required: ["tokenizer"], optional: ["stopWords"], fail: fail)
+                guard let tokenizerValue = members["tokenizer"],
+                    let tokenizer = tokenizerValue.int64Value.flatMap({ Int(exactly: $0) }), tokenizer >= 1
+                else {
+                    throw members.wrong("tokenizer", members["tokenizer"] ?? .null, "a tokenizer version (1)")
+                }
+                text = TextIndexDefinition(
+                    tokenizer: tokenizer, stopWords: try members.texts("stopWords", nullable: true))
+            }
             indexes.append(
                 IndexDefinition(
                     id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
                     fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths,
-                    references: references, onDelete: rule))
+                    references: references, onDelete: rule, text: text))
         }
         return (keyField, schemaVersion, indexes)
     }
