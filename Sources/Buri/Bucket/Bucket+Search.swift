@@ -88,15 +88,7 @@ extension Bucket {
                                 bucket: view.name, key: key, index: index,
                                 reason: "the text index has an entry for an object that is not stored")
                         }
-                        let (version, offset): (UInt64, Int)
-                        do {
-                            (version, offset) = try RecordHeader.versionAndPayloadOffset(buffer)
-                        } catch {
-                            throw BuriError.corruption(
-                                bucket: view.name, key: key, index: nil, reason: "record header: \(error)")
-                        }
-                        object = try decode(
-                            UnsafeRawBufferPointer(rebasing: buffer[offset...]), version: version, key: key)
+                        object = try decodeRecord(buffer, key: key)
                     } catch {
                         failure = error
                     }

@@ -240,6 +240,17 @@ public final class Bucket<T: BuriSupport>: Sendable {
         }
     }
 
+    /// The object in a stored record (header, then payload) read under `key`.
+    func decodeRecord(_ record: UnsafeRawBufferPointer, key: String) throws(BuriError) -> T {
+        let (version, offset): (UInt64, Int)
+        do {
+            (version, offset) = try RecordHeader.versionAndPayloadOffset(record)
+        } catch {
+            throw BuriError.corruption(bucket: name, key: key, index: nil, reason: "record header: \(error)")
+        }
+        return try decode(UnsafeRawBufferPointer(rebasing: record[offset...]), version: version, key: key)
+    }
+
     // MARK: Reading one
 
     /// The object stored under `key`, or `nil`.

@@ -205,15 +205,7 @@ extension Bucket {
                 try batched.withValue(forKey: view.recordKey(key)) { buffer in
                     guard let buffer else { return }
                     do throws(BuriError) {
-                        let (version, offset): (UInt64, Int)
-                        do {
-                            (version, offset) = try RecordHeader.versionAndPayloadOffset(buffer)
-                        } catch {
-                            throw BuriError.corruption(
-                                bucket: raw.name, key: key, index: nil, reason: "record header: \(error)")
-                        }
-                        object = try decode(
-                            UnsafeRawBufferPointer(rebasing: buffer[offset...]), version: version, key: key)
+                        object = try decodeRecord(buffer, key: key)
                     } catch {
                         failure = error
                     }
