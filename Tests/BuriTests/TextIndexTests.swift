@@ -21,7 +21,7 @@ struct TextDoc: BuriSupport, Equatable {
 }
 
 /// What the index should answer, computed by tokenizing in the test.
-private struct TextModel {
+struct TextModel {
     var docs: [String: [String]] = [:]  // key -> texts (one, or array elements)
     var tokenizer = TextTokenizer.v1
 

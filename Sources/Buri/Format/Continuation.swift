@@ -1,3 +1,5 @@
+import BuriText
+
 /// The byte layout of continuation tokens and the query fingerprint they carry
 /// (`docs/FORMAT.md` §11, "Continuation tokens"). Tokens are not stored in the database, but they
 /// travel between processes and programs, so their layout is specified and versioned like the rest.
@@ -152,6 +154,8 @@ enum ContinuationFormat {
     /// ```
     /// predicate: 10 condition | 11 varint n, n × predicate (all) | 12 varint n, n × predicate (any)
     ///          | 13 predicate (not) | 14 (a filter: its code is not part of the fingerprint)
+    ///          | 15 varint n, n bytes (index name), then 00 varint m, m bytes (query text)
+    ///                                               or 01 text query (parsed)
     /// ```
     static func appendSignature(of predicate: Query.Predicate, to out: inout [UInt8]) {
         switch predicate {
@@ -169,6 +173,52 @@ enum ContinuationFormat {
             appendSignature(of: inner, to: &out)
         case .filter:
             out.append(0x14)
+        case .text(let match):
+            // The index, then the query as written (0) or as parsed (1): a page resumes only the
+            // same question.
+            out.append(0x15)
+            Varint.append(UInt64(match.index.utf8.count), to: &out)
+            out.append(contentsOf: match.index.utf8)
+            if let text = match.text {
+                out.append(0)
+                Varint.append(UInt64(text.utf8.count), to: &out)
+                out.append(contentsOf: text.utf8)
+            } else {
+                out.append(1)
+                appendSignature(of: match.parsed ?? .or([]), to: &out)
+            }
+        }
+    }
+
+    /// ```
+    /// text query: 20 varint n, n bytes (term) | 21 … (prefix) | 22 b (last is a prefix), varint n,
+    ///             n × (varint m, m bytes) (phrase) | 23 varint n, n × text query (and) | 24 … (or)
+    ///           | 25 text query (not)
+    /// ```
+    static func appendSignature(of query: TextQuery, to out: inout [UInt8]) {
+        func bytes(_ value: [UInt8]) {
+            Varint.append(UInt64(value.count), to: &out)
+            out.append(contentsOf: value)
+        }
+        switch query {
+        case .term(let term):
+            out.append(0x20)
+            bytes(term)
+        case .prefix(let start):
+            out.append(0x21)
+            bytes(start)
+        case .phrase(let terms, let lastIsPrefix):
+            out.append(0x22)
+            out.append(lastIsPrefix ? 1 : 0)
+            Varint.append(UInt64(terms.count), to: &out)
+            for term in terms { bytes(term) }
+        case .and(let operands), .or(let operands):
+            if case .and = query { out.append(0x23) } else { out.append(0x24) }
+            Varint.append(UInt64(operands.count), to: &out)
+            for operand in operands { appendSignature(of: operand, to: &out) }
+        case .not(let inner):
+            out.append(0x25)
+            appendSignature(of: inner, to: &out)
         }
     }
 

@@ -25,6 +25,8 @@ extension Query {
         case not(Predicate)
         /// A check of the decoded object: a scan of the candidates the rest of the query leaves.
         case filter(QueryFilter)
+        /// A full-text match on a text index (see ``Query/search(_:_:)-(String,String)``).
+        case text(TextMatch)
     }
 
     /// The query's requirements (its conditions and predicates) as one predicate.

@@ -119,6 +119,16 @@ final class ConditionPlan {
         isOneTuple = false
     }
 
+    /// The entries of an index whose tuple is `bytes` (`exact`) or starts with the encoded bytes
+    /// `bytes` (a text index's term, or terms with a prefix).
+    init(tuplePrefix bytes: [UInt8], exact: Bool, of index: IndexDefinition, in descriptor: BucketDescriptor) {
+        self.index = index
+        prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+        range = .prefix(prefix + bytes)
+        alternatives = nil
+        isOneTuple = exact
+    }
+
     /// The ranges a commit must touch to change which objects match (for live queries).
     var touchedRanges: [KeyRange] { alternatives ?? [range] }
 
@@ -205,8 +215,12 @@ struct QueryPlan {
     let order: ConditionPlan?
     /// Every other condition, checked against each candidate's stored index values.
     let residual: [ConditionPlan]
-    /// The query's predicates (OR, NOT, filters), checked on each candidate too.
+    /// The query's predicates (OR, NOT, filters, text matches), checked on each candidate too
+    /// (all but ``textDriver``).
     let predicates: [PredicatePlan]
+    /// A text match that finds the candidates (in key order, from its index's entries), which
+    /// then only need the other predicates checked; `nil` for a walk or a collection.
+    let textDriver: TextPredicatePlan?
     /// Whether a candidate's payload must be decoded to check it (a filter).
     let decodes: Bool
     /// The sort keys after the first, with their effective direction: each group of objects that
@@ -267,7 +281,21 @@ struct QueryPlan {
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
         var predicates: [PredicatePlan] = []
-        for predicate in query.predicates { predicates.append(try PredicatePlan(predicate, in: descriptor)) }
+        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try bucket.run { try reader.get(key) } }
+        for predicate in query.predicates {
+            predicates.append(try PredicatePlan(predicate, in: descriptor, read: read))
+        }
+        // In key order, a text match finds its objects from its index's entries (in key order
+        // already) and the walk checks only the rest on each.
+        var textDriver: TextPredicatePlan? = nil
+        if strategy == .automatic, query.conditions.isEmpty, query.sortKeys.isEmpty,
+            let at = predicates.firstIndex(where: { if case .text = $0 { true } else { false } }),
+            case .text(let driver) = predicates[at]
+        {
+            textDriver = driver
+            predicates.remove(at: at)
+        }
+        self.textDriver = textDriver
         self.predicates = predicates
         decodes = predicates.contains { $0.decodes }
 
@@ -396,7 +424,7 @@ struct QueryPlan {
         // A selective condition (or OR of conditions): collect its objects and sort them, rather
         // than walk many more entries of the ordering index, or every record, to find them.
         var collectFrom: [ConditionPlan]? = nil
-        if strategy == .automatic, limit != 0, secondary.isEmpty {
+        if strategy == .automatic, limit != 0, secondary.isEmpty, textDriver == nil {
             var sources: [[ConditionPlan]] = residual.map { [$0] }
             for predicate in predicates { if let found = predicate.sources { sources.append(found) } }
             let cap = Self.keyOrderCollectLimit
@@ -473,27 +501,34 @@ indirect enum PredicatePlan {
     case any([PredicatePlan])
     case not(PredicatePlan)
     case filter(QueryFilter)
+    case text(TextPredicatePlan)
 
-    init(_ predicate: Query.Predicate, in descriptor: BucketDescriptor) throws(BuriError) {
+    /// `predicate` resolved; `read` reads one key at the query's snapshot (a text phrase reads its
+    /// terms' positions), `nil` for a plan that only describes relevance.
+    init(
+        _ predicate: Query.Predicate, in descriptor: BucketDescriptor,
+        read: (([UInt8]) throws(BuriError) -> [UInt8]?)? = nil
+    ) throws(BuriError) {
         switch predicate {
         case .condition(let condition): self = .condition(try ConditionPlan(condition, in: descriptor))
         case .all(let parts):
             var plans: [PredicatePlan] = []
-            for part in parts { plans.append(try PredicatePlan(part, in: descriptor)) }
+            for part in parts { plans.append(try PredicatePlan(part, in: descriptor, read: read)) }
             self = .all(plans)
         case .any(let parts):
             var plans: [PredicatePlan] = []
-            for part in parts { plans.append(try PredicatePlan(part, in: descriptor)) }
+            for part in parts { plans.append(try PredicatePlan(part, in: descriptor, read: read)) }
             self = .any(plans)
-        case .not(let inner): self = .not(try PredicatePlan(inner, in: descriptor))
+        case .not(let inner): self = .not(try PredicatePlan(inner, in: descriptor, read: read))
         case .filter(let filter): self = .filter(filter)
+        case .text(let match): self = .text(try TextPredicatePlan(match, in: descriptor, read: read))
         }
     }
 
     /// Whether checking it may decode the object.
     var decodes: Bool {
         switch self {
-        case .condition: false
+        case .condition, .text: false
         case .all(let parts), .any(let parts): parts.contains { $0.decodes }
         case .not(let inner): inner.decodes
         case .filter: true
@@ -506,6 +541,7 @@ indirect enum PredicatePlan {
     var sources: [ConditionPlan]? {
         switch self {
         case .condition(let plan): return [plan]
+        case .text(let plan): return plan.sources
         case .all(let parts):
             return parts.lazy.compactMap(\.sources).min { $0.count < $1.count }
         case .any(let parts):
@@ -524,6 +560,10 @@ indirect enum PredicatePlan {
     func relevance(into ranges: inout [KeyRange]) -> Bool {
         switch self {
         case .condition(let plan):
+            ranges += plan.touchedRanges
+            return false
+        case .text(let plan):
+            // Every change of a term's presence or positions puts or deletes one of its entries.
             ranges += plan.touchedRanges
             return false
         case .all(let parts), .any(let parts):
@@ -548,6 +588,8 @@ indirect enum PredicatePlan {
         switch self {
         case .condition(let plan):
             return plan.isSatisfied(by: entries, objectKey: objectKey)
+        case .text(let plan):
+            return try plan.isSatisfied(by: entries, objectKey: objectKey)
         case .all(let parts):
             for part in parts where !part.decodes {
                 if try !part.isSatisfied(by: entries, objectKey: objectKey, check: check) { return false }

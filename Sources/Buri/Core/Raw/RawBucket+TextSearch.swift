@@ -5,30 +5,14 @@ import BuriText
 // snapshot. Each term's entries come in object-key order under the term's key prefix, so every
 // intermediate result is a list of object keys (UTF-8) in byte order, each once.
 extension RawBucket {
-    /// The text index called `index`, or a typed error: ``BuriError/unknownIndex(bucket:index:known:)``,
-    /// or ``BuriError/invalidQuery(bucket:index:reason:)`` when it is not a text index.
+    /// The text index called `index` (see ``BucketDescriptor/textIndexDefinition(_:)``).
     func textIndexDefinition(_ index: String) throws(BuriError) -> IndexDefinition {
-        guard let definition = descriptor.index(named: index) else {
-            throw .unknownIndex(bucket: name, index: index, known: descriptor.indexes.map(\.name))
-        }
-        guard definition.text != nil else {
-            throw .invalidQuery(
-                bucket: name, index: index,
-                reason: "index '\(index)' is not a text index; search needs an index declared with .text")
-        }
-        return definition
+        try descriptor.textIndexDefinition(index)
     }
 
     /// `query` parsed by the tokenizer of text index `index`.
     func parseTextQuery(_ query: String, index: String) throws(BuriError) -> TextQuery {
-        let definition = try textIndexDefinition(index)
-        let tokenizer = try definition.textTokenizer(bucket: name)
-        do {
-            return try TextQuery.parse(query, tokenizer: tokenizer)
-        } catch {
-            throw .textQuerySyntax(
-                bucket: name, index: index, query: query, message: error.message, offset: error.offset)
-        }
+        try descriptor.parseTextQuery(query, index: index)
     }
 
     /// The object keys (UTF-8) matching `query` in text index `index`, in byte order, each once,
@@ -121,40 +105,26 @@ struct TextSearcher {
                 reason:
                     "a phrase has \(terms.count) terms, over the limit of \(TextEntries.maximumPhraseTerms)")
         }
-        /// The phrase's indexed terms: offset in the phrase, key prefix, whether a prefix.
-        var parts: [(offset: UInt64, prefix: [UInt8], isPrefix: Bool)] = []
-        for (offset, term) in terms.enumerated() {
-            let isLast = offset == terms.count - 1
-            if isLast && lastIsPrefix {
-                parts.append((UInt64(offset), startPrefix(term), true))
-            } else if !tokenizer.isStopWord(term) {
-                parts.append((UInt64(offset), termPrefix(term), false))
-            }
-        }
+        let parts = TextPhrasePart.parts(of: terms, lastIsPrefix: lastIsPrefix, tokenizer: tokenizer)
         guard !parts.isEmpty else { return [] }
         var positions: [[ObjectKeyBytes: [UInt64]]] = []
         var candidates: Keys?
         for part in parts {
-            let found = try positionsUnder(part.prefix, merging: part.isPrefix)
+            let found = try positionsUnder(
+                part.isPrefix ? startPrefix(part.term) : termPrefix(part.term), merging: part.isPrefix)
             let keys = found.keys.map(\.bytes).sortedUnique()
             candidates = candidates.map { Self.intersection($0, keys) } ?? keys
             positions.append(found)
             if candidates?.isEmpty == true { return [] }
         }
-        let first = parts[0]
         return (candidates ?? []).filter { key in
             let object = ObjectKeyBytes(key)
-            guard let starts = positions[0][object] else { return false }
-            return starts.contains { start in
-                guard start >= first.offset else { return false }
-                let origin = start - first.offset
-                for (part, found) in zip(parts, positions).dropFirst() {
-                    guard let list = found[object], list.binarySearchContains(origin + part.offset) else {
-                        return false
-                    }
-                }
-                return true
+            var lists: [[UInt64]] = []
+            for found in positions {
+                guard let list = found[object] else { return false }
+                lists.append(list)
             }
+            return TextPhrasePart.aligns(parts, lists)
         }
     }
 
@@ -319,18 +289,5 @@ extension [[UInt8]] {
         var result: [[UInt8]] = []
         for key in sorted(by: { $0.lexicographicallyPrecedes($1) }) where result.last != key { result.append(key) }
         return result
-    }
-}
-
-extension [UInt64] {
-    /// Whether the sorted array holds `value`.
-    fileprivate func binarySearchContains(_ value: UInt64) -> Bool {
-        var low = 0
-        var high = count
-        while low < high {
-            let middle = (low + high) / 2
-            if self[middle] < value { low = middle + 1 } else { high = middle }
-        }
-        return low < count && self[low] == value
     }
 }

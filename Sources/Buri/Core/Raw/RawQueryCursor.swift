@@ -93,10 +93,16 @@ public final class RawQueryCursor {
         recordKey = bucket.recordPrefix
         checksHeaders =
             plan.collectFrom == nil && (plan.filters || plan.orderIsMultiValued || !plan.secondary.isEmpty)
-        batched = reader.prefersBatchedReads && (plan.order != nil || plan.collectFrom != nil)
+        batched =
+            reader.prefersBatchedReads && (plan.order != nil || plan.collectFrom != nil || plan.textDriver != nil)
         if let sources = plan.collectFrom {
             cursor = nil
             collected = try Self.collect(from: sources, bucket: bucket, plan: plan, reader: reader)
+        } else if let driver = plan.textDriver {
+            // Record keys of the matches, in walk order; each is checked like a walked record.
+            cursor = nil
+            collected = try driver.matchingRecordKeys(
+                bucket: bucket, reader: reader, range: plan.range, descending: plan.descending)
         } else if plan.resumesInNulls, let nullRange = plan.nullRange {
             inNulls = true
             cursor = try bucket.run { try reader.cursor(in: nullRange, reverse: plan.descending) }
@@ -479,9 +485,10 @@ public final class RawQueryCursor {
             guard try locateRecord() else {
                 // A key walk that checks further conditions finds that a missing object
                 // matches nothing; anything else needs the object.
-                if readRecord || plan.orderIsMultiValued {
+                if readRecord || plan.orderIsMultiValued || plan.textDriver != nil {
                     throw BuriError.corruption(
-                        bucket: bucket.name, key: objectKey(in: candidateKey), index: plan.order?.index.name,
+                        bucket: bucket.name, key: objectKey(in: candidateKey),
+                        index: plan.order?.index.name ?? plan.textDriver?.index.name,
                         reason: "an index entry points to an object that does not exist")
                 }
                 continue
