@@ -214,8 +214,8 @@ struct NamedValueTests {
         #expect(try db.values.get(Int.self, for: "a") == nil)
         #expect(db.formatVersion == 4)
         try db.values.set(1, for: "a")
-        #expect(db.formatVersion == 6)
-        #expect(try engine.latest().get(Keyspace.headerKey) == Keyspace.headerValue(version: 6))
+        #expect(db.formatVersion == 7)
+        #expect(try engine.latest().get(Keyspace.headerKey) == Keyspace.headerValue(version: 7))
     }
 
     // MARK: Shared engines

@@ -164,7 +164,13 @@ extension BuriDatabase {
                 }
                 try commitEvolution(batch, sync: false)
             }
+            // Their token totals start again from nothing (format 7).
+            let totals = engine.makeBatch()
+            for id in dropIds.union(buildIds) { totals.delete(Keyspace.textTotalKey(bucket: old.id, index: id)) }
+            try commitEvolution(totals, sync: false)
         }
+        /// Built text indexes that keep a token total: each batch adds its objects' lengths.
+        let lengthIds = building.filter { $0.text?.keepsLengths == true }.map(\.id)
         let total = try raw.count()
         var report = IndexBuildProgress(
             bucket: old.name, building: building.map(\.name), dropping: dropping.map(\.name), processed: 0, total: total
@@ -176,6 +182,7 @@ extension BuriDatabase {
             let batch = engine.makeBatch()
             var processed = 0
             var lastKey: [UInt8]? = nil
+            var tokens = [Int](repeating: 0, count: lengthIds.count)
             try run(bucket: old.name) {
                 let cursor = try engine.latest().cursor(in: range)
                 while processed < batchSize, try cursor.next() {
@@ -205,6 +212,9 @@ extension BuriDatabase {
                                 entries.append(entry)
                                 batch.put(raw.entryKey(entry, objectKey: key), fresh.value(of: entry))
                             }
+                            for (slot, index) in lengthIds.enumerated() {
+                                tokens[slot] += RawBucket.documentLength(of: fresh, index: index)
+                            }
                         }
                         var out: [UInt8] = []
                         RecordHeader(schemaVersion: header.schemaVersion, entries: entries).append(to: &out)
@@ -217,6 +227,11 @@ extension BuriDatabase {
                 }
             }
             if processed == 0 { break }
+            for (index, added) in zip(lengthIds, tokens) where added != 0 {
+                let id = TextTotalId(bucket: old.id, index: index)
+                let before = try storedTextTotal(of: id, bucket: old.name, reader: try run { try engine.latest() }) ?? 0
+                batch.put(Keyspace.textTotalKey(bucket: old.id, index: index), Keyspace.countValue(before + added))
+            }
             try commitEvolution(batch, sync: false)
             report.processed += processed
             progress?(report)

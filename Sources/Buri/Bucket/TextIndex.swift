@@ -8,7 +8,7 @@ struct TextIndexSource<T>: Sendable {
 
     /// The object's distinct terms in byte order, each with its positions value.
     func entries(_ object: T) -> [(term: [UInt8], value: [UInt8])] {
-        TextEntries.entries(of: texts(object), tokenizer: tokenizer)
+        TextEntries.entries(of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout)
     }
 }
 

@@ -34,8 +34,11 @@ enum Keyspace {
     /// ever given (``bucketIdsKey``), so that no id is given twice, which older code would not
     /// update either, and the named values (tag 0x06), which older code would take for stray keys;
     /// version 6 adds text indexes (catalog `text`), whose entries carry the term's positions as
-    /// their value, which older code would write empty. Versions 1 to 5 databases are read.
-    static let formatVersion: UInt16 = 6
+    /// their value, which older code would write empty; version 7 gives new text indexes entry
+    /// layout 2 (the document's length before the positions) and keeps each one's token total
+    /// (tag 0x05, under the bucket's count), which older code would not update. Versions 1 to 6
+    /// databases are read.
+    static let formatVersion: UInt16 = 7
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
@@ -243,6 +246,27 @@ enum Keyspace {
     static func bucket(ofCountKey key: [UInt8]) -> UInt32? {
         guard key.count == 5, key[0] == countTag else { return nil }
         return key.withUnsafeBytes { readBigEndian($0, at: 1) }
+    }
+
+    /// `0x05` + bucket id + index id: the key of a text index's token total, the sum of its
+    /// objects' document lengths (format 7, layout-2 text indexes; `docs/FORMAT.md` §6b). Under
+    /// the bucket id's count key, so whatever removes an id's count range removes it too.
+    static func textTotalKey(bucket: UInt32, index: UInt32) -> [UInt8] {
+        var key = countKey(bucket: bucket)
+        appendBigEndian(index, to: &key)
+        return key
+    }
+
+    /// The token-total keys of every text index of bucket id `bucket` (not its object count).
+    static func textTotalRange(bucket: UInt32) -> KeyRange {
+        let count = countKey(bucket: bucket)
+        return KeyRange(start: count + [0], end: KeyRange.successor(ofPrefix: count))
+    }
+
+    /// The bucket and index ids of a token-total key, or `nil` if `key` is not one.
+    static func ids(ofTextTotalKey key: [UInt8]) -> (bucket: UInt32, index: UInt32)? {
+        guard key.count == 9, key[0] == countTag else { return nil }
+        return key.withUnsafeBytes { (readBigEndian($0, at: 1), readBigEndian($0, at: 5)) }
     }
 
     // MARK: Named values

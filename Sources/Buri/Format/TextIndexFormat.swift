@@ -15,15 +15,28 @@ public struct TextIndexDefinition: Codable, Sendable, Hashable {
     public var tokenizer: Int
     /// The stop words as declared (folded by the tokenizer when used); `nil` for none.
     public var stopWords: [String]?
+    /// The layout of its entry values (`docs/FORMAT.md` §5b): 2, the document's length then the
+    /// positions, with the index's token total kept (what ranking needs); `nil` (1) for an index
+    /// made by format 6, positions only, which ranking refuses until the index is rebuilt (the
+    /// application's `.text` declaration rebuilds it when it opens the bucket).
+    public var layout: Int?
 
-    public init(tokenizer: Int = 1, stopWords: [String]? = nil) {
+    public init(tokenizer: Int = 1, stopWords: [String]? = nil, layout: Int? = 2) {
         self.tokenizer = tokenizer
         self.stopWords = stopWords?.isEmpty == true ? nil : stopWords
+        self.layout = layout == 1 ? nil : layout
     }
 
-    /// Whether two definitions give the same entries: same tokenizer, same stop words (as bytes).
+    /// The entry layout (1 when the catalog names none).
+    var entryLayout: Int { layout ?? 1 }
+
+    /// Whether entries carry document lengths and the index keeps its token total (layout 2).
+    var keepsLengths: Bool { entryLayout >= 2 }
+
+    /// Whether two definitions give the same entries: same tokenizer, same stop words (as bytes),
+    /// same layout.
     func hasSameEntries(as other: TextIndexDefinition) -> Bool {
-        tokenizer == other.tokenizer
+        tokenizer == other.tokenizer && entryLayout == other.entryLayout
             && (stopWords ?? []).map { Array($0.utf8) } == (other.stopWords ?? []).map { Array($0.utf8) }
     }
 }
@@ -39,9 +52,17 @@ enum TextEntries {
     /// The longest phrase, in terms, a search accepts (see ``elementGap``).
     static let maximumPhraseTerms = Int(elementGap)
 
+    /// The entry layout new text indexes get.
+    static let currentLayout = 2
+    /// The entry layouts this build reads and writes.
+    static let supportedLayouts = 1...2
+
     /// The distinct terms of `texts` (one text, or an array's elements in order) in byte order,
-    /// each with its entry value: the positions where it occurs (``encodePositions(_:)``).
-    static func entries(of texts: [String], tokenizer: TextTokenizer) -> [(term: [UInt8], value: [UInt8])] {
+    /// each with its entry value in `layout`: the positions where it occurs
+    /// (``encodePositions(_:)``), after the document's length (its indexed tokens) in layout 2.
+    static func entries(
+        of texts: [String], tokenizer: TextTokenizer, layout: Int
+    ) -> [(term: [UInt8], value: [UInt8])] {
         var positions: [[UInt8]: [UInt64]] = [:]
         var base: UInt64 = 0
         for text in texts {
@@ -53,9 +74,57 @@ enum TextEntries {
             }
             if let last { base = last + 1 + elementGap }
         }
+        var length: UInt64 = 0
+        if layout >= 2 { for list in positions.values { length += UInt64(list.count) } }
         return positions.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { term in
-            (term, encodePositions(positions[term] ?? []))
+            var value: [UInt8] = []
+            if layout >= 2 { Varint.append(length, to: &value) }
+            value += encodePositions(positions[term] ?? [])
+            return (term, value)
         }
+    }
+
+    /// The document length (layout 2) and the positions an entry value of `layout` holds; throws
+    /// unless it is exactly what ``entries(of:tokenizer:layout:)`` writes (a length at least the
+    /// number of positions).
+    static func decode(
+        _ value: UnsafeRawBufferPointer, layout: Int
+    ) throws(FormatError) -> (length: UInt64?, positions: [UInt64]) {
+        guard layout >= 2 else { return (nil, try decodePositions(value)) }
+        var offset = 0
+        let length = try Varint.read(value, at: &offset)
+        let positions = try decodePositions(UnsafeRawBufferPointer(rebasing: value[offset...]))
+        guard length >= UInt64(positions.count) else {
+            throw FormatError(
+                "text entry value gives a document length of \(length) under \(positions.count) positions")
+        }
+        return (length, positions)
+    }
+
+    /// A value as check reports it ("positions [0, 3] in a document of 5 tokens"), or `nil` when it
+    /// does not read.
+    static func describe(_ value: [UInt8], layout: Int) -> String? {
+        let decoded = value.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in try decode(raw, layout: layout)
+            }
+        }
+        guard case .success(let (length, positions)) = decoded else { return nil }
+        return "positions \(positions)" + (length.map { " in a document of \($0) tokens" } ?? "")
+    }
+
+    /// The term's frequency (its number of positions) and the document's length, from the head
+    /// of a layout-2 entry value, without reading the positions (ranking's hot path).
+    static func frequencyAndLength(
+        _ value: UnsafeRawBufferPointer
+    ) throws(FormatError) -> (frequency: UInt64, length: UInt64) {
+        var offset = 0
+        let length = try Varint.read(value, at: &offset)
+        let count = try Varint.read(value, at: &offset)
+        guard count >= 1, count <= UInt64(value.count - offset), length >= count else {
+            throw FormatError(
+                "text entry value claims \(count) positions in a document of \(length) tokens, in \(value.count) bytes")
+        }
+        return (count, length)
     }
 
     /// An entry value: varint count n, then n varints: the first position, then each position
@@ -111,6 +180,7 @@ extension IndexDefinition {
         guard let text else {
             throw .invalidQuery(bucket: bucket, index: name, reason: "index '\(name)' is not a text index")
         }
+        _ = try textLayout(bucket: bucket)
         guard let version = UInt8(exactly: text.tokenizer),
             let tokenizer = TextTokenizer(version: version, stopWords: text.stopWords ?? [])
         else {
@@ -121,6 +191,19 @@ extension IndexDefinition {
             )
         }
         return tokenizer
+    }
+
+    /// The entry layout of a text index, or a typed error for one this build does not know.
+    func textLayout(bucket: String) throws(BuriError) -> Int {
+        let layout = text?.entryLayout ?? 1
+        guard TextEntries.supportedLayouts.contains(layout) else {
+            throw .invalidIndexDefinition(
+                bucket: bucket, index: name,
+                reason:
+                    "the text index's entries use layout \(layout), which this Buri does not know (it knows \(TextEntries.supportedLayouts)); open the database with a newer Buri"
+            )
+        }
+        return layout
     }
 
     /// The text a text index reads from `object`'s field: a text string, or the text strings of an
@@ -158,7 +241,8 @@ extension IndexDefinition {
     /// recorded field without the Swift type, in term byte order.
     func textEntries(of object: CBORValue, bucket: String) throws(BuriError) -> [(tuple: [UInt8], value: [UInt8])] {
         let tokenizer = try textTokenizer(bucket: bucket)
-        return TextEntries.entries(of: try texts(of: object), tokenizer: tokenizer).map {
+        let layout = try textLayout(bucket: bucket)
+        return TextEntries.entries(of: try texts(of: object), tokenizer: tokenizer, layout: layout).map {
             (IndexValue(bytes: $0.term).encoded, $0.value)
         }
     }

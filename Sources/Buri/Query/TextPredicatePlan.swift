@@ -254,7 +254,9 @@ final class TextPredicatePlan {
                 reason: "the record lists a term whose index entry is missing; run `buri check --repair`")
         }
         let decoded = value.withUnsafeBytes { raw in
-            Result { () throws(FormatError) -> [UInt64] in try TextEntries.decodePositions(raw) }
+            Result { () throws(FormatError) -> [UInt64] in
+                try TextEntries.decode(raw, layout: index.text?.entryLayout ?? 1).positions
+            }
         }
         switch decoded {
         case .success(let positions): return positions

@@ -248,7 +248,7 @@ extension BuriDatabase {
             var count = 0
             for range in [
                 KeyRange.prefix(Keyspace.recordPrefix(bucket: bucket)),
-                .prefix(Keyspace.indexSpacePrefix(bucket: bucket)),
+                .prefix(Keyspace.indexSpacePrefix(bucket: bucket)), Keyspace.textTotalRange(bucket: bucket),
             ] {
                 let cursor = try snapshot.cursor(in: range)
                 while count < limit - 2, try cursor.next() {

@@ -21,6 +21,22 @@ extension BuriDatabase {
         return count
     }
 
+    /// The token total stored for a text index at `reader` (`nil`: none stored, which for a
+    /// layout-2 index means no object has tokens in it yet).
+    /// - Throws: ``BuriError/corruption(bucket:key:index:reason:)`` for a value that is not a total.
+    func storedTextTotal(of id: TextTotalId, bucket: String, reader: any StorageReader) throws(BuriError) -> Int? {
+        let key = Keyspace.textTotalKey(bucket: id.bucket, index: id.index)
+        guard let value = try run(bucket: bucket, { try reader.get(key) }) else { return nil }
+        guard let total = Keyspace.parseCount(value) else {
+            throw .corruption(
+                bucket: bucket, key: nil, index: nil,
+                reason:
+                    "the token total of text index id \(id.index) is \(value.count) bytes, not an 8-byte count; run `buri check --repair`, which recomputes it"
+            )
+        }
+        return total
+    }
+
     /// The number of record keys under bucket id `id` at `reader`, counted one by one.
     func countRecords(of id: UInt32, bucket: String, reader: any StorageReader) throws(BuriError) -> Int {
         try run(bucket: bucket) {
@@ -45,6 +61,11 @@ extension BuriDatabase {
     func putCounts(
         _ counts: CountDeltas, reader: any StorageReader, into batch: any StorageBatch
     ) throws(BuriError) -> Set<UInt32> {
+        for (id, change) in counts.tokens {
+            let base = try storedTextTotal(of: id, bucket: change.bucket, reader: reader) ?? 0
+            batch.put(
+                Keyspace.textTotalKey(bucket: id.bucket, index: id.index), Keyspace.countValue(base + change.delta))
+        }
         guard !counts.byId.isEmpty else { return [] }
         // Before version 4 no count is trusted: the upgrade counts every bucket (see `commit`).
         let upgrading = formatVersion < Int(Keyspace.countsVersion)

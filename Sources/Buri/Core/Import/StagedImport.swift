@@ -129,7 +129,10 @@ public final class StagedImport {
             var copied = 0
             var more = true
             /// Records read but not yet copied, with their index entries' keys and values.
-            var pending: [(key: [UInt8], value: [UInt8], entries: [(key: [UInt8], value: [UInt8])])] = []
+            var pending: [(key: [UInt8], value: [UInt8], entries: [(key: [UInt8], value: [UInt8])], tokens: [Int])] = []
+            /// Text indexes keeping token totals (format 7), and the tokens copied into each so far.
+            let lengthIds = base.indexes.filter { $0.text?.keepsLengths == true }.map(\.id)
+            var copiedTokens = [Int](repeating: 0, count: lengthIds.count)
             // Text indexes' entries carry the term's positions (docs/FORMAT.md §9a): recomputed from
             // each record's payload, as every other writer does, so the copy is never a bare key.
             let textIndexes = base.indexes.filter { $0.text != nil }
@@ -158,6 +161,11 @@ public final class StagedImport {
                             bucket: bucket, key: objectKey, index: nil,
                             reason: "record: \(error); nothing was imported (run `buri check` first)")
                     }
+                    let tokens = lengthIds.map { index in
+                        header.entries.first { $0.index == index }.map { entry in
+                            (entryValues[entry] ?? []).withUnsafeBytes { RawBucket.documentLength($0) }
+                        } ?? 0
+                    }
                     pending.append(
                         (
                             Keyspace.recordKey(bucket: stageId, key: objectKey), value,
@@ -167,7 +175,7 @@ public final class StagedImport {
                                         bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey),
                                     entryValues[$0] ?? []
                                 )
-                            }
+                            }, tokens
                         ))
                 }
                 if pending.isEmpty { break }
@@ -180,6 +188,13 @@ public final class StagedImport {
                 if let marker { batch.put(marker.key, marker.value) }
                 // The stage's object count, kept with the records it counts (format 4).
                 batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(copied + inBatch))
+                var tokens = copiedTokens
+                for item in pending[..<inBatch] {
+                    for slot in tokens.indices { tokens[slot] += item.tokens[slot] }
+                }
+                for (index, total) in zip(lengthIds, tokens) {
+                    batch.put(Keyspace.textTotalKey(bucket: stageId, index: index), Keyspace.countValue(total))
+                }
                 do {
                     try database.withWriteLock { () throws(BuriError) in
                         try database.run { try database.commit(batch, conditions: nil, sync: false) }
@@ -190,6 +205,7 @@ public final class StagedImport {
                 }
                 pending.removeFirst(inBatch)
                 copied += inBatch
+                copiedTokens = tokens
                 self.copied = copied
                 progress?(copied)
             }

@@ -381,11 +381,18 @@ extension BuriDatabase {
             if key == Keyspace.bucketIdsKey { return Keyspace.parseBucketIds(value) != nil }
             return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
         case Keyspace.indexTag?:
-            return key.count > Keyspace.indexPrefixLength && value.isEmpty
+            // Empty, or a text index's positions (format 6 and 7 layouts): `check` then compares
+            // them with the catalog and the record.
+            guard key.count > Keyspace.indexPrefixLength else { return false }
+            return value.isEmpty
+                || value.withUnsafeBytes { raw in
+                    (try? TextEntries.decode(raw, layout: 2)) != nil || (try? TextEntries.decode(raw, layout: 1)) != nil
+                }
         case Keyspace.retiredTag?:
             return Keyspace.parseRetired(key: key, value: value) != nil
         case Keyspace.countTag?:
-            return Keyspace.bucket(ofCountKey: key) != nil && Keyspace.parseCount(value) != nil
+            return (Keyspace.bucket(ofCountKey: key) != nil || Keyspace.ids(ofTextTotalKey: key) != nil)
+                && Keyspace.parseCount(value) != nil
         case Keyspace.recordTag?:
             guard key.count > Keyspace.recordPrefixLength else { return false }
             return value.withUnsafeBytes { raw in

@@ -275,6 +275,9 @@ enum CatalogRecovery {
         for key in keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             outcome.lostObjects.append(ObjectReference(bucket: bucket, key: String(decoding: key.bytes, as: UTF8.self)))
         }
+        // Token totals of its text indexes go with it (`check --repair` recomputes any it keeps).
+        let totals = try snapshot.cursor(in: Keyspace.textTotalRange(bucket: id))
+        while try totals.next() { totals.withKey { batch.delete($0) } }
         let countKey = Keyspace.countKey(bucket: id)
         if let value = try snapshot.get(countKey) {
             batch.delete(countKey)

@@ -235,11 +235,24 @@ extension BuriDatabase {
         // Records: each must parse, decode as CBOR, and have every entry its header lists.
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let objectsBefore = report.objects
+            /// Text indexes keeping token totals (format 7): the tokens their objects' fields give,
+            /// known unless a record or field could not be read.
+            let lengthIndexes = descriptor.indexes.filter { $0.text?.keepsLengths == true }
+            var tokenTotals: [UInt32: Int] = [:]
+            var totalsKnown = true
             defer {
                 if checksCounts {
                     checkCount(
                         of: descriptor, counted: report.objects - objectsBefore, snapshot: snapshot, repair: repair,
                         fixes: fixes, relied: &relied, reliedRanges: &reliedRanges, report: &report)
+                }
+                if totalsKnown {
+                    for index in lengthIndexes {
+                        checkTextTotal(
+                            of: descriptor, index: index, counted: tokenTotals[index.id] ?? 0, snapshot: snapshot,
+                            repair: repair, fixes: fixes, relied: &relied, reliedRanges: &reliedRanges,
+                            report: &report)
+                    }
                 }
             }
             let names = Dictionary(descriptor.indexes.map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
@@ -278,6 +291,7 @@ extension BuriDatabase {
                         ConsistencyProblem(
                             kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil,
                             detail: "\(error)"))
+                    totalsKnown = false
                     continue
                 }
                 for definition in computable {
@@ -293,7 +307,13 @@ extension BuriDatabase {
                 var textValues: [RecordHeader.Entry: [UInt8]] = [:]
                 for definition in computable where definition.text != nil {
                     guard let computed = try? definition.textEntries(of: payload, bucket: descriptor.name) else {
+                        if definition.text?.keepsLengths == true { totalsKnown = false }
                         continue
+                    }
+                    if definition.text?.keepsLengths == true, let first = computed.first {
+                        tokenTotals[definition.id, default: 0] += first.value.withUnsafeBytes {
+                            RawBucket.documentLength($0)
+                        }
                     }
                     for (tuple, value) in computed {
                         textValues[RecordHeader.Entry(index: definition.id, tuple: tuple)] = value
@@ -313,16 +333,13 @@ extension BuriDatabase {
                     let isText = textIds.contains(entry.index)
                     let stored = try snapshot.get(entryKey)
                     if let stored, isText, let expected, stored != expected {
-                        let shown = stored.withUnsafeBytes { raw in
-                            (try? TextEntries.decodePositions(raw)).map { "positions \($0)" } ?? "a malformed value"
-                        }
-                        let wanted = expected.withUnsafeBytes { raw in
-                            (try? TextEntries.decodePositions(raw)).map { "\($0)" } ?? "?"
-                        }
+                        let layout = descriptor.indexes.first { $0.id == entry.index }?.text?.entryLayout ?? 1
+                        let shown = TextEntries.describe(stored, layout: layout) ?? "a malformed value"
+                        let wanted = TextEntries.describe(expected, layout: layout) ?? "?"
                         var problem = ConsistencyProblem(
                             kind: .wrongIndexValue, bucket: descriptor.name, key: objectKey, index: indexName,
                             detail:
-                                "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives positions \(wanted)"
+                                "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives \(wanted)"
                         )
                         if repair {
                             fixes.put(entryKey, expected)
@@ -458,6 +475,15 @@ extension BuriDatabase {
         while try countKeys.next() {
             let key = countKeys.key
             if let id = Keyspace.bucket(ofCountKey: key), buckets[id] != nil || retired.contains(id) { continue }
+            // A text index's token total: its bucket must keep one for that index (or be retired).
+            if let ids = Keyspace.ids(ofTextTotalKey: key) {
+                if retired.contains(ids.bucket) || orphans[ids.bucket] != nil { continue }
+                if let descriptor = buckets[ids.bucket],
+                    descriptor.indexes.contains(where: { $0.id == ids.index && $0.text?.keepsLengths == true })
+                {
+                    continue
+                }
+            }
             if let id = Keyspace.bucket(ofCountKey: key), orphans[id] != nil {
                 orphans[id]?.count = Keyspace.parseCount(countKeys.value)
                 continue
@@ -614,6 +640,43 @@ extension BuriDatabase {
     private static func describe(_ tuples: Set<[UInt8]>) -> String {
         guard !tuples.isEmpty else { return "none" }
         return tuples.sorted { $0.lexicographicallyPrecedes($1) }.map(IndexTuple.describe).joined(separator: "; ")
+    }
+
+    /// Compares the token total stored for text index `index` with the `counted` tokens its
+    /// objects' fields give; a missing (for an index with tokens), damaged or wrong total is a
+    /// `wrongCount` problem naming both numbers, which repair fixes by writing the number counted.
+    fileprivate func checkTextTotal(
+        of descriptor: BucketDescriptor, index: IndexDefinition, counted: Int, snapshot: any StorageSnapshot,
+        repair: Bool, fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
+        report: inout ConsistencyReport
+    ) {
+        let key = Keyspace.textTotalKey(bucket: descriptor.id, index: index.id)
+        let detail: String
+        do {
+            let value = try snapshot.get(key)
+            if let value, let stored = Keyspace.parseCount(value) {
+                if stored == counted { return }
+                detail = "the stored token total is \(stored) but the objects' fields give \(counted) tokens"
+            } else if let value {
+                detail =
+                    "the stored token total is damaged (\(value.count) bytes, not an 8-byte count); the objects' fields give \(counted) tokens"
+            } else {
+                if counted == 0 { return }
+                detail = "no token total is stored; the objects' fields give \(counted) tokens"
+            }
+        } catch {
+            detail = "the stored token total cannot be read (\(error)); the objects' fields give \(counted) tokens"
+        }
+        var problem = ConsistencyProblem(
+            kind: .wrongCount, bucket: descriptor.name, key: nil, index: index.name,
+            detail: detail + "; ranking reads the average document length from it")
+        if repair {
+            fixes.put(key, Keyspace.countValue(counted))
+            relied.append(key)
+            reliedRanges.append(.prefix(Keyspace.recordPrefix(bucket: descriptor.id)))
+            problem.repaired = true
+        }
+        report.problems.append(problem)
     }
 
     /// Compares bucket `descriptor`'s stored object count with the `counted` record keys the check

@@ -23,14 +23,18 @@ extension RawBucket {
         var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
         var order: [[UInt8]] = []
         let reader = try readerForKeys(keys, writer.reader)
+        let keepsLengths = !lengthKeepingIndexIds.isEmpty
+        var removed: [(key: String, header: RecordHeader)] = []
         for key in keys where !deleted.contains(Array(key.utf8)) {
             guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
+            if keepsLengths { removed.append((key, header)) }
             for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
             writer.batch.delete(recordKey(key))
             deleted.insert(Array(key.utf8))
             order.append(Array(key.utf8))
         }
         writer.adjustCount(of: bucketId, bucket: name, by: -deleted.count)
+        if keepsLengths { try subtractDocumentLengths(removed, reader: reader, writer: writer) }
         return order
     }
 
@@ -89,6 +93,15 @@ extension RawBucket {
                 while try entries.next() { entries.withKey { writer.batch.delete($0) } }
                 writer.adjustCount(of: id, bucket: name, by: -count)
                 return count
+            }
+            // Every object is gone: so are the text indexes' tokens.
+            for index in lengthKeepingIndexIds {
+                let totalId = TextTotalId(bucket: id, index: index)
+                // The stored total, and what earlier statements of the transaction changed it by.
+                let total =
+                    try (database.storedTextTotal(of: totalId, bucket: name, reader: writer.reader) ?? 0)
+                    + (transaction?.counts.tokens[totalId]?.delta ?? 0)
+                writer.adjustTextTotal(of: id, index: index, bucket: name, by: -total)
             }
             if count > 0 { try database.applyDeleteRules(target: name, keys: nil, writer: writer) }
             return count

@@ -59,6 +59,16 @@ extension RawBucket {
             /// (if a later object fails, a transaction's statement savepoint takes it back with the puts).
             var added = 0
             defer { writer.adjustCount(of: bucketId, bucket: name, by: added) }
+            /// Text indexes keeping token totals, the change of each, and the document lengths of
+            /// objects written earlier in this batch (their stored entries are not theirs any more).
+            let lengthIds = lengthKeepingIndexIds
+            var tokenDeltas = [Int](repeating: 0, count: lengthIds.count)
+            var pendingLengths: [ObjectKeyBytes: [Int]] = [:]
+            defer {
+                for (index, delta) in zip(lengthIds, tokenDeltas) {
+                    writer.adjustTextTotal(of: bucketId, index: index, bucket: name, by: delta)
+                }
+            }
             /// Relationships of the bucket, and the references this batch adds (checked after the loop).
             /// A staged import (`buri import`, `buri restore`) loads buckets one after another and
             /// publishes them at once, so its targets may come later: `check` reports what dangles.
@@ -82,6 +92,23 @@ extension RawBucket {
                 } else {
                     old = try currentHeader(forKey: write.key, reader: reader)
                     isNew = old == nil
+                }
+                if !lengthIds.isEmpty {
+                    var lengths: [Int] = []
+                    for (slot, index) in lengthIds.enumerated() {
+                        let length = Self.documentLength(of: write, index: index)
+                        lengths.append(length)
+                        let before: Int
+                        if let known = pendingLengths[pendingKey] {
+                            before = known[slot]
+                        } else if let old {
+                            before = try storedDocumentLength(old, index: index, key: write.key, reader: reader)
+                        } else {
+                            before = 0
+                        }
+                        tokenDeltas[slot] += length - before
+                    }
+                    pendingLengths[pendingKey] = lengths
                 }
                 let oldEntries = old?.entries ?? []
                 for entry in oldEntries where !write.header.entries.contains(entry) {

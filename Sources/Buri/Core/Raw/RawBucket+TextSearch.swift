@@ -154,8 +154,9 @@ struct TextSearcher {
                 throw .corruption(bucket: bucket.name, key: nil, index: index.name, reason: "index entry key: \(error)")
             }
             do {
+                let layout = index.text?.entryLayout ?? 1
                 let positions = try cursor.withValue { raw throws(FormatError) -> [UInt64] in
-                    try TextEntries.decodePositions(raw)
+                    try TextEntries.decode(raw, layout: layout).positions
                 }
                 return (key, wanted ? positions : [])
             } catch {

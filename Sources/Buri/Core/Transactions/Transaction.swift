@@ -32,15 +32,40 @@ final class Writer {
             counts.add(delta, to: id, bucket: name)
         }
     }
+
+    /// Notes that the batch changes the token total of text index `index` of bucket id `id` by
+    /// `delta` (written once per commit, like counts).
+    func adjustTextTotal(of id: UInt32, index: UInt32, bucket name: String, by delta: Int) {
+        guard delta != 0 else { return }
+        if let transaction {
+            transaction.counts.addTokens(delta, to: TextTotalId(bucket: id, index: index), bucket: name)
+        } else {
+            counts.addTokens(delta, to: TextTotalId(bucket: id, index: index), bucket: name)
+        }
+    }
 }
 
-/// Net changes to bucket object counts, per bucket id, gathered while a batch is built: one
-/// count key read and written per bucket per commit, never per object.
+/// A text index's token total: its bucket id and index id.
+struct TextTotalId: Hashable {
+    var bucket: UInt32
+    var index: UInt32
+}
+
+/// Net changes to bucket object counts, per bucket id, and to text indexes' token totals, gathered
+/// while a batch is built: one key read and written per bucket (and text index) per commit,
+/// never per object.
 struct CountDeltas {
     var byId: [UInt32: (bucket: String, delta: Int)] = [:]
+    var tokens: [TextTotalId: (bucket: String, delta: Int)] = [:]
+
+    var isEmpty: Bool { byId.isEmpty && tokens.isEmpty }
 
     mutating func add(_ delta: Int, to id: UInt32, bucket: String) {
         byId[id, default: (bucket, 0)].delta += delta
+    }
+
+    mutating func addTokens(_ delta: Int, to id: TextTotalId, bucket: String) {
+        tokens[id, default: (bucket, 0)].delta += delta
     }
 }
 
