@@ -68,6 +68,43 @@ extension Bucket {
         return try view.textSearch(index: index, query: query, reader: reader).count
     }
 
+    /// The `limit` objects that match `query` best by BM25 (SQLite FTS5's `bm25()`, see
+    /// ``TextRanker``), best first, equal scores in key order, read from one snapshot. Only as
+    /// many objects as returned are read; a query of required words or of alternatives does not
+    /// score every match when the best k are known sooner.
+    ///
+    /// ```swift
+    /// for hit in try notes.rankedSearch("body", "apple pie", limit: 20) { print(hit.score, hit.object.title) }
+    /// ```
+    /// - Throws: as ``search(_:_:)-(String,String)``, and ``BuriError/invalidQuery(bucket:index:reason:)``
+    ///   for an index made by Buri format 6 (rebuilt when the bucket is opened with its `.text` declaration).
+    public func rankedSearch(_ index: String, _ query: String, limit: Int) throws(BuriError) -> [Ranked<T>] {
+        try rankedSearch(index, raw.parseTextQuery(query, index: index), limit: limit)
+    }
+
+    /// The `limit` best objects for an already parsed query (see ``rankedSearch(_:_:limit:)-(String,String,Int)``).
+    ///
+    /// ```swift
+    /// let best = try notes.rankedSearch("body", .or([.term(Array("apple".utf8)), .term(Array("pie".utf8))]), limit: 5)
+    /// ```
+    public func rankedSearch(_ index: String, _ query: TextQuery, limit: Int) throws(BuriError) -> [Ranked<T>] {
+        let (reader, view) = try raw.readView()
+        let ranked = try view.rankedTextSearch(index: index, query: query, limit: limit, reader: reader)
+        let objects = try objects(atKeys: ranked.map(\.key), index: index, reader: reader, view: view)
+        return zip(ranked, objects).map { hit, object in
+            Ranked(object: object, key: String(decoding: hit.key, as: UTF8.self), score: hit.score)
+        }
+    }
+
+    /// The keys and scores of ``rankedSearch(_:_:limit:)-(String,String,Int)``, without reading objects.
+    ///
+    /// ```swift
+    /// let best = try notes.rankedSearchKeys("body", "apple OR pie", limit: 10).map(\.key)
+    /// ```
+    public func rankedSearchKeys(_ index: String, _ query: String, limit: Int) throws(BuriError) -> [RankedKey] {
+        try raw.rankedSearch(index: index, query: query, limit: limit)
+    }
+
     /// The objects stored under `keys` (found in index `index`) in `reader`'s view.
     private func objects(
         atKeys keys: [[UInt8]], index: String, reader: any StorageReader, view: RawBucket

@@ -24,6 +24,19 @@ struct TextPhrasePart: Hashable {
     /// Whether an object whose parts occur at `positions` (one sorted list per part, in the order
     /// of `parts`) holds the phrase: some occurrence of the first part starts it and every other
     /// part sits at its offset from there.
+    /// How many occurrences of the phrase an object whose parts occur at `positions` holds.
+    static func occurrences(_ parts: [TextPhrasePart], _ positions: [[UInt64]]) -> Int {
+        guard let first = parts.first, let starts = positions.first else { return 0 }
+        return starts.count { start in
+            guard start >= first.offset else { return false }
+            let origin = start - first.offset
+            for (part, list) in zip(parts, positions).dropFirst() where !list.sortedContains(origin + part.offset) {
+                return false
+            }
+            return true
+        }
+    }
+
     static func aligns(_ parts: [TextPhrasePart], _ positions: [[UInt64]]) -> Bool {
         guard let first = parts.first, let starts = positions.first else { return false }
         return starts.contains { start in

@@ -128,6 +128,37 @@ struct TextSearcher {
         }
     }
 
+    /// The objects holding phrase `terms`, each with how many times it occurs and the object's
+    /// document length (layout 2; 0 otherwise): what ranking scores a phrase by.
+    func phraseOccurrences(
+        _ terms: [[UInt8]], lastIsPrefix: Bool
+    ) throws(BuriError) -> [(key: ObjectKeyBytes, occurrences: UInt32, length: UInt32)] {
+        let parts = TextPhrasePart.parts(of: terms, lastIsPrefix: lastIsPrefix, tokenizer: tokenizer)
+        guard !parts.isEmpty, terms.count <= TextEntries.maximumPhraseTerms else { return [] }
+        var positions: [[ObjectKeyBytes: [UInt64]]] = []
+        var lengths: [ObjectKeyBytes: UInt64] = [:]
+        for (offset, part) in parts.enumerated() {
+            let found = try withUnsafeMutablePointer(to: &lengths) { pointer throws(BuriError) in
+                try positionsUnder(
+                    part.isPrefix ? startPrefix(part.term) : termPrefix(part.term), merging: part.isPrefix,
+                    lengths: offset == 0 ? pointer : nil)
+            }
+            positions.append(found)
+        }
+        var result: [(key: ObjectKeyBytes, occurrences: UInt32, length: UInt32)] = []
+        for (object, starts) in positions[0] {
+            var lists: [[UInt64]] = [starts]
+            for found in positions.dropFirst() {
+                guard let list = found[object] else { break }
+                lists.append(list)
+            }
+            guard lists.count == parts.count else { continue }
+            let count = TextPhrasePart.occurrences(parts, lists)
+            if count > 0 { result.append((object, UInt32(clamping: count), UInt32(clamping: lengths[object] ?? 0))) }
+        }
+        return result
+    }
+
     // MARK: Entries
 
     /// The key prefix of the entries of `term` (its whole encoded tuple).
@@ -143,8 +174,8 @@ struct TextSearcher {
     /// The object key of the entry a cursor is on, after checking its value reads as positions.
     private func entry(
         _ cursor: any StorageCursor, positions wanted: Bool
-    ) throws(BuriError) -> (key: [UInt8], positions: [UInt64]) {
-        let split = Result { () throws(BuriError) -> (key: [UInt8], positions: [UInt64]) in
+    ) throws(BuriError) -> (key: [UInt8], positions: [UInt64], length: UInt64?) {
+        let split = Result { () throws(BuriError) -> (key: [UInt8], positions: [UInt64], length: UInt64?) in
             let key: [UInt8]
             do {
                 key = try cursor.withKey { raw throws(FormatError) -> [UInt8] in
@@ -155,10 +186,13 @@ struct TextSearcher {
             }
             do {
                 let layout = index.text?.entryLayout ?? 1
-                let positions = try cursor.withValue { raw throws(FormatError) -> [UInt64] in
-                    try TextEntries.decode(raw, layout: layout).positions
+                let decoded = cursor.withValue { raw in
+                    Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
+                        try TextEntries.decode(raw, layout: layout)
+                    }
                 }
-                return (key, wanted ? positions : [])
+                let (length, positions) = try decoded.get()
+                return (key, wanted ? positions : [], length)
             } catch {
                 throw .corruption(
                     bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: index.name,
@@ -180,13 +214,16 @@ struct TextSearcher {
 
     /// The positions of each object under `keyPrefix`; several terms of one object (a prefix)
     /// have theirs merged, sorted.
-    private func positionsUnder(_ keyPrefix: [UInt8], merging: Bool) throws(BuriError) -> [ObjectKeyBytes: [UInt64]] {
+    private func positionsUnder(
+        _ keyPrefix: [UInt8], merging: Bool, lengths: UnsafeMutablePointer<[ObjectKeyBytes: UInt64]>? = nil
+    ) throws(BuriError) -> [ObjectKeyBytes: [UInt64]] {
         var result: [ObjectKeyBytes: [UInt64]] = [:]
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(keyPrefix))
             while try cursor.next() {
-                let (key, positions) = try entry(cursor, positions: true)
+                let (key, positions, length) = try entry(cursor, positions: true)
                 result[ObjectKeyBytes(key), default: []].append(contentsOf: positions)
+                if let lengths, let length { lengths.pointee[ObjectKeyBytes(key)] = length }
             }
         }
         if merging { for key in result.keys { result[key]?.sort() } }

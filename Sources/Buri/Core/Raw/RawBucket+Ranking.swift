@@ -1,0 +1,446 @@
+import BuriStorage
+import BuriText
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One ranked match: an object key and its BM25 score (higher is better).
+///
+/// ```swift
+/// for hit in try notes.rankedSearchKeys("body", "apple pie", limit: 10) { print(hit.key, hit.score) }
+/// ```
+public struct RankedKey: Sendable, Hashable {
+    public var key: String
+    public var score: Double
+}
+
+/// One ranked object (see ``Bucket/rankedSearch(_:_:limit:)-(String,String,Int)``).
+///
+/// ```swift
+/// let best = try notes.rankedSearch("body", "apple pie", limit: 1).first?.object
+/// ```
+public struct Ranked<T> {
+    public var object: T
+    public var key: String
+    /// The BM25 score (higher is better): SQLite FTS5's `bm25()` with its defaults, negated.
+    public var score: Double
+}
+
+extension Ranked: Sendable where T: Sendable {}
+
+extension RawBucket {
+    /// The `limit` best matches of `query` in text index `index` by BM25, best first (equal scores
+    /// in key byte order), read through `reader` (one snapshot). See ``TextRanker``.
+    func rankedTextSearch(
+        index: String, query: TextQuery, limit: Int, reader: any StorageReader
+    ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        let definition = try textIndexDefinition(index)
+        let tokenizer = try definition.textTokenizer(bucket: name)
+        guard definition.text?.keepsLengths == true else {
+            throw .invalidQuery(
+                bucket: name, index: index,
+                reason:
+                    "text index '\(index)' was built by Buri format 6, whose entries hold no document lengths, so it cannot rank; open the bucket with its `.text` declaration (which rebuilds it) or restore an export"
+            )
+        }
+        guard limit > 0 else { return [] }
+        let documents: Int
+        if let stored = try objectCount(reader: reader) {
+            documents = stored
+        } else {
+            documents = try database.countRecords(of: bucketId, bucket: name, reader: reader)
+        }
+        let totalId = TextTotalId(bucket: bucketId, index: definition.id)
+        let tokens =
+            (try database.storedTextTotal(of: totalId, bucket: name, reader: reader) ?? 0)
+            + (transaction?.counts.tokens[totalId]?.delta ?? 0)
+        guard documents > 0 else { return [] }
+        let searcher = TextSearcher(
+            bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
+            prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
+        let ranker = TextRanker(
+            searcher: searcher, documents: documents,
+            averageLength: Double(max(tokens, 1)) / Double(documents), limit: limit)
+        return try ranker.rank(query)
+    }
+
+    /// ``rankedTextSearch(index:query:limit:reader:)`` on a fresh snapshot, with the query parsed.
+    ///
+    /// ```swift
+    /// let best = try raw.rankedSearch(index: "body", query: "apple pie", limit: 20)
+    /// ```
+    public func rankedSearch(index: String, query: String, limit: Int) throws(BuriError) -> [RankedKey] {
+        let parsed = try parseTextQuery(query, index: index)
+        let (reader, view) = try readView()
+        return try view.rankedTextSearch(index: index, query: parsed, limit: limit, reader: reader).map {
+            RankedKey(key: String(decoding: $0.key, as: UTF8.self), score: $0.score)
+        }
+    }
+}
+
+/// BM25 over a text index, as SQLite FTS5's `bm25()` computes it (k1 = 1.2, b = 0.75,
+/// idf = ln((N − n + 0.5) / (n + 0.5)), at least 1e-6), for every term, prefix and phrase of the
+/// query that is not under NOT: N is the bucket's object count, n the objects the unit matches,
+/// a unit's frequency its occurrences in the object (a prefix's: every term it covers), and the
+/// document length and average come from the entries and the index's token total.
+///
+/// Top-k without scoring every match when it need not: a query of words all required (`a b`, with
+/// any `NOT`) walks its rarest word's objects and, once k results are held, skips an object when
+/// its rarest-word score plus the other words' most (their idf × (k1 + 1)) cannot beat the k-th;
+/// a query of alternatives (`a OR b`) uses MaxScore: words whose most together cannot beat the
+/// k-th only score objects the others found. Other shapes (prefixes, phrases, nesting) score
+/// each match.
+struct TextRanker {
+    let searcher: TextSearcher
+    let documents: Int
+    let averageLength: Double
+    let limit: Int
+
+    static let k1 = 1.2
+    static let b = 0.75
+
+    /// One scored unit's postings, in object-key order: frequency and document length.
+    struct Postings {
+        var keys: [[UInt8]] = []
+        var frequencies: [UInt32] = []
+        var lengths: [UInt32] = []
+        var idf = 0.0
+        /// The most one posting can add: idf × (k1 + 1).
+        var most: Double { idf * (TextRanker.k1 + 1) }
+
+        /// The first index at or after `from` whose key is not below `key` (galloping).
+        func seek(_ key: [UInt8], from: Int) -> Int {
+            var low = from
+            var step = 1
+            var high = from
+            while high < keys.count, keys[high].lexicographicallyPrecedes(key) {
+                low = high + 1
+                high += step
+                step *= 2
+            }
+            high = min(high, keys.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if keys[middle].lexicographicallyPrecedes(key) { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+    }
+
+    func idf(matching count: Int) -> Double {
+        let value = log((Double(documents) - Double(count) + 0.5) / (Double(count) + 0.5))
+        return value > 0 ? value : 1e-6
+    }
+
+    func contribution(idf: Double, frequency: UInt32, length: UInt32) -> Double {
+        let tf = Double(frequency)
+        let norm = Self.k1 * (1 - Self.b + Self.b * Double(length) / averageLength)
+        return idf * tf * (Self.k1 + 1) / (tf + norm)
+    }
+
+    func rank(_ query: TextQuery) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        switch query {
+        case .term(let term):
+            return try disjunction([term])
+        case .or(let operands):
+            let terms = operands.compactMap { if case .term(let term) = $0 { term } else { nil } }
+            if terms.count == operands.count { return try disjunction(terms) }
+        case .and(let operands):
+            var terms: [[UInt8]] = []
+            var excluded: [[UInt8]] = []
+            var simple = true
+            for operand in operands {
+                switch operand {
+                case .term(let term): terms.append(term)
+                case .not(.term(let term)): excluded.append(term)
+                default: simple = false
+                }
+            }
+            if simple, !terms.isEmpty { return try conjunction(terms, excluding: excluded) }
+        default:
+            break
+        }
+        return try scoreEveryMatch(query)
+    }
+
+    // MARK: Postings
+
+    /// The postings of the objects under `keyPrefix`; several terms of one object (a prefix) have
+    /// their frequencies added.
+    private func postings(under keyPrefix: [UInt8], merging: Bool) throws(BuriError) -> Postings {
+        var result = Postings()
+        let layout = 2
+        let bucket = searcher.bucket
+        let index = searcher.index
+        try bucket.run {
+            let cursor = try searcher.reader.cursor(in: .prefix(keyPrefix))
+            while try cursor.next() {
+                let parsed = cursor.withKey { raw in
+                    Result { () throws(FormatError) in try Keyspace.splitIndexEntry(raw, arity: 1) }
+                }
+                guard case .success(let parts) = parsed else {
+                    throw BuriError.corruption(
+                        bucket: bucket.name, key: nil, index: index.name, reason: "index entry key")
+                }
+                let key = cursor.withKey { Array($0[parts.objectKey]) }
+                let head = cursor.withValue { raw in
+                    Result { () throws(FormatError) in try TextEntries.frequencyAndLength(raw) }
+                }
+                guard case .success(let (frequency, length)) = head else {
+                    throw BuriError.corruption(
+                        bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: index.name,
+                        reason: "text entry value does not read as layout \(layout)")
+                }
+                result.keys.append(key)
+                result.frequencies.append(UInt32(clamping: frequency))
+                result.lengths.append(UInt32(clamping: length))
+            }
+        }
+        if merging, !result.keys.isEmpty {
+            var merged: [[UInt8]: (UInt32, UInt32)] = [:]
+            for (offset, key) in result.keys.enumerated() {
+                let frequency = result.frequencies[offset]
+                merged[key, default: (0, result.lengths[offset])].0 &+= frequency
+            }
+            let keys = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }
+            result = Postings(
+                keys: keys, frequencies: keys.map { merged[$0]?.0 ?? 0 }, lengths: keys.map { merged[$0]?.1 ?? 0 })
+        }
+        result.idf = idf(matching: result.keys.count)
+        return result
+    }
+
+    private func termPostings(_ term: [UInt8]) throws(BuriError) -> Postings {
+        try postings(under: searcher.prefix + IndexValue(bytes: term).encoded, merging: false)
+    }
+
+    // MARK: Top k
+
+    /// The k best so far: a min-heap whose root is the worst kept (lowest score, then largest key).
+    struct TopK {
+        let limit: Int
+        var heap: [(key: [UInt8], score: Double)] = []
+
+        /// Whether `a` ranks below `b`.
+        static func worse(_ a: (key: [UInt8], score: Double), _ b: (key: [UInt8], score: Double)) -> Bool {
+            a.score != b.score ? a.score < b.score : b.key.lexicographicallyPrecedes(a.key)
+        }
+
+        var isFull: Bool { heap.count >= limit }
+        /// The score an object must beat to enter (−∞ until k are held).
+        var threshold: Double { isFull ? heap[0].score : -.infinity }
+
+        mutating func offer(_ key: [UInt8], _ score: Double) {
+            let item = (key: key, score: score)
+            if heap.count < limit {
+                heap.append(item)
+                var child = heap.count - 1
+                while child > 0 {
+                    let parent = (child - 1) / 2
+                    guard Self.worse(heap[child], heap[parent]) else { break }
+                    heap.swapAt(child, parent)
+                    child = parent
+                }
+                return
+            }
+            guard Self.worse(heap[0], item) else { return }
+            heap[0] = item
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                let right = left + 1
+                var smallest = parent
+                if left < heap.count, Self.worse(heap[left], heap[smallest]) { smallest = left }
+                if right < heap.count, Self.worse(heap[right], heap[smallest]) { smallest = right }
+                if smallest == parent { break }
+                heap.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+
+        /// Best first, equal scores in key order.
+        func sorted() -> [(key: [UInt8], score: Double)] {
+            heap.sorted { Self.worse($1, $0) }
+        }
+    }
+
+    /// Whether an object whose score can be at most `bound` could still enter `top`: objects come
+    /// in key order, so one that only ties the k-th comes after it and stays out. The margin keeps
+    /// rounding from excluding an object the exact sum would admit.
+    private static func mayEnter(_ bound: Double, _ top: TopK) -> Bool {
+        bound * (1 + 1e-9) + 1e-12 > top.threshold
+    }
+
+    /// Σ contributions in unit order, so every path gives an object the same score.
+    private static func total(_ parts: [Double]) -> Double { parts.reduce(0, +) }
+
+    /// `a OR b OR …` of words (or one word): MaxScore over the words' postings.
+    private func disjunction(_ terms: [[UInt8]]) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        var lists: [Postings] = []
+        for term in terms { lists.append(try termPostings(term)) }
+        // By most ascending: a prefix of lists whose mosts sum below the k-th are non-essential.
+        let order = lists.indices.sorted { lists[$0].most < lists[$1].most }
+        var prefixMost: [Double] = []
+        var running = 0.0
+        for unit in order {
+            running += lists[unit].most
+            prefixMost.append(running)
+        }
+        var positions = [Int](repeating: 0, count: lists.count)
+        var top = TopK(limit: limit)
+        var firstEssential = 0
+        var parts = [Double](repeating: 0, count: lists.count)
+        while firstEssential < order.count {
+            // The next object among the essential lists.
+            var candidate: [UInt8]? = nil
+            for rank in firstEssential..<order.count {
+                let unit = order[rank]
+                guard positions[unit] < lists[unit].keys.count else { continue }
+                let key = lists[unit].keys[positions[unit]]
+                if candidate.map({ key.lexicographicallyPrecedes($0) }) ?? true { candidate = key }
+            }
+            guard let key = candidate else { break }
+            for slot in parts.indices { parts[slot] = 0 }
+            var partial = 0.0
+            for rank in firstEssential..<order.count {
+                let unit = order[rank]
+                let at = positions[unit]
+                guard at < lists[unit].keys.count, lists[unit].keys[at] == key else { continue }
+                let value = contribution(
+                    idf: lists[unit].idf, frequency: lists[unit].frequencies[at], length: lists[unit].lengths[at])
+                parts[unit] = value
+                partial += value
+                positions[unit] = at + 1
+            }
+            // Non-essential lists, most first, while they can still lift it above the k-th.
+            var rank = firstEssential - 1
+            while rank >= 0, Self.mayEnter(partial + prefixMost[rank], top) {
+                let unit = order[rank]
+                let at = lists[unit].seek(key, from: positions[unit])
+                positions[unit] = at
+                if at < lists[unit].keys.count, lists[unit].keys[at] == key {
+                    let value = contribution(
+                        idf: lists[unit].idf, frequency: lists[unit].frequencies[at], length: lists[unit].lengths[at])
+                    parts[unit] = value
+                    partial += value
+                }
+                rank -= 1
+            }
+            if rank < 0 { top.offer(key, Self.total(parts)) }
+            while firstEssential < order.count, !Self.mayEnter(prefixMost[firstEssential], top) {
+                firstEssential += 1
+            }
+        }
+        return top.sorted()
+    }
+
+    /// `a b …` (every word required, `NOT c` excluded): the rarest word's objects, each checked for
+    /// the others (binary search in their postings) only while it can still enter the top k.
+    private func conjunction(
+        _ terms: [[UInt8]], excluding excluded: [[UInt8]]
+    ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        var lists: [Postings] = []
+        for term in terms {
+            let list = try termPostings(term)
+            if list.keys.isEmpty { return [] }
+            lists.append(list)
+        }
+        let order = lists.indices.sorted { lists[$0].keys.count < lists[$1].keys.count }
+        let lead = order[0]
+        var restMost = 0.0
+        for unit in order.dropFirst() { restMost += lists[unit].most }
+        var positions = [Int](repeating: 0, count: lists.count)
+        var top = TopK(limit: limit)
+        var parts = [Double](repeating: 0, count: lists.count)
+        let excludedPrefixes = excluded.map { searcher.prefix + IndexValue(bytes: $0).encoded }
+        candidates: for (at, key) in lists[lead].keys.enumerated() {
+            for slot in parts.indices { parts[slot] = 0 }
+            let first = contribution(
+                idf: lists[lead].idf, frequency: lists[lead].frequencies[at], length: lists[lead].lengths[at])
+            parts[lead] = first
+            var partial = first
+            var remaining = restMost
+            guard Self.mayEnter(partial + remaining, top) else { continue }
+            for unit in order.dropFirst() {
+                let found = lists[unit].seek(key, from: positions[unit])
+                positions[unit] = found
+                guard found < lists[unit].keys.count, lists[unit].keys[found] == key else { continue candidates }
+                let value = contribution(
+                    idf: lists[unit].idf, frequency: lists[unit].frequencies[found],
+                    length: lists[unit].lengths[found])
+                parts[unit] = value
+                partial += value
+                remaining -= lists[unit].most
+                guard Self.mayEnter(partial + remaining, top) else { continue candidates }
+            }
+            for prefix in excludedPrefixes {
+                let entry = prefix + key
+                let present = try searcher.bucket.run { try searcher.reader.get(entry) != nil }
+                if present { continue candidates }
+            }
+            top.offer(key, Self.total(parts))
+        }
+        return top.sorted()
+    }
+
+    /// Any other query: its matches (``TextSearcher``), each scored from its units' postings.
+    private func scoreEveryMatch(_ query: TextQuery) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        let matches = try searcher.evaluate(query)
+        guard !matches.isEmpty else { return [] }
+        var units: [[ObjectKeyBytes: (frequency: UInt32, length: UInt32)]] = []
+        var idfs: [Double] = []
+        for unit in Self.units(of: query) {
+            var found: [ObjectKeyBytes: (frequency: UInt32, length: UInt32)] = [:]
+            switch unit {
+            case .term(let term):
+                let list = try termPostings(term)
+                for (offset, key) in list.keys.enumerated() {
+                    found[ObjectKeyBytes(key)] = (list.frequencies[offset], list.lengths[offset])
+                }
+            case .prefix(let start):
+                var keyPrefix = searcher.prefix
+                ValueEncoding.appendBinaryPrefix(start, to: &keyPrefix)
+                let list = try postings(under: keyPrefix, merging: true)
+                for (offset, key) in list.keys.enumerated() {
+                    found[ObjectKeyBytes(key)] = (list.frequencies[offset], list.lengths[offset])
+                }
+            case .phrase(let terms, let lastIsPrefix):
+                for (key, occurrences, length) in try searcher.phraseOccurrences(terms, lastIsPrefix: lastIsPrefix) {
+                    found[key] = (occurrences, length)
+                }
+            default:
+                continue
+            }
+            units.append(found)
+            idfs.append(idf(matching: found.count))
+        }
+        var top = TopK(limit: limit)
+        var parts = [Double](repeating: 0, count: units.count)
+        for key in matches {
+            let object = ObjectKeyBytes(key)
+            for (slot, unit) in units.enumerated() {
+                if let posting = unit[object] {
+                    parts[slot] = contribution(idf: idfs[slot], frequency: posting.frequency, length: posting.length)
+                } else {
+                    parts[slot] = 0
+                }
+            }
+            top.offer(key, Self.total(parts))
+        }
+        return top.sorted()
+    }
+
+    /// The scored units of a query: its terms, prefixes and phrases, except those under NOT.
+    static func units(of query: TextQuery) -> [TextQuery] {
+        switch query {
+        case .term, .prefix, .phrase: return [query]
+        case .and(let operands), .or(let operands): return operands.flatMap { units(of: $0) }
+        case .not: return []
+        }
+    }
+}
