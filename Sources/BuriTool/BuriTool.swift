@@ -14,8 +14,8 @@ struct BuriCommand: ParsableCommand {
         abstract: "Inspect, query, export, import and maintain Buri databases.",
         discussion: """
             Works on any Buri database from its bucket catalog and self-describing CBOR records; \
-            objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, export, \
-            check without --repair, stats, values, get-value) never create a database nor create or change a file in \
+            objects are shown as JSON. Read-only commands (info, buckets, keys, get, query, search, \
+            export, check without --repair, stats, values, get-value) never create a database nor create or change a file in \
             its directory: they read a private snapshot of its files made in $TMPDIR (default /tmp), \
             which also lets them read a database another process has open (its last committed \
             state) or one on a full disk.
@@ -35,7 +35,7 @@ struct BuriCommand: ParsableCommand {
         version:
             "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(LevelDBEngine.libraryVersion)",
         subcommands: [
-            Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self,
+            Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self, Search.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
             Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self,
         ]

@@ -27,7 +27,8 @@ struct Import: ParsableCommand {
             is refused. Strings for binary indexes, \
             numbers for numeric ones (exactly: an Int64, a UInt64 or a double); an array gives one \
             entry per distinct element (a multi-valued index); a missing or null field gives no \
-            entry. A date field (one a Swift Date property's index reads, or one named with --date) \
+            entry. A --text-index takes a string or an array of strings and keeps one entry per \
+            word, with its positions, for `buri search`. A date field (one a Swift Date property's index reads, or one named with --date) \
             takes seconds since 1970 (in plain objects and export records alike) and is stored \
             as a date, as the Swift type stores it; a \
             numeric index over a --date field indexes it as a date. A new bucket gets the indexes \
@@ -55,6 +56,7 @@ struct Import: ParsableCommand {
             Examples:
               buri import people.buri Person --key objectId --binary-index locale --numeric-index age people.jsonl
               buri export old.buri Person | buri import new.buri Person --key objectId --binary-index locale
+              buri import notes.buri Note --key id --text-index body --text-index title=meta.title notes.jsonl
             """
     )
 
@@ -84,6 +86,13 @@ struct Import: ParsableCommand {
     var numericIndexes: [String] = []
 
     @Option(
+        name: .customLong("text-index"),
+        help: ArgumentHelp(
+            "Keep full-text index NAME over text field FIELD (default: NAME; a string or an array of strings), as a Swift .text declaration does (tokenizer 1, no stop words), for `buri search`; a dotted FIELD reads a nested field. Repeatable.",
+            valueName: "name[=field]"))
+    var textIndexes: [String] = []
+
+    @Option(
         name: .customLong("date"),
         help: ArgumentHelp(
             "Field FIELD holds a date as seconds since 1970: store a number there as a date (as a Swift Date property is stored), and index it as one. Repeatable.",
@@ -110,23 +119,29 @@ struct Import: ParsableCommand {
     /// The index options, checked.
     func indexOptions() throws -> [ImportOptions.Index] {
         var result: [ImportOptions.Index] = []
-        for (specs, kind) in [(binaryIndexes, IndexKind.binary), (numericIndexes, .numeric)] {
+        let given: [(specs: [String], kind: IndexKind, text: Bool)] = [
+            (binaryIndexes, .binary, false), (numericIndexes, .numeric, false), (textIndexes, .binary, true),
+        ]
+        for (specs, kind, text) in given {
             for spec in specs {
                 let parts = spec.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
                 let name = parts[0]
                 let field = parts.count > 1 ? parts[1] : name
-                let option = "--\(kind.rawValue)-index '\(spec)'"
+                let option = "--\(text ? "text" : kind.rawValue)-index '\(spec)'"
                 if name.isEmpty { throw ValidationError("\(option) has no index name; write NAME or NAME=FIELD") }
                 if field.isEmpty { throw ValidationError("\(option) has no field after '='; write NAME or NAME=FIELD") }
                 if result.contains(where: { $0.name.utf8.elementsEqual(name.utf8) }) {
                     throw ValidationError(
-                        "index '\(name)' is given twice; give each index once, as --binary-index or --numeric-index")
+                        "index '\(name)' is given twice; give each index once, as --binary-index, --numeric-index or --text-index"
+                    )
                 }
                 if case .failure(let error) = IndexDefinition.parseFieldPath(field) {
                     throw ValidationError("\(option): \(error.description) (write a key with a dot in it as 'v1\\.2')")
                 }
                 result.append(
-                    try mapTransferErrors(path: target.database) { try .init(name: name, kind: kind, field: field) })
+                    try mapTransferErrors(path: target.database) {
+                        text ? try .init(name: name, textField: field) : try .init(name: name, kind: kind, field: field)
+                    })
             }
         }
         return result

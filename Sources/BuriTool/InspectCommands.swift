@@ -78,6 +78,26 @@ struct Info: ParsableCommand {
                                                         .array($0.map { .array($0.map { .text($0) }) })
                                                     } ?? .null),
                                                 CBORMapEntry(key: "entries", value: .int(Int64(entries))),
+                                                // "text" for a full-text index (searched with `buri
+                                                // search`), else the kinds' own; and its tokenizer.
+                                                CBORMapEntry(
+                                                    key: "kind",
+                                                    value: .text(
+                                                        index.text != nil
+                                                            ? "text"
+                                                            : index.components.count == 1
+                                                                ? index.components[0].rawValue : "compound")),
+                                                CBORMapEntry(
+                                                    key: "text",
+                                                    value: index.text.map { text in
+                                                        .map([
+                                                            CBORMapEntry(
+                                                                key: "tokenizer", value: .int(Int64(text.tokenizer))),
+                                                            CBORMapEntry(
+                                                                key: "stopWords",
+                                                                value: .array((text.stopWords ?? []).map { .text($0) })),
+                                                        ])
+                                                    } ?? .null),
                                             ])
                                         })),
                             ])
@@ -103,8 +123,16 @@ struct Info: ParsableCommand {
                 if bucket.descriptor.indexes.isEmpty { try out.line("  no indexes") }
                 for (index, entries) in zip(bucket.descriptor.indexes, bucket.entries) {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
+                    if let text = index.text {
+                        // A full-text index: one entry per word, multi-valued by nature.
+                        let words = text.stopWords ?? []
+                        traits = [
+                            "text", "tokenizer \(text.tokenizer)",
+                            words.isEmpty ? "no stop words" : "stop words " + words.joined(separator: ", "),
+                        ]
+                    }
                     if index.isUnique { traits.append("unique") }
-                    if index.multiValued { traits.append("multi-valued") }
+                    if index.multiValued, index.text == nil { traits.append("multi-valued") }
                     if let paths = index.componentPaths {
                         let forms = index.fieldForms ?? []
                         let fields = paths.map(IndexDefinition.fieldPathText)

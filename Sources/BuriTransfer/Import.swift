@@ -40,6 +40,10 @@ public struct ImportOptions: Sendable, Hashable {
         /// print(city.kind)       // binary
         /// ```
         public var kind: IndexKind
+        /// For a full-text index (`buri import --text-index`): its tokenizer and stop words; its
+        /// ``kind`` is then `.binary`, and the new bucket gets the catalog entry a `.text`
+        /// declaration makes (one binary component, multi-valued, entries with positions).
+        package var text: TextIndexDefinition?
 
         /// Index `name` of `kind` over `field` (default: the field of the index's name): a
         /// top-level name or a dotted path, in which `\.` is a dot inside a name and `\\` a
@@ -62,6 +66,35 @@ public struct ImportOptions: Sendable, Hashable {
             self.name = name
             self.field = field
             self.kind = kind
+        }
+
+        /// Full-text index `name` over the text (or array of texts) in `field` (default: the
+        /// field of the index's name), as the `.text` declaration indexes it: tokenizer `text`.
+        package init(
+            name: String, textField field: String? = nil, text: TextIndexDefinition = TextIndexDefinition()
+        )
+            throws(TransferError)
+        {
+            try self.init(name: name, kind: .binary, field: field)
+            self.text = text
+        }
+
+        /// What the index is, for messages: "binary", "numeric" or "text".
+        var kindName: String { text != nil ? "text" : kind.rawValue }
+
+        /// Whether `definition` (an existing bucket's, or an export schema's) is this index: same
+        /// kind, same field and, for a text index, the same tokenizer and stop words.
+        func matches(_ definition: IndexDefinition) -> Bool {
+            guard definition.components == [kind], definition.componentPaths.map({ $0 == [path] }) != false else {
+                return false
+            }
+            switch (text, definition.text) {
+            case (nil, nil): return true
+            case let (mine?, theirs?):
+                return mine.tokenizer == theirs.tokenizer
+                    && (mine.stopWords ?? []).map { Array($0.utf8) } == (theirs.stopWords ?? []).map { Array($0.utf8) }
+            default: return false
+            }
         }
     }
 

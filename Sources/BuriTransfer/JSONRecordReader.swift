@@ -58,8 +58,11 @@ struct ImportPlan {
                 let isDate =
                     option.kind == .numeric && option.path.count == 1
                     && dateFields.contains { (try? IndexDefinition.parseFieldPath($0).get()) == option.path }
+                // A text index: the entry a `.text` declaration makes (one binary component,
+                // multi-valued, the tokenizer and stop words recorded).
                 var definition = IndexDefinition(
-                    id: 0, name: option.name, components: [option.kind], fieldForms: isDate ? [.date] : nil)
+                    id: 0, name: option.name, components: [option.kind], multiValued: option.text != nil,
+                    fieldForms: isDate ? [.date] : nil, text: option.text)
                 definition.setFieldPaths([option.path])
                 return definition
             }
@@ -73,7 +76,7 @@ struct ImportPlan {
         }
         keyField = key ?? existing.keyField
         let describe = { (index: IndexDefinition) -> String in
-            let kinds = index.components.map(\.rawValue).joined(separator: ", ")
+            let kinds = index.text != nil ? "text" : index.components.map(\.rawValue).joined(separator: ", ")
             guard let paths = index.componentPaths else { return "\(kinds) with no recorded field" }
             return "\(kinds) over field(s) \(paths.map(IndexDefinition.fieldPathText).joined(separator: ", "))"
         }
@@ -88,10 +91,10 @@ struct ImportPlan {
                     "bucket '\(bucket)' already exists without index '\(option.name)' (\(known)); an import cannot add indexes to an existing bucket: leave the option out, or import into a new bucket"
                 )
             }
-            if index.components != [option.kind] || index.componentPaths.map({ $0 == [option.path] }) == false {
+            if !option.matches(index) {
                 throw TransferError(
                     .usage,
-                    "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kind.rawValue) over field \(option.field); leave the option out or make it match"
+                    "bucket '\(bucket)' already has index '\(index.name)' as \(describe(index)), not \(option.kindName) over field \(option.field); leave the option out or make it match"
                 )
             }
         }
@@ -113,7 +116,8 @@ struct ImportPlan {
         if fromSchema { return definitions }
         return definitions.map { definition in
             var copy = definition
-            copy.multiValued = sawArray.contains(definition.name)
+            // A text index is multi-valued (one entry per term) whatever its field holds.
+            copy.multiValued = definition.text != nil || sawArray.contains(definition.name)
             return copy
         }
     }
@@ -375,11 +379,11 @@ struct ImportPlan {
         let schema = try ExportFormat.parseSchema(value) { Self.failure(line, $0) }
         for option in options {
             guard let index = schema.indexes.first(where: { $0.name.utf8.elementsEqual(option.name.utf8) }),
-                index.components == [option.kind], index.componentPaths == [option.path]
+                option.matches(index), index.componentPaths == [option.path]
             else {
                 throw fail(
                     line,
-                    "the export's schema for bucket '\(bucket)' has no \(option.kind.rawValue) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options"
+                    "the export's schema for bucket '\(bucket)' has no \(option.kindName) index '\(option.name)' over field '\(option.field)' (it has \(schema.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); the export recreates its indexes: leave out the index options"
                 )
             }
         }

@@ -237,7 +237,7 @@ struct ArgumentToolTests {
         /// Runs a command that may write on a fresh copy of the fixture, so that every run starts
         /// from the same database.
         func run(_ arguments: [String]) throws -> ToolRun {
-            if !["info", "buckets", "keys", "get", "query", "export", "stats"].contains(arguments[0]) {
+            if !["info", "buckets", "keys", "get", "query", "search", "export", "stats"].contains(arguments[0]) {
                 try? FileManager.default.removeItem(atPath: db)
                 try? FileManager.default.removeItem(atPath: sandbox.path("restored.buri"))
                 try FileManager.default.copyItem(atPath: fixture, toPath: db)

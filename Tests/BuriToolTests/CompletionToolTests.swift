@@ -4,8 +4,8 @@ import Testing
 @Suite("buri --generate-completion-script prints a working completion script")
 struct CompletionToolTests {
     static let commands = [
-        "info", "buckets", "keys", "get", "query", "export", "import", "restore", "put", "delete", "drop", "check",
-        "repair", "stats", "compact", "migrate", "values", "get-value", "set-value",
+        "info", "buckets", "keys", "get", "query", "search", "export", "import", "restore", "put", "delete", "drop",
+        "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value",
     ]
 
     @Test(arguments: ["bash", "zsh", "fish"])
@@ -17,6 +17,7 @@ struct CompletionToolTests {
         // Options of the newest commands are in it too.
         #expect(run.stdout.contains("skip-damaged"))
         #expect(run.stdout.contains("above"))
+        #expect(run.stdout.contains("text-index"))
     }
 
     @Test func theBashScriptLoadsAndCompletesTheCommands() throws {

@@ -211,7 +211,9 @@ struct EtcdToolTests {
             ["info", location], ["info", location, "--json"], ["buckets", location], ["keys", location, "P"],
             ["get", location, "P", "k1"], ["query", location, "P", "age", "--from", "1", "--to", "3"],
             ["export", location], ["export", location, "P", "-o", sandbox.path("out.jsonl")],
-            ["import", location, "P", input], ["import", location, "Q", input, "--key", "id", "--chunk-size", "1"],
+            ["import", location, "P", input],
+            ["import", location, "Q", input, "--key", "id", "--chunk-size", "1", "--text-index", "name"],
+            ["search", location, "Q", "name", "N20"],
             ["restore", fresh, dump], ["put", location, "P", "{\"id\":\"k30\",\"name\":\"n30\",\"age\":30}"],
             ["delete", location, "P", "k2"], ["migrate", location, "P"], ["set-value", location, "theme", "\"dark\""],
             ["values", location], ["get-value", location, "theme"], ["drop", location, "P", "--force"],
@@ -232,7 +234,7 @@ struct EtcdToolTests {
                 }
                 return String(word)
             } ?? []
-        #expect(listed.count == 19 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
+        #expect(listed.count == 20 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
         for name in listed where name != "help" {
             #expect(commands.contains { $0.first == name }, "subcommand '\(name)' is not exercised on etcd")
         }
@@ -358,6 +360,9 @@ struct EtcdToolTests {
             case "drop":
                 expectSuccess(run)
                 #expect(try buri("buckets", location).stdout == "Q\n")
+            case "search":
+                expectSuccess(run)
+                #expect(run.stdout == "k20\n", "\(run)")
             case "values":
                 expectSuccess(run)
                 #expect(run.stdout == "theme\n", "\(run)")

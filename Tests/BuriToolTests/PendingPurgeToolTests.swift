@@ -15,6 +15,8 @@ private func databaseWithPendingPurge(_ path: String) throws -> UInt32 {
     let retired = people.raw.descriptor.id
     #expect(try people.deleteAll() == 40)
     try people.store(Person(objectId: "p01", name: "Zoë", locale: "SV", age: 77))
+    // A text index for `buri search` to read.
+    try db.bucket(Memo.self).store(searchDocuments.map { Memo(id: $0.key, body: $0.body) })
     return retired
 }
 
@@ -53,6 +55,7 @@ struct PendingPurgeToolTests {
         [
             ["check", db], ["info", db], ["keys", db, "Person"], ["get", db, "Person", "p01"],
             ["query", db, "Person", "age", "--from", "0"], ["export", db, "Person"], ["stats", db],
+            ["search", db, "Memo", "body", "pie"],
         ]
     }
 

@@ -105,6 +105,8 @@ struct ReadOnlySnapshotToolTests {
         let last = try BuriDatabase(path: path)
         try last.bucket(Person.self).store(Person(objectId: "zz-in-the-log", name: "Log", locale: "NL", age: 99))
         try last.values.set("in the log", for: "note")
+        // A text index (bucket Memo), with a write in the log too.
+        try last.bucket(Memo.self).store(searchDocuments.map { Memo(id: $0.key, body: $0.body) })
         last.close()
         // Its last write is in the log, which opening replays into a new table.
         let logs = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".log") }
@@ -129,6 +131,9 @@ struct ReadOnlySnapshotToolTests {
             (["query", db, "Person", "age", "--equals", "21", "--count"], 0),
             (["query", db, "notes", "tags", "--equals", "red", "--json"], 0),
             (["query", db, "Person", "nope", "--equals", "1"], 6),
+            (["search", db, "Memo", "body", "apple"], 0), (["search", db, "Memo", "body", "pie", "--json"], 0),
+            (["search", db, "Memo", "body", "pie", "--count"], 0), (["search", db, "Memo", "body", "pie AND ("], 2),
+            (["search", db, "Memo", "age", "x"], 6), (["search", db, "Person", "age", "x"], 2),
             (["export", db], 0), (["export", db, "Person"], 0), (["export", db, "notes", "-o", output], 0),
             (["check", db], 0), (["check", db, "--json"], 0),
             (["stats", db], 0), (["stats", db, "--json"], 0),
@@ -157,7 +162,7 @@ struct ReadOnlySnapshotToolTests {
         #expect(outputs["keys \(db) Person"]?.split(separator: "\n").count == 40 + 3000 + 1)
         #expect(outputs["get \(db) Person zz-in-the-log --json"]?.contains("\"Log\"") == true)
         #expect(
-            outputs["check \(db)"]?.hasPrefix("ok: 2 buckets, 3045 objects") == true, "\(outputs["check \(db)"] ?? "")")
+            outputs["check \(db)"]?.hasPrefix("ok: 3 buckets, 3050 objects") == true, "\(outputs["check \(db)"] ?? "")")
         // The database opens as before, and a writing command still changes it.
         let changed = try buri("delete", db, "Person", "p01")
         #expect(changed.status == 0, "\(changed)")

@@ -27,6 +27,22 @@ extension RawBucket {
     }
 }
 
+extension RawBucket {
+    /// The object keys (UTF-8) whose text index `index` matches `query` (SQLite FTS5 syntax), in
+    /// byte order, each once, read from one snapshot: what `Bucket.searchKeys(_:_:)`
+    /// returns, without a Swift type (for `buri search`).
+    ///
+    /// - Throws: ``BuriError/unknownIndex(bucket:index:known:)``,
+    ///   ``BuriError/invalidQuery(bucket:index:reason:)`` when `index` is not a text index,
+    ///   ``BuriError/textQuerySyntax(bucket:index:query:message:offset:)`` for a query that does not
+    ///   parse (offset in Characters).
+    package func searchKeys(textIndex index: String, query: String) throws(BuriError) -> [[UInt8]] {
+        let (reader, view) = try readView()
+        let parsed = try view.parseTextQuery(query, index: index)
+        return try view.textSearch(index: index, query: parsed, reader: reader)
+    }
+}
+
 /// Evaluates one query over one text index.
 struct TextSearcher {
     let bucket: RawBucket
