@@ -38,11 +38,18 @@ struct Search: ParsableCommand {
     @Flag(help: "Print only the number of matching objects (with --limit, at most that many).")
     var count = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "Print the keys best first by BM25 (SQLite FTS5's bm25()), equal scores in key order; with --limit, the best N.",
+            discussion: "With --json each item is {\"key\": …, \"score\": …}."))
+    var ranked = false
+
     @OptionGroup var keyFormat: KeyListFormat
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more, not \(limit)") }
         if count, keyFormat.nul { throw ValidationError("--count prints only a number; it cannot be combined with -0") }
+        if count, ranked { throw ValidationError("--count prints only a number; it cannot be combined with --ranked") }
     }
 
     func run() throws {
@@ -66,8 +73,15 @@ struct Search: ParsableCommand {
             )
         }
         let keys: [[UInt8]]
+        var scores: [Double] = []
         do {
-            keys = try raw.searchKeys(textIndex: index, query: query)
+            if ranked {
+                let best = try raw.rankedSearchKeyBytes(textIndex: index, query: query, limit: limit ?? Int.max)
+                keys = best.map(\.key)
+                scores = best.map(\.score)
+            } else {
+                keys = try raw.searchKeys(textIndex: index, query: query)
+            }
         } catch let BuriError.textQuerySyntax(bucket, index, query, message, offset) {
             throw Self.syntaxError(bucket: bucket, index: index, query: query, message: message, offset: offset)
         } catch {
@@ -78,6 +92,10 @@ struct Search: ParsableCommand {
         if count {
             try out.line(keyFormat.json ? "{\"count\":\(shown.count)}" : String(shown.count))
             try out.flush()
+            return
+        }
+        if ranked, keyFormat.json {
+            try printRankedJSON(keys: shown, scores: scores, out: out)
             return
         }
         let list = KeyListWriter(out, keyFormat, source: "bucket '\(bucket)', text index '\(index)'")
@@ -96,6 +114,22 @@ struct Search: ParsableCommand {
             }
         }
         try list.end()
+        try out.flush()
+    }
+
+    /// Ranked keys as a JSON array of `{"key": …, "score": …}`, best first.
+    private func printRankedJSON(keys: [[UInt8]], scores: [Double], out: Output) throws {
+        var items: [String] = []
+        for (key, score) in zip(keys, scores) {
+            guard let text = String(validating: key, as: UTF8.self) else {
+                throw ToolError(
+                    .failure,
+                    "bucket '\(bucket)', text index '\(index)': an entry names a key that is not valid UTF-8 (\(key.count) bytes); the index is damaged: run `buri check \(target.database)`"
+                )
+            }
+            items.append("{\"key\":\(CBORValue.text(text).jsonString()),\"score\":\(score)}")
+        }
+        try out.line("[" + items.joined(separator: ",") + "]")
         try out.flush()
     }
 

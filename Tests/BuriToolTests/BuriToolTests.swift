@@ -64,7 +64,7 @@ struct BuriToolTests {
         let run = try buri("info", db)
         expectSuccess(run)
         for line in [
-            "format version:  6",
+            "format version:  \(BuriDatabase.supportedFormatVersion)",
             "LevelDB version: \(Database.libraryVersion)",
             "buckets:         2",
             "bucket 'Person' (key field 'objectId'): 40 objects",

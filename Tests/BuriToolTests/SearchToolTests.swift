@@ -49,6 +49,33 @@ struct SearchToolTests {
         return db
     }
 
+    @Test func rankedPrintsTheBestFirstAsTheLibraryRanksThem() throws {
+        let sandbox = try Sandbox()
+        let db = try importedMemos(sandbox)
+        let expected: [RankedKey]
+        do {
+            let opened = try BuriDatabase(path: db)
+            defer { opened.close() }
+            expected = try opened.bucket(Memo.self).rankedSearchKeys("body", "apple OR pie", limit: 3)
+        }
+        #expect(expected.count == 3)
+        let ranked = try buri("search", db, "Memo", "body", "apple OR pie", "--ranked", "--limit", "3")
+        expectSuccess(ranked)
+        #expect(utf8(ranked.lines) == utf8(expected.map(\.key)))
+        // Every match, best first, when there is no limit; scores in JSON.
+        let all = try buri("search", db, "Memo", "body", "apple", "--ranked")
+        expectSuccess(all)
+        #expect(Set(utf8(all.lines)) == Set(utf8(["a", "e\u{301}", "z", "é"])))
+        let json = try buri("search", db, "Memo", "body", "apple OR pie", "--ranked", "--limit", "3", "--json")
+        expectSuccess(json)
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
+        #expect(parsed?.compactMap { $0["key"] as? String }.map { Array($0.utf8) } == utf8(expected.map(\.key)))
+        let scores = parsed?.compactMap { $0["score"] as? Double } ?? []
+        #expect(scores.count == 3 && zip(scores, expected).allSatisfy { abs($0 - $1.score) < 1e-9 })
+        #expect(scores == scores.sorted(by: >))
+        #expect(try buri("search", db, "Memo", "body", "apple", "--ranked", "--count").status == 2)
+    }
+
     @Test func searchPrintsTheMatchingKeysInByteOrderAsLinesJSONOrACount() throws {
         let sandbox = try Sandbox()
         let db = try importedMemos(sandbox)

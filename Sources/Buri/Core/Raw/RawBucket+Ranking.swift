@@ -75,11 +75,19 @@ extension RawBucket {
     /// let best = try raw.rankedSearch(index: "body", query: "apple pie", limit: 20)
     /// ```
     public func rankedSearch(index: String, query: String, limit: Int) throws(BuriError) -> [RankedKey] {
-        let parsed = try parseTextQuery(query, index: index)
-        let (reader, view) = try readView()
-        return try view.rankedTextSearch(index: index, query: parsed, limit: limit, reader: reader).map {
+        try rankedSearchKeyBytes(textIndex: index, query: query, limit: limit).map {
             RankedKey(key: String(decoding: $0.key, as: UTF8.self), score: $0.score)
         }
+    }
+
+    /// ``rankedSearch(index:query:limit:)`` with the keys as stored (UTF-8 bytes), for tools that
+    /// report a key that is not valid UTF-8 as damage rather than print another key.
+    package func rankedSearchKeyBytes(
+        textIndex index: String, query: String, limit: Int
+    ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
+        let parsed = try parseTextQuery(query, index: index)
+        let (reader, view) = try readView()
+        return try view.rankedTextSearch(index: index, query: parsed, limit: limit, reader: reader)
     }
 }
 
