@@ -93,14 +93,15 @@ struct TextSearcher {
             for other in others.dropFirst() where !candidates.isEmpty {
                 candidates = Self.intersection(candidates, try evaluate(other))
             }
-        } else if let first = terms.first {
-            candidates = try keys(under: termPrefix(first))
-            terms.removeFirst()
+            for term in terms where !candidates.isEmpty {
+                candidates = try leapfrog(candidates, termPrefix(term), keep: true)
+            }
+        } else if !terms.isEmpty {
+            // Words only: their entries walked together, each cursor seeking past the others.
+            candidates = []
+            try intersect(terms.map(termPrefix)) { key, _ throws(BuriError) in candidates.append(key) }
         } else {
             throw .invalidQuery(bucket: bucket.name, index: index.name, reason: "a query cannot be only NOT")
-        }
-        for term in terms where !candidates.isEmpty {
-            candidates = try leapfrog(candidates, termPrefix(term), keep: true)
         }
         for inner in negated where !candidates.isEmpty {
             if case .term(let term) = inner {
@@ -123,6 +124,19 @@ struct TextSearcher {
         }
         let parts = TextPhrasePart.parts(of: terms, lastIsPrefix: lastIsPrefix, tokenizer: tokenizer)
         guard !parts.isEmpty else { return [] }
+        if !parts.contains(where: \.isPrefix) {
+            // Exact words: the objects holding all of them, found together; only theirs are read.
+            var result: Keys = []
+            let layout = index.text?.entryLayout ?? 1
+            var lists = [[UInt64]](repeating: [], count: parts.count)
+            try intersect(parts.map { termPrefix($0.term) }) { key, cursors throws(BuriError) in
+                for (slot, cursor) in cursors.enumerated() {
+                    lists[slot] = try cursor.positions(layout: layout, bucket: bucket.name, index: index.name)
+                }
+                if TextPhrasePart.aligns(parts, lists) { result.append(key) }
+            }
+            return result
+        }
         var positions: [[ObjectKeyBytes: [UInt64]]] = []
         var candidates: Keys?
         for part in parts {
@@ -285,6 +299,39 @@ struct TextSearcher {
         return result
     }
 
+    /// Calls `visit` with each object that has an entry under every one of `prefixes` (term key
+    /// prefixes), in key order, with the cursors on its entries: one cursor per term, each moved to
+    /// the largest key another is on by stepping (up to ``stepsBeforeSeek`` entries) or seeking, so
+    /// a rare word and a common one cost about a seek per object of the rare one.
+    func intersect(
+        _ prefixes: [[UInt8]], _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
+    ) throws(BuriError) {
+        var cursors: [TermCursor] = []
+        for prefix in prefixes {
+            let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: prefix)
+            guard try cursor.next() else { return }
+            cursors.append(cursor)
+        }
+        guard var target = cursors.map(\.key).max(by: { $0.lexicographicallyPrecedes($1) }) else { return }
+        while true {
+            var agreed = true
+            for cursor in cursors {
+                if cursor.key.lexicographicallyPrecedes(target) {
+                    guard try cursor.advance(to: target) else { return }
+                }
+                if cursor.key != target {
+                    target = cursor.key
+                    agreed = false
+                    break
+                }
+            }
+            guard agreed else { continue }
+            try visit(target, cursors)
+            guard try cursors[0].next() else { return }
+            target = cursors[0].key
+        }
+    }
+
     /// How far a leapfrog steps before it seeks: a step is a fraction of a seek's cost.
     static let stepsBeforeSeek = 8
 
@@ -343,5 +390,69 @@ extension [[UInt8]] {
         var result: [[UInt8]] = []
         for key in sorted(by: { $0.lexicographicallyPrecedes($1) }) where result.last != key { result.append(key) }
         return result
+    }
+}
+
+/// A cursor over one term's entries that keeps the object key it is on.
+final class TermCursor {
+    private let cursor: any StorageCursor
+    private let prefix: [UInt8]
+    private let bucket: RawBucket
+    private let indexName: String
+    /// The object key of the entry it is on (valid after `next` or `advance` returned true).
+    private(set) var key: [UInt8] = []
+
+    init(bucket: RawBucket, index: IndexDefinition, reader: any StorageReader, prefix: [UInt8]) throws(BuriError) {
+        self.bucket = bucket
+        self.prefix = prefix
+        indexName = index.name
+        cursor = try bucket.run { try reader.cursor(in: .prefix(prefix)) }
+    }
+
+    /// Reads the object key of the entry the cursor is on.
+    private func load() throws(BuriError) {
+        let length = prefix.count
+        let fits = cursor.withKey { raw -> Bool in
+            guard raw.count > length else { return false }
+            key.removeAll(keepingCapacity: true)
+            key.append(contentsOf: raw[length...])
+            return true
+        }
+        guard fits else {
+            throw .corruption(
+                bucket: bucket.name, key: nil, index: indexName, reason: "index entry key: no object key after the term"
+            )
+        }
+    }
+
+    /// Moves to the next entry; `false` at the end.
+    func next() throws(BuriError) -> Bool {
+        guard try bucket.run({ try cursor.next() }) else { return false }
+        try load()
+        return true
+    }
+
+    /// Moves to the first entry whose object key is not below `target`; `false` at the end.
+    func advance(to target: [UInt8]) throws(BuriError) -> Bool {
+        for _ in 0..<TextSearcher.stepsBeforeSeek {
+            guard try next() else { return false }
+            if !key.lexicographicallyPrecedes(target) { return true }
+        }
+        cursor.seek(prefix + target)
+        return try next()
+    }
+
+    /// The positions the current entry's value holds.
+    func positions(layout: Int, bucket: String, index: String) throws(BuriError) -> [UInt64] {
+        let decoded = cursor.withValue { raw in
+            Result { () throws(FormatError) -> [UInt64] in try TextEntries.decode(raw, layout: layout).positions }
+        }
+        switch decoded {
+        case .success(let positions): return positions
+        case .failure(let error):
+            throw .corruption(
+                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
+                reason: "text entry value: \(error)")
+        }
     }
 }
