@@ -39,8 +39,10 @@ final class BuriTextSystem: TextSystem {
 
     func keys(matching query: String) throws -> [String] { try documents.searchKeys("body", query) }
 
-    /// Not built yet (ranking comes with the next part of issue 26).
-    func ranked(matching query: String, limit: Int) throws -> [String]? { nil }
+    /// BM25 top-k (`rankedSearchKeys`), keys only, as FTS5's `ORDER BY rank LIMIT k`.
+    func ranked(matching query: String, limit: Int) throws -> [String]? {
+        try documents.rankedSearchKeys("body", query, limit: limit).map(\.key)
+    }
 
     func documents(matching query: String) throws -> [(key: String, text: String)] {
         try documents.search("body", query).map { ($0.key, $0.body) }

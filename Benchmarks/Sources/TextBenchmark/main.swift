@@ -19,6 +19,7 @@ let cases: [TextQueryCase] = [
     TextQueryCase(title: "two words (python module)", query: "python module", mustAgree: true),
     TextQueryCase(title: "prefix (graph*)", query: "graph*", mustAgree: false),
     TextQueryCase(title: "phrase (\"command line\")", query: "\"command line\"", mustAgree: false),
+    TextQueryCase(title: "either word (python OR perl)", query: "python OR perl", mustAgree: true),
 ]
 
 struct Options {
@@ -67,6 +68,8 @@ struct QueryResult {
     /// `nil` where the system has no ranking yet.
     var ranked: Latency?
     var keys: Set<String>
+    /// The top 20 by BM25, best first (empty without ranking).
+    var top: [String] = []
 }
 
 /// BNRPersistence's figure: "search 1M records and fetch the 727 that match in 0.1 seconds". On the
@@ -82,6 +85,7 @@ func runSystem(
     for query in cases {
         let (unranked, keys) = try Latency.measure(times: options.times) { try system.keys(matching: query.query) }
         var ranked: Latency?
+        var best: [String] = []
         if try system.ranked(matching: query.query, limit: 20) != nil {
             let (latency, top) = try Latency.measure(times: options.times) {
                 try system.ranked(matching: query.query, limit: 20) ?? []
@@ -91,8 +95,10 @@ func runSystem(
                     "\(type(of: system).name), \(query.title): ranked gave \(top.count) keys of \(keys.count) matches")
             }
             ranked = latency
+            best = top
         }
-        results.append(QueryResult(unranked: unranked, matches: keys.count, ranked: ranked, keys: Set(keys)))
+        results.append(
+            QueryResult(unranked: unranked, matches: keys.count, ranked: ranked, keys: Set(keys), top: best))
     }
     let (fetch, documents) = try Latency.measure(times: options.times) { try system.documents(matching: fetchQuery) }
     return (build, size, results, (fetch, documents.count))
@@ -145,6 +151,18 @@ func main() throws {
     print("|---|---:|---:|---:|")
     for row in table {
         print("| \(row.name) | \(row.fetch.1) | \(ms(row.fetch.0.median)) | \(ms(row.fetch.0.p99)) |")
+    }
+    // Rankings side by side: how many of each system's top 20 the other has too.
+    if table.count > 1 {
+        print("\n| Query | Top-20 keys both rank (of) |")
+        print("|---|---:|")
+        for (i, query) in cases.enumerated() {
+            let first = table[0].results[i].top
+            for row in table.dropFirst() {
+                let shared = Set(first).intersection(row.results[i].top).count
+                print("| \(query.title) | \(shared) (\(max(first.count, row.results[i].top.count))) |")
+            }
+        }
     }
     // Result sets side by side: all-words queries must agree; any difference is listed.
     if table.count > 1 {

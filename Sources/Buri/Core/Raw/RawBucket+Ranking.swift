@@ -97,12 +97,13 @@ extension RawBucket {
 /// a unit's frequency its occurrences in the object (a prefix's: every term it covers), and the
 /// document length and average come from the entries and the index's token total.
 ///
-/// Top-k without scoring every match when it need not: a query of words all required (`a b`, with
-/// any `NOT`) walks its rarest word's objects and, once k results are held, skips an object when
-/// its rarest-word score plus the other words' most (their idf × (k1 + 1)) cannot beat the k-th;
-/// a query of alternatives (`a OR b`) uses MaxScore: words whose most together cannot beat the
-/// k-th only score objects the others found. Other shapes (prefixes, phrases, nesting) score
-/// each match.
+/// Top-k: a query of alternatives (`a OR b`, or one word) uses MaxScore, so once k results are
+/// held, words whose most (idf × (k1 + 1)) together cannot beat the k-th only score objects the
+/// other words found, and are only looked up for those; required words (`a b`, with any `NOT`)
+/// are found by one joint walk of their entries and each match scored from the values under the
+/// cursors, an excluded word looked up only for an object that would enter the top k; a prefix
+/// or a phrase alone scores the objects its one walk finds; other shapes score each match of the
+/// query from its units' postings.
 struct TextRanker {
     let searcher: TextSearcher
     let documents: Int
@@ -155,6 +156,23 @@ struct TextRanker {
         switch query {
         case .term(let term):
             return try disjunction([term])
+        case .prefix(let start):
+            // Every object under the prefix matches: one walk gives them and their frequencies.
+            let list = try postings(under: searcher.startPrefix(start), merging: true)
+            var top = TopK(limit: limit)
+            for (at, key) in list.keys.enumerated() {
+                top.offer(key, contribution(idf: list.idf, frequency: list.frequencies[at], length: list.lengths[at]))
+            }
+            return top.sorted()
+        case .phrase(let terms, let lastIsPrefix):
+            // Every object holding the phrase matches: found and counted by one joint walk.
+            let found = try searcher.phraseOccurrences(terms, lastIsPrefix: lastIsPrefix)
+            let weight = idf(matching: found.count)
+            var top = TopK(limit: limit)
+            for (key, occurrences, length) in found {
+                top.offer(key.bytes, contribution(idf: weight, frequency: occurrences, length: length))
+            }
+            return top.sorted()
         case .or(let operands):
             let terms = operands.compactMap { if case .term(let term) = $0 { term } else { nil } }
             if terms.count == operands.count { return try disjunction(terms) }
@@ -347,51 +365,38 @@ struct TextRanker {
         return top.sorted()
     }
 
-    /// `a b …` (every word required, `NOT c` excluded): the rarest word's objects, each checked for
-    /// the others (binary search in their postings) only while it can still enter the top k.
+    /// `a b …` (every word required, `NOT c` excluded): each word's objects counted (for its
+    /// idf), then the objects holding every word found by one joint walk of their entries
+    /// (``TextSearcher/intersect(_:_:)``), each scored from the values under the cursors; an
+    /// excluded word is looked up only for an object that would enter the top k.
     private func conjunction(
         _ terms: [[UInt8]], excluding excluded: [[UInt8]]
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
-        var lists: [Postings] = []
-        for term in terms {
-            let list = try termPostings(term)
-            if list.keys.isEmpty { return [] }
-            lists.append(list)
+        let prefixes = terms.map { searcher.termPrefix($0) }
+        var idfs: [Double] = []
+        for prefix in prefixes {
+            let count = try searcher.bucket.countEntries(in: .prefix(prefix), reader: searcher.reader, cap: nil)
+            if count == 0 { return [] }
+            idfs.append(idf(matching: count))
         }
-        let order = lists.indices.sorted { lists[$0].keys.count < lists[$1].keys.count }
-        let lead = order[0]
-        var restMost = 0.0
-        for unit in order.dropFirst() { restMost += lists[unit].most }
-        var positions = [Int](repeating: 0, count: lists.count)
+        let excludedPrefixes = excluded.map { searcher.termPrefix($0) }
         var top = TopK(limit: limit)
-        var parts = [Double](repeating: 0, count: lists.count)
-        let excludedPrefixes = excluded.map { searcher.prefix + IndexValue(bytes: $0).encoded }
-        candidates: for (at, key) in lists[lead].keys.enumerated() {
-            for slot in parts.indices { parts[slot] = 0 }
-            let first = contribution(
-                idf: lists[lead].idf, frequency: lists[lead].frequencies[at], length: lists[lead].lengths[at])
-            parts[lead] = first
-            var partial = first
-            var remaining = restMost
-            guard Self.mayEnter(partial + remaining, top) else { continue }
-            for unit in order.dropFirst() {
-                let found = lists[unit].seek(key, from: positions[unit])
-                positions[unit] = found
-                guard found < lists[unit].keys.count, lists[unit].keys[found] == key else { continue candidates }
-                let value = contribution(
-                    idf: lists[unit].idf, frequency: lists[unit].frequencies[found],
-                    length: lists[unit].lengths[found])
-                parts[unit] = value
-                partial += value
-                remaining -= lists[unit].most
-                guard Self.mayEnter(partial + remaining, top) else { continue candidates }
+        var parts = [Double](repeating: 0, count: terms.count)
+        let bucket = searcher.bucket
+        let index = searcher.index
+        try searcher.intersect(prefixes) { key, cursors throws(BuriError) in
+            for (slot, cursor) in cursors.enumerated() {
+                let (frequency, length) = try cursor.frequencyAndLength(bucket: bucket.name, index: index.name)
+                parts[slot] = contribution(
+                    idf: idfs[slot], frequency: UInt32(clamping: frequency), length: UInt32(clamping: length))
             }
+            let score = Self.total(parts)
+            guard Self.mayEnter(score, top) else { return }
             for prefix in excludedPrefixes {
                 let entry = prefix + key
-                let present = try searcher.bucket.run { try searcher.reader.get(entry) != nil }
-                if present { continue candidates }
+                if try bucket.run({ try searcher.reader.get(entry) != nil }) { return }
             }
-            top.offer(key, Self.total(parts))
+            top.offer(key, score)
         }
         return top.sorted()
     }

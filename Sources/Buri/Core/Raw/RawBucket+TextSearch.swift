@@ -165,6 +165,24 @@ struct TextSearcher {
     ) throws(BuriError) -> [(key: ObjectKeyBytes, occurrences: UInt32, length: UInt32)] {
         let parts = TextPhrasePart.parts(of: terms, lastIsPrefix: lastIsPrefix, tokenizer: tokenizer)
         guard !parts.isEmpty, terms.count <= TextEntries.maximumPhraseTerms else { return [] }
+        if !parts.contains(where: \.isPrefix) {
+            var result: [(key: ObjectKeyBytes, occurrences: UInt32, length: UInt32)] = []
+            let layout = index.text?.entryLayout ?? 1
+            var lists = [[UInt64]](repeating: [], count: parts.count)
+            try intersect(parts.map { termPrefix($0.term) }) { key, cursors throws(BuriError) in
+                var length: UInt64 = 0
+                for (slot, cursor) in cursors.enumerated() {
+                    let value = try cursor.decoded(layout: layout, bucket: bucket.name, index: index.name)
+                    lists[slot] = value.positions
+                    length = value.length ?? 0
+                }
+                let count = TextPhrasePart.occurrences(parts, lists)
+                if count > 0 {
+                    result.append((ObjectKeyBytes(key), UInt32(clamping: count), UInt32(clamping: length)))
+                }
+            }
+            return result
+        }
         var positions: [[ObjectKeyBytes: [UInt64]]] = []
         var lengths: [ObjectKeyBytes: UInt64] = [:]
         for (offset, part) in parts.enumerated() {
@@ -192,10 +210,10 @@ struct TextSearcher {
     // MARK: Entries
 
     /// The key prefix of the entries of `term` (its whole encoded tuple).
-    private func termPrefix(_ term: [UInt8]) -> [UInt8] { prefix + IndexValue(bytes: term).encoded }
+    func termPrefix(_ term: [UInt8]) -> [UInt8] { prefix + IndexValue(bytes: term).encoded }
 
     /// The key prefix of the entries of every term starting with `start`.
-    private func startPrefix(_ start: [UInt8]) -> [UInt8] {
+    func startPrefix(_ start: [UInt8]) -> [UInt8] {
         var out = prefix
         ValueEncoding.appendBinaryPrefix(start, to: &out)
         return out
@@ -440,6 +458,38 @@ final class TermCursor {
         }
         cursor.seek(prefix + target)
         return try next()
+    }
+
+    /// The term's frequency and the document's length from the current entry's value (layout 2).
+    func frequencyAndLength(bucket: String, index: String) throws(BuriError) -> (frequency: UInt64, length: UInt64) {
+        let decoded = cursor.withValue { raw in
+            Result { () throws(FormatError) -> (frequency: UInt64, length: UInt64) in
+                try TextEntries.frequencyAndLength(raw)
+            }
+        }
+        switch decoded {
+        case .success(let head): return head
+        case .failure(let error):
+            throw .corruption(
+                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
+                reason: "text entry value: \(error)")
+        }
+    }
+
+    /// The document length (layout 2) and positions the current entry's value holds.
+    func decoded(layout: Int, bucket: String, index: String) throws(BuriError) -> (length: UInt64?, positions: [UInt64]) {
+        let decoded = cursor.withValue { raw in
+            Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
+                try TextEntries.decode(raw, layout: layout)
+            }
+        }
+        switch decoded {
+        case .success(let value): return value
+        case .failure(let error):
+            throw .corruption(
+                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
+                reason: "text entry value: \(error)")
+        }
     }
 
     /// The positions the current entry's value holds.
