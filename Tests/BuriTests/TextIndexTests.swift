@@ -308,8 +308,8 @@ struct TextModel {
 
 @Suite struct TextIndexReadmeTests {
     struct Note: BuriSupport {
-        var id: String, body: String
-        static let buri = BuriSchema<Note>(key: \.id, indexes: [.text("body", \.body)])
+        var id: String, body: String, year: Int
+        static let buri = BuriSchema<Note>(key: \.id, indexes: [.text("body", \.body), .numeric("year", \.year)])
     }
 
     /// README, "Full-text search": the example as written there.
@@ -317,24 +317,37 @@ struct TextModel {
         let t = try TestDatabase()
         let notes = try t.db.bucket(Note.self)
         try notes.store([
-            Note(id: "n1", body: "Apple pie, the recipe"), Note(id: "n2", body: "pie with apple and pear"),
-            Note(id: "n3", body: "A tartlet"), Note(id: "n4", body: "Crème brûlée"),
+            Note(id: "n1", body: "Apple pie, the recipe", year: 2019),
+            Note(id: "n2", body: "pie with apple and pear", year: 2024),
+            Note(id: "n3", body: "A tartlet", year: 2021), Note(id: "n4", body: "Crème brûlée", year: 2022),
+            Note(id: "n5", body: "pie pie pie", year: 2023),
         ])
         let pies = try notes.search("body", "apple pie")
         #expect(pies.map(\.id) == ["n1", "n2"])
         let exact = try notes.searchKeys("body", "\"apple pie\" OR tart*")
         #expect(exact == ["n1", "n3"])
         let count = try notes.searchCount("body", "pie NOT pear")
-        #expect(count == 1)
+        #expect(count == 2)
         #expect(try notes.searchKeys("body", "creme BRULEE") == ["n4"])
+        let best = try notes.rankedSearch("body", "apple OR pie", limit: 10)
+        // Both words in a short text first; "pie", in most notes, weighs almost nothing.
+        #expect(best.first?.object.id == "n1")
+        #expect(Set(best.map(\.key)) == ["n1", "n2", "n5"] && best.map(\.score) == best.map(\.score).sorted(by: >))
+        let recent = try notes.keys(.search("body", "pie").and(.index("year", in: 2020...)))
+        #expect(recent == ["n5", "n2"])  // in year order
+        let first = try notes.page(.search("body", "apple"), size: 20)
+        #expect(first.items.map(\.id) == ["n1", "n2"] && first.next == nil)  // all on the first page
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         for line in [
-            "static let buri = BuriSchema<Note>(key: \\.id, indexes: [.text(\"body\", \\.body)])",
+            "static let buri = BuriSchema<Note>(key: \\.id, indexes: [.text(\"body\", \\.body), .numeric(\"year\", \\.year)])",
             "let pies = try notes.search(\"body\", \"apple pie\")",
             "let exact = try notes.searchKeys(\"body\", \"\\\"apple pie\\\" OR tart*\")",
             "let count = try notes.searchCount(\"body\", \"pie NOT pear\")",
+            "let best = try notes.rankedSearch(\"body\", \"apple OR pie\", limit: 10)",
+            "let recent = try notes.keys(.search(\"body\", \"pie\").and(.index(\"year\", in: 2020...)))",
+            "let first = try notes.page(.search(\"body\", \"apple\"), size: 20)",
         ] {
             #expect(readme.contains(line), "README lacks \(line)")
         }

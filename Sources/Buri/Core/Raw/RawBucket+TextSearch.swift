@@ -1,4 +1,12 @@
 import BuriStorage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import BuriText
 
 // Full-text search: a TextQuery evaluated over a text index's entries with cursors, from one
@@ -334,10 +342,10 @@ struct TextSearcher {
         while true {
             var agreed = true
             for cursor in cursors {
-                if cursor.key.lexicographicallyPrecedes(target) {
+                if cursor.key.precedesBytes(target) {
                     guard try cursor.advance(to: target) else { return }
                 }
-                if cursor.key != target {
+                if !cursor.key.hasSameBytes(as: target) {
                     target = cursor.key
                     agreed = false
                     break
@@ -433,7 +441,7 @@ final class TermCursor {
         let fits = cursor.withKey { raw -> Bool in
             guard raw.count > length else { return false }
             key.removeAll(keepingCapacity: true)
-            key.append(contentsOf: raw[length...])
+            key.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[length...]))
             return true
         }
         guard fits else {
@@ -454,7 +462,7 @@ final class TermCursor {
     func advance(to target: [UInt8]) throws(BuriError) -> Bool {
         for _ in 0..<TextSearcher.stepsBeforeSeek {
             guard try next() else { return false }
-            if !key.lexicographicallyPrecedes(target) { return true }
+            if !key.precedesBytes(target) { return true }
         }
         cursor.seek(prefix + target)
         return try next()
@@ -504,5 +512,34 @@ final class TermCursor {
                 bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
                 reason: "text entry value: \(error)")
         }
+    }
+}
+
+extension [UInt8] {
+    /// Whether these bytes come before `other` in byte order (`memcmp`, then length).
+    @inline(__always)
+    func precedesBytes(_ other: [UInt8]) -> Bool {
+        withUnsafeBufferPointer { a in
+            other.withUnsafeBufferPointer { b in
+                let common = Swift.min(a.count, b.count)
+                if common > 0, let x = a.baseAddress, let y = b.baseAddress {
+                    let order = memcmp(x, y, common)
+                    if order != 0 { return order < 0 }
+                }
+                return a.count < b.count
+            }
+        }
+    }
+
+    /// Whether these bytes equal `other`'s.
+    @inline(__always)
+    func hasSameBytes(as other: [UInt8]) -> Bool {
+        count == other.count
+            && withUnsafeBufferPointer { a in
+                other.withUnsafeBufferPointer { b in
+                    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+                    return memcmp(x, y, a.count) == 0
+                }
+            }
     }
 }
