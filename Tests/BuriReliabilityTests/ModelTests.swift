@@ -6,8 +6,10 @@ import Testing
 /// raw, some refused for unique values, NaN or bad keys), deletes by key, keys and object,
 /// `deleteAll`, transactions whose closures catch refused operations and go on, transactions that
 /// throw, queries of every form, paging walks with writes and `deleteAll` between pages, counts,
-/// reopens — against every engine and against a plain Swift model (Model/ModelState.swift),
-/// compared after every step (Model/ModelRun.swift).
+/// full-text searches (terms, AND, OR, NOT, prefixes, phrases) of two `.text` indexes, text entries
+/// damaged then found by `check` and repaired, reopens — against every engine and against a plain
+/// Swift model (Model/ModelState.swift, Model/ModelText.swift), compared after every step
+/// (Model/ModelRun.swift).
 ///
 /// The default run is a fixed-seed slice of a few seconds. `BURI_FULL_TESTS=1` (`Scripts/test
 /// --full`) runs more than 300,000 operations over more seeds, one of them new each run. A failure

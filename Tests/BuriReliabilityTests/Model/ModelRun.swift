@@ -5,9 +5,9 @@ import Foundation
 // The runner of the randomized model test (ModelTests.swift): one seeded stream of random
 // operations against a database on one engine and against ModelState, compared after every
 // step (the bucket's count and the keys written), every 10 steps in full (every object, a few
-// queries) and with `check` every 300 steps and at the end.
+// queries, a full-text search of each bucket) and with `check` every 300 steps and at the end.
 //
-// To add an operation (a new query form, records, full text, encryption), append a
+// To add an operation (a new query form, records, encryption), append a
 // ``ModelOperation`` to ``ModelRun/standardOperations`` (or to `run.operationKinds` in a test):
 // it gets the run, draws what it needs from `run.rng`, calls Buri, updates `run.model` with what
 // must have happened, and throws `run.fail(…)` on any difference. ``ModelDamagePhase`` is the hook
@@ -223,7 +223,7 @@ final class ModelRun {
             id: key ?? randomKey(), group: pick(Self.groupPool), num: randomNumber(allowNaN: true),
             real: randomReal(allowNaN: true),
             tags: (0..<int(0...3)).map { _ in pick(Self.tagPool) }, email: chance(0.55) ? nil : pick(Self.emailPool),
-            note: pick(Self.notePool))
+            note: pick(Self.notePool), body: randomBody(), paragraphs: randomParagraphs())
     }
 
     func randomStringValue() -> ModelValue { .string(pick(Self.groupPool + Self.tagPool + Self.emailPool)) }
@@ -503,6 +503,16 @@ final class ModelRun {
                     "\(label) index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)")
             }
         }
+        // A text index holds one entry per distinct term of each object.
+        for (index, _) in ModelItem.textIndexes where chance(0.2) {
+            let entries = try read("\(label) entry count") { try bucket.raw.entryCount(index: index) }
+            let modelEntries = expected.reduce(0) { $0 + $1.textEntryCount(index) }
+            if entries != modelEntries {
+                throw fail(
+                    "\(label) text index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)"
+                )
+            }
+        }
     }
 
     func verifyQuery(
@@ -683,6 +693,7 @@ final class ModelRun {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
             try verifyBucket(name, bucket, model, "")
             for _ in 0..<2 { try verifyQuery(randomQuery(), name, bucket, model, "") }
+            try verifySearch(name, bucket, model, "")
         }
     }
 
@@ -733,6 +744,14 @@ final class ModelRun {
                 let name = run.pick(bucketNames)
                 let bucket = try run.read("opening \(name)") { try run.bucket(name) }
                 try run.verifyQuery(run.randomQuery(), name, bucket, run.model, "", counted: true)
+            },
+            ModelOperation(name: "text search", weight: 8) { run in
+                let name = run.pick(bucketNames)
+                let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+                try run.verifySearch(name, bucket, run.model, "")
+            },
+            ModelOperation(name: "damage a text entry, check and repair", weight: 0.3, applies: { $0 != .etcd }) {
+                run in try run.damageTextEntry()
             },
             ModelOperation(name: "point reads", weight: 5) { run in
                 let name = run.pick(bucketNames)
@@ -871,6 +890,8 @@ final class ModelRun {
                         try randomLinkOperation(links, model: &inside, place: "tx ")
                     } else if chance(0.75) {
                         try randomWrite(in: name, bucket: bucket, model: &inside, transaction: true)
+                    } else if chance(0.4) {
+                        try verifySearch(name, bucket, inside, "tx ")
                     } else if chance(0.5) {
                         try verifyQuery(randomQuery(), name, bucket, inside, "tx", counted: true)
                     } else {
@@ -885,6 +906,9 @@ final class ModelRun {
         } catch is Abort {
             note("  rolled back")
             tally["transaction rolled back", default: 0] += 1
+            // Nothing of it is left, in the text indexes either.
+            let name = pick(Self.bucketNames)
+            try verifySearch(name, try read("opening \(name)") { try self.bucket(name) }, model, "after rollback: ")
         } catch let mismatch as ModelMismatch {
             throw mismatch
         } catch let error as BuriError {
