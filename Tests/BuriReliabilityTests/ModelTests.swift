@@ -68,6 +68,24 @@ struct ModelTests {
         }
     }
 
+    @Test(
+        "a damaged text entry (each kind) is found by check, repaired, and searches match the model again",
+        // Not etcd, where 15 checks take seconds each; its random run draws the same operation.
+        arguments: Engine.allCases.filter { $0 != .etcd })
+    func damagedTextEntriesAreRepaired(engine: Engine) throws {
+        let run = try ModelRun(engine: engine, seed: 0x7E47)
+        do {
+            try run.run(operations: 300)
+            for _ in 0..<15 { try run.damageTextEntry() }
+            try run.verifyAll()
+        } catch let mismatch as ModelMismatch {
+            Issue.record("\(mismatch)")
+            return
+        }
+        let kinds = run.tally.keys.filter { $0.hasPrefix("text entry damaged: ") }
+        #expect(kinds.count == 5, "\(run.tally)")
+    }
+
     @Test("the damage hook runs on the closed database's files, and the run goes on after it")
     func theDamageHookRuns() throws {
         final class Calls: @unchecked Sendable { var count = 0 }

@@ -346,11 +346,14 @@ extension ModelRun {
 
     /// One random search of one text index through `bucket`: `searchKeys`, and sometimes `search`
     /// (the objects) and `searchCount`, against what the model says `model` holds.
-    func verifySearch(_ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String) throws {
-        let index = pick(ModelItem.textIndexes).name
+    func verifySearch(
+        _ name: String, _ bucket: Bucket<ModelItem>, _ model: ModelState, _ label: String, index given: String? = nil,
+        query wanted: ModelTextQuery? = nil
+    ) throws {
+        let index = given ?? pick(ModelItem.textIndexes).name
         // Words of one object, half the time, so that ANDs and phrases of them find it.
         let objects = model.sorted(name)
-        let query = randomTextQuery(!objects.isEmpty && chance(0.5) ? [pick(objects)] : objects, index)
+        let query = wanted ?? randomTextQuery(!objects.isEmpty && chance(0.5) ? [pick(objects)] : objects, index)
         let text = query.description
         let what = "\(label)search \(escaped(name)) \(index) \(escaped(text))"
         operations += 1
@@ -373,7 +376,11 @@ extension ModelRun {
             expected.isEmpty
                 ? (objects.isEmpty ? "text search (empty bucket)" : "text search (no hits)") : "text search (hits)",
             default: 0] += 1
-        let keys = try read(what) { try bucket.searchKeys(index, text) }
+        // Sometimes the query parsed first (TextQuery), as an app that keeps it does.
+        let parsed = chance(0.2) ? try read("\(what) parse") { try TextQuery.parse(text, tokenizer: .v1) } : nil
+        let keys = try read(what) {
+            try parsed.map { try bucket.searchKeys(index, $0) } ?? bucket.searchKeys(index, text)
+        }
         if keys.map({ Array($0.utf8) }) != expected {
             throw fail(
                 "\(what): searchKeys returned [\(keys.map(escaped).joined(separator: ", "))], the model expects [\(expected.map { escaped(String(decoding: $0, as: UTF8.self)) }.joined(separator: ", "))]"
@@ -405,16 +412,18 @@ extension ModelRun {
         guard let item = candidates.isEmpty ? nil : pick(candidates) else { return }
         let terms = item.textTerms(index).sorted { modelCompareBytes($0, $1) < 0 }
         let term = pick(terms)
+        let extra = Array("zz-not-a-term".utf8)
         operations += 1
         try read("damaging a text entry") {
             guard let info = try db.bucketInfo(named: name), let definition = info.index(named: index) else {
                 throw fail("no bucket info for \(escaped(name)) index \(index)")
             }
-            let extra = Array("zz-not-a-term".utf8)
-            let kind = int(0...3)
+            let kind = int(0...4)
             let tuple = kind == 3 ? extra : term
+            // The last kind: an entry for an object that is not stored.
+            let owner = kind == 4 ? "no such object" : item.id
             let key = Keyspace.indexEntryKey(
-                bucket: info.id, index: definition.id, tuple: IndexValue(bytes: tuple).encoded, objectKey: item.id)
+                bucket: info.id, index: definition.id, tuple: IndexValue(bytes: tuple).encoded, objectKey: owner)
             let batch = db.engine.makeBatch()
             switch kind {
             case 0: batch.delete(key)
@@ -424,18 +433,24 @@ extension ModelRun {
             }
             try db.engine.commit(batch, conditions: nil, sync: true)
             note(
-                "damage text entry \(["deleted", "wrong positions", "malformed", "extra term"][kind]) of \(escaped(item.id)) in \(escaped(name)) \(index), term \(ModelValue.bytes(tuple))"
+                "damage text entry \(["deleted", "wrong positions", "malformed", "extra term", "no object"][kind]) of \(escaped(owner)) in \(escaped(name)) \(index), term \(ModelValue.bytes(tuple))"
             )
             tally["text entry damaged", default: 0] += 1
+            tally[
+                "text entry damaged: \(["deleted", "wrong positions", "malformed", "extra term", "no object"][kind])",
+                default: 0] += 1
             if kind == 2 {
                 // A malformed value is a corruption error, never a shorter result.
                 let bucket = try db.bucket(ModelItem.self, named: name)
-                do {
-                    let got = try bucket.searchKeys(index, TextQuery.term(term))
-                    throw fail("a search over a malformed entry answered \(got.map(escaped)) instead of failing")
-                } catch BuriError.corruption {
-                } catch let mismatch as ModelMismatch {
-                    throw mismatch
+                for query in [TextQuery.term(term), .prefix(Array(term.prefix(1)))] {
+                    do {
+                        let got =
+                            try chance(0.5) ? bucket.searchCount(index, query) : bucket.searchKeys(index, query).count
+                        throw fail("a search \(query) over a malformed entry answered \(got) keys instead of failing")
+                    } catch BuriError.corruption {
+                    } catch let mismatch as ModelMismatch {
+                        throw mismatch
+                    }
                 }
             }
         }
@@ -447,7 +462,16 @@ extension ModelRun {
         }
         try checkClean()
         let bucket = try read("opening \(name)") { try self.bucket(name) }
-        for _ in 0..<3 { try verifySearch(name, bucket, model, "after repair: ") }
+        // The damaged term (a term, and as a phrase with the object's next term), then random ones.
+        let word = String(decoding: term, as: UTF8.self)
+        try verifySearch(name, bucket, model, "after repair: ", index: index, query: .word(word, prefix: false))
+        try verifySearch(
+            name, bucket, model, "after repair: ", index: index,
+            query: .quoted(
+                [word, String(decoding: pick(terms), as: UTF8.self)], prefix: false))
+        let stray = try read("search for the extra term") { try bucket.searchKeys(index, TextQuery.term(extra)) }
+        if !stray.isEmpty { throw fail("after repair, the extra term still finds \(stray.map(escaped))") }
+        for _ in 0..<2 { try verifySearch(name, bucket, model, "after repair: ") }
         try verifyBucket(name, bucket, model, "after repair")
     }
 }
