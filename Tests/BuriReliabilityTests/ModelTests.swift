@@ -76,7 +76,7 @@ struct ModelTests {
         let run = try ModelRun(engine: engine, seed: 0x7E47)
         do {
             try run.run(operations: 300)
-            for _ in 0..<15 { try run.damageTextEntry() }
+            for kind in 0..<15 { try run.damageTextEntry(kind: kind % 5) }
             try run.verifyAll()
         } catch let mismatch as ModelMismatch {
             Issue.record("\(mismatch)")

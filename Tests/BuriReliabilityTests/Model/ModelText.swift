@@ -458,7 +458,7 @@ extension ModelRun {
     /// malformed positions value, or adds an entry for a term the object lacks); `check` must find
     /// it, a search of a malformed entry's term must fail typed rather than answer short,
     /// `check(repair: true)` must mend it, and then searches must match the model again.
-    func damageTextEntry() throws {
+    func damageTextEntry(kind given: Int? = nil) throws {
         let name = pick(Self.bucketNames)
         let index = pick(ModelItem.textIndexes).name
         let candidates = model.sorted(name).filter { !$0.textTerms(index).isEmpty }
@@ -471,7 +471,7 @@ extension ModelRun {
             guard let info = try db.bucketInfo(named: name), let definition = info.index(named: index) else {
                 throw fail("no bucket info for \(escaped(name)) index \(index)")
             }
-            let kind = int(0...4)
+            let kind = given ?? int(0...4)
             let tuple = kind == 3 ? extra : term
             // The last kind: an entry for an object that is not stored.
             let owner = kind == 4 ? "no such object" : item.id
