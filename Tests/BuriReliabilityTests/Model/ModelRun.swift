@@ -5,9 +5,9 @@ import Foundation
 // The runner of the randomized model test (ModelTests.swift): one seeded stream of random
 // operations against a database on one engine and against ModelState, compared after every
 // step (the bucket's count and the keys written), every 10 steps in full (every object, a few
-// queries) and with `check` every 300 steps and at the end.
+// queries, a full-text search of each bucket) and with `check` every 300 steps and at the end.
 //
-// To add an operation (a new query form, records, full text, encryption), append a
+// To add an operation (a new query form, records, encryption), append a
 // ``ModelOperation`` to ``ModelRun/standardOperations`` (or to `run.operationKinds` in a test):
 // it gets the run, draws what it needs from `run.rng`, calls Buri, updates `run.model` with what
 // must have happened, and throws `run.fail(…)` on any difference. ``ModelDamagePhase`` is the hook
@@ -74,6 +74,8 @@ final class ModelRun {
     /// The last operations, for the failure report.
     private var log: [String] = []
     var operationKinds: [ModelOperation]
+    /// The model's tokens of each text searched (Model/ModelText.swift), by the text's bytes.
+    var tokenCache: [[UInt8]: ModelTextTokens] = [:]
     let damagePhase: ModelDamagePhase?
 
     /// Steps between `check` runs: 300, or BURI_MODEL_CHECK_EVERY (1 to find the step that
@@ -223,7 +225,7 @@ final class ModelRun {
             id: key ?? randomKey(), group: pick(Self.groupPool), num: randomNumber(allowNaN: true),
             real: randomReal(allowNaN: true),
             tags: (0..<int(0...3)).map { _ in pick(Self.tagPool) }, email: chance(0.55) ? nil : pick(Self.emailPool),
-            note: pick(Self.notePool))
+            note: pick(Self.notePool), body: randomBody(), paragraphs: randomParagraphs())
     }
 
     func randomStringValue() -> ModelValue { .string(pick(Self.groupPool + Self.tagPool + Self.emailPool)) }
@@ -503,6 +505,16 @@ final class ModelRun {
                     "\(label) index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)")
             }
         }
+        // A text index holds one entry per distinct term of each object.
+        for (index, _) in ModelItem.textIndexes where chance(0.2) {
+            let entries = try read("\(label) entry count") { try bucket.raw.entryCount(index: index) }
+            let modelEntries = expected.reduce(0) { $0 + $1.textEntryCount(index) }
+            if entries != modelEntries {
+                throw fail(
+                    "\(label) text index \(index) of \(escaped(name)) has \(entries) entries, the model \(modelEntries)"
+                )
+            }
+        }
     }
 
     func verifyQuery(
@@ -683,6 +695,7 @@ final class ModelRun {
             let bucket = try read("opening \(name)") { try self.bucket(name) }
             try verifyBucket(name, bucket, model, "")
             for _ in 0..<2 { try verifyQuery(randomQuery(), name, bucket, model, "") }
+            try verifySearch(name, bucket, model, "")
         }
     }
 
@@ -719,6 +732,8 @@ final class ModelRun {
                     throw run.fail(
                         "after the write, count() is \(count), the model has \(run.model.objects(name).count)")
                 }
+                // A write applied or refused: the text indexes say so at once.
+                if run.chance(0.1) { try run.verifySearch(name, bucket, run.model, "after the write: ") }
             },
             ModelOperation(name: "named value", weight: 4) { run in
                 try run.randomValueOperation(run.anyClient().values, model: &run.model, place: "")
@@ -733,6 +748,14 @@ final class ModelRun {
                 let name = run.pick(bucketNames)
                 let bucket = try run.read("opening \(name)") { try run.bucket(name) }
                 try run.verifyQuery(run.randomQuery(), name, bucket, run.model, "", counted: true)
+            },
+            ModelOperation(name: "text search", weight: 8) { run in
+                let name = run.pick(bucketNames)
+                let bucket = try run.read("opening \(name)") { try run.bucket(name) }
+                try run.verifySearch(name, bucket, run.model, "")
+            },
+            ModelOperation(name: "damage a text entry, check and repair", weight: 0.3) {
+                run in try run.damageTextEntry()
             },
             ModelOperation(name: "point reads", weight: 5) { run in
                 let name = run.pick(bucketNames)
@@ -800,6 +823,8 @@ final class ModelRun {
         var items = (0..<int(256...320)).map { _ -> ModelItem in
             var item = randomItem(key: chance(0.9) ? "big\(int(0...299))" : nil)
             if chance(0.995) { item.email = nil }
+            // Texts on a few: the walk over old headers sees text entries, without 300 objects' worth.
+            if chance(0.9) { item.body = nil; item.paragraphs = [] }
             // NaN, empty or overlong keys refuse a batch before it writes: one in ten batches has one.
             if item.hasInvalidIndexValue { item.real = 7; item.num = .int(7) }
             if item.id.isEmpty || item.id.utf8.count > 4096 { item.id = "big300" }
@@ -871,6 +896,8 @@ final class ModelRun {
                         try randomLinkOperation(links, model: &inside, place: "tx ")
                     } else if chance(0.75) {
                         try randomWrite(in: name, bucket: bucket, model: &inside, transaction: true)
+                    } else if chance(0.4) {
+                        try verifySearch(name, bucket, inside, "tx ")
                     } else if chance(0.5) {
                         try verifyQuery(randomQuery(), name, bucket, inside, "tx", counted: true)
                     } else {
@@ -885,6 +912,9 @@ final class ModelRun {
         } catch is Abort {
             note("  rolled back")
             tally["transaction rolled back", default: 0] += 1
+            // Nothing of it is left, in the text indexes either.
+            let name = pick(Self.bucketNames)
+            try verifySearch(name, try read("opening \(name)") { try self.bucket(name) }, model, "after rollback: ")
         } catch let mismatch as ModelMismatch {
             throw mismatch
         } catch let error as BuriError {

@@ -180,7 +180,9 @@ struct ModelLink: BuriSupport, Sendable, Equatable {
 }
 
 /// The objects the model test stores: a unique index, a multi-valued one, a compound one, numbers
-/// of every kind in one index (`num`) and doubles (`real`, where -0.0, the infinities and NaN go).
+/// of every kind in one index (`num`) and doubles (`real`, where -0.0, the infinities and NaN go),
+/// and two full-text indexes, over an optional string (`body`) and an array of them (`paragraphs`),
+/// which the model searches itself (Model/ModelText.swift).
 struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
     var id: String
     var group: String
@@ -189,6 +191,8 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
     var tags: [String]
     var email: String?
     var note: String
+    var body: String?
+    var paragraphs: [String]
 
     static let buri = BuriSchema<ModelItem>(
         key: \.id,
@@ -199,6 +203,8 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
             .binary("tags", \.tags),
             .binary("email", \.email, unique: true),
             .compound("group_real", .binary(\.group), .numeric(\.real)),
+            .text("body", \.body),
+            .text("paragraphs", \.paragraphs),
         ],
         bucket: "Model",
         // Version 0 kept the note under "legacyNote" (the raw write path still writes some such
@@ -240,10 +246,12 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
             && zip(tags, other.tags).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
             && (email.map { Array($0.utf8) }) == (other.email.map { Array($0.utf8) })
             && note.utf8.elementsEqual(other.note.utf8)
+            && (body.map { Array($0.utf8) }) == (other.body.map { Array($0.utf8) })
+            && paragraphs.map { Array($0.utf8) } == other.paragraphs.map { Array($0.utf8) }
     }
 
     var description: String {
-        "\(escaped(id)){group \(escaped(group)), num \(num), real \(real), tags [\(tags.map(escaped).joined(separator: ", "))], email \(email.map(escaped) ?? "nil")}"
+        "\(escaped(id)){group \(escaped(group)), num \(num), real \(real), tags [\(tags.map(escaped).joined(separator: ", "))], email \(email.map(escaped) ?? "nil"), body \(body.map(escaped) ?? "nil"), paragraphs [\(paragraphs.map(escaped).joined(separator: ", "))]}"
     }
 }
 
