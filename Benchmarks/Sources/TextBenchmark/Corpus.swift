@@ -72,6 +72,8 @@ struct Corpus: Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
+        // Not the benchmark's own standard input, which may be closed (a background run).
+        process.standardInput = FileHandle.nullDevice
         do {
             try process.run()
         } catch {

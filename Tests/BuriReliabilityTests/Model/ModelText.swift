@@ -450,6 +450,75 @@ extension ModelRun {
             let items = model.objects(name)
             try compare(objects, expected.compactMap { items[$0] }, "\(what) objects")
         }
+        try verifyTextQuery(text, index: index, bucket, expected: expected, items: model.objects(name), what: what)
+        try verifyRanking(text, index: index, bucket, expected: expected, what: what)
+    }
+
+    /// The same search as a query condition: alone (key order, paged), and with a condition on
+    /// the `group` index (in its order), against the model's matches.
+    func verifyTextQuery(
+        _ text: String, index: String, _ bucket: Bucket<ModelItem>, expected: [[UInt8]],
+        items: [[UInt8]: ModelItem], what: String
+    ) throws {
+        let search = Query.search(index, text)
+        if chance(0.3) {
+            let keys = try read("\(what) as a query") { try bucket.keys(search) }
+            if keys.map({ Array($0.utf8) }) != expected {
+                throw fail("\(what): keys(.search) gave \(keys.map(escaped))")
+            }
+            let count = try read("\(what) counted as a query") { try bucket.count(search) }
+            if count != expected.count { throw fail("\(what): count(.search) is \(count), not \(expected.count)") }
+        }
+        if chance(0.3), let some = expected.first.flatMap({ items[$0] }) {
+            let group = some.group
+            let wanted = expected.filter { items[$0]?.group.utf8.elementsEqual(group.utf8) == true }
+            let keys = try read("\(what) and group") {
+                try bucket.keys(search.and(.index("group", equals: .init(group))))
+            }
+            if keys.map({ Array($0.utf8) }) != wanted {
+                throw fail(
+                    "\(what) and group \(escaped(group)): gave \(keys.map(escaped)), the model says \(wanted.count) keys"
+                )
+            }
+        }
+        if chance(0.2) {
+            tally["text search paged", default: 0] += 1
+            let size = int(1...3)
+            var paged: [[UInt8]] = []
+            var page = try read("\(what) page") { try bucket.page(search, size: size) }
+            while true {
+                paged += page.items.map { Array($0.id.utf8) }
+                guard let next = page.next, paged.count <= expected.count else { break }
+                page = try read("\(what) next page") { try bucket.page(search.after(next), size: size) }
+            }
+            if paged != expected {
+                throw fail("\(what): pages of \(size) gave \(paged.count) keys, not \(expected.count)")
+            }
+        }
+    }
+
+    /// BM25 ranking of the same search: every match ranked once, best first; the top k (found
+    /// with pruning) is the first k of the whole ranking.
+    func verifyRanking(
+        _ text: String, index: String, _ bucket: Bucket<ModelItem>, expected: [[UInt8]], what: String
+    ) throws {
+        guard chance(0.3) else { return }
+        tally["text ranking", default: 0] += 1
+        let all = try read("\(what) ranked") { try bucket.rankedSearchKeys(index, text, limit: Int.max) }
+        if Set(all.map { Array($0.key.utf8) }) != Set(expected) || all.count != expected.count {
+            throw fail("\(what): ranked \(all.count) keys, the model matches \(expected.count)")
+        }
+        for (a, b) in zip(all, all.dropFirst()) where a.score < b.score || !(a.score > 0) {
+            throw fail(
+                "\(what): ranking out of order at \(escaped(a.key)) (\(a.score)) and \(escaped(b.key)) (\(b.score))")
+        }
+        let k = int(1...4)
+        let top = try read("\(what) top \(k)") { try bucket.rankedSearchKeys(index, text, limit: k) }
+        if top.map(\.key).map({ Array($0.utf8) }) != all.prefix(k).map({ Array($0.key.utf8) }) {
+            throw fail(
+                "\(what): top \(k) is \(top.map(\.key).map(escaped)), the whole ranking begins \(all.prefix(k).map(\.key).map(escaped))"
+            )
+        }
     }
 
     // MARK: Damage to text entries

@@ -485,7 +485,8 @@ final class TermCursor {
     }
 
     /// The document length (layout 2) and positions the current entry's value holds.
-    func decoded(layout: Int, bucket: String, index: String) throws(BuriError) -> (length: UInt64?, positions: [UInt64]) {
+    func decoded(layout: Int, bucket: String, index: String) throws(BuriError) -> (length: UInt64?, positions: [UInt64])
+    {
         let decoded = cursor.withValue { raw in
             Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
                 try TextEntries.decode(raw, layout: layout)
