@@ -20,7 +20,17 @@ struct Corpus: Sendable {
     /// Every package's `Description:` line from `apt-cache dumpavail` (one document per package
     /// name; a name listed twice keeps its first description), keyed by the package name.
     static func debianDescriptions() throws -> Corpus {
-        let output = try run(["apt-cache", "dumpavail"])
+        // BURI_TEXT_DUMPAVAIL names a saved `apt-cache dumpavail` output (for runs under valgrind,
+        // where starting a process fails).
+        let output: String
+        if let saved = ProcessInfo.processInfo.environment["BURI_TEXT_DUMPAVAIL"] {
+            guard let text = try? String(contentsOfFile: saved, encoding: .utf8) else {
+                throw Unavailable(description: "could not read BURI_TEXT_DUMPAVAIL file \(saved)")
+            }
+            output = text
+        } else {
+            output = try run(["apt-cache", "dumpavail"])
+        }
         var keys: [String] = []
         var texts: [String] = []
         var seen = Set<String>()

@@ -113,10 +113,13 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 // entries' values).
                 let textEntries = text.entries(object)
                 var tuples: [[IndexValue]] = []
+                entries.reserveCapacity(entries.count + textEntries.count)
+                entryValues.reserveCapacity(entryValues.count + textEntries.count)
                 for (term, positions) in textEntries {
                     let tuple = [IndexValue(bytes: term)]
-                    try raw.appendEntry(tuple, for: definition, key: key, to: &entries)
-                    entryValues[RecordHeader.Entry(index: definition.id, tuple: tuple[0].encoded)] = positions
+                    // Terms come distinct and sorted, so no search for an equal entry.
+                    let entry = try raw.appendEntry(tuple, for: definition, key: key, to: &entries, distinct: true)
+                    entryValues[entry] = positions
                     if checking { tuples.append(tuple) }
                 }
                 if checking { computed.append((definition, tuples)) }

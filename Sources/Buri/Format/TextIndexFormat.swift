@@ -1,6 +1,14 @@
 import BuriCodec
 import BuriText
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// What makes an index a full-text index, as recorded in its catalog entry (`docs/FORMAT.md` §5,
 /// "Text indexes"): the tokenizer version that cut its terms and the stop words it skipped.
 ///
@@ -63,25 +71,60 @@ enum TextEntries {
     static func entries(
         of texts: [String], tokenizer: TextTokenizer, layout: Int
     ) -> [(term: [UInt8], value: [UInt8])] {
-        var positions: [[UInt8]: [UInt64]] = [:]
+        // Every token's term goes into one buffer (no array per token); the tokens are then
+        // sorted by term bytes and position, and each run of one term is one entry.
+        var arena: [UInt8] = []
+        var tokens: [(start: Int, count: Int, position: UInt64)] = []
         var base: UInt64 = 0
         for text in texts {
             var last: UInt64?
             tokenizer.forEachToken(in: text) { term, position in
                 let absolute = base + UInt64(position)
-                positions[Array(term), default: []].append(absolute)
+                tokens.append((arena.count, term.count, absolute))
+                arena.append(contentsOf: term)
                 last = absolute
             }
             if let last { base = last + 1 + elementGap }
         }
-        var length: UInt64 = 0
-        if layout >= 2 { for list in positions.values { length += UInt64(list.count) } }
-        return positions.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { term in
-            var value: [UInt8] = []
-            if layout >= 2 { Varint.append(length, to: &value) }
-            value += encodePositions(positions[term] ?? [])
-            return (term, value)
+        guard !tokens.isEmpty else { return [] }
+        arena.withUnsafeBufferPointer { bytes in
+            guard let origin = bytes.baseAddress else { return }
+            tokens.sort { a, b in
+                let order = memcmp(origin + a.start, origin + b.start, Swift.min(a.count, b.count))
+                if order != 0 { return order < 0 }
+                if a.count != b.count { return a.count < b.count }
+                return a.position < b.position
+            }
         }
+        func sameTerm(
+            _ a: (start: Int, count: Int, position: UInt64), _ b: (start: Int, count: Int, position: UInt64)
+        )
+            -> Bool
+        {
+            a.count == b.count
+                && arena[a.start..<(a.start + a.count)].elementsEqual(arena[b.start..<(b.start + b.count)])
+        }
+        let length = UInt64(tokens.count)
+        var result: [(term: [UInt8], value: [UInt8])] = []
+        var first = 0
+        while first < tokens.count {
+            var end = first + 1
+            while end < tokens.count, sameTerm(tokens[end], tokens[first]) { end += 1 }
+            var value: [UInt8] = []
+            value.reserveCapacity(2 * (end - first) + 4)
+            if layout >= 2 { Varint.append(length, to: &value) }
+            Varint.append(UInt64(end - first), to: &value)
+            var previous: UInt64 = 0
+            for index in first..<end {
+                let position = tokens[index].position
+                Varint.append(index == first ? position : position - previous, to: &value)
+                previous = position
+            }
+            let token = tokens[first]
+            result.append((Array(arena[token.start..<(token.start + token.count)]), value))
+            first = end
+        }
+        return result
     }
 
     /// The document length (layout 2) and the positions an entry value of `layout` holds; throws

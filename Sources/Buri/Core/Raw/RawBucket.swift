@@ -134,9 +134,11 @@ public final class RawBucket: Sendable {
     /// Checks one value tuple against an index's definition (arity, kinds, encoded length) and adds
     /// its entry to `entries` unless an equal one is there. The one place both writers (typed and
     /// raw) turn index values into header entries.
+    @discardableResult
     func appendEntry(
-        _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
-    ) throws(BuriError) {
+        _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry],
+        distinct: Bool = false
+    ) throws(BuriError) -> RecordHeader.Entry {
         guard tuple.count == definition.components.count,
             zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) })
         else {
@@ -151,7 +153,10 @@ public final class RawBucket: Sendable {
                 reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
         }
         let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
-        if !entries.contains(entry) { entries.append(entry) }
+        // `distinct`: the caller's tuples are distinct already (a text index's terms), so the
+        // linear search, quadratic over a long text, is skipped.
+        if distinct || !entries.contains(entry) { entries.append(entry) }
+        return entry
     }
 
     @inline(__always)
