@@ -106,7 +106,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
         entries.reserveCapacity(declared.count)
-        var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
+        /// Values parallel to `entries` once a text index gives one (the others' are empty).
+        var entryValues: [[UInt8]] = []
         for (definition, index) in declared {
             if let text = index.text {
                 // One tokenization gives the terms (the header's tuples) and their positions (the
@@ -114,12 +115,15 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 let textEntries = text.entries(object)
                 var tuples: [[IndexValue]] = []
                 entries.reserveCapacity(entries.count + textEntries.count)
-                entryValues.reserveCapacity(entryValues.count + textEntries.count)
+                if entryValues.count < entries.count {
+                    entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
+                }
+                entryValues.reserveCapacity(entries.count + textEntries.count)
                 for (term, positions) in textEntries {
                     let tuple = [IndexValue(bytes: term)]
                     // Terms come distinct and sorted, so no search for an equal entry.
-                    let entry = try raw.appendEntry(tuple, for: definition, key: key, to: &entries, distinct: true)
-                    entryValues[entry] = positions
+                    try raw.appendEntry(tuple, for: definition, key: key, to: &entries, distinct: true)
+                    entryValues.append(positions)
                     if checking { tuples.append(tuple) }
                 }
                 if checking { computed.append((definition, tuples)) }
@@ -132,6 +136,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
             }
             for tuple in tuples { try raw.appendEntry(tuple, for: definition, key: key, to: &entries) }
+            if !entryValues.isEmpty, entryValues.count < entries.count {
+                entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
+            }
             if checking { computed.append((definition, tuples)) }
         }
         let header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)

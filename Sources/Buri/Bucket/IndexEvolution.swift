@@ -208,9 +208,10 @@ extension BuriDatabase {
                                 UnsafeRawBufferPointer(rebasing: value[offset...]), version: header.schemaVersion,
                                 key: key)
                             let fresh = try bucket.prepare(object)
-                            for entry in fresh.header.entries where buildIds.contains(entry.index) {
+                            for (position, entry) in fresh.header.entries.enumerated()
+                            where buildIds.contains(entry.index) {
                                 entries.append(entry)
-                                batch.put(raw.entryKey(entry, objectKey: key), fresh.value(of: entry))
+                                batch.put(raw.entryKey(entry, objectKey: key), fresh.value(at: position))
                             }
                             for (slot, index) in lengthIds.enumerated() {
                                 tokens[slot] += RawBucket.documentLength(of: fresh, index: index)

@@ -8,16 +8,16 @@ extension RawBucket {
         var key: String
         var header: RecordHeader
         var value: [UInt8]
-        /// The value stored under each entry's key, for indexes whose entries carry one (a text
-        /// index's positions, `docs/FORMAT.md` §9a); an entry not listed has an empty value. An
-        /// entry with a value is written even when the old record lists it too, as its value may
-        /// have changed.
-        var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
+        /// The value stored under each entry's key, in the order of `header.entries` (empty: no
+        /// entry has one), for indexes whose entries carry one (a text index's positions,
+        /// `docs/FORMAT.md` §5b); other entries have empty values. An entry with a value is written
+        /// even when the old record lists it too, as its value may have changed.
+        var entryValues: [[UInt8]] = []
 
-        /// The value to store under `entry`'s key.
+        /// The value to store under the key of `header.entries[position]`.
         @inline(__always)
-        func value(of entry: RecordHeader.Entry) -> [UInt8] {
-            entryValues.isEmpty ? [] : entryValues[entry] ?? []
+        func value(at position: Int) -> [UInt8] {
+            position < entryValues.count ? entryValues[position] : []
         }
     }
 
@@ -115,10 +115,10 @@ extension RawBucket {
                     batch.delete(entryKey(entry, objectKey: write.key))
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
-                for entry in write.header.entries {
+                for (position, entry) in write.header.entries.enumerated() {
                     guard !oldEntries.contains(entry) else {
                         // Kept: rewritten only if it carries a value, which may have changed.
-                        let value = write.value(of: entry)
+                        let value = write.value(at: position)
                         if !value.isEmpty { batch.put(entryKey(entry, objectKey: write.key), value) }
                         continue
                     }
@@ -129,7 +129,7 @@ extension RawBucket {
                         try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
                     }
-                    batch.put(entryKey(entry, objectKey: write.key), write.value(of: entry))
+                    batch.put(entryKey(entry, objectKey: write.key), write.value(at: position))
                 }
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }

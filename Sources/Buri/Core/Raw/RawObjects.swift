@@ -74,7 +74,8 @@ extension RawBucket {
                 guard definition.text == nil else { continue }
                 for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
             }
-            var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
+            /// Values parallel to `entries` once a text index gives one (the others' are empty).
+            var entryValues: [[UInt8]] = []
             for definition in descriptor.indexes where definition.text != nil {
                 let computed: [(tuple: [UInt8], value: [UInt8])]
                 do {
@@ -82,10 +83,12 @@ extension RawBucket {
                 } catch let BuriError.invalidIndexValue(_, _, index, reason) {
                     throw .invalidIndexValue(bucket: name, key: object.key, index: index, reason: reason)
                 }
+                if entryValues.count < entries.count {
+                    entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
+                }
                 for (tuple, value) in computed {
-                    let entry = RecordHeader.Entry(index: definition.id, tuple: tuple)
-                    entries.append(entry)
-                    entryValues[entry] = value
+                    entries.append(RecordHeader.Entry(index: definition.id, tuple: tuple))
+                    entryValues.append(value)
                 }
             }
             // Without one of its own, an object carries the bucket's schema version: the version the
