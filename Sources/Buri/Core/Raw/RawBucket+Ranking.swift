@@ -100,8 +100,9 @@ extension RawBucket {
 /// Top-k: a query of alternatives (`a OR b`, or one word) uses MaxScore, so once k results are
 /// held, words whose most (idf × (k1 + 1)) together cannot beat the k-th only score objects the
 /// other words found, and are only looked up for those; required words (`a b`, with any `NOT`)
-/// are found by one joint walk of their entries and each match scored from the values under the
-/// cursors, an excluded word looked up only for an object that would enter the top k; a prefix
+/// are found, and each word's objects counted, by one walk of their entries, each match scored
+/// from the values under the cursors, an excluded word looked up only for an object that would
+/// enter the top k; a prefix
 /// or a phrase alone scores the objects its one walk finds; other shapes score each match of the
 /// query from its units' postings.
 struct TextRanker {
@@ -365,38 +366,46 @@ struct TextRanker {
         return top.sorted()
     }
 
-    /// `a b …` (every word required, `NOT c` excluded): each word's objects counted (for its
-    /// idf), then the objects holding every word found by one joint walk of their entries
-    /// (``TextSearcher/intersect(_:_:)``), each scored from the values under the cursors; an
-    /// excluded word is looked up only for an object that would enter the top k.
+    /// `a b …` (every word required, `NOT c` excluded): one walk of every word's entries
+    /// (``TextSearcher/intersectCounting(_:_:)``) finds the objects holding all of them, with
+    /// their frequencies and lengths, and counts each word's objects for its idf; an excluded
+    /// word is looked up only for an object that would enter the top k.
     private func conjunction(
         _ terms: [[UInt8]], excluding excluded: [[UInt8]]
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
         let prefixes = terms.map { searcher.termPrefix($0) }
-        var idfs: [Double] = []
-        for prefix in prefixes {
-            let count = try searcher.bucket.countEntries(in: .prefix(prefix), reader: searcher.reader, cap: nil)
-            if count == 0 { return [] }
-            idfs.append(idf(matching: count))
-        }
         let excludedPrefixes = excluded.map { searcher.termPrefix($0) }
-        var top = TopK(limit: limit)
-        var parts = [Double](repeating: 0, count: terms.count)
         let bucket = searcher.bucket
         let index = searcher.index
-        try searcher.intersect(prefixes) { key, cursors throws(BuriError) in
-            for (slot, cursor) in cursors.enumerated() {
+        // One walk of every word's entries finds the objects holding all of them and counts each
+        // word's objects; the idf needs the counts, so matches are scored after the walk.
+        var matches: [(key: [UInt8], heads: [(frequency: UInt32, length: UInt32)])] = []
+        let counts = try searcher.intersectCounting(prefixes) { key, cursors throws(BuriError) in
+            var heads: [(frequency: UInt32, length: UInt32)] = []
+            for cursor in cursors {
                 let (frequency, length) = try cursor.frequencyAndLength(bucket: bucket.name, index: index.name)
-                parts[slot] = contribution(
-                    idf: idfs[slot], frequency: UInt32(clamping: frequency), length: UInt32(clamping: length))
+                heads.append((UInt32(clamping: frequency), UInt32(clamping: length)))
+            }
+            matches.append((key, heads))
+        }
+        let idfs = counts.map { idf(matching: $0) }
+        var top = TopK(limit: limit)
+        var parts = [Double](repeating: 0, count: terms.count)
+        for (key, heads) in matches {
+            for (slot, head) in heads.enumerated() {
+                parts[slot] = contribution(idf: idfs[slot], frequency: head.frequency, length: head.length)
             }
             let score = Self.total(parts)
-            guard Self.mayEnter(score, top) else { return }
+            guard Self.mayEnter(score, top) else { continue }
+            var excludedHere = false
             for prefix in excludedPrefixes {
                 let entry = prefix + key
-                if try bucket.run({ try searcher.reader.get(entry) != nil }) { return }
+                if try bucket.run({ try searcher.reader.get(entry) != nil }) {
+                    excludedHere = true
+                    break
+                }
             }
-            top.offer(key, score)
+            if !excludedHere { top.offer(key, score) }
         }
         return top.sorted()
     }

@@ -358,6 +358,51 @@ struct TextSearcher {
         }
     }
 
+    /// ``intersect(_:_:)`` that also counts every term's entries (what ranking's idf needs): each
+    /// cursor only steps, never seeks, so one walk of every list gives both the objects holding
+    /// all terms and each term's count. Returns the counts, in the order of `prefixes`.
+    func intersectCounting(
+        _ prefixes: [[UInt8]], _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
+    ) throws(BuriError) -> [Int] {
+        var cursors: [TermCursor] = []
+        var counts = [Int](repeating: 0, count: prefixes.count)
+        var live = true
+        for (slot, prefix) in prefixes.enumerated() {
+            let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: prefix)
+            if try cursor.next() { counts[slot] = 1 } else { live = false }
+            cursors.append(cursor)
+        }
+        if live, var target = cursors.map(\.key).max(by: { $0.precedesBytes($1) }) {
+            walk: while true {
+                var agreed = true
+                for (slot, cursor) in cursors.enumerated() {
+                    while cursor.key.precedesBytes(target) {
+                        guard try cursor.next() else {
+                            live = false
+                            break walk
+                        }
+                        counts[slot] += 1
+                    }
+                    if !cursor.key.hasSameBytes(as: target) {
+                        target = cursor.key
+                        agreed = false
+                        break
+                    }
+                }
+                guard agreed else { continue }
+                try visit(target, cursors)
+                guard try cursors[0].next() else { break }
+                counts[0] += 1
+                target = cursors[0].key
+            }
+        }
+        // The rest of every list that is not over, for its count.
+        for (slot, cursor) in cursors.enumerated() where !cursor.isOver {
+            while try cursor.next() { counts[slot] += 1 }
+        }
+        return counts
+    }
+
     /// How far a leapfrog steps before it seeks: a step is a fraction of a seek's cost.
     static let stepsBeforeSeek = 8
 
@@ -451,9 +496,15 @@ final class TermCursor {
         }
     }
 
+    /// Whether the cursor went past its last entry (or never had one).
+    private(set) var isOver = false
+
     /// Moves to the next entry; `false` at the end.
     func next() throws(BuriError) -> Bool {
-        guard try bucket.run({ try cursor.next() }) else { return false }
+        guard try bucket.run({ try cursor.next() }) else {
+            isOver = true
+            return false
+        }
         try load()
         return true
     }
