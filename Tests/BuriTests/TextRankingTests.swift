@@ -125,6 +125,35 @@ import Testing
         try Self.verify(try t.db.bucket(Article.self), model, "\(engine) reopened")
     }
 
+    @Test(arguments: Engine.allCases) func aRankedSearchKeepsOnlyWhatItsWhereQuerySelects(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let bucket = try t.db.bucket(Article.self)
+        var model = Model()
+        var articles: [String: Article] = [:]
+        for article in TextQueryTests.articles(150, seed: 14) {
+            try bucket.store(article)
+            model.bodies[article.id] = article.body
+            articles[article.id] = article
+        }
+        for text in ["apple", "apple OR pie OR tart", "apple pie", "\"apple pie\"", "app*"] {
+            let all = try model.ranked(text, limit: Int.max)
+            for limit in [1, 5, 1000] {
+                let tagged = all.filter { articles[$0.key]?.tag == "x" }.prefix(limit).map(\.key)
+                #expect(
+                    try bucket.rankedSearchKeys("body", text, limit: limit, where: .index("tag", equals: "x")).map(
+                        \.key)
+                        == tagged, "\(engine) \(text) \(limit)")
+                let recent = all.filter { (2010...).contains(articles[$0.key]?.year ?? 0) }.prefix(limit).map(\.key)
+                let filtered = try bucket.rankedSearch(
+                    "body", text, limit: limit, where: .filter { (article: Article) in article.year >= 2010 })
+                #expect(filtered.map(\.key) == recent, "\(engine) \(text) \(limit) filter")
+            }
+        }
+        #expect(throws: BuriError.self) {
+            _ = try bucket.rankedSearchKeys("body", "apple", limit: 3, where: Query.all.limit(2))
+        }
+    }
+
     @Test(arguments: Engine.allCases) func insideATransactionRankingSeesItsWritesAndAFailureLeavesNoTotal(
         engine: Engine
     ) throws {

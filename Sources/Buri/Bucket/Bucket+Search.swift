@@ -76,33 +76,49 @@ extension Bucket {
     /// ```swift
     /// for hit in try notes.rankedSearch("body", "apple pie", limit: 20) { print(hit.score, hit.object.title) }
     /// ```
+    ///
+    /// `filter` keeps only the objects that also satisfy its conditions and predicates (index
+    /// conditions, OR, NOT, filters; checked only for objects that would enter the top k); scores
+    /// stay those of the whole bucket:
+    ///
+    /// ```swift
+    /// let recent = try notes.rankedSearch("body", "apple pie", limit: 20, where: .index("year", in: 2020...))
+    /// ```
     /// - Throws: as ``search(_:_:)-(String,String)``, and ``BuriError/invalidQuery(bucket:index:reason:)``
-    ///   for an index made by Buri format 6 (rebuilt when the bucket is opened with its `.text` declaration).
-    public func rankedSearch(_ index: String, _ query: String, limit: Int) throws(BuriError) -> [Ranked<T>] {
-        try rankedSearch(index, raw.parseTextQuery(query, index: index), limit: limit)
+    ///   for an index made by Buri format 6 (rebuilt when the bucket is opened with its `.text`
+    ///   declaration) or a `filter` with an order, limit, offset or token.
+    public func rankedSearch(
+        _ index: String, _ query: String, limit: Int, where filter: Query = .all
+    ) throws(BuriError) -> [Ranked<T>] {
+        try rankedSearch(index, raw.parseTextQuery(query, index: index), limit: limit, where: filter)
     }
 
-    /// The `limit` best objects for an already parsed query (see ``rankedSearch(_:_:limit:)-(String,String,Int)``).
+    /// The `limit` best objects for an already parsed query (see ``rankedSearch(_:_:limit:where:)-(String,String,_,_)``).
     ///
     /// ```swift
     /// let best = try notes.rankedSearch("body", .or([.term(Array("apple".utf8)), .term(Array("pie".utf8))]), limit: 5)
     /// ```
-    public func rankedSearch(_ index: String, _ query: TextQuery, limit: Int) throws(BuriError) -> [Ranked<T>] {
+    public func rankedSearch(
+        _ index: String, _ query: TextQuery, limit: Int, where filter: Query = .all
+    ) throws(BuriError) -> [Ranked<T>] {
         let (reader, view) = try raw.readView()
-        let ranked = try view.rankedTextSearch(index: index, query: query, limit: limit, reader: reader)
+        let ranked = try view.rankedTextSearch(
+            index: index, query: query, limit: limit, filter: checked(filter), reader: reader)
         let objects = try objects(atKeys: ranked.map(\.key), index: index, reader: reader, view: view)
         return zip(ranked, objects).map { hit, object in
             Ranked(object: object, key: String(decoding: hit.key, as: UTF8.self), score: hit.score)
         }
     }
 
-    /// The keys and scores of ``rankedSearch(_:_:limit:)-(String,String,Int)``, without reading objects.
+    /// The keys and scores of ``rankedSearch(_:_:limit:where:)-(String,String,_,_)``, without reading objects.
     ///
     /// ```swift
     /// let best = try notes.rankedSearchKeys("body", "apple OR pie", limit: 10).map(\.key)
     /// ```
-    public func rankedSearchKeys(_ index: String, _ query: String, limit: Int) throws(BuriError) -> [RankedKey] {
-        try raw.rankedSearch(index: index, query: query, limit: limit)
+    public func rankedSearchKeys(
+        _ index: String, _ query: String, limit: Int, where filter: Query = .all
+    ) throws(BuriError) -> [RankedKey] {
+        try raw.rankedSearch(index: index, query: query, limit: limit, where: checked(filter))
     }
 
     /// The objects stored under `keys` (found in index `index`) in `reader`'s view.

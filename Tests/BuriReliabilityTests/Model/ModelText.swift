@@ -451,7 +451,7 @@ extension ModelRun {
             try compare(objects, expected.compactMap { items[$0] }, "\(what) objects")
         }
         try verifyTextQuery(text, index: index, bucket, expected: expected, items: model.objects(name), what: what)
-        try verifyRanking(text, index: index, bucket, expected: expected, what: what)
+        try verifyRanking(text, index: index, bucket, expected: expected, items: model.objects(name), what: what)
     }
 
     /// The same search as a query condition: alone (key order, paged), and with a condition on
@@ -500,7 +500,8 @@ extension ModelRun {
     /// BM25 ranking of the same search: every match ranked once, best first; the top k (found
     /// with pruning) is the first k of the whole ranking.
     func verifyRanking(
-        _ text: String, index: String, _ bucket: Bucket<ModelItem>, expected: [[UInt8]], what: String
+        _ text: String, index: String, _ bucket: Bucket<ModelItem>, expected: [[UInt8]],
+        items: [[UInt8]: ModelItem], what: String
     ) throws {
         guard chance(0.3) else { return }
         tally["text ranking", default: 0] += 1
@@ -518,6 +519,18 @@ extension ModelRun {
             throw fail(
                 "\(what): top \(k) is \(top.map(\.key).map(escaped)), the whole ranking begins \(all.prefix(k).map(\.key).map(escaped))"
             )
+        }
+        // With a condition: the whole ranking's objects in that group, the first k of them.
+        if let some = expected.first.flatMap({ items[$0] }) {
+            let group = some.group
+            let wanted = all.filter { items[Array($0.key.utf8)]?.group.utf8.elementsEqual(group.utf8) == true }
+                .prefix(k).map { Array($0.key.utf8) }
+            let got = try read("\(what) top \(k) of group") {
+                try bucket.rankedSearchKeys(index, text, limit: k, where: .index("group", equals: .init(group)))
+            }
+            if got.map({ Array($0.key.utf8) }) != wanted {
+                throw fail("\(what): top \(k) of group \(escaped(group)) is \(got.map(\.key).map(escaped))")
+            }
         }
     }
 

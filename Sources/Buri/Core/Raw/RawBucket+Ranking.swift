@@ -19,7 +19,7 @@ public struct RankedKey: Sendable, Hashable {
     public var score: Double
 }
 
-/// One ranked object (see ``Bucket/rankedSearch(_:_:limit:)-(String,String,Int)``).
+/// One ranked object (see ``Bucket/rankedSearch(_:_:limit:where:)-(String,String,_,_)``).
 ///
 /// ```swift
 /// let best = try notes.rankedSearch("body", "apple pie", limit: 1).first?.object
@@ -37,7 +37,7 @@ extension RawBucket {
     /// The `limit` best matches of `query` in text index `index` by BM25, best first (equal scores
     /// in key byte order), read through `reader` (one snapshot). See ``TextRanker``.
     func rankedTextSearch(
-        index: String, query: TextQuery, limit: Int, reader: any StorageReader
+        index: String, query: TextQuery, limit: Int, filter: Query? = nil, reader: any StorageReader
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
         let definition = try textIndexDefinition(index)
         let tokenizer = try definition.textTokenizer(bucket: name)
@@ -63,10 +63,67 @@ extension RawBucket {
         let searcher = TextSearcher(
             bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
             prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
-        let ranker = TextRanker(
+        var ranker = TextRanker(
             searcher: searcher, documents: documents,
             averageLength: Double(max(tokens, 1)) / Double(documents), limit: limit)
+        if let filter { ranker.accepts = try acceptance(of: filter, reader: reader) }
         return try ranker.rank(query)
+    }
+
+    /// Whether an object (by key) satisfies `filter`'s conditions and predicates, from its stored
+    /// record (header, and payload for a filter), read through `reader`.
+    private func acceptance(
+        of filter: Query, reader: any StorageReader
+    ) throws(BuriError) -> (([UInt8]) throws(BuriError) -> Bool)? {
+        guard filter.sortKeys.isEmpty, filter.limit == nil, filter.offset == 0, filter.continuation == nil,
+            !filter.isDescending
+        else {
+            throw .invalidQuery(
+                bucket: name, index: nil,
+                reason:
+                    "a ranked search comes best first, at most `limit` of it: its `where` query selects only (no order, limit, offset or token)"
+            )
+        }
+        guard !filter.conditions.isEmpty || !filter.predicates.isEmpty else { return nil }
+        let descriptor = self.descriptor
+        var conditions: [ConditionPlan] = []
+        for condition in filter.conditions { conditions.append(try ConditionPlan(condition, in: descriptor)) }
+        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try self.run { try reader.get(key) } }
+        var predicates: [PredicatePlan] = []
+        for predicate in filter.predicates {
+            predicates.append(try PredicatePlan(predicate, in: descriptor, read: read))
+        }
+        let prefix = recordPrefix
+        let name = self.name
+        return { key throws(BuriError) -> Bool in
+            guard let record = try read(prefix + key) else {
+                throw .corruption(
+                    bucket: name, key: String(decoding: key, as: UTF8.self), index: nil,
+                    reason: "the text index has an entry for an object that is not stored")
+            }
+            let parsed = record.withUnsafeBytes { raw in
+                Result { () throws(FormatError) -> (RecordHeader, Int) in try RecordHeader.parse(raw) }
+            }
+            guard case .success(let (header, payloadOffset)) = parsed else {
+                throw .corruption(
+                    bucket: name, key: String(decoding: key, as: UTF8.self), index: nil,
+                    reason: "record header does not read")
+            }
+            let objectKey = key[...]
+            guard conditions.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: objectKey) }) else {
+                return false
+            }
+            guard !predicates.isEmpty else { return true }
+            let outcome = record.withUnsafeBytes { raw in
+                Result { () throws(BuriError) -> Bool in
+                    try RawQueryCursor.satisfies(
+                        predicates, header.entries, objectKey: objectKey,
+                        payload: UnsafeRawBufferPointer(rebasing: raw[payloadOffset...]),
+                        version: header.schemaVersion, catalog: descriptor)
+                }
+            }
+            return try outcome.get()
+        }
     }
 
     /// ``rankedTextSearch(index:query:limit:reader:)`` on a fresh snapshot, with the query parsed.
@@ -74,8 +131,10 @@ extension RawBucket {
     /// ```swift
     /// let best = try raw.rankedSearch(index: "body", query: "apple pie", limit: 20)
     /// ```
-    public func rankedSearch(index: String, query: String, limit: Int) throws(BuriError) -> [RankedKey] {
-        try rankedSearchKeyBytes(textIndex: index, query: query, limit: limit).map {
+    public func rankedSearch(
+        index: String, query: String, limit: Int, where filter: Query? = nil
+    ) throws(BuriError) -> [RankedKey] {
+        try rankedSearchKeyBytes(textIndex: index, query: query, limit: limit, where: filter).map {
             RankedKey(key: String(decoding: $0.key, as: UTF8.self), score: $0.score)
         }
     }
@@ -83,11 +142,11 @@ extension RawBucket {
     /// ``rankedSearch(index:query:limit:)`` with the keys as stored (UTF-8 bytes), for tools that
     /// report a key that is not valid UTF-8 as damage rather than print another key.
     package func rankedSearchKeyBytes(
-        textIndex index: String, query: String, limit: Int
+        textIndex index: String, query: String, limit: Int, where filter: Query? = nil
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
         let parsed = try parseTextQuery(query, index: index)
         let (reader, view) = try readView()
-        return try view.rankedTextSearch(index: index, query: parsed, limit: limit, reader: reader)
+        return try view.rankedTextSearch(index: index, query: parsed, limit: limit, filter: filter, reader: reader)
     }
 }
 
@@ -110,6 +169,9 @@ struct TextRanker {
     let documents: Int
     let averageLength: Double
     let limit: Int
+    /// Whether an object may be ranked at all (the other conditions of a ranked search), asked
+    /// only of objects whose score would enter the top k; `nil`: every match may.
+    var accepts: (([UInt8]) throws(BuriError) -> Bool)? = nil
 
     static let k1 = 1.2
     static let b = 0.75
@@ -162,7 +224,9 @@ struct TextRanker {
             let list = try postings(under: searcher.startPrefix(start), merging: true)
             var top = TopK(limit: limit)
             for (at, key) in list.keys.enumerated() {
-                top.offer(key, contribution(idf: list.idf, frequency: list.frequencies[at], length: list.lengths[at]))
+                try consider(
+                    key, contribution(idf: list.idf, frequency: list.frequencies[at], length: list.lengths[at]),
+                    &top)
             }
             return top.sorted()
         case .phrase(let terms, let lastIsPrefix):
@@ -171,7 +235,7 @@ struct TextRanker {
             let weight = idf(matching: found.count)
             var top = TopK(limit: limit)
             for (key, occurrences, length) in found {
-                top.offer(key.bytes, contribution(idf: weight, frequency: occurrences, length: length))
+                try consider(key.bytes, contribution(idf: weight, frequency: occurrences, length: length), &top)
             }
             return top.sorted()
         case .or(let operands):
@@ -303,6 +367,13 @@ struct TextRanker {
         bound * (1 + 1e-9) + 1e-12 > top.threshold
     }
 
+    /// Offers a match to `top` if its score can enter and `accepts` lets it.
+    private func consider(_ key: [UInt8], _ score: Double, _ top: inout TopK) throws(BuriError) {
+        guard Self.mayEnter(score, top) else { return }
+        if let accepts, try !accepts(key) { return }
+        top.offer(key, score)
+    }
+
     /// Σ contributions in unit order, so every path gives an object the same score.
     private static func total(_ parts: [Double]) -> Double { parts.reduce(0, +) }
 
@@ -358,7 +429,7 @@ struct TextRanker {
                 }
                 rank -= 1
             }
-            if rank < 0 { top.offer(key, Self.total(parts)) }
+            if rank < 0 { try consider(key, Self.total(parts), &top) }
             while firstEssential < order.count, !Self.mayEnter(prefixMost[firstEssential], top) {
                 firstEssential += 1
             }
@@ -405,7 +476,7 @@ struct TextRanker {
                     break
                 }
             }
-            if !excludedHere { top.offer(key, score) }
+            if !excludedHere { try consider(key, score, &top) }
         }
         return top.sorted()
     }
@@ -452,7 +523,7 @@ struct TextRanker {
                     parts[slot] = 0
                 }
             }
-            top.offer(key, Self.total(parts))
+            try consider(key, Self.total(parts), &top)
         }
         return top.sorted()
     }
