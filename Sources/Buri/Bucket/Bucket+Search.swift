@@ -3,7 +3,7 @@ import BuriText
 
 extension Bucket {
     /// The objects whose text index `index` matches `query` (SQLite FTS5 syntax, see
-    /// ``TextQuery``), in object-key byte order, each once, read from one snapshot.
+    /// `TextQuery`), in object-key byte order, each once, read from one snapshot.
     ///
     /// ```swift
     /// let hits = try notes.search("body", "apple pie")          // both words
@@ -69,7 +69,7 @@ extension Bucket {
     }
 
     /// The `limit` objects that match `query` best by BM25 (SQLite FTS5's `bm25()`, see
-    /// ``TextRanker``), best first, equal scores in key order, read from one snapshot. Only as
+    /// `TextRanker`), best first, equal scores in key order, read from one snapshot. Only as
     /// many objects as returned are read; a query of required words or of alternatives does not
     /// score every match when the best k are known sooner.
     ///

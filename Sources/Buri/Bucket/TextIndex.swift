@@ -14,7 +14,7 @@ struct TextIndexSource<T>: Sendable {
 
 extension BuriIndex {
     /// A full-text index over a string property: one entry per distinct folded term (cut by
-    /// ``TextTokenizer`` version 1), whose value lists the term's positions, so that
+    /// `TextTokenizer` version 1), whose value lists the term's positions, so that
     /// ``Bucket/search(_:_:)-(String,String)`` answers words, prefixes, phrases and their
     /// combinations. `field` (default: the index name) is the key the property is encoded under,
     /// recorded so that `check` and tools can recompute the entries; `stopWords` are not indexed

@@ -17,7 +17,7 @@ import BuriText
 /// body?.text?.tokenizer   // 1
 /// ```
 public struct TextIndexDefinition: Codable, Sendable, Hashable {
-    /// The ``TextTokenizer`` version (1). A version this build does not implement makes every use
+    /// The `TextTokenizer` version (1). A version this build does not implement makes every use
     /// of the index (search, writes, check) fail with
     /// ``BuriError/invalidIndexDefinition(bucket:index:reason:)``, never a wrong answer.
     public var tokenizer: Int

@@ -13,7 +13,7 @@ extension Query {
     }
 
     /// Objects whose text index `index` matches `text` (SQLite FTS5 syntax: words that must all
-    /// occur, `OR`, `NOT`, `"a phrase"`, `prefix*`; see ``TextQuery``), as a query condition: it
+    /// occur, `OR`, `NOT`, `"a phrase"`, `prefix*`; see `TextQuery`), as a query condition: it
     /// combines with index conditions (``and(_:)``), ``or(_:)``, ``not(_:)``, sort keys, limits,
     /// pages, counts and live queries like any other.
     ///

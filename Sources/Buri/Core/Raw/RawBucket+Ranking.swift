@@ -35,7 +35,7 @@ extension Ranked: Sendable where T: Sendable {}
 
 extension RawBucket {
     /// The `limit` best matches of `query` in text index `index` by BM25, best first (equal scores
-    /// in key byte order), read through `reader` (one snapshot). See ``TextRanker``.
+    /// in key byte order), read through `reader` (one snapshot). See `TextRanker`.
     func rankedTextSearch(
         index: String, query: TextQuery, limit: Int, filter: Query? = nil, reader: any StorageReader
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
@@ -126,7 +126,7 @@ extension RawBucket {
         }
     }
 
-    /// ``rankedTextSearch(index:query:limit:reader:)`` on a fresh snapshot, with the query parsed.
+    /// `rankedTextSearch(index:query:limit:filter:reader:)` on a fresh snapshot, with the query parsed.
     ///
     /// ```swift
     /// let best = try raw.rankedSearch(index: "body", query: "apple pie", limit: 20)
