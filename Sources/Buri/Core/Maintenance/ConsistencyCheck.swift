@@ -650,33 +650,11 @@ extension BuriDatabase {
         repair: Bool, fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
         report: inout ConsistencyReport
     ) {
-        let key = Keyspace.textTotalKey(bucket: descriptor.id, index: index.id)
-        let detail: String
-        do {
-            let value = try snapshot.get(key)
-            if let value, let stored = Keyspace.parseCount(value) {
-                if stored == counted { return }
-                detail = "the stored token total is \(stored) but the objects' fields give \(counted) tokens"
-            } else if let value {
-                detail =
-                    "the stored token total is damaged (\(value.count) bytes, not an 8-byte count); the objects' fields give \(counted) tokens"
-            } else {
-                if counted == 0 { return }
-                detail = "no token total is stored; the objects' fields give \(counted) tokens"
-            }
-        } catch {
-            detail = "the stored token total cannot be read (\(error)); the objects' fields give \(counted) tokens"
-        }
-        var problem = ConsistencyProblem(
-            kind: .wrongCount, bucket: descriptor.name, key: nil, index: index.name,
-            detail: detail + "; ranking reads the average document length from it")
-        if repair {
-            fixes.put(key, Keyspace.countValue(counted))
-            relied.append(key)
-            reliedRanges.append(.prefix(Keyspace.recordPrefix(bucket: descriptor.id)))
-            problem.repaired = true
-        }
-        report.problems.append(problem)
+        checkStoredNumber(
+            Keyspace.textTotalKey(bucket: descriptor.id, index: index.id), of: descriptor, index: index.name,
+            counted: counted, what: "token total", unit: "tokens", source: "the objects' fields give",
+            snapshot: snapshot, repair: repair, fixes: fixes, relied: &relied, reliedRanges: &reliedRanges,
+            report: &report)
     }
 
     /// Compares bucket `descriptor`'s stored object count with the `counted` record keys the check
@@ -687,26 +665,41 @@ extension BuriDatabase {
         fixes: any StorageBatch, relied: inout [[UInt8]], reliedRanges: inout [KeyRange],
         report: inout ConsistencyReport
     ) {
-        let key = Keyspace.countKey(bucket: descriptor.id)
-        let detail: String
+        checkStoredNumber(
+            Keyspace.countKey(bucket: descriptor.id), of: descriptor, index: nil, counted: counted,
+            what: "object count", unit: "records", source: "the bucket holds", snapshot: snapshot, repair: repair,
+            fixes: fixes, relied: &relied, reliedRanges: &reliedRanges, report: &report)
+    }
+
+    /// Compares the 8-byte number stored under `key` (an object count or a token total) with
+    /// `counted`; reports a missing (when `counted` is not 0), damaged, unreadable or wrong one as
+    /// `wrongCount`, and with `repair` writes `counted`, relying on the bucket's records.
+    private func checkStoredNumber(
+        _ key: [UInt8], of descriptor: BucketDescriptor, index: String?, counted: Int, what: String, unit: String,
+        source: String, snapshot: any StorageSnapshot, repair: Bool, fixes: any StorageBatch,
+        relied: inout [[UInt8]], reliedRanges: inout [KeyRange], report: inout ConsistencyReport
+    ) {
+        let truth = "\(source) \(counted) \(unit)"
+        var detail: String
         do {
             let value = try snapshot.get(key)
             if let value, let stored = Keyspace.parseCount(value) {
                 if stored == counted { return }
-                detail = "the stored object count is \(stored) but the bucket holds \(counted) records"
+                detail = "the stored \(what) is \(stored) but \(truth)"
             } else if let value {
-                detail =
-                    "the stored object count is damaged (\(value.count) bytes, not an 8-byte count); the bucket holds \(counted) records"
+                detail = "the stored \(what) is damaged (\(value.count) bytes, not an 8-byte count); \(truth)"
             } else {
-                // A bucket no format-4 writer has written yet has no count; it is counted when read.
+                // Absent: nothing counted yet (a bucket no format-4 writer has written, an index
+                // without tokens); counted when read.
                 if counted == 0 { return }
-                detail = "no object count is stored; the bucket holds \(counted) records"
+                detail = "no \(what) is stored; \(truth)"
             }
         } catch {
-            detail = "the stored object count cannot be read (\(error)); the bucket holds \(counted) records"
+            detail = "the stored \(what) cannot be read (\(error)); \(truth)"
         }
+        if index != nil { detail += "; ranking reads the average document length from it" }
         var problem = ConsistencyProblem(
-            kind: .wrongCount, bucket: descriptor.name, key: nil, index: nil, detail: detail)
+            kind: .wrongCount, bucket: descriptor.name, key: nil, index: index, detail: detail)
         if repair {
             fixes.put(key, Keyspace.countValue(counted))
             relied.append(key)

@@ -332,30 +332,7 @@ struct TextSearcher {
     func intersect(
         _ prefixes: [[UInt8]], _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
     ) throws(BuriError) {
-        var cursors: [TermCursor] = []
-        for prefix in prefixes {
-            let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: prefix)
-            guard try cursor.next() else { return }
-            cursors.append(cursor)
-        }
-        guard var target = cursors.map(\.key).max(by: { $0.lexicographicallyPrecedes($1) }) else { return }
-        while true {
-            var agreed = true
-            for cursor in cursors {
-                if cursor.key.precedesBytes(target) {
-                    guard try cursor.advance(to: target) else { return }
-                }
-                if !cursor.key.hasSameBytes(as: target) {
-                    target = cursor.key
-                    agreed = false
-                    break
-                }
-            }
-            guard agreed else { continue }
-            try visit(target, cursors)
-            guard try cursors[0].next() else { return }
-            target = cursors[0].key
-        }
+        _ = try intersect(prefixes, counting: false, visit)
     }
 
     /// ``intersect(_:_:)`` that also counts every term's entries (what ranking's idf needs): each
@@ -364,24 +341,31 @@ struct TextSearcher {
     func intersectCounting(
         _ prefixes: [[UInt8]], _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
     ) throws(BuriError) -> [Int] {
+        try intersect(prefixes, counting: true, visit)
+    }
+
+    /// The joint walk of ``intersect(_:_:)``; `counting`, of ``intersectCounting(_:_:)``.
+    private func intersect(
+        _ prefixes: [[UInt8]], counting: Bool, _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
+    ) throws(BuriError) -> [Int] {
         var cursors: [TermCursor] = []
         var counts = [Int](repeating: 0, count: prefixes.count)
-        var live = true
         for (slot, prefix) in prefixes.enumerated() {
             let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: prefix)
-            if try cursor.next() { counts[slot] = 1 } else { live = false }
+            if try cursor.next() { counts[slot] = 1 } else if !counting { return counts }
             cursors.append(cursor)
         }
-        if live, var target = cursors.map(\.key).max(by: { $0.precedesBytes($1) }) {
+        if !cursors.contains(where: \.isOver), var target = cursors.map(\.key).max(by: { $0.precedesBytes($1) }) {
             walk: while true {
                 var agreed = true
                 for (slot, cursor) in cursors.enumerated() {
-                    while cursor.key.precedesBytes(target) {
-                        guard try cursor.next() else {
-                            live = false
-                            break walk
+                    if counting {
+                        while cursor.key.precedesBytes(target) {
+                            guard try cursor.next() else { break walk }
+                            counts[slot] += 1
                         }
-                        counts[slot] += 1
+                    } else if cursor.key.precedesBytes(target) {
+                        guard try cursor.advance(to: target) else { break walk }
                     }
                     if !cursor.key.hasSameBytes(as: target) {
                         target = cursor.key
@@ -396,9 +380,11 @@ struct TextSearcher {
                 target = cursors[0].key
             }
         }
-        // The rest of every list that is not over, for its count.
-        for (slot, cursor) in cursors.enumerated() where !cursor.isOver {
-            while try cursor.next() { counts[slot] += 1 }
+        // Counting: the rest of every list that is not over.
+        if counting {
+            for (slot, cursor) in cursors.enumerated() where !cursor.isOver {
+                while try cursor.next() { counts[slot] += 1 }
+            }
         }
         return counts
     }
