@@ -447,14 +447,13 @@ struct TextRanker {
         let prefixes = terms.map { searcher.termPrefix($0) }
         let excludedPrefixes = excluded.map { searcher.termPrefix($0) }
         let bucket = searcher.bucket
-        let index = searcher.index
         // One walk of every word's entries finds the objects holding all of them and counts each
         // word's objects; the idf needs the counts, so matches are scored after the walk.
         var matches: [(key: [UInt8], heads: [(frequency: UInt32, length: UInt32)])] = []
         let counts = try searcher.intersectCounting(prefixes) { key, cursors throws(BuriError) in
             var heads: [(frequency: UInt32, length: UInt32)] = []
             for cursor in cursors {
-                let (frequency, length) = try cursor.frequencyAndLength(bucket: bucket.name, index: index.name)
+                let (frequency, length) = try cursor.frequencyAndLength()
                 heads.append((UInt32(clamping: frequency), UInt32(clamping: length)))
             }
             matches.append((key, heads))

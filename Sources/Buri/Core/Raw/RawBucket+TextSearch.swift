@@ -139,7 +139,7 @@ struct TextSearcher {
             var lists = [[UInt64]](repeating: [], count: parts.count)
             try intersect(parts.map { termPrefix($0.term) }) { key, cursors throws(BuriError) in
                 for (slot, cursor) in cursors.enumerated() {
-                    lists[slot] = try cursor.positions(layout: layout, bucket: bucket.name, index: index.name)
+                    lists[slot] = try cursor.decoded(layout: layout).positions
                 }
                 if TextPhrasePart.aligns(parts, lists) { result.append(key) }
             }
@@ -180,7 +180,7 @@ struct TextSearcher {
             try intersect(parts.map { termPrefix($0.term) }) { key, cursors throws(BuriError) in
                 var length: UInt64 = 0
                 for (slot, cursor) in cursors.enumerated() {
-                    let value = try cursor.decoded(layout: layout, bucket: bucket.name, index: index.name)
+                    let value = try cursor.decoded(layout: layout)
                     lists[slot] = value.positions
                     length = value.length ?? 0
                 }
@@ -506,48 +506,26 @@ final class TermCursor {
     }
 
     /// The term's frequency and the document's length from the current entry's value (layout 2).
-    func frequencyAndLength(bucket: String, index: String) throws(BuriError) -> (frequency: UInt64, length: UInt64) {
-        let decoded = cursor.withValue { raw in
-            Result { () throws(FormatError) -> (frequency: UInt64, length: UInt64) in
-                try TextEntries.frequencyAndLength(raw)
-            }
-        }
-        switch decoded {
-        case .success(let head): return head
-        case .failure(let error):
-            throw .corruption(
-                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
-                reason: "text entry value: \(error)")
-        }
+    func frequencyAndLength() throws(BuriError) -> (frequency: UInt64, length: UInt64) {
+        try readValue { raw throws(FormatError) in try TextEntries.frequencyAndLength(raw) }
     }
 
     /// The document length (layout 2) and positions the current entry's value holds.
-    func decoded(layout: Int, bucket: String, index: String) throws(BuriError) -> (length: UInt64?, positions: [UInt64])
-    {
-        let decoded = cursor.withValue { raw in
-            Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
-                try TextEntries.decode(raw, layout: layout)
-            }
-        }
-        switch decoded {
+    func decoded(layout: Int) throws(BuriError) -> (length: UInt64?, positions: [UInt64]) {
+        try readValue { raw throws(FormatError) in try TextEntries.decode(raw, layout: layout) }
+    }
+
+    /// The current entry's value read by `decode`; a value that does not read is damage naming
+    /// the bucket, the index and the object.
+    private func readValue<R>(
+        _ decode: (UnsafeRawBufferPointer) throws(FormatError) -> R
+    ) throws(BuriError) -> R {
+        let result = cursor.withValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
+        switch result {
         case .success(let value): return value
         case .failure(let error):
             throw .corruption(
-                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
-                reason: "text entry value: \(error)")
-        }
-    }
-
-    /// The positions the current entry's value holds.
-    func positions(layout: Int, bucket: String, index: String) throws(BuriError) -> [UInt64] {
-        let decoded = cursor.withValue { raw in
-            Result { () throws(FormatError) -> [UInt64] in try TextEntries.decode(raw, layout: layout).positions }
-        }
-        switch decoded {
-        case .success(let positions): return positions
-        case .failure(let error):
-            throw .corruption(
-                bucket: bucket, key: String(decoding: key, as: UTF8.self), index: index,
+                bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: indexName,
                 reason: "text entry value: \(error)")
         }
     }
