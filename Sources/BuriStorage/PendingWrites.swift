@@ -215,7 +215,7 @@ final class OverlayCursor: StorageCursor {
         }
     }
 
-    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         switch source {
         case .base: return try base.withValue(body)
         case .pending:

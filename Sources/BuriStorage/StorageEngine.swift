@@ -147,14 +147,19 @@ public protocol StorageCursor: AnyObject {
     /// Lends the current key to `body` (empty when not on an entry). Valid until the cursor moves.
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
     /// Lends the current value to `body` (empty when not on an entry). Valid until the cursor moves.
-    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+    /// Throws when the value cannot be read as stored: an engine that decrypts values (an
+    /// encrypted Buri database) opens them only when asked, and a value that fails its
+    /// authentication fails here.
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
 }
 
 extension StorageCursor {
     /// A copy of the current key.
     public var key: [UInt8] { withKey { Array($0) } }
     /// A copy of the current value.
-    public var value: [UInt8] { withValue { Array($0) } }
+    public var value: [UInt8] {
+        get throws { try withValue { Array($0) } }
+    }
 }
 
 /// Puts and deletes to apply together. Later operations on a key win over earlier ones.

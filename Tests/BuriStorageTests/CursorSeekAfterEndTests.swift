@@ -29,7 +29,7 @@ struct CursorSeekAfterEndTests {
             forward.seek(Self.key("b"))
             #expect(try forward.next())
             #expect(forward.key == Self.key("b"))
-            #expect(forward.value == Self.key("vb"))
+            #expect(try forward.value == Self.key("vb"))
             // Past the last key of the data, then back.
             let all = try reader.cursor(in: .all, reverse: false)
             all.seek(Self.key("z"))

@@ -85,7 +85,7 @@ func randomRange(_ random: inout SeededRandom) -> KeyRange {
 func scanAll(_ reader: any StorageReader, _ range: KeyRange, reverse: Bool) throws -> [([UInt8], [UInt8])] {
     let cursor = try reader.cursor(in: range, reverse: reverse)
     var result: [([UInt8], [UInt8])] = []
-    while try cursor.next() { result.append((cursor.key, cursor.value)) }
+    while try cursor.next() { result.append((cursor.key, try cursor.value)) }
     #expect(!cursor.isOnEntry)
     return result
 }

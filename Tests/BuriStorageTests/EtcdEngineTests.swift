@@ -198,7 +198,7 @@ struct EtcdEngineTests {
         var reversed: [[UInt8]] = []
         while try backward.next() {
             reversed.append(backward.key)
-            #expect(backward.value == Array(backward.key.reversed()))
+            #expect(try backward.value == Array(backward.key.reversed()))
         }
         #expect(reversed == keys.reversed())
         let range = KeyRange(start: keys[100], end: keys[2900])

@@ -118,5 +118,5 @@ final class FaultyCursor: StorageCursor {
     func seek(_ key: [UInt8]) { base.seek(key) }
     var isOnEntry: Bool { base.isOnEntry }
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try base.withKey(body) }
-    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try base.withValue(body) }
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R { try base.withValue(body) }
 }

@@ -139,6 +139,6 @@ public func scanKeys(_ reader: any StorageReader) throws -> [[UInt8]] {
 public func scanEntries(_ reader: any StorageReader) throws -> [[UInt8]] {
     let cursor = try reader.cursor(in: BuriStorage.KeyRange.all, reverse: false)
     var entries: [[UInt8]] = []
-    while try cursor.next() { entries.append(cursor.key + [0xFF, 0xFF, 0xFF] + cursor.value) }
+    while try cursor.next() { entries.append(try cursor.key + [0xFF, 0xFF, 0xFF] + cursor.value) }
     return entries
 }

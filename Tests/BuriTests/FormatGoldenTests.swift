@@ -40,7 +40,7 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 7", "42 55 52 49 00 07", { Keyspace.headerValue() }),
+    ("database header value, format 8", "42 55 52 49 00 08", { Keyspace.headerValue() }),
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
     ("largest bucket id key", "00 62 75 63 6b 65 74 2d 69 64 73", { Keyspace.bucketIdsKey }),
     (
@@ -336,7 +336,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 7") || doc.contains("Format version 7"))
+        #expect(doc.contains("format version 8") || doc.contains("Format version 8"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -378,7 +378,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 7)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 8)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -399,10 +399,10 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x06, 0xFF]) == nil)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x07, 0xFF]) == nil)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x07]) == 7)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x08, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x08]) == 8)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x08, 0x01, 0x02]) == 8)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09]) == 9)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09, 0x01, 0x02]) == 9)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

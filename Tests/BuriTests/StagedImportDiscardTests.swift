@@ -8,7 +8,7 @@ import Testing
 private func allKeys(_ db: BuriDatabase) throws -> [[UInt8]: [UInt8]] {
     let cursor = try db.engine.snapshot().cursor(in: .all)
     var result: [[UInt8]: [UInt8]] = [:]
-    while try cursor.next() { result[cursor.key] = cursor.value }
+    while try cursor.next() { result[cursor.key] = try cursor.value }
     return result
 }
 

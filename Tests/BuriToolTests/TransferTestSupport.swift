@@ -24,7 +24,7 @@ func everyKey(_ path: String) throws -> [[UInt8]: [UInt8]] {
     let snapshot = try db.engine.snapshot()
     let cursor = try snapshot.cursor(in: .all)
     var result: [[UInt8]: [UInt8]] = [:]
-    while try cursor.next() { result[cursor.key] = cursor.value }
+    while try cursor.next() { result[cursor.key] = try cursor.value }
     return result
 }
 

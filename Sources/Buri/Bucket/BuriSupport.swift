@@ -99,6 +99,8 @@ public struct BuriIndex<T>: Sendable {
     let reference: (bucket: @Sendable () -> String, rule: DeleteRule)?
     /// Why the declaration cannot be used, reported when the bucket is opened.
     let declarationError: String?
+    /// Declared with ``plaintext()``: its values may be stored readable in an encrypted database.
+    public private(set) var isPlaintext = false
     /// For a full-text index (`.text`, TextIndex.swift): its catalog definition, the tokenizer it
     /// uses and the texts it reads from an object (one, or an array's elements in order).
     let text: TextIndexSource<T>?
@@ -130,7 +132,23 @@ public struct BuriIndex<T>: Sendable {
             id: 0, name: name, components: components, unique: isUnique, multiValued: isMultiValued, version: version,
             fields: fields?.map(\.name), fieldForms: forms?.allSatisfy { $0 == .value } == true ? nil : forms,
             computed: isComputed ? true : nil, references: reference?.bucket(), onDelete: reference?.rule,
-            text: text?.definition)
+            text: text?.definition, plaintext: isPlaintext ? true : nil)
+    }
+
+    /// The same index, declared to store its values readable in an encrypted database.
+    ///
+    /// An encrypted database seals every record, but an index's entries are keys the storage
+    /// engine orders, so their values stay readable in its files (`docs/SECURITY.md`). It refuses
+    /// an index not declared this way (but a relationship's), so no value becomes readable unless
+    /// the app said so. On a plaintext database it changes nothing.
+    ///
+    /// ```swift
+    /// static let buri = BuriSchema<Note>(key: \.id, indexes: [.numeric("created", \.created).plaintext()])
+    /// ```
+    public func plaintext() -> BuriIndex {
+        var copy = self
+        copy.isPlaintext = true
+        return copy
     }
 
     /// The recorded source of a single-component index over a property of type `V`.

@@ -93,6 +93,22 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A full-text query given to ``Bucket/search(_:_:)-(String,String)`` does not parse:
     /// `message` says why and `offset` (in Characters) where.
     case textQuerySyntax(bucket: String, index: String, query: String, message: String, offset: Int)
+    /// The database is encrypted and was opened without a key (``BuriOptions/encryption``). Nothing was read or written.
+    case encryptionKeyRequired(path: String)
+    /// The key or passphrase given is not the database's, or its encryption header is unreadable.
+    /// Nothing was read or written.
+    case wrongEncryptionKey(path: String, reason: String)
+    /// A key was given for a database that is not encrypted. Nothing was written.
+    case notEncrypted(path: String)
+    /// A key file or passphrase that cannot be used (missing, the wrong length, empty).
+    case invalidEncryptionKey(reason: String)
+    /// A sealed record (or named value, with `bucket` `nil` and `key` its name) failed its
+    /// authentication: its bytes were changed on disk, or moved from another key, bucket or database.
+    case authenticationFailed(bucket: String?, key: String, reason: String)
+    /// An encrypted database was given an index not declared plaintext (``BuriIndex/plaintext()``).
+    /// Index entries are keys the engine orders, so their values are readable in the files; Buri
+    /// stores none unless the app declared it. Nothing was written.
+    case indexNotDeclaredPlaintext(bucket: String, index: String)
 
     public var description: String {
         switch self {
@@ -174,6 +190,27 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .valueDecodingFailed(name, type, reason):
             return
                 "named value '\(name)': the stored value does not decode as \(type) (\(reason)); read it as the type it was stored as, or set it again (`buri get-value` shows what it holds)"
+        case .encryptionKeyRequired(let path):
+            return "the database at \(path) is encrypted: open it with its key (BuriOptions.encryption in Swift, "
+                + "--key-file or --passphrase-file with buri); nothing was read or written"
+        case let .wrongEncryptionKey(path, reason):
+            return "the key given does not open the encrypted database at \(path): \(reason); nothing was read or written"
+        case .notEncrypted(let path):
+            return "a key was given, but the database at \(path) is not encrypted; open it without one, or copy it "
+                + "into a new encrypted database (`buri export`, then `buri restore --key-file`); nothing was written"
+        case .invalidEncryptionKey(let reason):
+            return "the encryption key cannot be used: \(reason)"
+        case let .authenticationFailed(bucket, key, reason):
+            let what = bucket.map { "record \(String(reflecting: key)) in bucket \(String(reflecting: $0))" }
+                ?? "value \(String(reflecting: key))"
+            return "the sealed \(what) failed its authentication (\(reason)): its bytes were changed on disk or moved "
+                + "from another key, bucket or database; restore it from a backup or delete it (`buri check` lists "
+                + "every such record)"
+        case let .indexNotDeclaredPlaintext(bucket, index):
+            return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) would store its values "
+                + "readable in the files of this encrypted database (index entries are not sealed); declare it "
+                + "`.plaintext()` (`--plaintext-index` with buri) to accept that, or leave the field unindexed; "
+                + "nothing was written"
         case let .textQuerySyntax(bucket, index, query, message, offset):
             return
                 "bucket '\(bucket)', text index '\(index)': the query does not parse at offset \(offset): \(message)\n"
@@ -215,6 +252,9 @@ extension BuriError {
     func attributed(to bucket: String?) -> BuriError {
         if case let .damaged(path, nil, reason) = self, let bucket {
             return .damaged(path: path, bucket: bucket, reason: reason)
+        }
+        if case let .authenticationFailed(nil, key, reason) = self, let bucket, reason.hasPrefix(Self.sealedRecordPrefix) {
+            return .authenticationFailed(bucket: bucket, key: key, reason: reason)
         }
         return self
     }

@@ -12,7 +12,7 @@
 /// let db = try BuriDatabase(path: "notes.buri", options: options)
 /// ```
 ///
-/// What is sealed and what stays readable is specified in `docs/FORMAT.md` §15 and explained in
+/// What is sealed and what stays readable is specified in `docs/FORMAT.md` §4a and explained in
 /// `docs/SECURITY.md`.
 public protocol DatabaseEncryption: Sendable {
     /// The encryption header for a database being created with this key: stored under
@@ -45,7 +45,7 @@ public protocol DatabaseCipher: Sendable {
     func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8]
 }
 
-/// The first byte of every sealed value (`docs/FORMAT.md` §15): a record's plaintext starts with
+/// The first byte of every sealed value (`docs/FORMAT.md` §4a): a record's plaintext starts with
 /// its layout version (1) and a named value's with a CBOR head, so tools (and `buri repair`, which
 /// has no key) tell a sealed value from a plaintext one by it.
 public let sealedValueMarker: UInt8 = 0xE1

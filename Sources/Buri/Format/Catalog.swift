@@ -59,15 +59,21 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// entries (`docs/FORMAT.md` §5). Its components stay `[.binary]`: each entry's tuple is one
     /// term, and its value lists the term's positions (§9a).
     public var text: TextIndexDefinition?
+    /// Whether the index was declared to store its values readable in an encrypted database
+    /// (format 8; `.plaintext()` in Swift). An encrypted database refuses any other index but a
+    /// relationship's, whose values are object keys, which are stored readable anyway
+    /// (`docs/SECURITY.md`).
+    public var plaintext: Bool?
 
     public init(
         id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false,
         version: Int = 0,
         fields: [String]? = nil, fieldForms: [IndexFieldForm]? = nil, computed: Bool? = nil,
         fieldPaths: [[String]]? = nil, references: String? = nil, onDelete: DeleteRule? = nil,
-        text: TextIndexDefinition? = nil
+        text: TextIndexDefinition? = nil, plaintext: Bool? = nil
     ) {
         self.text = text
+        self.plaintext = plaintext
         self.references = references
         self.onDelete = onDelete
         self.id = id
@@ -96,7 +102,7 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, name, components
         case isUnique = "unique"
-        case multiValued, version, fields, fieldForms, computed, fieldPaths, references, onDelete, text
+        case multiValued, version, fields, fieldForms, computed, fieldPaths, references, onDelete, text, plaintext
     }
 }
 

@@ -36,9 +36,10 @@ enum Keyspace {
     /// version 6 adds text indexes (catalog `text`), whose entries carry the term's positions as
     /// their value, which older code would write empty; version 7 gives new text indexes entry
     /// layout 2 (the document's length before the positions) and keeps each one's token total
-    /// (tag 0x05, under the bucket's count), which older code would not update. Versions 1 to 6
-    /// databases are read.
-    static let formatVersion: UInt16 = 7
+    /// (tag 0x05, under the bucket's count), which older code would not update; version 8 adds
+    /// encryption at rest (``encryptionKey``, sealed record and named values, index values stored
+    /// as keyed tokens), which older code would take for damage. Versions 1 to 7 databases are read.
+    static let formatVersion: UInt16 = 8
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
@@ -47,6 +48,29 @@ enum Keyspace {
     /// a stage, as u32be. A purged id leaves no other trace, and a client of a shared engine that
     /// gave it again would make another client's handles read a different bucket as theirs.
     static let bucketIdsKey: [UInt8] = [databaseTag] + Array("bucket-ids".utf8)
+    /// `00 "encryption"` (format 8): an encrypted database's encryption header (salt, passphrase
+    /// cost, key check; `docs/FORMAT.md` §4a), written in the commit that creates the database.
+    static let encryptionKey: [UInt8] = [databaseTag] + Array("encryption".utf8)
+
+    /// Whether the value stored under `key` is sealed in an encrypted database: records (0x02)
+    /// and named values (0x06). Everything else (the catalog, counts, index entries) is stored as
+    /// it is, and holds index values as keyed tokens where they are private.
+    /// How an encryption header starts (`docs/FORMAT.md` §4a).
+    static let encryptionHeaderMagic: [UInt8] = Array("BURIKEY".utf8)
+    /// The fewest bytes a sealed value has: its marker, session id and counter, and tag (§4a).
+    static let sealedOverhead = 41
+
+    /// Whether `value` has the form of a sealed value (its marker, and room for its nonce and tag),
+    /// for readers without the key: only the key can tell whether it is authentic.
+    static func looksSealed(_ value: [UInt8]) -> Bool {
+        value.count >= sealedOverhead && value.first == sealedValueMarker
+    }
+
+    @inline(__always)
+    static func isSealed(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard let tag = key.first else { return false }
+        return tag == recordTag || tag == valueTag
+    }
 
     static func bucketIdsValue(_ id: UInt32) -> [UInt8] {
         [UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]

@@ -27,6 +27,17 @@ public struct BuriOptions: Sendable {
     /// at open. Default `true`. With `false`, retired generations stay (listed by
     /// ``BuriDatabase/pendingPurges()``) until ``BuriDatabase/purgeRetiredBuckets()`` is called.
     public var purgesInBackground: Bool = true
+    /// The key of an encrypted database (`DatabaseKey` from the `BuriEncryption` product): a new
+    /// database is created encrypted with it, an encrypted one opens only with it. `nil` (the
+    /// default) opens plaintext databases, and refuses encrypted ones with
+    /// ``BuriError/encryptionKeyRequired(path:)``. See `docs/SECURITY.md` for what is sealed.
+    ///
+    /// ```swift
+    /// var options = BuriOptions()
+    /// options.encryption = try DatabaseKey(passphrase: "correct horse battery staple")
+    /// let db = try BuriDatabase(path: "notes.buri", options: options)
+    /// ```
+    public var encryption: (any DatabaseEncryption)?
 
     public init() {}
 }
@@ -94,8 +105,14 @@ public final class BuriDatabase: Sendable {
     public var formatVersion: Int { Int(headerVersion.load(ordering: .acquiring)) }
     /// The version in the header as stored.
     private let headerVersion: Atomic<UInt16>
-    /// The storage engine underneath.
+    /// The storage engine underneath. In an encrypted database it seals and opens values on their
+    /// way to and from ``storedEngine``, so reads through it see plaintext.
     public let engine: any StorageEngine
+    /// The engine as it stores the data: the same as ``engine`` unless the database is encrypted,
+    /// where its values are sealed (a backup copies these bytes).
+    public let storedEngine: any StorageEngine
+    /// Whether the database is encrypted at rest (opened with ``BuriOptions/encryption``).
+    public var isEncrypted: Bool { engine !== storedEngine }
     let options: BuriOptions
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
@@ -252,37 +269,46 @@ public final class BuriDatabase: Sendable {
     ) throws(BuriError) {
         self.path = engine.location
         self.options = options
-        self.engine = engine
+        self.storedEngine = engine
         self.closesEngine = closesEngine
         let generations = BucketGenerations()
         self.generations = generations
-        changeHub = ChangeHub(engine: engine, generations: generations)
+        let opened: (version: UInt16, cipher: (any DatabaseCipher)?)
         do {
-            headerVersion = Atomic(try Self.openHeader(engine, path: engine.location, create: options.createIfMissing))
+            opened = try Self.openHeader(
+                engine, path: engine.location, create: options.createIfMissing, encryption: options.encryption)
         } catch {
             if closesEngine { engine.close() }
             throw BuriError.wrap(error)
         }
+        headerVersion = Atomic(opened.version)
+        self.engine = opened.cipher.map { SealedEngine(base: engine, cipher: $0) } ?? engine
+        changeHub = ChangeHub(engine: self.engine, generations: generations)
         // A marker that does not parse is reported by `check`; it does not keep the database closed.
         try? resumePurges()
     }
 
-    /// Reads (or, on an empty engine, writes) the database header; returns the format version.
-    private static func openHeader(_ engine: any StorageEngine, path: String, create: Bool) throws -> UInt16 {
+    /// Reads (or, on an empty engine, writes) the database header; returns the format version, and
+    /// the cipher of an encrypted database unlocked by `encryption`.
+    private static func openHeader(
+        _ engine: any StorageEngine, path: String, create: Bool, encryption: (any DatabaseEncryption)?
+    ) throws -> (version: UInt16, cipher: (any DatabaseCipher)?) {
         // Two clients of a shared engine creating one database at once: the one whose header
         // commit conflicts reads again and finds the other's header.
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try openHeaderOnce(engine, path: path, create: create)
+                return try openHeaderOnce(engine, path: path, create: create, encryption: encryption)
             } catch let error as StorageError where error.code == .conflict && attempt < 3 {
                 continue
             }
         }
     }
 
-    private static func openHeaderOnce(_ engine: any StorageEngine, path: String, create: Bool) throws -> UInt16 {
+    private static func openHeaderOnce(
+        _ engine: any StorageEngine, path: String, create: Bool, encryption: (any DatabaseEncryption)?
+    ) throws -> (version: UInt16, cipher: (any DatabaseCipher)?) {
         let snapshot = try engine.snapshot()
         if let header = try snapshot.get(Keyspace.headerKey) {
             guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
@@ -290,7 +316,14 @@ public final class BuriDatabase: Sendable {
                 throw BuriError.unsupportedFormat(
                     path: path, found: Int(version), supported: Int(Keyspace.formatVersion))
             }
-            return version
+            let stored = try snapshot.get(Keyspace.encryptionKey)
+            switch (stored, encryption) {
+            case (nil, nil): return (version, nil)
+            case (nil, .some): throw BuriError.notEncrypted(path: path)
+            case (.some, nil): throw BuriError.encryptionKeyRequired(path: path)
+            case (.some(let stored), .some(let encryption)):
+                return (version, try unlock(encryption, header: stored, path: path))
+            }
         }
         let cursor = try snapshot.cursor(in: .all)
         if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
@@ -299,12 +332,37 @@ public final class BuriDatabase: Sendable {
         guard create else { throw BuriError.notABuriDatabase(path: path) }
         let batch = engine.makeBatch()
         batch.put(Keyspace.headerKey, Keyspace.headerValue())
+        // An encrypted database is encrypted from its first commit: no reader ever sees it plaintext.
+        var cipher: (any DatabaseCipher)?
+        if let encryption {
+            let header: [UInt8]
+            do { header = try encryption.newHeader() } catch { throw BuriError.invalidEncryptionKey(reason: error.description) }
+            cipher = try unlock(encryption, header: header, path: path)
+            batch.put(Keyspace.encryptionKey, header)
+        }
         // Conditions: on a shared engine, two clients creating one database must not both succeed
         // in writing different headers (they write the same bytes, but an engine with data must fail).
         try engine.commit(
             batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]),
             sync: true)
-        return Keyspace.formatVersion
+        return (Keyspace.formatVersion, cipher)
+    }
+
+    /// The cipher `encryption` unlocks from the stored encryption header, or the error saying why not.
+    private static func unlock(_ encryption: any DatabaseEncryption, header: [UInt8], path: String) throws(BuriError)
+        -> any DatabaseCipher
+    {
+        do {
+            return try encryption.unlock(header: header)
+        } catch {
+            switch error {
+            case .invalidKey(let reason): throw .invalidEncryptionKey(reason: reason)
+            case .malformedHeader(let reason):
+                throw .wrongEncryptionKey(path: path, reason: "its encryption header is unreadable: \(reason)")
+            case .wrongKey(let reason), .authenticationFailed(let reason):
+                throw .wrongEncryptionKey(path: path, reason: reason)
+            }
+        }
     }
 
     /// The error for a failed LevelDB open. Damage is most often a write-ahead log record that
@@ -537,6 +595,13 @@ public final class BuriDatabase: Sendable {
     /// Puts a descriptor into `batch`. Callers hold the write lock; the catalog generation moves
     /// on here, so views made before it stop writing even if the commit then fails (they reopen).
     func saveDescriptor(_ descriptor: BucketDescriptor, into batch: any StorageBatch) throws(BuriError) {
+        // Every catalog write passes here: no index of an encrypted database stores readable
+        // values unless declared so.
+        if isEncrypted,
+            let index = descriptor.indexes.first(where: { $0.plaintext != true && $0.references == nil })
+        {
+            throw .indexNotDeclaredPlaintext(bucket: descriptor.name, index: index.name)
+        }
         let bytes: [UInt8]
         do {
             bytes = try descriptor.encoded()

@@ -151,7 +151,7 @@ extension BuriDatabase {
             var result: [RetiredBucket] = []
             let cursor = try reader.cursor(in: Keyspace.retiredRange)
             while try cursor.next() {
-                guard let marker = Keyspace.parseRetired(key: cursor.key, value: cursor.value) else {
+                guard let marker = Keyspace.parseRetired(key: cursor.key, value: try cursor.value) else {
                     throw BuriError.corruption(
                         bucket: nil, key: nil, index: nil,
                         reason:

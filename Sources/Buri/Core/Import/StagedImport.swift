@@ -139,7 +139,7 @@ public final class StagedImport {
             while more || !pending.isEmpty {
                 while more, pending.count < fitting {
                     guard try cursor.next() else { more = false; break }
-                    let (key, value) = (cursor.key, cursor.value)
+                    let (key, value) = (cursor.key, try cursor.value)
                     let objectKey = try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
                     let header: RecordHeader
                     var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
@@ -343,7 +343,7 @@ public final class StagedImport {
                 let r = try right.next()
                 if l != r { return nil }
                 if !l { return count }
-                if left.key != right.key || left.value != right.value { return nil }
+                if try left.key != right.key || left.value != right.value { return nil }
                 count += 1
                 if count % 10_000 == 0 { progress(count) }
             }

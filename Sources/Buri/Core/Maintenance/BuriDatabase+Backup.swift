@@ -14,7 +14,8 @@ extension BuriDatabase {
     ///
     /// The copy is built in a sibling directory and moved to `path` only once complete and synced,
     /// so `path` never holds a partial backup, even if the process dies midway. Returns the
-    /// number of keys copied.
+    /// number of keys copied. An encrypted database's copy is its stored bytes: as encrypted as
+    /// the original, and opened with the same key.
     ///
     /// ```swift
     /// try db.backup(to: "people-backup.buri")
@@ -32,7 +33,9 @@ extension BuriDatabase {
                     code: .invalidArgument, message: "'\(path)' already exists; back up to a new path", location: path))
         }
         let staging = path + ".partial-" + UUID().uuidString
-        let snapshot = try snapshot()
+        // The stored engine's snapshot: an encrypted database's values are copied sealed.
+        try checkOpen()
+        let snapshot = try run { try storedEngine.snapshot() }
         var copied = 0
         do {
             var storage = levelDB
@@ -44,7 +47,7 @@ extension BuriDatabase {
                 let cursor = try snapshot.cursor(in: .all)
                 var batch = target.makeBatch()
                 while try cursor.next() {
-                    cursor.withKey { key in cursor.withValue { value in batch.put(key, value) } }
+                    try cursor.withKey { key in try cursor.withValue { value in batch.put(key, value) } }
                     copied += 1
                     if batch.byteSize >= 4 << 20 {
                         try target.commit(batch, conditions: nil, sync: false)

@@ -343,7 +343,7 @@ extension BuriDatabase {
                 guard isWellFormed(key: key, value: value) else { return false }
                 // A record must fit its bucket's catalog entry, where there is one.
                 guard key.first == Keyspace.recordTag, let (bucket, _) = Keyspace.bucketAndObjectKey(ofRecordKey: key),
-                    let descriptor = descriptors[bucket]
+                    let descriptor = descriptors[bucket], !Keyspace.looksSealed(value)
                 else { return true }
                 return value.withUnsafeBytes { raw in
                     guard let header = try? RecordHeader.parse(raw).0 else { return false }
@@ -379,6 +379,8 @@ extension BuriDatabase {
         switch key.first {
         case Keyspace.databaseTag?:
             if key == Keyspace.bucketIdsKey { return Keyspace.parseBucketIds(value) != nil }
+            // Repair has no key: an encryption header is kept as long as it says what it is.
+            if key == Keyspace.encryptionKey { return value.starts(with: Keyspace.encryptionHeaderMagic) }
             return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
         case Keyspace.indexTag?:
             // Empty, or a text index's positions (format 6 and 7 layouts): `check` then compares
@@ -395,6 +397,9 @@ extension BuriDatabase {
                 && Keyspace.parseCount(value) != nil
         case Keyspace.recordTag?:
             guard key.count > Keyspace.recordPrefixLength else { return false }
+            // A sealed record cannot be opened without the key, which repair does not have: its
+            // form is all that can be judged, and `check` (with the key) authenticates it.
+            if Keyspace.looksSealed(value) { return true }
             return value.withUnsafeBytes { raw in
                 guard let offset = try? RecordHeader.parse(raw).payloadOffset else { return false }
                 return (try? CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[offset...]))) != nil
@@ -403,7 +408,8 @@ extension BuriDatabase {
             guard let descriptor = try? BucketDescriptor.decode(value) else { return false }
             return Array(descriptor.name.utf8) == Array(key.dropFirst())
         case Keyspace.valueTag?:
-            return Keyspace.valueName(fromValueKey: key) != nil && (try? CBORValue(decoding: value)) != nil
+            return Keyspace.valueName(fromValueKey: key) != nil
+                && (Keyspace.looksSealed(value) || (try? CBORValue(decoding: value)) != nil)
         default:
             return false
         }

@@ -70,7 +70,7 @@ enum CatalogRecovery {
         var markerNames: [UInt32: String] = [:]
         let markers = try snapshot.cursor(in: Keyspace.retiredRange)
         while try markers.next() {
-            if let marker = Keyspace.parseRetired(key: markers.key, value: markers.value) {
+            if let marker = Keyspace.parseRetired(key: markers.key, value: try markers.value) {
                 retired.insert(marker.bucket)
                 markerNames[marker.bucket] = marker.name
             }

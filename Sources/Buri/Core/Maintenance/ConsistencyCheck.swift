@@ -185,7 +185,7 @@ extension BuriDatabase {
         let markers = try snapshot.cursor(in: Keyspace.retiredRange)
         while try markers.next() {
             let key = markers.key
-            if let marker = Keyspace.parseRetired(key: key, value: markers.value), buckets[marker.bucket] == nil {
+            if let marker = Keyspace.parseRetired(key: key, value: try markers.value), buckets[marker.bucket] == nil {
                 retired.insert(marker.bucket)
                 report.pendingPurges.append(
                     RetiredBucket(
@@ -485,7 +485,7 @@ extension BuriDatabase {
                 }
             }
             if let id = Keyspace.bucket(ofCountKey: key), orphans[id] != nil {
-                orphans[id]?.count = Keyspace.parseCount(countKeys.value)
+                orphans[id]?.count = Keyspace.parseCount(try countKeys.value)
                 continue
             }
             var problem = ConsistencyProblem(
@@ -507,9 +507,9 @@ extension BuriDatabase {
             if name == nil {
                 damage =
                     "the key \(key.map { String(format2: $0) }.joined(separator: " ")) holds no valid UTF-8 name; it is kept: read it with a LevelDB tool and delete it if it is not needed"
-            } else if values.withValue({ (try? CBORValue(decoding: $0)) == nil }) {
+            } else if try values.withValue({ (try? CBORValue(decoding: $0)) == nil }) {
                 damage =
-                    "its \(values.value.count) stored bytes are not one CBOR item; it is kept: set it again (`buri set-value`) or remove it"
+                    "its \((try? values.value.count) ?? 0) stored bytes are not one CBOR item; it is kept: set it again (`buri set-value`) or remove it"
             } else {
                 damage = nil
             }

@@ -32,7 +32,7 @@ extension BuriDatabase {
             var found: [Relationship] = []
             let cursor = try reader.cursor(in: Keyspace.catalogRange)
             while try cursor.next() {
-                let mentions = cursor.withValue { value in
+                let mentions = try cursor.withValue { value in
                     value.count >= marker.count && value.bindMemoryAsUInt8().firstRange(of: marker) != nil
                 }
                 guard mentions else { continue }

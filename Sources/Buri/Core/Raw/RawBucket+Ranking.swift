@@ -279,7 +279,7 @@ struct TextRanker {
                         bucket: bucket.name, key: nil, index: index.name, reason: "index entry key")
                 }
                 let key = cursor.withKey { Array($0[parts.objectKey]) }
-                let head = cursor.withValue { raw in
+                let head = try cursor.withValue { raw in
                     Result { () throws(FormatError) in try TextEntries.frequencyAndLength(raw) }
                 }
                 guard case .success(let (frequency, length)) = head else {

@@ -320,7 +320,7 @@ extension RawBucket {
                     steps += 1
                 }
                 guard !exhausted, comparison == 0 else { continue }
-                cursor.withValue { value in
+                try cursor.withValue { value in
                     if let length = try? RecordHeader.payloadOffset(value) {
                         slots[position] = .stored(start: bytes.count, length: length)
                         bytes.append(contentsOf: value[..<length])

@@ -242,7 +242,7 @@ struct TextSearcher {
             }
             do {
                 let layout = index.text?.entryLayout ?? 1
-                let decoded = cursor.withValue { raw in
+                let decoded = try cursor.withValue { raw in
                     Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
                         try TextEntries.decode(raw, layout: layout)
                     }
@@ -520,7 +520,7 @@ final class TermCursor {
     private func readValue<R>(
         _ decode: (UnsafeRawBufferPointer) throws(FormatError) -> R
     ) throws(BuriError) -> R {
-        let result = cursor.withValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
+        let result = try cursor.readValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
         switch result {
         case .success(let value): return value
         case .failure(let error):

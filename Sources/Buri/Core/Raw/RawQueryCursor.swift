@@ -379,7 +379,7 @@ public final class RawQueryCursor {
     private func locateRecord() throws(BuriError) -> Bool {
         if candidateOnCursor, let cursor {
             // Scanning records: the value is right under the cursor.
-            record = cursor.withValue { $0 }
+            record = try cursor.readValue { $0 }
             return true
         }
         if candidateReadAhead {
@@ -401,7 +401,7 @@ public final class RawQueryCursor {
                 while true {
                     let order = records.withKey { compare($0, recordKey) }
                     if order == 0 {
-                        record = records.withValue { $0 }
+                        record = try records.withValue { $0 }
                         return true
                     }
                     if order > 0 || steps == 1 { break }
@@ -420,7 +420,7 @@ public final class RawQueryCursor {
                 return false
             }
             guard records.withKey({ compare($0, recordKey) }) == 0 else { return false }
-            record = records.withValue { $0 }
+            record = try records.withValue { $0 }
             return true
         }
     }

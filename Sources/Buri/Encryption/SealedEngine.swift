@@ -1,0 +1,229 @@
+import BuriStorage
+
+/// The storage engine of an encrypted database: another engine, whose record and named values
+/// (``Keyspace/isSealed(_:)``) are sealed as they are written and opened as they are read.
+///
+/// Everything above it (buckets, transactions, queries, check, observation) sees plaintext, so
+/// one code path serves encrypted and plaintext databases alike; everything below it (LevelDB's
+/// files and log, a memory engine, an etcd cluster) sees only sealed values. A value is sealed with
+/// its full stored key as associated data (`docs/FORMAT.md` §4a), so a value copied or swapped to
+/// another key or bucket fails to open with ``BuriError/authenticationFailed(bucket:key:reason:)``.
+final class SealedEngine: StorageEngine {
+    let base: any StorageEngine
+    let cipher: any DatabaseCipher
+
+    init(base: any StorageEngine, cipher: any DatabaseCipher) {
+        self.base = base
+        self.cipher = cipher
+    }
+
+    var location: String { base.location }
+    var isShared: Bool { base.isShared }
+    var isClosed: Bool { base.isClosed }
+
+    func snapshot() throws -> any StorageSnapshot { SealedSnapshot(base: try base.snapshot(), cipher: cipher) }
+
+    func latest() throws -> any StorageReader {
+        let reader = try base.latest()
+        if let snapshot = reader as? any StorageSnapshot { return SealedSnapshot(base: snapshot, cipher: cipher) }
+        return SealedReader(base: reader, cipher: cipher)
+    }
+
+    func makeBatch() -> any StorageBatch { SealedBatch(base: base.makeBatch(), cipher: cipher) }
+
+    func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
+        guard let batch = batch as? SealedBatch else {
+            throw StorageError(
+                code: .invalidArgument, message: "a batch not made by this encrypted database's engine",
+                location: location)
+        }
+        var conditions = conditions
+        if let snapshot = conditions?.snapshot as? SealedSnapshot { conditions?.snapshot = snapshot.snapshot }
+        try base.commit(batch.base, conditions: conditions, sync: sync)
+    }
+
+    func close() { base.close() }
+    func compact(_ range: KeyRange?) throws { try base.compact(range) }
+    func property(_ name: String) throws -> String? { try base.property(name) }
+    func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { try base.approximateSizes(of: ranges) }
+
+    /// Observers see opened values; a value that fails to open reaches them as stored, so that
+    /// decoding it fails there instead of an observer seeing a commit with a change left out.
+    func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
+        let cipher = cipher
+        return base.observeCommits { event in
+            var event = event
+            for (position, change) in event.changes.enumerated() {
+                guard case .put(let key, let value) = change,
+                    key.withUnsafeBytes({ Keyspace.isSealed($0) }),
+                    let opened = try? Self.open(value, key: key, cipher: cipher)
+                else { continue }
+                event.changes[position] = .put(key: key, value: opened)
+            }
+            observer(event)
+        }
+    }
+
+    /// The plaintext of `value` stored under `key`, or the error naming what failed to open.
+    static func open(_ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher)
+        throws(BuriError) -> [UInt8]
+    {
+        do {
+            return try cipher.open(value, associatedData: key)
+        } catch {
+            throw rejection(key: Array(key), reason: error.description)
+        }
+    }
+
+    static func open(_ value: [UInt8], key: [UInt8], cipher: any DatabaseCipher) throws(BuriError) -> [UInt8] {
+        let result = value.withUnsafeBytes { value in
+            key.withUnsafeBytes { key in Result { () throws(BuriError) in try open(value, key: key, cipher: cipher) } }
+        }
+        return try result.get()
+    }
+
+    /// The error for the sealed value under `key` that did not open: a record names its bucket by
+    /// id until ``BuriError/attributed(to:)`` names it, a named value names itself.
+    static func rejection(key: [UInt8], reason: String) -> BuriError {
+        if let (bucket, object) = Keyspace.bucketAndObjectKey(ofRecordKey: key) {
+            return .authenticationFailed(
+                bucket: nil, key: object, reason: "\(BuriError.sealedRecordPrefix)\(bucket): \(reason)")
+        }
+        if key.first == Keyspace.valueTag {
+            return .authenticationFailed(bucket: nil, key: String(decoding: key.dropFirst(), as: UTF8.self), reason: reason)
+        }
+        return .authenticationFailed(bucket: nil, key: String(decoding: key, as: UTF8.self), reason: reason)
+    }
+}
+
+extension StorageCursor {
+    /// ``StorageCursor/withValue(_:)`` for Buri's typed code: a value that cannot be read (a sealed
+    /// one failing its authentication) throws its ``BuriError``.
+    func readValue<R>(_ body: (UnsafeRawBufferPointer) throws(BuriError) -> R) throws(BuriError) -> R {
+        do {
+            return try withValue { raw throws(BuriError) in try body(raw) }
+        } catch {
+            throw BuriError.wrap(error)
+        }
+    }
+}
+
+extension BuriError {
+    /// How the reason of a record's ``authenticationFailed(bucket:key:reason:)`` starts while its
+    /// bucket is still unnamed (the engine knows only its id).
+    static let sealedRecordPrefix = "stored under bucket id "
+}
+
+/// Reads of an encrypted database: sealed values are opened as they are read.
+class SealedReader: StorageReader {
+    let reader: any StorageReader
+    let cipher: any DatabaseCipher
+
+    init(base: any StorageReader, cipher: any DatabaseCipher) {
+        reader = base
+        self.cipher = cipher
+    }
+
+    var prefersBatchedReads: Bool { reader.prefersBatchedReads }
+
+    func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard key.withUnsafeBytes({ Keyspace.isSealed($0) }) else { return try reader.withValue(forKey: key, body) }
+        let cipher = cipher
+        let opened = try reader.withValue(forKey: key) { value -> [UInt8]? in
+            guard let value else { return nil }
+            return try key.withUnsafeBytes { key in try SealedEngine.open(value, key: key, cipher: cipher) }
+        }
+        guard let opened else { return try body(nil) }
+        return try opened.withUnsafeBytes { try body($0) }
+    }
+
+    func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
+        var values = try reader.values(forKeys: keys)
+        for position in values.indices {
+            guard let value = values[position], keys[position].withUnsafeBytes({ Keyspace.isSealed($0) }) else {
+                continue
+            }
+            values[position] = try SealedEngine.open(value, key: keys[position], cipher: cipher)
+        }
+        return values
+    }
+
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        SealedCursor(base: try reader.cursor(in: range, reverse: reverse), cipher: cipher)
+    }
+}
+
+/// A snapshot of an encrypted database; its engine's commits unwrap it for their conditions.
+final class SealedSnapshot: SealedReader, StorageSnapshot {
+    let snapshot: any StorageSnapshot
+
+    init(base: any StorageSnapshot, cipher: any DatabaseCipher) {
+        snapshot = base
+        super.init(base: base, cipher: cipher)
+    }
+}
+
+/// A cursor of an encrypted database. A sealed value is opened only when it is read (a scan of
+/// keys decrypts nothing), and once per position.
+final class SealedCursor: StorageCursor {
+    let base: any StorageCursor
+    let cipher: any DatabaseCipher
+    /// The opened value of the current position, once read.
+    private var opened: [UInt8]?
+
+    init(base: any StorageCursor, cipher: any DatabaseCipher) {
+        self.base = base
+        self.cipher = cipher
+    }
+
+    func next() throws -> Bool {
+        opened = nil
+        return try base.next()
+    }
+
+    func seek(_ key: [UInt8]) {
+        opened = nil
+        base.seek(key)
+    }
+
+    var isOnEntry: Bool { base.isOnEntry }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try base.withKey(body) }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        if let opened { return try opened.withUnsafeBytes { try body($0) } }
+        guard base.isOnEntry, base.withKey({ Keyspace.isSealed($0) }) else { return try base.withValue(body) }
+        let cipher = cipher
+        let value = try base.withKey { key in
+            try base.withValue { value throws(BuriError) in try SealedEngine.open(value, key: key, cipher: cipher) }
+        }
+        opened = value
+        return try value.withUnsafeBytes { try body($0) }
+    }
+}
+
+/// A batch of an encrypted database: sealed values are sealed as they are added.
+final class SealedBatch: StorageBatch {
+    let base: any StorageBatch
+    let cipher: any DatabaseCipher
+
+    init(base: any StorageBatch, cipher: any DatabaseCipher) {
+        self.base = base
+        self.cipher = cipher
+    }
+
+    func put(_ key: [UInt8], _ value: [UInt8]) {
+        key.withUnsafeBytes { key in value.withUnsafeBytes { value in put(key, value) } }
+    }
+
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        guard Keyspace.isSealed(key) else { return base.put(key, value) }
+        let sealed = cipher.seal(value, associatedData: key)
+        sealed.withUnsafeBytes { base.put(key, $0) }
+    }
+
+    func delete(_ key: [UInt8]) { base.delete(key) }
+    func delete(_ key: UnsafeRawBufferPointer) { base.delete(key) }
+    var count: Int { base.count }
+    var byteSize: Int { base.byteSize }
+}
