@@ -105,10 +105,13 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A sealed record (or named value, with `bucket` `nil` and `key` its name) failed its
     /// authentication: its bytes were changed on disk, or moved from another key, bucket or database.
     case authenticationFailed(bucket: String?, key: String, reason: String)
-    /// An encrypted database was given an index not declared plaintext (``BuriIndex/plaintext()``).
-    /// Index entries are keys the engine orders, so their values are readable in the files; Buri
-    /// stores none unless the app declared it. Nothing was written.
+    /// An encrypted database was given an index with a numeric component not declared plaintext
+    /// (``BuriIndex/plaintext()``): numbers are stored in their order, which would reveal them, so
+    /// Buri stores none unless the app declared it. Nothing was written.
     case indexNotDeclaredPlaintext(bucket: String, index: String)
+    /// An operation a private index of an encrypted database cannot answer: its values are stored
+    /// as keyed tokens, which match exactly but have no order (a range, a prefix, a sort, an aggregate).
+    case privateIndex(bucket: String, index: String, operation: String)
 
     public var description: String {
         switch self {
@@ -207,10 +210,15 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "from another key, bucket or database; restore it from a backup or delete it (`buri check` lists "
                 + "every such record)"
         case let .indexNotDeclaredPlaintext(bucket, index):
-            return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) would store its values "
-                + "readable in the files of this encrypted database (index entries are not sealed); declare it "
+            return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) has a numeric component, "
+                + "whose values an encrypted database would store in their order, readable in its files; declare it "
                 + "`.plaintext()` (`--plaintext-index` with buri) to accept that, or leave the field unindexed; "
                 + "nothing was written"
+        case let .privateIndex(bucket, index, operation):
+            return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) is private in this "
+                + "encrypted database: its values are stored as keyed tokens, which match exactly but have no order, "
+                + "so it cannot answer \(operation); query it for exact values, or declare it `.plaintext()` "
+                + "(which leaves its values readable in the files)"
         case let .textQuerySyntax(bucket, index, query, message, offset):
             return
                 "bucket '\(bucket)', text index '\(index)': the query does not parse at offset \(offset): \(message)\n"

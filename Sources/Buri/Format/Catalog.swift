@@ -64,6 +64,10 @@ public struct IndexDefinition: Codable, Sendable, Hashable {
     /// relationship's, whose values are object keys, which are stored readable anyway
     /// (`docs/SECURITY.md`).
     public var plaintext: Bool?
+    /// The keyed tokens its values are stored as, when it is private in an encrypted database;
+    /// attached to a bucket view's definitions, never stored (`IndexTokens`).
+    var tokenSlot = IndexTokens.Slot()
+    var tokens: IndexTokens? { tokenSlot.tokens }
 
     public init(
         id: UInt32, name: String, components: [IndexKind], unique: Bool = false, multiValued: Bool = false,

@@ -358,6 +358,7 @@ extension RawBucket {
         }
         let grouping = try groupIndex.map { (name) throws(BuriError) -> IndexDefinition in
             let group = try lookUp(name)
+            try group.requireOrder(bucket: self.name, for: "grouping by it (its groups would be tokens)")
             guard group.components.count == 1 else {
                 throw .invalidQuery(
                     bucket: self.name, index: name,

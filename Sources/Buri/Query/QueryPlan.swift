@@ -47,11 +47,15 @@ final class ConditionPlan {
                     reason: "component \(component + 1) is \(kind.rawValue) but the query gives \(value)")
             }
         }
+        /// A value as the index stores it: itself, or its token in a private index.
+        func stored(_ value: IndexValue) -> [UInt8] {
+            index.tokens.map { $0.token(value, index: index.name).encoded } ?? value.encoded
+        }
         prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
         var base = prefix
         for (position, value) in condition.leading.enumerated() {
             try check(value, component: position)
-            base.append(contentsOf: value.encoded)
+            base.append(contentsOf: stored(value))
         }
         let next = condition.leading.count
         var alternatives: [KeyRange]? = nil
@@ -64,7 +68,7 @@ final class ConditionPlan {
             prefixes.reserveCapacity(values.count)
             for value in values {
                 try check(value, component: next)
-                prefixes.append(base + value.encoded)
+                prefixes.append(base + stored(value))
             }
             // Values are prefix-free encodings: distinct ones give disjoint ranges.
             prefixes = Set(prefixes).sorted { $0.lexicographicallyPrecedes($1) }
@@ -76,6 +80,7 @@ final class ConditionPlan {
                 range = KeyRange(start: base, end: base)  // no value: an empty range
             }
         case let .range(lower, upper):
+            try index.requireOrder(bucket: descriptor.name, for: "a range of values")
             let start: [UInt8]
             switch lower {
             case .unbounded: start = base
@@ -98,6 +103,7 @@ final class ConditionPlan {
             }
             range = KeyRange(start: start, end: end)
         case .prefix(let bytes):
+            try index.requireOrder(bucket: descriptor.name, for: "a prefix query")
             guard index.components[next] == .binary else {
                 throw .invalidQuery(
                     bucket: descriptor.name, index: index.name,
@@ -315,6 +321,7 @@ struct QueryPlan {
                     throw .unknownIndex(
                         bucket: descriptor.name, index: key.index, known: descriptor.indexes.map(\.name))
                 }
+                try index.requireOrder(bucket: descriptor.name, for: "an order by it")
                 keys.append((index, key.descending != query.isDescending))
             }
             let lead = keys[0].index

@@ -113,6 +113,8 @@ public final class BuriDatabase: Sendable {
     public let storedEngine: any StorageEngine
     /// Whether the database is encrypted at rest (opened with ``BuriOptions/encryption``).
     public var isEncrypted: Bool { engine !== storedEngine }
+    /// The keyed tokens of an encrypted database's private indexes; `nil` for a plaintext one.
+    let indexTokens: IndexTokens?
     let options: BuriOptions
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
@@ -283,6 +285,7 @@ public final class BuriDatabase: Sendable {
         }
         headerVersion = Atomic(opened.version)
         self.engine = opened.cipher.map { SealedEngine(base: engine, cipher: $0) } ?? engine
+        indexTokens = opened.cipher.map { IndexTokens(cipher: $0) }
         changeHub = ChangeHub(engine: self.engine, generations: generations)
         // A marker that does not parse is reported by `check`; it does not keep the database closed.
         try? resumePurges()
@@ -598,7 +601,9 @@ public final class BuriDatabase: Sendable {
         // Every catalog write passes here: no index of an encrypted database stores readable
         // values unless declared so.
         if isEncrypted,
-            let index = descriptor.indexes.first(where: { $0.plaintext != true && $0.references == nil })
+            let index = descriptor.indexes.first(where: {
+                IndexTokens.isPrivate($0) && $0.components.contains(.numeric)
+            })
         {
             throw .indexNotDeclaredPlaintext(bucket: descriptor.name, index: index.name)
         }

@@ -41,7 +41,8 @@ public final class RawBucket: Sendable {
     ) {
         self.stagingMarker = stagingMarker
         self.database = database
-        self.madeDescriptor = descriptor
+        // A private index's values are its tokens for every read and write through this view.
+        self.madeDescriptor = descriptor.attaching(database.indexTokens)
         self.transaction = transaction
         self.pinned = pinned || transaction != nil
         self.generation = generation ?? database.catalogGeneration(descriptor.name)
@@ -146,6 +147,7 @@ public final class RawBucket: Sendable {
                 bucket: name, key: key, index: definition.name,
                 reason: "expected a tuple of \(definition.components.map(\.rawValue)), got \(tuple)")
         }
+        let tuple = definition.stored(tuple)
         let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
         if encoded.count > Keyspace.maxTupleLength {
             throw .invalidIndexValue(

@@ -1,0 +1,71 @@
+/// The keyed tokens a private index stores in an encrypted database instead of its values
+/// (`docs/FORMAT.md` §4a): each binary element of a tuple becomes the 16-byte token of the
+/// index's name and the element's encoding, stored as a binary element. Equal values give equal
+/// tokens, so exact matches, `IN` lists, unique indexes and text terms work as before; tokens have
+/// no order, so ranges, prefixes, sorting and aggregates on such an index are refused with
+/// ``BuriError/privateIndex(bucket:index:operation:)``.
+///
+/// Attached to each private index definition of a bucket view (``BucketDescriptor/attaching(_:)``).
+final class IndexTokens: Sendable {
+    let cipher: any DatabaseCipher
+
+    init(cipher: any DatabaseCipher) { self.cipher = cipher }
+
+    /// Where a definition holds its tokens: never stored, and equal to every other, so that
+    /// definitions compare (and hash) as their catalog entries do.
+    struct Slot: Sendable, Hashable {
+        var tokens: IndexTokens?
+        static func == (lhs: Slot, rhs: Slot) -> Bool { true }
+        func hash(into hasher: inout Hasher) {}
+    }
+
+    /// Whether `index` is private in an encrypted database: any index not declared plaintext but
+    /// a relationship's (whose values are object keys, stored readable anyway).
+    static func isPrivate(_ index: IndexDefinition) -> Bool { index.plaintext != true && index.references == nil }
+
+    /// The token stored for `value` in the index named `index`.
+    func token(_ value: IndexValue, index: String) -> IndexValue {
+        var input: [UInt8] = []
+        let name = Array(index.utf8)
+        input.reserveCapacity(4 + name.count + value.encoded.count)
+        let count = UInt32(truncatingIfNeeded: name.count)
+        input += [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        input += name
+        input += value.encoded
+        return IndexValue(bytes: input.withUnsafeBytes { cipher.token($0) })
+    }
+}
+
+extension IndexDefinition {
+    /// Whether its values are stored as keyed tokens (a private index of an encrypted database).
+    var isPrivate: Bool { tokens != nil }
+
+    /// The tuple as the index stores it: `tuple` itself, or its elements' tokens.
+    func stored(_ tuple: [IndexValue]) -> [IndexValue] {
+        guard let tokens else { return tuple }
+        return tuple.map { tokens.token($0, index: name) }
+    }
+
+    /// The encoded tuple as the index stores it (see ``stored(_:)``).
+    func stored(encoded tuple: [UInt8]) -> [UInt8] {
+        guard tokens != nil else { return tuple }
+        return IndexTuple.join(stored(IndexTuple.split(tuple)))
+    }
+
+    /// Refuses `operation` on a private index, whose tokens have no order.
+    func requireOrder(bucket: String, for operation: @autoclosure () -> String) throws(BuriError) {
+        if isPrivate { throw .privateIndex(bucket: bucket, index: name, operation: operation()) }
+    }
+}
+
+extension BucketDescriptor {
+    /// The descriptor with `tokens` attached to each private index (none when `tokens` is `nil`).
+    func attaching(_ tokens: IndexTokens?) -> BucketDescriptor {
+        guard let tokens else { return self }
+        var copy = self
+        for position in copy.indexes.indices where IndexTokens.isPrivate(copy.indexes[position]) {
+            copy.indexes[position].tokenSlot.tokens = tokens
+        }
+        return copy
+    }
+}
