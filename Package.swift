@@ -13,6 +13,8 @@ import PackageDescription
 //   Buri       – the on-disk format, buckets, indexes and queries (re-exports BuriEngines)
 //   BuriTransfer – export, import and restore of a database as JSON Lines (the `buri export`
 //                format), for apps as for the tool: on Buri and BuriCodec only
+//   BuriEncryption – encryption at rest (Buri's `DatabaseEncryption`) with swift-crypto: its own
+//                product, so that only apps that encrypt build swift-crypto
 //   buri       – the command-line tool; buri-demo – the runnable tour (no LevelDB import:
 //                engine-specific files and operations come through BuriEngines)
 // Scripts/check-layers fails if BuriStorage, BuriEtcd, BuriTransfer or the tool imports or depends
@@ -32,11 +34,15 @@ let package = Package(
         // The etcd engine: a product of its own, so that only apps that link it depend on it.
         .library(name: "BuriEtcd", targets: ["BuriEtcd"]),
         .library(name: "BuriTransfer", targets: ["BuriTransfer"]),
+        // Encryption at rest: a product of its own, so that only apps that encrypt build swift-crypto.
+        .library(name: "BuriEncryption", targets: ["BuriEncryption"]),
         .executable(name: "buri", targets: ["BuriTool"]),
         .executable(name: "buri-demo", targets: ["BuriDemo"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Only the BuriEncryption product uses it (AES-GCM, HKDF, HMAC; scrypt from CryptoExtras).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -55,6 +61,15 @@ let package = Package(
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         // Export, import and restore (JSON Lines), the tool's commands' work as a library.
         .target(name: "BuriTransfer", dependencies: ["Buri", "BuriCodec"]),
+        // The keys, header and cipher behind Buri's `DatabaseEncryption`, on swift-crypto. Scrypt
+        // comes from CryptoExtras, not from `_CryptoExtras`, which only re-exports it: one target fewer.
+        .target(
+            name: "BuriEncryption",
+            dependencies: [
+                "Buri",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         .executableTarget(
             name: "BuriTool",
             dependencies: [
@@ -82,6 +97,10 @@ let package = Package(
             // Databases written by earlier schemas, opened by the migration tests (never rewritten).
             exclude: ["Fixtures"]),
         .testTarget(name: "BuriTransferTests", dependencies: ["BuriTransfer", "Buri", "BuriTestSupport"]),
+        .testTarget(
+            name: "BuriEncryptionTests", dependencies: ["BuriEncryption", "Buri", "BuriTestBasics"],
+            // The Python script that computed the known-answer vectors independently (not built).
+            exclude: ["Vectors"]),
         .testTarget(
             name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
         .testTarget(

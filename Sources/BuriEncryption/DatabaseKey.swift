@@ -1,0 +1,289 @@
+import Buri
+import Crypto
+
+/// The key of an encrypted database: a raw 256-bit key (from a key file, or bytes the app keeps in
+/// a keychain), or a passphrase stretched with scrypt. Set it as Buri's `BuriOptions.encryption`
+/// to create or open an encrypted database.
+///
+/// Records are sealed with AES-256-GCM under keys derived from this key and the database's random
+/// salt (HKDF-SHA256); the database's encryption header stores the salt, the passphrase's scrypt
+/// cost and salt, and a key check, never the key (`docs/FORMAT.md` §15). A wrong key is refused
+/// before anything is read or written.
+///
+/// ```swift
+/// import Buri
+/// import BuriEncryption
+///
+/// var options = BuriOptions()
+/// options.encryption = try DatabaseKey(contentsOfFile: "notes.key")   // head -c 32 /dev/urandom > notes.key
+/// let db = try BuriDatabase(path: "notes.buri", options: options)
+/// ```
+///
+/// Its `description` and `debugDescription` say which kind of key it is and never show the key.
+public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    enum Material: Sendable {
+        /// The master key itself.
+        case rawKey(SymmetricKey)
+        /// The passphrase's UTF-8 bytes (kept in swift-crypto's zeroed storage) and the scrypt
+        /// cost of new databases.
+        case passphrase(SymmetricKey, ScryptCost)
+    }
+
+    let material: Material
+
+    /// The byte count of a raw key and of a key file: 256 bits.
+    static let rawKeyByteCount = 32
+    /// The largest passphrase file read.
+    static let passphraseFileLimit = 64 * 1024
+
+    /// A raw 256-bit key: exactly 32 bytes, as random as the system's generator makes them.
+    ///
+    /// ```swift
+    /// let bytes: [UInt8] = try keychain.databaseKey()   // 32 bytes the app stored
+    /// options.encryption = try DatabaseKey(bytes: bytes)
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.invalidKey` naming the length when there are not exactly
+    ///   32 bytes.
+    public init(bytes: some Collection<UInt8>) throws(EncryptionFailure) {
+        guard bytes.count == Self.rawKeyByteCount else {
+            throw .invalidKey(
+                "a raw database key is exactly \(Self.rawKeyByteCount) bytes (256 bits); this one is \(bytes.count) bytes"
+            )
+        }
+        material = .rawKey(SymmetricKey(data: Array(bytes)))
+    }
+
+    /// The raw 256-bit key in a key file, which holds exactly 32 random bytes (not hex, not text).
+    ///
+    /// ```swift
+    /// // head -c 32 /dev/urandom > notes.key
+    /// options.encryption = try DatabaseKey(contentsOfFile: "notes.key")
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.invalidKey` naming the path and what is wrong: the file
+    ///   is missing or cannot be read, or it is not 32 bytes long.
+    public init(contentsOfFile path: String) throws(EncryptionFailure) {
+        let limit = 4096
+        let bytes = try readKeyMaterial(at: path, what: "key file", limit: limit)
+        guard bytes.count == Self.rawKeyByteCount else {
+            let size = bytes.count > limit ? "larger than \(limit) bytes" : "\(bytes.count) bytes"
+            // A hex or base64 key (with its line break) is the likely mistake: say so.
+            let looksLikeText =
+                bytes.count > Self.rawKeyByteCount
+                && bytes.allSatisfy { (0x20...0x7E).contains($0) || $0 == 0x0A || $0 == 0x0D }
+            let hint = looksLikeText ? " (this one looks like text: hex or base64 must be decoded first)" : ""
+            throw .invalidKey(
+                "the key file '\(path)' is \(size); a key file holds exactly \(Self.rawKeyByteCount) random bytes, e.g. `head -c 32 /dev/urandom > FILE`\(hint)"
+            )
+        }
+        material = .rawKey(SymmetricKey(data: bytes))
+    }
+
+    /// A passphrase, stretched with scrypt at `cost` and the database's random salt when a
+    /// database is created or opened (not here: the salt is in the database).
+    ///
+    /// The passphrase is the UTF-8 of the string exactly as given, not normalised: two strings
+    /// Swift calls equal but whose bytes differ (`"\u{E9}"` and `"e\u{301}"`, both "é") are
+    /// different keys. An app that takes passphrases from several keyboards or systems should
+    /// normalise them itself, the same way every time.
+    ///
+    /// ```swift
+    /// options.encryption = try DatabaseKey(passphrase: "correct horse battery staple")
+    /// ```
+    ///
+    /// - Parameter cost: the scrypt cost of a database created with this key; an existing
+    ///   database is opened with the cost stored in it.
+    /// - Throws: `EncryptionFailure.invalidKey` for an empty passphrase or a cost that cannot
+    ///   be used (see ``ScryptCost``).
+    public init(passphrase: String, cost: ScryptCost = .default) throws(EncryptionFailure) {
+        guard !passphrase.isEmpty else { throw .invalidKey("the passphrase is empty") }
+        try self.init(passphraseBytes: Array(passphrase.utf8), cost: cost)
+    }
+
+    /// The passphrase in a text file: its UTF-8 text with one trailing line break (`"\n"` or
+    /// `"\r\n"`) removed, so that `echo "…" > FILE` and editors' files work. Any other space is part
+    /// of the passphrase, and it is not normalised (see ``init(passphrase:cost:)``).
+    ///
+    /// ```swift
+    /// options.encryption = try DatabaseKey(passphraseFile: "/run/secrets/notes-passphrase")
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.invalidKey` naming the path when the file is missing or
+    ///   unreadable, not UTF-8, larger than 64 KiB, or holds no passphrase; or for a cost that
+    ///   cannot be used.
+    public init(passphraseFile path: String, cost: ScryptCost = .default) throws(EncryptionFailure) {
+        var bytes = try readKeyMaterial(at: path, what: "passphrase file", limit: Self.passphraseFileLimit)
+        guard bytes.count <= Self.passphraseFileLimit else {
+            throw .invalidKey(
+                "the passphrase file '\(path)' is larger than \(Self.passphraseFileLimit) bytes; it holds one passphrase"
+            )
+        }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw .invalidKey("the passphrase file '\(path)' is not UTF-8 text")
+        }
+        if bytes.last == 0x0A {
+            bytes.removeLast()
+            if bytes.last == 0x0D { bytes.removeLast() }
+        }
+        guard !bytes.isEmpty else {
+            throw .invalidKey("the passphrase file '\(path)' holds no passphrase: it is empty or only a line break")
+        }
+        try self.init(passphraseBytes: bytes, cost: cost)
+    }
+
+    /// A passphrase key of `bytes` (not empty) at `cost`, checked.
+    init(passphraseBytes bytes: [UInt8], cost: ScryptCost) throws(EncryptionFailure) {
+        if let refusal = cost.refusal {
+            throw .invalidKey("the scrypt cost \(cost.summary) cannot be used: \(refusal)")
+        }
+        material = .passphrase(SymmetricKey(data: bytes), cost)
+    }
+
+    private init(material: Material) {
+        self.material = material
+    }
+
+    /// The 32 bytes of a raw key (nil for a passphrase), for the tool to write a key file that
+    /// `random()` made. Not public: an app that holds its key's bytes already has them.
+    package var rawKeyBytes: [UInt8]? {
+        guard case .rawKey(let key) = material else { return nil }
+        return key.withUnsafeBytes { Array($0) }
+    }
+
+    /// A new raw 256-bit key of 32 bytes from the system's secure random number generator: for
+    /// tests, and for `buri`'s key generation.
+    ///
+    /// ```swift
+    /// let key = DatabaseKey.random()
+    /// options.encryption = key
+    /// ```
+    public static func random() -> DatabaseKey {
+        DatabaseKey(material: .rawKey(SymmetricKey(size: .bits256)))
+    }
+
+    /// The encryption header of a new database: a new random database salt (and, for a
+    /// passphrase, a new random scrypt salt and this key's cost), and the key check. Buri calls
+    /// it when it creates an encrypted database.
+    ///
+    /// ```swift
+    /// let header = try DatabaseKey.random().newHeader()   // 57 bytes for a raw key
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.invalidKey` when scrypt cannot stretch the passphrase.
+    public func newHeader() throws(EncryptionFailure) -> [UInt8] {
+        let saltCount = EncryptionHeader.saltByteCount
+        return try newHeader(databaseSalt: secureRandomBytes(saltCount), scryptSalt: secureRandomBytes(saltCount))
+    }
+
+    /// The encryption header of a new database with the given salts (16 bytes each; the scrypt
+    /// salt is used only by a passphrase key): `newHeader()`'s work, with salts a test can fix.
+    package func newHeader(databaseSalt: [UInt8], scryptSalt: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+        precondition(databaseSalt.count == EncryptionHeader.saltByteCount, "a database salt is 16 bytes")
+        var header: EncryptionHeader
+        let master: SymmetricKey
+        switch material {
+        case .rawKey(let key):
+            master = key
+            header = EncryptionHeader(
+                kind: .rawKey, cost: nil, scryptSalt: [], databaseSalt: databaseSalt, keyCheck: [])
+        case .passphrase(let passphrase, let cost):
+            precondition(scryptSalt.count == EncryptionHeader.saltByteCount, "an scrypt salt is 16 bytes")
+            do {
+                master = try KeySchedule.scrypt(passphrase: passphrase, salt: scryptSalt, cost: cost, byteCount: 32)
+            } catch {
+                throw .invalidKey("scrypt could not stretch the passphrase at \(cost.summary): \(error)")
+            }
+            header = EncryptionHeader(
+                kind: .passphrase, cost: cost, scryptSalt: scryptSalt, databaseSalt: databaseSalt, keyCheck: [])
+        }
+        header.keyCheck = KeySchedule(master: master, databaseSalt: databaseSalt).keyCheck
+        return header.encoded
+    }
+
+    /// The cipher of the database whose stored encryption header is `header`: the passphrase is
+    /// stretched with the cost and salt stored there, the key is checked against the stored key
+    /// check, and the cipher seals with a session of its own. Buri calls it when it opens an
+    /// encrypted database.
+    ///
+    /// ```swift
+    /// let key = DatabaseKey.random()
+    /// let cipher = try key.unlock(header: try key.newHeader())
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.wrongKey` when the key check fails, or the database needs
+    ///   the other kind of key (a passphrase, or a key file); `EncryptionFailure.malformedHeader`
+    ///   for a header this version cannot read (magic, version, key kind, length, or a stored scrypt
+    ///   cost above logN 22, r 32 or p 16).
+    public func unlock(header: [UInt8]) throws(EncryptionFailure) -> any DatabaseCipher {
+        try unlockCipher(header: header)
+    }
+
+    /// `unlock(header:)`'s work, with the first session's id and counter a test can fix (a random
+    /// id and 0 otherwise).
+    package func unlockCipher(
+        header bytes: [UInt8], sessionID: [UInt8]? = nil, firstCounter: UInt64 = 0
+    )
+        throws(EncryptionFailure) -> SealingCipher
+    {
+        let header = try EncryptionHeader(decoding: bytes)
+        let master: SymmetricKey
+        switch (material, header.kind) {
+        case (.rawKey(let key), .rawKey):
+            master = key
+        case (.passphrase(let passphrase, _), .passphrase):
+            // Checked when decoding: a passphrase header has a cost.
+            let cost = header.cost!
+            do {
+                master = try KeySchedule.scrypt(
+                    passphrase: passphrase, salt: header.scryptSalt, cost: cost, byteCount: 32)
+            } catch {
+                throw .malformedHeader(
+                    "scrypt could not stretch the passphrase at the stored cost (\(cost.summary)): \(error)")
+            }
+        case (.rawKey, .passphrase):
+            throw .wrongKey("this database was encrypted with a passphrase; give the passphrase, not a key file")
+        case (.passphrase, .rawKey):
+            throw .wrongKey(
+                "this database was encrypted with a raw 256-bit key (a key file); give the key file, not a passphrase")
+        }
+        let keys = KeySchedule(master: master, databaseSalt: header.databaseSalt)
+        guard keys.matches(keyCheck: header.keyCheck) else {
+            throw .wrongKey(
+                "the key does not match this database's key check: it is not the \(header.kind == .passphrase ? "passphrase" : "key") the database was encrypted with"
+            )
+        }
+        return SealingCipher(keys: keys, sessionID: sessionID, firstCounter: firstCounter)
+    }
+
+    /// `DatabaseKey(raw 256-bit key, redacted)` or `DatabaseKey(passphrase, scrypt logN 15, r 8,
+    /// p 1, redacted)`: the kind of key, never the key.
+    ///
+    /// ```swift
+    /// print(DatabaseKey.random())   // DatabaseKey(raw 256-bit key, redacted)
+    /// ```
+    public var description: String {
+        switch material {
+        case .rawKey: return "DatabaseKey(raw 256-bit key, redacted)"
+        case .passphrase(_, let cost): return "DatabaseKey(passphrase, scrypt \(cost.summary), redacted)"
+        }
+    }
+
+    /// The same as ``description``, so that `debugPrint`, string interpolation of containers and
+    /// the debugger show no key either.
+    ///
+    /// ```swift
+    /// debugPrint([DatabaseKey.random()])   // [DatabaseKey(raw 256-bit key, redacted)]
+    /// ```
+    public var debugDescription: String { description }
+
+    /// A mirror with no children, so that `dump` and the printing of a structure holding the key
+    /// show no key material.
+    ///
+    /// ```swift
+    /// dump(DatabaseKey.random())   // - DatabaseKey(raw 256-bit key, redacted)
+    /// ```
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}

@@ -1,0 +1,238 @@
+import Buri
+import Crypto
+import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The cipher of one unlocked database: seals values with AES-256-GCM under a session key of its
+/// own, opens values any session of the same key sealed, and makes keyed tokens. Made by
+/// ``DatabaseKey/unlock(header:)``.
+///
+/// Nonces never repeat under one key, across processes as well: each instance picks a random
+/// 16-byte session id and seals under the session key HKDF-SHA256(record key, salt: session id,
+/// info: "buri v1 session"), with the nonce 4 zero bytes || a counter of the session (u64
+/// big-endian) that counts up from 0. A counter about to reach 2^64 − 1 starts a new session.
+///
+/// A sealed value (41 bytes longer than its plaintext):
+///
+///     u8 0xE1 (sealedValueMarker), 16 B session id, u64 BE counter,
+///     ciphertext (as long as the plaintext), 16 B tag
+///
+/// The associated data authenticated with it is the marker byte followed by the caller's.
+package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvertible, CustomReflectable {
+    /// Marker, session id and counter.
+    static let prefixByteCount = 1 + SessionID.byteCount + 8
+    static let tagByteCount = 16
+    /// What sealing adds to a plaintext: 41 bytes.
+    package static let overhead = prefixByteCount + tagByteCount
+    /// The byte count of a token.
+    static let tokenByteCount = 16
+    /// How many other sessions' keys are kept (reading a database written by many processes meets
+    /// many sessions); the cache starts over when full.
+    static let sessionCacheLimit = 1024
+
+    /// A session id, as two big-endian words so that it hashes and compares fast.
+    struct SessionID: Hashable, Sendable {
+        static let byteCount = 16
+        var high: UInt64
+        var low: UInt64
+
+        init(high: UInt64, low: UInt64) {
+            self.high = high
+            self.low = low
+        }
+
+        /// The id stored at `offset` of `bytes`.
+        init(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+            high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        }
+
+        static func random() -> SessionID {
+            var generator = SystemRandomNumberGenerator()
+            return SessionID(high: generator.next(), low: generator.next())
+        }
+
+        func store(into bytes: UnsafeMutableRawBufferPointer, at offset: Int) {
+            bytes.storeBytes(of: high.bigEndian, toByteOffset: offset, as: UInt64.self)
+            bytes.storeBytes(of: low.bigEndian, toByteOffset: offset + 8, as: UInt64.self)
+        }
+
+        var bytes: [UInt8] {
+            [UInt8](unsafeUninitializedCapacity: Self.byteCount) { buffer, initialized in
+                store(into: UnsafeMutableRawBufferPointer(buffer), at: 0)
+                initialized = Self.byteCount
+            }
+        }
+    }
+
+    /// The session this instance seals with.
+    struct Session: Sendable {
+        let id: SessionID
+        let key: SymmetricKey
+        /// The counter of the next seal.
+        var next: UInt64
+
+        init(id: SessionID, recordKey: SymmetricKey, next: UInt64) {
+            self.id = id
+            key = id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) }
+            self.next = next
+        }
+    }
+
+    private let recordKey: SymmetricKey
+    /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
+    private let tokenAuthenticator: HMAC<SHA256>
+    private let session: Mutex<Session>
+    private let otherSessions = Mutex<[SessionID: SymmetricKey]>([:])
+
+    /// A cipher of `keys` whose first session has the id `sessionID` (random when nil) and starts
+    /// counting at `firstCounter`.
+    init(keys: KeySchedule, sessionID: [UInt8]?, firstCounter: UInt64) {
+        recordKey = keys.recordKey
+        tokenAuthenticator = HMAC<SHA256>(key: keys.tokenKey)
+        let id: SessionID
+        if let sessionID {
+            precondition(sessionID.count == SessionID.byteCount, "a session id is 16 bytes")
+            id = sessionID.withUnsafeBytes { SessionID($0, at: 0) }
+        } else {
+            id = .random()
+        }
+        session = Mutex(Session(id: id, recordKey: keys.recordKey, next: firstCounter))
+    }
+
+    /// The id of the session this instance seals with now.
+    package var sessionID: [UInt8] { session.withLock { $0.id.bytes } }
+
+    /// `plaintext` sealed with AES-256-GCM under this instance's session key and the session's next
+    /// counter, authenticating the marker byte and `associatedData`.
+    package func seal(_ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8] {
+        let (id, key, counter) = session.withLock { session in
+            if session.next == UInt64.max {
+                // The counter never takes its last value: a new session (a new random id, so a
+                // new key) starts at 0 instead, and no nonce repeats under a key.
+                session = Session(id: .random(), recordKey: recordKey, next: 0)
+            }
+            defer { session.next += 1 }
+            return (session.id, session.key, session.next)
+        }
+        let box: AES.GCM.SealedBox
+        do {
+            box = try Self.withNonce(counter) { nonce in
+                try Self.withMarkedAssociatedData(associatedData) { associatedData in
+                    try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: associatedData)
+                }
+            }
+        } catch {
+            // Only a key of the wrong size or a short nonce fail, and neither can be here.
+            preconditionFailure("AES-GCM could not seal: \(error)")
+        }
+        // The combined box is nonce || ciphertext || tag: copy all but the nonce once.
+        let combined = box.combined!
+        let nonceByteCount = 12
+        let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
+        precondition(combined.count == nonceByteCount + plaintext.count + Self.tagByteCount)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let output = UnsafeMutableRawBufferPointer(buffer)
+            output[0] = sealedValueMarker
+            id.store(into: output, at: 1)
+            output.storeBytes(of: counter.bigEndian, toByteOffset: 1 + SessionID.byteCount, as: UInt64.self)
+            combined.withUnsafeBytes { combined in
+                UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: combined[nonceByteCount...]))
+            }
+            initialized = count
+        }
+    }
+
+    /// The plaintext of a value any session of this key sealed with `associatedData`.
+    package func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
+    )
+        throws(EncryptionFailure) -> [UInt8]
+    {
+        guard sealed.count >= Self.overhead else {
+            throw .authenticationFailed(
+                "a sealed value of \(sealed.count) bytes is shorter than the \(Self.overhead) bytes of the shortest: it was cut short, or is not a sealed value"
+            )
+        }
+        guard sealed[0] == sealedValueMarker else {
+            throw .authenticationFailed(
+                "a value of \(sealed.count) bytes does not start with the sealed-value marker 0xE1: it was changed on disk, or is not a sealed value"
+            )
+        }
+        let id = SessionID(sealed, at: 1)
+        let counter = UInt64(
+            bigEndian: sealed.loadUnaligned(fromByteOffset: 1 + SessionID.byteCount, as: UInt64.self))
+        let key = sessionKey(of: id)
+        let tagStart = sealed.count - Self.tagByteCount
+        let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[Self.prefixByteCount..<tagStart])
+        let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
+        let plaintext: Data
+        do {
+            plaintext = try Self.withNonce(counter) { nonce in
+                let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
+                return try Self.withMarkedAssociatedData(associatedData) { associatedData in
+                    try AES.GCM.open(box, using: key, authenticating: associatedData)
+                }
+            }
+        } catch {
+            throw .authenticationFailed(
+                "a sealed value of \(sealed.count) bytes failed its authentication: it was changed on disk, cut short, or sealed for another key, bucket or database"
+            )
+        }
+        return [UInt8](unsafeUninitializedCapacity: plaintext.count) { buffer, initialized in
+            initialized = plaintext.copyBytes(to: buffer)
+        }
+    }
+
+    /// The first 16 bytes of HMAC-SHA256(token key, `bytes`).
+    package func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var authenticator = tokenAuthenticator
+        authenticator.update(data: bytes)
+        return authenticator.finalize().withUnsafeBytes { Array($0.prefix(Self.tokenByteCount)) }
+    }
+
+    /// The key of session `id`: this instance's own, or derived once and cached.
+    private func sessionKey(of id: SessionID) -> SymmetricKey {
+        if let own = session.withLock({ $0.id == id ? $0.key : nil }) { return own }
+        if let cached = otherSessions.withLock({ $0[id] }) { return cached }
+        let key = id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) }
+        otherSessions.withLock { cache in
+            if cache.count >= Self.sessionCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[id] = key
+        }
+        return key
+    }
+
+    /// `body` given the nonce of `counter`: 4 zero bytes and the counter, big-endian.
+    private static func withNonce<R>(_ counter: UInt64, _ body: (AES.GCM.Nonce) throws -> R) throws -> R {
+        try withUnsafeTemporaryAllocation(byteCount: 12, alignment: 1) { bytes in
+            bytes.storeBytes(of: 0, toByteOffset: 0, as: UInt32.self)
+            bytes.storeBytes(of: counter.bigEndian, toByteOffset: 4, as: UInt64.self)
+            return try body(AES.GCM.Nonce(data: UnsafeRawBufferPointer(bytes)))
+        }
+    }
+
+    /// `body` given the marker byte followed by `associatedData`, in one contiguous buffer (on the
+    /// stack when small).
+    private static func withMarkedAssociatedData<R>(
+        _ associatedData: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        try withUnsafeTemporaryAllocation(byteCount: 1 + associatedData.count, alignment: 1) { bytes in
+            bytes[0] = sealedValueMarker
+            UnsafeMutableRawBufferPointer(rebasing: bytes[1...]).copyMemory(from: associatedData)
+            return try body(UnsafeRawBufferPointer(bytes))
+        }
+    }
+
+    /// `SealingCipher(AES-256-GCM, redacted)`: never a key.
+    package var description: String { "SealingCipher(AES-256-GCM, redacted)" }
+
+    /// No children, so that `dump` shows no key.
+    package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
+}

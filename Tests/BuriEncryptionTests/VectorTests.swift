@@ -1,0 +1,92 @@
+import Buri
+import BuriEncryption
+import Testing
+
+// The expected hex was computed by Vectors/make_vectors.py, an independent implementation of the
+// specification (Python's HMAC, a hand-written HKDF, OpenSSL's scrypt, `cryptography`'s AES-GCM),
+// not by this code. Another implementation of the format can check itself against these.
+
+/// The fixed inputs of the vectors.
+enum Vector {
+    static let rawKey: [UInt8] = Array(0x00...0x1F)
+    static let databaseSalt = sixteen(from: 0xA0)
+    static let scryptSalt = sixteen(from: 0xB0)
+    static let sessionID = sixteen(from: 0xC0)
+    static let passphrase = "correct horse battery staple"
+
+    static let rawKeyHeader = bytes(
+        hex: "425552494b45590101a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+            + "5b3e5e22ae44f465e322ed1a09e8772cebd645a39a2c56f040a41f6b672f0673")
+    static let rawKeyCheck = bytes(hex: "5b3e5e22ae44f465e322ed1a09e8772cebd645a39a2c56f040a41f6b672f0673")
+    static let passphraseHeader = bytes(
+        hex: "425552494b455901020a0801b0b1b2b3b4b5b6b7b8b9babbbcbdbebfa0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+            + "0c74dacbe5839c0203807108293a58af6eb6925a6dba9df0be643e39ae8a731c")
+}
+
+@Suite("Known-answer vectors: scrypt, headers, sealed values and tokens match an independent implementation")
+struct VectorTests {
+    @Test func scryptMatchesRFC7914() throws {
+        // RFC 7914 §12, the second vector, through the call that stretches passphrases.
+        let key = try KeySchedule.scrypt(
+            passphrase: Array("password".utf8), salt: Array("NaCl".utf8), cost: ScryptCost(logN: 10, r: 8, p: 16),
+            byteCount: 64)
+        #expect(
+            hex(key.withUnsafeBytes { Array($0) })
+                == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162"
+                + "2eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
+    }
+
+    @Test func rawKeyHeaderIsByteExact() throws {
+        let key = try DatabaseKey(bytes: Vector.rawKey)
+        let header = try key.newHeader(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
+        #expect(hex(header) == hex(Vector.rawKeyHeader))
+        #expect(header.count == 57)
+        #expect(Array(header.suffix(32)) == Vector.rawKeyCheck)
+        _ = try key.unlock(header: header)
+    }
+
+    @Test func passphraseHeaderIsByteExact() throws {
+        let key = try DatabaseKey(passphrase: Vector.passphrase, cost: quickCost)
+        let header = try key.newHeader(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
+        #expect(hex(header) == hex(Vector.passphraseHeader))
+        #expect(header.count == 76)
+        _ = try key.unlock(header: header)
+    }
+
+    @Test func sealedValueIsByteExact() throws {
+        let key = try DatabaseKey(bytes: Vector.rawKey)
+        let cipher = try key.unlockCipher(
+            header: Vector.rawKeyHeader, sessionID: Vector.sessionID, firstCounter: 0x0102_0304_0506_0708)
+        let plaintext = Array("Buri\u{0}sealed \u{2713} value".utf8)
+        let associatedData: [UInt8] = [0x01] + Array("people".utf8) + [0x00] + Array("alice".utf8)
+        #expect(hex(plaintext) == "42757269007365616c656420e29c932076616c7565")
+        #expect(hex(associatedData) == "0170656f706c6500616c696365")
+
+        let sealed = cipher.seal(plaintext, associatedData)
+        #expect(
+            hex(sealed)
+                == "e1c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0102030405060708"
+                + "b075c43d065b15f7e515b8bbb8991688fc87e4d431"
+                + "56ca9478c102b36ad55e5accdacb024e")
+        #expect(sealed.count == plaintext.count + 41)
+        #expect(try cipher.open(sealed, associatedData) == plaintext)
+        // Another instance (another process) of the same key opens it too.
+        #expect(try key.unlock(header: Vector.rawKeyHeader).open(sealed, associatedData) == plaintext)
+    }
+
+    @Test func emptySealedValueIsByteExact() throws {
+        let key = try DatabaseKey(bytes: Vector.rawKey)
+        let cipher = try key.unlockCipher(header: Vector.rawKeyHeader, sessionID: Vector.sessionID, firstCounter: 0)
+        let sealed = cipher.seal([], [])
+        #expect(
+            hex(sealed)
+                == "e1c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0000000000000000"
+                + "51820d27e6fa0e01dd553d6b37fa9681")
+        #expect(try cipher.open(sealed, []) == [])
+    }
+
+    @Test func tokenIsByteExact() throws {
+        let cipher = try DatabaseKey(bytes: Vector.rawKey).unlock(header: Vector.rawKeyHeader)
+        #expect(hex(cipher.token(Array("alice@example.com".utf8))) == "a44d456857f5a61fd35b8f39a8f2f705")
+    }
+}

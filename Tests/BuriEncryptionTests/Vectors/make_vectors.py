@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Known-answer vectors of BuriEncryption (encryption header version 1), computed independently
+of the Swift code from the specification (docs/FORMAT.md §15), so that VectorTests checks the Swift
+implementation against another one, and another implementation can check itself against both.
+
+    python3 Tests/BuriEncryptionTests/Vectors/make_vectors.py
+
+Needs the `cryptography` package (pip install cryptography) for AES-GCM and for cross-checks.
+HKDF-SHA256 (RFC 5869) is written out here from the RFC with the standard library's HMAC and
+checked against `cryptography`'s; scrypt is OpenSSL's (hashlib), checked against RFC 7914 §12 and
+against `cryptography`'s. The printed hex is what VectorTests.swift holds.
+"""
+
+import hashlib
+import hmac
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+
+def hkdf_sha256(ikm: bytes, salt: bytes, info: bytes, length: int) -> bytes:
+    """RFC 5869: extract, then expand."""
+    prk = hmac.new(salt, ikm, hashlib.sha256).digest()
+    okm, block, counter = b"", b"", 1
+    while len(okm) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        okm += block
+        counter += 1
+    result = okm[:length]
+    check = HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=info).derive(ikm)
+    assert result == check, "the hand-written HKDF disagrees with cryptography's"
+    return result
+
+
+def scrypt(passphrase: bytes, salt: bytes, log_n: int, r: int, p: int, length: int) -> bytes:
+    n = 1 << log_n
+    result = hashlib.scrypt(passphrase, salt=salt, n=n, r=r, p=p, maxmem=2**31 - 1, dklen=length)
+    assert result == Scrypt(salt=salt, length=length, n=n, r=r, p=p).derive(passphrase)
+    return result
+
+
+MAGIC = b"BURIKEY"
+VERSION = 1
+MARKER = 0xE1
+
+
+def key_schedule(master: bytes, database_salt: bytes):
+    record = hkdf_sha256(master, database_salt, b"buri v1 records", 32)
+    token = hkdf_sha256(master, database_salt, b"buri v1 tokens", 32)
+    check = hkdf_sha256(master, database_salt, b"buri v1 key check", 32)
+    key_check = hmac.new(check, b"buri key check v1", hashlib.sha256).digest()
+    return record, token, key_check
+
+
+def raw_key_header(key: bytes, database_salt: bytes) -> bytes:
+    _, _, key_check = key_schedule(key, database_salt)
+    return MAGIC + bytes([VERSION, 1]) + database_salt + key_check
+
+
+def passphrase_header(passphrase: bytes, log_n, r, p, scrypt_salt: bytes, database_salt: bytes) -> bytes:
+    master = scrypt(passphrase, scrypt_salt, log_n, r, p, 32)
+    _, _, key_check = key_schedule(master, database_salt)
+    return MAGIC + bytes([VERSION, 2, log_n, r, p]) + scrypt_salt + database_salt + key_check
+
+
+def seal(record_key: bytes, session_id: bytes, counter: int, plaintext: bytes, associated_data: bytes) -> bytes:
+    session_key = hkdf_sha256(record_key, session_id, b"buri v1 session", 32)
+    nonce = bytes(4) + counter.to_bytes(8, "big")
+    ciphertext_and_tag = AESGCM(session_key).encrypt(nonce, plaintext, bytes([MARKER]) + associated_data)
+    return bytes([MARKER]) + session_id + counter.to_bytes(8, "big") + ciphertext_and_tag
+
+
+def token(token_key: bytes, value: bytes) -> bytes:
+    return hmac.new(token_key, value, hashlib.sha256).digest()[:16]
+
+
+def main():
+    # RFC 7914 §12, the second vector.
+    rfc = scrypt(b"password", b"NaCl", 10, 8, 16, 64)
+    assert rfc.hex() == (
+        "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b373162"
+        "2eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"
+    )
+    print(f"scrypt RFC 7914 §12:  {rfc.hex()}")
+
+    raw_key = bytes(range(0x00, 0x20))
+    database_salt = bytes(range(0xA0, 0xB0))
+    scrypt_salt = bytes(range(0xB0, 0xC0))
+    session_id = bytes(range(0xC0, 0xD0))
+
+    record_key, token_key, key_check = key_schedule(raw_key, database_salt)
+    print(f"raw key header:       {raw_key_header(raw_key, database_salt).hex()}")
+    print(f"raw key key check:    {key_check.hex()}")
+
+    phrase = "correct horse battery staple".encode()
+    print(f"passphrase header:    {passphrase_header(phrase, 10, 8, 1, scrypt_salt, database_salt).hex()}")
+
+    plaintext = b"Buri\x00sealed \xe2\x9c\x93 value"
+    associated_data = b"\x01people\x00alice"
+    sealed = seal(record_key, session_id, 0x0102030405060708, plaintext, associated_data)
+    print(f"sealed plaintext:     {plaintext.hex()}")
+    print(f"sealed assoc. data:   {associated_data.hex()}")
+    print(f"sealed value:         {sealed.hex()}")
+    print(f"sealed empty (c=0):   {seal(record_key, session_id, 0, b'', b'').hex()}")
+    print(f"token of 'alice@example.com': {token(token_key, b'alice@example.com').hex()}")
+
+
+if __name__ == "__main__":
+    main()
