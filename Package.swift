@@ -98,7 +98,8 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "BuriTransferTests", dependencies: ["BuriTransfer", "Buri", "BuriTestSupport"]),
         .testTarget(
-            name: "BuriEncryptionTests", dependencies: ["BuriEncryption", "Buri", "BuriTestBasics"],
+            name: "BuriEncryptionTests",
+            dependencies: ["BuriEncryption", "Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics", "BuriTestSupport"],
             // The Python script that computed the known-answer vectors independently (not built).
             exclude: ["Vectors"]),
         .testTarget(

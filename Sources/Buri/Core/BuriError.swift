@@ -197,20 +197,23 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the database at \(path) is encrypted: open it with its key (BuriOptions.encryption in Swift, "
                 + "--key-file or --passphrase-file with buri); nothing was read or written"
         case let .wrongEncryptionKey(path, reason):
-            return "the key given does not open the encrypted database at \(path): \(reason); nothing was read or written"
+            return
+                "the key given does not open the encrypted database at \(path): \(reason); nothing was read or written"
         case .notEncrypted(let path):
             return "a key was given, but the database at \(path) is not encrypted; open it without one, or copy it "
                 + "into a new encrypted database (`buri export`, then `buri restore --key-file`); nothing was written"
         case .invalidEncryptionKey(let reason):
             return "the encryption key cannot be used: \(reason)"
         case let .authenticationFailed(bucket, key, reason):
-            let what = bucket.map { "record \(String(reflecting: key)) in bucket \(String(reflecting: $0))" }
+            let what =
+                bucket.map { "record \(String(reflecting: key)) in bucket \(String(reflecting: $0))" }
                 ?? "value \(String(reflecting: key))"
             return "the sealed \(what) failed its authentication (\(reason)): its bytes were changed on disk or moved "
                 + "from another key, bucket or database; restore it from a backup or delete it (`buri check` lists "
                 + "every such record)"
         case let .indexNotDeclaredPlaintext(bucket, index):
-            return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) has a numeric component, "
+            return
+                "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) has a numeric component, "
                 + "whose values an encrypted database would store in their order, readable in its files; declare it "
                 + "`.plaintext()` (`--plaintext-index` with buri) to accept that, or leave the field unindexed; "
                 + "nothing was written"
@@ -261,7 +264,9 @@ extension BuriError {
         if case let .damaged(path, nil, reason) = self, let bucket {
             return .damaged(path: path, bucket: bucket, reason: reason)
         }
-        if case let .authenticationFailed(nil, key, reason) = self, let bucket, reason.hasPrefix(Self.sealedRecordPrefix) {
+        if case let .authenticationFailed(nil, key, reason) = self, let bucket,
+            reason.hasPrefix(Self.sealedRecordPrefix)
+        {
             return .authenticationFailed(bucket: bucket, key: key, reason: reason)
         }
         return self

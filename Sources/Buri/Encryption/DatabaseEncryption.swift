@@ -38,7 +38,9 @@ public protocol DatabaseCipher: Sendable {
     ///
     /// - Throws: ``EncryptionFailure/authenticationFailed(_:)`` when the value was changed, cut
     ///   short, or sealed for another key, bucket or database.
-    func open(_ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) throws(EncryptionFailure)
+    func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
+    ) throws(EncryptionFailure)
         -> [UInt8]
     /// A keyed token of `bytes` (an HMAC, cut to a fixed length): equal inputs give equal tokens,
     /// and without the key a token says nothing about its input but its equality to others.

@@ -1,3 +1,5 @@
+import BuriText
+
 /// The keyed tokens a private index stores in an encrypted database instead of its values
 /// (`docs/FORMAT.md` §4a): each binary element of a tuple becomes the 16-byte token of the
 /// index's name and the element's encoding, stored as a binary element. Equal values give equal
@@ -52,9 +54,29 @@ extension IndexDefinition {
         return IndexTuple.join(stored(IndexTuple.split(tuple)))
     }
 
+    /// Refuses a text query with a prefix (`graph*`) on a private text index: its terms are tokens,
+    /// and no token tells what its term starts with.
+    func requireExactTerms(_ query: TextQuery, bucket: String) throws(BuriError) {
+        guard isPrivate, query.hasPrefix else { return }
+        throw .privateIndex(bucket: bucket, index: name, operation: "a prefix query (`word*`)")
+    }
+
     /// Refuses `operation` on a private index, whose tokens have no order.
     func requireOrder(bucket: String, for operation: @autoclosure () -> String) throws(BuriError) {
         if isPrivate { throw .privateIndex(bucket: bucket, index: name, operation: operation()) }
+    }
+}
+
+extension TextQuery {
+    /// Whether a word prefix (`graph*`, or a phrase ending in one) appears anywhere in the query.
+    var hasPrefix: Bool {
+        switch self {
+        case .term: false
+        case .prefix: true
+        case .phrase(_, let lastIsPrefix): lastIsPrefix
+        case .and(let operands), .or(let operands): operands.contains { $0.hasPrefix }
+        case .not(let operand): operand.hasPrefix
+        }
     }
 }
 

@@ -65,7 +65,9 @@ final class SealedEngine: StorageEngine {
     }
 
     /// The plaintext of `value` stored under `key`, or the error naming what failed to open.
-    static func open(_ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher)
+    static func open(
+        _ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher
+    )
         throws(BuriError) -> [UInt8]
     {
         do {
@@ -90,9 +92,19 @@ final class SealedEngine: StorageEngine {
                 bucket: nil, key: object, reason: "\(BuriError.sealedRecordPrefix)\(bucket): \(reason)")
         }
         if key.first == Keyspace.valueTag {
-            return .authenticationFailed(bucket: nil, key: String(decoding: key.dropFirst(), as: UTF8.self), reason: reason)
+            return .authenticationFailed(
+                bucket: nil, key: String(decoding: key.dropFirst(), as: UTF8.self), reason: reason)
         }
         return .authenticationFailed(bucket: nil, key: String(decoding: key, as: UTF8.self), reason: reason)
+    }
+}
+
+extension StorageReader {
+    /// Whether `key` holds a value, without opening it (a sealed value that fails its
+    /// authentication is still there: `check` reports it as damaged, never as missing).
+    func containsKey(_ key: [UInt8]) throws -> Bool {
+        if let sealed = self as? SealedReader { return try sealed.reader.contains(key) }
+        return try contains(key)
     }
 }
 

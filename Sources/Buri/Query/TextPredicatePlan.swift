@@ -106,6 +106,7 @@ final class TextPredicatePlan {
         } else {
             query = try descriptor.parseTextQuery(match.text ?? "", index: match.index)
         }
+        try index.requireExactTerms(query, bucket: descriptor.name)
         prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
         bucketName = descriptor.name
         self.read = read
@@ -152,7 +153,7 @@ final class TextPredicatePlan {
     ) throws(BuriError) -> (node: Node, sources: [ConditionPlan]?) {
         switch query {
         case .term(let term):
-            let tuple = IndexValue(bytes: term).encoded
+            let tuple = index.stored(encoded: IndexValue(bytes: term).encoded)
             return (.tuple(tuple), [condition(tuple: tuple, exact: true, descriptor: descriptor, index: index)])
         case .prefix(let start):
             var bytes: [UInt8] = []
@@ -172,7 +173,7 @@ final class TextPredicatePlan {
                     ValueEncoding.appendBinaryPrefix(part.term, to: &bytes)
                     return (part, bytes)
                 }
-                return (part, IndexValue(bytes: part.term).encoded)
+                return (part, index.stored(encoded: IndexValue(bytes: part.term).encoded))
             }
             // Every match holds each part; the first exact one (or the prefix) finds them all.
             let lead = parts.first { !$0.part.isPrefix } ?? parts.first

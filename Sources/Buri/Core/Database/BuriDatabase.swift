@@ -339,7 +339,9 @@ public final class BuriDatabase: Sendable {
         var cipher: (any DatabaseCipher)?
         if let encryption {
             let header: [UInt8]
-            do { header = try encryption.newHeader() } catch { throw BuriError.invalidEncryptionKey(reason: error.description) }
+            do { header = try encryption.newHeader() } catch {
+                throw BuriError.invalidEncryptionKey(reason: error.description)
+            }
             cipher = try unlock(encryption, header: header, path: path)
             batch.put(Keyspace.encryptionKey, header)
         }
@@ -352,7 +354,9 @@ public final class BuriDatabase: Sendable {
     }
 
     /// The cipher `encryption` unlocks from the stored encryption header, or the error saying why not.
-    private static func unlock(_ encryption: any DatabaseEncryption, header: [UInt8], path: String) throws(BuriError)
+    private static func unlock(
+        _ encryption: any DatabaseEncryption, header: [UInt8], path: String
+    ) throws(BuriError)
         -> any DatabaseCipher
     {
         do {

@@ -135,7 +135,7 @@ public final class StagedImport {
             var copiedTokens = [Int](repeating: 0, count: lengthIds.count)
             // Text indexes' entries carry the term's positions (docs/FORMAT.md §9a): recomputed from
             // each record's payload, as every other writer does, so the copy is never a bare key.
-            let textIndexes = base.indexes.filter { $0.text != nil }
+            let textIndexes = base.attaching(database.indexTokens).indexes.filter { $0.text != nil }
             while more || !pending.isEmpty {
                 while more, pending.count < fitting {
                     guard try cursor.next() else { more = false; break }
@@ -152,7 +152,8 @@ public final class StagedImport {
                             }
                             for index in textIndexes {
                                 for (tuple, positions) in try index.textEntries(of: payload, bucket: bucket) {
-                                    entryValues[RecordHeader.Entry(index: index.id, tuple: tuple)] = positions
+                                    let stored = index.stored(encoded: tuple)
+                                    entryValues[RecordHeader.Entry(index: index.id, tuple: stored)] = positions
                                 }
                             }
                         }

@@ -172,7 +172,8 @@ extension BuriDatabase {
             let key = catalog.key
             let name = Keyspace.bucketName(fromCatalogKey: key) ?? "(invalid UTF-8)"
             do {
-                let descriptor = try BucketDescriptor.decode(catalog.value)
+                // With its private indexes' tokens, to compare what the fields give with what is stored.
+                let descriptor = try BucketDescriptor.decode(catalog.value).attaching(indexTokens)
                 buckets[descriptor.id] = descriptor
             } catch {
                 report.problems.append(
@@ -316,7 +317,8 @@ extension BuriDatabase {
                         }
                     }
                     for (tuple, value) in computed {
-                        textValues[RecordHeader.Entry(index: definition.id, tuple: tuple)] = value
+                        textValues[RecordHeader.Entry(index: definition.id, tuple: definition.stored(encoded: tuple))] =
+                            value
                     }
                 }
                 let textIds = Set(descriptor.indexes.filter { $0.text != nil }.map(\.id))
@@ -431,15 +433,19 @@ extension BuriDatabase {
             if let cached = headers[cacheKey] {
                 header = cached
             } else {
-                header = try snapshot.withValue(forKey: recordKey) { value in
-                    value.flatMap { try? RecordHeader.parse($0).0 }
+                do {
+                    header = try snapshot.withValue(forKey: recordKey) { value in
+                        value.flatMap { try? RecordHeader.parse($0).0 }
+                    }
+                } catch BuriError.authenticationFailed {
+                    header = nil  // a sealed record that does not open: reported with the records
                 }
                 if headers.count > 4096 { headers.removeAll(keepingCapacity: true) }
                 headers[cacheKey] = .some(header)
             }
             let shown = IndexTuple.describe(split.tuple)
             if header == nil {
-                let exists = try snapshot.contains(recordKey)
+                let exists = try snapshot.containsKey(recordKey)
                 if exists { continue }  // the record is damaged; reported with the records
                 var problem = ConsistencyProblem(
                     kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
@@ -570,8 +576,8 @@ extension BuriDatabase {
                 for (holderKey, tuple) in try referencesInto(relationship, keys: nil, reader: snapshot) {
                     let target = Self.referencedKey(tuple)
                     let exists = try targetId.map { id in
-                        try snapshot.get(Keyspace.recordKey(bucket: id, key: String(decoding: target, as: UTF8.self)))
-                            != nil
+                        try snapshot.containsKey(
+                            Keyspace.recordKey(bucket: id, key: String(decoding: target, as: UTF8.self)))
                     }
                     guard exists != true else { continue }
                     let key = String(decoding: holderKey, as: UTF8.self)
@@ -618,7 +624,7 @@ extension BuriDatabase {
         let fields = (definition.componentPaths ?? []).map(IndexDefinition.fieldPathText).joined(separator: ", ")
         let computed: Set<[UInt8]>
         do {
-            computed = Set(try definition.tuples(of: payload).map { $0.flatMap(\.encoded) })
+            computed = Set(try definition.tuples(of: payload).map { definition.stored($0).flatMap(\.encoded) })
         } catch {
             let reason: String
             if case .invalidIndexValue(_, _, _, let text) = error { reason = text } else { reason = error.description }

@@ -60,6 +60,7 @@ extension RawBucket {
             (try database.storedTextTotal(of: totalId, bucket: name, reader: reader) ?? 0)
             + (transaction?.counts.tokens[totalId]?.delta ?? 0)
         guard documents > 0 else { return [] }
+        try definition.requireExactTerms(query, bucket: name)
         let searcher = TextSearcher(
             bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
             prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
@@ -307,7 +308,7 @@ struct TextRanker {
     }
 
     private func termPostings(_ term: [UInt8]) throws(BuriError) -> Postings {
-        try postings(under: searcher.prefix + IndexValue(bytes: term).encoded, merging: false)
+        try postings(under: searcher.termPrefix(term), merging: false)
     }
 
     // MARK: Top k

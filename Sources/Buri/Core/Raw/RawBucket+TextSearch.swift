@@ -28,6 +28,7 @@ extension RawBucket {
     func textSearch(index: String, query: TextQuery, reader: any StorageReader) throws(BuriError) -> [[UInt8]] {
         let definition = try textIndexDefinition(index)
         let tokenizer = try definition.textTokenizer(bucket: name)
+        try definition.requireExactTerms(query, bucket: name)
         let searcher = TextSearcher(
             bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
             prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
@@ -218,7 +219,7 @@ struct TextSearcher {
     // MARK: Entries
 
     /// The key prefix of the entries of `term` (its whole encoded tuple).
-    func termPrefix(_ term: [UInt8]) -> [UInt8] { prefix + IndexValue(bytes: term).encoded }
+    func termPrefix(_ term: [UInt8]) -> [UInt8] { prefix + index.stored(encoded: IndexValue(bytes: term).encoded) }
 
     /// The key prefix of the entries of every term starting with `start`.
     func startPrefix(_ start: [UInt8]) -> [UInt8] {

@@ -87,7 +87,7 @@ extension RawBucket {
                     entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
                 }
                 for (tuple, value) in computed {
-                    entries.append(RecordHeader.Entry(index: definition.id, tuple: tuple))
+                    entries.append(RecordHeader.Entry(index: definition.id, tuple: definition.stored(encoded: tuple)))
                     entryValues.append(value)
                 }
             }
