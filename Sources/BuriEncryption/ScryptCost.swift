@@ -58,6 +58,8 @@ public struct ScryptCost: Sendable, Hashable {
     /// The largest cost accepted in each parameter, so that a damaged header cannot make opening
     /// stretch for hours.
     static let limit = ScryptCost(logN: 22, r: 32, p: 16)
+    /// The most memory a stretch may take (128 × r × N bytes): 1 GiB.
+    static let maximumMemory = 1 << 30
 
     /// Why this cost cannot be used, or nil when it can.
     var refusal: String? {
@@ -70,6 +72,11 @@ public struct ScryptCost: Sendable, Hashable {
         // swift-crypto lets scrypt use 128 × N × r × p bytes and a memory page, and it needs
         // 128 × r × (N + p + 1): with p 1 that fits a 4 KiB page only up to r 16.
         if p == 1 && r > 16 { return "r above 16 needs p of at least 2" }
+        // Memory: 128 × r × N bytes, at most 1 GiB, so that one damaged byte of a stored cost
+        // cannot make opening allocate gigabytes before its key check fails.
+        if 128 * Int(r) << Int(logN) > Self.maximumMemory {
+            return "it would take \((128 * Int(r) << Int(logN)) >> 20) MiB, over the limit of 1024 MiB"
+        }
         return nil
     }
 
