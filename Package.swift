@@ -106,7 +106,7 @@ let package = Package(
             name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
         .testTarget(
             name: "BuriReliabilityTests",
-            dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec"]),
+            dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec", "BuriEncryption"]),
     ],
     swiftLanguageModes: [.v6]
 )

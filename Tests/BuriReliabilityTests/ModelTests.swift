@@ -69,6 +69,25 @@ struct ModelTests {
     }
 
     @Test(
+        "on an encrypted database, private indexes answer exact queries like the model and refuse the rest",
+        // Not etcd, whose random run is short; its encryption is tested in BuriEncryptionTests.
+        arguments: Engine.allCases.filter { $0 != .etcd })
+    func encryptedRunsAgreeWithTheModel(engine: Engine) throws {
+        let plan = Self.plan(for: engine)
+        for seed in plan.seeds {
+            let run = try ModelRun(engine: engine, seed: seed &+ 0xE1, encrypted: true)
+            do {
+                try run.run(operations: plan.operations)
+            } catch let mismatch as ModelMismatch {
+                Issue.record("encrypted: \(mismatch)")
+                return
+            }
+            #expect(run.tally["private index refusal", default: 0] > 0, "\(run.tally)")
+            #expect(run.db.isEncrypted)
+        }
+    }
+
+    @Test(
         "a damaged text entry (each kind) is found by check, repaired, and searches match the model again",
         // Not etcd, where 15 checks take seconds each; its random run draws the same operation.
         arguments: Engine.allCases.filter { $0 != .etcd })

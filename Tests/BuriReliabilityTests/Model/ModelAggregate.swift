@@ -73,7 +73,8 @@ extension ModelRun {
         _ query: ModelQuery, _ expected: [ModelResult], _ bucket: Bucket<ModelItem>, _ label: String
     ) throws {
         let index = pick(["num", "real"])
-        let group: String? = chance(0.5) ? pick(["group", "tags", "email", "num"]) : nil
+        let group: String? =
+            chance(0.5) ? pick(["group", "tags", "email", "num"].filter { !privateIndexes.contains($0) }) : nil
         let buriQuery = try read("building \(query)") { try query.buriQuery() }
         func numbers(_ item: ModelItem) -> [ModelNumber] {
             item.entries(index).compactMap { tuple in

@@ -1,4 +1,5 @@
 @testable import Buri
+import BuriEncryption
 import BuriStorage
 import Foundation
 
@@ -77,6 +78,12 @@ final class ModelRun {
     /// The model's tokens of each text searched (Model/ModelText.swift), by the text's bytes.
     var tokenCache: [[UInt8]: ModelTextTokens] = [:]
     let damagePhase: ModelDamagePhase?
+    /// Whether the database is encrypted: its `group`, `tags`, `email` and text indexes are then
+    /// private (keyed tokens), so the run asks them only what tokens answer, and checks that the
+    /// rest is refused (`privateRefusal`).
+    let encrypted: Bool
+    /// The indexes stored as tokens in this run.
+    var privateIndexes: Set<String> { encrypted ? ["group", "tags", "email"] : [] }
 
     /// Steps between `check` runs: 300, or BURI_MODEL_CHECK_EVERY (1 to find the step that
     /// broke an invariant when replaying a seed).
@@ -86,13 +93,32 @@ final class ModelRun {
     /// Two buckets whose names are canonically equal but byte-different: two buckets.
     static let bucketNames = ["\u{E9}", "e\u{301}"]
 
-    init(engine: Engine, seed: UInt64, damagePhase: ModelDamagePhase? = nil) throws {
+    init(engine: Engine, seed: UInt64, damagePhase: ModelDamagePhase? = nil, encrypted: Bool = false) throws {
         self.engine = engine
         self.seed = seed
         rng = SeededGenerator(seed: seed)
-        test = try TestDatabase(engine)
+        var options = BuriOptions()
+        if encrypted { options.encryption = DatabaseKey.random() }
+        test = try TestDatabase(engine, options: options)
         self.damagePhase = damagePhase
+        self.encrypted = encrypted
         operationKinds = Self.standardOperations
+        if encrypted, let tokens = test.db.indexTokens {
+            let privateIndexes = privateIndexes
+            model.stored = { index, value in
+                guard privateIndexes.contains(index), let indexValue = try? value.indexValue(),
+                    case .bytes(let token) = tokens.token(indexValue, index: index).decoded
+                else { return nil }
+                return .bytes(token)
+            }
+        }
+        if encrypted {
+            // Text entries are damaged by their terms' keys, which tokens hide; the random run of
+            // plaintext databases covers that.
+            operationKinds.removeAll { $0.name.hasPrefix("damage") }
+            operationKinds.append(
+                ModelOperation(name: "private refusal", weight: 2) { run in try run.privateRefusal() })
+        }
         if damagePhase != nil {
             operationKinds.append(
                 ModelOperation(name: "damage and repair", weight: 0.2, applies: { $0 == .leveldb }) { run in
@@ -248,6 +274,12 @@ final class ModelRun {
 
     func randomCondition() -> ModelCondition {
         let name = pick(ModelItem.indexes).name
+        // A private index answers exact values: one, or an IN list.
+        if privateIndexes.contains(name) {
+            return chance(0.7)
+                ? ModelCondition(index: name, leading: [randomStringValue()], rest: .none)
+                : ModelCondition(index: name, leading: [], rest: .anyOf(randomAlternatives(randomStringValue)))
+        }
         // IN lists on every index: of numbers, of strings, and after a compound index's leading value.
         if chance(0.2) {
             switch name {
@@ -317,7 +349,8 @@ final class ModelRun {
         if chance(0.05) { query.predicates.append(randomPredicate(depth: 0)) }
         // An order by one or two indexes (and the tie-break by key).
         if chance(0.3) {
-            query.sort = (0..<(chance(0.35) ? 2 : 1)).map { _ in (pick(ModelItem.indexes).name, chance(0.5)) }
+            let sortable = ModelItem.indexes.filter { !privateIndexes.contains($0.name) }
+            query.sort = (0..<(chance(0.35) ? 2 : 1)).map { _ in (pick(sortable).name, chance(0.5)) }
         }
         query.descending = chance(0.4)
         if chance(paging ? 0.15 : 0.25) { query.limit = int(1...6) }

@@ -198,11 +198,14 @@ struct ModelItem: BuriSupport, Sendable, CustomStringConvertible {
         key: \.id,
         indexes: [
             .binary("group", \.group),
-            .computed("num", components: [.numeric]) { item throws(BuriError) in [[try item.num.indexValue()]] },
-            .numeric("real", \.real),
+            // Numbers keep their order, so an encrypted database stores them only when declared
+            // plaintext; the binary and text indexes are private there (keyed tokens).
+            .computed("num", components: [.numeric]) { item throws(BuriError) in [[try item.num.indexValue()]] }
+                .plaintext(),
+            .numeric("real", \.real).plaintext(),
             .binary("tags", \.tags),
             .binary("email", \.email, unique: true),
-            .compound("group_real", .binary(\.group), .numeric(\.real)),
+            .compound("group_real", .binary(\.group), .numeric(\.real)).plaintext(),
             .text("body", \.body),
             .text("paragraphs", \.paragraphs),
         ],
@@ -468,6 +471,9 @@ struct ModelResult {
 /// What the database must hold: per bucket (name as bytes), its objects by key bytes.
 struct ModelState {
     var buckets: [[UInt8]: [[UInt8]: ModelItem]] = [:]
+    /// In an encrypted run: what a private index stores for a value (its token), whose order is
+    /// the order results come in after a condition on that index; `nil` for a plaintext index.
+    var stored: (_ index: String, _ value: ModelValue) -> ModelValue? = { _, _ in nil }
     /// The named values, by name bytes (never by String equality).
     var values: [[UInt8]: ModelNamedValue] = [:]
     /// The links (``ModelLink``) by key bytes: their targets' keys, in order.
@@ -569,7 +575,9 @@ struct ModelState {
         )
             -> [ModelValue]?
         {
-            let matching = item.entries(index).filter { condition?.matches($0) ?? true }
+            let matching = item.entries(index).filter { condition?.matches($0) ?? true }.map { tuple in
+                tuple.map { stored(index, $0) ?? $0 }
+            }
             guard var place = matching.first else { return nil }
             for tuple in matching.dropFirst() {
                 let order = compareTuples(tuple, place)

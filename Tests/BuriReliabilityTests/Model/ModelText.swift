@@ -414,6 +414,15 @@ extension ModelRun {
                 throw fail("\(what): expected a textQuerySyntax error, got \(error)")
             }
         }
+        if encrypted, query.hasPrefixLeaf {
+            // A private text index cannot tell what a term starts with: every form is refused.
+            note("\(what) → refused: a prefix on a private index")
+            tally["text search refused: prefix on a private index", default: 0] += 1
+            try expectPrivateRefusal(what) { _ = try bucket.searchKeys(index, text) }
+            try expectPrivateRefusal("\(what) as a query") { _ = try bucket.keys(.search(index, text)) }
+            try expectPrivateRefusal("\(what) ranked") { _ = try bucket.rankedSearchKeys(index, text, limit: 3) }
+            return
+        }
         note("\(what) → \(expected.count) keys")
         tally[
             expected.isEmpty
@@ -608,5 +617,58 @@ extension ModelRun {
         if !stray.isEmpty { throw fail("after repair, the extra term still finds \(stray.map(escaped))") }
         for _ in 0..<2 { try verifySearch(name, bucket, model, "after repair: ") }
         try verifyBucket(name, bucket, model, "after repair")
+    }
+}
+
+extension ModelTextQuery {
+    /// Whether the query, as Buri parses it, holds a word prefix (`app*`, a phrase ending in one, a
+    /// single CJK unit): what a private text index refuses.
+    var hasPrefixLeaf: Bool {
+        guard case .some(.some(let compiled)) = try? compiled() else { return false }
+        return Self.hasPrefix(compiled)
+    }
+
+    private static func hasPrefix(_ compiled: Compiled) -> Bool {
+        switch compiled {
+        case .leaf(.prefix): true
+        case .leaf(.phrase(_, let lastIsPrefix)): lastIsPrefix
+        case .leaf(.term): false
+        case .all(let parts), .any(let parts): parts.contains(where: hasPrefix)
+        case .andNot(let left, let right): hasPrefix(left) || hasPrefix(right)
+        }
+    }
+}
+
+extension ModelRun {
+    /// Runs `body`, which must fail with `privateIndex` (and change nothing: it only reads).
+    func expectPrivateRefusal(_ what: String, _ body: () throws -> Void) throws {
+        operations += 1
+        do {
+            try body()
+        } catch BuriError.privateIndex {
+            return
+        } catch {
+            throw fail("\(what): expected a privateIndex refusal, got \(error)")
+        }
+        throw fail("\(what): a private index answered what its tokens cannot")
+    }
+
+    /// One query a private index must refuse: a range, a prefix, an order or a grouping by it.
+    func privateRefusal() throws {
+        let name = pick(Self.bucketNames)
+        let bucket = try bucket(name)
+        let index = pick(privateIndexes.sorted())
+        let form = int(0...3)
+        let what = "private refusal \(escaped(name)) \(index) form \(form)"
+        note(what)
+        tally["private index refusal", default: 0] += 1
+        try expectPrivateRefusal(what) {
+            switch form {
+            case 0: _ = try bucket.keys(.index(index, in: IndexValue("a")...IndexValue("z")))
+            case 1: _ = try bucket.keys(.index(index, prefix: "a"))
+            case 2: _ = try bucket.keys(Query.all.order(by: index))
+            default: _ = try bucket.aggregate("real", groupedBy: index)
+            }
+        }
     }
 }

@@ -40,6 +40,8 @@ extension RawBucket {
         index: String, query: TextQuery, limit: Int, filter: Query? = nil, reader: any StorageReader
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
         let definition = try textIndexDefinition(index)
+        // Whatever the bucket holds: a query that cannot be answered is refused even when empty.
+        try definition.requireExactTerms(query, bucket: name)
         let tokenizer = try definition.textTokenizer(bucket: name)
         guard definition.text?.keepsLengths == true else {
             throw .invalidQuery(
@@ -60,7 +62,6 @@ extension RawBucket {
             (try database.storedTextTotal(of: totalId, bucket: name, reader: reader) ?? 0)
             + (transaction?.counts.tokens[totalId]?.delta ?? 0)
         guard documents > 0 else { return [] }
-        try definition.requireExactTerms(query, bucket: name)
         let searcher = TextSearcher(
             bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
             prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
