@@ -32,6 +32,7 @@ let package = Package(
             name: "BuriBenchmark",
             dependencies: [
                 .product(name: "Buri", package: "Buri"),
+                .product(name: "BuriEncryption", package: "Buri"),
                 .product(name: "LevelDB", package: "Buri"),
                 .product(name: "BuriCodec", package: "Buri"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -367,3 +367,53 @@ struct EncryptedDatabaseObservationTests {
         #expect(object?.text == EncryptedDatabaseTests.secret)
     }
 }
+
+/// The README's encryption example, run as written.
+struct Diagnosis: BuriSupport {
+    var id: String, patient: String, notes: String, year: Int
+    static let buri = BuriSchema<Diagnosis>(
+        key: \.id,
+        indexes: [.binary("patient", \.patient), .text("notes", \.notes), .numeric("year", \.year).plaintext()])
+}
+
+@Suite("Encryption at rest: the README's example")
+struct EncryptionReadmeTests {
+    @Test("the README shows this code, and it runs")
+    func readmeExample() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buri-readme-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyPath = directory.appendingPathComponent("clinic.key").path
+        FileManager.default.createFile(atPath: keyPath, contents: Data((0..<32).map { UInt8($0 * 7 & 0xFF) }))
+        let previous = FileManager.default.currentDirectoryPath
+        FileManager.default.changeCurrentDirectoryPath(directory.path)
+        defer { FileManager.default.changeCurrentDirectoryPath(previous) }
+        var options = BuriOptions()
+        options.encryption = try DatabaseKey(contentsOfFile: keyPath)  // 32 random bytes; or DatabaseKey(passphrase:)
+        let db = try BuriDatabase(path: "clinic.buri", options: options)
+        defer { db.close() }
+        let diagnoses = try db.bucket(Diagnosis.self)
+        try diagnoses.store(Diagnosis(id: "d1", patient: "Ada Lovelace", notes: "mild asthma", year: 2026))
+        let hers = try diagnoses.keys(.index("patient", equals: "Ada Lovelace"))  // exact: ["d1"]
+        let asthma = try diagnoses.searchKeys("notes", "asthma")  // words and phrases
+        let recent = try diagnoses.keys(.index("year", in: 2020...))  // plaintext: ranges too
+        #expect(hers == ["d1"] && asthma == ["d1"] && recent == ["d1"])
+        #expect(filesContain(Array("Ada Lovelace".utf8), under: directory.path + "/clinic.buri") == [])
+        #expect(filesContain(Array("asthma".utf8), under: directory.path + "/clinic.buri") == [])
+
+        // The README holds the same lines.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for line in [
+            "options.encryption = try DatabaseKey(contentsOfFile: keyPath)  // 32 random bytes; or DatabaseKey(passphrase:)",
+            "let hers = try diagnoses.keys(.index(\"patient\", equals: \"Ada Lovelace\"))  // exact: [\"d1\"]",
+            "let asthma = try diagnoses.searchKeys(\"notes\", \"asthma\")                  // words and phrases",
+            "let recent = try diagnoses.keys(.index(\"year\", in: 2020...))              // plaintext: ranges too",
+            "indexes: [.binary(\"patient\", \\.patient), .text(\"notes\", \\.notes), .numeric(\"year\", \\.year).plaintext()])",
+        ] {
+            #expect(readme.contains(line), "README.md lacks: \(line)")
+        }
+    }
+}

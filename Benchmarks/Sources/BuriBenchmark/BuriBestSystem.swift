@@ -12,7 +12,7 @@ struct BestPerson: BuriSupport, BuriRecordDecodable, Equatable {
 
     static let buri = BuriSchema<BestPerson>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        indexes: [.binary("locale", \.locale), .numeric("age", \.age).plaintext()],
         bucket: "Person"
     )
 

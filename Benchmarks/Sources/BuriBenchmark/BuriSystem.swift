@@ -1,4 +1,5 @@
 import Buri
+import BuriEncryption
 import Foundation
 
 /// Buri through its public typed API, as an app would use it: on LevelDB (the default engine),
@@ -6,6 +7,10 @@ import Foundation
 final class BuriSystem: System {
     static let name = "Buri"
     static let memoryName = "Buri in memory"
+    /// Buri on an encrypted database (sealed records, the locale index private), its own column.
+    static let encryptedName = "Buri encrypted"
+    /// Which of the three this one is.
+    let name: String
     let database: BuriDatabase
     let tokens: Bucket<Token>
     let people: Bucket<Person>
@@ -17,7 +22,17 @@ final class BuriSystem: System {
         try self.init(database: BuriDatabase(path: path, levelDB: StorageTuning.levelDB), workload: workload)
     }
 
-    init(database: BuriDatabase, workload: Workload) throws {
+    /// An encrypted database at `path`, with a random key.
+    convenience init(encryptedAt path: String, workload: Workload) throws {
+        var options = BuriOptions()
+        options.encryption = DatabaseKey.random()
+        try self.init(
+            database: BuriDatabase(path: path, options: options, levelDB: StorageTuning.levelDB), workload: workload,
+            name: Self.encryptedName)
+    }
+
+    init(database: BuriDatabase, workload: Workload, name: String? = nil) throws {
+        self.name = name ?? (database.path == ":memory:" ? Self.memoryName : Self.name)
         self.database = database
         tokens = try database.bucket(Token.self)
         people = try database.bucket(Person.self)
@@ -55,7 +70,9 @@ final class BuriSystem: System {
     /// The playlist rows' buckets, loaded before the first of them (untimed).
     var playlistRows: BuriPlaylistRows<Playlist>?
 
-    func supports(_ row: Row) -> Bool { true }
+    /// Every row, but on an encrypted database the grouping by the locale index, which is private
+    /// there (its values are keyed tokens, which cannot be grouped).
+    func supports(_ row: Row) -> Bool { !(database.isEncrypted && row == .groupedAggregate) }
 
     func playlistAnswer(_ row: Row) throws -> PlaylistAnswer? { try playlistRows?.answer(row) }
 

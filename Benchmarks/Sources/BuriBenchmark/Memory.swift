@@ -219,6 +219,8 @@ enum FillProbe {
         switch name {
         case BuriSystem.name: system = try BuriSystem(path: directory + "/buri", workload: workload)
         case BuriSystem.memoryName: system = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
+        case BuriSystem.encryptedName:
+            system = try BuriSystem(encryptedAt: directory + "/buri-encrypted", workload: workload)
         case FloorSystem.name:
             let layout = try FloorLayout.learn(in: directory)
             system = try FloorSystem(

@@ -21,7 +21,7 @@ struct Person: BuriSupport, FetchableRecord, PersistableRecord, Equatable {
 
     static let buri = BuriSchema<Person>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        indexes: [.binary("locale", \.locale), .numeric("age", \.age).plaintext()],
         bucket: "Person"
     )
     static let databaseTableName = "person"

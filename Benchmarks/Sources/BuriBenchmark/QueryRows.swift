@@ -20,7 +20,7 @@ struct Resident: BuriSupport, FetchableRecord, PersistableRecord, Equatable {
 
     static let buri = BuriSchema<Resident>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        indexes: [.binary("locale", \.locale), .numeric("age", \.age).plaintext()],
         bucket: "Resident"
     )
     static let databaseTableName = "resident"
@@ -58,7 +58,7 @@ struct BestResident: BuriSupport, BuriRecordDecodable, Equatable {
 
     static let buri = BuriSchema<BestResident>(
         key: \.objectId,
-        indexes: [.binary("locale", \.locale), .numeric("age", \.age)],
+        indexes: [.binary("locale", \.locale), .numeric("age", \.age).plaintext()],
         bucket: "Resident"
     )
 

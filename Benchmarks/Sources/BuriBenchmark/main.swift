@@ -25,8 +25,8 @@ struct Options {
     /// The playlist rows' own sizes (not `count`): 100,000 songs, 1,000 playlists of 100.
     var playlistSizes = PlaylistSizes()
     var systems: [String] = [
-        BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, FloorSystem.name, GRDBSystem.name,
-        GRDBBestSystem.name,
+        BuriSystem.name, BuriBestSystem.name, BuriSystem.memoryName, BuriSystem.encryptedName, FloorSystem.name,
+        GRDBSystem.name, GRDBBestSystem.name,
     ]
 
     init(arguments: [String]) throws {
@@ -86,7 +86,7 @@ struct Options {
                 }
                 if systems.isEmpty {
                     throw BenchmarkFailure(
-                        "--systems: none of buri, buri-best, buri-in-memory, leveldb, grdb, grdb-best")
+                        "--systems: none of buri, buri-best, buri-in-memory, buri-encrypted, leveldb, grdb, grdb-best")
                 }
             case "--help", "-h":
                 print(Options.usage)
@@ -238,6 +238,8 @@ func measure(count n: Int, options: Options, directory: String) throws -> Measur
             case BuriSystem.name: open[name] = try BuriSystem(path: base + "/buri", workload: workload)
             case BuriSystem.memoryName:
                 open[name] = try BuriSystem(database: BuriDatabase.inMemory(), workload: workload)
+            case BuriSystem.encryptedName:
+                open[name] = try BuriSystem(encryptedAt: base + "/buri-encrypted", workload: workload)
             case BuriBestSystem.name: open[name] = try BuriBestSystem(path: base + "/buri-best", workload: workload)
             case FloorSystem.name:
                 open[name] = try FloorSystem(
@@ -405,6 +407,7 @@ func printTables(_ m: Measurement, rows: [Row], systems: [String]) {
         print(line)
     }
     print("")
+    if systems.contains(BuriSystem.encryptedName) { printEncryptionTable(m, rows: rows) }
     if let sizes = m.playlistSizes, rows.contains(where: \.isPlaylist) {
         print(
             "Playlist rows (their own sizes, whatever the count): \(formatRate(Double(sizes.songs))) songs, \(formatRate(Double(sizes.playlists))) playlists of \(sizes.perPlaylist) (a song in several playlists; \(sizes.hotSongs) songs in exactly \(sizes.holdersOfHot) each); Objects: songs fetched, playlist ids found, songs deleted. The floor runs none of them."
@@ -492,4 +495,31 @@ do {
 } catch {
     log("buri-bench: \(error)")
     exit(1)
+}
+
+/// Buri with encryption at rest beside Buri without, from the same run: what sealing every record
+/// (AES-256-GCM) and storing the locale index as keyed tokens cost, row by row. The targets
+/// (issue 27): at most 25% on fills, 15% on reads.
+func printEncryptionTable(_ m: Measurement, rows: [Row]) {
+    print("### Encryption at rest: Buri encrypted against Buri, same run")
+    print("")
+    print(
+        "Objects per second; cost = Buri's rate over the encrypted one, minus 1 (lower is better). The encrypted database seals every record and stores the locale index as keyed tokens (private); its age index is declared plaintext. It cannot group by a private index, so it skips that row."
+    )
+    print("")
+    print("| Row | Buri | Buri encrypted | Cost | Target |")
+    print("|---|---:|---:|---:|---|")
+    for row in rows where m.ran(row, BuriSystem.encryptedName) && m.ran(row, BuriSystem.name) {
+        let plain = m.rate(row, BuriSystem.name)
+        let sealed = m.rate(row, BuriSystem.encryptedName)
+        let cost = plain / sealed - 1
+        let isWrite = [Row.simpleFill, .complexFill, .complexRefill, .observedRefill, .deleteAll, .playlistDelete]
+            .contains(row)
+        let limit = isWrite ? 0.25 : 0.15
+        let verdict = cost <= limit ? "≤ \(Int(limit * 100))% ✓" : "≤ \(Int(limit * 100))% ✗"
+        print(
+            "| \(row.title) | \(formatRate(plain)) | \(formatRate(sealed)) | \(String(format: "%+.0f%%", cost * 100)) | \(verdict) |"
+        )
+    }
+    print("")
 }
