@@ -61,6 +61,9 @@ let package = Package(
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         // Export, import and restore (JSON Lines), the tool's commands' work as a library.
         .target(name: "BuriTransfer", dependencies: ["Buri", "BuriCodec"]),
+        // OpenSSL's libcrypto, for AES-256-GCM on Linux: swift-crypto's generic AEAD calls cost
+        // several times the cipher's own work per record (docs/BENCHMARK.md, "Encryption at rest").
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The keys, header and cipher behind Buri's `DatabaseEncryption`, on swift-crypto. Scrypt
         // comes from CryptoExtras, not from `_CryptoExtras`, which only re-exports it: one target fewer.
         .target(
@@ -69,6 +72,7 @@ let package = Package(
                 "Buri",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
             ]),
         .executableTarget(
             name: "BuriTool",
@@ -99,7 +103,10 @@ let package = Package(
         .testTarget(name: "BuriTransferTests", dependencies: ["BuriTransfer", "Buri", "BuriTestSupport"]),
         .testTarget(
             name: "BuriEncryptionTests",
-            dependencies: ["BuriEncryption", "Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics", "BuriTestSupport"],
+            dependencies: [
+                "BuriEncryption", "Buri", "BuriStorage", "BuriEtcd", "BuriTestBasics", "BuriTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             // The Python script that computed the known-answer vectors independently (not built).
             exclude: ["Vectors"]),
         .testTarget(

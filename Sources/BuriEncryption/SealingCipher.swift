@@ -1,5 +1,8 @@
 import Buri
 import Crypto
+#if canImport(COpenSSL)
+    import COpenSSL
+#endif
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -120,6 +123,26 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             defer { session.next += 1 }
             return (session.id, session.key, session.next)
         }
+        #if canImport(COpenSSL)
+            if AESGCM.isAvailable {
+                let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
+                return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                    let output = UnsafeMutableRawBufferPointer(buffer)
+                    output[0] = sealedValueMarker
+                    id.store(into: output, at: 1)
+                    output.storeBytes(of: counter.bigEndian, toByteOffset: 1 + SessionID.byteCount, as: UInt64.self)
+                    let sealed = key.withUnsafeBytes { key in
+                        AESGCM.seal(
+                            key: key, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                            plaintext: plaintext,
+                            into: UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...]))
+                    }
+                    // Only a key of the wrong size or an allocation failing can fail here.
+                    precondition(sealed, "AES-GCM could not seal")
+                    initialized = count
+                }
+            }
+        #endif
         let box: AES.GCM.SealedBox
         do {
             box = try Self.withNonce(counter) { nonce in
@@ -172,6 +195,25 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         let tagStart = sealed.count - Self.tagByteCount
         let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[Self.prefixByteCount..<tagStart])
         let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
+        #if canImport(COpenSSL)
+            if AESGCM.isAvailable {
+                var opened = false
+                let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in
+                    opened = key.withUnsafeBytes { key in
+                        AESGCM.open(
+                            key: key, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                            ciphertext: ciphertext, tag: tag, into: UnsafeMutableRawBufferPointer(buffer))
+                    }
+                    initialized = opened ? ciphertext.count : 0
+                }
+                guard opened else {
+                    throw .authenticationFailed(
+                        "a sealed value of \(sealed.count) bytes failed its authentication: it was changed on disk, cut short, or sealed for another key, bucket or database"
+                    )
+                }
+                return plaintext
+            }
+        #endif
         let plaintext: Data
         do {
             plaintext = try Self.withNonce(counter) { nonce in

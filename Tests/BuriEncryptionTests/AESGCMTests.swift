@@ -1,0 +1,71 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import BuriEncryption
+
+#if canImport(COpenSSL)
+    /// On Linux records are sealed through OpenSSL (`AESGCM`), on Apple platforms through
+    /// swift-crypto: both must give the same bytes, and each must open the other's.
+    @Suite("AES-256-GCM: OpenSSL's and swift-crypto's agree byte for byte")
+    struct AESGCMTests {
+        @Test("random keys, counters, associated data and plaintexts of every small length and some large ones")
+        func theTwoImplementationsAgree() throws {
+            var generator = SystemRandomNumberGenerator()
+            let lengths = Array(0...70) + [255, 256, 4095, 65_537, 1 << 20]
+            for length in lengths {
+                let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let counter = UInt64.random(in: 0...UInt64.max, using: &generator)
+                let associatedData = (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
+                let plaintext = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                // swift-crypto: nonce 4 zero bytes and the counter, associated data the marker and the rest.
+                var nonce = [UInt8](repeating: 0, count: 4)
+                withUnsafeBytes(of: counter.bigEndian) { nonce += $0 }
+                let box = try AES.GCM.seal(
+                    plaintext, using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: nonce),
+                    authenticating: [sealedValueMarkerForTests] + associatedData)
+                let expected = Array(box.ciphertext) + Array(box.tag)
+                var sealed = [UInt8](repeating: 0, count: length + 16)
+                let ok = key.withUnsafeBytes { key in
+                    associatedData.withUnsafeBytes { associatedData in
+                        plaintext.withUnsafeBytes { plaintext in
+                            sealed.withUnsafeMutableBytes { output in
+                                AESGCM.seal(
+                                    key: key, counter: counter, marker: sealedValueMarkerForTests,
+                                    associatedData: associatedData, plaintext: plaintext, into: output)
+                            }
+                        }
+                    }
+                }
+                #expect(ok)
+                #expect(sealed == expected, "length \(length)")
+                // OpenSSL opens it, and refuses it with a flipped bit anywhere or other associated data.
+                func opens(_ value: [UInt8], _ data: [UInt8]) -> [UInt8]? {
+                    var output = [UInt8](repeating: 0, count: length)
+                    let opened = key.withUnsafeBytes { key in
+                        data.withUnsafeBytes { data in
+                            value.withUnsafeBytes { value in
+                                output.withUnsafeMutableBytes { output in
+                                    AESGCM.open(
+                                        key: key, counter: counter, marker: sealedValueMarkerForTests,
+                                        associatedData: data, ciphertext: UnsafeRawBufferPointer(rebasing: value[..<length]),
+                                        tag: UnsafeRawBufferPointer(rebasing: value[length...]), into: output)
+                                }
+                            }
+                        }
+                    }
+                    return opened ? output : nil
+                }
+                #expect(opens(sealed, associatedData) == plaintext)
+                var flipped = sealed
+                flipped[Int.random(in: 0..<flipped.count, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                #expect(opens(flipped, associatedData) == nil)
+                #expect(opens(sealed, associatedData + [0]) == nil)
+            }
+        }
+    }
+
+    private let sealedValueMarkerForTests: UInt8 = 0xE1
+#endif
