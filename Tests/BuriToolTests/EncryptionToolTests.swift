@@ -413,6 +413,12 @@ struct EncryptionToolTests {
             try buri(["get", notes.path, "Note", "n2"] + k), status: 3,
             mentioning: ["record \"n2\" in bucket \"Note\"", "failed its authentication"])
         expectSuccess(try buri(["get", notes.path, "Note", "n3"] + k))
+        // An export saves every other record with --skip-damaged, naming the one it skipped.
+        let export = try buri(["export", notes.path, "--decrypt", "--skip-damaged"] + k)
+        #expect(export.status == 1, "\(export)")
+        #expect(export.stderr.contains("skipped: bucket 'Note', key \"n2\""), "\(export)")
+        #expect(export.stderr.contains("skipped 1 unreadable record and 0 key ranges"), "\(export)")
+        #expect(export.lines.filter { $0.contains(#""key":"#) }.count == 29, "\(export)")
     }
 
     @Test func aPassphraseFileCreatesAndOpensADatabase() throws {
