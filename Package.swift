@@ -15,7 +15,8 @@ import PackageDescription
 //                format), for apps as for the tool: on Buri and BuriCodec only
 //   BuriEncryption – encryption at rest (Buri's `DatabaseEncryption`) with swift-crypto: its own
 //                product, so that only apps that encrypt build swift-crypto
-//   buri       – the command-line tool; buri-demo – the runnable tour (no LevelDB import:
+//   buri       – the command-line tool (with BuriEncryption, to open and create encrypted
+//                databases); buri-demo – the runnable tour (no LevelDB import:
 //                engine-specific files and operations come through BuriEngines)
 // Scripts/check-layers fails if BuriStorage, BuriEtcd, BuriTransfer or the tool imports or depends
 // on LevelDB.
@@ -77,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "BuriTool",
             dependencies: [
-                "Buri", "BuriEtcd", "BuriCodec", "BuriTransfer",
+                "Buri", "BuriEtcd", "BuriCodec", "BuriTransfer", "BuriEncryption",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -110,7 +111,8 @@ let package = Package(
             // The Python script that computed the known-answer vectors independently (not built).
             exclude: ["Vectors"]),
         .testTarget(
-            name: "BuriToolTests", dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport"]),
+            name: "BuriToolTests",
+            dependencies: ["Buri", "BuriStorage", "BuriCodec", "LevelDB", "BuriTestSupport", "BuriEncryption"]),
         .testTarget(
             name: "BuriReliabilityTests",
             dependencies: ["Buri", "BuriStorage", "BuriTestSupport", "LevelDB", "BuriCodec", "BuriEncryption"]),

@@ -20,24 +20,35 @@ struct BuriCommand: ParsableCommand {
             which also lets them read a database another process has open (its last committed \
             state) or one on a full disk.
 
+            An encrypted database opens only with its key, given to any command as a file: \
+            --key-file FILE (exactly 32 random bytes; `buri key new FILE` makes one) or \
+            --passphrase-file FILE, or the file named by BURI_KEY_FILE or BURI_PASSPHRASE_FILE when \
+            neither option is given. A database import or restore creates is encrypted with the key \
+            given. `buri export` of an encrypted database needs --decrypt (its output is plaintext).
+
             Exit codes:
               0  success
               1  `buri check` found problems, `buri repair` could not recover everything, or
                  `buri export --skip-damaged` skipped records
-              2  usage error: bad arguments, or a query value or expression that does not fit
+              2  usage error: bad arguments (an unusable key file too), a query value or
+                 expression that does not fit (a range on a private index too), `buri
+                 export` of an encrypted database without --decrypt
               3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
                  an etcd cluster that is unreachable or has no quorum
               4  not a Buri database: missing path, other files, a newer format
               5  a command that writes found the database in use by another process
               6  not found: unknown bucket, index, key or named value
               7  invalid input: `buri import` data rejected (nothing was written)
+              8  the database is encrypted: give --key-file or --passphrase-file
+              9  the key given does not open the database: the wrong key, the other kind
+                 of key, or a key for a database that is not encrypted
             """,
         version:
             "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format \(ExportFormat.version), LevelDB \(LevelDBEngine.libraryVersion)",
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self, Search.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
-            Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self,
+            Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self, KeyCommand.self,
         ]
     )
 }

@@ -17,7 +17,7 @@ func openExistingEtcd(_ location: String, purges: Bool) throws -> BuriDatabase {
             "'\(location)' holds no Buri database: the cluster is available but has no key under the name '\((try? EtcdLocation(location).name) ?? location)'; check the name, or create it with 'buri import' or 'buri restore'"
         )
     }
-    var options = BuriOptions()
+    var options = ToolEncryption.options()
     options.createIfMissing = false
     options.purgesInBackground = purges
     return try openLocation(location, options: options)

@@ -29,6 +29,10 @@ struct Export: ParsableCommand {
             listed (the keys that index entries name in such a range are read one by one). It then \
             exits with status 1, so a script cannot take the file for a complete export.
 
+            The export of an encrypted database holds its data unencrypted: it is refused (exit 2) \
+            unless --decrypt is given, and then a warning says so on stderr. `buri restore --key-file \
+            FILE` makes an encrypted database from it again.
+
             Example: buri export people.buri Person -o people.jsonl
             """
     )
@@ -55,6 +59,12 @@ struct Export: ParsableCommand {
     @Flag(help: "With --skip-damaged: list what was skipped as one JSON object on stderr.")
     var json = false
 
+    @Flag(
+        help:
+            "Export an encrypted database: its objects and named values are written unencrypted (a warning says so on stderr). Without it, exporting an encrypted database is refused."
+    )
+    var decrypt = false
+
     func validate() throws {
         if let output, output.isEmpty { throw ValidationError("-o needs a file name") }
         if json, !skipDamaged {
@@ -65,6 +75,16 @@ struct Export: ParsableCommand {
     func run() throws {
         let db = try target.open(readOnly: true)
         defer { db.close() }
+        // An export is plaintext JSON: of an encrypted database, only when asked for, and said.
+        if db.isEncrypted {
+            guard decrypt else {
+                throw ToolError(
+                    .usage,
+                    "'\(target.database)' is encrypted, and its export would hold its data unencrypted (JSON Lines, readable by anyone who can read the file); pass --decrypt to accept that; nothing was written"
+                )
+            }
+            writeAll(2, Array("buri: warning: the export holds the database's data unencrypted\n".utf8))
+        }
         // The buckets are found before anything is written: an unknown one leaves no file.
         let names: [String]
         if let bucket {

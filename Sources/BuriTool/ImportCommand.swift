@@ -53,8 +53,15 @@ struct Import: ParsableCommand {
             total, percentage, rate and ETA: checking, copying existing objects, reading and \
             storing, publishing (purging the stage on failure).
 
+            With --key-file or --passphrase-file (or BURI_KEY_FILE, BURI_PASSPHRASE_FILE), a new \
+            database is created encrypted with that key; an existing encrypted one needs its key, as \
+            for every command. In an encrypted database every index stores its values as keyed tokens \
+            (private: exact matches only) unless declared plaintext with --plaintext-index NAME, which \
+            a numeric index must be.
+
             Examples:
               buri import people.buri Person --key objectId --binary-index locale --numeric-index age people.jsonl
+              buri import notes.buri Note --key id --numeric-index day --plaintext-index day --key-file notes.key notes.jsonl
               buri export old.buri Person | buri import new.buri Person --key objectId --binary-index locale
               buri import notes.buri Note --key id --text-index body --text-index title=meta.title notes.jsonl
             """
@@ -91,6 +98,13 @@ struct Import: ParsableCommand {
             "Keep full-text index NAME over text field FIELD (default: NAME; a string or an array of strings), as a Swift .text declaration does (tokenizer 1, no stop words), for `buri search`; a dotted FIELD reads a nested field. Repeatable.",
             valueName: "name[=field]"))
     var textIndexes: [String] = []
+
+    @Option(
+        name: .customLong("plaintext-index"),
+        help: ArgumentHelp(
+            "Declare index NAME (of the new bucket: one given here, or of the export's schema line) plaintext: in an encrypted database its values are stored readable, in their order, instead of as keyed tokens (an encrypted database refuses a numeric index otherwise). Repeatable.",
+            valueName: "name"))
+    var plaintextIndexes: [String] = []
 
     @Option(
         name: .customLong("date"),
@@ -159,6 +173,9 @@ struct Import: ParsableCommand {
         if let chunkSize, chunkSize < 1 {
             throw ValidationError("--chunk-size needs a positive number of objects, such as --chunk-size 500")
         }
+        if plaintextIndexes.contains("") {
+            throw ValidationError("--plaintext-index needs an index name, such as --plaintext-index age")
+        }
         _ = try indexOptions()
     }
 
@@ -185,7 +202,8 @@ struct Import: ParsableCommand {
             break
         }
         let options = ImportOptions(
-            keyField: key, indexes: try indexOptions(), dateFields: dateFields, chunkSize: chunkSize)
+            keyField: key, indexes: try indexOptions(), dateFields: dateFields, chunkSize: chunkSize,
+            plaintextIndexes: plaintextIndexes)
         // An existing database is opened (and locked) first, so the checks see its catalog.
         var db: BuriDatabase? = state == .database ? try openForLoading(target) : nil
         defer { db?.close() }
@@ -325,7 +343,7 @@ func openForLoading(_ target: DatabaseArgument) throws -> BuriDatabase {
     do {
         return try target.open()
     } catch let error as ToolError where error.status == .notADatabase && hasFiles(target.database) {
-        var options = BuriOptions()
+        var options = ToolEncryption.options()
         options.createIfMissing = true
         options.syncWrites = true
         // Writes the header only into a store without keys; anything else is refused as before.

@@ -42,6 +42,7 @@ struct Info: ParsableCommand {
                 CBORMapEntry(key: "engine", value: .text(kind.name)),
                 CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
                 CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
+                CBORMapEntry(key: "encrypted", value: .bool(db.isEncrypted)),
                 CBORMapEntry(
                     key: "buckets",
                     value: .array(
@@ -98,6 +99,11 @@ struct Info: ParsableCommand {
                                                                 value: .array((text.stopWords ?? []).map { .text($0) })),
                                                         ])
                                                     } ?? .null),
+                                                // Declared plaintext; and whether an encrypted
+                                                // database stores its values as keyed tokens.
+                                                CBORMapEntry(key: "plaintext", value: .bool(index.plaintext == true)),
+                                                CBORMapEntry(
+                                                    key: "private", value: .bool(db.isEncrypted && isPrivate(index))),
                                             ])
                                         })),
                             ])
@@ -113,6 +119,7 @@ struct Info: ParsableCommand {
                 try out.line("LevelDB version: \(leveldb)")
                 try out.line("size on disk:    \(formatBytes(size))")
             }
+            try out.line("encrypted:       \(db.isEncrypted ? "yes" : "no")")
             try out.line("buckets:         \(buckets.count)")
             for bucket in buckets {
                 try out.line("")
@@ -142,6 +149,9 @@ struct Info: ParsableCommand {
                         traits.append("field\(fields.count == 1 ? "" : "s") " + named.joined(separator: ", "))
                     }
                     if index.computed == true { traits.append("computed") }
+                    // How an encrypted database stores its values: readable, or as keyed tokens
+                    // (which match exactly, but have no order).
+                    if db.isEncrypted { traits.append(isPrivate(index) ? "private (keyed tokens)" : "plaintext") }
                     try out.line(
                         "  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")"
                     )
@@ -151,6 +161,10 @@ struct Info: ParsableCommand {
         try out.flush()
     }
 }
+
+/// Whether an encrypted database stores `index`'s values as keyed tokens (docs/FORMAT.md §4a):
+/// every index not declared plaintext, but a relationship's, whose values are object keys.
+func isPrivate(_ index: IndexDefinition) -> Bool { index.plaintext != true && index.references == nil }
 
 // MARK: - buckets
 

@@ -117,7 +117,7 @@ func openLocation(_ location: String, options: BuriOptions) throws -> BuriDataba
 /// after probing it where its kind can. Every write is synced.
 func createLocation(_ location: String) throws -> BuriDatabase {
     try requireAvailable(location)
-    var create = BuriOptions()
+    var create = ToolEncryption.options()
     create.syncWrites = true
     return try mapErrors(path: location) {
         try BuriDatabase.create(location: location, options: create, engines: engines)

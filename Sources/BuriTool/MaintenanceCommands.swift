@@ -266,8 +266,22 @@ struct Repair: ParsableCommand {
         }
         let progress = Progress()
         progress.update("repairing…", force: true)
-        let report = try waitingForLock(target.wait) {
-            try mapErrors(path: path) { try BuriDatabase.repair(path: path) }
+        let report: RepairReport
+        do {
+            report = try waitingForLock(target.wait) {
+                try mapErrors(path: path) { try BuriDatabase.repair(path: path, options: ToolEncryption.options()) }
+            }
+        } catch let error as ToolError where error.status == .keyRequired || error.status == .wrongKey {
+            // The key is needed only after LevelDB's repair of the files has run: say so.
+            var message = error.message
+            for written in ["; nothing was read or written", "; nothing was written"] where message.hasSuffix(written) {
+                message.removeLast(written.count)
+            }
+            throw ToolError(
+                error.status,
+                message
+                    + "; the files were salvaged (LevelDB's repair ran), but checking the records and rebuilding the indexes needs the database's own key: run `buri repair` again with it"
+            )
         }
         progress.finish()
         let out = Output.standardOutput()

@@ -23,7 +23,14 @@ struct Restore: ParsableCommand {
             command that writes to it deletes what was staged): restore into it again. With --progress (or on a \
             terminal) reading and publishing show their total, percentage, rate and ETA.
 
-            Example: buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
+            With --key-file or --passphrase-file (or BURI_KEY_FILE, BURI_PASSPHRASE_FILE) the new \
+            database is encrypted with that key: indexes the export declares plaintext (and those \
+            named with --plaintext-index) store readable values, the others keyed tokens; a numeric \
+            index must be declared plaintext.
+
+            Examples:
+              buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
+              buri restore --key-file people.key --plaintext-index age secret.buri dump.jsonl
             """
     )
 
@@ -32,11 +39,24 @@ struct Restore: ParsableCommand {
     @Argument(help: ArgumentHelp("The export to restore; '-' or nothing reads standard input.", valueName: "file"))
     var file: String?
 
+    @Option(
+        name: .customLong("plaintext-index"),
+        help: ArgumentHelp(
+            "Declare every index named NAME (in any bucket of the export) plaintext, as the export's \"plaintext\": true does: in an encrypted database its values are stored readable, in their order (an encrypted database refuses a numeric index otherwise). Repeatable.",
+            valueName: "name"))
+    var plaintextIndexes: [String] = []
+
     @Flag(name: .customLong("progress"), help: "Show progress on standard error even when it is not a terminal.")
     var showProgress = false
 
     @Flag(name: .customLong("debug-peak-memory"), help: .hidden)
     var debugPeakMemory = false
+
+    func validate() throws {
+        if plaintextIndexes.contains("") {
+            throw ValidationError("--plaintext-index needs an index name, such as --plaintext-index age")
+        }
+    }
 
     func run() throws {
         let path = target.database
@@ -71,7 +91,8 @@ struct Restore: ParsableCommand {
         let report: RestoreReport
         do {
             report = try BuriDatabase.restore(
-                from: transferInput(file), into: destination, progress: progress.handler(),
+                from: transferInput(file), into: destination, plaintextIndexes: plaintextIndexes,
+                progress: progress.handler(),
                 chunkCommitted: TestKillHook.chunkStored
             ).report
         } catch {
@@ -111,7 +132,7 @@ struct Restore: ParsableCommand {
     /// Opens the database at `path` if it has no buckets (a restore killed before it published
     /// leaves such a database, and restoring into it again must work); refuses one with buckets.
     func openEmptyDatabase(_ path: String) throws -> BuriDatabase {
-        var options = BuriOptions()
+        var options = ToolEncryption.options()
         options.syncWrites = true
         // Created if the directory holds a LevelDB store without a single key (a restore killed
         // before it wrote the header); refused, as before, if it holds anything that is not Buri's.

@@ -224,7 +224,7 @@ func openSnapshot(_ path: String) throws -> BuriDatabase {
         throw ToolError(.failure, snapshotFailureMessage(path, error))
     }
     SnapshotCleanup.register(files)
-    var options = BuriOptions()
+    var options = ToolEncryption.options()
     options.createIfMissing = false
     options.purgesInBackground = false
     do {
@@ -297,7 +297,7 @@ func stageLeftNote(_ path: String) -> String {
 /// compacted. Returns whether that worked — on a disk that is still full, opening (which writes
 /// LevelDB's log into a table) or purging fails, and the stage stays until the next writing open.
 func removeStageAfterDiskFull(_ path: String) -> Bool {
-    var options = BuriOptions()
+    var options = ToolEncryption.options()
     options.createIfMissing = false
     guard let db = try? BuriDatabase(location: path, options: options, engines: engines) else { return false }
     defer { db.close() }

@@ -23,6 +23,10 @@ enum ExitStatus: Int32 {
     case inUse = 5
     case notFound = 6
     case invalidInput = 7
+    /// The database is encrypted and no key was given.
+    case keyRequired = 8
+    /// The key given does not open the database (or a key was given for a plaintext one).
+    case wrongKey = 9
 }
 
 /// An error the tool reports as `buri: <message>` with a specific exit code.
@@ -64,8 +68,22 @@ struct ToolError: Error, CustomStringConvertible {
         case .storage(let storage)
         where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
             self.init(.notADatabase, otherComparatorMessage(path ?? storage.path ?? "the given path", storage.message))
+        case .encryptionKeyRequired(let stored):
+            self.init(.keyRequired, ToolEncryption.keyRequiredMessage(path ?? stored))
+        case .wrongEncryptionKey(let stored, let reason):
+            self.init(.wrongKey, ToolEncryption.wrongKeyMessage(path ?? stored, reason: reason))
+        case .notEncrypted(let stored):
+            self.init(.wrongKey, ToolEncryption.notEncryptedMessage(path ?? stored))
+        case .invalidEncryptionKey:
+            self.init(.usage, error.description)
         case .invalidQuery, .invalidContinuation, .textQuerySyntax:
             self.init(.usage, error.description)
+        // A private index cannot answer a range, a prefix or an order: a query that does not fit
+        // the index, as an invalid query is.
+        case .privateIndex(let bucket, let index, let operation):
+            self.init(.usage, privateIndexMessage(bucket: bucket, index: index, operation: operation))
+        case .indexNotDeclaredPlaintext(let bucket, let index):
+            self.init(.invalidInput, undeclaredPlaintextMessage(bucket: bucket, index: index))
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName,
             .invalidIndexDefinition, .invalidValueName, .valueEncodingFailed:
             self.init(.invalidInput, error.description)
@@ -131,6 +149,20 @@ struct DatabaseArgument: ParsableArguments {
             valueName: "seconds"))
     var wait: Double?
 
+    @Option(
+        name: .customLong("key-file"),
+        help: ArgumentHelp(
+            "The key of an encrypted database: a file of exactly 32 random bytes (`buri key new FILE` makes one). A database a command creates (import, restore) is encrypted with it. Default: the file $BURI_KEY_FILE names.",
+            valueName: "file"))
+    var keyFile: String?
+
+    @Option(
+        name: .customLong("passphrase-file"),
+        help: ArgumentHelp(
+            "The passphrase of an encrypted database, in a text file (one trailing line break is not part of it). A database a command creates is encrypted with it. Default: the file $BURI_PASSPHRASE_FILE names.",
+            valueName: "file"))
+    var passphraseFile: String?
+
     func validate() throws {
         if let wait, !(wait >= 0 && wait <= 86_400 * 365) {
             throw ValidationError(
@@ -138,6 +170,9 @@ struct DatabaseArgument: ParsableArguments {
             )
         }
         if let problem = locationProblem(database) { throw ValidationError(problem) }
+        // The key is read here, before the command does anything: a key file that cannot be used
+        // is a usage error (exit 2) naming it.
+        try ToolEncryption.load(keyFile: keyFile, passphraseFile: passphraseFile)
     }
 }
 
@@ -192,7 +227,7 @@ func openExisting(_ path: String, purges: Bool = true, snapshot: Bool = false) t
             "'\(path)' is not a Buri database (it has no LevelDB files); give the directory of a Buri database")
     case .database:
         if snapshot { return try openSnapshot(path) }
-        var options = BuriOptions()
+        var options = ToolEncryption.options()
         options.createIfMissing = false
         options.purgesInBackground = purges
         return finishingPurges(try openLocation(path, options: options), purges)

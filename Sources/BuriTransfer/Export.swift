@@ -425,12 +425,13 @@ private struct Exporter {
         }
     }
 
-    /// The error if it means unreadable data (a damaged block or record), which `skipDamaged`
-    /// skips; `nil` for anything else.
+    /// The error if it means unreadable data (a damaged block or record, or a sealed record of an
+    /// encrypted database that fails its authentication), which `skipDamaged` skips; `nil` for
+    /// anything else.
     static func damage(_ error: any Error) -> BuriError? {
         guard let error = error as? BuriError else { return nil }
         switch error {
-        case .damaged, .corruption, .decodingFailed: return error
+        case .damaged, .corruption, .decodingFailed, .authenticationFailed: return error
         default: return nil
         }
     }

@@ -6,11 +6,12 @@ import Buri
 /// `{"value","data"}` per named value.
 ///
 /// ```swift
-/// print(ExportFormat.version)                  // 6
+/// print(ExportFormat.version)                  // 7
 /// print(ExportFormat.header(version: 3))       // ["buri-export",3]
 /// ```
 public enum ExportFormat {
-    /// The newest format: 6 added text indexes (an index's `"text"` member: its tokenizer and stop
+    /// The newest format: 7 added indexes declared plaintext (an index's `"plaintext"` member, for
+    /// an encrypted database); 6 added text indexes (an index's `"text"` member: its tokenizer and stop
     /// words); 5 added the named values (``valueLine(name:value:)``); 4 added the index
     /// values a record carries for the indexes `buri` cannot compute from an object's fields; 3
     /// added the schema lines; 2 (records only) is still read.
@@ -18,14 +19,14 @@ public enum ExportFormat {
     /// ```swift
     /// print("writes export format \(ExportFormat.version)")
     /// ```
-    public static let version: UInt64 = 6
+    public static let version: UInt64 = 7
 
     /// The formats an import or restore reads.
     ///
     /// ```swift
     /// if !ExportFormat.readableVersions.contains(found) { print("too new") }
     /// ```
-    public static let readableVersions: [UInt64] = [2, 3, 4, 5, 6]
+    public static let readableVersions: [UInt64] = [2, 3, 4, 5, 6, 7]
 
     static var readable: [UInt64] { readableVersions }
 
@@ -77,18 +78,22 @@ public enum ExportFormat {
     }
 
     /// The header for exporting buckets with these definitions (and named values, if `values`):
-    /// format 6 with a text index (an index with `text`), else 5 with named values or a
-    /// relationship (an index with `references`), else format 4 if any record carries index values
-    /// (a bucket has an index tools cannot compute), else format 3 — the oldest format that holds
-    /// the export, so an older buri reads it when it can (and one that cannot refuses it rather than
-    /// restore a text index as a plain one).
+    /// format 7 with an index declared plaintext (`"plaintext": true`), else 6 with a text index (an
+    /// index with `text`), else 5 with named values or a relationship (an index with `references`),
+    /// else format 4 if any record carries index values (a bucket has an index tools cannot
+    /// compute), else format 3 — the oldest format that holds the export, so an older buri reads it
+    /// when it can (and one that cannot refuses it rather than restore a text index as a plain one,
+    /// or a plaintext index as a private one).
     static func header(for descriptors: [BucketDescriptor], values: Bool = false) -> String {
+        let plaintext = descriptors.contains { $0.indexes.contains { $0.plaintext == true } }
         let text = descriptors.contains { $0.indexes.contains { $0.text != nil } }
         let relationships = descriptors.contains { $0.indexes.contains { $0.references != nil } }
         return header(
-            version: text
-                ? 6
-                : values || relationships ? 5 : descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
+            version: plaintext
+                ? 7
+                : text
+                    ? 6
+                    : values || relationships ? 5 : descriptors.contains { !carriedIndexes($0).isEmpty } ? 4 : 3)
     }
 
     /// One named value as an export writes it (format 5, without its newline):
@@ -195,7 +200,8 @@ public enum ExportFormat {
 
     /// The schema line written before a bucket's records:
     /// {"bucket":NAME,"schema":{"keyField","schemaVersion","indexes":[{"name","kinds","unique","multiValued","version","fields","fieldForms","computed"[,"fieldPaths"]}]}}
-    /// ("fieldPaths" only for an index that reads a nested field; its "fields" is then null).
+    /// ("fieldPaths" only for an index that reads a nested field; its "fields" is then null;
+    /// "plaintext": true only for an index declared plaintext, so that other exports keep their bytes).
     static func schemaLine(_ descriptor: BucketDescriptor) -> String {
         let indexes: [CBORValue] = descriptor.indexes.map { index in
             .map(
@@ -226,7 +232,8 @@ public enum ExportFormat {
                                             [CBORMapEntry(key: "stopWords", value: .array($0.map { .text($0) }))]
                                         } ?? [])))
                         ]
-                    } ?? []))
+                    } ?? [])
+                    + (index.plaintext == true ? [CBORMapEntry(key: "plaintext", value: .bool(true))] : []))
         }
         let schema: CBORValue = .map([
             CBORMapEntry(key: "keyField", value: descriptor.keyField.map { .text($0) } ?? .null),
@@ -334,14 +341,16 @@ public enum ExportFormat {
             var place = "index \(position + 1) of the schema"
             let members = ["name", "kinds", "unique", "multiValued", "version", "fields", "fieldForms", "computed"]
             let first = try Members(
-                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete", "text"],
+                entry, place: place, required: members,
+                optional: ["fieldPaths", "references", "onDelete", "text", "plaintext"],
                 fail: fail)
             guard let name = try first.text("name", nullable: false, nonEmpty: true) else {
                 throw first.fail("\(place) lacks the member \"name\"")
             }
             place += " (\(jsonString(name)))"
             let index = try Members(
-                entry, place: place, required: members, optional: ["fieldPaths", "references", "onDelete", "text"],
+                entry, place: place, required: members,
+                optional: ["fieldPaths", "references", "onDelete", "text", "plaintext"],
                 fail: fail)
             guard names.insert(Array(name.utf8)).inserted else {
                 throw fail("\(place): another index of the schema has the same name; give each index once")
@@ -426,11 +435,13 @@ public enum ExportFormat {
                 text = TextIndexDefinition(
                     tokenizer: tokenizer, stopWords: try members.texts("stopWords", nullable: true))
             }
+            // Declared plaintext (format 7): its values stay readable in an encrypted database.
+            let plaintext = index["plaintext"] == nil ? false : try index.bool("plaintext")
             indexes.append(
                 IndexDefinition(
                     id: 0, name: name, components: kinds, unique: unique, multiValued: multiValued, version: version,
                     fields: fields, fieldForms: forms, computed: computed ? true : nil, fieldPaths: paths,
-                    references: references, onDelete: rule, text: text))
+                    references: references, onDelete: rule, text: text, plaintext: plaintext ? true : nil))
         }
         return (keyField, schemaVersion, indexes)
     }

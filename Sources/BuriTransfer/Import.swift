@@ -128,17 +128,31 @@ public struct ImportOptions: Sendable, Hashable {
     /// options.chunkSize = 500   // a huge import into a bucket others read meanwhile
     /// ```
     public var chunkSize: Int?
+    /// The names of the new bucket's indexes declared plaintext (`buri import --plaintext-index`):
+    /// in an encrypted database their values are stored readable (numbers in their order, which
+    /// an encrypted database requires of a numeric index) rather than as keyed tokens; in a
+    /// plaintext one it changes nothing but the catalog. Each must name one of ``indexes``, or
+    /// an index of the export's schema line; an existing bucket's index must already be declared so.
+    ///
+    /// ```swift
+    /// options.plaintextIndexes = ["age"]   // an encrypted database refuses a numeric index otherwise
+    /// ```
+    public var plaintextIndexes: [String]
 
     /// Options; the defaults import atomically, keyed by the bucket's recorded key field.
     ///
     /// ```swift
     /// let options = ImportOptions(keyField: "id", dateFields: ["due"])
     /// ```
-    public init(keyField: String? = nil, indexes: [Index] = [], dateFields: [String] = [], chunkSize: Int? = nil) {
+    public init(
+        keyField: String? = nil, indexes: [Index] = [], dateFields: [String] = [], chunkSize: Int? = nil,
+        plaintextIndexes: [String] = []
+    ) {
         self.keyField = keyField
         self.indexes = indexes
         self.dateFields = dateFields
         self.chunkSize = chunkSize
+        self.plaintextIndexes = plaintextIndexes
     }
 
     /// The options' own mistakes, found before anything is read.
@@ -154,6 +168,9 @@ public struct ImportOptions: Sendable, Hashable {
         var names = Set<[UInt8]>()
         for index in indexes where !names.insert(Array(index.name.utf8)).inserted {
             throw TransferError(.usage, "index '\(index.name)' is given twice; give each index once")
+        }
+        if plaintextIndexes.contains("") {
+            throw TransferError(.usage, "an index declared plaintext needs a name")
         }
     }
 }
@@ -387,6 +404,7 @@ public final class JSONLinesImport {
                 // bucket is created by that commit (until then the catalog does not change).
                 let load: StagedImport
                 if existing == nil {
+                    try requirePlaintextDeclarations(definitions, bucket: bucket, in: db)
                     load = try db.stageImport(
                         creating: bucket, keyField: keyField, indexes: definitions, schemaVersion: schemaVersion)
                 } else {
@@ -486,6 +504,20 @@ public final class JSONLinesImport {
             TransferProgress(
                 phase: phase, done: input.consumed, total: total, unit: .bytes, lines: number, isPhaseBoundary: true))
     }
+}
+
+/// Refuses, before anything is staged, the numeric index an encrypted database would refuse only
+/// when the stage is published (``BuriError/indexNotDeclaredPlaintext(bucket:index:)``): one not
+/// declared plaintext, and not a relationship's.
+func requirePlaintextDeclarations(
+    _ definitions: [IndexDefinition], bucket: String, in db: BuriDatabase
+) throws(BuriError) {
+    guard db.isEncrypted,
+        let index = definitions.first(where: {
+            $0.plaintext != true && $0.references == nil && $0.components.contains(.numeric)
+        })
+    else { return }
+    throw .indexNotDeclaredPlaintext(bucket: bucket, index: index.name)
 }
 
 extension BuriDatabase {

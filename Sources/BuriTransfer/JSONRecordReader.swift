@@ -42,6 +42,8 @@ struct ImportPlan {
 
     /// Fields of plain objects that hold dates as seconds since 1970 (`--date`).
     let dateFields: [String]
+    /// The names of the new bucket's indexes declared plaintext (``ImportOptions/plaintextIndexes``).
+    let plaintextIndexes: [String]
 
     init(bucket: String, existing: BucketDescriptor?, options given: ImportOptions) throws {
         let key = given.keyField
@@ -50,6 +52,7 @@ struct ImportPlan {
         self.bucket = bucket
         self.dateFields = dateFields
         self.options = options
+        plaintextIndexes = given.plaintextIndexes
         keyGiven = key != nil
         guard let existing else {
             isNew = true
@@ -66,6 +69,9 @@ struct ImportPlan {
                 definition.setFieldPaths([option.path])
                 return definition
             }
+            // A name that none of these indexes has may be one of an export's schema line: checked
+            // when the input is known (`adoptSchema`, `checkEnd`).
+            declarePlaintext(&definitions)
             return
         }
         isNew = false
@@ -108,7 +114,34 @@ struct ImportPlan {
                 )
             }
         }
+        for name in plaintextIndexes {
+            guard let index = existing.index(named: name) else {
+                throw TransferError(
+                    .usage,
+                    "bucket '\(bucket)' has no index '\(name)' to declare plaintext (\(existing.indexes.isEmpty ? "it has no indexes" : "its indexes are " + existing.indexes.map { "'\($0.name)'" }.joined(separator: ", "))); leave the option out"
+                )
+            }
+            if index.plaintext != true {
+                throw TransferError(
+                    .usage,
+                    "bucket '\(bucket)' already has index '\(name)', not declared plaintext, and an import cannot change an existing index; leave --plaintext-index \(name) out, or import into a new bucket"
+                )
+            }
+        }
         definitions = existing.indexes
+    }
+
+    /// Marks the definitions ``plaintextIndexes`` names as declared plaintext.
+    func declarePlaintext(_ definitions: inout [IndexDefinition]) {
+        for position in definitions.indices
+        where plaintextIndexes.contains(where: { $0.utf8.elementsEqual(definitions[position].name.utf8) }) {
+            definitions[position].plaintext = true
+        }
+    }
+
+    /// The first name of ``plaintextIndexes`` that none of the new bucket's indexes has.
+    var undeclaredPlaintextName: String? {
+        plaintextIndexes.first { name in !definitions.contains { $0.name.utf8.elementsEqual(name.utf8) } }
     }
 
     /// The definitions of a new bucket's indexes, multi-valued where the data held arrays.
@@ -159,6 +192,15 @@ struct ImportPlan {
 
     /// The checks that need the whole input, once every line has been prepared.
     func checkEnd() throws {
+        if isNew, let name = undeclaredPlaintextName {
+            let known =
+                definitions.isEmpty
+                ? "it gets no index" : "its indexes are " + definitions.map { "'\($0.name)'" }.joined(separator: ", ")
+            throw TransferError(
+                .usage,
+                "index '\(name)' is declared plaintext, but the new bucket '\(bucket)' gets no index of that name (\(known)); name one of them; nothing was imported"
+            )
+        }
         if isExport, records > 0, prepared == 0, !fromSchema {
             throw TransferError(
                 .invalidInput,
@@ -405,6 +447,7 @@ struct ImportPlan {
         if !keyGiven { keyField = schema.keyField }
         schemaVersion = schema.schemaVersion
         definitions = schema.indexes
+        declarePlaintext(&definitions)
         fromSchema = true
     }
 

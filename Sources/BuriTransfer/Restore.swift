@@ -149,13 +149,18 @@ extension BuriDatabase {
 
     /// Restores the export `input` holds into `destination`: the report, and the database
     /// restored into.
+    ///
+    /// `plaintextIndexes`: index names declared plaintext in every bucket that has an index of
+    /// that name (`buri restore --plaintext-index`), besides those the export declares so; each
+    /// must be the name of some index of the export.
     package static func restore(
-        from source: TransferInput, into destination: RestoreDestination, progress: TransferProgressHandler?,
-        chunkCommitted: (() -> Void)?
+        from source: TransferInput, into destination: RestoreDestination, plaintextIndexes: [String] = [],
+        progress: TransferProgressHandler?, chunkCommitted: (() -> Void)?
     ) throws(TransferError) -> (report: RestoreReport, database: BuriDatabase) {
         let input = try LineReader(source)
         defer { input.release() }
         var restore = Restoration(input: input, progress: progress, chunkCommitted: chunkCommitted)
+        restore.plaintextIndexes = plaintextIndexes
         switch destination {
         case .database(let db): restore.db = db
         case .created(let create): restore.create = create
@@ -199,6 +204,9 @@ private struct Restoration {
     /// The named values read (format 5), published with the buckets; a name given twice: the last wins.
     var values: [(name: String, bytes: [UInt8])] = []
     var valueIndex: [[UInt8]: Int] = [:]
+    /// Index names declared plaintext in every bucket that has one so named, and those seen.
+    var plaintextIndexes: [String] = []
+    var declaredPlaintext = Set<[UInt8]>()
 
     init(input: LineReader, progress: TransferProgressHandler?, chunkCommitted: (() -> Void)?) {
         self.input = input
@@ -258,6 +266,12 @@ private struct Restoration {
             throw TransferError(.invalidInput, "the input is empty; give the output of `buri export`")
         }
         report(number, boundary: true)
+        if let name = plaintextIndexes.first(where: { !declaredPlaintext.contains(Array($0.utf8)) }) {
+            throw TransferError(
+                .usage,
+                "index '\(name)' is declared plaintext, but no bucket of the export has an index of that name; name one of their indexes; nothing was restored"
+            )
+        }
         try flush()
         let database = try database()
         do {
@@ -335,17 +349,25 @@ private struct Restoration {
             var plan = try ImportPlan(bucket: name, existing: nil, options: ImportOptions())
             _ = try plan.prepare(header.bytes, line: header.number)
             _ = try plan.prepare(line, line: number)
+            for position in plan.definitions.indices {
+                let name = Array(plan.definitions[position].name.utf8)
+                guard plaintextIndexes.contains(where: { Array($0.utf8) == name }) else { continue }
+                plan.definitions[position].plaintext = true
+                declaredPlaintext.insert(name)
+            }
             let database = try database()
             do {
+                try requirePlaintextDeclarations(plan.newDefinitions(), bucket: name, in: database)
                 stages.append(
                     try database.stageImport(
                         creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(),
                         schemaVersion: plan.schemaVersion))
             } catch {
+                // An encrypted database's refusal of a numeric index names the bucket itself.
+                var prefix = "line \(number): the schema of bucket '\(name)' is not one a bucket can have: "
+                if case .indexNotDeclaredPlaintext = error { prefix = "line \(number): " }
                 throw TransferError.database(
-                    error, kind: .invalidInput, line: number,
-                    prefix: "line \(number): the schema of bucket '\(name)' is not one a bucket can have: ",
-                    suffix: "; nothing was restored")
+                    error, kind: .invalidInput, line: number, prefix: prefix, suffix: "; nothing was restored")
             }
             plans.append(plan)
             byName[nameBytes] = plans.count - 1

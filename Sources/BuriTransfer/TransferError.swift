@@ -196,10 +196,10 @@ public struct TransferError: Error, CustomStringConvertible, Sendable {
         case .storage(let storage)
         where storage.code == .invalidArgument && storage.message.contains("does not match existing comparator"):
             return .notADatabase
-        case .invalidQuery, .invalidContinuation:
+        case .invalidQuery, .invalidContinuation, .privateIndex, .invalidEncryptionKey:
             return .usage
         case .uniqueViolation, .invalidIndexValue, .emptyKey, .keyTooLong, .encodingFailed, .invalidBucketName,
-            .invalidIndexDefinition:
+            .invalidIndexDefinition, .indexNotDeclaredPlaintext:
             return .invalidInput
         default:
             return .failure

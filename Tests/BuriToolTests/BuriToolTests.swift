@@ -8,7 +8,7 @@ import Testing
 struct BuriToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "put", "delete", "drop", "check",
-        "repair", "stats", "compact", "migrate", "values", "get-value", "set-value",
+        "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
     ]
 
     // MARK: Help and usage
@@ -20,7 +20,11 @@ struct BuriToolTests {
             #expect(run.stdout.contains("\n  \(command) "), "buri --help should list \(command)")
         }
         #expect(run.stdout.contains("Exit codes:"))
-        for command in Self.commands {
+        // `buri key new FILE` makes a key file: the one command without a database.
+        let key = try buri("key", "new", "--help")
+        expectSuccess(key)
+        #expect(key.stdout.contains("USAGE: buri key new <file>"), "\(key)")
+        for command in Self.commands where command != "key" {
             let help = try buri(command, "--help")
             expectSuccess(help)
             // Long option lists are folded into "[<options>]" by the parser.
@@ -28,6 +32,9 @@ struct BuriToolTests {
                 help.stdout.contains("USAGE: buri \(command) <db>")
                     || help.stdout.contains("USAGE: buri \(command) [<options>] <db>"), "\(help)")
             #expect(help.stdout.contains("--wait <seconds>"), "every command can wait for a lock: \(help)")
+            #expect(
+                help.stdout.contains("--key-file <file>") && help.stdout.contains("--passphrase-file <file>"),
+                "every command opens an encrypted database: \(help)")
             #expect(help.stdout.contains("Path of the database directory") && help.stdout.contains("etcd location"))
         }
     }

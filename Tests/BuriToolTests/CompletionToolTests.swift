@@ -5,7 +5,7 @@ import Testing
 struct CompletionToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "restore", "put", "delete", "drop",
-        "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value",
+        "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
     ]
 
     @Test(arguments: ["bash", "zsh", "fish"])
@@ -18,6 +18,7 @@ struct CompletionToolTests {
         #expect(run.stdout.contains("skip-damaged"))
         #expect(run.stdout.contains("above"))
         #expect(run.stdout.contains("text-index"))
+        #expect(run.stdout.contains("key-file") && run.stdout.contains("plaintext-index"))
     }
 
     @Test func theBashScriptLoadsAndCompletesTheCommands() throws {

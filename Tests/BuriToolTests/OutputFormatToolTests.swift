@@ -32,7 +32,7 @@ struct OutputFormatToolTests {
         expectSuccess(run)
         #expect(
             run.stdout
-                == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 6, LevelDB \(Database.libraryVersion)\n"
+                == "buri for Buri format \(BuriDatabase.supportedFormatVersion), export format 7, LevelDB \(Database.libraryVersion)\n"
         )
     }
 

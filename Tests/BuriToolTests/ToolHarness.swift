@@ -147,13 +147,21 @@ func buri(_ arguments: String..., stdin: String? = nil) throws -> ToolRun {
 }
 
 @discardableResult
-func buri(_ arguments: [String], stdin: String? = nil, executable path: String? = nil) throws -> ToolRun {
+func buri(
+    _ arguments: [String], stdin: String? = nil, executable path: String? = nil, environment: [String: String] = [:]
+) throws -> ToolRun {
     // `executable`: a program that runs buri itself (setpriv, to run it as another user).
     let executable = try path.map { URL(fileURLWithPath: $0) } ?? BuriBinary.located()
     let scratch = try Sandbox()
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    // The key variables of the test's own environment never reach buri (a run would open the
+    // fixtures with a key): only those a test gives.
+    var inherited = ProcessInfo.processInfo.environment
+    inherited["BURI_KEY_FILE"] = nil
+    inherited["BURI_PASSPHRASE_FILE"] = nil
+    process.environment = inherited.merging(environment) { $1 }
     process.currentDirectoryURL = scratch.url
     let input = try scratch.write("stdin", stdin ?? "")
     let outPath = scratch.path("stdout")

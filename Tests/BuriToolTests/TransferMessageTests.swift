@@ -76,7 +76,7 @@ struct TransferMessageTests {
         let sandbox = try Sandbox()
         let schema = #"{"bucket":"A","schema":{"keyField":"id","schemaVersion":0,"indexes":[]}}"#
         for (header, mentions) in [
-            (#"["buri-export",7]"#, ["format 7", "does not know", "2, 3, 4, 5 and 6"]),
+            (#"["buri-export",8]"#, ["format 8", "does not know", "2, 3, 4, 5, 6 and 7"]),
             (#"["buri-export",3.0]"#, ["format 3.0", "does not know"]),
             (#"["buri-export","3"]"#, ["format \"3\"", "does not know"]),
             (#"["buri-export",2]"#, ["format 2", "older buri", "buri import"]),
@@ -89,7 +89,7 @@ struct TransferMessageTests {
         }
         // import says the same of an unknown format.
         let run = try buri(
-            ["import", sandbox.path("i.buri"), "A"], stdin: #"["buri-export",7]"# + "\n" + schema + "\n")
-        expectFailure(run, status: 7, mentioning: ["line 1", "format 7", "2, 3, 4, 5 and 6"])
+            ["import", sandbox.path("i.buri"), "A"], stdin: #"["buri-export",8]"# + "\n" + schema + "\n")
+        expectFailure(run, status: 7, mentioning: ["line 1", "format 8", "2, 3, 4, 5, 6 and 7"])
     }
 }

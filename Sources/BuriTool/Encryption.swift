@@ -1,0 +1,194 @@
+import ArgumentParser
+import Buri
+import BuriEncryption
+import Foundation
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// The key of an encrypted database (docs/TOOL.md, "Encrypted databases"). A command is given it
+// as a file — `--key-file FILE` (32 raw bytes) or `--passphrase-file FILE` — or through the
+// environment (`BURI_KEY_FILE`, `BURI_PASSPHRASE_FILE`), never as an argument, which other users
+// of the machine see (`ps`) and shells keep in their history. It is read once, when the
+// arguments are checked, into ``ToolEncryption``, and every open or creation of a database takes
+// its options from there (``ToolEncryption/options()``): one place, no copies.
+
+/// The key the command was given (if any), and the options it opens and creates databases with.
+enum ToolEncryption {
+    /// A key read from its file, and where it came from, for messages.
+    struct Given {
+        let key: DatabaseKey
+        /// "--key-file 'k'", "BURI_PASSPHRASE_FILE ('p')".
+        let source: String
+    }
+
+    static let keyFileVariable = "BURI_KEY_FILE"
+    static let passphraseFileVariable = "BURI_PASSPHRASE_FILE"
+
+    /// Set once, by ``load(keyFile:passphraseFile:environment:)`` while the arguments are checked
+    /// (before the command runs, on the main thread).
+    nonisolated(unsafe) private(set) static var given: Given?
+
+    /// Options with the key given, if any: a new database is created encrypted with it, an
+    /// existing one opens only with its own key (and a plaintext one only without a key).
+    static func options() -> BuriOptions {
+        var options = BuriOptions()
+        options.encryption = given?.key
+        return options
+    }
+
+    /// Reads the key the options name, or else the environment's; no key if neither names one.
+    /// An option wins over the environment; the two options together, or the two variables
+    /// together (with no option), are refused. An empty variable counts as unset.
+    ///
+    /// - Throws: `ValidationError` (exit 2) for both options at once, an empty file name, and a
+    ///   key file that cannot be used (missing, unreadable, not 32 bytes, an empty passphrase),
+    ///   naming the file.
+    static func load(
+        keyFile: String?, passphraseFile: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
+        given = nil
+        if keyFile != nil, passphraseFile != nil {
+            throw ValidationError(
+                "--key-file and --passphrase-file both give the database's key; give one (a database opens only with the kind of key it was created with)"
+            )
+        }
+        if keyFile == "" { throw ValidationError("--key-file needs the name of a file of 32 random bytes") }
+        if passphraseFile == "" {
+            throw ValidationError("--passphrase-file needs the name of a file holding the passphrase")
+        }
+        let (path, isPassphrase, source): (String, Bool, String)
+        if let keyFile {
+            (path, isPassphrase, source) = (keyFile, false, "--key-file '\(keyFile)'")
+        } else if let passphraseFile {
+            (path, isPassphrase, source) = (passphraseFile, true, "--passphrase-file '\(passphraseFile)'")
+        } else {
+            let keyVariable = environment[keyFileVariable].flatMap { $0.isEmpty ? nil : $0 }
+            let passphraseVariable = environment[passphraseFileVariable].flatMap { $0.isEmpty ? nil : $0 }
+            switch (keyVariable, passphraseVariable) {
+            case (nil, nil):
+                return
+            case (.some, .some):
+                throw ValidationError(
+                    "\(keyFileVariable) and \(passphraseFileVariable) are both set, and each gives the database's key; unset one, or give --key-file or --passphrase-file, which wins over both"
+                )
+            case (let file?, nil):
+                (path, isPassphrase, source) = (file, false, "\(keyFileVariable) ('\(file)')")
+            case (nil, let file?):
+                (path, isPassphrase, source) = (file, true, "\(passphraseFileVariable) ('\(file)')")
+            }
+        }
+        do {
+            let key = isPassphrase ? try DatabaseKey(passphraseFile: path) : try DatabaseKey(contentsOfFile: path)
+            given = Given(key: key, source: source)
+        } catch {
+            // The library's message names the file; one named by the environment says so.
+            let named = source.hasPrefix("--") ? "" : " (named by \(source.prefix { $0 != " " }))"
+            throw ValidationError(error.description + named)
+        }
+    }
+
+    /// The message for an encrypted database opened without a key (exit 8).
+    static func keyRequiredMessage(_ path: String) -> String {
+        "the database at '\(path)' is encrypted: give its key with --key-file FILE (a file of 32 random bytes) or --passphrase-file FILE, "
+            + "or name the file in \(keyFileVariable) or \(passphraseFileVariable); nothing was read or written"
+    }
+
+    /// The message for a key that does not open the database (exit 9): `reason` is the library's
+    /// (the wrong key, or the other kind of key).
+    static func wrongKeyMessage(_ path: String, reason: String) -> String {
+        "the key given (\(given?.source ?? "no key")) does not open the encrypted database at '\(path)': \(reason); nothing was read or written"
+    }
+
+    /// The message for a key given for a plaintext database (exit 9).
+    static func notEncryptedMessage(_ path: String) -> String {
+        var unset = ""
+        if let source = given?.source, !source.hasPrefix("--") {
+            unset = " (unset \(source.prefix { $0 != " " }))"
+        }
+        return
+            "a key was given (\(given?.source ?? "none")), but the database at '\(path)' is not encrypted: run the command without a key\(unset); "
+            + "to encrypt its data, copy it into a new encrypted database (`buri export \(path) -o dump.jsonl`, then `buri restore --key-file FILE NEW dump.jsonl`, with --plaintext-index for each numeric index); nothing was written"
+    }
+}
+
+/// The message for a numeric index an encrypted database refuses (exit 7): said with the tool's
+/// option rather than the Swift declaration.
+func undeclaredPlaintextMessage(bucket: String, index: String) -> String {
+    "index '\(index)' of bucket '\(bucket)' has a numeric component, whose values an encrypted database stores in their order, "
+        + "readable in its files, and only for an index declared plaintext: give --plaintext-index \(index) to accept that "
+        + "(buri import and restore), or leave the index out; nothing was written"
+}
+
+/// The message for an order a private index cannot give (exit 2): said with the tool's options.
+func privateIndexMessage(bucket: String, index: String, operation: String) -> String {
+    "index '\(index)' of bucket '\(bucket)' is private in this encrypted database: its values are stored as keyed tokens, "
+        + "which match exactly but have no order, so it cannot answer \(operation); query it for exact values "
+        + "(--equals, --in, INDEX:VALUE), or make the bucket anew with the index declared plaintext (--plaintext-index "
+        + "with buri import or restore), which leaves its values readable in the files"
+}
+
+// MARK: - key new
+
+/// `buri key`: key files for encrypted databases.
+struct KeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Make key files for encrypted databases (buri key new FILE).",
+        subcommands: [NewKey.self]
+    )
+}
+
+/// `buri key new FILE`: 32 random bytes in a new file only its owner may read.
+struct NewKey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "new",
+        abstract: "Write a new random 256-bit key (32 bytes) to a new file, readable by its owner only (mode 0600).",
+        discussion: """
+            The bytes come from the system's secure random number generator. An existing file is never \
+            overwritten (exit 2): a key that encrypts a database cannot be made again. Keep a copy of \
+            the file somewhere safe: without it, a database encrypted with it cannot be opened by anyone.
+
+            Example: buri key new notes.key && buri import --key-file notes.key notes.buri Note --key id notes.jsonl
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The key file to create.", valueName: "file"))
+    var file: String
+
+    func validate() throws {
+        if file.isEmpty { throw ValidationError("the key file's name is empty; give a path such as notes.key") }
+    }
+
+    func run() throws {
+        // O_EXCL: never an existing file, nor through a symbolic link; 0600 from the start.
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw ToolError(
+                    .usage,
+                    "'\(file)' already exists; buri key new never overwrites a file (it may hold the key of a database): give a new path"
+                )
+            }
+            throw ToolError(.failure, "cannot create the key file '\(file)': \(String(cString: strerror(code)))")
+        }
+        // Its own key's bytes: the same generator `DatabaseKey.random()` draws from.
+        let bytes = DatabaseKey.random().rawKeyBytes ?? []
+        let written = bytes.count == 32 && writeAll(descriptor, bytes) && fsync(descriptor) == 0
+        let code = errno
+        let closed = close(descriptor) == 0
+        guard written, closed else {
+            try? FileManager.default.removeItem(atPath: file)
+            throw ToolError(.failure, "cannot write the key file '\(file)': \(String(cString: strerror(code)))")
+        }
+        let out = Output.standardOutput()
+        try out.line(
+            "wrote a new 256-bit key to \(file) (mode 0600); give it as --key-file \(file), and keep a copy in a safe place"
+        )
+        try out.flush()
+    }
+}
