@@ -76,14 +76,29 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// The session this instance seals with.
     struct Session: Sendable {
         let id: SessionID
-        let key: SymmetricKey
+        let key: SessionKey
         /// The counter of the next seal.
         var next: UInt64
 
         init(id: SessionID, recordKey: SymmetricKey, next: UInt64) {
             self.id = id
-            key = id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) }
+            key = SessionKey(id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
             self.next = next
+        }
+    }
+
+    /// A session's key, and on Linux its OpenSSL contexts (set up once per session, not per value).
+    struct SessionKey: Sendable {
+        let key: SymmetricKey
+        #if canImport(COpenSSL)
+            let contexts: AESGCM.Key
+        #endif
+
+        init(_ key: SymmetricKey) {
+            self.key = key
+            #if canImport(COpenSSL)
+                contexts = key.withUnsafeBytes { AESGCM.Key($0) }
+            #endif
         }
     }
 
@@ -91,7 +106,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
     private let tokenAuthenticator: HMAC<SHA256>
     private let session: Mutex<Session>
-    private let otherSessions = Mutex<[SessionID: SymmetricKey]>([:])
+    private let otherSessions = Mutex<[SessionID: SessionKey]>([:])
 
     /// A cipher of `keys` whose first session has the id `sessionID` (random when nil) and starts
     /// counting at `firstCounter`.
@@ -131,12 +146,10 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
                     output[0] = sealedValueMarker
                     id.store(into: output, at: 1)
                     output.storeBytes(of: counter.bigEndian, toByteOffset: 1 + SessionID.byteCount, as: UInt64.self)
-                    let sealed = key.withUnsafeBytes { key in
-                        AESGCM.seal(
-                            key: key, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
-                            plaintext: plaintext,
-                            into: UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...]))
-                    }
+                    let sealed = AESGCM.seal(
+                        key: key.contexts, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                        plaintext: plaintext,
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...]))
                     // Only a key of the wrong size or an allocation failing can fail here.
                     precondition(sealed, "AES-GCM could not seal")
                     initialized = count
@@ -147,7 +160,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         do {
             box = try Self.withNonce(counter) { nonce in
                 try Self.withMarkedAssociatedData(associatedData) { associatedData in
-                    try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: associatedData)
+                    try AES.GCM.seal(plaintext, using: key.key, nonce: nonce, authenticating: associatedData)
                 }
             }
         } catch {
@@ -199,11 +212,9 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             if AESGCM.isAvailable {
                 var opened = false
                 let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in
-                    opened = key.withUnsafeBytes { key in
-                        AESGCM.open(
-                            key: key, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
-                            ciphertext: ciphertext, tag: tag, into: UnsafeMutableRawBufferPointer(buffer))
-                    }
+                    opened = AESGCM.open(
+                        key: key.contexts, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                        ciphertext: ciphertext, tag: tag, into: UnsafeMutableRawBufferPointer(buffer))
                     initialized = opened ? ciphertext.count : 0
                 }
                 guard opened else {
@@ -219,7 +230,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             plaintext = try Self.withNonce(counter) { nonce in
                 let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
                 return try Self.withMarkedAssociatedData(associatedData) { associatedData in
-                    try AES.GCM.open(box, using: key, authenticating: associatedData)
+                    try AES.GCM.open(box, using: key.key, authenticating: associatedData)
                 }
             }
         } catch {
@@ -240,10 +251,10 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     }
 
     /// The key of session `id`: this instance's own, or derived once and cached.
-    private func sessionKey(of id: SessionID) -> SymmetricKey {
+    private func sessionKey(of id: SessionID) -> SessionKey {
         if let own = session.withLock({ $0.id == id ? $0.key : nil }) { return own }
         if let cached = otherSessions.withLock({ $0[id] }) { return cached }
-        let key = id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) }
+        let key = SessionKey(id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
         otherSessions.withLock { cache in
             if cache.count >= Self.sessionCacheLimit { cache.removeAll(keepingCapacity: true) }
             cache[id] = key
