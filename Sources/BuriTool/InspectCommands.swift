@@ -103,7 +103,7 @@ struct Info: ParsableCommand {
                                                 // database stores its values as keyed tokens.
                                                 CBORMapEntry(key: "plaintext", value: .bool(index.plaintext == true)),
                                                 CBORMapEntry(
-                                                    key: "private", value: .bool(db.isEncrypted && isPrivate(index))),
+                                                    key: "private", value: .bool(db.storesTokens(for: index))),
                                             ])
                                         })),
                             ])
@@ -151,7 +151,9 @@ struct Info: ParsableCommand {
                     if index.computed == true { traits.append("computed") }
                     // How an encrypted database stores its values: readable, or as keyed tokens
                     // (which match exactly, but have no order).
-                    if db.isEncrypted { traits.append(isPrivate(index) ? "private (keyed tokens)" : "plaintext") }
+                    if db.isEncrypted {
+                        traits.append(db.storesTokens(for: index) ? "private (keyed tokens)" : "plaintext")
+                    }
                     try out.line(
                         "  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")"
                     )
@@ -161,10 +163,6 @@ struct Info: ParsableCommand {
         try out.flush()
     }
 }
-
-/// Whether an encrypted database stores `index`'s values as keyed tokens (docs/FORMAT.md §4a):
-/// every index not declared plaintext, but a relationship's, whose values are object keys.
-func isPrivate(_ index: IndexDefinition) -> Bool { index.plaintext != true && index.references == nil }
 
 // MARK: - buckets
 

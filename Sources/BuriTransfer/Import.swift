@@ -404,7 +404,7 @@ public final class JSONLinesImport {
                 // bucket is created by that commit (until then the catalog does not change).
                 let load: StagedImport
                 if existing == nil {
-                    try requirePlaintextDeclarations(definitions, bucket: bucket, in: db)
+                    try db.requirePlaintextDeclarations(definitions, bucket: bucket)
                     load = try db.stageImport(
                         creating: bucket, keyField: keyField, indexes: definitions, schemaVersion: schemaVersion)
                 } else {
@@ -504,20 +504,6 @@ public final class JSONLinesImport {
             TransferProgress(
                 phase: phase, done: input.consumed, total: total, unit: .bytes, lines: number, isPhaseBoundary: true))
     }
-}
-
-/// Refuses, before anything is staged, the numeric index an encrypted database would refuse only
-/// when the stage is published (``BuriError/indexNotDeclaredPlaintext(bucket:index:)``): one not
-/// declared plaintext, and not a relationship's.
-func requirePlaintextDeclarations(
-    _ definitions: [IndexDefinition], bucket: String, in db: BuriDatabase
-) throws(BuriError) {
-    guard db.isEncrypted,
-        let index = definitions.first(where: {
-            $0.plaintext != true && $0.references == nil && $0.components.contains(.numeric)
-        })
-    else { return }
-    throw .indexNotDeclaredPlaintext(bucket: bucket, index: index.name)
 }
 
 extension BuriDatabase {

@@ -357,7 +357,7 @@ private struct Restoration {
             }
             let database = try database()
             do {
-                try requirePlaintextDeclarations(plan.newDefinitions(), bucket: name, in: database)
+                try database.requirePlaintextDeclarations(plan.newDefinitions(), bucket: name)
                 stages.append(
                     try database.stageImport(
                         creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(),

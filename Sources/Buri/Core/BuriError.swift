@@ -205,9 +205,11 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidEncryptionKey(let reason):
             return "the encryption key cannot be used: \(reason)"
         case let .authenticationFailed(bucket, key, reason):
+            // A record met where its bucket's name was not at hand names the bucket by its id (in the reason).
             let what =
                 bucket.map { "record \(String(reflecting: key)) in bucket \(String(reflecting: $0))" }
-                ?? "value \(String(reflecting: key))"
+                ?? (reason.hasPrefix(Self.sealedRecordPrefix)
+                    ? "record \(String(reflecting: key))" : "value \(String(reflecting: key))")
             return "the sealed \(what) failed its authentication (\(reason)): its bytes were changed on disk or moved "
                 + "from another key, bucket or database; restore it from a backup or delete it (`buri check` lists "
                 + "every such record)"

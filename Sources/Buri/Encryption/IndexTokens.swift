@@ -91,3 +91,29 @@ extension BucketDescriptor {
         return copy
     }
 }
+
+extension BuriDatabase {
+    /// Whether this database stores `index`'s values as keyed tokens: it is encrypted, and the
+    /// index is neither declared plaintext nor a relationship's (`docs/FORMAT.md` §4a).
+    ///
+    /// ```swift
+    /// let info = try db.bucketInfo(named: "Note")
+    /// for index in info?.indexes ?? [] { print(index.name, db.storesTokens(for: index) ? "private" : "plaintext") }
+    /// ```
+    public func storesTokens(for index: IndexDefinition) -> Bool { isEncrypted && IndexTokens.isPrivate(index) }
+
+    /// Refuses `definitions` if this database is encrypted and one of them has a numeric
+    /// component without being declared plaintext (numbers are stored in their order, which would
+    /// reveal them). Every catalog write checks this; tools check it before they write anything.
+    ///
+    /// ```swift
+    /// try db.requirePlaintextDeclarations(descriptor.indexes, bucket: descriptor.name)
+    /// ```
+    /// - Throws: ``BuriError/indexNotDeclaredPlaintext(bucket:index:)`` naming the first such index.
+    public func requirePlaintextDeclarations(_ definitions: [IndexDefinition], bucket: String) throws(BuriError) {
+        guard isEncrypted,
+            let index = definitions.first(where: { IndexTokens.isPrivate($0) && $0.components.contains(.numeric) })
+        else { return }
+        throw .indexNotDeclaredPlaintext(bucket: bucket, index: index.name)
+    }
+}

@@ -604,13 +604,7 @@ public final class BuriDatabase: Sendable {
     func saveDescriptor(_ descriptor: BucketDescriptor, into batch: any StorageBatch) throws(BuriError) {
         // Every catalog write passes here: no index of an encrypted database stores readable
         // values unless declared so.
-        if isEncrypted,
-            let index = descriptor.indexes.first(where: {
-                IndexTokens.isPrivate($0) && $0.components.contains(.numeric)
-            })
-        {
-            throw .indexNotDeclaredPlaintext(bucket: descriptor.name, index: index.name)
-        }
+        try requirePlaintextDeclarations(descriptor.indexes, bucket: descriptor.name)
         let bytes: [UInt8]
         do {
             bytes = try descriptor.encoded()

@@ -375,8 +375,17 @@ public final class RawQueryCursor {
         bytes.append(contentsOf: lastStorageKey[objectKeyRange])
     }
 
-    /// Points `record` at the stored value of the candidate's object; `false` if there is none.
+    /// Points `record` at the stored value of the candidate's object; `false` if there is none. A
+    /// sealed record that does not open is reported naming the bucket.
     private func locateRecord() throws(BuriError) -> Bool {
+        do {
+            return try locateRecordValue()
+        } catch {
+            throw error.attributed(to: bucket.name)
+        }
+    }
+
+    private func locateRecordValue() throws(BuriError) -> Bool {
         if candidateOnCursor, let cursor {
             // Scanning records: the value is right under the cursor.
             record = try cursor.readValue { $0 }
