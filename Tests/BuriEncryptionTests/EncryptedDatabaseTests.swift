@@ -40,21 +40,6 @@ func storedEntries(_ engine: any StorageEngine) throws -> [[UInt8]: [UInt8]] {
     return result
 }
 
-/// Whether `needle` occurs anywhere in the bytes of a file under `directory` (recursively).
-func filesContain(_ needle: [UInt8], under directory: String) -> [String] {
-    var found: [String] = []
-    guard let walker = FileManager.default.enumerator(atPath: directory) else { return found }
-    for case let name as String in walker {
-        let path = (directory as NSString).appendingPathComponent(name)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-            let data = FileManager.default.contents(atPath: path)
-        else { continue }
-        if Array(data).firstRange(of: needle) != nil { found.append(name) }
-    }
-    return found
-}
-
 /// A cheap scrypt cost for tests (the default takes 32 MiB and about 0.1 s per stretch).
 let testCost = ScryptCost(logN: 10, r: 8, p: 1)
 
@@ -133,7 +118,7 @@ struct EncryptedDatabaseTests {
         try t.db.backup(to: backup)
         try Self.fill(t.db)  // again, so that the log holds them too
         for needle in [Self.secret, Self.valueSecret, "n5"] where needle != "n5" {
-            #expect(filesContain(Array(needle.utf8), under: t.directory.path) == [])
+            #expect(filesHolding(Array(needle.utf8), under: t.directory.path) == [])
         }
         // The backup opens with the key, and is as sealed.
         let copy = try BuriDatabase(path: backup, options: encrypted(key))
@@ -144,7 +129,7 @@ struct EncryptedDatabaseTests {
         let plain = try TestDatabase(.leveldb)
         try Self.fill(plain.db)
         try plain.db.compact()
-        #expect(!filesContain(Array(Self.secret.utf8), under: plain.directory.path).isEmpty)
+        #expect(!filesHolding(Array(Self.secret.utf8), under: plain.directory.path).isEmpty)
     }
 
     @Test("an etcd cluster's members never store a secret")
@@ -153,8 +138,8 @@ struct EncryptedDatabaseTests {
         let t = try TestDatabase(.etcd, options: encrypted(DatabaseKey.random()))
         try Self.fill(t.db)
         let directory = try #require(EtcdTestCluster.directory)
-        #expect(filesContain(Array(Self.secret.utf8), under: directory) == [])
-        #expect(filesContain(Array(Self.valueSecret.utf8), under: directory) == [])
+        #expect(filesHolding(Array(Self.secret.utf8), under: directory) == [])
+        #expect(filesHolding(Array(Self.valueSecret.utf8), under: directory) == [])
     }
 
     @Test(
@@ -399,8 +384,8 @@ struct EncryptionReadmeTests {
         let asthma = try diagnoses.searchKeys("notes", "asthma")  // words and phrases
         let recent = try diagnoses.keys(.index("year", in: 2020...))  // plaintext: ranges too
         #expect(hers == ["d1"] && asthma == ["d1"] && recent == ["d1"])
-        #expect(filesContain(Array("Ada Lovelace".utf8), under: directory.path + "/clinic.buri") == [])
-        #expect(filesContain(Array("asthma".utf8), under: directory.path + "/clinic.buri") == [])
+        #expect(filesHolding(Array("Ada Lovelace".utf8), under: directory.path + "/clinic.buri") == [])
+        #expect(filesHolding(Array("asthma".utf8), under: directory.path + "/clinic.buri") == [])
 
         // The README holds the same lines.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

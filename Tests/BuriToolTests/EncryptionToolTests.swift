@@ -68,21 +68,6 @@ func writeRandomKey(_ sandbox: Sandbox, _ name: String) throws -> String {
     return path
 }
 
-/// The names of the files under `directory` (recursively) whose bytes hold `needle`.
-func filesHolding(_ needle: String, under directory: String) -> [String] {
-    var found: [String] = []
-    guard let walker = FileManager.default.enumerator(atPath: directory) else { return found }
-    for case let name as String in walker {
-        let path = (directory as NSString).appendingPathComponent(name)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-            let data = FileManager.default.contents(atPath: path)
-        else { continue }
-        if Array(data).firstRange(of: Array(needle.utf8)) != nil { found.append(name) }
-    }
-    return found
-}
-
 @Suite("buri on encrypted databases: keys from files, exit 8 and 9, private indexes, export only with --decrypt")
 struct EncryptionToolTests {
     @Test func importWithAKeyFileCreatesAnEncryptedDatabaseThatReadsWithItsKey() throws {
@@ -91,7 +76,7 @@ struct EncryptionToolTests {
         // Nothing secret in any file of the directory: not the field no index reads, not the
         // private index's values, not the text index's words.
         for needle in [EncryptedNotes.secret, EncryptedNotes.secretCity, EncryptedNotes.secretWord] {
-            #expect(filesHolding(needle, under: notes.path) == [], "\(needle) is readable in the files")
+            #expect(filesHolding(Array(needle.utf8), under: notes.path) == [], "\(needle) is readable in the files")
         }
         let k = ["--key-file", notes.key]
         let get = try buri(["get", notes.path, "Note", "n4"] + k)
@@ -125,7 +110,7 @@ struct EncryptionToolTests {
                     + k))
         #expect(try buri(["query", notes.path, "Note", "age", "--from", "50"] + k).lines == ["p1"])
         expectSuccess(try buri(["compact", notes.path] + k))
-        #expect(filesHolding("Qwertzuiop-late", under: notes.path) == [])
+        #expect(filesHolding(Array("Qwertzuiop-late".utf8), under: notes.path) == [])
     }
 
     @Test func infoSaysWhetherADatabaseIsEncryptedAndHowEachIndexStoresItsValues() throws {
@@ -270,7 +255,7 @@ struct EncryptionToolTests {
         #expect(restore.stdout == "restored 1 bucket and 30 objects into \(copy)\n", "\(restore)")
         expectFailure(try buri("info", copy), status: 8, mentioning: ["is encrypted"])
         expectFailure(try buri("info", copy, "--key-file", notes.key), status: 9, mentioning: ["does not open"])
-        #expect(filesHolding(EncryptedNotes.secret, under: copy) == [])
+        #expect(filesHolding(Array(EncryptedNotes.secret.utf8), under: copy) == [])
         let again = try buri("export", copy, "--key-file", copyKey, "--decrypt")
         #expect(again.status == 0, "\(again)")
         #expect(again.stdout == text)
@@ -430,7 +415,7 @@ struct EncryptionToolTests {
             try buri(
                 ["import", db, "Note"] + EncryptedNotes.indexOptions + ["--passphrase-file", passphrase, "-"],
                 stdin: EncryptedNotes.lines))
-        #expect(filesHolding(EncryptedNotes.secret, under: db) == [])
+        #expect(filesHolding(Array(EncryptedNotes.secret.utf8), under: db) == [])
         // The line break is not part of the passphrase: the same words without it open it too.
         let bare = try sandbox.write("bare.txt", "correct horse battery staple")
         #expect(
