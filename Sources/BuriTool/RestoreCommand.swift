@@ -8,7 +8,7 @@ struct Restore: ParsableCommand {
         abstract:
             "Create a database from a whole `buri export`: every bucket with its key field and indexes, every object.",
         discussion: """
-            The export must carry schema lines (format 3, 4 or 5, written by this buri): each bucket is \
+            The export must carry schema lines (format 3 to 7, written by this buri): each bucket is \
             recreated with its indexes exactly as they were — kinds, fields, field forms, unique, \
             multi-valued, versions — so the restored database answers every query the same, and \
             exporting it again gives the same bytes. Every member of every schema line and record is \
@@ -26,11 +26,11 @@ struct Restore: ParsableCommand {
             With --key-file or --passphrase-file (or BURI_KEY_FILE, BURI_PASSPHRASE_FILE) the new \
             database is encrypted with that key: indexes the export declares plaintext (and those \
             named with --plaintext-index) store readable values, the others keyed tokens; a numeric \
-            index must be declared plaintext.
+            index must be declared plaintext. --encrypt makes the key required: without one the             restore stops before it writes anything, so a key file left out by mistake never gives             a plaintext copy.
 
             Examples:
               buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl
-              buri restore --key-file people.key --plaintext-index age secret.buri dump.jsonl
+              buri restore --encrypt --key-file people.key --plaintext-index age secret.buri dump.jsonl
             """
     )
 
@@ -46,6 +46,11 @@ struct Restore: ParsableCommand {
             valueName: "name"))
     var plaintextIndexes: [String] = []
 
+    @Flag(
+        name: .customLong("encrypt"),
+        help: "Require the new database to be encrypted: refuse (exit 2, nothing written) unless a key is given.")
+    var encrypt = false
+
     @Flag(name: .customLong("progress"), help: "Show progress on standard error even when it is not a terminal.")
     var showProgress = false
 
@@ -60,6 +65,12 @@ struct Restore: ParsableCommand {
 
     func run() throws {
         let path = target.database
+        if encrypt, ToolEncryption.given == nil {
+            throw ToolError(
+                .usage,
+                "--encrypt needs the new database's key: give --key-file FILE (`buri key new FILE` makes one) or --passphrase-file FILE, or name one in BURI_KEY_FILE or BURI_PASSPHRASE_FILE; nothing was written"
+            )
+        }
         let state = try pathState(path)
         /// A database without buckets that was there before (one a killed restore left): restored
         /// into, and never removed.

@@ -250,7 +250,10 @@ struct EncryptionToolTests {
         // Restored with another key: an encrypted database with the same content.
         let copyKey = try writeRandomKey(sandbox, "copy.key")
         let copy = sandbox.path("copy.buri")
-        let restore = try buri("restore", copy, dump, "--key-file", copyKey)
+        // --encrypt without a key: refused before anything is written.
+        expectFailure(try buri("restore", "--encrypt", copy, dump), status: 2, mentioning: ["--encrypt needs"])
+        #expect(!sandbox.exists("copy.buri"))
+        let restore = try buri("restore", "--encrypt", copy, dump, "--key-file", copyKey)
         expectSuccess(restore)
         #expect(restore.stdout == "restored 1 bucket and 30 objects into \(copy)\n", "\(restore)")
         expectFailure(try buri("info", copy), status: 8, mentioning: ["is encrypted"])
