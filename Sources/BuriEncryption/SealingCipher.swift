@@ -1,8 +1,5 @@
 import Buri
 import Crypto
-#if canImport(COpenSSL)
-    import COpenSSL
-#endif
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -106,6 +103,9 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
     private let tokenAuthenticator: HMAC<SHA256>
     private let session: Mutex<Session>
+    /// The first session, which every value this instance seals belongs to until a counter
+    /// rollover: read without the lock by each open, the common case of reading one's own writes.
+    private let firstSession: (id: SessionID, key: SessionKey)
     private let otherSessions = Mutex<[SessionID: SessionKey]>([:])
 
     /// A cipher of `keys` whose first session has the id `sessionID` (random when nil) and starts
@@ -120,7 +120,9 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         } else {
             id = .random()
         }
-        session = Mutex(Session(id: id, recordKey: keys.recordKey, next: firstCounter))
+        let first = Session(id: id, recordKey: keys.recordKey, next: firstCounter)
+        firstSession = (first.id, first.key)
+        session = Mutex(first)
     }
 
     /// The id of the session this instance seals with now.
@@ -252,6 +254,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
 
     /// The key of session `id`: this instance's own, or derived once and cached.
     private func sessionKey(of id: SessionID) -> SessionKey {
+        if id == firstSession.id { return firstSession.key }
         if let own = session.withLock({ $0.id == id ? $0.key : nil }) { return own }
         if let cached = otherSessions.withLock({ $0[id] }) { return cached }
         let key = SessionKey(id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
