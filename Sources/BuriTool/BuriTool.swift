@@ -49,6 +49,7 @@ struct BuriCommand: ParsableCommand {
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self, Search.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
             Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self, KeyCommand.self,
+            Encrypt.self,
         ]
     )
 }

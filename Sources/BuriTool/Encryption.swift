@@ -36,8 +36,16 @@ enum ToolEncryption {
     static func options() -> BuriOptions {
         var options = BuriOptions()
         options.encryption = given?.key
+        if let beginning {
+            options.encryptsPlaintextDatabase = true
+            options.plaintextIndexes = beginning
+        }
         return options
     }
+
+    /// Set by `buri encrypt` before it opens the database: a plaintext database opened with the
+    /// key begins to be encrypted, these indexes kept plaintext.
+    nonisolated(unsafe) static var beginning: [String]?
 
     /// Reads the key the options name, or else the environment's; no key if neither names one.
     /// An option wins over the environment; the two options together, or the two variables
@@ -120,7 +128,7 @@ enum ToolEncryption {
 func undeclaredPlaintextMessage(bucket: String, index: String) -> String {
     "index '\(index)' of bucket '\(bucket)' has a numeric component, whose values an encrypted database stores in their order, "
         + "readable in its files, and only for an index declared plaintext: give --plaintext-index \(index) to accept that "
-        + "(buri import and restore), or leave the index out; nothing was written"
+        + "(buri import, restore and encrypt), or leave the index out; nothing was written"
 }
 
 /// The message for an order a private index cannot give (exit 2): said with the tool's options.
@@ -129,6 +137,79 @@ func privateIndexMessage(bucket: String, index: String, operation: String) -> St
         + "which match exactly but have no order, so it cannot answer \(operation); query it for exact values "
         + "(--equals, --in, INDEX:VALUE), or make the bucket anew with the index declared plaintext (--plaintext-index "
         + "with buri import or restore), which leaves its values readable in the files"
+}
+
+// MARK: - encrypt
+
+/// `buri encrypt DB --key-file FILE`: encrypts a plaintext database where it is, online.
+struct Encrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Encrypt a plaintext database where it is, with the key given (or finish encrypting one).",
+        discussion: """
+            Begins in one commit (the encryption header; from then on the database needs the key and \
+            every write is sealed), then copies each bucket into a sealed generation, --batch-size \
+            objects per commit, replacing private index values by keyed tokens, seals the named \
+            values, and compacts away the plaintext. Applications may go on using the database \
+            meanwhile (with the key): every object reads the same throughout. If the command is \
+            stopped, run it again with the same key: it goes on where it stopped. A numeric index \
+            must be kept readable with --plaintext-index NAME (exit 7 otherwise, before anything is \
+            written); any binary or text index may be.
+
+            Examples:
+              buri key new notes.key && buri encrypt notes.buri --key-file notes.key --plaintext-index day
+              BURI_KEY_FILE=notes.key buri encrypt notes.buri    # finish an interrupted run
+            """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Option(
+        name: .customLong("plaintext-index"),
+        help: ArgumentHelp(
+            "An index (by name, in every bucket) whose values stay readable in the files: required for a numeric index. Repeat for several.",
+            valueName: "name"))
+    var plaintextIndexes: [String] = []
+
+    @Option(help: ArgumentHelp("Objects copied per commit (default 1000).", valueName: "n"))
+    var batchSize: Int = 1000
+
+    func validate() throws {
+        guard ToolEncryption.given != nil else {
+            throw ValidationError(
+                "buri encrypt needs the key to encrypt with: --key-file FILE (`buri key new FILE` makes one) or --passphrase-file FILE"
+            )
+        }
+        guard batchSize >= 1 else {
+            throw ValidationError("--batch-size takes a positive number of objects, not \(batchSize)")
+        }
+    }
+
+    func run() throws {
+        ToolEncryption.beginning = plaintextIndexes
+        let db = try target.open()
+        defer { db.close() }
+        let progress = Progress()
+        let wasBeing = db.isBeingEncrypted
+        try mapErrors(path: target.database) {
+            try db.finishEncryption(batchSize: batchSize) { report in
+                if let bucket = report.bucket {
+                    if report.copied > 0 { TestKillHook.chunkStored() }
+                    progress.update(
+                        "sealing bucket \(report.bucketsDone + 1) of \(report.bucketsTotal) (\(bucket)): \(report.copied) objects…"
+                    )
+                } else {
+                    progress.update("sealing named values…")
+                }
+            }
+        }
+        progress.finish()
+        let out = Output.standardOutput()
+        try out.line(
+            wasBeing
+                ? "encrypted \(target.database): every record and named value is sealed; open it with this key from now on"
+                : "\(target.database) is already encrypted with this key; nothing to do")
+        try out.flush()
+    }
 }
 
 // MARK: - key new

@@ -303,10 +303,10 @@ struct BadInputTests {
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
         try withRawDatabase(path) { raw in
-            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 9), options: .sync)
+            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 10), options: .sync)
         }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 9, supported: 8)) {
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 10, supported: 9)) {
             try BuriDatabase(path: path)
         }
         #expect(try rawContents(path) == before)

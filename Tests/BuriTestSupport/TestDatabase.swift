@@ -40,7 +40,7 @@ public final class TestDatabase {
     public private(set) var db: BuriDatabase
     /// The engine the database runs on, kept across ``reopen()`` for engines without a directory.
     private let store: (any StorageEngine)?
-    private let options: BuriOptions
+    private var options: BuriOptions
     /// The database's location when it is on etcd.
     public private(set) var etcdLocation: String?
     /// Engines of the other clients, closed with the database.
@@ -94,7 +94,14 @@ public final class TestDatabase {
     }
 
     /// Closes and opens the database again (on the same engine).
-    public func reopen() throws {
+    public func reopen() throws { try reopen(options: options) }
+
+    /// Closes the database and opens it again with `options` (on the same engine), which later
+    /// reopens and clients use too.
+    public func reopen(options: BuriOptions) throws {
+        var options = options
+        if engine == .shared || engine == .etcd { options.maxCommitAttempts = max(options.maxCommitAttempts, 1_000) }
+        self.options = options
         db.close()
         if let store {
             db = try BuriDatabase(engine: store, options: options, closesEngine: false)

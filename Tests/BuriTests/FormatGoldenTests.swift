@@ -336,7 +336,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 8") || doc.contains("Format version 8"))
+        #expect(doc.contains("format version 9") || doc.contains("Format version 9"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -378,7 +378,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 8)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 9)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -401,8 +401,10 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x06, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x08, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x08]) == 8)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09]) == 9)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09, 0x01, 0x02]) == 9)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A]) == 10)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A, 0x01, 0x02]) == 10)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

@@ -66,13 +66,15 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x05, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x06, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x08, 0x00], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x09, 0x00, 0x00], .unsupportedFormat(path: "", found: 9, supported: 8)),
+            (Array("BURI".utf8) + [0x00, 0x09, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x0A, 0x00, 0x00], .unsupportedFormat(path: "", found: 10, supported: 9)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
             (Array("BURI".utf8) + [0x00, 0x03], nil),
             (Array("BURI".utf8) + [0x00, 0x04], nil),
             (Array("BURI".utf8) + [0x00, 0x05], nil),
             (Array("BURI".utf8) + [0x00, 0x06], nil),
             (Array("BURI".utf8) + [0x00, 0x08], nil),
+            (Array("BURI".utf8) + [0x00, 0x09], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()

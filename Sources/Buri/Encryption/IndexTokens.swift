@@ -81,9 +81,10 @@ extension TextQuery {
 }
 
 extension BucketDescriptor {
-    /// The descriptor with `tokens` attached to each private index (none when `tokens` is `nil`).
+    /// The descriptor with `tokens` attached to each private index (none when `tokens` is `nil`,
+    /// or while the bucket still holds the plaintext values of a database being encrypted).
     func attaching(_ tokens: IndexTokens?) -> BucketDescriptor {
-        guard let tokens else { return self }
+        guard let tokens, plaintextValues != true else { return self }
         var copy = self
         for position in copy.indexes.indices where IndexTokens.isPrivate(copy.indexes[position]) {
             copy.indexes[position].tokenSlot.tokens = tokens

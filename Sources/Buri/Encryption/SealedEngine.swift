@@ -1,4 +1,5 @@
 import BuriStorage
+import Synchronization
 
 /// The storage engine of an encrypted database: another engine, whose record and named values
 /// (``Keyspace/isSealed(_:)``) are sealed as they are written and opened as they are read.
@@ -11,22 +12,30 @@ import BuriStorage
 final class SealedEngine: StorageEngine {
     let base: any StorageEngine
     let cipher: any DatabaseCipher
+    /// Set while a database that was plaintext is being encrypted online: values not yet sealed
+    /// are read as they are stored.
+    let phase: PlaintextPhase?
 
-    init(base: any StorageEngine, cipher: any DatabaseCipher) {
+    init(base: any StorageEngine, cipher: any DatabaseCipher, phase: PlaintextPhase? = nil) {
         self.base = base
         self.cipher = cipher
+        self.phase = phase
     }
 
     var location: String { base.location }
     var isShared: Bool { base.isShared }
     var isClosed: Bool { base.isClosed }
 
-    func snapshot() throws -> any StorageSnapshot { SealedSnapshot(base: try base.snapshot(), cipher: cipher) }
+    func snapshot() throws -> any StorageSnapshot {
+        SealedSnapshot(base: try base.snapshot(), cipher: cipher, phase: phase)
+    }
 
     func latest() throws -> any StorageReader {
         let reader = try base.latest()
-        if let snapshot = reader as? any StorageSnapshot { return SealedSnapshot(base: snapshot, cipher: cipher) }
-        return SealedReader(base: reader, cipher: cipher)
+        if let snapshot = reader as? any StorageSnapshot {
+            return SealedSnapshot(base: snapshot, cipher: cipher, phase: phase)
+        }
+        return SealedReader(base: reader, cipher: cipher, phase: phase)
     }
 
     func makeBatch() -> any StorageBatch { SealedBatch(base: base.makeBatch(), cipher: cipher) }
@@ -51,12 +60,13 @@ final class SealedEngine: StorageEngine {
     /// decoding it fails there instead of an observer seeing a commit with a change left out.
     func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
         let cipher = cipher
+        let phase = phase
         return base.observeCommits { event in
             var event = event
             for (position, change) in event.changes.enumerated() {
                 guard case .put(let key, let value) = change,
                     key.withUnsafeBytes({ Keyspace.isSealed($0) }),
-                    let opened = try? Self.open(value, key: key, cipher: cipher)
+                    let opened = try? Self.open(value, key: key, cipher: cipher, phase: phase)
                 else { continue }
                 event.changes[position] = .put(key: key, value: opened)
             }
@@ -66,10 +76,12 @@ final class SealedEngine: StorageEngine {
 
     /// The plaintext of `value` stored under `key`, or the error naming what failed to open.
     static func open(
-        _ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher
+        _ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher,
+        phase: PlaintextPhase?
     )
         throws(BuriError) -> [UInt8]
     {
+        if let phase, phase.passes(value) { return Array(value) }
         do {
             return try cipher.open(value, associatedData: key)
         } catch {
@@ -77,9 +89,13 @@ final class SealedEngine: StorageEngine {
         }
     }
 
-    static func open(_ value: [UInt8], key: [UInt8], cipher: any DatabaseCipher) throws(BuriError) -> [UInt8] {
+    static func open(
+        _ value: [UInt8], key: [UInt8], cipher: any DatabaseCipher, phase: PlaintextPhase?
+    ) throws(BuriError) -> [UInt8] {
         let result = value.withUnsafeBytes { value in
-            key.withUnsafeBytes { key in Result { () throws(BuriError) in try open(value, key: key, cipher: cipher) } }
+            key.withUnsafeBytes { key in
+                Result { () throws(BuriError) in try open(value, key: key, cipher: cipher, phase: phase) }
+            }
         }
         return try result.get()
     }
@@ -130,20 +146,24 @@ extension BuriError {
 class SealedReader: StorageReader {
     let reader: any StorageReader
     let cipher: any DatabaseCipher
+    let phase: PlaintextPhase?
 
-    init(base: any StorageReader, cipher: any DatabaseCipher) {
+    init(base: any StorageReader, cipher: any DatabaseCipher, phase: PlaintextPhase?) {
         reader = base
         self.cipher = cipher
+        self.phase = phase
     }
 
     var prefersBatchedReads: Bool { reader.prefersBatchedReads }
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         guard key.withUnsafeBytes({ Keyspace.isSealed($0) }) else { return try reader.withValue(forKey: key, body) }
-        let cipher = cipher
+        let (cipher, phase) = (cipher, phase)
         let opened = try reader.withValue(forKey: key) { value -> [UInt8]? in
             guard let value else { return nil }
-            return try key.withUnsafeBytes { key in try SealedEngine.open(value, key: key, cipher: cipher) }
+            return try key.withUnsafeBytes { key in
+                try SealedEngine.open(value, key: key, cipher: cipher, phase: phase)
+            }
         }
         guard let opened else { return try body(nil) }
         return try opened.withUnsafeBytes { try body($0) }
@@ -155,13 +175,13 @@ class SealedReader: StorageReader {
             guard let value = values[position], keys[position].withUnsafeBytes({ Keyspace.isSealed($0) }) else {
                 continue
             }
-            values[position] = try SealedEngine.open(value, key: keys[position], cipher: cipher)
+            values[position] = try SealedEngine.open(value, key: keys[position], cipher: cipher, phase: phase)
         }
         return values
     }
 
     func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
-        SealedCursor(base: try reader.cursor(in: range, reverse: reverse), cipher: cipher)
+        SealedCursor(base: try reader.cursor(in: range, reverse: reverse), cipher: cipher, phase: phase)
     }
 }
 
@@ -169,9 +189,9 @@ class SealedReader: StorageReader {
 final class SealedSnapshot: SealedReader, StorageSnapshot {
     let snapshot: any StorageSnapshot
 
-    init(base: any StorageSnapshot, cipher: any DatabaseCipher) {
+    init(base: any StorageSnapshot, cipher: any DatabaseCipher, phase: PlaintextPhase?) {
         snapshot = base
-        super.init(base: base, cipher: cipher)
+        super.init(base: base, cipher: cipher, phase: phase)
     }
 }
 
@@ -180,12 +200,14 @@ final class SealedSnapshot: SealedReader, StorageSnapshot {
 final class SealedCursor: StorageCursor {
     let base: any StorageCursor
     let cipher: any DatabaseCipher
+    let phase: PlaintextPhase?
     /// The opened value of the current position, once read.
     private var opened: [UInt8]?
 
-    init(base: any StorageCursor, cipher: any DatabaseCipher) {
+    init(base: any StorageCursor, cipher: any DatabaseCipher, phase: PlaintextPhase?) {
         self.base = base
         self.cipher = cipher
+        self.phase = phase
     }
 
     func next() throws -> Bool {
@@ -205,9 +227,11 @@ final class SealedCursor: StorageCursor {
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         if let opened { return try opened.withUnsafeBytes { try body($0) } }
         guard base.isOnEntry, base.withKey({ Keyspace.isSealed($0) }) else { return try base.withValue(body) }
-        let cipher = cipher
+        let (cipher, phase) = (cipher, phase)
         let value = try base.withKey { key in
-            try base.withValue { value throws(BuriError) in try SealedEngine.open(value, key: key, cipher: cipher) }
+            try base.withValue { value throws(BuriError) in
+                try SealedEngine.open(value, key: key, cipher: cipher, phase: phase)
+            }
         }
         opened = value
         return try value.withUnsafeBytes { try body($0) }
@@ -238,4 +262,27 @@ final class SealedBatch: StorageBatch {
     func delete(_ key: UnsafeRawBufferPointer) { base.delete(key) }
     var count: Int { base.count }
     var byteSize: Int { base.byteSize }
+}
+
+/// The plaintext phase of a database being encrypted online (`docs/FORMAT.md` §4a, the key
+/// `00 "encrypting"`): until every bucket has been copied into a sealed generation and every named
+/// value sealed again, a record or named value that does not start with ``sealedValueMarker`` is
+/// read as it is stored (a plaintext record starts with its layout version, a named value with a
+/// CBOR head: neither is ever 0xE1). Writes are sealed throughout. Ended by
+/// ``BuriDatabase/finishEncryption(batchSize:progress:)`` in the commit that deletes the key.
+final class PlaintextPhase: Sendable {
+    private let active = Atomic<Bool>(true)
+    /// Generations this process has seen replace a bucket that held plaintext by a sealed one.
+    private let sealed = Mutex<Set<UInt32>>([])
+
+    func markSealed(_ id: UInt32) { sealed.withLock { _ = $0.insert(id) } }
+    func isSealed(_ id: UInt32) -> Bool { sealed.withLock { $0.contains(id) } }
+
+    var isActive: Bool { active.load(ordering: .acquiring) }
+
+    func end() { active.store(false, ordering: .releasing) }
+
+    /// Whether `value` is read as stored: it is not sealed, and the phase has not ended.
+    @inline(__always)
+    func passes(_ value: UnsafeRawBufferPointer) -> Bool { value.first != sealedValueMarker && isActive }
 }

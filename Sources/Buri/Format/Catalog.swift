@@ -142,6 +142,12 @@ public struct BucketDescriptor: Codable, Sendable, Hashable {
     public var originId: UInt32?
     /// The migration steps the type declared (`nil`: none), so tools can upgrade older records.
     public var migrations: [StoredMigration]?
+    /// `true` (format 9) while the database is being encrypted online and this bucket has not been
+    /// copied into a sealed generation yet: its records may be plaintext and its indexes hold
+    /// readable values, so its views do not use keyed tokens (`docs/FORMAT.md` §4a). `nil`
+    /// otherwise: the copy's catalog entry, which ``BuriDatabase/finishEncryption(batchSize:progress:)``
+    /// publishes, has none.
+    public var plaintextValues: Bool?
 
     public init(
         id: UInt32, name: String, keyField: String? = nil, schemaVersion: UInt64 = 0, indexes: [IndexDefinition] = [],

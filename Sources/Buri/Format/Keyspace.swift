@@ -38,8 +38,11 @@ enum Keyspace {
     /// layout 2 (the document's length before the positions) and keeps each one's token total
     /// (tag 0x05, under the bucket's count), which older code would not update; version 8 adds
     /// encryption at rest (``encryptionKey``, sealed record and named values, index values stored
-    /// as keyed tokens), which older code would take for damage. Versions 1 to 7 databases are read.
-    static let formatVersion: UInt16 = 8
+    /// as keyed tokens), which older code would take for damage; version 9 adds the online
+    /// encryption of a plaintext database (``encryptionStateKey``: plaintext records beside sealed
+    /// ones while it runs) and encryption headers that wrap a data key (so the key can change),
+    /// which older code would refuse as damage. Versions 1 to 8 databases are read.
+    static let formatVersion: UInt16 = 9
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
@@ -51,6 +54,12 @@ enum Keyspace {
     /// `00 "encryption"` (format 8): an encrypted database's encryption header (salt, passphrase
     /// cost, key check; `docs/FORMAT.md` §4a), written in the commit that creates the database.
     static let encryptionKey: [UInt8] = [databaseTag] + Array("encryption".utf8)
+    /// `00 "encrypting"` (format 9): present while a database that was plaintext is being encrypted
+    /// online (`docs/FORMAT.md` §4a). Its value is the largest bucket id given before encryption
+    /// began (u32be, as ``bucketIdsKey``): buckets of ids up to it may still hold plaintext records
+    /// and index values until they are copied into a new, sealed generation, and named values may
+    /// be plaintext. Every id given later is sealed from its first write.
+    static let encryptionStateKey: [UInt8] = [databaseTag] + Array("encrypting".utf8)
 
     /// Whether the value stored under `key` is sealed in an encrypted database: records (0x02)
     /// and named values (0x06). Everything else (the catalog, counts, index entries) is stored as

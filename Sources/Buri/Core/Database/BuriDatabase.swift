@@ -38,6 +38,30 @@ public struct BuriOptions: Sendable {
     /// let db = try BuriDatabase(path: "notes.buri", options: options)
     /// ```
     public var encryption: (any DatabaseEncryption)?
+    /// Whether opening a *plaintext* database with ``encryption`` set begins encrypting it online
+    /// (`true`) instead of failing with ``BuriError/notEncrypted(path:)`` (`false`, the default).
+    ///
+    /// Beginning is one commit: the encryption header, and the key `00 "encrypting"` saying that
+    /// plaintext records and named values are still read. From then on every write is sealed, the
+    /// database needs the key to open, and ``BuriDatabase/finishEncryption(batchSize:progress:)``
+    /// copies each bucket into a sealed generation in bounded batches while the application goes
+    /// on reading and writing. A numeric index must be named in ``plaintextIndexes``.
+    ///
+    /// ```swift
+    /// var options = BuriOptions()
+    /// options.encryption = try DatabaseKey(contentsOfFile: "notes.key")
+    /// options.encryptsPlaintextDatabase = true
+    /// options.plaintextIndexes = ["day"]
+    /// let db = try BuriDatabase(path: "notes.buri", options: options)
+    /// try db.finishEncryption()
+    /// ```
+    public var encryptsPlaintextDatabase = false
+    /// The indexes (by name, in every bucket) that keep readable values when
+    /// ``encryptsPlaintextDatabase`` begins encrypting a plaintext database: their catalog entries
+    /// are declared plaintext in the commit that begins it. A numeric index must be among them
+    /// (numbers are stored in their order); any binary or text index may be. Names are compared as
+    /// bytes.
+    public var plaintextIndexes: [String] = []
 
     public init() {}
 }
@@ -115,6 +139,8 @@ public final class BuriDatabase: Sendable {
     public var isEncrypted: Bool { engine !== storedEngine }
     /// The keyed tokens of an encrypted database's private indexes; `nil` for a plaintext one.
     let indexTokens: IndexTokens?
+    /// Set while the database is being encrypted online (``finishEncryption(batchSize:progress:)``).
+    let plaintextPhase: PlaintextPhase?
     let options: BuriOptions
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
@@ -275,34 +301,42 @@ public final class BuriDatabase: Sendable {
         self.closesEngine = closesEngine
         let generations = BucketGenerations()
         self.generations = generations
-        let opened: (version: UInt16, cipher: (any DatabaseCipher)?)
+        let opened: OpenedHeader
         do {
-            opened = try Self.openHeader(
-                engine, path: engine.location, create: options.createIfMissing, encryption: options.encryption)
+            opened = try Self.openHeader(engine, path: engine.location, options: options)
         } catch {
             if closesEngine { engine.close() }
             throw BuriError.wrap(error)
         }
         headerVersion = Atomic(opened.version)
-        self.engine = opened.cipher.map { SealedEngine(base: engine, cipher: $0) } ?? engine
+        let phase = opened.encrypting ? PlaintextPhase() : nil
+        plaintextPhase = phase
+        self.engine = opened.cipher.map { SealedEngine(base: engine, cipher: $0, phase: phase) } ?? engine
         indexTokens = opened.cipher.map { IndexTokens(cipher: $0) }
         changeHub = ChangeHub(engine: self.engine, generations: generations)
         // A marker that does not parse is reported by `check`; it does not keep the database closed.
         try? resumePurges()
     }
 
-    /// Reads (or, on an empty engine, writes) the database header; returns the format version, and
-    /// the cipher of an encrypted database unlocked by `encryption`.
+    /// What opening found in the database header: the format version, the cipher of an encrypted
+    /// database unlocked by `options.encryption`, and whether it is being encrypted online.
+    struct OpenedHeader {
+        var version: UInt16
+        var cipher: (any DatabaseCipher)?
+        var encrypting = false
+    }
+
+    /// Reads (or, on an empty engine, writes) the database header (see ``OpenedHeader``).
     private static func openHeader(
-        _ engine: any StorageEngine, path: String, create: Bool, encryption: (any DatabaseEncryption)?
-    ) throws -> (version: UInt16, cipher: (any DatabaseCipher)?) {
+        _ engine: any StorageEngine, path: String, options: BuriOptions
+    ) throws -> OpenedHeader {
         // Two clients of a shared engine creating one database at once: the one whose header
         // commit conflicts reads again and finds the other's header.
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try openHeaderOnce(engine, path: path, create: create, encryption: encryption)
+                return try openHeaderOnce(engine, path: path, options: options)
             } catch let error as StorageError where error.code == .conflict && attempt < 3 {
                 continue
             }
@@ -310,8 +344,9 @@ public final class BuriDatabase: Sendable {
     }
 
     private static func openHeaderOnce(
-        _ engine: any StorageEngine, path: String, create: Bool, encryption: (any DatabaseEncryption)?
-    ) throws -> (version: UInt16, cipher: (any DatabaseCipher)?) {
+        _ engine: any StorageEngine, path: String, options: BuriOptions
+    ) throws -> OpenedHeader {
+        let encryption = options.encryption
         let snapshot = try engine.snapshot()
         if let header = try snapshot.get(Keyspace.headerKey) {
             guard let version = Keyspace.parseHeader(header) else { throw BuriError.notABuriDatabase(path: path) }
@@ -321,18 +356,25 @@ public final class BuriDatabase: Sendable {
             }
             let stored = try snapshot.get(Keyspace.encryptionKey)
             switch (stored, encryption) {
-            case (nil, nil): return (version, nil)
-            case (nil, .some): throw BuriError.notEncrypted(path: path)
+            case (nil, nil): return OpenedHeader(version: version)
+            case (nil, .some(let encryption)):
+                guard options.encryptsPlaintextDatabase else { throw BuriError.notEncrypted(path: path) }
+                let cipher = try beginEncryption(
+                    engine, snapshot: snapshot, encryption: encryption, plaintextIndexes: options.plaintextIndexes,
+                    path: path)
+                return OpenedHeader(version: Keyspace.formatVersion, cipher: cipher, encrypting: true)
             case (.some, nil): throw BuriError.encryptionKeyRequired(path: path)
             case (.some(let stored), .some(let encryption)):
-                return (version, try unlock(encryption, header: stored, path: path))
+                let cipher = try unlock(encryption, header: stored, path: path)
+                let encrypting = try snapshot.get(Keyspace.encryptionStateKey) != nil
+                return OpenedHeader(version: version, cipher: cipher, encrypting: encrypting)
             }
         }
         let cursor = try snapshot.cursor(in: .all)
         if try cursor.next() { throw BuriError.notABuriDatabase(path: path) }
         // An empty store becomes a Buri database only when creating is allowed, so read-only
         // tools never write into a directory they were merely pointed at.
-        guard create else { throw BuriError.notABuriDatabase(path: path) }
+        guard options.createIfMissing else { throw BuriError.notABuriDatabase(path: path) }
         let batch = engine.makeBatch()
         batch.put(Keyspace.headerKey, Keyspace.headerValue())
         // An encrypted database is encrypted from its first commit: no reader ever sees it plaintext.
@@ -350,11 +392,11 @@ public final class BuriDatabase: Sendable {
         try engine.commit(
             batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]),
             sync: true)
-        return (Keyspace.formatVersion, cipher)
+        return OpenedHeader(version: Keyspace.formatVersion, cipher: cipher)
     }
 
     /// The cipher `encryption` unlocks from the stored encryption header, or the error saying why not.
-    private static func unlock(
+    static func unlock(
         _ encryption: any DatabaseEncryption, header: [UInt8], path: String
     ) throws(BuriError)
         -> any DatabaseCipher

@@ -297,9 +297,13 @@ extension BuriDatabase {
     /// Puts into `writer`'s batch the switch of bucket `stored` to generation `newId`: its catalog
     /// entry names the new id (nothing else changes, so views stay valid), and the old id gets a
     /// purge marker. Once committed, views here follow the new id and the purge starts.
-    func retire(_ stored: BucketDescriptor, replacingWith newId: UInt32, writer: Writer) throws(BuriError) {
+    func retire(
+        _ stored: BucketDescriptor, replacingWith newId: UInt32, writer: Writer, sealing: Bool = false
+    ) throws(BuriError) {
         // The lineage (`originId`) stays, so continuation tokens of the bucket go on working.
-        let next = stored.movedTo(newId)
+        var next = stored.movedTo(newId)
+        // A sealed copy of a bucket that held plaintext (online encryption) stores tokens.
+        if sealing { next.plaintextValues = nil }
         let bytes: [UInt8]
         do {
             bytes = try next.encoded()
@@ -309,6 +313,8 @@ extension BuriDatabase {
         writer.batch.put(Keyspace.catalogKey(bucket: stored.name), bytes)
         writer.batch.put(Keyspace.retiredKey(bucket: stored.id), Keyspace.retiredValue(.purging, bucket: stored.name))
         writer.afterCommit { [self] in
+            // Views made while the bucket held plaintext follow it into a generation of tokens.
+            if next.plaintextValues != true { plaintextPhase?.markSealed(newId) }
             generations.forward(stored.id, to: newId)
             if options.purgesInBackground { purger.kick(self) }
         }

@@ -135,17 +135,45 @@ public final class StagedImport {
             var copiedTokens = [Int](repeating: 0, count: lengthIds.count)
             // Text indexes' entries carry the term's positions (docs/FORMAT.md §9a): recomputed from
             // each record's payload, as every other writer does, so the copy is never a bare key.
-            let textIndexes = base.attaching(database.indexTokens).indexes.filter { $0.text != nil }
+            // The stage's indexes, which store keyed tokens where the bucket's are private.
+            let textIndexes = stage.madeDescriptor.indexes.filter { $0.text != nil }
+            // A bucket still holding plaintext values in a database being encrypted: its private
+            // indexes' values become their tokens in the copy, record headers included.
+            let tokenizing: [UInt32: IndexDefinition] =
+                base.plaintextValues == true
+                ? Dictionary(
+                    stage.madeDescriptor.indexes.filter { $0.isPrivate && $0.text == nil }.map { ($0.id, $0) },
+                    uniquingKeysWith: { first, _ in first })
+                : [:]
             while more || !pending.isEmpty {
                 while more, pending.count < fitting {
                     guard try cursor.next() else { more = false; break }
-                    let (key, value) = (cursor.key, try cursor.value)
+                    var (key, value) = (cursor.key, try cursor.value)
                     let objectKey = try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
-                    let header: RecordHeader
+                    var header: RecordHeader
                     var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
                     do {
                         let payloadOffset: Int
                         (header, payloadOffset) = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }
+                        if !tokenizing.isEmpty
+                            || (base.plaintextValues == true && textIndexes.contains(where: \.isPrivate))
+                        {
+                            header.entries = header.entries.map { entry in
+                                if let index = tokenizing[entry.index] {
+                                    return RecordHeader.Entry(
+                                        index: entry.index, tuple: index.stored(encoded: entry.tuple))
+                                }
+                                if let index = textIndexes.first(where: { $0.id == entry.index }) {
+                                    return RecordHeader.Entry(
+                                        index: entry.index, tuple: index.stored(encoded: entry.tuple))
+                                }
+                                return entry
+                            }
+                            var rewritten: [UInt8] = []
+                            header.append(to: &rewritten)
+                            rewritten.append(contentsOf: value[payloadOffset...])
+                            value = rewritten
+                        }
                         if !textIndexes.isEmpty {
                             let payload = try value.withUnsafeBytes { raw in
                                 try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[payloadOffset...]))
@@ -281,7 +309,8 @@ public final class StagedImport {
         // number of conditions, whatever the size of the bucket.
         _ = try database.run { try writer.reader.get(Keyspace.countKey(bucket: base.id)) }
         writer.batch.delete(Keyspace.retiredKey(bucket: stageId))
-        try database.retire(stored, replacingWith: stageId, writer: writer)
+        try database.retire(
+            stored, replacingWith: stageId, writer: writer, sealing: stage.madeDescriptor.plaintextValues != true)
         return compared
     }
 
@@ -379,6 +408,8 @@ extension BuriDatabase {
             let snapshot = try run { try engine.snapshot() }
             var definition = base
             definition.id = stageId
+            // Staged into a bucket that still holds plaintext (online encryption), the copy is sealed.
+            if isEncrypted { definition.plaintextValues = nil }
             return StagedImport(database: self, base: base, definition: definition, snapshot: snapshot)
         }
         do {

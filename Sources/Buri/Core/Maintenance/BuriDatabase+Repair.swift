@@ -381,6 +381,7 @@ extension BuriDatabase {
             if key == Keyspace.bucketIdsKey { return Keyspace.parseBucketIds(value) != nil }
             // Repair has no key: an encryption header is kept as long as it says what it is.
             if key == Keyspace.encryptionKey { return value.starts(with: Keyspace.encryptionHeaderMagic) }
+            if key == Keyspace.encryptionStateKey { return Keyspace.parseBucketIds(value) != nil }
             return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
         case Keyspace.indexTag?:
             // Empty, or a text index's positions (format 6 and 7 layouts): `check` then compares

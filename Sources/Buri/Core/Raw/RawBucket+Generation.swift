@@ -83,6 +83,10 @@ extension RawBucket {
         let id = bucketId
         // Dropped here (a bucket of the name made since is another bucket), or dropped anywhere.
         guard let stored, id != BucketGenerations.dropped else { throw droppedError }
+        // Another client began encrypting the database: this one, without the key, must not write.
+        if stored.plaintextValues == true, !database.isEncrypted {
+            throw .encryptionKeyRequired(path: database.path)
+        }
         if stored.id == id { return id }
         guard stored.indexes.count == madeDescriptor.indexes.count,
             zip(stored.indexes, madeDescriptor.indexes).allSatisfy({ $0.id == $1.id && $0.hasSameShape(as: $1) })
@@ -95,7 +99,12 @@ extension RawBucket {
         }
         // Ids only grow: a smaller one is an older snapshot than what this process has learned,
         // and is read as it stands there (complete: nothing is purged before its switch commits).
-        if stored.id > id { database.generations.forward(id, to: stored.id) }
+        if stored.id > id {
+            if madeDescriptor.plaintextValues == true, stored.plaintextValues != true {
+                database.plaintextPhase?.markSealed(stored.id)
+            }
+            database.generations.forward(id, to: stored.id)
+        }
         return stored.id
     }
 

@@ -97,7 +97,7 @@ extension RawBucket {
     /// The number of entries index `index` holds (an object has one per distinct value of a
     /// multi-valued index), counted from the index alone.
     public func entryCount(index: String) throws(BuriError) -> Int {
-        guard let definition = madeDescriptor.index(named: index) else {
+        guard let definition = descriptor.index(named: index) else {
             throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
         }
         let (reader, bucket) = try readView()

@@ -13,7 +13,15 @@ public final class RawBucket: Sendable {
     /// current generation: after ``deleteAll(sync:)`` (here, or through another view of the same
     /// bucket) the id is the new generation's.
     public var descriptor: BucketDescriptor {
-        madeDescriptor.movedTo(bucketId)
+        let id = bucketId
+        // A view made while the bucket held plaintext, following it into its sealed generation
+        // (a database being encrypted online): from there on, its private indexes store tokens.
+        if madeDescriptor.plaintextValues == true, let phase = database.plaintextPhase, phase.isSealed(id) {
+            var sealed = madeDescriptor.movedTo(id)
+            sealed.plaintextValues = nil
+            return sealed.attaching(database.indexTokens)
+        }
+        return madeDescriptor.movedTo(id)
     }
     /// The catalog entry this view was made from.
     let madeDescriptor: BucketDescriptor
