@@ -9,6 +9,7 @@ struct BuriToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "put", "delete", "drop", "check",
         "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
+        "encrypt",
     ]
 
     // MARK: Help and usage
@@ -307,6 +308,7 @@ struct BuriToolTests {
             ["compact", path], ["check", path, "--repair"], ["delete", path, "Person", "p01"],
             ["import", path, "Person", "--key", "objectId"], ["migrate", path, "Person"],
             ["set-value", path, "lastSync", "1"],
+            ["encrypt", path, "--key-file", try writeRandomKey(sandbox, "in-use.key"), "--plaintext-index", "age"],
         ] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])

@@ -6,6 +6,7 @@ struct CompletionToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "restore", "put", "delete", "drop",
         "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
+        "encrypt",
     ]
 
     @Test(arguments: ["bash", "zsh", "fish"])

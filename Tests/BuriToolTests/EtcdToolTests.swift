@@ -220,6 +220,8 @@ struct EtcdToolTests {
             ["check", location],
             ["check", location, "--repair"], ["repair", location], ["stats", location], ["stats", location, "--json"],
             ["compact", location],
+            // Last: from here on the database needs the key.
+            ["encrypt", location, "--key-file", try writeRandomKey(sandbox, "etcd.key"), "--plaintext-index", "age"],
         ]
         // Every subcommand of the tool is here: a new one cannot be left out unnoticed.
         let help = try buri("--help")
@@ -234,7 +236,7 @@ struct EtcdToolTests {
                 }
                 return String(word)
             } ?? []
-        #expect(listed.count == 21 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
+        #expect(listed.count == 22 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
         // `key` (buri key new FILE) writes a key file and opens no database.
         for name in listed where name != "help" && name != "key" {
             #expect(commands.contains { $0.first == name }, "subcommand '\(name)' is not exercised on etcd")

@@ -69,6 +69,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// The untyped bucket underneath, for tools and advanced use.
     public let raw: RawBucket
     let declared: [(definition: IndexDefinition, index: BuriIndex<T>)]
+    let sealedDeclared: [(definition: IndexDefinition, index: BuriIndex<T>)]?
     let schema: BuriSchema<T>
     /// Whether the next object stored is to be checked against the indexes' declared fields
     /// (once per `Bucket`: a wrong `field:` would make `buri import` compute other values).
@@ -90,7 +91,18 @@ public final class Bucket<T: BuriSupport>: Sendable {
             if let definition = raw.descriptor.index(named: index.name) { declared.append((definition, index)) }
         }
         self.declared = declared
+        // A bucket of a database being encrypted online: its definitions with tokens, for when the
+        // view follows the bucket into its sealed generation.
+        sealedDeclared = raw.sealedDescriptor.map { sealed in
+            declared.map { (definition, index) in (sealed.index(named: definition.name) ?? definition, index) }
+        }
         fieldCheckPending = Atomic(declared.contains { $0.0.uncomputableReason == nil })
+    }
+
+    /// `declared`, or its definitions with tokens once this view writes a sealed generation.
+    var currentDeclared: [(definition: IndexDefinition, index: BuriIndex<T>)] {
+        if let sealedDeclared, raw.followsIntoSealed { return sealedDeclared }
+        return declared
     }
 
     /// The bucket's name.
@@ -102,6 +114,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     func prepare(_ object: T) throws(BuriError) -> RawBucket.RecordWrite {
         let key = object[keyPath: schema.key]
         try raw.validateKey(key)
+        let declared = currentDeclared
         let checking = fieldCheckPending.load(ordering: .relaxed) || roundTripPending.load(ordering: .relaxed)
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []

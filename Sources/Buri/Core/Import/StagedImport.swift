@@ -153,7 +153,7 @@ public final class StagedImport {
                     var header: RecordHeader
                     var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
                     do {
-                        let payloadOffset: Int
+                        var payloadOffset: Int
                         (header, payloadOffset) = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }
                         if !tokenizing.isEmpty
                             || (base.plaintextValues == true && textIndexes.contains(where: \.isPrivate))
@@ -171,8 +171,10 @@ public final class StagedImport {
                             }
                             var rewritten: [UInt8] = []
                             header.append(to: &rewritten)
+                            let headerLength = rewritten.count
                             rewritten.append(contentsOf: value[payloadOffset...])
                             value = rewritten
+                            payloadOffset = headerLength
                         }
                         if !textIndexes.isEmpty {
                             let payload = try value.withUnsafeBytes { raw in

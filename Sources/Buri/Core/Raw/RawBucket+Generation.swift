@@ -26,7 +26,7 @@ extension RawBucket {
         return (
             reader,
             RawBucket(
-                database: database, descriptor: madeDescriptor.movedTo(id), transaction: nil, generation: generation,
+                database: database, descriptor: descriptor(at: id), transaction: nil, generation: generation,
                 pinned: true)
         )
     }

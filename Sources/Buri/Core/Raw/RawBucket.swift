@@ -12,16 +12,32 @@ public final class RawBucket: Sendable {
     /// The bucket's catalog entry as of when this view was made, with the id of the bucket's
     /// current generation: after ``deleteAll(sync:)`` (here, or through another view of the same
     /// bucket) the id is the new generation's.
-    public var descriptor: BucketDescriptor {
-        let id = bucketId
-        // A view made while the bucket held plaintext, following it into its sealed generation
-        // (a database being encrypted online): from there on, its private indexes store tokens.
-        if madeDescriptor.plaintextValues == true, let phase = database.plaintextPhase, phase.isSealed(id) {
-            var sealed = madeDescriptor.movedTo(id)
-            sealed.plaintextValues = nil
-            return sealed.attaching(database.indexTokens)
+    public var descriptor: BucketDescriptor { descriptor(at: bucketId) }
+
+    /// The descriptor this view uses for generation `id`: a view made while its bucket held
+    /// plaintext follows it into its sealed generation (a database being encrypted online), whose
+    /// private indexes store tokens.
+    func descriptor(at id: UInt32) -> BucketDescriptor {
+        if madeDescriptor.plaintextValues == true, let sealed = sealedDescriptor,
+            database.plaintextPhase?.isSealed(id) == true
+        {
+            return sealed.movedTo(id)
         }
         return madeDescriptor.movedTo(id)
+    }
+
+    /// Whether this view, made while its bucket held plaintext, now reads and writes its sealed generation.
+    var followsIntoSealed: Bool {
+        madeDescriptor.plaintextValues == true && database.plaintextPhase?.isSealed(bucketId) == true
+    }
+
+    /// The descriptor of this view's bucket once sealed, with its tokens (nil unless the view was
+    /// made while the bucket held plaintext, in a database being encrypted).
+    var sealedDescriptor: BucketDescriptor? {
+        guard madeDescriptor.plaintextValues == true, let tokens = database.indexTokens else { return nil }
+        var sealed = madeDescriptor
+        sealed.plaintextValues = nil
+        return sealed.attaching(tokens)
     }
     /// The catalog entry this view was made from.
     let madeDescriptor: BucketDescriptor

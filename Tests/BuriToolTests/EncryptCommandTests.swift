@@ -1,0 +1,113 @@
+import Buri
+import BuriEncryption
+import BuriTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A plaintext database of the encrypted notes' lines, in two buckets (Note and Copy), and its
+/// export: what every later state must read back.
+struct PlaintextNotes {
+    let path: String
+    let key: String
+    let export: String
+
+    init(_ sandbox: Sandbox) throws {
+        path = sandbox.path("plain.buri")
+        key = try writeRandomKey(sandbox, "plain.key")
+        let input = try sandbox.write("notes.jsonl", EncryptedNotes.lines)
+        for bucket in ["Note", "Copy"] {
+            expectSuccess(try buri(["import", path, bucket] + EncryptedNotes.indexOptions + [input]))
+        }
+        expectSuccess(try buri("set-value", path, "motto", #""\#(EncryptedNotes.secret)""#))
+        let run = try buri("export", path)
+        #expect(run.status == 0, "\(run)")
+        export = run.stdout
+        #expect(!filesHolding(Array(EncryptedNotes.secret.utf8), under: path).isEmpty)
+    }
+
+    /// The export with the key, which must equal the plaintext one.
+    func decrypted() throws -> String {
+        let run = try buri("export", path, "--key-file", key, "--decrypt")
+        #expect(run.status == 0, "\(run)")
+        return run.stdout
+    }
+
+    /// The database is sealed throughout: no secret in any file, every record and value checked.
+    func expectSealed(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for needle in [EncryptedNotes.secret, EncryptedNotes.secretCity, EncryptedNotes.secretWord] {
+            #expect(
+                filesHolding(Array(needle.utf8), under: path) == [], "\(needle) is readable in the files",
+                sourceLocation: sourceLocation)
+        }
+        let check = try buri("check", path, "--key-file", key)
+        #expect(check.status == 0, "\(check)", sourceLocation: sourceLocation)
+        #expect(try decrypted() == export, sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("buri encrypt: a plaintext database encrypted where it is, resumable after a kill")
+struct EncryptCommandTests {
+    @Test func encryptsInPlaceAndTheExportIsUnchanged() throws {
+        let sandbox = try Sandbox()
+        let notes = try PlaintextNotes(sandbox)
+        // Without the key: a usage error. Without --plaintext-index for the numeric index: exit 7, nothing written.
+        expectFailure(try buri("encrypt", notes.path), status: 2, mentioning: ["--key-file"])
+        // A numeric index not declared plaintext (here, nor named): exit 7, and nothing is written.
+        let leaky = sandbox.path("leaky.buri")
+        expectSuccess(
+            try buri(
+                "import", leaky, "Note", "--key", "id", "--numeric-index", "age",
+                try sandbox.write("leaky.jsonl", EncryptedNotes.lines)))
+        let before = try everyKey(leaky)
+        expectFailure(
+            try buri("encrypt", leaky, "--key-file", notes.key), status: 7,
+            mentioning: ["'age'", "--plaintext-index age"])
+        #expect(try everyKey(leaky) == before)
+        // Declared plaintext when imported, the numeric index needs no option here.
+        let run = try buri("encrypt", notes.path, "--key-file", notes.key)
+        expectSuccess(run)
+        #expect(run.stdout.contains("encrypted"))
+        try notes.expectSealed()
+        // Now it is an encrypted database: exit 8 without the key, private indexes answer exactly.
+        expectFailure(try buri("get", notes.path, "Note", "n1"), status: 8, mentioning: ["--key-file"])
+        let lemuria = try buri(
+            "query", notes.path, "Note", "city", "--equals", EncryptedNotes.secretCity, "--count",
+            "--key-file", notes.key)
+        #expect(lemuria.lines == ["10"], "\(lemuria)")
+        let again = try buri("encrypt", notes.path, "--key-file", notes.key)
+        expectSuccess(again)
+        #expect(again.stdout.contains("already encrypted"))
+    }
+
+    @Test func killedAtTwelvePointsItReadsMeanwhileAndFinishesWhenRunAgain() throws {
+        // 2 buckets of 30 objects in batches of 3: 20 committed chunks. Killed after chunk k, the
+        // database needs the key, reads everything with it, and the next run finishes it.
+        for chunks in [1, 2, 3, 5, 7, 9, 10, 11, 13, 16, 19, 20] {
+            let sandbox = try Sandbox()
+            let notes = try PlaintextNotes(sandbox)
+            let killed = try buriKilledAfter(
+                chunks: chunks,
+                ["encrypt", notes.path, "--key-file", notes.key, "--plaintext-index", "age", "--batch-size", "3"])
+            #expect(
+                killed.reason == .uncaughtSignal && killed.status == SIGKILL,
+                "encrypt was not killed after chunk \(chunks): \(killed)")
+            expectFailure(try buri("keys", notes.path, "Note"), status: 8, mentioning: ["--key-file"])
+            // Mid-way: still being encrypted, every object and value reads the same with the key.
+            var options = BuriOptions()
+            options.encryption = try DatabaseKey(contentsOfFile: notes.key)
+            let db = try BuriDatabase(path: notes.path, options: options)
+            #expect(db.isBeingEncrypted, "killed after chunk \(chunks), the database is not being encrypted")
+            #expect(try db.check().problems.isEmpty, "after chunk \(chunks)")
+            db.close()
+            #expect(try notes.decrypted() == notes.export, "after chunk \(chunks)")
+            expectSuccess(try buri("encrypt", notes.path, "--key-file", notes.key, "--batch-size", "3"))
+            try notes.expectSealed()
+        }
+    }
+}
