@@ -88,6 +88,28 @@ struct ModelTests {
     }
 
     @Test(
+        "a plaintext database encrypted online mid-run, written between the copy's batches, agrees with the model",
+        // Not etcd, whose random run is short; BuriEncryptionTests encrypts online on etcd.
+        arguments: Engine.allCases.filter { $0 != .etcd })
+    func encryptedOnlineMidRunAgreesWithTheModel(engine: Engine) throws {
+        let plan = Self.plan(for: engine)
+        for seed in plan.seeds {
+            let run = try ModelRun(engine: engine, seed: seed &+ 0x0E1)
+            do {
+                try run.run(operations: plan.operations / 2)
+                try run.encryptOnline(batchSize: 7)
+                try run.run(operations: plan.operations)
+            } catch let mismatch as ModelMismatch {
+                Issue.record("encrypted online: \(mismatch)")
+                return
+            }
+            #expect(run.tally["write while encrypting", default: 0] > 0, "\(run.tally)")
+            #expect(run.tally["private index refusal", default: 0] > 0, "\(run.tally)")
+            #expect(run.db.isEncrypted && !run.db.isBeingEncrypted)
+        }
+    }
+
+    @Test(
         "a damaged text entry (each kind) is found by check, repaired, and searches match the model again",
         // Not etcd, where 15 checks take seconds each; its random run draws the same operation.
         arguments: Engine.allCases.filter { $0 != .etcd })

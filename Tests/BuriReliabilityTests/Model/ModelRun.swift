@@ -81,7 +81,7 @@ final class ModelRun {
     /// Whether the database is encrypted: its `group`, `tags`, `email` and text indexes are then
     /// private (keyed tokens), so the run asks them only what tokens answer, and checks that the
     /// rest is refused (`privateRefusal`).
-    let encrypted: Bool
+    private(set) var encrypted: Bool
     /// The indexes stored as tokens in this run.
     var privateIndexes: Set<String> { encrypted ? ["group", "tags", "email"] : [] }
 
@@ -103,22 +103,7 @@ final class ModelRun {
         self.damagePhase = damagePhase
         self.encrypted = encrypted
         operationKinds = Self.standardOperations
-        if encrypted, let tokens = test.db.indexTokens {
-            let privateIndexes = privateIndexes
-            model.stored = { index, value in
-                guard privateIndexes.contains(index), let indexValue = try? value.indexValue(),
-                    case .bytes(let token) = tokens.token(indexValue, index: index).decoded
-                else { return nil }
-                return .bytes(token)
-            }
-        }
-        if encrypted {
-            // Text entries are damaged by their terms' keys, which tokens hide; the random run of
-            // plaintext databases covers that.
-            operationKinds.removeAll { $0.name.hasPrefix("damage") }
-            operationKinds.append(
-                ModelOperation(name: "private refusal", weight: 2) { run in try run.privateRefusal() })
-        }
+        if encrypted { useTokens() }
         if damagePhase != nil {
             operationKinds.append(
                 ModelOperation(name: "damage and repair", weight: 0.2, applies: { $0 == .leveldb }) { run in
@@ -133,10 +118,74 @@ final class ModelRun {
 
     var db: BuriDatabase { test.db }
 
+    /// From now on the run is an encrypted one: the model orders private indexes by their tokens,
+    /// and the run asks them only what tokens answer (and checks that the rest is refused).
+    private func useTokens() {
+        if let tokens = test.db.indexTokens {
+            let privateIndexes = privateIndexes
+            model.stored = { index, value in
+                guard privateIndexes.contains(index), let indexValue = try? value.indexValue(),
+                    case .bytes(let token) = tokens.token(indexValue, index: index).decoded
+                else { return nil }
+                return .bytes(token)
+            }
+        }
+        // Text entries are damaged by their terms' keys, which tokens hide; the random run of
+        // plaintext databases covers that.
+        operationKinds.removeAll { $0.name.hasPrefix("damage") }
+        operationKinds.append(ModelOperation(name: "private refusal", weight: 2) { run in try run.privateRefusal() })
+    }
+
+    /// Encrypts this run's plaintext database online, mid-run (`BuriOptions.encryptsPlaintextDatabase`,
+    /// `finishEncryption`): begins it, compares everything with the model while buckets still hold
+    /// plaintext, makes random writes between the copy's batches (the first few, so that each
+    /// bucket's copy is published after a few restarts), finishes, and goes on as an encrypted run.
+    func encryptOnline(batchSize: Int) throws {
+        note("begin encrypting online")
+        operations += 1
+        var options = BuriOptions()
+        options.encryption = DatabaseKey.random()
+        options.encryptsPlaintextDatabase = true
+        do { try test.reopen(options: options) } catch { throw fail("beginning encryption: \(error)") }
+        // The other client of a shared engine opens again too, with the key.
+        if engine == .shared { otherClient?.close() }
+        otherClient = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+        if !db.isBeingEncrypted { throw fail("beginning encryption: the database is not being encrypted") }
+        try verifyAll()
+        try checkClean()
+        var failure: ModelMismatch?
+        var writes = 0
+        do {
+            try db.finishEncryption(batchSize: batchSize) { report in
+                guard failure == nil, report.copied > 0, writes < 6 else { return }
+                writes += 1
+                let name = self.pick(Self.bucketNames)
+                self.note("write while encrypting (\(report.bucket ?? "-") at \(report.copied))")
+                do {
+                    let bucket = try self.read("opening \(name)") { try self.bucket(name) }
+                    try self.randomWrite(in: name, bucket: bucket, model: &self.model, transaction: false)
+                } catch let mismatch as ModelMismatch {
+                    failure = mismatch
+                } catch {
+                    failure = self.fail("writing while encrypting: \(error)")
+                }
+            }
+        } catch {
+            throw fail("finishing encryption: \(error)")
+        }
+        if let failure { throw failure }
+        if db.isBeingEncrypted { throw fail("finished, the database is still being encrypted") }
+        tally["write while encrypting", default: 0] += writes
+        encrypted = true
+        useTokens()
+        try verifyAll()
+        try checkClean()
+    }
+
     /// On an engine shared by several clients (shared memory, etcd), a second client of the same
     /// data: about a third of the buckets opened (for writes, transactions, queries and pages) are
     /// its, so each client must follow the other's writes, `deleteAll`s, drops and publishes.
-    private(set) lazy var otherClient: BuriDatabase? =
+    lazy var otherClient: BuriDatabase? =
         (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
 
     deinit { if engine == .shared { otherClient?.close() } }
