@@ -43,6 +43,7 @@ struct Info: ParsableCommand {
                 CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
                 CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
                 CBORMapEntry(key: "encrypted", value: .bool(db.isEncrypted)),
+                CBORMapEntry(key: "beingEncrypted", value: .bool(db.isBeingEncrypted)),
                 CBORMapEntry(
                     key: "buckets",
                     value: .array(
@@ -119,7 +120,11 @@ struct Info: ParsableCommand {
                 try out.line("LevelDB version: \(leveldb)")
                 try out.line("size on disk:    \(formatBytes(size))")
             }
-            try out.line("encrypted:       \(db.isEncrypted ? "yes" : "no")")
+            try out.line(
+                "encrypted:       \(db.isEncrypted ? "yes" : "no")"
+                    + (db.isBeingEncrypted
+                        ? " (being encrypted: buckets still holding plaintext are sealed by running buri encrypt with the key)"
+                        : ""))
             try out.line("buckets:         \(buckets.count)")
             for bucket in buckets {
                 try out.line("")

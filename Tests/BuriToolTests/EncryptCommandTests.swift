@@ -74,6 +74,8 @@ struct EncryptCommandTests {
         expectSuccess(run)
         #expect(run.stdout.contains("encrypted"))
         try notes.expectSealed()
+        let info = try buri("info", notes.path, "--key-file", notes.key)
+        #expect(info.stdout.contains("encrypted:       yes\n"), "\(info)")
         // Now it is an encrypted database: exit 8 without the key, private indexes answer exactly.
         expectFailure(try buri("get", notes.path, "Note", "n1"), status: 8, mentioning: ["--key-file"])
         let lemuria = try buri(
@@ -106,6 +108,8 @@ struct EncryptCommandTests {
             #expect(try db.check().problems.isEmpty, "after chunk \(chunks)")
             db.close()
             #expect(try notes.decrypted() == notes.export, "after chunk \(chunks)")
+            let info = try buri("info", notes.path, "--key-file", notes.key)
+            #expect(info.stdout.contains("encrypted:       yes (being encrypted"), "\(info)")
             expectSuccess(try buri("encrypt", notes.path, "--key-file", notes.key, "--batch-size", "3"))
             try notes.expectSealed()
         }
