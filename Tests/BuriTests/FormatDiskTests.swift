@@ -115,7 +115,7 @@ struct FormatDiskTests {
                     #expect(
                         error
                             == .unsupportedFormat(
-                                path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 8))
+                                path: directory.path, found: Int(Keyspace.parseHeader(value)!), supported: 9))
                 } else {
                     #expect(error == .notABuriDatabase(path: directory.path))
                 }

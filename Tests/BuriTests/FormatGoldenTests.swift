@@ -40,7 +40,7 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 8", "42 55 52 49 00 08", { Keyspace.headerValue() }),
+    ("database header value, format 9", "42 55 52 49 00 09", { Keyspace.headerValue() }),
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
     ("largest bucket id key", "00 62 75 63 6b 65 74 2d 69 64 73", { Keyspace.bucketIdsKey }),
     (

@@ -154,7 +154,7 @@ struct FormatSpecTests {
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
             ("00 62 75 63 6b 65 74 2d 69 64 73", bytes(hex: "00 00 00 01")),
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 08")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 09")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),
