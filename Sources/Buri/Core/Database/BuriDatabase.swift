@@ -116,6 +116,9 @@ public final class BuriDatabase: Sendable {
     /// The keyed tokens of an encrypted database's private indexes; `nil` for a plaintext one.
     let indexTokens: IndexTokens?
     let options: BuriOptions
+    /// The key this handle holds for the encryption header: `options.encryption` until
+    /// ``changeEncryptionKey(to:)`` replaces it (the next change starts from the new key).
+    let currentEncryption: Mutex<(any DatabaseEncryption)?>
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
     /// Serialises writers so that reading an object's old index entries and replacing them is
@@ -271,6 +274,7 @@ public final class BuriDatabase: Sendable {
     ) throws(BuriError) {
         self.path = engine.location
         self.options = options
+        currentEncryption = Mutex(options.encryption)
         self.storedEngine = engine
         self.closesEngine = closesEngine
         let generations = BucketGenerations()
