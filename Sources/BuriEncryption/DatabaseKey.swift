@@ -325,7 +325,7 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
                 nonce: header.nonce, associatedData: header.wrappedPrefix)
         else {
             throw .wrongKey(
-                "the key does not unwrap this database's data key: it is not the \(what) the database is encrypted with (after a key change, the new one)"
+                "the key does not unwrap this database's data key: it is not the \(what) the database was encrypted with (or, after a key change, changed to)"
             )
         }
         return (header, dataMaster, KeySchedule(master: dataMaster, databaseSalt: header.databaseSalt))

@@ -141,7 +141,7 @@ struct KeyTests {
         #expect(error?.kind == .wrongKey)
         #expect(
             error?.description
-                == "the key does not unwrap this database's data key: it is not the passphrase the database is encrypted with (after a key change, the new one)"
+                == "the key does not unwrap this database's data key: it is not the passphrase the database was encrypted with (or, after a key change, changed to)"
         )
     }
 
