@@ -1,5 +1,6 @@
 import Buri
 import BuriEncryption
+import Foundation
 import Testing
 
 // The expected hex was computed by Vectors/make_vectors.py, an independent implementation of the
@@ -83,6 +84,24 @@ struct VectorTests {
             hex(cipher.seal([], []))
                 == "e1c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0000000000000000"
                 + "2ad65d721f0c548c46c6230fa20dab57")
+    }
+
+    @Test func formatSpecificationShowsTheVersion2Example() throws {
+        // docs/FORMAT.md §4a shows the raw key's version 2 header field by field, one row each.
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("docs/FORMAT.md").path) {
+            let parent = directory.deletingLastPathComponent()
+            try #require(parent.path != directory.path, "docs/FORMAT.md not found above \(#filePath)")
+            directory = parent
+        }
+        let format = try String(contentsOf: directory.appendingPathComponent("docs/FORMAT.md"), encoding: .utf8)
+        var offset = 0
+        for count in [9, 16, 16, 12, 16, 16, 16] {
+            let row = Vector.rawKeyHeaderV2[offset..<offset + count].map { hex([$0]) }.joined(separator: " ")
+            #expect(format.contains(row), "docs/FORMAT.md lacks the row \(row)")
+            offset += count
+        }
+        #expect(offset == Vector.rawKeyHeaderV2.count)
     }
 
     @Test func passphraseHeaderV2IsByteExact() throws {

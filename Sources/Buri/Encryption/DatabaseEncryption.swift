@@ -17,11 +17,12 @@
 public protocol DatabaseEncryption: Sendable {
     /// The encryption header for a database being created with this key: stored under
     /// `00 "encryption"` in the same commit as the database header. It holds what reopening needs
-    /// (a random salt, the passphrase's cost) and a key check, never the key.
+    /// (random salts, the passphrase's cost) and the database's data keys wrapped under the key,
+    /// never the key.
     func newHeader() throws(EncryptionFailure) -> [UInt8]
     /// The cipher of the database whose stored encryption header is `header`.
     ///
-    /// - Throws: ``EncryptionFailure/wrongKey(_:)`` when the key check fails (nothing is read or
+    /// - Throws: ``EncryptionFailure/wrongKey(_:)`` when the key is not the database's (nothing is read or
     ///   written with a wrong key), ``EncryptionFailure/malformedHeader(_:)`` for a header this
     ///   version cannot read.
     func unlock(header: [UInt8]) throws(EncryptionFailure) -> any DatabaseCipher
