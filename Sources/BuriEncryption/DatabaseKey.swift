@@ -5,10 +5,11 @@ import Crypto
 /// a keychain), or a passphrase stretched with scrypt. Set it as Buri's `BuriOptions.encryption`
 /// to create or open an encrypted database.
 ///
-/// Records are sealed with AES-256-GCM under keys derived from this key and the database's random
-/// salt (HKDF-SHA256); the database's encryption header stores the salt, the passphrase's scrypt
-/// cost and salt, and a key check, never the key (`docs/FORMAT.md` §15). A wrong key is refused
-/// before anything is read or written.
+/// Records are sealed with AES-256-GCM under keys derived (HKDF-SHA256) from the database's random
+/// data master and salt; the database's encryption header stores the data master wrapped under
+/// this key, the salts and the passphrase's scrypt cost, never this key (`docs/FORMAT.md` §4a).
+/// A wrong key is refused before anything is read or written. The key can be changed without
+/// rewriting the data (Buri's `BuriDatabase.changeEncryptionKey(to:)`, `buri rekey`).
 ///
 /// ```swift
 /// import Buri
@@ -164,59 +165,129 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
         DatabaseKey(material: .rawKey(SymmetricKey(size: .bits256)))
     }
 
-    /// The encryption header of a new database: a new random database salt (and, for a
-    /// passphrase, a new random scrypt salt and this key's cost), and the key check. Buri calls
-    /// it when it creates an encrypted database.
+    /// The encryption header of a new database (version 2): a new random data master, which the
+    /// data keys are derived from, wrapped under this key with new random salts (and, for a
+    /// passphrase, this key's cost). Buri calls it when it creates an encrypted database.
     ///
     /// ```swift
-    /// let header = try DatabaseKey.random().newHeader()   // 57 bytes for a raw key
+    /// let header = try DatabaseKey.random().newHeader()   // 101 bytes for a raw key
     /// ```
     ///
     /// - Throws: `EncryptionFailure.invalidKey` when scrypt cannot stretch the passphrase.
     public func newHeader() throws(EncryptionFailure) -> [UInt8] {
-        let saltCount = EncryptionHeader.saltByteCount
-        return try newHeader(databaseSalt: secureRandomBytes(saltCount), scryptSalt: secureRandomBytes(saltCount))
+        try wrappedHeader(
+            dataMaster: SymmetricKey(size: .bits256), databaseSalt: secureRandomBytes(EncryptionHeader.saltByteCount))
     }
 
-    /// The encryption header of a new database with the given salts (16 bytes each; the scrypt
-    /// salt is used only by a passphrase key): `newHeader()`'s work, with salts a test can fix.
-    package func newHeader(databaseSalt: [UInt8], scryptSalt: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+    /// The encryption header of a new database with every random input given (16-byte salts, a
+    /// 12-byte nonce, a 32-byte data master; the scrypt salt is used only by a passphrase key):
+    /// `newHeader()`'s work, with inputs a test can fix.
+    package func newHeader(
+        dataMaster: [UInt8], databaseSalt: [UInt8], keySalt: [UInt8], nonce: [UInt8], scryptSalt: [UInt8]
+    ) throws(EncryptionFailure) -> [UInt8] {
+        precondition(dataMaster.count == 32, "a data master is 32 bytes")
+        return try wrappedHeader(
+            dataMaster: SymmetricKey(data: dataMaster), databaseSalt: databaseSalt, keySalt: keySalt, nonce: nonce,
+            scryptSalt: scryptSalt)
+    }
+
+    /// A version 1 header, as format 8 wrote before key changes (the key is the data master, and
+    /// a key check is stored): for tests of databases made then, and their known-answer vectors.
+    package func version1Header(databaseSalt: [UInt8], scryptSalt: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
         precondition(databaseSalt.count == EncryptionHeader.saltByteCount, "a database salt is 16 bytes")
-        var header: EncryptionHeader
-        let master: SymmetricKey
-        switch material {
-        case .rawKey(let key):
-            master = key
-            header = EncryptionHeader(
-                kind: .rawKey, cost: nil, scryptSalt: [], databaseSalt: databaseSalt, keyCheck: [])
-        case .passphrase(let passphrase, let cost):
-            precondition(scryptSalt.count == EncryptionHeader.saltByteCount, "an scrypt salt is 16 bytes")
-            do {
-                master = try KeySchedule.scrypt(passphrase: passphrase, salt: scryptSalt, cost: cost, byteCount: 32)
-            } catch {
-                throw .invalidKey("scrypt could not stretch the passphrase at \(cost.summary): \(error)")
-            }
-            header = EncryptionHeader(
-                kind: .passphrase, cost: cost, scryptSalt: scryptSalt, databaseSalt: databaseSalt, keyCheck: [])
-        }
+        let (kind, cost, master) = try newMaster(scryptSalt: scryptSalt)
+        var header = EncryptionHeader(
+            kind: kind, cost: cost, scryptSalt: kind == .passphrase ? scryptSalt : [], databaseSalt: databaseSalt,
+            keyCheck: [])
         header.keyCheck = KeySchedule(master: master, databaseSalt: databaseSalt).keyCheck
         return header.encoded
     }
 
+    /// The header of the same database for this key: the data master `old` unwraps from
+    /// `header` (version 1 or 2) wrapped anew under this key, with a new key salt and nonce (and,
+    /// for a passphrase, a new scrypt salt and this key's cost). The database salt, and so every
+    /// data key, stay as they are: nothing but the header is rewritten. Buri's
+    /// `BuriDatabase.changeEncryptionKey(to:)` calls it.
+    ///
+    /// ```swift
+    /// let old = DatabaseKey.random()
+    /// let header = try old.newHeader()
+    /// let new = try DatabaseKey(passphrase: "a new passphrase")
+    /// let changed = try new.rekeyedHeader(header, from: old)   // opens with `new`, not `old`
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.wrongKey` when `old` does not open `header`,
+    ///   `EncryptionFailure.malformedHeader` for a header this version cannot read,
+    ///   `EncryptionFailure.invalidKey` when `old` is not a `DatabaseKey` or scrypt cannot
+    ///   stretch this passphrase.
+    public func rekeyedHeader(
+        _ header: [UInt8], from old: any DatabaseEncryption
+    ) throws(EncryptionFailure) -> [UInt8] {
+        guard let old = old as? DatabaseKey else {
+            throw .invalidKey(
+                "the database's current key is a \(type(of: old)), not a DatabaseKey: a DatabaseKey can take over only from a DatabaseKey, whose header it can read"
+            )
+        }
+        let current = try old.unlockedKeys(header: header)
+        return try wrappedHeader(dataMaster: current.dataMaster, databaseSalt: current.header.databaseSalt)
+    }
+
+    /// A version 2 header wrapping `dataMaster` under this key, with the salts and nonce given or
+    /// new random ones.
+    private func wrappedHeader(
+        dataMaster: SymmetricKey, databaseSalt: [UInt8],
+        keySalt: [UInt8] = secureRandomBytes(EncryptionHeader.saltByteCount),
+        nonce: [UInt8] = secureRandomBytes(EncryptionHeader.nonceByteCount),
+        scryptSalt: [UInt8] = secureRandomBytes(EncryptionHeader.saltByteCount)
+    ) throws(EncryptionFailure) -> [UInt8] {
+        precondition(databaseSalt.count == EncryptionHeader.saltByteCount, "a database salt is 16 bytes")
+        precondition(keySalt.count == EncryptionHeader.saltByteCount, "a key salt is 16 bytes")
+        precondition(nonce.count == EncryptionHeader.nonceByteCount, "a nonce is 12 bytes")
+        let (kind, cost, master) = try newMaster(scryptSalt: scryptSalt)
+        var header = EncryptionHeader(
+            kind: kind, cost: cost, scryptSalt: kind == .passphrase ? scryptSalt : [], keySalt: keySalt,
+            databaseSalt: databaseSalt, nonce: nonce)
+        header.wrappedDataMaster = try KeyWrap.wrap(
+            dataMaster, kek: KeyWrap.keyEncryptionKey(master: master, keySalt: keySalt), nonce: nonce,
+            associatedData: header.wrappedPrefix)
+        return header.encoded
+    }
+
+    /// This key's kind, cost and master key for a new header: the raw key, or the passphrase
+    /// stretched at this key's cost with `scryptSalt` (16 bytes).
+    private func newMaster(
+        scryptSalt: [UInt8]
+    ) throws(EncryptionFailure) -> (EncryptionHeader.Kind, ScryptCost?, SymmetricKey) {
+        switch material {
+        case .rawKey(let key):
+            return (.rawKey, nil, key)
+        case .passphrase(let passphrase, let cost):
+            precondition(scryptSalt.count == EncryptionHeader.saltByteCount, "an scrypt salt is 16 bytes")
+            do {
+                let master = try KeySchedule.scrypt(
+                    passphrase: passphrase, salt: scryptSalt, cost: cost, byteCount: 32)
+                return (.passphrase, cost, master)
+            } catch {
+                throw .invalidKey("scrypt could not stretch the passphrase at \(cost.summary): \(error)")
+            }
+        }
+    }
+
     /// The cipher of the database whose stored encryption header is `header`: the passphrase is
-    /// stretched with the cost and salt stored there, the key is checked against the stored key
-    /// check, and the cipher seals with a session of its own. Buri calls it when it opens an
-    /// encrypted database.
+    /// stretched with the cost and salt stored there, the database's data master is unwrapped
+    /// (version 2; in a version 1 header the key is checked against the stored key check), and
+    /// the cipher seals with a session of its own. Buri calls it when it opens an encrypted
+    /// database.
     ///
     /// ```swift
     /// let key = DatabaseKey.random()
     /// let cipher = try key.unlock(header: try key.newHeader())
     /// ```
     ///
-    /// - Throws: `EncryptionFailure.wrongKey` when the key check fails, or the database needs
-    ///   the other kind of key (a passphrase, or a key file); `EncryptionFailure.malformedHeader`
-    ///   for a header this version cannot read (magic, version, key kind, length, or a stored scrypt
-    ///   cost above logN 22, r 32 or p 16).
+    /// - Throws: `EncryptionFailure.wrongKey` when the key does not unwrap the data master (or
+    ///   fails the key check), or the database needs the other kind of key (a passphrase, or a
+    ///   key file); `EncryptionFailure.malformedHeader` for a header this version cannot read
+    ///   (magic, version, key kind, length, or a stored scrypt cost above logN 22, r 32 or p 16).
     public func unlock(header: [UInt8]) throws(EncryptionFailure) -> any DatabaseCipher {
         try unlockCipher(header: header)
     }
@@ -228,34 +299,60 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
     )
         throws(EncryptionFailure) -> SealingCipher
     {
+        let keys = try unlockedKeys(header: bytes).keys
+        return SealingCipher(keys: keys, sessionID: sessionID, firstCounter: firstCounter)
+    }
+
+    /// The decoded header, the database's data master and its keys, for this key.
+    private func unlockedKeys(
+        header bytes: [UInt8]
+    ) throws(EncryptionFailure) -> (header: EncryptionHeader, dataMaster: SymmetricKey, keys: KeySchedule) {
         let header = try EncryptionHeader(decoding: bytes)
-        let master: SymmetricKey
-        switch (material, header.kind) {
-        case (.rawKey(let key), .rawKey):
-            master = key
-        case (.passphrase(let passphrase, _), .passphrase):
-            // Checked when decoding: a passphrase header has a cost.
-            let cost = header.cost!
+        let master = try userMaster(for: header)
+        let what = header.kind == .passphrase ? "passphrase" : "key"
+        if header.version == 1 {
+            let keys = KeySchedule(master: master, databaseSalt: header.databaseSalt)
+            guard keys.matches(keyCheck: header.keyCheck) else {
+                throw .wrongKey(
+                    "the key does not match this database's key check: it is not the \(what) the database was encrypted with"
+                )
+            }
+            return (header, master, keys)
+        }
+        guard
+            let dataMaster = KeyWrap.unwrap(
+                header.wrappedDataMaster, kek: KeyWrap.keyEncryptionKey(master: master, keySalt: header.keySalt),
+                nonce: header.nonce, associatedData: header.wrappedPrefix)
+        else {
+            throw .wrongKey(
+                "the key does not unwrap this database's data key: it is not the \(what) the database was encrypted with (or, after a key change, changed to)"
+            )
+        }
+        return (header, dataMaster, KeySchedule(master: dataMaster, databaseSalt: header.databaseSalt))
+    }
+
+    /// This key's master key for `header`: the raw key, or the passphrase stretched with the cost
+    /// and salt stored there.
+    private func userMaster(for header: EncryptionHeader) throws(EncryptionFailure) -> SymmetricKey {
+        switch (material, header.kind, header.cost) {
+        case (.rawKey(let key), .rawKey, _):
+            return key
+        case (.passphrase(let passphrase, _), .passphrase, let cost?):
             do {
-                master = try KeySchedule.scrypt(
+                return try KeySchedule.scrypt(
                     passphrase: passphrase, salt: header.scryptSalt, cost: cost, byteCount: 32)
             } catch {
                 throw .malformedHeader(
                     "scrypt could not stretch the passphrase at the stored cost (\(cost.summary)): \(error)")
             }
-        case (.rawKey, .passphrase):
+        case (.passphrase, .passphrase, nil):
+            throw .malformedHeader("the encryption header of a passphrase stores no scrypt cost")
+        case (.rawKey, .passphrase, _):
             throw .wrongKey("this database was encrypted with a passphrase; give the passphrase, not a key file")
-        case (.passphrase, .rawKey):
+        case (.passphrase, .rawKey, _):
             throw .wrongKey(
                 "this database was encrypted with a raw 256-bit key (a key file); give the key file, not a passphrase")
         }
-        let keys = KeySchedule(master: master, databaseSalt: header.databaseSalt)
-        guard keys.matches(keyCheck: header.keyCheck) else {
-            throw .wrongKey(
-                "the key does not match this database's key check: it is not the \(header.kind == .passphrase ? "passphrase" : "key") the database was encrypted with"
-            )
-        }
-        return SealingCipher(keys: keys, sessionID: sessionID, firstCounter: firstCounter)
     }
 
     /// `DatabaseKey(raw 256-bit key, redacted)` or `DatabaseKey(passphrase, scrypt logN 15, r 8,

@@ -8,14 +8,26 @@ import CryptoExtras
     import Foundation
 #endif
 
-/// The stored encryption header, version 1 (`docs/FORMAT.md` §15): what reopening needs and a
-/// key check, never the key.
+/// The stored encryption header (`docs/FORMAT.md` §4a): what reopening needs, never a key.
 ///
-///     "BURIKEY" (7 ASCII bytes), u8 header version = 1,
+/// Version 2 (written since key changes): the user's key wraps a random *data master*, which the
+/// data keys are derived from, so changing the key rewrites only this header.
+///
+///     "BURIKEY" (7 ASCII bytes), u8 header version = 2,
 ///     u8 key kind: 1 = raw 256-bit key, 2 = scrypt passphrase,
 ///     if kind 2: u8 logN, u8 r, u8 p, 16 B scrypt salt,
-///     16 B database salt (random),
-///     32 B key check
+///     16 B key salt (random, new at every key change),
+///     16 B database salt (random, for the database's life),
+///     12 B nonce (random),
+///     48 B the data master sealed with AES-256-GCM (32 B ciphertext, 16 B tag) under
+///          HKDF-SHA256(user master, salt: key salt, info: "buri v2 key wrap"),
+///          authenticating every byte before the nonce
+///
+/// Version 1 (still read): the user's key is the data master, and a key check stands where the
+/// key salt and the wrapped data master are:
+///
+///     "BURIKEY", u8 1, u8 key kind, [u8 logN, u8 r, u8 p, 16 B scrypt salt],
+///     16 B database salt, 32 B key check
 struct EncryptionHeader: Equatable {
     enum Kind: UInt8 {
         case rawKey = 1
@@ -23,34 +35,66 @@ struct EncryptionHeader: Equatable {
     }
 
     static let magic: [UInt8] = Array("BURIKEY".utf8)
-    static let version: UInt8 = 1
+    /// The version new headers get.
+    static let version: UInt8 = 2
+    /// The versions this library reads.
+    static let readableVersions: ClosedRange<UInt8> = 1...2
     static let saltByteCount = 16
     static let keyCheckByteCount = 32
+    static let nonceByteCount = 12
+    /// The data master's 32 bytes sealed: ciphertext and a 16-byte tag.
+    static let wrappedByteCount = 32 + 16
 
+    var version: UInt8
     var kind: Kind
     /// The passphrase's scrypt cost and salt (kind 2 only).
     var cost: ScryptCost?
     var scryptSalt: [UInt8]
+    /// The salt of the key-encryption key (version 2 only).
+    var keySalt: [UInt8]
     var databaseSalt: [UInt8]
+    /// The key check of the data master (version 1 only).
     var keyCheck: [UInt8]
+    /// The nonce of the wrapped data master (version 2 only).
+    var nonce: [UInt8]
+    /// The wrapped data master: ciphertext then tag (version 2 only).
+    var wrappedDataMaster: [UInt8]
 
-    /// The header's length for a key kind: 57 bytes for a raw key, 76 for a passphrase.
-    static func byteCount(of kind: Kind) -> Int {
-        let common = magic.count + 2 + saltByteCount + keyCheckByteCount
-        return kind == .passphrase ? common + 3 + saltByteCount : common
+    /// The header's length for a version and key kind: 57 or 101 bytes for a raw key (version 1
+    /// or 2), 76 or 120 for a passphrase.
+    static func byteCount(version: UInt8, kind: Kind) -> Int {
+        let passphrase = kind == .passphrase ? 3 + saltByteCount : 0
+        let common = magic.count + 2 + passphrase + saltByteCount
+        return version == 1
+            ? common + keyCheckByteCount
+            : common + saltByteCount + nonceByteCount + wrappedByteCount
     }
 
-    var encoded: [UInt8] {
+    /// The header's bytes up to and including the database salt: in version 2, the associated
+    /// data of the wrapped data master (every byte before the nonce), so that none of the kind,
+    /// the cost or the salts can be changed without the tag failing.
+    var wrappedPrefix: [UInt8] {
         var bytes = Self.magic
-        bytes.reserveCapacity(Self.byteCount(of: kind))
-        bytes.append(Self.version)
+        bytes.reserveCapacity(Self.byteCount(version: version, kind: kind))
+        bytes.append(version)
         bytes.append(kind.rawValue)
         if kind == .passphrase, let cost {
             bytes += [cost.logN, cost.r, cost.p]
             bytes += scryptSalt
         }
+        if version >= 2 { bytes += keySalt }
         bytes += databaseSalt
-        bytes += keyCheck
+        return bytes
+    }
+
+    var encoded: [UInt8] {
+        var bytes = wrappedPrefix
+        if version == 1 {
+            bytes += keyCheck
+        } else {
+            bytes += nonce
+            bytes += wrappedDataMaster
+        }
         return bytes
     }
 
@@ -70,9 +114,9 @@ struct EncryptionHeader: Equatable {
                 "the encryption header is \(bytes.count) bytes, cut short before its version and key kind")
         }
         let version = bytes[magic.count]
-        guard version == Self.version else {
+        guard Self.readableVersions.contains(version) else {
             throw .malformedHeader(
-                "the encryption header has version \(version); this version of BuriEncryption reads version \(Self.version)"
+                "the encryption header has version \(version); this version of BuriEncryption reads versions 1 and 2"
             )
         }
         let kindByte = bytes[magic.count + 1]
@@ -80,10 +124,10 @@ struct EncryptionHeader: Equatable {
             throw .malformedHeader(
                 "the encryption header has the unknown key kind \(kindByte) (1 is a raw 256-bit key, 2 a passphrase)")
         }
-        let expected = Self.byteCount(of: kind)
+        let expected = Self.byteCount(version: version, kind: kind)
         guard bytes.count == expected else {
             throw .malformedHeader(
-                "the encryption header is \(bytes.count) bytes; a version 1 header of \(kind.name) (kind \(kind.rawValue)) is \(expected) bytes"
+                "the encryption header is \(bytes.count) bytes; a version \(version) header of \(kind.name) (kind \(kind.rawValue)) is \(expected) bytes"
             )
         }
         var offset = magic.count + 2
@@ -91,6 +135,7 @@ struct EncryptionHeader: Equatable {
             defer { offset += count }
             return Array(bytes[offset..<offset + count])
         }
+        self.version = version
         self.kind = kind
         if kind == .passphrase {
             let cost = ScryptCost(logN: bytes[offset], r: bytes[offset + 1], p: bytes[offset + 2])
@@ -105,16 +150,80 @@ struct EncryptionHeader: Equatable {
             cost = nil
             scryptSalt = []
         }
+        keySalt = version >= 2 ? take(Self.saltByteCount) : []
         databaseSalt = take(Self.saltByteCount)
-        keyCheck = take(Self.keyCheckByteCount)
+        if version == 1 {
+            keyCheck = take(Self.keyCheckByteCount)
+            nonce = []
+            wrappedDataMaster = []
+        } else {
+            keyCheck = []
+            nonce = take(Self.nonceByteCount)
+            wrappedDataMaster = take(Self.wrappedByteCount)
+        }
     }
 
+    /// A version 1 header (its key check is filled in by the caller).
     init(kind: Kind, cost: ScryptCost?, scryptSalt: [UInt8], databaseSalt: [UInt8], keyCheck: [UInt8]) {
+        version = 1
         self.kind = kind
         self.cost = cost
         self.scryptSalt = scryptSalt
+        keySalt = []
         self.databaseSalt = databaseSalt
         self.keyCheck = keyCheck
+        nonce = []
+        wrappedDataMaster = []
+    }
+
+    /// A version 2 header (its wrapped data master is filled in by the caller).
+    init(kind: Kind, cost: ScryptCost?, scryptSalt: [UInt8], keySalt: [UInt8], databaseSalt: [UInt8], nonce: [UInt8]) {
+        version = 2
+        self.kind = kind
+        self.cost = cost
+        self.scryptSalt = scryptSalt
+        self.keySalt = keySalt
+        self.databaseSalt = databaseSalt
+        keyCheck = []
+        self.nonce = nonce
+        wrappedDataMaster = []
+    }
+}
+
+/// The wrapping of a version 2 header's data master under the user's key: AES-256-GCM under the
+/// key-encryption key HKDF-SHA256(user master, salt: key salt, info: "buri v2 key wrap").
+enum KeyWrap {
+    static let label = Array("buri v2 key wrap".utf8)
+
+    /// The key-encryption key of `master` (the raw key, or the stretched passphrase).
+    static func keyEncryptionKey(master: SymmetricKey, keySalt: [UInt8]) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: keySalt, info: label, outputByteCount: 32)
+    }
+
+    /// `dataMaster` sealed under `kek`: 32 bytes of ciphertext, then the 16-byte tag.
+    static func wrap(
+        _ dataMaster: SymmetricKey, kek: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+    ) throws(EncryptionFailure) -> [UInt8] {
+        do {
+            let box = try AES.GCM.seal(
+                dataMaster.withUnsafeBytes { Array($0) }, using: kek, nonce: try AES.GCM.Nonce(data: nonce),
+                authenticating: associatedData)
+            return Array(box.ciphertext) + Array(box.tag)
+        } catch {
+            throw .invalidKey("the database's data key could not be wrapped with AES-256-GCM: \(error)")
+        }
+    }
+
+    /// The data master `wrapped` holds, or nil when its tag fails: another key, or a changed header.
+    static func unwrap(
+        _ wrapped: [UInt8], kek: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+    ) -> SymmetricKey? {
+        guard wrapped.count == EncryptionHeader.wrappedByteCount,
+            let box = try? AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: nonce), ciphertext: wrapped.prefix(32), tag: wrapped.suffix(16)),
+            let opened = try? AES.GCM.open(box, using: kek, authenticating: associatedData), opened.count == 32
+        else { return nil }
+        return SymmetricKey(data: opened)
     }
 }
 
@@ -123,8 +232,9 @@ extension EncryptionHeader.Kind {
     var name: String { self == .rawKey ? "a raw 256-bit key" : "a passphrase" }
 }
 
-/// The keys of one database, derived from its master key (the raw key, or the stretched
-/// passphrase) and its random database salt with HKDF-SHA256, one label each.
+/// The keys of one database, derived from its data master and its random database salt with
+/// HKDF-SHA256, one label each. The data master is the one a version 2 header wraps, or, in a
+/// version 1 header, the user's master key itself (the raw key, or the stretched passphrase).
 package struct KeySchedule {
     /// Seals records (through a session key per cipher instance).
     let recordKey: SymmetricKey

@@ -24,7 +24,8 @@ struct BuriCommand: ParsableCommand {
             --key-file FILE (exactly 32 random bytes; `buri key new FILE` makes one) or \
             --passphrase-file FILE, or the file named by BURI_KEY_FILE or BURI_PASSPHRASE_FILE when \
             neither option is given. A database import or restore creates is encrypted with the key \
-            given. `buri export` of an encrypted database needs --decrypt (its output is plaintext).
+            given. `buri export` of an encrypted database needs --decrypt (its output is plaintext). \
+            `buri rekey DB --new-key-file FILE` changes the key without rewriting the data.
 
             Exit codes:
               0  success
@@ -48,8 +49,8 @@ struct BuriCommand: ParsableCommand {
         subcommands: [
             Info.self, Buckets.self, Keys.self, Get.self, QueryCommand.self, Search.self,
             Export.self, Import.self, Restore.self, Put.self, Delete.self, Drop.self, Check.self, Repair.self,
-            Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self, KeyCommand.self,
-            Encrypt.self,
+            Stats.self, Compact.self, Migrate.self, Values.self, GetValue.self, SetValue.self, Rekey.self,
+            KeyCommand.self, Encrypt.self,
         ]
     )
 }

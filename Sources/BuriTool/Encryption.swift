@@ -54,6 +54,9 @@ enum ToolEncryption {
     /// - Throws: `ValidationError` (exit 2) for both options at once, an empty file name, and a
     ///   key file that cannot be used (missing, unreadable, not 32 bytes, an empty passphrase),
     ///   naming the file.
+    /// Makes `key` the key databases are opened with (`buri rekey`, trying the new key).
+    static func use(_ key: Given) { given = key }
+
     static func load(
         keyFile: String?, passphraseFile: String?,
         environment: [String: String] = ProcessInfo.processInfo.environment
@@ -119,7 +122,7 @@ enum ToolEncryption {
         }
         return
             "a key was given (\(given?.source ?? "none")), but the database at '\(path)' is not encrypted: run the command without a key\(unset); "
-            + "to encrypt its data, copy it into a new encrypted database (`buri export \(path) -o dump.jsonl`, then `buri restore --key-file FILE NEW dump.jsonl`, with --plaintext-index for each numeric index); nothing was written"
+            + "to encrypt it where it is, run `buri encrypt \(path) --key-file FILE` (with --plaintext-index for each numeric index); nothing was written"
     }
 }
 
@@ -269,6 +272,118 @@ struct NewKey: ParsableCommand {
         let out = Output.standardOutput()
         try out.line(
             "wrote a new 256-bit key to \(file) (mode 0600); give it as --key-file \(file), and keep a copy in a safe place"
+        )
+        try out.flush()
+    }
+}
+
+// MARK: - rekey
+
+/// `buri rekey DB --new-key-file FILE`: changes the key of an encrypted database without rewriting
+/// its data (``BuriDatabase/changeEncryptionKey(to:)``).
+struct Rekey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change the key of an encrypted database (one commit, whatever its size).",
+        discussion: """
+            The current key is given as for any command (--key-file, --passphrase-file, or the \
+            environment); the new one as a file too, with exactly one of --new-key-file (32 random \
+            bytes; `buri key new FILE` makes one) or --new-passphrase-file, never on the command \
+            line. The data is not rewritten: the database's data keys are wrapped anew under the new \
+            key in its encryption header, the one thing written, so the change takes the same time \
+            whatever the size of the database. From then on the database opens only with the new \
+            key; the old one gets exit 9.
+
+            The old key keeps opening copies of the old header: an old backup, or a copy of the \
+            files made before the change. After a key is compromised, copy the database into a new \
+            one instead, which gets new data keys: `buri export DB --decrypt --key-file OLD -o \
+            dump.jsonl`, then `buri restore --key-file NEW NEWDB dump.jsonl` (docs/SECURITY.md).
+
+            Example: buri key new new.key && buri rekey notes.buri --key-file old.key --new-key-file new.key
+            """
+    )
+
+    @OptionGroup var target: DatabaseArgument
+
+    @Option(
+        name: .customLong("new-key-file"),
+        help: ArgumentHelp(
+            "The new key: a file of exactly 32 random bytes (`buri key new FILE` makes one).", valueName: "file"))
+    var newKeyFile: String?
+
+    @Option(
+        name: .customLong("new-passphrase-file"),
+        help: ArgumentHelp(
+            "The new passphrase, in a text file (one trailing line break is not part of it).", valueName: "file"))
+    var newPassphraseFile: String?
+
+    /// The new key and where it came from, read while the arguments are checked.
+    private(set) var newKey: ToolEncryption.Given?
+
+    enum CodingKeys: String, CodingKey {
+        case target, newKeyFile, newPassphraseFile
+    }
+
+    mutating func validate() throws {
+        switch (newKeyFile, newPassphraseFile) {
+        case (nil, nil):
+            throw ValidationError(
+                "give the new key with --new-key-file FILE (32 random bytes; `buri key new FILE` makes one) or --new-passphrase-file FILE"
+            )
+        case (.some, .some):
+            throw ValidationError(
+                "--new-key-file and --new-passphrase-file both give the new key; give one")
+        case (let file?, nil):
+            if file.isEmpty { throw ValidationError("--new-key-file needs the name of a file of 32 random bytes") }
+            do {
+                newKey = ToolEncryption.Given(
+                    key: try DatabaseKey(contentsOfFile: file), source: "--new-key-file '\(file)'")
+            } catch {
+                throw ValidationError(error.description)
+            }
+        case (nil, let file?):
+            if file.isEmpty {
+                throw ValidationError("--new-passphrase-file needs the name of a file holding the passphrase")
+            }
+            do {
+                newKey = ToolEncryption.Given(
+                    key: try DatabaseKey(passphraseFile: file), source: "--new-passphrase-file '\(file)'")
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+    }
+
+    func run() throws {
+        guard let newKey else { throw ToolError(.usage, "the new key was not read") }
+        let db: BuriDatabase
+        do {
+            db = try target.open()
+        } catch let refused as ToolError where refused.status == .wrongKey {
+            // Run again after it changed the key (a script retrying after a kill): the database
+            // opens with the new key, so there is nothing left to do.
+            let old = ToolEncryption.given
+            ToolEncryption.use(newKey)
+            defer { if let old { ToolEncryption.use(old) } }
+            guard let reopened = try? target.open() else { throw refused }
+            reopened.close()
+            let out = Output.standardOutput()
+            try out.line(
+                "\(target.database) already opens with the new key (\(newKey.source)), not with the one given: its key was changed before; nothing to do"
+            )
+            try out.flush()
+            return
+        }
+        defer { db.close() }
+        guard db.isEncrypted else {
+            throw ToolError(
+                .wrongKey,
+                "the database at '\(target.database)' is not encrypted, so it has no key to change; to encrypt it where it is, run `buri encrypt \(target.database) --key-file FILE` (with --plaintext-index for each numeric index); nothing was written"
+            )
+        }
+        try mapErrors(path: target.database) { try db.changeEncryptionKey(to: newKey.key) }
+        let out = Output.standardOutput()
+        try out.line(
+            "changed the key of \(target.database): it opens only with the new key (\(newKey.source)) from now on; its data was not rewritten"
         )
         try out.flush()
     }

@@ -8,11 +8,25 @@ struct HeaderTests {
     let passphraseKey: DatabaseKey
     let rawHeader: [UInt8]
     let passphraseHeader: [UInt8]
+    /// Version 1 headers, as format 8 wrote them before key changes: still read.
+    let rawHeaderV1: [UInt8]
+    let passphraseHeaderV1: [UInt8]
 
     init() throws {
         passphraseKey = try DatabaseKey(passphrase: "header tests", cost: quickCost)
         rawHeader = try rawKey.newHeader()
         passphraseHeader = try passphraseKey.newHeader()
+        rawHeaderV1 = try rawKey.version1Header(databaseSalt: sixteen(from: 0x10), scryptSalt: sixteen(from: 0x20))
+        passphraseHeaderV1 = try passphraseKey.version1Header(
+            databaseSalt: sixteen(from: 0x10), scryptSalt: sixteen(from: 0x20))
+    }
+
+    /// Every header with its key, version 2 then version 1, and where its salts start.
+    var everyHeader: [(key: DatabaseKey, header: [UInt8], firstSalt: Int)] {
+        [
+            (rawKey, rawHeader, 9), (passphraseKey, passphraseHeader, 12), (rawKey, rawHeaderV1, 9),
+            (passphraseKey, passphraseHeaderV1, 12),
+        ]
     }
 
     /// The failure of unlocking `header` with `key`.
@@ -20,16 +34,21 @@ struct HeaderTests {
         failure { () throws(EncryptionFailure) in try key.unlock(header: header) }
     }
 
-    @Test func theLayoutIsVersion1() {
-        #expect(rawHeader.count == 57)
-        #expect(passphraseHeader.count == 76)
-        #expect(Array(rawHeader.prefix(9)) == Array("BURIKEY".utf8) + [1, 1])
-        #expect(Array(passphraseHeader.prefix(12)) == Array("BURIKEY".utf8) + [1, 2, 10, 8, 1])
+    @Test func newHeadersAreVersion2AndVersion1StillOpens() throws {
+        #expect(rawHeader.count == 101)
+        #expect(passphraseHeader.count == 120)
+        #expect(Array(rawHeader.prefix(9)) == Array("BURIKEY".utf8) + [2, 1])
+        #expect(Array(passphraseHeader.prefix(12)) == Array("BURIKEY".utf8) + [2, 2, 10, 8, 1])
+        #expect(rawHeaderV1.count == 57)
+        #expect(passphraseHeaderV1.count == 76)
+        #expect(Array(rawHeaderV1.prefix(9)) == Array("BURIKEY".utf8) + [1, 1])
+        #expect(Array(passphraseHeaderV1.prefix(12)) == Array("BURIKEY".utf8) + [1, 2, 10, 8, 1])
+        for (key, header, _) in everyHeader { _ = try key.unlock(header: header) }
     }
 
     @Test func everyTruncationIsMalformed() {
         var accepted: [String] = []
-        for (key, header) in [(rawKey, rawHeader), (passphraseKey, passphraseHeader)] {
+        for (key, header, _) in everyHeader {
             for length in 0..<header.count
             where unlockFailure(key, Array(header.prefix(length)))?.kind != .malformedHeader {
                 accepted.append("\(header.count) cut to \(length)")
@@ -40,7 +59,15 @@ struct HeaderTests {
         #expect(
             unlockFailure(rawKey, Array(rawHeader.prefix(20)))
                 == .malformedHeader(
+                    "the encryption header is 20 bytes; a version 2 header of a raw 256-bit key (kind 1) is 101 bytes"))
+        #expect(
+            unlockFailure(rawKey, Array(rawHeaderV1.prefix(20)))
+                == .malformedHeader(
                     "the encryption header is 20 bytes; a version 1 header of a raw 256-bit key (kind 1) is 57 bytes"))
+        // A version 1 header's length read as version 2, and the other way: malformed.
+        var relabelled = rawHeaderV1
+        relabelled[7] = 2
+        #expect(unlockFailure(rawKey, relabelled)?.kind == .malformedHeader)
         #expect(
             unlockFailure(rawKey, Array(rawHeader.prefix(8)))
                 == .malformedHeader("the encryption header is 8 bytes, cut short before its version and key kind"))
@@ -58,13 +85,14 @@ struct HeaderTests {
     }
 
     @Test func anUnknownVersionOrKindIsMalformed() {
-        for version: UInt8 in [0, 2, 255] {
+        for version: UInt8 in [0, 3, 255] {
             var header = rawHeader
             header[7] = version
             #expect(
                 unlockFailure(rawKey, header)
                     == .malformedHeader(
-                        "the encryption header has version \(version); this version of BuriEncryption reads version 1"))
+                        "the encryption header has version \(version); this version of BuriEncryption reads versions 1 and 2"
+                    ))
         }
         for kind: UInt8 in [0, 3, 255] {
             var header = rawHeader
@@ -96,13 +124,17 @@ struct HeaderTests {
         var header = passphraseHeader
         header[9] = 200
         #expect(unlockFailure(rawKey, header)?.kind == .malformedHeader)
+        var headerV1 = passphraseHeaderV1
+        headerV1[9] = 200
+        #expect(unlockFailure(passphraseKey, headerV1)?.kind == .malformedHeader)
     }
 
-    @Test func aDamagedSaltOrKeyCheckIsTheWrongKey() {
-        // Every byte after the fixed fields (and the cost) feeds the key check: a change there
-        // cannot be told from another key's header.
+    @Test func aDamagedSaltNonceWrappedKeyOrKeyCheckIsTheWrongKey() {
+        // Every byte after the fixed fields (and the cost) is authenticated by the wrapped data
+        // key's tag (version 2) or feeds the key check (version 1): a change there cannot be told
+        // from another key's header.
         var accepted: [String] = []
-        for (key, header, firstSalt) in [(rawKey, rawHeader, 9), (passphraseKey, passphraseHeader, 12)] {
+        for (key, header, firstSalt) in everyHeader {
             for position in firstSalt..<header.count {
                 var changed = header
                 changed[position] ^= 0x01

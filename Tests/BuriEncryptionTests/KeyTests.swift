@@ -35,11 +35,16 @@ struct KeyTests {
         }
     }
 
-    @Test func theWrongRawKeyIsRefusedByTheKeyCheck() throws {
+    @Test func theWrongRawKeyIsRefusedByTheWrappedDataKeyOrTheKeyCheck() throws {
         let header = try DatabaseKey.random().newHeader()
         let error = unlockFailure(DatabaseKey.random(), header)
         #expect(error?.kind == .wrongKey)
-        #expect(error?.description.hasPrefix("the key does not match this database's key check") == true)
+        #expect(error?.description.hasPrefix("the key does not unwrap this database's data key") == true)
+        // A version 1 header (format 8 before key changes) checks its key check.
+        let old = try DatabaseKey.random().version1Header(databaseSalt: sixteen(from: 1), scryptSalt: sixteen(from: 2))
+        let oldError = unlockFailure(DatabaseKey.random(), old)
+        #expect(oldError?.kind == .wrongKey)
+        #expect(oldError?.description.hasPrefix("the key does not match this database's key check") == true)
         // One bit off.
         var bytes = [UInt8](repeating: 0x5A, count: 32)
         let right = try DatabaseKey(bytes: bytes)
@@ -134,7 +139,10 @@ struct KeyTests {
         let header = try key.newHeader()
         let error = unlockFailure(try DatabaseKey(passphrase: "correct horse battery stapler", cost: quickCost), header)
         #expect(error?.kind == .wrongKey)
-        #expect(error?.description.hasPrefix("the key does not match this database's key check") == true)
+        #expect(
+            error?.description
+                == "the key does not unwrap this database's data key: it is not the passphrase the database was encrypted with (or, after a key change, changed to)"
+        )
     }
 
     @Test func theEmptyPassphraseIsRefused() {

@@ -1,5 +1,6 @@
 import Buri
 import BuriEncryption
+import Foundation
 import Testing
 
 // The expected hex was computed by Vectors/make_vectors.py, an independent implementation of the
@@ -21,6 +22,22 @@ enum Vector {
     static let passphraseHeader = bytes(
         hex: "425552494b455901020a0801b0b1b2b3b4b5b6b7b8b9babbbcbdbebfa0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
             + "0c74dacbe5839c0203807108293a58af6eb6925a6dba9df0be643e39ae8a731c")
+
+    // Version 2: the data master, key salt and nonce the user's key wraps it with.
+    static let dataMaster: [UInt8] = Array(0x40...0x5F)
+    static let keySalt = sixteen(from: 0xD0)
+    static let nonce: [UInt8] = Array(0xE0...0xEB)
+    static let rawKeyHeaderV2 = bytes(
+        hex: "425552494b45590201d0d1d2d3d4d5d6d7d8d9dadbdcdddedfa0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+            + "e0e1e2e3e4e5e6e7e8e9eaeb"
+            + "c423a7f018310530f4a7d27c9cad1670bbed7ee90735b338ef07726fff15cebc"
+            + "8b903b7bea9391c22557ea6635594096")
+    static let passphraseHeaderV2 = bytes(
+        hex: "425552494b455902020a0801b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+            + "d0d1d2d3d4d5d6d7d8d9dadbdcdddedfa0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+            + "e0e1e2e3e4e5e6e7e8e9eaeb"
+            + "62858bebe1cfb7250a1df1a05f933c27281c2de1a8b968eb6ab10fd7d1b3b4ad"
+            + "7e69e3a02c65e4348119e3d10427cc06")
 }
 
 @Suite("Known-answer vectors: scrypt, headers, sealed values and tokens match an independent implementation")
@@ -38,7 +55,7 @@ struct VectorTests {
 
     @Test func rawKeyHeaderIsByteExact() throws {
         let key = try DatabaseKey(bytes: Vector.rawKey)
-        let header = try key.newHeader(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
+        let header = try key.version1Header(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
         #expect(hex(header) == hex(Vector.rawKeyHeader))
         #expect(header.count == 57)
         #expect(Array(header.suffix(32)) == Vector.rawKeyCheck)
@@ -47,10 +64,57 @@ struct VectorTests {
 
     @Test func passphraseHeaderIsByteExact() throws {
         let key = try DatabaseKey(passphrase: Vector.passphrase, cost: quickCost)
-        let header = try key.newHeader(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
+        let header = try key.version1Header(databaseSalt: Vector.databaseSalt, scryptSalt: Vector.scryptSalt)
         #expect(hex(header) == hex(Vector.passphraseHeader))
         #expect(header.count == 76)
         _ = try key.unlock(header: header)
+    }
+
+    @Test func rawKeyHeaderV2IsByteExact() throws {
+        let key = try DatabaseKey(bytes: Vector.rawKey)
+        let header = try key.newHeader(
+            dataMaster: Vector.dataMaster, databaseSalt: Vector.databaseSalt, keySalt: Vector.keySalt,
+            nonce: Vector.nonce, scryptSalt: Vector.scryptSalt)
+        #expect(hex(header) == hex(Vector.rawKeyHeaderV2))
+        #expect(header.count == 101)
+        // The data keys are the data master's: its token and sealed value, as the script computes them.
+        let cipher = try key.unlockCipher(header: header, sessionID: Vector.sessionID, firstCounter: 0)
+        #expect(hex(cipher.token(Array("alice@example.com".utf8))) == "bf5e9ed9bd8bb8e98bb19c2409c94a8e")
+        #expect(
+            hex(cipher.seal([], []))
+                == "e1c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0000000000000000"
+                + "2ad65d721f0c548c46c6230fa20dab57")
+    }
+
+    @Test func formatSpecificationShowsTheVersion2Example() throws {
+        // docs/FORMAT.md §4a shows the raw key's version 2 header field by field, one row each.
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("docs/FORMAT.md").path) {
+            let parent = directory.deletingLastPathComponent()
+            try #require(parent.path != directory.path, "docs/FORMAT.md not found above \(#filePath)")
+            directory = parent
+        }
+        let format = try String(contentsOf: directory.appendingPathComponent("docs/FORMAT.md"), encoding: .utf8)
+        var offset = 0
+        for count in [9, 16, 16, 12, 16, 16, 16] {
+            let row = Vector.rawKeyHeaderV2[offset..<offset + count].map { hex([$0]) }.joined(separator: " ")
+            #expect(format.contains(row), "docs/FORMAT.md lacks the row \(row)")
+            offset += count
+        }
+        #expect(offset == Vector.rawKeyHeaderV2.count)
+    }
+
+    @Test func passphraseHeaderV2IsByteExact() throws {
+        let key = try DatabaseKey(passphrase: Vector.passphrase, cost: quickCost)
+        let header = try key.newHeader(
+            dataMaster: Vector.dataMaster, databaseSalt: Vector.databaseSalt, keySalt: Vector.keySalt,
+            nonce: Vector.nonce, scryptSalt: Vector.scryptSalt)
+        #expect(hex(header) == hex(Vector.passphraseHeaderV2))
+        #expect(header.count == 120)
+        // The passphrase and the raw key wrap the same data master: the same data keys.
+        let viaPassphrase = try key.unlock(header: header)
+        let viaRawKey = try DatabaseKey(bytes: Vector.rawKey).unlock(header: Vector.rawKeyHeaderV2)
+        #expect(viaPassphrase.token(Array("x".utf8)) == viaRawKey.token(Array("x".utf8)))
     }
 
     @Test func sealedValueIsByteExact() throws {

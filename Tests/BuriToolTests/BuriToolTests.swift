@@ -8,7 +8,7 @@ import Testing
 struct BuriToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "put", "delete", "drop", "check",
-        "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
+        "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "rekey", "key",
         "encrypt",
     ]
 
@@ -282,12 +282,14 @@ struct BuriToolTests {
         let empty = sandbox.path("empty")
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: false)
         let file = try sandbox.write("plain.txt", "not a database")
+        let newKey = try sandbox.write("new.key", String(repeating: "k", count: 32))
         for path in [missing, empty, file] {
             for arguments in [
                 ["info"], ["buckets"], ["keys", "Person"], ["get", "Person", "p01"],
                 ["query", "Person", "age", "--equals", "1"], ["search", "Person", "name", "x"],
                 ["export"], ["check"], ["check", "--repair"], ["stats"], ["compact"], ["migrate", "Person"],
                 ["values"], ["get-value", "lastSync"], ["set-value", "lastSync", "1"],
+                ["rekey", "--new-key-file", newKey],
             ] {
                 let run = try buri([arguments[0], path] + arguments.dropFirst())
                 expectFailure(run, status: 4, mentioning: ["'\(path)'"])
@@ -309,6 +311,7 @@ struct BuriToolTests {
             ["import", path, "Person", "--key", "objectId"], ["migrate", path, "Person"],
             ["set-value", path, "lastSync", "1"],
             ["encrypt", path, "--key-file", try writeRandomKey(sandbox, "in-use.key"), "--plaintext-index", "age"],
+            ["rekey", path, "--new-key-file", try sandbox.write("new.key", String(repeating: "k", count: 32))],
         ] {
             let run = try buri(arguments, stdin: peopleJSONLines(Array(fixturePeople.prefix(1))))
             expectFailure(run, status: 5, mentioning: ["the database at '\(path)' is in use by process \(getpid())"])

@@ -5,7 +5,7 @@ import Testing
 struct CompletionToolTests {
     static let commands = [
         "info", "buckets", "keys", "get", "query", "search", "export", "import", "restore", "put", "delete", "drop",
-        "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "key",
+        "check", "repair", "stats", "compact", "migrate", "values", "get-value", "set-value", "rekey", "key",
         "encrypt",
     ]
 

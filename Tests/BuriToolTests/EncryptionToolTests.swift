@@ -171,7 +171,7 @@ struct EncryptionToolTests {
         for arguments in [["info", notes.path], put, ["delete", notes.path, "Note", "n1"]] {
             expectFailure(
                 try buri(arguments + ["--key-file", other]), status: 9,
-                mentioning: ["--key-file '\(other)'", "does not open the encrypted database", "key check"])
+                mentioning: ["--key-file '\(other)'", "does not open the encrypted database", "does not unwrap"])
         }
         // A passphrase for a database made with a key file: the other kind of key, said so.
         expectFailure(
@@ -219,7 +219,7 @@ struct EncryptionToolTests {
             expectFailure(
                 try buri(arguments + ["--key-file", notes.key]), status: 9,
                 mentioning: [
-                    "a key was given (--key-file '\(notes.key)')", "is not encrypted", "buri restore --key-file",
+                    "a key was given (--key-file '\(notes.key)')", "is not encrypted", "buri encrypt",
                 ])
         }
         expectFailure(

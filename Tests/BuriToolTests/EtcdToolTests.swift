@@ -207,6 +207,7 @@ struct EtcdToolTests {
     static func everyCommand(_ location: String, fresh: String, sandbox: Sandbox) throws -> [[String]] {
         let input = try sandbox.write("more.jsonl", "{\"id\":\"k20\",\"name\":\"n20\",\"age\":20}\n")
         let dump = try sandbox.write("dump.jsonl", "[\"buri-export\",3]\n")
+        let newKey = try sandbox.write("new.key", String(repeating: "k", count: 32))
         let commands = [
             ["info", location], ["info", location, "--json"], ["buckets", location], ["keys", location, "P"],
             ["get", location, "P", "k1"], ["query", location, "P", "age", "--from", "1", "--to", "3"],
@@ -219,7 +220,7 @@ struct EtcdToolTests {
             ["values", location], ["get-value", location, "theme"], ["drop", location, "P", "--force"],
             ["check", location],
             ["check", location, "--repair"], ["repair", location], ["stats", location], ["stats", location, "--json"],
-            ["compact", location],
+            ["compact", location], ["rekey", location, "--new-key-file", newKey],
             // Last: from here on the database needs the key.
             ["encrypt", location, "--key-file", try writeRandomKey(sandbox, "etcd.key"), "--plaintext-index", "age"],
         ]
@@ -236,7 +237,7 @@ struct EtcdToolTests {
                 }
                 return String(word)
             } ?? []
-        #expect(listed.count == 22 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
+        #expect(listed.count == 23 && listed.contains("compact") && listed.contains("get-value"), "\(listed) \(help)")
         // `key` (buri key new FILE) writes a key file and opens no database.
         for name in listed where name != "help" && name != "key" {
             #expect(commands.contains { $0.first == name }, "subcommand '\(name)' is not exercised on etcd")
@@ -354,6 +355,9 @@ struct EtcdToolTests {
                 }
                 let check = try buri("check", location)
                 #expect(check.status == 0 && !check.stdout.contains("retired generation"), "\(check)")
+            case "rekey":
+                // The database is not encrypted: no key to change, and nothing written.
+                expectFailure(run, status: 9, mentioning: ["is not encrypted, so it has no key to change"])
             case "info --json":
                 expectSuccess(run)
                 #expect(run.stdout.contains("\"engine\": \"etcd\""), "\(run)")

@@ -17,14 +17,49 @@
 public protocol DatabaseEncryption: Sendable {
     /// The encryption header for a database being created with this key: stored under
     /// `00 "encryption"` in the same commit as the database header. It holds what reopening needs
-    /// (a random salt, the passphrase's cost) and a key check, never the key.
+    /// (random salts, the passphrase's cost) and the database's data keys wrapped under the key,
+    /// never the key.
     func newHeader() throws(EncryptionFailure) -> [UInt8]
     /// The cipher of the database whose stored encryption header is `header`.
     ///
-    /// - Throws: ``EncryptionFailure/wrongKey(_:)`` when the key check fails (nothing is read or
+    /// - Throws: ``EncryptionFailure/wrongKey(_:)`` when the key is not the database's (nothing is read or
     ///   written with a wrong key), ``EncryptionFailure/malformedHeader(_:)`` for a header this
     ///   version cannot read.
     func unlock(header: [UInt8]) throws(EncryptionFailure) -> any DatabaseCipher
+    /// The encryption header of the same database for this key as its new key: the header
+    /// `header` (as stored) keeps the database's data keys, which `old` (the current key) unlocks,
+    /// wrapped anew for this key, with fresh random salts and nonce. Everything sealed stays as
+    /// it is; only the header changes. ``BuriDatabase/changeEncryptionKey(to:)`` calls it, and
+    /// checks that the result unlocks with this key to the same data keys before storing it.
+    ///
+    /// ```swift
+    /// let changed = try newKey.rekeyedHeader(storedHeader, from: currentKey)
+    /// _ = try newKey.unlock(header: changed)   // the database's cipher, as before
+    /// ```
+    ///
+    /// The default implementation refuses with ``EncryptionFailure/invalidKey(_:)``: a conformer
+    /// that cannot change keys need not implement it.
+    ///
+    /// - Throws: ``EncryptionFailure/wrongKey(_:)`` when `old` does not unlock `header`,
+    ///   ``EncryptionFailure/malformedHeader(_:)`` for a header this version cannot read,
+    ///   ``EncryptionFailure/invalidKey(_:)`` when this key cannot take over from `old`.
+    func rekeyedHeader(_ header: [UInt8], from old: any DatabaseEncryption) throws(EncryptionFailure) -> [UInt8]
+}
+
+extension DatabaseEncryption {
+    /// Refuses: this kind of key cannot change a database's key. Copy the database into a new one
+    /// encrypted with the new key instead (`buri export --decrypt`, then `buri restore`).
+    ///
+    /// ```swift
+    /// try db.changeEncryptionKey(to: someOtherEncryption)   // invalidEncryptionKey: … cannot change keys
+    /// ```
+    public func rekeyedHeader(
+        _ header: [UInt8], from old: any DatabaseEncryption
+    ) throws(EncryptionFailure) -> [UInt8] {
+        throw .invalidKey(
+            "\(type(of: self)) cannot change keys: copy the database into a new one encrypted with the new key (`buri export --decrypt`, then `buri restore` with the new key)"
+        )
+    }
 }
 
 /// The keys of one unlocked database: seals and opens stored values, and makes the keyed tokens

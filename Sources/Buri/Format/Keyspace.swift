@@ -51,8 +51,9 @@ enum Keyspace {
     /// a stage, as u32be. A purged id leaves no other trace, and a client of a shared engine that
     /// gave it again would make another client's handles read a different bucket as theirs.
     static let bucketIdsKey: [UInt8] = [databaseTag] + Array("bucket-ids".utf8)
-    /// `00 "encryption"` (format 8): an encrypted database's encryption header (salt, passphrase
-    /// cost, key check; `docs/FORMAT.md` §4a), written in the commit that creates the database.
+    /// `00 "encryption"` (format 8): an encrypted database's encryption header (salts, passphrase
+    /// cost, and the data key wrapped under the user's key, or in version 1 a key check;
+    /// `docs/FORMAT.md` §4a), written in the commit that creates the database or changes its key.
     static let encryptionKey: [UInt8] = [databaseTag] + Array("encryption".utf8)
     /// `00 "encrypting"` (format 9): present while a database that was plaintext is being encrypted
     /// online (`docs/FORMAT.md` §4a). Its value is the largest bucket id given before encryption

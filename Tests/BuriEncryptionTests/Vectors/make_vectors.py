@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Known-answer vectors of BuriEncryption (encryption header version 1), computed independently
-of the Swift code from the specification (docs/FORMAT.md §15), so that VectorTests checks the Swift
+"""Known-answer vectors of BuriEncryption (encryption headers version 1 and 2), computed
+independently of the Swift code from the specification (docs/FORMAT.md §4a), so that VectorTests checks the Swift
 implementation against another one, and another implementation can check itself against both.
 
     python3 Tests/BuriEncryptionTests/Vectors/make_vectors.py
@@ -43,6 +43,7 @@ def scrypt(passphrase: bytes, salt: bytes, log_n: int, r: int, p: int, length: i
 
 MAGIC = b"BURIKEY"
 VERSION = 1
+VERSION_2 = 2
 MARKER = 0xE1
 
 
@@ -63,6 +64,44 @@ def passphrase_header(passphrase: bytes, log_n, r, p, scrypt_salt: bytes, databa
     master = scrypt(passphrase, scrypt_salt, log_n, r, p, 32)
     _, _, key_check = key_schedule(master, database_salt)
     return MAGIC + bytes([VERSION, 2, log_n, r, p]) + scrypt_salt + database_salt + key_check
+
+
+def user_master_v2(kind: int, key_or_passphrase: bytes, cost, scrypt_salt: bytes) -> bytes:
+    """The raw key, or the passphrase stretched with scrypt (as in version 1)."""
+    if kind == 1:
+        return key_or_passphrase
+    log_n, r, p = cost
+    return scrypt(key_or_passphrase, scrypt_salt, log_n, r, p, 32)
+
+
+def header_v2(kind, key_or_passphrase, cost, scrypt_salt, key_salt, database_salt, nonce, data_master) -> bytes:
+    """Version 2: the user's key wraps the data master with AES-256-GCM under
+    HKDF-SHA256(user master, salt: key salt, info: "buri v2 key wrap"); the associated data is
+    every header byte before the nonce."""
+    prefix = MAGIC + bytes([VERSION_2, kind])
+    if kind == 2:
+        prefix += bytes(cost) + scrypt_salt
+    prefix += key_salt + database_salt
+    master = user_master_v2(kind, key_or_passphrase, cost, scrypt_salt)
+    kek = hkdf_sha256(master, key_salt, b"buri v2 key wrap", 32)
+    wrapped = AESGCM(kek).encrypt(nonce, data_master, prefix)
+    assert len(wrapped) == 48
+    return prefix + nonce + wrapped
+
+
+def unwrap_v2(header: bytes, kind, key_or_passphrase) -> bytes:
+    """The data master of a version 2 header, read back from the bytes alone (a cross-check)."""
+    assert header[:7] == MAGIC and header[7] == VERSION_2 and header[8] == kind
+    offset, cost, scrypt_salt = 9, None, b""
+    if kind == 2:
+        cost = tuple(header[9:12])
+        scrypt_salt = header[12:28]
+        offset = 28
+    key_salt = header[offset:offset + 16]
+    nonce_at = offset + 32
+    master = user_master_v2(kind, key_or_passphrase, cost, scrypt_salt)
+    kek = hkdf_sha256(master, key_salt, b"buri v2 key wrap", 32)
+    return AESGCM(kek).decrypt(header[nonce_at:nonce_at + 12], header[nonce_at + 12:], header[:nonce_at])
 
 
 def seal(record_key: bytes, session_id: bytes, counter: int, plaintext: bytes, associated_data: bytes) -> bytes:
@@ -105,6 +144,20 @@ def main():
     print(f"sealed value:         {sealed.hex()}")
     print(f"sealed empty (c=0):   {seal(record_key, session_id, 0, b'', b'').hex()}")
     print(f"token of 'alice@example.com': {token(token_key, b'alice@example.com').hex()}")
+
+    # Version 2: the same user keys wrap a fixed data master; the data keys come from it.
+    data_master = bytes(range(0x40, 0x60))
+    key_salt = bytes(range(0xD0, 0xE0))
+    nonce = bytes(range(0xE0, 0xEC))
+    raw_v2 = header_v2(1, raw_key, None, b"", key_salt, database_salt, nonce, data_master)
+    assert len(raw_v2) == 101 and unwrap_v2(raw_v2, 1, raw_key) == data_master
+    print(f"v2 raw key header:    {raw_v2.hex()}")
+    phrase_v2 = header_v2(2, phrase, (10, 8, 1), scrypt_salt, key_salt, database_salt, nonce, data_master)
+    assert len(phrase_v2) == 120 and unwrap_v2(phrase_v2, 2, phrase) == data_master
+    print(f"v2 passphrase header: {phrase_v2.hex()}")
+    v2_record_key, v2_token_key, _ = key_schedule(data_master, database_salt)
+    print(f"v2 token of 'alice@example.com': {token(v2_token_key, b'alice@example.com').hex()}")
+    print(f"v2 sealed empty (c=0): {seal(v2_record_key, session_id, 0, b'', b'').hex()}")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,9 @@ public final class BuriDatabase: Sendable {
     /// Set while the database is being encrypted online (``finishEncryption(batchSize:progress:)``).
     let plaintextPhase: PlaintextPhase?
     let options: BuriOptions
+    /// The key this handle holds for the encryption header: `options.encryption` until
+    /// ``changeEncryptionKey(to:)`` replaces it (the next change starts from the new key).
+    let currentEncryption: Mutex<(any DatabaseEncryption)?>
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
     /// Serialises writers so that reading an object's old index entries and replacing them is
@@ -297,6 +300,7 @@ public final class BuriDatabase: Sendable {
     ) throws(BuriError) {
         self.path = engine.location
         self.options = options
+        currentEncryption = Mutex(options.encryption)
         self.storedEngine = engine
         self.closesEngine = closesEngine
         let generations = BucketGenerations()
