@@ -2,6 +2,10 @@ import Buri
 import Crypto
 import Synchronization
 
+#if canImport(COpenSSL)
+    import COpenSSL
+#endif
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -102,6 +106,11 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     private let recordKey: SymmetricKey
     /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
     private let tokenAuthenticator: HMAC<SHA256>
+    #if canImport(COpenSSL)
+        /// The same key's HMAC-SHA256 as OpenSSL's two SHA-256 states (on Linux: a token is then
+        /// two short hashes and two state copies, with no generic wrapper around them).
+        private let tokenState: TokenState
+    #endif
     private let session: Mutex<Session>
     /// The first session, which every value this instance seals belongs to until a counter
     /// rollover: read without the lock by each open, the common case of reading one's own writes.
@@ -113,6 +122,9 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     init(keys: KeySchedule, sessionID: [UInt8]?, firstCounter: UInt64) {
         recordKey = keys.recordKey
         tokenAuthenticator = HMAC<SHA256>(key: keys.tokenKey)
+        #if canImport(COpenSSL)
+            tokenState = TokenState(key: keys.tokenKey)
+        #endif
         let id: SessionID
         if let sessionID {
             precondition(sessionID.count == SessionID.byteCount, "a session id is 16 bytes")
@@ -247,6 +259,16 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
 
     /// The first 16 bytes of HMAC-SHA256(token key, `bytes`).
     package func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        #if canImport(COpenSSL)
+            return tokenState.token(bytes, count: Self.tokenByteCount)
+        #else
+            return swiftCryptoToken(bytes)
+        #endif
+    }
+
+    /// ``token(_:)`` through swift-crypto's `HMAC` (Apple platforms; on Linux, for the tests that
+    /// compare it with OpenSSL's).
+    package func swiftCryptoToken(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var authenticator = tokenAuthenticator
         authenticator.update(data: bytes)
         return authenticator.finalize().withUnsafeBytes { Array($0.prefix(Self.tokenByteCount)) }
@@ -292,3 +314,27 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// No children, so that `dump` shows no key.
     package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
 }
+
+#if canImport(COpenSSL)
+    /// HMAC-SHA256 keyed once: OpenSSL's SHA-256 states after the key's inner and outer pads.
+    struct TokenState: @unchecked Sendable {
+        // Read only (copied by each token), never changed after `init`.
+        private var state = buri_hmac_sha256_key()
+
+        init(key: SymmetricKey) {
+            key.withUnsafeBytes { key in
+                buri_hmac_sha256_init(&state, key.bindMemory(to: UInt8.self).baseAddress, key.count)
+            }
+        }
+
+        /// The first `count` (at most 32) bytes of the HMAC of `bytes`.
+        func token(_ bytes: UnsafeRawBufferPointer, count: Int) -> [UInt8] {
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+                withUnsafePointer(to: state) { state in
+                    buri_hmac_sha256(state, bytes.baseAddress, bytes.count, digest.baseAddress)
+                }
+                return Array(digest.prefix(count))
+            }
+        }
+    }
+#endif

@@ -9,6 +9,19 @@ import Testing
     /// swift-crypto: both must give the same bytes, and each must open the other's.
     @Suite("AES-256-GCM: OpenSSL's and swift-crypto's agree byte for byte")
     struct AESGCMTests {
+        @Test("tokens: OpenSSL's HMAC-SHA256 from keyed states equals swift-crypto's, for every small length")
+        func tokensAgree() throws {
+            var generator = SystemRandomNumberGenerator()
+            for length in Array(0...200) + [1000, 65_537] {
+                let key = DatabaseKey.random()
+                let cipher = try key.unlockCipher(header: try key.newHeader())
+                let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let token = bytes.withUnsafeBytes { cipher.token($0) }
+                #expect(token.count == 16)
+                #expect(token == bytes.withUnsafeBytes { cipher.swiftCryptoToken($0) }, "length \(length)")
+            }
+        }
+
         @Test("random keys, counters, associated data and plaintexts of every small length and some large ones")
         func theTwoImplementationsAgree() throws {
             var generator = SystemRandomNumberGenerator()
