@@ -108,6 +108,14 @@ public struct BuriOptions: Sendable {
 /// - ``read(_:)-7mihn``
 /// - ``backup(to:levelDB:)``
 ///
+/// ### Encryption at rest
+///
+/// - ``isEncrypted``
+/// - ``changeEncryptionKey(to:)``
+/// - ``isBeingEncrypted``
+/// - ``finishEncryption(batchSize:progress:)``
+/// - ``storesTokens(for:)``
+///
 /// ### Life cycle
 ///
 /// - ``close()``
