@@ -138,11 +138,11 @@ public final class StagedImport {
             // The stage's indexes, which store keyed tokens where the bucket's are private.
             let textIndexes = stage.madeDescriptor.indexes.filter { $0.text != nil }
             // A bucket still holding plaintext values in a database being encrypted: its private
-            // indexes' values become their tokens in the copy, record headers included.
+            // indexes' values (text terms too) become their tokens in the copy, record headers included.
             let tokenizing: [UInt32: IndexDefinition] =
                 base.plaintextValues == true
                 ? Dictionary(
-                    stage.madeDescriptor.indexes.filter { $0.isPrivate && $0.text == nil }.map { ($0.id, $0) },
+                    stage.madeDescriptor.indexes.filter(\.isPrivate).map { ($0.id, $0) },
                     uniquingKeysWith: { first, _ in first })
                 : [:]
             while more || !pending.isEmpty {
@@ -155,19 +155,10 @@ public final class StagedImport {
                     do {
                         var payloadOffset: Int
                         (header, payloadOffset) = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }
-                        if !tokenizing.isEmpty
-                            || (base.plaintextValues == true && textIndexes.contains(where: \.isPrivate))
-                        {
+                        if !tokenizing.isEmpty {
                             header.entries = header.entries.map { entry in
-                                if let index = tokenizing[entry.index] {
-                                    return RecordHeader.Entry(
-                                        index: entry.index, tuple: index.stored(encoded: entry.tuple))
-                                }
-                                if let index = textIndexes.first(where: { $0.id == entry.index }) {
-                                    return RecordHeader.Entry(
-                                        index: entry.index, tuple: index.stored(encoded: entry.tuple))
-                                }
-                                return entry
+                                guard let index = tokenizing[entry.index] else { return entry }
+                                return RecordHeader.Entry(index: entry.index, tuple: index.stored(encoded: entry.tuple))
                             }
                             var rewritten: [UInt8] = []
                             header.append(to: &rewritten)
