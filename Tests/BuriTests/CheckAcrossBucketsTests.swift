@@ -1,4 +1,5 @@
 import Testing
+import BuriEtcd
 @testable import Buri
 
 /// Found by the randomized model test: `check` compared each unique index entry with the previous
@@ -48,5 +49,58 @@ struct CheckAcrossBucketsTests {
         try t.db.engine.commit(batch, conditions: nil, sync: false)
         let report = try t.db.check()
         #expect(report.problems.map(\.kind) == [.uniqueConflict])
+    }
+}
+
+/// `check` on an engine where each read is a round trip reads the entries records list, and the
+/// headers of the records entries name, in batches: a bounded number of requests, and the same
+/// report as a local engine, damage in the middle of a batch included.
+@Suite("check: batched reads on etcd")
+struct BatchedCheckTests {
+    /// 1,000 people, then behind Buri's back: one entry deleted (missing), one entry added for a
+    /// value its object does not have (stale), one for an object that does not exist (dangling),
+    /// each in the middle of the records and of the index.
+    static func damaged(_ t: TestDatabase) throws -> (report: ConsistencyReport, clean: ConsistencyReport) {
+        let people = try t.db.bucket(PersonRecord.self)
+        try people.store(
+            (0..<1_000).map {
+                PersonRecord(
+                    objectId: String(format: "p%04d", $0), name: "n\($0)", locale: $0 % 2 == 0 ? "EN" : "NL",
+                    age: $0 % 90)
+            })
+        let clean = try t.db.check()
+        let raw = people.raw
+        let locale = try #require(raw.descriptor.index(named: "locale"))
+        let age = try #require(raw.descriptor.index(named: "age"))
+        let batch = t.db.engine.makeBatch()
+        func entry(_ index: UInt32, _ value: IndexValue, _ key: String) -> [UInt8] {
+            Keyspace.indexEntryKey(bucket: raw.descriptor.id, index: index, tuple: value.encoded, objectKey: key)
+        }
+        batch.delete(entry(locale.id, "EN", "p0500"))
+        batch.put(entry(age.id, 89, "p0301"), [])
+        batch.put(entry(locale.id, "DE", "p0700x"), [])
+        try t.db.engine.commit(batch, conditions: nil, sync: false)
+        return (try t.db.check(), clean)
+    }
+
+    @Test(arguments: [Engine.etcd].filter(Engine.allCases.contains))
+    func aBoundedNumberOfRequestsAndTheSameReportAsLevelDB(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let etcd = try #require(t.db.engine as? EtcdEngine)
+        let before = etcd.client.requestCount
+        let (report, clean) = try Self.damaged(t)
+        #expect(clean.isConsistent && clean.objects == 1_000 && clean.indexEntries == 2_000)
+        let local = try Self.damaged(try TestDatabase(.leveldb)).report
+        func described(_ report: ConsistencyReport) -> [String] {
+            report.problems.map { "\($0.kind) \($0.bucket ?? "") \($0.key ?? "") \($0.index ?? "") \($0.detail)" }
+        }
+        #expect(described(report) == described(local))
+        #expect(
+            Set(report.problems.map(\.kind)) == [.missingEntry, .staleEntry, .danglingEntry], "\(described(report))")
+        #expect(report.objects == 1_000 && report.indexEntries == 2_001)
+        // Before batching, each check read every entry and every header on its own: over 3,000
+        // requests each. Now a few dozen for both checks and the stores together.
+        let requests = etcd.client.requestCount - before
+        #expect(requests < 150, "\(requests) requests")
     }
 }

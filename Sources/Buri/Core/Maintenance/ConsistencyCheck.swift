@@ -262,6 +262,79 @@ extension BuriDatabase {
             let computable = descriptor.indexes.filter { $0.uncomputableReason == nil }
             let raw = RawBucket(database: self, descriptor: descriptor, pinned: true)
             reading = descriptor.name
+            let textIds = Set(descriptor.indexes.filter { $0.text != nil }.map(\.id))
+            /// Records read whose index entries are still to be compared with the stored ones. On an
+            /// engine where each read is a round trip (etcd), the entries of up to 256 records are
+            /// read in one request; elsewhere each record's are compared as soon as it is read.
+            var pending: [PendingEntryCheck] = []
+            let batchesReads = snapshot.prefersBatchedReads
+            func comparePending() throws {
+                guard !pending.isEmpty else { return }
+                var reader: any StorageReader = snapshot
+                if batchesReads {
+                    let keys = pending.flatMap { record in
+                        record.entries.map { raw.entryKey($0, objectKey: record.objectKey) }
+                    }
+                    // A batch that cannot be read at once is read key by key, as it would be anyway,
+                    // so that any error is the one the key itself gives.
+                    if keys.count > 1, let prefetched = try? PrefetchingReader(snapshot, keys: keys) {
+                        reader = prefetched
+                    }
+                }
+                for record in pending {
+                    report.problems += record.problems
+                    try compareEntries(record, reader)
+                }
+                pending.removeAll(keepingCapacity: true)
+            }
+            /// Every entry `record`'s header lists must be stored, a text entry with the positions its
+            /// field gives.
+            func compareEntries(_ record: PendingEntryCheck, _ reader: any StorageReader) throws {
+                for entry in record.entries {
+                    guard let indexName = names[entry.index] else {
+                        report.problems.append(
+                            ConsistencyProblem(
+                                kind: .unknownIndex, bucket: descriptor.name, key: record.objectKey,
+                                index: "#\(entry.index)",
+                                detail: "the record lists an entry for an index the catalog does not define"))
+                        continue
+                    }
+                    let entryKey = raw.entryKey(entry, objectKey: record.objectKey)
+                    let expected = record.textValues[entry]
+                    let isText = textIds.contains(entry.index)
+                    let stored = try reader.get(entryKey)
+                    if let stored, isText, let expected, stored != expected {
+                        let layout = descriptor.indexes.first { $0.id == entry.index }?.text?.entryLayout ?? 1
+                        let shown = TextEntries.describe(stored, layout: layout) ?? "a malformed value"
+                        let wanted = TextEntries.describe(expected, layout: layout) ?? "?"
+                        var problem = ConsistencyProblem(
+                            kind: .wrongIndexValue, bucket: descriptor.name, key: record.objectKey, index: indexName,
+                            detail:
+                                "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives \(wanted)"
+                        )
+                        if repair {
+                            fixes.put(entryKey, expected)
+                            relied.append(entryKey)
+                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: record.objectKey))
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                    }
+                    if stored == nil {
+                        var problem = ConsistencyProblem(
+                            kind: .missingEntry, bucket: descriptor.name, key: record.objectKey, index: indexName,
+                            detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
+                        // A text entry is rewritten only with the positions its field gives.
+                        if repair, !isText || expected != nil {
+                            fixes.put(entryKey, expected ?? [UInt8]())
+                            relied.append(entryKey)
+                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: record.objectKey))
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                    }
+                }
+            }
             let records = try snapshot.cursor(in: .prefix(raw.recordPrefix))
             while try records.next() {
                 report.objects += 1
@@ -271,6 +344,7 @@ extension BuriDatabase {
                 do {
                     objectKey = try records.withKey { try Keyspace.objectKey(fromRecordKey: $0) }
                 } catch {
+                    try comparePending()
                     report.problems.append(
                         ConsistencyProblem(
                             kind: .strayKey, bucket: descriptor.name, key: nil, index: nil,
@@ -288,6 +362,7 @@ extension BuriDatabase {
                         )
                     }
                 } catch {
+                    try comparePending()
                     report.problems.append(
                         ConsistencyProblem(
                             kind: .corruptRecord, bucket: descriptor.name, key: objectKey, index: nil,
@@ -295,11 +370,12 @@ extension BuriDatabase {
                     totalsKnown = false
                     continue
                 }
+                var problems: [ConsistencyProblem] = []
                 for definition in computable {
                     if let problem = Self.valueProblem(
                         definition, header: parsed.0, payload: payload, bucket: descriptor.name, key: objectKey)
                     {
-                        report.problems.append(problem)
+                        problems.append(problem)
                     }
                 }
                 // Text indexes' entries carry the term's positions: what tokenizing the field gives
@@ -321,51 +397,14 @@ extension BuriDatabase {
                             value
                     }
                 }
-                let textIds = Set(descriptor.indexes.filter { $0.text != nil }.map(\.id))
-                for entry in parsed.0.entries {
-                    guard let indexName = names[entry.index] else {
-                        report.problems.append(
-                            ConsistencyProblem(
-                                kind: .unknownIndex, bucket: descriptor.name, key: objectKey, index: "#\(entry.index)",
-                                detail: "the record lists an entry for an index the catalog does not define"))
-                        continue
-                    }
-                    let entryKey = raw.entryKey(entry, objectKey: objectKey)
-                    let expected = textValues[entry]
-                    let isText = textIds.contains(entry.index)
-                    let stored = try snapshot.get(entryKey)
-                    if let stored, isText, let expected, stored != expected {
-                        let layout = descriptor.indexes.first { $0.id == entry.index }?.text?.entryLayout ?? 1
-                        let shown = TextEntries.describe(stored, layout: layout) ?? "a malformed value"
-                        let wanted = TextEntries.describe(expected, layout: layout) ?? "?"
-                        var problem = ConsistencyProblem(
-                            kind: .wrongIndexValue, bucket: descriptor.name, key: objectKey, index: indexName,
-                            detail:
-                                "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives \(wanted)"
-                        )
-                        if repair {
-                            fixes.put(entryKey, expected)
-                            relied.append(entryKey)
-                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: objectKey))
-                            problem.repaired = true
-                        }
-                        report.problems.append(problem)
-                    }
-                    if stored == nil {
-                        var problem = ConsistencyProblem(
-                            kind: .missingEntry, bucket: descriptor.name, key: objectKey, index: indexName,
-                            detail: "no entry for value \(IndexTuple.describe(entry.tuple))")
-                        // A text entry is rewritten only with the positions its field gives.
-                        if repair, !isText || expected != nil {
-                            fixes.put(entryKey, expected ?? [UInt8]())
-                            relied.append(entryKey)
-                            relied.append(Keyspace.recordKey(bucket: descriptor.id, key: objectKey))
-                            problem.repaired = true
-                        }
-                        report.problems.append(problem)
-                    }
+                pending.append(
+                    PendingEntryCheck(
+                        objectKey: objectKey, problems: problems, entries: parsed.0.entries, textValues: textValues))
+                if !batchesReads || pending.count >= 256 || pending.reduce(0, { $0 + $1.entries.count }) >= 4096 {
+                    try comparePending()
                 }
             }
+            try comparePending()
         }
 
         // Index entries: each must belong to a known bucket and index and match its record's header.
@@ -378,6 +417,36 @@ extension BuriDatabase {
         /// The last entry of a unique index seen: the next one conflicts if it is of the same bucket,
         /// index and value (index ids are per bucket, and other indexes' entries lie in between).
         var previousUnique: (bucket: UInt32, index: UInt32, tuple: [UInt8], key: String)? = nil
+        /// On an engine where each read is a round trip (etcd), the headers of the records of the
+        /// next 256 entries are read in one request, from a second cursor looking ahead: the same
+        /// headers the loop would read one by one. A batch that does not read at once (a sealed
+        /// record that does not open) is left to the loop, which reads key by key as elsewhere.
+        let batchesEntryReads = snapshot.prefersBatchedReads
+        func prefetchHeaders(from start: [UInt8]) throws {
+            let ahead = try snapshot.cursor(in: KeyRange(start: start, end: [Keyspace.indexTag + 1]))
+            var recordKeys: [[UInt8]] = []
+            var wanted = Set<ObjectKeyBytes>()
+            while recordKeys.count < 256, try ahead.next() {
+                let entryKey = ahead.key
+                guard let ids = entryKey.withUnsafeBytes({ Keyspace.bucketAndIndex(ofEntry: $0) }),
+                    let descriptor = buckets[ids.bucket],
+                    let definition = descriptor.indexes.first(where: { $0.id == ids.index }),
+                    let objectKey = try? entryKey.withUnsafeBytes({ raw throws -> String in
+                        let parts = try Keyspace.splitIndexEntry(raw, arity: definition.components.count)
+                        return try Keyspace.string(raw, parts.objectKey)
+                    })
+                else { continue }
+                let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: objectKey)
+                let cacheKey = ObjectKeyBytes(recordKey)
+                if headers[cacheKey] == nil, wanted.insert(cacheKey).inserted { recordKeys.append(recordKey) }
+            }
+            guard !recordKeys.isEmpty, let values = try? snapshot.values(forKeys: recordKeys) else { return }
+            if headers.count + recordKeys.count > 4096 { headers.removeAll(keepingCapacity: true) }
+            for (recordKey, value) in zip(recordKeys, values) {
+                headers[ObjectKeyBytes(recordKey)] = .some(
+                    value.flatMap { bytes in bytes.withUnsafeBytes { try? RecordHeader.parse($0).0 } })
+            }
+        }
         while try entries.next() {
             report.indexEntries += 1
             let key = entries.key
@@ -430,6 +499,7 @@ extension BuriDatabase {
             let recordKey = Keyspace.recordKey(bucket: descriptor.id, key: split.objectKey)
             let cacheKey = ObjectKeyBytes(recordKey)
             let header: RecordHeader?
+            if batchesEntryReads, headers[cacheKey] == nil { try prefetchHeaders(from: key) }
             if let cached = headers[cacheKey] {
                 header = cached
             } else {
@@ -722,4 +792,14 @@ extension String {
         let digits = Array("0123456789abcdef")
         self = String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
+}
+
+/// One record of the consistency check whose index entries are still to be compared: its key, the
+/// problems already found in it (reported first, in record order), the entries its header lists,
+/// and the values its text indexes' entries must hold.
+private struct PendingEntryCheck {
+    var objectKey: String
+    var problems: [ConsistencyProblem]
+    var entries: [RecordHeader.Entry]
+    var textValues: [RecordHeader.Entry: [UInt8]]
 }
