@@ -230,9 +230,10 @@ struct PredicateQueryTests {
         let t = try TestDatabase(engine)
         let notes = try t.db.bucket(Note.self)
         try notes.store(Self.notes)
-        // IN with no values: nothing; with 100,000 values: exactly the ones present.
+        // IN with no values: nothing; with 100,000 values on LevelDB
+        // (20,000 elsewhere; InQueryTests also asks 100,000 in memory): exactly the ones present.
         #expect(try notes.keys(.index("age", in: [IndexValue]())).isEmpty)
-        let many = (0..<100_000).map { IndexValue($0 * 2) }
+        let many = (0..<(engine == .leveldb ? 100_000 : 20_000)).map { IndexValue($0 * 2) }
         #expect(
             try notes.keys(.index("age", in: many))
                 == Self.ordered(Self.notes.filter { $0.age % 2 == 0 }) { a, b in
