@@ -399,3 +399,46 @@ struct ReferenceTests {
         #expect(try CBORDecoder().decode([String: [String]].self, from: shorter)["refs"] == (10..<30).map { "k\($0)" })
     }
 }
+
+/// The byte search that picks the catalog entries declaring relationships, and the splice that
+/// takes references out of a holder: both compare bytes with shortcuts (first byte, last byte);
+/// every position and every near miss must still answer right.
+@Suite("Delete rules: byte comparisons with shortcuts")
+struct DeleteRuleByteTests {
+    @Test func theMarkerIsFoundAtEveryPositionAndNearMissesAreNot() {
+        let marker = Array("references".utf8)
+        var rng = SeededGenerator(seed: 11)
+        for length in 0..<40 {
+            let filler = (0..<length).map { _ in UInt8(rng.next() % 3) + 0x70 }  // p q r: many first bytes
+            for at in 0...length {
+                let bytes = Array(filler[..<at]) + marker + Array(filler[at...])
+                #expect(bytes.withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
+                // The marker with any one byte changed, or cut short at either end, is not found.
+                for change in 0..<marker.count {
+                    var near = marker
+                    near[change] ^= 0x20
+                    let miss = Array(filler[..<at]) + near + Array(filler[at...])
+                    #expect(!miss.withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
+                }
+                let cut = Array(filler[..<at]) + marker.dropLast() + Array(filler[at...])
+                #expect(!cut.withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
+            }
+        }
+        #expect(![UInt8]().withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
+        #expect(!Array("reference".utf8).withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
+    }
+
+    @Test func referencesDifferingOnlyInTheirLastOrFirstByteAreTakenOutExactly() throws {
+        let keys = ["song-0001", "song-0002", "song-1001", "tong-0001", "song-000", "song-00011", ""]
+        for removed in keys {
+            let payload = try CBOREncoder().encode(["songs": keys, "name": ["song-0001"]])
+            let edited = try #require(
+                try CBORSplice.removingTexts([Array(removed.utf8)], at: ["songs"], in: payload))
+            let decoded = try CBORDecoder().decode([String: [String]].self, from: edited)
+            #expect(decoded["songs"] == keys.filter { $0.utf8.elementsEqual(removed.utf8) == false })
+            #expect(decoded["name"] == ["song-0001"])
+        }
+        let payload = try CBOREncoder().encode(["songs": keys])
+        #expect(try CBORSplice.removingTexts([Array("song-0003".utf8)], at: ["songs"], in: payload) == nil)
+    }
+}
