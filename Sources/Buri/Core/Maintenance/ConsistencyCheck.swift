@@ -420,8 +420,8 @@ extension BuriDatabase {
         /// On an engine where each read is a round trip (etcd), the headers of the records of the
         /// next 256 entries are read in one request, from a second cursor looking ahead: the same
         /// headers the loop would read one by one. A batch that does not read at once (a sealed
-        /// record that does not open) is left to the loop, which reads key by key as elsewhere.
-        let batchesEntryReads = snapshot.prefersBatchedReads
+        /// record that does not open) is left to the loop, which then reads key by key as elsewhere.
+        var batchesEntryReads = snapshot.prefersBatchedReads
         func prefetchHeaders(from start: [UInt8]) throws {
             let ahead = try snapshot.cursor(in: KeyRange(start: start, end: [Keyspace.indexTag + 1]))
             var recordKeys: [[UInt8]] = []
@@ -440,7 +440,13 @@ extension BuriDatabase {
                 let cacheKey = ObjectKeyBytes(recordKey)
                 if headers[cacheKey] == nil, wanted.insert(cacheKey).inserted { recordKeys.append(recordKey) }
             }
-            guard !recordKeys.isEmpty, let values = try? snapshot.values(forKeys: recordKeys) else { return }
+            guard !recordKeys.isEmpty else { return }
+            guard let values = try? snapshot.values(forKeys: recordKeys) else {
+                // Read key by key from here on, as local engines do: trying every later batch
+                // again would cost a look-ahead and a failed request per entry.
+                batchesEntryReads = false
+                return
+            }
             if headers.count + recordKeys.count > 4096 { headers.removeAll(keepingCapacity: true) }
             for (recordKey, value) in zip(recordKeys, values) {
                 headers[ObjectKeyBytes(recordKey)] = .some(
