@@ -82,7 +82,7 @@ extension BuriDatabase {
                     "the key this handle holds no longer opens its encryption header (did another client change the key?): \(reason)"
             )
         } catch {
-            throw keyChangeFailure(error)
+            throw Self.keyFailure(error, path: path)
         }
         let unlocked: any DatabaseCipher
         do {
@@ -100,17 +100,6 @@ extension BuriDatabase {
             )
         }
         return (stored, header)
-    }
-
-    /// The error for a key change `rekeyedHeader` refused, as opening maps the same failures.
-    private func keyChangeFailure(_ error: EncryptionFailure) -> BuriError {
-        switch error {
-        case .invalidKey(let reason): return .invalidEncryptionKey(reason: reason)
-        case .malformedHeader(let reason):
-            return .wrongEncryptionKey(path: path, reason: "its encryption header is unreadable: \(reason)")
-        case .wrongKey(let reason), .authenticationFailed(let reason):
-            return .wrongEncryptionKey(path: path, reason: reason)
-        }
     }
 
     /// Whether two ciphers have the same keys: equal tokens of one input, and what one seals the

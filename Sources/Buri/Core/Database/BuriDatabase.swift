@@ -416,13 +416,19 @@ public final class BuriDatabase: Sendable {
         do {
             return try encryption.unlock(header: header)
         } catch {
-            switch error {
-            case .invalidKey(let reason): throw .invalidEncryptionKey(reason: reason)
-            case .malformedHeader(let reason):
-                throw .wrongEncryptionKey(path: path, reason: "its encryption header is unreadable: \(reason)")
-            case .wrongKey(let reason), .authenticationFailed(let reason):
-                throw .wrongEncryptionKey(path: path, reason: reason)
-            }
+            throw keyFailure(error, path: path)
+        }
+    }
+
+    /// The error for a key that `unlock` or `rekeyedHeader` refused (opening and changing the key
+    /// report the same failures alike).
+    static func keyFailure(_ error: EncryptionFailure, path: String) -> BuriError {
+        switch error {
+        case .invalidKey(let reason): return .invalidEncryptionKey(reason: reason)
+        case .malformedHeader(let reason):
+            return .wrongEncryptionKey(path: path, reason: "its encryption header is unreadable: \(reason)")
+        case .wrongKey(let reason), .authenticationFailed(let reason):
+            return .wrongEncryptionKey(path: path, reason: reason)
         }
     }
 

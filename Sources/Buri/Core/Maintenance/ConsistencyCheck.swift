@@ -267,6 +267,7 @@ extension BuriDatabase {
             /// engine where each read is a round trip (etcd), the entries of up to 256 records are
             /// read in one request; elsewhere each record's are compared as soon as it is read.
             var pending: [PendingEntryCheck] = []
+            var pendingEntries = 0
             let batchesReads = snapshot.prefersBatchedReads
             func comparePending() throws {
                 guard !pending.isEmpty else { return }
@@ -286,6 +287,7 @@ extension BuriDatabase {
                     try compareEntries(record, reader)
                 }
                 pending.removeAll(keepingCapacity: true)
+                pendingEntries = 0
             }
             /// Every entry `record`'s header lists must be stored, a text entry with the positions its
             /// field gives.
@@ -400,7 +402,8 @@ extension BuriDatabase {
                 pending.append(
                     PendingEntryCheck(
                         objectKey: objectKey, problems: problems, entries: parsed.0.entries, textValues: textValues))
-                if !batchesReads || pending.count >= 256 || pending.reduce(0, { $0 + $1.entries.count }) >= 4096 {
+                pendingEntries += parsed.0.entries.count
+                if !batchesReads || pending.count >= 256 || pendingEntries >= 4096 {
                     try comparePending()
                 }
             }
