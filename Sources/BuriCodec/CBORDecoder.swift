@@ -57,6 +57,21 @@ public struct CBORDecoder: Sendable {
 
     /// Decodes a `T` straight out of `bytes` without copying them.
     public func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+        try decode(type, from: bytes, readsNested: false)
+    }
+
+    /// Whether `T` is decoded through its own `init(from:)`, not read directly as a primitive or
+    /// as a ``CBORTextValue``: a caller decoding many values of one type asks once and passes the
+    /// answer to ``decode(_:from:readsNested:)``.
+    package static func readsNested<T: Decodable>(_ type: T.Type) -> Bool {
+        !_CBORDecodingState.isReadDirectly(T.self) && _CBORDecodingState.textType(T.self) == nil
+    }
+
+    /// ``decode(_:from:)`` for a `T` whose ``readsNested(_:)`` answer the caller has kept, so
+    /// the type is not looked at again for every value.
+    package func decode<T: Decodable>(
+        _ type: T.Type, from bytes: UnsafeRawBufferPointer, readsNested: Bool
+    ) throws -> T {
         guard let raw = bytes.baseAddress, bytes.count > 0 else {
             throw CBORError(.unexpectedEnd, "the input is empty", offset: 0)
         }
@@ -65,8 +80,16 @@ public struct CBORDecoder: Sendable {
         // Validation is part of decoding: every read checks what it reads, and what the value
         // does not read is skipped (which checks it) before the end is compared with the input's.
         do {
-            var pos = 0
-            if let value = try state.decodePrimitive(T.self, at: &pos) {
+            if readsNested {
+                // The caller knows `T` is neither read directly nor text (a record type).
+            } else if _CBORDecodingState.isReadDirectly(T.self) {
+                var pos = 0
+                let value = try state.decodeDirect(T.self, at: &pos)
+                guard pos == input.count else { throw Self.trailing(input, end: pos) }
+                return value
+            } else if let textType = _CBORDecodingState.textType(T.self) {
+                var pos = 0
+                let value: T = try state.decodeText(textType, as: T.self, at: &pos)
                 guard pos == input.count else { throw Self.trailing(input, end: pos) }
                 return value
             }
@@ -108,9 +131,28 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
 
     // MARK: Values
 
-    /// Reads primitives, `Data` and `URL` directly; nil for other types.
+    /// Whether `T` is read directly (a primitive, `Data`, `URL` or `Date`) by ``decodeDirect(_:at:)``:
+    /// metatype comparisons only, so no conformance lookup and no `T?` (whose metadata unspecialized
+    /// code looks up at every call) on the way to a type decoded through its own `init(from:)`.
     @inline(__always)
-    func decodePrimitive<T: Decodable>(_ type: T.Type, at pos: inout Int) throws -> T? {
+    static func isReadDirectly<T>(_ type: T.Type) -> Bool {
+        T.self == String.self || T.self == Int.self || T.self == Bool.self || T.self == Double.self
+            || T.self == Float.self || T.self == Int64.self || T.self == UInt64.self || T.self == UInt.self
+            || T.self == Int32.self || T.self == UInt32.self || T.self == Int16.self || T.self == UInt16.self
+            || T.self == Int8.self || T.self == UInt8.self || T.self == Data.self || T.self == URL.self
+            || T.self == Date.self
+    }
+
+    /// The text type `T` is, if it adopts ``CBORTextValue`` (a conformance lookup: callers that
+    /// decode many values of one type ask once).
+    @inline(__always)
+    static func textType<T>(_ type: T.Type) -> (any CBORTextValue.Type)? {
+        T.self as? any CBORTextValue.Type
+    }
+
+    /// Reads a `T` for which ``isReadDirectly(_:)`` holds.
+    @inline(__always)
+    func decodeDirect<T: Decodable>(_ type: T.Type, at pos: inout Int) throws -> T {
         if T.self == String.self {
             return unsafeBitCast(try input.readString(&pos), to: T.self)
         } else if T.self == Int.self {
@@ -145,10 +187,38 @@ final class _CBORDecodingState: _CBORMapCursor, Decoder {
             return unsafeBitCast(try input.readURL(&pos), to: T.self)
         } else if T.self == Date.self {
             return unsafeBitCast(try input.readDate(&pos), to: T.self)
-        } else if let textual = T.self as? any CBORTextValue.Type {
-            return textual.init(cborText: try input.readString(&pos)) as? T
         }
-        return nil
+        // Not reached: callers ask `isReadDirectly` first.
+        return try decodeNested(T.self, at: pos, path: codingPath, key: nil)
+    }
+
+    /// Reads a `T` that is the text type `textType`: its text, then `T(cborText:)`.
+    @inline(__always)
+    func decodeText<T>(_ textType: any CBORTextValue.Type, as type: T.Type, at pos: inout Int) throws -> T {
+        _makeTextValue(textType, text: try input.readString(&pos), as: T.self)
+    }
+
+    /// Reads any `T` at `pos`: directly, as text, or through `init(from:)`. `ended` tells whether
+    /// `pos` was moved past the value (known without a walk), else it is left where the value starts.
+    @inline(__always)
+    func decodeAny<T: Decodable>(
+        _ type: T.Type, at pos: inout Int, ended: inout Bool, path: [any CodingKey], key: (any CodingKey)?
+    ) throws -> T {
+        ended = true
+        if Self.isReadDirectly(T.self) { return try decodeDirect(T.self, at: &pos) }
+        if let textType = Self.textType(T.self) { return try decodeText(textType, as: T.self, at: &pos) }
+        // An array (untagged: the first byte says so, so maps never pay the lookup) of text
+        // values, such as `[Ref<Song>]`: read in one loop, not element by element through the
+        // standard library's `Array.init(from:)`.
+        if pos < input.count, input.base[pos] >> 5 == _Major.array,
+            let arrayType = T.self as? any _CBORTextArray.Type
+        {
+            var elementPath = path
+            if let key { elementPath.append(key) }
+            return try _decodeTextArray(arrayType, state: self, at: &pos, ended: &ended, path: elementPath, as: T.self)
+        }
+        ended = false
+        return try decodeNested(T.self, at: pos, path: path, key: key)
     }
 
     /// Runs `T(from: self)` on the item at `pos`.
@@ -577,12 +647,9 @@ struct _CBORKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
     @inline(__always)
     private func decodeEntry<T: Decodable>(_ type: T.Type, entry: Int, value: Int, key: Key) throws -> T {
         var pos = value
-        if let primitive = try state.decodePrimitive(T.self, at: &pos) {
-            cursor.advance(past: entry, value: value, end: pos)
-            return primitive
-        }
-        let result = try state.decodeNested(T.self, at: value, path: codingPath, key: key)
-        cursor.advance(past: entry, value: value, end: -1)
+        var ended = false
+        let result = try state.decodeAny(T.self, at: &pos, ended: &ended, path: codingPath, key: key)
+        cursor.advance(past: entry, value: value, end: ended ? pos : -1)
         return result
     }
 
@@ -725,6 +792,9 @@ struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     /// previous element to skip to get there.
     private var position: Int
     private var pendingSkip = -1
+    /// The last element type decoded through `decode<T>` and its text type, if any.
+    private var lastElementType: ObjectIdentifier?
+    private var lastTextType: (any CBORTextValue.Type)?
 
     init(state: _CBORDecodingState, codingPath: [any CodingKey], count: Int, position: Int) {
         self.state = state
@@ -736,6 +806,9 @@ struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
 
     var count: Int? { elementCount }
     var isAtEnd: Bool { currentIndex >= elementCount }
+    /// The offset just past the last element read, or -1 when the last one read was decoded
+    /// through `init(from:)` (its end is found by skipping it).
+    var endOfRead: Int { pendingSkip >= 0 ? -1 : position }
 
     /// The offset of the current element; throws at the end.
     private mutating func current() throws -> Int {
@@ -860,10 +933,23 @@ struct _CBORUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         do {
             let start = try current()
             var pos = start
-            if let primitive = try state.decodePrimitive(T.self, at: &pos) {
+            if _CBORDecodingState.isReadDirectly(T.self) {
+                let value = try state.decodeDirect(T.self, at: &pos)
                 position = pos
                 currentIndex += 1
-                return primitive
+                return value
+            }
+            // An array's elements are one type: its text type is looked up for the first only.
+            let type = ObjectIdentifier(T.self)
+            if type != lastElementType {
+                lastElementType = type
+                lastTextType = _CBORDecodingState.textType(T.self)
+            }
+            if let textType = lastTextType {
+                let value = try state.decodeText(textType, as: T.self, at: &pos)
+                position = pos
+                currentIndex += 1
+                return value
             }
             let result = try state.decodeNested(T.self, at: start, path: codingPath, key: _CBORIndexKey(currentIndex))
             pendingSkip = start
@@ -953,10 +1039,51 @@ struct _CBORSingleValueDecodingContainer: SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         do {
             var pos = offset
-            if let primitive = try state.decodePrimitive(T.self, at: &pos) { return primitive }
-            return try state.decodeNested(T.self, at: offset, path: codingPath, key: nil)
+            var ended = false
+            return try state.decodeAny(T.self, at: &pos, ended: &ended, path: codingPath, key: nil)
         } catch let error as CBORError {
             throw error.withPath(codingPath)
         }
     }
+}
+
+/// `T(cborText: text)` as the `U` the caller knows it to be (`U` is `T`), without a dynamic cast.
+@inline(__always)
+private func _makeTextValue<T: CBORTextValue, U>(_ type: T.Type, text: String, as: U.Type) -> U {
+    assert(T.self == U.self)
+    return unsafeBitCast(T(cborText: text), to: U.self)
+}
+
+/// An array whose elements are ``CBORTextValue``s, read by ``_CBORDecodingState/decodeAny``
+/// in one loop.
+protocol _CBORTextArray {
+    static func _decodeCBORTexts(
+        _ state: _CBORDecodingState, at pos: inout Int, ended: inout Bool, path: [any CodingKey]
+    ) throws -> Self
+}
+
+extension Array: _CBORTextArray where Element: CBORTextValue {
+    static func _decodeCBORTexts(
+        _ state: _CBORDecodingState, at pos: inout Int, ended: inout Bool, path: [any CodingKey]
+    ) throws -> [Element] {
+        // The same reads `Array.init(from:)` makes through the unkeyed container, errors and
+        // their coding paths included, without the per-element generic dispatch.
+        var container = try state.makeUnkeyedContainer(at: pos, path: path)
+        var result: [Element] = []
+        result.reserveCapacity(container.count ?? 0)
+        while !container.isAtEnd { result.append(Element(cborText: try container.decode(String.self))) }
+        let end = container.endOfRead
+        if end < 0 { ended = false } else { pos = end }
+        return result
+    }
+}
+
+/// `A._decodeCBORTexts` as the `U` the caller knows it to be (`U` is `A`).
+@inline(__always)
+private func _decodeTextArray<A: _CBORTextArray, U>(
+    _ type: A.Type, state: _CBORDecodingState, at pos: inout Int, ended: inout Bool, path: [any CodingKey],
+    as: U.Type
+) throws -> U {
+    assert(A.self == U.self)
+    return unsafeBitCast(try A._decodeCBORTexts(state, at: &pos, ended: &ended, path: path), to: U.self)
 }

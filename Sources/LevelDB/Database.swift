@@ -427,6 +427,9 @@ final class COptions {
         }
         if let size = options.blockSize { leveldb_options_set_block_size(pointer, max(size, 1 << 10)) }
         if let size = options.maxFileSize { leveldb_options_set_max_file_size(pointer, max(size, 1 << 20)) }
+        if let interval = options.blockRestartInterval {
+            leveldb_options_set_block_restart_interval(pointer, Int32(clamping: max(interval, 1)))
+        }
         if let capacity = options.blockCacheSize {
             let cache = leveldb_cache_create_lru(max(capacity, 0))
             leveldb_options_set_cache(pointer, cache)

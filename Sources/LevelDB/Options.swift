@@ -42,6 +42,10 @@ public struct Options: Sendable, Equatable {
     public var blockSize: Int? = nil
     /// Approximate size of a table file. `nil` = LevelDB's 2 MiB.
     public var maxFileSize: Int? = nil
+    /// Keys between the restart points of a data block (where a key is stored whole, not as a
+    /// suffix of the one before). A point read searches the restart points, then walks at most
+    /// this many keys. `nil` = LevelDB's 16.
+    public var blockRestartInterval: Int? = nil
 
     public init() {}
 }

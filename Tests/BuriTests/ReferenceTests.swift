@@ -60,6 +60,39 @@ struct NullifiedOwner: BuriSupport {
         key: \.id, indexes: [.reference("owner", \.owner, onDelete: .nullify)])
 }
 
+/// A value whose live instances are counted, so a read that throws is seen to release the
+/// objects it decoded before the failure.
+final class LiveCounted: Codable, Sendable {
+    static let live = Atomic<Int>(0)
+    let n: Int
+    init(_ n: Int) {
+        self.n = n
+        Self.live.add(1, ordering: .relaxed)
+    }
+    required init(from decoder: any Decoder) throws {
+        n = try decoder.singleValueContainer().decode(Int.self)
+        Self.live.add(1, ordering: .relaxed)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(n)
+    }
+    deinit { Self.live.subtract(1, ordering: .relaxed) }
+}
+
+struct Counted: BuriSupport {
+    var id: String
+    var value: LiveCounted
+    static let buri = BuriSchema<Counted>(key: \.id, bucket: "Counted")
+}
+
+/// Stored into `Counted`'s bucket: its `value` is text, which `Counted` does not decode.
+struct Mislabeled: BuriSupport {
+    var id: String
+    var value: String
+    static let buri = BuriSchema<Mislabeled>(key: \.id, bucket: "Counted")
+}
+
 @Suite("References and relationships: Ref<T>, resolve in order, delete rules in the deletion's commit")
 struct ReferenceTests {
     static func fill(_ t: TestDatabase, songs count: Int = 10) throws -> (Bucket<Song>, Bucket<Playlist>) {
@@ -77,6 +110,42 @@ struct ReferenceTests {
         #expect(Ref<Song>("\u{E9}") != Ref<Song>("e\u{301}"))
         #expect(Set([Ref<Song>("\u{E9}"), Ref<Song>("e\u{301}")]).count == 2)
         #expect(Ref(Song(id: "x", title: "", album: nil)).key == "x")
+    }
+
+    /// Every engine in one test, one after the other: `LiveCounted`'s count is process-wide.
+    @Test func objectsForKeysPutNilExactlyWhereAKeyIsMissingAndADamagedOneThrowsReleasingTheRest() throws {
+        for engine in Engine.allCases {
+            let t = try TestDatabase(engine)
+            let bucket = try t.db.bucket(Counted.self)
+            let stored = ["a": 1, "b": 2, "c": 3, "\u{E9}": 4]
+            try bucket.store(stored.map { Counted(id: $0.key, value: LiveCounted($0.value)) })
+            let cases: [[String]] = [
+                [], ["a"], ["x"], ["x", "y"], ["x", "a"], ["a", "x"], ["x", "a", "y", "b", "z"], ["a", "a", "x", "x"],
+                ["c", "b", "a"], ["e\u{301}", "\u{E9}"],
+            ]
+            // The model compares keys as bytes, as Buri does (a Swift `String` key would take
+            // "e\u{301}" for "\u{E9}").
+            let model = Dictionary(uniqueKeysWithValues: stored.map { (Array($0.key.utf8), $0.value) })
+            for keys in cases {
+                let found = try bucket.objects(forKeys: keys).map { $0?.value.n }
+                #expect(found == keys.map { model[Array($0.utf8)] }, "\(engine): \(keys)")
+            }
+            // One record in the middle that does not decode: a typed error naming it, and the
+            // objects decoded before it are released, not leaked.
+            try t.db.bucket(Mislabeled.self).store(Mislabeled(id: "bad", value: "not a number"))
+            let before = LiveCounted.live.load(ordering: .relaxed)
+            do {
+                _ = try bucket.objects(forKeys: ["a", "b", "x", "bad", "c"])
+                Issue.record("\(engine): a record that does not decode was read")
+            } catch {
+                guard case .decodingFailed(let name, let key, _, _) = error else {
+                    Issue.record("\(engine): \(error)")
+                    continue
+                }
+                #expect(name == "Counted" && key == "bad")
+            }
+            #expect(LiveCounted.live.load(ordering: .relaxed) == before, "\(engine)")
+        }
     }
 
     @Test(arguments: Engine.allCases) func resolvingKeepsOrderReportsMissingAndQueriesFindHolders(engine: Engine) throws

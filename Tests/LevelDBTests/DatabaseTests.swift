@@ -224,6 +224,27 @@ struct LifecycleTests {
         #expect(try db.get(bytes("k1999")) == [UInt8](repeating: UInt8(1999 % 256), count: 100))
     }
 
+    /// Tables written with any restart interval (1 = every key whole, a large one = long runs of
+    /// shared prefixes) read back every key, also after a reopen with another interval: the
+    /// interval is a writer's choice each table records, not a setting a reader must match.
+    @Test(arguments: [1, 4, 16, 1000]) func everyRestartIntervalReadsBack(interval: Int) throws {
+        let dir = TemporaryDirectory()
+        var options = Options()
+        options.blockRestartInterval = interval
+        let keys = (0..<3000).map { bytes(String(format: "prefix-shared-%05d", $0)) }
+        do {
+            let db = try Database(path: dir.path("db"), options: options)
+            for (i, key) in keys.enumerated() { try db.put(key, bytes("v\(i)")) }
+            try db.compact()
+            for (i, key) in keys.enumerated() { #expect(try db.get(key) == bytes("v\(i)")) }
+            #expect(try db.get(bytes("prefix-shared-03000")) == nil)
+        }
+        options.blockRestartInterval = interval == 4 ? 16 : 4
+        let db = try Database(path: dir.path("db"), options: options)
+        #expect(try db.entries().map(\.key) == keys)
+        #expect(try db.get(keys[1234]) == bytes("v1234"))
+    }
+
     @Test func propertiesSizesCompactionAndVersion() throws {
         let dir = TemporaryDirectory()
         let db = try Database(path: dir.path("db"))

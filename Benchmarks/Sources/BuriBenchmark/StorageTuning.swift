@@ -8,7 +8,7 @@ import Foundation
 ///     BURI_BENCH_LEVELDB=write_buffer=32M,block_size=16K,max_file_size=8M buri-bench --count 100000
 ///
 /// Names: `write_buffer`, `block_size`, `max_file_size`, `cache`, `bloom` (bits per key, 0 = none),
-/// `compression` (0 or 1). An unknown name or bad size stops the run.
+/// `compression` (0 or 1), `restart_interval` (keys between a data block's restart points). An unknown name or bad size stops the run.
 enum StorageTuning {
     static let levelDB: LevelDBOptions = {
         var options = LevelDBOptions.buriDefaults
@@ -28,9 +28,10 @@ enum StorageTuning {
             case "cache": options.blockCacheSize = size
             case "bloom": options.bloomFilterBitsPerKey = size == 0 ? nil : size
             case "compression": options.compression = size != 0
+            case "restart_interval": options.blockRestartInterval = size
             default:
                 log(
-                    "BURI_BENCH_LEVELDB: unknown option \(parts[0]) (write_buffer, block_size, max_file_size, cache, bloom, compression)"
+                    "BURI_BENCH_LEVELDB: unknown option \(parts[0]) (write_buffer, block_size, max_file_size, cache, bloom, compression, restart_interval)"
                 )
                 exit(2)
             }

@@ -81,11 +81,15 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// `T(record:)` over a payload when `T` adopts ``CBORRecordDecodable``, else nil (decided
     /// once per bucket, so a read pays no dynamic cast per object).
     let recordDecoder: RecordDecoder<T>?
+    /// Whether `T` is decoded through its `init(from:)` (a record type, not a primitive or text
+    /// value): decided once per bucket, so a read pays no conformance lookup per object.
+    let readsNested: Bool
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
         self.schema = schema
         self.recordDecoder = RecordDecoding.decoder(for: T.self)
+        self.readsNested = CBORDecoder.readsNested(T.self)
         var declared: [(IndexDefinition, BuriIndex<T>)] = []
         for index in schema.indexes {
             if let definition = raw.descriptor.index(named: index.name) { declared.append((definition, index)) }
@@ -250,7 +254,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     @inline(__always)
     func decodeObject(_ payload: UnsafeRawBufferPointer) throws -> T {
         if let recordDecoder { return try recordDecoder(payload) }
-        return try CBORDecoder().decode(T.self, from: payload)
+        return try CBORDecoder().decode(T.self, from: payload, readsNested: readsNested)
     }
 
     @inline(__always)

@@ -242,11 +242,17 @@ extension Bucket {
                     bucket: name, key: key(), type: String(describing: T.self), reason: String(describing: error))
             }
         }
-        guard let upgraded = try upgraded(payload, version: version, key: key()) else {
-            return try decode(payload, key: key())
+        return try decodeUpgrading(payload, version: version, key: key())
+    }
+
+    /// ``decode(_:version:key:)`` for a record of another schema version: apart, so the common
+    /// read does not look up the metadata of this path's `Result<T, _>` at every call.
+    @inline(never)
+    func decodeUpgrading(_ payload: UnsafeRawBufferPointer, version: UInt64, key: String) throws(BuriError) -> T {
+        guard let upgraded = try upgraded(payload, version: version, key: key) else {
+            return try decode(payload, key: key)
         }
-        let name = key()
-        let result = upgraded.withUnsafeBytes { bytes in Result { () throws(BuriError) in try decode(bytes, key: name) }
+        let result = upgraded.withUnsafeBytes { bytes in Result { () throws(BuriError) in try decode(bytes, key: key) }
         }
         return try result.get()
     }

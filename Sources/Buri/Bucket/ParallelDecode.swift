@@ -83,7 +83,10 @@ extension ObjectCursor where T: Sendable {
             // The batch before this one precedes it: its objects, and its first error, come first.
             if let running { try finish(running, into: &objects) }
             running = nil
-            let job = batch.count > 0 ? ParallelDecoding.Job<T>(batch: batch, recordDecoder: bucket.recordDecoder) : nil
+            let job =
+                batch.count > 0
+                ? ParallelDecoding.Job<T>(
+                    batch: batch, recordDecoder: bucket.recordDecoder, readsNested: bucket.readsNested) : nil
             if let job {
                 job.start()
                 if ended || storageError != nil { try finish(job, into: &objects) } else { running = job }
@@ -164,8 +167,11 @@ enum ParallelDecoding {
         private let group = DispatchGroup()
         /// The bucket's `T(record:)` decoder, if `T` has one.
         private let recordDecoder: RecordDecoder<T>?
+        /// Whether `T` is decoded through `init(from:)` (the bucket's answer, kept).
+        private let readsNested: Bool
 
-        init(batch: Batch, recordDecoder: RecordDecoder<T>?) {
+        init(batch: Batch, recordDecoder: RecordDecoder<T>?, readsNested: Bool) {
+            self.readsNested = readsNested
             self.batch = batch
             self.recordDecoder = recordDecoder
             output = .allocate(capacity: batch.count)
@@ -202,11 +208,12 @@ enum ParallelDecoding {
                 let end = Swift.min(start + chunkSize, batch.count)
                 let decoder = CBORDecoder()
                 let recordDecoder = recordDecoder
+                let readsNested = readsNested
                 for index in start..<end {
                     do {
                         let object = try batch.withPayload(index) { payload in
                             if let recordDecoder { return try recordDecoder(payload) }
-                            return try decoder.decode(T.self, from: payload)
+                            return try decoder.decode(T.self, from: payload, readsNested: readsNested)
                         }
                         (output + index).initialize(to: object)
                         initialized[chunk] += 1
