@@ -91,35 +91,51 @@ public enum CBORSplice {
         switch initial >> 5 {
         case _Major.text:
             let end = try input.skip(start)
-            return isRemoved(input, pos..<end, removed) ? (start, end, [0xF6]) : nil
+            return isRemoved(input, pos..<end, Array(removed)) ? (start, end, [0xF6]) : nil
         case _Major.array:
-            // The kept elements' byte ranges, copied once at the end (nothing is allocated per element).
+            // The kept elements' byte ranges, copied once at the end (nothing is allocated per
+            // element): runs of kept elements are one range, so only a removal starts a new one.
+            let candidates = Array(removed)
             var kept: [Range<Int>] = []
+            var runStart = pos
             var count: UInt64 = 0
             var changed = false
             for _ in 0..<argument {
                 let elementStart = pos
-                var inner = elementStart
-                let (elementInitial, length) = try input.readHead(&inner)
-                let isText = elementInitial >> 5 == _Major.text
+                let initial = elementStart < input.count ? input.base[elementStart] : 0xFF
+                let end: Int
+                var removedHere = false
                 // A text string's end is its head plus its length; anything else is skipped whole.
-                let end =
-                    isText
-                    ? inner + (try input.checkedLength(length, at: inner, headStart: elementStart))
-                    : try input.skip(elementStart)
-                if isText, isRemoved(input, inner..<end, removed) {
+                // Keys are short: a text of under 256 bytes (head 0x60–0x78) is read here.
+                if initial >> 5 == _Major.text,
+                    initial & 0x1F < 24 || (initial & 0x1F == 24 && elementStart + 1 < input.count)
+                {
+                    let short = initial & 0x1F < 24
+                    let textStart = elementStart + (short ? 1 : 2)
+                    let length = UInt64(short ? initial & 0x1F : input.base[elementStart + 1])
+                    end = textStart + (try input.checkedLength(length, at: textStart, headStart: elementStart))
+                    removedHere = isRemoved(input, textStart..<end, candidates)
+                } else {
+                    var inner = elementStart
+                    let (elementInitial, length) = try input.readHead(&inner)
+                    if elementInitial >> 5 == _Major.text {
+                        end = inner + (try input.checkedLength(length, at: inner, headStart: elementStart))
+                        removedHere = isRemoved(input, inner..<end, candidates)
+                    } else {
+                        end = try input.skip(elementStart)
+                    }
+                }
+                if removedHere {
+                    if runStart < elementStart { kept.append(runStart..<elementStart) }
+                    runStart = end
                     changed = true
                 } else {
-                    if let last = kept.last, last.upperBound == elementStart {
-                        kept[kept.count - 1] = last.lowerBound..<end
-                    } else {
-                        kept.append(elementStart..<end)
-                    }
                     count += 1
                 }
                 pos = end
             }
             guard changed else { return nil }
+            if runStart < pos { kept.append(runStart..<pos) }
             var out = arrayHead(count)
             for range in kept {
                 out.append(contentsOf: UnsafeBufferPointer(start: input.base + range.lowerBound, count: range.count))
@@ -131,7 +147,8 @@ public enum CBORSplice {
     }
 
     /// Whether the bytes at `range` are one of `removed` (compared without copying them).
-    private static func isRemoved(_ input: _CBORInput, _ range: Range<Int>, _ removed: Set<[UInt8]>) -> Bool {
+    @inline(__always)
+    private static func isRemoved(_ input: _CBORInput, _ range: Range<Int>, _ removed: [[UInt8]]) -> Bool {
         let start = input.base + range.lowerBound
         for text in removed where text.count == range.count {
             // Keys often share long prefixes ("song-0001…"): the last byte rules most out at once.

@@ -497,6 +497,88 @@ struct DeleteRuleByteTests {
         #expect(!Array("reference".utf8).withUnsafeBytes { BuriDatabase.contains(marker, in: $0) })
     }
 
+    /// The header's entries are told apart before `memcmp` by one probe byte: keys that differ
+    /// only there, only elsewhere, or in length, and keys holding NUL (escaped in a tuple), are
+    /// each taken out of the holder alone, entry and element both.
+    @Test(arguments: [Engine.memory, .leveldb]) func nullifyTakesOutExactlyTheDeletedKeyAmongNearTwins(
+        engine: Engine
+    ) throws {
+        let keys = [
+            "song-0001", "song-0002", "song-1001", "tong-0001", "song-000", "song-00011", "s", "t", "\u{0}",
+            "x\u{0}", "x\u{0}\u{0}", "\u{0}x", "e\u{301}", "\u{E9}",
+        ]
+        for removed in keys {
+            let t = try TestDatabase(engine)
+            let songs = try t.db.bucket(Song.self)
+            let playlists = try t.db.bucket(Playlist.self)
+            try songs.store(keys.map { Song(id: $0, title: "", album: nil) })
+            try playlists.store(
+                Playlist(id: "p", name: "all", songs: keys.map { Ref($0) }, featured: Ref(removed)))
+            #expect(try songs.delete(keys: [removed]) == 1)
+            let left = try #require(try playlists.object(forKey: "p"))
+            let expected = keys.filter { !$0.utf8.elementsEqual(removed.utf8) }
+            #expect(
+                left.songs.map { Array($0.key.utf8) } == expected.map { Array($0.utf8) }, "\(removed.debugDescription)")
+            #expect(left.featured == nil)
+            for key in expected {
+                #expect(try playlists.keys(.where(\Playlist.songs, equals: Ref<Song>(key))) == ["p"])
+            }
+            #expect(try playlists.keys(.where(\Playlist.songs, equals: Ref<Song>(removed))).isEmpty)
+            #expect(try t.db.check().isConsistent, "\(removed.debugDescription)")
+        }
+    }
+
+    /// Texts of every head form (lengths around 23/24 and 255/256), among items that are not
+    /// text, with random ones removed: the array keeps everything else in order; every cut of the
+    /// payload is a typed error or no change, never a wrong edit.
+    @Test func theSpliceMatchesAModelForEveryHeadFormAndRefusesCutPayloads() throws {
+        var rng = SeededGenerator(seed: 25)
+        let lengths = [0, 1, 22, 23, 24, 25, 254, 255, 256, 300]
+        for round in 0..<40 {
+            var items: [CBORValue] = []
+            var texts: [[UInt8]] = []
+            for _ in 0..<(Int(rng.next() % 12) + 1) {
+                if rng.next() % 5 == 0 {
+                    items.append(rng.next() % 2 == 0 ? .unsigned(rng.next() % 1000) : .array([.text("n")]))
+                } else {
+                    let length = lengths[Int(rng.next() % UInt64(lengths.count))]
+                    let text = (0..<length).map { _ in UInt8(rng.next() % 3) + 0x61 }
+                    texts.append(text)
+                    items.append(.text(String(decoding: text, as: UTF8.self)))
+                }
+            }
+            let removed = Set(texts.filter { _ in rng.next() % 3 == 0 })
+            let payload = CBORValue.map([
+                CBORMapEntry(key: .text("songs"), value: .array(items)),
+                CBORMapEntry(key: .text("n"), value: .text("x")),
+            ]).encoded()
+            let kept = items.filter { item in
+                if case .text(let text) = item { return !removed.contains(Array(text.utf8)) }
+                return true
+            }
+            let edited = try CBORSplice.removingTexts(removed, at: ["songs"], in: payload)
+            if kept.count == items.count {
+                #expect(edited == nil, "round \(round)")
+            } else {
+                let expected = CBORValue.map([
+                    CBORMapEntry(key: .text("songs"), value: .array(kept)),
+                    CBORMapEntry(key: .text("n"), value: .text("x")),
+                ]).encoded()
+                #expect(edited == expected, "round \(round)")
+            }
+            if !removed.isEmpty {
+                for end in 0..<payload.count {
+                    do {
+                        let cut = try CBORSplice.removingTexts(removed, at: ["songs"], in: Array(payload[..<end]))
+                        // A cut before the array is reached leaves nothing to edit.
+                        #expect(cut == nil || end > payload.count - 5, "round \(round), cut at \(end)")
+                    } catch is CBORError {
+                    }
+                }
+            }
+        }
+    }
+
     @Test func referencesDifferingOnlyInTheirLastOrFirstByteAreTakenOutExactly() throws {
         let keys = ["song-0001", "song-0002", "song-1001", "tong-0001", "song-000", "song-00011", ""]
         for removed in keys {

@@ -316,9 +316,12 @@ extension BuriDatabase {
     /// Whether `bytes` equals `raw[range]` (a header tuple compared where it is stored).
     private static func sameBytes(_ bytes: [UInt8], _ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
         guard bytes.count == range.count else { return false }
-        guard let base = raw.baseAddress, let last = bytes.last else { return true }
-        // Keys often share long prefixes: the last byte rules most tuples out without a call.
-        guard raw[range.upperBound - 1] == last else { return false }
+        guard let base = raw.baseAddress, !bytes.isEmpty else { return true }
+        // Keys often share long prefixes: a key's last byte rules most tuples out without a call.
+        // A tuple ends with its element's end mark (0x00 0x00), so that byte is the third from
+        // the end; the last byte is checked too when the tuple is shorter.
+        let probe = bytes.count >= 3 ? bytes.count - 3 : bytes.count - 1
+        guard raw[range.lowerBound + probe] == bytes[probe] else { return false }
         return bytes.withUnsafeBytes { own in
             guard let start = own.baseAddress else { return false }
             return memcmp(start, base + range.lowerBound, range.count) == 0
