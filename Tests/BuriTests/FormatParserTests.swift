@@ -10,6 +10,49 @@ import Testing
 
 @Suite("Format: record headers and parsers")
 struct FormatParserTests {
+    /// The header walk recognizes a plain byte string (no NUL) without the element-by-element
+    /// check: for every short tuple over the bytes that matter (codes, 0x00, the escape 0x01, a
+    /// letter), it accepts and rejects exactly what the general element walk does.
+    @Test func theHeaderWalkAcceptsExactlyTheTuplesTheElementWalkAccepts() throws {
+        let alphabet: [UInt8] = [0x00, 0x01, ValueEncoding.binaryCode, 0x61, 0xFF]
+        var tuples: [[UInt8]] = [[]]
+        var frontier: [[UInt8]] = [[]]
+        for _ in 1...6 {
+            frontier = frontier.flatMap { tuple in alphabet.map { tuple + [$0] } }
+            tuples += frontier
+        }
+        var accepted = 0
+        for tuple in tuples {
+            let general: Bool = tuple.withUnsafeBytes { raw in
+                var check = 0
+                while check < raw.count {
+                    guard let length = try? ValueEncoding.elementLength(raw, at: check) else { return false }
+                    check += length
+                }
+                return check == raw.count
+            }
+            var record: [UInt8] = [RecordHeader.layoutVersion, RecordHeader.cborCodec, 0, 1, 7, UInt8(tuple.count)]
+            record += tuple + [0xA0]
+            var seen: [(UInt32, [UInt8])] = []
+            let walked: Bool = record.withUnsafeBytes { raw in
+                do {
+                    let (_, payload) = try RecordHeader.forEachEntry(raw) { index, range in
+                        seen.append((index, Array(raw[range])))
+                    }
+                    return payload == record.count - 1
+                } catch {
+                    return false
+                }
+            }
+            #expect(walked == general, "\(tuple)")
+            if walked {
+                accepted += 1
+                #expect(seen.count == 1 && seen[0].0 == 7 && seen[0].1 == tuple)
+            }
+        }
+        #expect(accepted > 50)  // empty, byte strings with and without escapes, and runs of them
+    }
+
     private func parse(_ bytes: [UInt8]) throws(FormatError) -> (RecordHeader, Int) {
         let result: Result<(RecordHeader, Int), FormatError> = bytes.withUnsafeBytes { raw in
             Result { () throws(FormatError) -> (RecordHeader, Int) in

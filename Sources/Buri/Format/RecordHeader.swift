@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The header in front of every record's payload (`docs/FORMAT.md`, "Record values"):
 ///
 /// ```
@@ -72,6 +80,17 @@ struct RecordHeader: Equatable, Sendable {
         try walk(value) { _, index, tuple in visit(index, tuple) }
     }
 
+    /// Whether `value[start..<end]` is one byte-string element holding no 0x00 byte: its code,
+    /// its bytes, its end mark 0x00 0x00. (False says only "not this form": the general walk
+    /// then checks it.)
+    @inline(__always)
+    private static func isPlainBinaryElement(_ value: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Bool {
+        guard end - start >= 3, value[start] == ValueEncoding.binaryCode, value[end - 1] == 0, value[end - 2] == 0,
+            let base = value.baseAddress
+        else { return false }
+        return memchr(base + start + 1, 0, end - 2 - (start + 1)) == nil
+    }
+
     /// Validates the header at the front of `value`, calling `visit(entryCount, indexId, tupleRange)`
     /// for each entry; the one definition of the header's layout that both readers share.
     @inline(__always)
@@ -93,17 +112,34 @@ struct RecordHeader: Equatable, Sendable {
             throw FormatError("record header claims \(count) index entries")
         }
         for _ in 0..<count {
-            let index = try Varint.read(value, at: &offset)
-            let length = try Varint.read(value, at: &offset)
+            // Index ids and tuple lengths under 128 are one byte: read here, without a call.
+            let index: UInt64
+            if offset < value.count, value[offset] < 0x80 {
+                index = UInt64(value[offset])
+                offset += 1
+            } else {
+                index = try Varint.read(value, at: &offset)
+            }
+            let length: UInt64
+            if offset < value.count, value[offset] < 0x80 {
+                length = UInt64(value[offset])
+                offset += 1
+            } else {
+                length = try Varint.read(value, at: &offset)
+            }
             guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
             guard length <= UInt64(value.count - offset) else {
                 throw FormatError("index value of \(length) bytes runs past the record")
             }
             let end = offset + Int(length)
-            // Each tuple must be a well-formed sequence of elements.
-            var check = offset
-            while check < end { check += try ValueEncoding.elementLength(value, at: check) }
-            guard check == end else { throw FormatError("index value tuple is malformed") }
+            // Each tuple must be a well-formed sequence of elements. The usual one, a single byte
+            // string without NUL (a reference, a binary value), is recognized in one memchr: its
+            // code, then no 0x00 before its end mark (0x00 0x00) at the tuple's end.
+            if !isPlainBinaryElement(value, offset, end) {
+                var check = offset
+                while check < end { check += try ValueEncoding.elementLength(value, at: check) }
+                guard check == end else { throw FormatError("index value tuple is malformed") }
+            }
             visit(Int(count), UInt32(index), offset..<end)
             offset = end
         }
