@@ -80,6 +80,17 @@ struct RecordHeader: Equatable, Sendable {
         try walk(value) { _, index, tuple in visit(index, tuple) }
     }
 
+    /// A varint, read here without a call when it is one byte (index ids and tuple lengths under 128).
+    @inline(__always)
+    private static func readVarint(_ value: UnsafeRawBufferPointer, at offset: inout Int) throws(FormatError) -> UInt64
+    {
+        if offset < value.count, value[offset] < 0x80 {
+            defer { offset += 1 }
+            return UInt64(value[offset])
+        }
+        return try Varint.read(value, at: &offset)
+    }
+
     /// Whether `value[start..<end]` is one byte-string element holding no 0x00 byte: its code,
     /// its bytes, its end mark 0x00 0x00. (False says only "not this form": the general walk
     /// then checks it.)
@@ -112,21 +123,8 @@ struct RecordHeader: Equatable, Sendable {
             throw FormatError("record header claims \(count) index entries")
         }
         for _ in 0..<count {
-            // Index ids and tuple lengths under 128 are one byte: read here, without a call.
-            let index: UInt64
-            if offset < value.count, value[offset] < 0x80 {
-                index = UInt64(value[offset])
-                offset += 1
-            } else {
-                index = try Varint.read(value, at: &offset)
-            }
-            let length: UInt64
-            if offset < value.count, value[offset] < 0x80 {
-                length = UInt64(value[offset])
-                offset += 1
-            } else {
-                length = try Varint.read(value, at: &offset)
-            }
+            let index = try readVarint(value, at: &offset)
+            let length = try readVarint(value, at: &offset)
             guard index <= UInt64(UInt32.max) else { throw FormatError("index id \(index) out of range") }
             guard length <= UInt64(value.count - offset) else {
                 throw FormatError("index value of \(length) bytes runs past the record")
