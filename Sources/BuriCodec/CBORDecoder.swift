@@ -80,20 +80,18 @@ public struct CBORDecoder: Sendable {
         // Validation is part of decoding: every read checks what it reads, and what the value
         // does not read is skipped (which checks it) before the end is compared with the input's.
         do {
-            if readsNested {
-                // The caller knows `T` is neither read directly nor text (a record type).
-            } else if _CBORDecodingState.isReadDirectly(T.self) {
-                var pos = 0
-                let value = try state.decodeDirect(T.self, at: &pos)
-                guard pos == input.count else { throw Self.trailing(input, end: pos) }
-                return value
-            } else if let textType = _CBORDecodingState.textType(T.self) {
-                var pos = 0
-                let value: T = try state.decodeText(textType, as: T.self, at: &pos)
+            // A record type (the caller says so) goes straight to `init(from:)`; anything else
+            // the way a field's value goes (`decodeAny`: directly, as text, or nested).
+            var pos = 0
+            var ended = false
+            let value =
+                readsNested
+                ? try state.decodeNested(T.self, at: 0, path: [], key: nil)
+                : try state.decodeAny(T.self, at: &pos, ended: &ended, path: [], key: nil)
+            if ended {
                 guard pos == input.count else { throw Self.trailing(input, end: pos) }
                 return value
             }
-            let value = try state.decodeNested(T.self, at: 0, path: [], key: nil)
             let end = try state.isTopMapCursor ? state.endOfMap() : input.skip(0)
             guard end == input.count else { throw Self.trailing(input, end: end) }
             return value
