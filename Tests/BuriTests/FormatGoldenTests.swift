@@ -40,8 +40,26 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 9", "42 55 52 49 00 09", { Keyspace.headerValue() }),
+    ("database header value, format 10", "42 55 52 49 00 0a", { Keyspace.headerValue() }),
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
+    (
+        "record header deriving index 1 from songs", "02 01 00 00 01 01 01 05 73 6f 6e 67 73",
+        {
+            var out: [UInt8] = []
+            RecordHeader(
+                schemaVersion: 0, entries: [RecordHeader.Entry(index: 1, tuple: IndexValue("s7").encoded)],
+                derived: [RecordHeader.Derived(index: 1, path: [Array("songs".utf8)])]
+            ).append(to: &out)
+            return out
+        }
+    ),
+    (
+        "payload of the derived example", "a2 62 69 64 62 70 31 65 73 6f 6e 67 73 83 62 73 37 62 73 32 62 73 37",
+        {
+            struct Example: Encodable { var id = "p1", songs = ["s7", "s2", "s7"] }
+            return try CBOREncoder().encode(Example())
+        }
+    ),
     ("largest bucket id key", "00 62 75 63 6b 65 74 2d 69 64 73", { Keyspace.bucketIdsKey }),
     (
         "relationship entry of p1 referring to s7", "03 00 00 00 02 00 00 00 01 30 73 37 00 00 70 31",
@@ -336,7 +354,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 9") || doc.contains("Format version 9"))
+        #expect(doc.contains("format version 10") || doc.contains("Format version 10"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -378,7 +396,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 9)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 10)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -404,7 +422,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x09]) == 9)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A]) == 10)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A, 0x01, 0x02]) == 10)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B]) == 11)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B, 0x01, 0x02]) == 11)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

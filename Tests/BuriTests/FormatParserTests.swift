@@ -36,8 +36,8 @@ struct FormatParserTests {
             var seen: [(UInt32, [UInt8])] = []
             let walked: Bool = record.withUnsafeBytes { raw in
                 do {
-                    let (_, payload) = try RecordHeader.forEachEntry(raw) { index, range in
-                        seen.append((index, Array(raw[range])))
+                    let (_, payload) = try RecordHeader.forEachEntry(raw) { index, tuple in
+                        seen.append((index, Array(tuple)))
                     }
                     return payload == record.count - 1
                 } catch {

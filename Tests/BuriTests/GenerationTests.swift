@@ -285,17 +285,17 @@ struct GenerationTests {
         let bucket = try db.bucket(PersonRecord.self)
         #expect(try bucket.count() == 3)
         #expect(try bucket.deleteAll() == 3)
-        #expect(db.formatVersion == 9)
-        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue(version: 9))
+        #expect(db.formatVersion == Int(Keyspace.formatVersion))
+        #expect(try engine.snapshot().get(Keyspace.headerKey) == Keyspace.headerValue())
         db.close()
 
         let newer = engine.makeBatch()
-        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: 10))
+        newer.put(Keyspace.headerKey, Keyspace.headerValue(version: Keyspace.formatVersion + 1))
         try engine.commit(newer, conditions: nil, sync: true)
         #expect {
             _ = try BuriDatabase(engine: engine, closesEngine: false)
         } throws: { error in
-            guard case BuriError.unsupportedFormat(_, found: 10, supported: 9) = error else { return false }
+            guard case BuriError.unsupportedFormat(_, found: 11, supported: 10) = error else { return false }
             return true
         }
     }

@@ -158,15 +158,32 @@ public final class Bucket<T: BuriSupport>: Sendable {
             }
             if checking { computed.append((definition, tuples)) }
         }
-        let header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
+        var header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
         var value: [UInt8] = []
-        value.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count + 4 })
-        header.append(to: &value)
-        let payloadStart = value.count
-        do {
-            try CBOREncoder().encode(object, appendingTo: &value)
-        } catch {
-            throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
+        let payloadStart: Int
+        if declared.contains(where: { $0.definition.references != nil }) {
+            // A relationship's entries are left out of the header when the payload gives exactly
+            // them (docs/FORMAT.md §10, "Derived entries"): the payload is encoded first.
+            var payload: [UInt8] = []
+            do {
+                try CBOREncoder().encode(object, appendingTo: &payload)
+            } catch {
+                throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
+            }
+            header.derived = Self.derivable(declared.map(\.definition), entries: entries, payload: payload)
+            value.reserveCapacity(64 + payload.count)
+            header.append(to: &value)
+            payloadStart = value.count
+            value.append(contentsOf: payload)
+        } else {
+            value.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count + 4 })
+            header.append(to: &value)
+            payloadStart = value.count
+            do {
+                try CBOREncoder().encode(object, appendingTo: &value)
+            } catch {
+                throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
+            }
         }
         if checking {
             if fieldCheckPending.load(ordering: .relaxed) {
@@ -179,6 +196,29 @@ public final class Bucket<T: BuriSupport>: Sendable {
             }
         }
         return RawBucket.RecordWrite(key: key, header: header, value: value, entryValues: entryValues)
+    }
+
+    /// The relationships among `definitions` whose entries (in `entries`) are exactly what the
+    /// payload gives at their path, so the header can derive them instead of listing them.
+    static func derivable(
+        _ definitions: [IndexDefinition], entries: [RecordHeader.Entry], payload: [UInt8]
+    ) -> [RecordHeader.Derived] {
+        var derived: [RecordHeader.Derived] = []
+        for definition in definitions where definition.references != nil && definition.components.count == 1 {
+            guard let path = Relationship.path(of: definition) else { continue }
+            let bytes = path.map { Array($0.utf8) }
+            guard
+                let tuples = try? payload.withUnsafeBytes({ (raw) throws(FormatError) -> [[UInt8]] in
+                    try RecordHeader.derivedTuples(payload: raw, path: bytes)
+                })
+            else { continue }
+            // Both lists are distinct; they are usually in the same order too.
+            var listed: [[UInt8]] = []
+            for entry in entries where entry.index == definition.id { listed.append(entry.tuple) }
+            guard listed.count == tuples.count, listed == tuples || Set(listed) == Set(tuples) else { continue }
+            derived.append(RecordHeader.Derived(index: definition.id, path: bytes))
+        }
+        return derived
     }
 
     /// Index value tuples as an error message shows them: "(20), (21)", or "no entry".

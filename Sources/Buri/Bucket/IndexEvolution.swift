@@ -218,7 +218,12 @@ extension BuriDatabase {
                             }
                         }
                         var out: [UInt8] = []
-                        RecordHeader(schemaVersion: header.schemaVersion, entries: entries).append(to: &out)
+                        // The payload stays as stored, so entries derived from it still are.
+                        let derived = header.derived.filter {
+                            !dropIds.contains($0.index) && !buildIds.contains($0.index)
+                        }
+                        RecordHeader(schemaVersion: header.schemaVersion, entries: entries, derived: derived)
+                            .append(to: &out)
                         out.append(contentsOf: value[offset...])
                         return out
                     }

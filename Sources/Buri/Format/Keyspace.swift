@@ -41,8 +41,10 @@ enum Keyspace {
     /// as keyed tokens), which older code would take for damage; version 9 adds the online
     /// encryption of a plaintext database (``encryptionStateKey``: plaintext records beside sealed
     /// ones while it runs) and encryption headers that wrap a data key (so the key can change),
-    /// which older code would refuse as damage. Versions 1 to 8 databases are read.
-    static let formatVersion: UInt16 = 9
+    /// which older code would refuse as damage; version 10 adds record headers of layout 2, which
+    /// derive a relationship's entries from the payload instead of listing them, and which older
+    /// code would refuse as damage. Versions 1 to 9 databases are read.
+    static let formatVersion: UInt16 = 10
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)

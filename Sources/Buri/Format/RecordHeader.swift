@@ -1,3 +1,5 @@
+import BuriCodec
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -9,18 +11,25 @@
 /// The header in front of every record's payload (`docs/FORMAT.md`, "Record values"):
 ///
 /// ```
-/// u8      layout version (1)
+/// u8      layout version (1, or 2 with derived entries)
 /// u8      payload codec (1 = CBOR)
 /// varint  schema version of the object
 /// varint  number of index entries n
 /// n ×     varint index id, varint tuple length L, L bytes of encoded value tuple
+/// (layout 2 only)
+/// varint  number of derived indexes d
+/// d ×     varint index id, varint k, k × (varint length, bytes of a payload map key)
 /// …       payload
 /// ```
 ///
 /// It lets Buri delete or rebuild an object's index entries from what is stored, without decoding
-/// the payload or knowing the Swift type.
+/// the payload or knowing the Swift type. A relationship's entries are usually *derived*: the
+/// header names the index and the payload path of its references instead of repeating them, and
+/// every reader of the header computes them from the payload (the text strings at that path).
 struct RecordHeader: Equatable, Sendable {
     static let layoutVersion: UInt8 = 1
+    /// The layout whose header ends with derived indexes.
+    static let derivedLayoutVersion: UInt8 = 2
     static let cborCodec: UInt8 = 1
 
     /// One index entry of the object: the index's id and the encoded value tuple.
@@ -29,26 +38,61 @@ struct RecordHeader: Equatable, Sendable {
         var tuple: [UInt8]
     }
 
+    /// An index whose entries are the distinct text strings at `path` in the payload, each as a
+    /// one-element binary tuple (a relationship's references).
+    struct Derived: Hashable, Sendable {
+        var index: UInt32
+        /// Payload map keys, as UTF-8 bytes; at least one.
+        var path: [[UInt8]]
+    }
+
     var schemaVersion: UInt64
+    /// Every entry of the object, derived ones included.
     var entries: [Entry]
+    /// The indexes whose entries the stored header derives from the payload rather than lists.
+    var derived: [Derived] = []
+
+    init(schemaVersion: UInt64, entries: [Entry], derived: [Derived] = []) {
+        self.schemaVersion = schemaVersion
+        self.entries = entries
+        self.derived = derived
+    }
 
     func append(to out: inout [UInt8]) {
-        out.append(RecordHeader.layoutVersion)
+        out.append(derived.isEmpty ? RecordHeader.layoutVersion : RecordHeader.derivedLayoutVersion)
         out.append(RecordHeader.cborCodec)
         Varint.append(schemaVersion, to: &out)
-        Varint.append(UInt64(entries.count), to: &out)
-        for entry in entries {
-            Varint.append(UInt64(entry.index), to: &out)
-            Varint.append(UInt64(entry.tuple.count), to: &out)
-            out.append(contentsOf: entry.tuple)
+        if derived.isEmpty {
+            Varint.append(UInt64(entries.count), to: &out)
+            for entry in entries { Self.append(entry, to: &out) }
+            return
         }
+        let listed = entries.filter { entry in !derived.contains { $0.index == entry.index } }
+        Varint.append(UInt64(listed.count), to: &out)
+        for entry in listed { Self.append(entry, to: &out) }
+        Varint.append(UInt64(derived.count), to: &out)
+        for index in derived {
+            Varint.append(UInt64(index.index), to: &out)
+            Varint.append(UInt64(index.path.count), to: &out)
+            for field in index.path {
+                Varint.append(UInt64(field.count), to: &out)
+                out.append(contentsOf: field)
+            }
+        }
+    }
+
+    private static func append(_ entry: Entry, to out: inout [UInt8]) {
+        Varint.append(UInt64(entry.index), to: &out)
+        Varint.append(UInt64(entry.tuple.count), to: &out)
+        out.append(contentsOf: entry.tuple)
     }
 
     /// The offset where the payload of `value` starts, after checking the header exactly as
     /// ``parse(_:)`` does but without building it: reading an object needs only its payload, and
-    /// this allocates nothing.
+    /// this allocates nothing. (Derived entries are not computed: their payload is read when the
+    /// entries are.)
     static func payloadOffset(_ value: UnsafeRawBufferPointer) throws(FormatError) -> Int {
-        try walk(value) { _, _, _ in }.payloadOffset
+        try walk(value, collectingDerived: false) { _, _, _ in }.payloadOffset
     }
 
     /// Validates the header at the front of `value`; returns its schema version and where the payload starts.
@@ -57,27 +101,98 @@ struct RecordHeader: Equatable, Sendable {
     ) throws(FormatError)
         -> (schemaVersion: UInt64, payloadOffset: Int)
     {
-        try walk(value) { _, _, _ in }
+        let walked = try walk(value, collectingDerived: false) { _, _, _ in }
+        return (walked.schemaVersion, walked.payloadOffset)
     }
 
-    /// Parses the header at the front of `value`; returns it and the offset where the payload starts.
+    /// Parses the header at the front of `value`, derived entries computed from the payload;
+    /// returns it and the offset where the payload starts.
     static func parse(_ value: UnsafeRawBufferPointer) throws(FormatError) -> (RecordHeader, payloadOffset: Int) {
         var entries: [Entry] = []
-        let (schema, offset) = try walk(value) { count, index, tuple in
+        let walked = try walk(value) { count, index, tuple in
             if entries.isEmpty { entries.reserveCapacity(count) }
             entries.append(Entry(index: index, tuple: Array(value[tuple])))
         }
-        return (RecordHeader(schemaVersion: schema, entries: entries), offset)
+        for index in walked.derived {
+            for tuple in try derivedTuples(value, payloadOffset: walked.payloadOffset, index) {
+                entries.append(Entry(index: index.index, tuple: tuple))
+            }
+        }
+        return (
+            RecordHeader(schemaVersion: walked.schemaVersion, entries: entries, derived: walked.derived),
+            walked.payloadOffset
+        )
     }
 
-    /// Validates the header at the front of `value` and calls `visit(indexId, tupleRange)` for
-    /// each entry, building nothing (aggregates read every matching record's entries this way);
+    /// Validates the header at the front of `value` and calls `visit(indexId, tuple)` for each
+    /// entry, derived ones included (aggregates read every matching record's entries this way);
     /// returns what ``versionAndPayloadOffset(_:)`` does.
     @discardableResult
     static func forEachEntry(
-        _ value: UnsafeRawBufferPointer, _ visit: (UInt32, Range<Int>) -> Void
+        _ value: UnsafeRawBufferPointer, _ visit: (UInt32, UnsafeRawBufferPointer) -> Void
     ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int) {
+        let walked = try walk(value) { _, index, tuple in visit(index, UnsafeRawBufferPointer(rebasing: value[tuple])) }
+        for index in walked.derived {
+            for tuple in try derivedTuples(value, payloadOffset: walked.payloadOffset, index) {
+                tuple.withUnsafeBytes { visit(index.index, $0) }
+            }
+        }
+        return (walked.schemaVersion, walked.payloadOffset)
+    }
+
+    /// Validates the header at the front of `value` and calls `visit(indexId, tupleRange)` for each
+    /// entry it *lists* (not the derived ones); returns the derived indexes too. What an in-place
+    /// edit of the header needs: the listed entries' byte ranges.
+    static func forEachListedEntry(
+        _ value: UnsafeRawBufferPointer, _ visit: (UInt32, Range<Int>) -> Void
+    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int, derived: [Derived]) {
         try walk(value) { _, index, tuple in visit(index, tuple) }
+    }
+
+    /// The tuples of derived index `index`: the distinct text strings at its path in the payload,
+    /// first occurrences in order, each as a binary element. A payload whose path holds anything
+    /// else was not written by Buri (a writer derives an index only when this gives its entries).
+    static func derivedTuples(
+        _ value: UnsafeRawBufferPointer, payloadOffset: Int, _ index: Derived
+    ) throws(FormatError) -> [[UInt8]] {
+        do {
+            return try derivedTuples(
+                payload: UnsafeRawBufferPointer(rebasing: value[payloadOffset...]), path: index.path)
+        } catch {
+            throw FormatError("derived index \(index.index): \(error.description)")
+        }
+    }
+
+    /// The tuples a derived index with `path` has in `payload` (see
+    /// ``derivedTuples(_:payloadOffset:_:)``).
+    static func derivedTuples(payload: UnsafeRawBufferPointer, path: [[UInt8]]) throws(FormatError) -> [[UInt8]] {
+        let found: CBORFieldTexts.Found
+        do {
+            found = try CBORFieldTexts.texts(at: path, in: payload)
+        } catch {
+            throw FormatError("the payload at \(describe(path)) is malformed: \(error)")
+        }
+        guard case .texts(let ranges) = found else {
+            throw FormatError("the payload at \(describe(path)) is not text strings")
+        }
+        var tuples: [[UInt8]] = []
+        tuples.reserveCapacity(ranges.count)
+        var seen = Set<[UInt8]>(minimumCapacity: ranges.count > 1 ? ranges.count : 0)
+        for range in ranges {
+            var tuple: [UInt8] = []
+            tuple.reserveCapacity(range.count + 3)
+            ValueEncoding.appendBinary(payload[range], to: &tuple)
+            guard tuple.count <= Keyspace.maxTupleLength else {
+                throw FormatError("a value at \(describe(path)) of \(tuple.count) bytes encoded is over the limit")
+            }
+            if ranges.count == 1 || seen.insert(tuple).inserted { tuples.append(tuple) }
+        }
+        return tuples
+    }
+
+    /// A derived path as text for messages: `songs`, `album.tracks`.
+    static func describe(_ path: [[UInt8]]) -> String {
+        path.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ".")
     }
 
     /// A varint, read here without a call when it is one byte (index ids and tuple lengths under 128).
@@ -103,16 +218,20 @@ struct RecordHeader: Equatable, Sendable {
     }
 
     /// Validates the header at the front of `value`, calling `visit(entryCount, indexId, tupleRange)`
-    /// for each entry; the one definition of the header's layout that both readers share.
+    /// for each listed entry; the one definition of the header's layout that every reader shares.
+    /// With `collectingDerived` false the derived indexes are validated but not returned (nor
+    /// checked against the listed entries' ids), which allocates nothing.
     @inline(__always)
     private static func walk(
-        _ value: UnsafeRawBufferPointer,
+        _ value: UnsafeRawBufferPointer, collectingDerived: Bool = true,
         _ visit: (Int, UInt32, Range<Int>) -> Void
-    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int) {
+    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int, derived: [Derived]) {
         guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
-        guard value[0] == layoutVersion else {
+        let layout = value[0]
+        guard layout == layoutVersion || layout == derivedLayoutVersion else {
             throw FormatError(
-                "record layout version \(value[0]) is not supported (this Buri reads version \(layoutVersion))")
+                "record layout version \(layout) is not supported (this Buri reads versions \(layoutVersion) and \(derivedLayoutVersion))"
+            )
         }
         guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
         var offset = 2
@@ -122,6 +241,7 @@ struct RecordHeader: Equatable, Sendable {
         guard count <= UInt64(value.count - offset) / 2 else {
             throw FormatError("record header claims \(count) index entries")
         }
+        var listed: [UInt32] = []
         for _ in 0..<count {
             let index = try readVarint(value, at: &offset)
             let length = try readVarint(value, at: &offset)
@@ -139,8 +259,42 @@ struct RecordHeader: Equatable, Sendable {
                 guard check == end else { throw FormatError("index value tuple is malformed") }
             }
             visit(Int(count), UInt32(index), offset..<end)
+            if collectingDerived, layout == derivedLayoutVersion { listed.append(UInt32(index)) }
             offset = end
         }
-        return (schema, offset)
+        guard layout == derivedLayoutVersion else { return (schema, offset, []) }
+        let derivedCount = try Varint.read(value, at: &offset)
+        // A derived index takes at least three bytes (id, path length, one key length).
+        guard derivedCount >= 1, derivedCount <= UInt64(value.count - offset) / 3 else {
+            throw FormatError("record header claims \(derivedCount) derived indexes")
+        }
+        var derived: [Derived] = []
+        if collectingDerived { derived.reserveCapacity(Int(derivedCount)) }
+        for _ in 0..<derivedCount {
+            let index = try readVarint(value, at: &offset)
+            guard index <= UInt64(UInt32.max) else { throw FormatError("derived index id \(index) out of range") }
+            let depth = try readVarint(value, at: &offset)
+            guard depth >= 1, depth <= UInt64(value.count - offset) else {
+                throw FormatError("derived index \(index) claims a path of \(depth) keys")
+            }
+            var path: [[UInt8]] = []
+            for _ in 0..<depth {
+                let length = try readVarint(value, at: &offset)
+                guard length <= UInt64(value.count - offset) else {
+                    throw FormatError("a path key of \(length) bytes runs past the record")
+                }
+                if collectingDerived { path.append(Array(value[offset..<(offset + Int(length))])) }
+                offset += Int(length)
+            }
+            guard collectingDerived else { continue }
+            guard !derived.contains(where: { $0.index == UInt32(index) }) else {
+                throw FormatError("derived index \(index) is named twice")
+            }
+            guard !listed.contains(UInt32(index)) else {
+                throw FormatError("derived index \(index) also has entries listed in the header")
+            }
+            derived.append(Derived(index: UInt32(index), path: path))
+        }
+        return (schema, offset, derived)
     }
 }

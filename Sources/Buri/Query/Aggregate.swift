@@ -411,21 +411,29 @@ extension RawBucket {
             let more = try cursor.nextStoredValue { (value) throws -> Bool in
                 groupRanges.removeAll(keepingCapacity: true)
                 valueRanges.removeAll(keepingCapacity: true)
+                // A group appears as soon as a matching object is in it, even with no value to add.
+                slots.removeAll(keepingCapacity: true)
                 do {
-                    try RecordHeader.forEachEntry(value) { id, tuple in
+                    let walked = try RecordHeader.forEachListedEntry(value) { id, tuple in
                         if id == index.id { valueRanges.append(tuple) }
                         if id == groupId { groupRanges.append(tuple) }
+                    }
+                    // A relationship's entries may be derived from the payload (a numeric value
+                    // never is): a group by references reads them there.
+                    for derived in walked.derived where derived.index == groupId {
+                        for tuple in try RecordHeader.derivedTuples(value, payloadOffset: walked.payloadOffset, derived)
+                        {
+                            slots.append(tuple.withUnsafeBytes { table.slot(for: $0) })
+                        }
                     }
                 } catch {
                     throw BuriError.corruption(
                         bucket: self.name, key: cursor.currentKey, index: nil, reason: "record header: \(error)")
                 }
-                // A group appears as soon as a matching object is in it, even with no value to add.
-                slots.removeAll(keepingCapacity: true)
                 for range in groupRanges {
                     slots.append(table.slot(for: UnsafeRawBufferPointer(rebasing: value[range])))
                 }
-                if groupRanges.isEmpty { hasUngrouped = true }
+                if slots.isEmpty { hasUngrouped = true }
                 for range in valueRanges {
                     var offset = range.lowerBound
                     let decoded: IndexValue.Decoded

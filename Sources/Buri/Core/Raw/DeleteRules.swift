@@ -20,7 +20,12 @@ struct Relationship {
     var rule: DeleteRule { index.onDelete ?? .nullify }
 
     /// The path of map keys the references are stored under in the holder's payload.
-    var path: [String]? { index.fieldPaths?.first ?? index.fields?.first.map { [$0] } }
+    var path: [String]? { Self.path(of: index) }
+
+    /// The path of map keys a relationship index's references are read from.
+    static func path(of index: IndexDefinition) -> [String]? {
+        index.fieldPaths?.first ?? index.fields?.first.map { [$0] }
+    }
 }
 
 extension BuriDatabase {
@@ -182,11 +187,12 @@ extension BuriDatabase {
         let holder = removal.holder
         let key = String(decoding: holderKey, as: UTF8.self)
         let recordKey = Keyspace.recordKey(bucket: holder.id, key: key)
-        // The header is rewritten from the stored bytes, less the entries of the removed references
-        // (one walk of it, tuples compared in place); the payload is edited in place (CBORSplice):
-        // only the array (or the lone reference) changes, every other byte stays as stored. The
-        // new record is built in one buffer.
-        // The stored bytes are read where the engine holds them (no copy of the old record).
+        // The header is rewritten from the stored bytes, less the listed entries of the removed
+        // references (one walk of it, tuples compared in place); a relationship whose entries the
+        // header derives from the payload needs no header change at all: the edit of the payload
+        // takes its entries out. The payload is edited in place (CBORSplice): only the array (or
+        // the lone reference) changes, every other byte stays as stored. The new record is built
+        // in one buffer, from the stored bytes read where the engine holds them.
         let removals = removal.tuples.map { (index: $0.key, tuples: $0.value) }
         let single: (UInt32, [UInt8])? =
             removals.count == 1 && removals[0].tuples.count == 1 ? (removals[0].index, removals[0].tuples[0]) : nil
@@ -216,7 +222,7 @@ extension BuriDatabase {
                 do {
                     if let (onlyIndex, onlyTuple) = single {
                         // The usual nullify: one reference out of each holder, compared in place.
-                        (schemaVersion, payloadOffset) = try RecordHeader.forEachEntry(raw) { index, range in
+                        (schemaVersion, payloadOffset, _) = try RecordHeader.forEachListedEntry(raw) { index, range in
                             entryCount += 1
                             let start = previousEnd
                             previousEnd = range.upperBound
@@ -225,7 +231,7 @@ extension BuriDatabase {
                             }
                         }
                     } else {
-                        (schemaVersion, payloadOffset) = try RecordHeader.forEachEntry(raw) { index, range in
+                        (schemaVersion, payloadOffset, _) = try RecordHeader.forEachListedEntry(raw) { index, range in
                             entryCount += 1
                             let start = previousEnd
                             previousEnd = range.upperBound
@@ -241,14 +247,22 @@ extension BuriDatabase {
                     throw BuriError.corruption(
                         bucket: holder.name, key: key, index: nil, reason: "record header: \(error)")
                 }
-                record.append(RecordHeader.layoutVersion)
-                record.append(RecordHeader.cborCodec)
-                Varint.append(schemaVersion, to: &record)
-                Varint.append(UInt64(entryCount - dropped.count), to: &record)
-                var from = entriesStart
-                for span in dropped + [payloadOffset..<payloadOffset] {
-                    record.append(contentsOf: UnsafeBufferPointer(start: base + from, count: span.lowerBound - from))
-                    from = span.upperBound
+                if dropped.isEmpty {
+                    // Nothing listed goes (the entries are derived): the header stays as stored.
+                    record.append(contentsOf: UnsafeBufferPointer(start: base, count: payloadOffset))
+                } else {
+                    // The layout byte is kept (a derived layout's section after the entries is
+                    // copied with the last span).
+                    record.append(raw[0])
+                    record.append(RecordHeader.cborCodec)
+                    Varint.append(schemaVersion, to: &record)
+                    Varint.append(UInt64(entryCount - dropped.count), to: &record)
+                    var from = entriesStart
+                    for span in dropped + [payloadOffset..<payloadOffset] {
+                        record.append(
+                            contentsOf: UnsafeBufferPointer(start: base + from, count: span.lowerBound - from))
+                        from = span.upperBound
+                    }
                 }
                 // Each relationship's array is edited in turn; the one edit there usually is goes
                 // straight into the record.

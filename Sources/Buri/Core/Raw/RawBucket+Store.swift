@@ -246,7 +246,7 @@ extension RawBucket {
         /// One slot per write, in the batch's order.
         var slots: [Slot]
         /// The header bytes of every record found, one after another (headers only: a few bytes
-        /// per object, not the payloads).
+        /// per object, not the payloads, except where a header derives entries from its payload).
         var bytes: [UInt8]
 
         func header(
@@ -322,8 +322,10 @@ extension RawBucket {
                 guard !exhausted, comparison == 0 else { continue }
                 try cursor.withValue { value in
                     if let length = try? RecordHeader.payloadOffset(value) {
-                        slots[position] = .stored(start: bytes.count, length: length)
-                        bytes.append(contentsOf: value[..<length])
+                        // A header that derives entries from the payload needs the payload too.
+                        let kept = value[0] == RecordHeader.derivedLayoutVersion ? value.count : length
+                        slots[position] = .stored(start: bytes.count, length: kept)
+                        bytes.append(contentsOf: value[..<kept])
                     } else {
                         slots[position] = .damaged
                     }
