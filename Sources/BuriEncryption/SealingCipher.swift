@@ -91,13 +91,13 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// A session's key, and on Linux its OpenSSL contexts (set up once per session, not per value).
     struct SessionKey: Sendable {
         let key: SymmetricKey
-        #if canImport(COpenSSL)
+        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
             let contexts: AESGCM.Key
         #endif
 
         init(_ key: SymmetricKey) {
             self.key = key
-            #if canImport(COpenSSL)
+            #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
                 contexts = key.withUnsafeBytes { AESGCM.Key($0) }
             #endif
         }
@@ -152,7 +152,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             defer { session.next += 1 }
             return (session.id, session.key, session.next)
         }
-        #if canImport(COpenSSL)
+        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
                 return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -222,7 +222,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         let tagStart = sealed.count - Self.tagByteCount
         let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[Self.prefixByteCount..<tagStart])
         let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
-        #if canImport(COpenSSL)
+        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 var opened = false
                 let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in

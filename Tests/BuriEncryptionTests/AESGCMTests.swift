@@ -4,10 +4,10 @@ import Testing
 
 @testable import BuriEncryption
 
-#if canImport(COpenSSL)
-    /// On Linux records are sealed through OpenSSL (`AESGCM`), on Apple platforms through
+#if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+    /// On Linux records are sealed through BoringSSL's AEAD calls (`AESGCM`), on Apple platforms through
     /// swift-crypto: both must give the same bytes, and each must open the other's.
-    @Suite("AES-256-GCM: OpenSSL's and swift-crypto's agree byte for byte")
+    @Suite("AES-256-GCM: BoringSSL's one-call AEAD and swift-crypto's agree byte for byte")
     struct AESGCMTests {
         @Test("tokens: OpenSSL's HMAC-SHA256 from keyed states equals swift-crypto's, for every small length")
         func tokensAgree() throws {
@@ -55,7 +55,7 @@ import Testing
                 }
                 #expect(ok)
                 #expect(sealed == expected, "length \(length)")
-                // OpenSSL opens it, and refuses it with a flipped bit anywhere or other associated data.
+                // AESGCM opens it, and refuses it with a flipped bit anywhere or other associated data.
                 func opens(_ value: [UInt8], _ data: [UInt8]) -> [UInt8]? {
                     var output = [UInt8](repeating: 0, count: length)
                     let opened = contexts.withUnsafeKey { key in
