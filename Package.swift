@@ -62,20 +62,18 @@ let package = Package(
         .target(name: "BuriEtcd", dependencies: ["BuriStorage"]),
         // Export, import and restore (JSON Lines), the tool's commands' work as a library.
         .target(name: "BuriTransfer", dependencies: ["Buri", "BuriCodec"]),
-        // OpenSSL's libcrypto, for the keyed tokens' HMAC-SHA256 on Linux (SHA-256 states keyed
-        // once); records are sealed through the BoringSSL that swift-crypto builds, with its
-        // one-call AEAD functions: swift-crypto's generic calls cost several times the cipher's own
-        // work per record (docs/BENCHMARK.md, "Encryption at rest").
-        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // The keys, header and cipher behind Buri's `DatabaseEncryption`, on swift-crypto. Scrypt
         // comes from CryptoExtras, not from `_CryptoExtras`, which only re-exports it: one target fewer.
+        // Records are sealed, and tokens hashed, through the BoringSSL that swift-crypto builds
+        // (`CCryptoBoringSSL`, its one-call AEAD and SHA-256 functions): swift-crypto's generic
+        // calls cost several times the cipher's own work per record (docs/BENCHMARK.md,
+        // "Encryption at rest").
         .target(
             name: "BuriEncryption",
             dependencies: [
                 "Buri",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
-                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
             ]),
         .executableTarget(
             name: "BuriTool",

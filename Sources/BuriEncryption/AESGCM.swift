@@ -1,8 +1,8 @@
-#if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+#if canImport(CCryptoBoringSSL)
     import CCryptoBoringSSL
 
-    /// AES-256-GCM through BoringSSL's one-call AEAD interface (Linux: the copy swift-crypto builds
-    /// and links anyway), byte for byte what swift-crypto's `AES.GCM` computes — the known-answer
+    /// AES-256-GCM through BoringSSL's one-call AEAD interface (the copy swift-crypto builds and
+    /// links anyway), byte for byte what swift-crypto's `AES.GCM` computes — the known-answer
     /// vectors in `VectorTests` hold for both — without its generic `DataProtocol` calls and `Data`
     /// copies, and without OpenSSL 3's EVP layer (a parameter lookup per call, an update per
     /// piece of associated data), which together cost several times the cipher's own work on a

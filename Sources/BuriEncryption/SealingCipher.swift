@@ -2,8 +2,8 @@ import Buri
 import Crypto
 import Synchronization
 
-#if canImport(COpenSSL)
-    import COpenSSL
+#if canImport(CCryptoBoringSSL)
+    import CCryptoBoringSSL
 #endif
 
 #if canImport(FoundationEssentials)
@@ -91,13 +91,13 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// A session's key, and on Linux its OpenSSL contexts (set up once per session, not per value).
     struct SessionKey: Sendable {
         let key: SymmetricKey
-        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+        #if canImport(CCryptoBoringSSL)
             let contexts: AESGCM.Key
         #endif
 
         init(_ key: SymmetricKey) {
             self.key = key
-            #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+            #if canImport(CCryptoBoringSSL)
                 contexts = key.withUnsafeBytes { AESGCM.Key($0) }
             #endif
         }
@@ -106,9 +106,9 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     private let recordKey: SymmetricKey
     /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
     private let tokenAuthenticator: HMAC<SHA256>
-    #if canImport(COpenSSL)
-        /// The same key's HMAC-SHA256 as OpenSSL's two SHA-256 states (on Linux: a token is then
-        /// two short hashes and two state copies, with no generic wrapper around them).
+    #if canImport(CCryptoBoringSSL)
+        /// The same key's HMAC-SHA256 as BoringSSL's two SHA-256 states (a token is then two short
+        /// hashes and two state copies, with no generic wrapper around them).
         private let tokenState: TokenState
     #endif
     private let session: Mutex<Session>
@@ -122,7 +122,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     init(keys: KeySchedule, sessionID: [UInt8]?, firstCounter: UInt64) {
         recordKey = keys.recordKey
         tokenAuthenticator = HMAC<SHA256>(key: keys.tokenKey)
-        #if canImport(COpenSSL)
+        #if canImport(CCryptoBoringSSL)
             tokenState = TokenState(key: keys.tokenKey)
         #endif
         let id: SessionID
@@ -152,7 +152,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             defer { session.next += 1 }
             return (session.id, session.key, session.next)
         }
-        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+        #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
                 return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -222,7 +222,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         let tagStart = sealed.count - Self.tagByteCount
         let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[Self.prefixByteCount..<tagStart])
         let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
-        #if canImport(COpenSSL) && canImport(CCryptoBoringSSL)
+        #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 var opened = false
                 let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in
@@ -259,15 +259,15 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
 
     /// The first 16 bytes of HMAC-SHA256(token key, `bytes`).
     package func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        #if canImport(COpenSSL)
+        #if canImport(CCryptoBoringSSL)
             return tokenState.token(bytes, count: Self.tokenByteCount)
         #else
             return swiftCryptoToken(bytes)
         #endif
     }
 
-    /// ``token(_:)`` through swift-crypto's `HMAC` (Apple platforms; on Linux, for the tests that
-    /// compare it with OpenSSL's).
+    /// ``token(_:)`` through swift-crypto's `HMAC` (where BoringSSL cannot be imported; elsewhere,
+    /// for the tests that compare it with the pre-keyed states').
     package func swiftCryptoToken(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var authenticator = tokenAuthenticator
         authenticator.update(data: bytes)
@@ -315,24 +315,52 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
 }
 
-#if canImport(COpenSSL)
-    /// HMAC-SHA256 keyed once: OpenSSL's SHA-256 states after the key's inner and outer pads.
+#if canImport(CCryptoBoringSSL)
+    /// HMAC-SHA256 keyed once (RFC 2104): BoringSSL's SHA-256 states after the key's inner and
+    /// outer pads, copied by each token.
     struct TokenState: @unchecked Sendable {
         // Read only (copied by each token), never changed after `init`.
-        private var state = buri_hmac_sha256_key()
+        private var inner = SHA256_CTX()
+        private var outer = SHA256_CTX()
 
         init(key: SymmetricKey) {
+            var block = [UInt8](repeating: 0, count: 64)
             key.withUnsafeBytes { key in
-                buri_hmac_sha256_init(&state, key.bindMemory(to: UInt8.self).baseAddress, key.count)
+                guard let bytes = key.baseAddress, !key.isEmpty else { return }
+                if key.count > block.count {
+                    // A key longer than SHA-256's block is hashed first.
+                    block.withUnsafeMutableBufferPointer { block in
+                        _ = CCryptoBoringSSL_SHA256(
+                            bytes.assumingMemoryBound(to: UInt8.self), key.count, block.baseAddress)
+                    }
+                } else {
+                    block.withUnsafeMutableBytes { $0.copyMemory(from: key) }
+                }
+            }
+            var pad = block.map { $0 ^ 0x36 }
+            CCryptoBoringSSL_SHA256_Init(&inner)
+            CCryptoBoringSSL_SHA256_Update(&inner, pad, pad.count)
+            pad = block.map { $0 ^ 0x5C }
+            CCryptoBoringSSL_SHA256_Init(&outer)
+            CCryptoBoringSSL_SHA256_Update(&outer, pad, pad.count)
+            for index in block.indices {
+                block[index] = 0
+                pad[index] = 0
             }
         }
 
         /// The first `count` (at most 32) bytes of the HMAC of `bytes`.
         func token(_ bytes: UnsafeRawBufferPointer, count: Int) -> [UInt8] {
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
-                withUnsafePointer(to: state) { state in
-                    buri_hmac_sha256(state, bytes.baseAddress, bytes.count, digest.baseAddress)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest -> [UInt8] in
+                guard let out = digest.baseAddress else { return [] }
+                var context = inner
+                if let data = bytes.baseAddress, !bytes.isEmpty {
+                    CCryptoBoringSSL_SHA256_Update(&context, data, bytes.count)
                 }
+                CCryptoBoringSSL_SHA256_Final(out, &context)
+                context = outer
+                CCryptoBoringSSL_SHA256_Update(&context, out, 32)
+                CCryptoBoringSSL_SHA256_Final(out, &context)
                 return Array(digest.prefix(count))
             }
         }
