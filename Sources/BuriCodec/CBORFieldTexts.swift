@@ -27,26 +27,11 @@ public enum CBORFieldTexts {
     public static func texts(at path: [[UInt8]], in item: UnsafeRawBufferPointer) throws -> Found {
         guard !path.isEmpty, let base = item.baseAddress, !item.isEmpty else { return .other }
         let input = _CBORInput(base: base.assumingMemoryBound(to: UInt8.self), count: item.count)
-        var pos = 0
-        for field in path {
-            let mapStart = pos
-            let (initial, argument) = try input.readHead(&pos)
-            if initial == _Simple.null || initial == _Simple.undefined, mapStart > 0 { return .texts([]) }
-            guard initial >> 5 == _Major.map else { return .other }
-            var valueStart: Int?
-            for _ in 0..<argument {
-                let keyStart = pos
-                let (keyInitial, keyLength) = try input.readHead(&pos)
-                if keyInitial >> 5 == _Major.text, keyLength == UInt64(field.count), pos + field.count <= input.count,
-                    field.indices.allSatisfy({ input[pos + $0] == field[$0] })
-                {
-                    valueStart = pos + field.count
-                    break
-                }
-                pos = try input.skip(try input.skip(keyStart))
-            }
-            guard let valueStart else { return .texts([]) }
-            pos = valueStart
+        var pos: Int
+        switch try input.value(at: path) {
+        case .found(let start): pos = start
+        case .absent: return .texts([])
+        case .blocked: return .other
         }
         let start = pos
         let (initial, argument) = try input.readHead(&pos)
@@ -75,5 +60,45 @@ public enum CBORFieldTexts {
         default:
             return initial == _Simple.null || initial == _Simple.undefined ? .texts([]) : .other
         }
+    }
+}
+
+/// Where a path of map keys leads in an encoded item.
+enum _CBORPathValue {
+    /// The value at the path starts at this offset.
+    case found(Int)
+    /// A key is missing, or a null or undefined stands on the way (below the top).
+    case absent
+    /// Something other than a map stands where a map is needed (the top-level item included).
+    case blocked
+}
+
+extension _CBORInput {
+    /// Walks `path` (map keys matched as bytes against text keys, the first equal key taken) from
+    /// the map at offset 0, reading only the keys and skipping the other values: the one walk that
+    /// the nullify splice and derived entries share.
+    func value(at path: some Sequence<[UInt8]>) throws -> _CBORPathValue {
+        var pos = 0
+        for field in path {
+            let mapStart = pos
+            let (initial, argument) = try readHead(&pos)
+            if initial == _Simple.null || initial == _Simple.undefined, mapStart > 0 { return .absent }
+            guard initial >> 5 == _Major.map else { return .blocked }
+            var valueStart: Int?
+            for _ in 0..<argument {
+                let keyStart = pos
+                let (keyInitial, keyLength) = try readHead(&pos)
+                if keyInitial >> 5 == _Major.text, keyLength == UInt64(field.count), pos + field.count <= count,
+                    field.indices.allSatisfy({ self[pos + $0] == field[$0] })
+                {
+                    valueStart = pos + field.count
+                    break
+                }
+                pos = try skip(try skip(keyStart))
+            }
+            guard let valueStart else { return .absent }
+            pos = valueStart
+        }
+        return .found(pos)
     }
 }

@@ -46,7 +46,7 @@ public enum CBORSplice {
         guard !path.isEmpty, let base = item.baseAddress, !item.isEmpty else { return false }
         let bytes = base.assumingMemoryBound(to: UInt8.self)
         let input = _CBORInput(base: bytes, count: item.count)
-        guard let (start, end, replacement) = try edit(input, at: 0, path: path[...], removed: removed) else {
+        guard let (start, end, replacement) = try edit(input, path: path, removed: removed) else {
             return false
         }
         out.reserveCapacity(out.count + item.count)
@@ -58,28 +58,10 @@ public enum CBORSplice {
 
     /// The byte range of the value to replace, and its replacement.
     private static func edit(
-        _ input: _CBORInput, at start: Int, path: ArraySlice<String>, removed: Set<[UInt8]>
+        _ input: _CBORInput, path: [String], removed: Set<[UInt8]>
     ) throws -> (Int, Int, [UInt8])? {
-        guard let field = path.first else { return try editValue(input, at: start, removed: removed) }
-        var pos = start
-        let (initial, argument) = try input.readHead(&pos)
-        guard initial >> 5 == _Major.map else { return nil }
-        let wanted = Array(field.utf8)
-        for _ in 0..<argument {
-            let keyStart = pos
-            let (keyInitial, keyLength) = try input.readHead(&pos)
-            let valueStart: Int
-            var matches = false
-            if keyInitial >> 5 == _Major.text, keyLength == UInt64(wanted.count), pos + wanted.count <= input.count {
-                matches = (0..<wanted.count).allSatisfy { input[pos + $0] == wanted[$0] }
-                valueStart = pos + wanted.count
-            } else {
-                valueStart = try input.skip(keyStart)
-            }
-            if matches { return try edit(input, at: valueStart, path: path.dropFirst(), removed: removed) }
-            pos = try input.skip(valueStart)
-        }
-        return nil
+        guard case .found(let start) = try input.value(at: path.lazy.map { Array($0.utf8) }) else { return nil }
+        return try editValue(input, at: start, removed: removed)
     }
 
     /// The value at `start` with the strings taken out (an array) or nulled (a lone string).

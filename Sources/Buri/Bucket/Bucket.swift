@@ -170,7 +170,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
             } catch {
                 throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
             }
-            header.derived = Self.derivable(declared.map(\.definition), entries: entries, payload: payload)
+            header.derived = Self.derivable(declared.map { $0.definition }, entries: entries, payload: payload)
             value.reserveCapacity(64 + payload.count)
             header.append(to: &value)
             payloadStart = value.count
