@@ -176,7 +176,8 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
     /// - Throws: `EncryptionFailure.invalidKey` when scrypt cannot stretch the passphrase.
     public func newHeader() throws(EncryptionFailure) -> [UInt8] {
         try wrappedHeader(
-            dataMaster: SymmetricKey(size: .bits256), databaseSalt: secureRandomBytes(EncryptionHeader.saltByteCount))
+            keys: WrappedKeys(dataMaster: SymmetricKey(size: .bits256)),
+            databaseSalt: secureRandomBytes(EncryptionHeader.saltByteCount))
     }
 
     /// The encryption header of a new database with every random input given (16-byte salts, a
@@ -187,8 +188,24 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
     ) throws(EncryptionFailure) -> [UInt8] {
         precondition(dataMaster.count == 32, "a data master is 32 bytes")
         return try wrappedHeader(
-            dataMaster: SymmetricKey(data: dataMaster), databaseSalt: databaseSalt, keySalt: keySalt, nonce: nonce,
-            scryptSalt: scryptSalt)
+            keys: WrappedKeys(dataMaster: SymmetricKey(data: dataMaster)), databaseSalt: databaseSalt, keySalt: keySalt,
+            nonce: nonce, scryptSalt: scryptSalt)
+    }
+
+    /// The header of a database whose data key is being rotated, with every random input given
+    /// (a 32-byte data master and the new generation's 32-byte record master): a version 3 header
+    /// whose current generation is `generation` and whose retiring one is 0, for known-answer tests.
+    package func rotatingHeader(
+        dataMaster: [UInt8], generation: UInt32, recordMaster: [UInt8], databaseSalt: [UInt8], keySalt: [UInt8],
+        nonce: [UInt8], scryptSalt: [UInt8]
+    ) throws(EncryptionFailure) -> [UInt8] {
+        precondition(dataMaster.count == 32 && recordMaster.count == 32, "masters are 32 bytes")
+        let keys = WrappedKeys(
+            dataMaster: SymmetricKey(data: dataMaster),
+            current: .init(number: generation, master: SymmetricKey(data: recordMaster)),
+            retiring: .init(number: 0, master: nil))
+        return try wrappedHeader(
+            keys: keys, databaseSalt: databaseSalt, keySalt: keySalt, nonce: nonce, scryptSalt: scryptSalt)
     }
 
     /// A version 1 header, as format 8 wrote before key changes (the key is the data master, and
@@ -229,13 +246,76 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
             )
         }
         let current = try old.unlockedKeys(header: header)
-        return try wrappedHeader(dataMaster: current.dataMaster, databaseSalt: current.header.databaseSalt)
+        return try wrappedHeader(keys: current.wrapped, databaseSalt: current.header.databaseSalt)
     }
 
-    /// A version 2 header wrapping `dataMaster` under this key, with the salts and nonce given or
-    /// new random ones.
+    /// The header of the same database (opened with this key) beginning a rotation of its record
+    /// key: a new data key generation, one more than the current, with a new random record master,
+    /// seals from now on; the current one is kept as the retiring generation, so that everything
+    /// sealed before still opens until `BuriDatabase.rotateDataKey` has sealed it anew. The token
+    /// key (the data master) stays. The header is wrapped under this key with new salts and nonce.
+    ///
+    /// ```swift
+    /// let rotating = try key.headerBeginningRotation(storedHeader)   // version 3
+    /// ```
+    ///
+    /// - Throws: `EncryptionFailure.wrongKey` when this key does not open `header`;
+    ///   `EncryptionFailure.invalidKey` when a rotation is already under way (finish it first) or
+    ///   the generations are used up; `EncryptionFailure.malformedHeader` for a header this version
+    ///   cannot read.
+    public func headerBeginningRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+        let unlocked = try unlockedKeys(header: header)
+        var keys = unlocked.wrapped
+        if let retiring = keys.retiring {
+            throw .invalidKey(
+                "a rotation of the data key is already under way (generation \(retiring.number) is being retired for \(keys.current.number)): finish it before beginning another"
+            )
+        }
+        guard keys.current.number < WrappedKeys.noGeneration - 1 else {
+            throw .invalidKey(
+                "the data key has been rotated \(keys.current.number) times, the most a header can number")
+        }
+        if unlocked.header.version == 1 {
+            throw .invalidKey(
+                "this database's encryption header is version 1 (the key is the data key): change its key once (`buri rekey`), which writes a version 2 header, then rotate"
+            )
+        }
+        keys.retiring = keys.current
+        keys.current = .init(number: keys.current.number + 1, master: SymmetricKey(size: .bits256))
+        return try wrappedHeader(keys: keys, databaseSalt: unlocked.header.databaseSalt)
+    }
+
+    /// The record-key generations a header names, readable without the key (generation 0 alone in
+    /// versions 1 and 2); nil for a header this version cannot read.
+    ///
+    /// ```swift
+    /// let generations = key.dataKeyGenerations(ofHeader: storedHeader)
+    /// ```
+    public func dataKeyGenerations(ofHeader header: [UInt8]) -> DataKeyGenerations? {
+        (try? EncryptionHeader(decoding: header))?.generations
+    }
+
+    /// The header of the same database (opened with this key) ending a rotation: the retiring
+    /// generation's record master is dropped, so nothing sealed under it opens any more. Returns
+    /// `header` unchanged when no rotation is under way.
+    ///
+    /// ```swift
+    /// let rotated = try key.headerEndingRotation(rotatingHeader)
+    /// ```
+    ///
+    /// - Throws: as ``headerBeginningRotation(_:)``.
+    public func headerEndingRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+        let unlocked = try unlockedKeys(header: header)
+        var keys = unlocked.wrapped
+        guard keys.retiring != nil else { return header }
+        keys.retiring = nil
+        return try wrappedHeader(keys: keys, databaseSalt: unlocked.header.databaseSalt)
+    }
+
+    /// A version 2 header wrapping `keys` under this key (version 3 once they hold a rotated
+    /// generation), with the salts and nonce given or new random ones.
     private func wrappedHeader(
-        dataMaster: SymmetricKey, databaseSalt: [UInt8],
+        keys: WrappedKeys, databaseSalt: [UInt8],
         keySalt: [UInt8] = secureRandomBytes(EncryptionHeader.saltByteCount),
         nonce: [UInt8] = secureRandomBytes(EncryptionHeader.nonceByteCount),
         scryptSalt: [UInt8] = secureRandomBytes(EncryptionHeader.saltByteCount)
@@ -245,10 +325,11 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
         precondition(nonce.count == EncryptionHeader.nonceByteCount, "a nonce is 12 bytes")
         let (kind, cost, master) = try newMaster(scryptSalt: scryptSalt)
         var header = EncryptionHeader(
-            kind: kind, cost: cost, scryptSalt: kind == .passphrase ? scryptSalt : [], keySalt: keySalt,
-            databaseSalt: databaseSalt, nonce: nonce)
+            version: keys.version, kind: kind, cost: cost, scryptSalt: kind == .passphrase ? scryptSalt : [],
+            keySalt: keySalt, databaseSalt: databaseSalt, nonce: nonce)
+        header.generations = keys.generations
         header.wrappedDataMaster = try KeyWrap.wrap(
-            dataMaster, kek: KeyWrap.keyEncryptionKey(master: master, keySalt: keySalt), nonce: nonce,
+            keys.plaintext, kek: KeyWrap.keyEncryptionKey(master: master, keySalt: keySalt), nonce: nonce,
             associatedData: header.wrappedPrefix)
         return header.encoded
     }
@@ -303,10 +384,11 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
         return SealingCipher(keys: keys, sessionID: sessionID, firstCounter: firstCounter)
     }
 
-    /// The decoded header, the database's data master and its keys, for this key.
+    /// The decoded header, what it wraps (the database's data master and record-key generations)
+    /// and its keys, for this key.
     private func unlockedKeys(
         header bytes: [UInt8]
-    ) throws(EncryptionFailure) -> (header: EncryptionHeader, dataMaster: SymmetricKey, keys: KeySchedule) {
+    ) throws(EncryptionFailure) -> (header: EncryptionHeader, wrapped: WrappedKeys, keys: KeySchedule) {
         let header = try EncryptionHeader(decoding: bytes)
         let master = try userMaster(for: header)
         let what = header.kind == .passphrase ? "passphrase" : "key"
@@ -317,10 +399,10 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
                     "the key does not match this database's key check: it is not the \(what) the database was encrypted with"
                 )
             }
-            return (header, master, keys)
+            return (header, WrappedKeys(dataMaster: master), keys)
         }
         guard
-            let dataMaster = KeyWrap.unwrap(
+            let unwrapped = KeyWrap.unwrap(
                 header.wrappedDataMaster, kek: KeyWrap.keyEncryptionKey(master: master, keySalt: header.keySalt),
                 nonce: header.nonce, associatedData: header.wrappedPrefix)
         else {
@@ -328,7 +410,8 @@ public struct DatabaseKey: DatabaseEncryption, CustomStringConvertible, CustomDe
                 "the key does not unwrap this database's data key: it is not the \(what) the database was encrypted with (or, after a key change, changed to)"
             )
         }
-        return (header, dataMaster, KeySchedule(master: dataMaster, databaseSalt: header.databaseSalt))
+        let wrapped = WrappedKeys(unwrapped: unwrapped, header: header)
+        return (header, wrapped, KeySchedule(keys: wrapped, databaseSalt: header.databaseSalt))
     }
 
     /// This key's master key for `header`: the raw key, or the passphrase stretched with the cost

@@ -23,6 +23,17 @@ import CryptoExtras
 ///          HKDF-SHA256(user master, salt: key salt, info: "buri v2 key wrap"),
 ///          authenticating every byte before the nonce
 ///
+/// Version 3 (written once the data key has been rotated): as version 2, with the record-key
+/// generations readable after the database salt (so a client that cannot unwrap a changed header
+/// still sees whether they changed), and the record masters wrapped with the data master:
+///
+///     … 16 B database salt,
+///     u32 BE current generation g ≥ 1, u32 BE retiring generation (0xFFFFFFFF: none; else < g),
+///     12 B nonce,
+///     112 B sealed (96 B plaintext, 16 B tag): 32 B data master (the token key; generation 0's
+///          record key), 32 B current record master, 32 B retiring record master (zeros when
+///          none, or for generation 0, whose record key comes from the data master)
+///
 /// Version 1 (still read): the user's key is the data master, and a key check stands where the
 /// key salt and the wrapped data master are:
 ///
@@ -35,15 +46,20 @@ struct EncryptionHeader: Equatable {
     }
 
     static let magic: [UInt8] = Array("BURIKEY".utf8)
-    /// The version new headers get.
+    /// The version new headers get (a rotated data key makes it 3).
     static let version: UInt8 = 2
     /// The versions this library reads.
-    static let readableVersions: ClosedRange<UInt8> = 1...2
+    static let readableVersions: ClosedRange<UInt8> = 1...3
     static let saltByteCount = 16
     static let keyCheckByteCount = 32
     static let nonceByteCount = 12
     /// The data master's 32 bytes sealed: ciphertext and a 16-byte tag.
     static let wrappedByteCount = 32 + 16
+
+    /// The wrapped bytes of a version 2 (48) or 3 (112) header.
+    static func wrappedByteCount(version: UInt8) -> Int {
+        version >= 3 ? WrappedKeys.version3ByteCount + 16 : wrappedByteCount
+    }
 
     var version: UInt8
     var kind: Kind
@@ -59,15 +75,17 @@ struct EncryptionHeader: Equatable {
     var nonce: [UInt8]
     /// The wrapped data master: ciphertext then tag (version 2 only).
     var wrappedDataMaster: [UInt8]
+    /// The record-key generations (version 3; generation 0 alone before).
+    var generations = DataKeyGenerations(current: 0, retiring: nil)
 
-    /// The header's length for a version and key kind: 57 or 101 bytes for a raw key (version 1
-    /// or 2), 76 or 120 for a passphrase.
+    /// The header's length for a version and key kind: 57, 101 or 173 bytes for a raw key
+    /// (version 1, 2 or 3), 76, 120 or 192 for a passphrase.
     static func byteCount(version: UInt8, kind: Kind) -> Int {
         let passphrase = kind == .passphrase ? 3 + saltByteCount : 0
         let common = magic.count + 2 + passphrase + saltByteCount
         return version == 1
             ? common + keyCheckByteCount
-            : common + saltByteCount + nonceByteCount + wrappedByteCount
+            : common + saltByteCount + (version >= 3 ? 8 : 0) + nonceByteCount + wrappedByteCount(version: version)
     }
 
     /// The header's bytes up to and including the database salt: in version 2, the associated
@@ -84,6 +102,14 @@ struct EncryptionHeader: Equatable {
         }
         if version >= 2 { bytes += keySalt }
         bytes += databaseSalt
+        if version >= 3 {
+            for number in [generations.current, generations.retiring ?? WrappedKeys.noGeneration] {
+                bytes += [
+                    UInt8(number >> 24), UInt8((number >> 16) & 0xFF), UInt8((number >> 8) & 0xFF),
+                    UInt8(number & 0xFF),
+                ]
+            }
+        }
         return bytes
     }
 
@@ -116,7 +142,7 @@ struct EncryptionHeader: Equatable {
         let version = bytes[magic.count]
         guard Self.readableVersions.contains(version) else {
             throw .malformedHeader(
-                "the encryption header has version \(version); this version of BuriEncryption reads versions 1 and 2"
+                "the encryption header has version \(version); this version of BuriEncryption reads versions 1 to 3"
             )
         }
         let kindByte = bytes[magic.count + 1]
@@ -158,8 +184,21 @@ struct EncryptionHeader: Equatable {
             wrappedDataMaster = []
         } else {
             keyCheck = []
+            if version >= 3 {
+                let current = take(4).reduce(0) { $0 << 8 | UInt32($1) }
+                let retiring = take(4).reduce(0) { $0 << 8 | UInt32($1) }
+                guard current >= 1, current != WrappedKeys.noGeneration,
+                    retiring == WrappedKeys.noGeneration || retiring < current
+                else {
+                    throw .malformedHeader(
+                        "the encryption header (version 3) names data key generation \(current) retiring \(retiring == WrappedKeys.noGeneration ? "none" : String(retiring)): a current generation is 1 or more and a retiring one older: it is damaged"
+                    )
+                }
+                generations = DataKeyGenerations(
+                    current: current, retiring: retiring == WrappedKeys.noGeneration ? nil : retiring)
+            }
             nonce = take(Self.nonceByteCount)
-            wrappedDataMaster = take(Self.wrappedByteCount)
+            wrappedDataMaster = take(Self.wrappedByteCount(version: version))
         }
     }
 
@@ -176,9 +215,12 @@ struct EncryptionHeader: Equatable {
         wrappedDataMaster = []
     }
 
-    /// A version 2 header (its wrapped data master is filled in by the caller).
-    init(kind: Kind, cost: ScryptCost?, scryptSalt: [UInt8], keySalt: [UInt8], databaseSalt: [UInt8], nonce: [UInt8]) {
-        version = 2
+    /// A version 2 or 3 header (its wrapped data master is filled in by the caller).
+    init(
+        version: UInt8 = 2, kind: Kind, cost: ScryptCost?, scryptSalt: [UInt8], keySalt: [UInt8],
+        databaseSalt: [UInt8], nonce: [UInt8]
+    ) {
+        self.version = version
         self.kind = kind
         self.cost = cost
         self.scryptSalt = scryptSalt
@@ -200,30 +242,91 @@ enum KeyWrap {
         HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: keySalt, info: label, outputByteCount: 32)
     }
 
-    /// `dataMaster` sealed under `kek`: 32 bytes of ciphertext, then the 16-byte tag.
+    /// `keys` sealed under `kek`: their bytes (32 in version 2, 104 in version 3) encrypted,
+    /// then the 16-byte tag.
     static func wrap(
-        _ dataMaster: SymmetricKey, kek: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+        _ keys: [UInt8], kek: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
     ) throws(EncryptionFailure) -> [UInt8] {
         do {
             let box = try AES.GCM.seal(
-                dataMaster.withUnsafeBytes { Array($0) }, using: kek, nonce: try AES.GCM.Nonce(data: nonce),
-                authenticating: associatedData)
+                keys, using: kek, nonce: try AES.GCM.Nonce(data: nonce), authenticating: associatedData)
             return Array(box.ciphertext) + Array(box.tag)
         } catch {
             throw .invalidKey("the database's data key could not be wrapped with AES-256-GCM: \(error)")
         }
     }
 
-    /// The data master `wrapped` holds, or nil when its tag fails: another key, or a changed header.
+    /// The bytes `wrapped` holds, or nil when its tag fails: another key, or a changed header.
     static func unwrap(
         _ wrapped: [UInt8], kek: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
-    ) -> SymmetricKey? {
-        guard wrapped.count == EncryptionHeader.wrappedByteCount,
+    ) -> [UInt8]? {
+        guard wrapped.count > 16,
             let box = try? AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: nonce), ciphertext: wrapped.prefix(32), tag: wrapped.suffix(16)),
-            let opened = try? AES.GCM.open(box, using: kek, authenticating: associatedData), opened.count == 32
+                nonce: AES.GCM.Nonce(data: nonce), ciphertext: wrapped.dropLast(16), tag: wrapped.suffix(16)),
+            let opened = try? AES.GCM.open(box, using: kek, authenticating: associatedData),
+            opened.count == wrapped.count - 16
         else { return nil }
-        return SymmetricKey(data: opened)
+        return Array(opened)
+    }
+}
+
+/// What a version 2 or 3 header wraps: the data master, and the record-key generations.
+struct WrappedKeys {
+    /// A generation of record keys: 0 (the data master's own) or one a rotation made, with its
+    /// random 32-byte record master.
+    struct Generation {
+        var number: UInt32
+        var master: SymmetricKey?
+    }
+
+    /// The wrapped plaintext of a version 3 header.
+    static let version3ByteCount = 32 * 3
+    /// A retiring generation of none, as stored.
+    static let noGeneration = UInt32.max
+
+    var dataMaster: SymmetricKey
+    var current: Generation
+    var retiring: Generation?
+
+    /// The keys of a version 2 header: the data master alone, generation 0.
+    init(dataMaster: SymmetricKey) {
+        self.init(dataMaster: dataMaster, current: Generation(number: 0, master: nil), retiring: nil)
+    }
+
+    init(dataMaster: SymmetricKey, current: Generation, retiring: Generation?) {
+        self.dataMaster = dataMaster
+        self.current = current
+        self.retiring = retiring
+    }
+
+    /// The header version that holds these keys: 2 until a rotation, 3 after.
+    var version: UInt8 { current.number == 0 && retiring == nil ? 2 : 3 }
+
+    var generations: DataKeyGenerations { DataKeyGenerations(current: current.number, retiring: retiring?.number) }
+
+    /// The bytes wrapped: the data master (version 2), or the version 3 layout.
+    var plaintext: [UInt8] {
+        var bytes = dataMaster.withUnsafeBytes { Array($0) }
+        guard version == 3 else { return bytes }
+        for generation in [current, retiring] {
+            bytes += generation?.master?.withUnsafeBytes { Array($0) } ?? [UInt8](repeating: 0, count: 32)
+        }
+        return bytes
+    }
+
+    /// The keys in the unwrapped `bytes` of `header`.
+    init(unwrapped bytes: [UInt8], header: EncryptionHeader) {
+        dataMaster = SymmetricKey(data: bytes.prefix(32))
+        guard header.version >= 3, bytes.count == Self.version3ByteCount else {
+            current = Generation(number: 0, master: nil)
+            retiring = nil
+            return
+        }
+        let generations = header.generations
+        current = Generation(number: generations.current, master: SymmetricKey(data: bytes[32..<64]))
+        retiring = generations.retiring.map { number in
+            Generation(number: number, master: number == 0 ? nil : SymmetricKey(data: bytes[64..<96]))
+        }
     }
 }
 
@@ -236,14 +339,18 @@ extension EncryptionHeader.Kind {
 /// HKDF-SHA256, one label each. The data master is the one a version 2 header wraps, or, in a
 /// version 1 header, the user's master key itself (the raw key, or the stretched passphrase).
 package struct KeySchedule {
-    /// Seals records (through a session key per cipher instance).
+    /// Seals records (through a session key per cipher instance): generation 0's record key.
     let recordKey: SymmetricKey
+    /// The record keys a cipher of these keys holds: generation 0's alone, or after a rotation
+    /// those the header names.
+    var recordKeys: SealingCipher.RecordKeys
     /// Keys the tokens of private index values.
     let tokenKey: SymmetricKey
     /// Keys the stored key check.
     let checkKey: SymmetricKey
 
     static let recordLabel = Array("buri v1 records".utf8)
+    static let rotatedRecordLabel = Array("buri v3 records".utf8)
     static let tokenLabel = Array("buri v1 tokens".utf8)
     static let checkLabel = Array("buri v1 key check".utf8)
     static let sessionLabel = Array("buri v1 session".utf8)
@@ -256,6 +363,24 @@ package struct KeySchedule {
         recordKey = derive(Self.recordLabel)
         tokenKey = derive(Self.tokenLabel)
         checkKey = derive(Self.checkLabel)
+        recordKeys = SealingCipher.RecordKeys(current: (0, recordKey), retiring: nil)
+    }
+
+    /// The keys of what a version 2 or 3 header wraps: the data master's, with the record keys of
+    /// the generations named (a generation g ≥ 1 has the record key HKDF-SHA256(its record
+    /// master, salt: database salt, info: "buri v3 records")).
+    init(keys: WrappedKeys, databaseSalt: [UInt8]) {
+        self.init(master: keys.dataMaster, databaseSalt: databaseSalt)
+        let base = recordKey
+        func key(_ generation: WrappedKeys.Generation) -> (UInt32, SymmetricKey) {
+            guard let master = generation.master else { return (generation.number, base) }
+            return (
+                generation.number,
+                HKDF<SHA256>.deriveKey(
+                    inputKeyMaterial: master, salt: databaseSalt, info: Self.rotatedRecordLabel, outputByteCount: 32)
+            )
+        }
+        recordKeys = SealingCipher.RecordKeys(current: key(keys.current), retiring: keys.retiring.map(key))
     }
 
     /// The key check stored in the header: HMAC-SHA256(check key, "buri key check v1").

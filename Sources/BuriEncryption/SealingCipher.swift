@@ -21,14 +21,21 @@ import Synchronization
 /// info: "buri v1 session"), with the nonce 4 zero bytes || a counter of the session (u64
 /// big-endian) that counts up from 0. A counter about to reach 2^64 − 1 starts a new session.
 ///
-/// A sealed value (41 bytes longer than its plaintext):
+/// A sealed value (41 bytes longer than its plaintext) under the database's first data key
+/// (generation 0):
 ///
 ///     u8 0xE1 (sealedValueMarker), 16 B session id, u64 BE counter,
 ///     ciphertext (as long as the plaintext), 16 B tag
 ///
-/// The associated data authenticated with it is the marker byte followed by the caller's.
+/// Under a data key made by a rotation (generation g ≥ 1), 45 bytes longer:
+///
+///     u8 0xE2 (rotatedSealedValueMarker), u32 BE g, 16 B session id, u64 BE counter,
+///     ciphertext, 16 B tag
+///
+/// The associated data authenticated with it is the marker byte followed by the caller's; the
+/// generation picks the record key, so a changed generation fails the tag as a changed key would.
 package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvertible, CustomReflectable {
-    /// Marker, session id and counter.
+    /// Marker, session id and counter (generation 0).
     static let prefixByteCount = 1 + SessionID.byteCount + 8
     static let tagByteCount = 16
     /// What sealing adds to a plaintext: 41 bytes.
@@ -76,17 +83,45 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
 
     /// The session this instance seals with.
     struct Session: Sendable {
+        /// The generation of the data key it seals under.
+        let generation: UInt32
         let id: SessionID
         let key: SessionKey
         /// The counter of the next seal.
         var next: UInt64
 
-        init(id: SessionID, recordKey: SymmetricKey, next: UInt64) {
+        init(generation: UInt32, id: SessionID, recordKey: SymmetricKey, next: UInt64) {
+            self.generation = generation
             self.id = id
             key = SessionKey(id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
             self.next = next
         }
+
+        /// The bytes a value sealed in this session starts with: its marker (and generation).
+        var prefixByteCount: Int { SealingCipher.prefixByteCount(generation: generation) }
     }
+
+    /// A session of some generation, as a sealed value names it.
+    struct SessionRef: Hashable, Sendable {
+        var generation: UInt32
+        var id: SessionID
+    }
+
+    /// The record keys a cipher holds: the one it seals with (`current`), and while a rotation
+    /// runs, the one being retired, which still opens.
+    struct RecordKeys: Sendable {
+        var current: (generation: UInt32, key: SymmetricKey)
+        var retiring: (generation: UInt32, key: SymmetricKey)?
+
+        func key(of generation: UInt32) -> SymmetricKey? {
+            if generation == current.generation { return current.key }
+            if let retiring, retiring.generation == generation { return retiring.key }
+            return nil
+        }
+    }
+
+    /// Marker (and generation), session id and counter.
+    static func prefixByteCount(generation: UInt32) -> Int { generation == 0 ? prefixByteCount : prefixByteCount + 4 }
 
     /// A session's key, and on Linux its OpenSSL contexts (set up once per session, not per value).
     struct SessionKey: Sendable {
@@ -103,7 +138,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         }
     }
 
-    private let recordKey: SymmetricKey
+    private let recordKeys: Mutex<RecordKeys>
     /// HMAC-SHA256 already keyed with the token key: each token copies it instead of keying anew.
     private let tokenAuthenticator: HMAC<SHA256>
     #if canImport(CCryptoBoringSSL)
@@ -113,14 +148,18 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     #endif
     private let session: Mutex<Session>
     /// The first session, which every value this instance seals belongs to until a counter
-    /// rollover: read without the lock by each open, the common case of reading one's own writes.
-    private let firstSession: (id: SessionID, key: SessionKey)
-    private let otherSessions = Mutex<[SessionID: SessionKey]>([:])
+    /// rollover or a rotation: read without the lock by each open, the common case of reading
+    /// one's own writes.
+    private let firstSession: (ref: SessionRef, key: SessionKey)
+    /// Whether the first session's data key is still held (a finished rotation retires it).
+    private let firstSessionLive = Atomic<Bool>(true)
+    private let otherSessions = Mutex<[SessionRef: SessionKey]>([:])
 
     /// A cipher of `keys` whose first session has the id `sessionID` (random when nil) and starts
     /// counting at `firstCounter`.
     init(keys: KeySchedule, sessionID: [UInt8]?, firstCounter: UInt64) {
-        recordKey = keys.recordKey
+        let records = keys.recordKeys
+        recordKeys = Mutex(records)
         tokenAuthenticator = HMAC<SHA256>(key: keys.tokenKey)
         #if canImport(CCryptoBoringSSL)
             tokenState = TokenState(key: keys.tokenKey)
@@ -132,9 +171,39 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         } else {
             id = .random()
         }
-        let first = Session(id: id, recordKey: keys.recordKey, next: firstCounter)
-        firstSession = (first.id, first.key)
+        let first = Session(
+            generation: records.current.generation, id: id, recordKey: records.current.key, next: firstCounter)
+        firstSession = (SessionRef(generation: first.generation, id: first.id), first.key)
         session = Mutex(first)
+    }
+
+    /// The generations of the data keys this cipher holds: the one it seals with, and while a
+    /// rotation runs, the one being retired.
+    package var dataKeyGenerations: DataKeyGenerations {
+        recordKeys.withLock { DataKeyGenerations(current: $0.current.generation, retiring: $0.retiring?.generation) }
+    }
+
+    /// Takes the record keys of `other`, a cipher of the same database unlocked from a newer
+    /// header (a rotation began or ended): seals from now on in a new session of `other`'s current
+    /// generation, and opens only what `other` opens. `false` (nothing changed) when `other` is not
+    /// a `SealingCipher` of the same token key.
+    package func adoptDataKeys(of other: any DatabaseCipher) -> Bool {
+        guard let other = other as? SealingCipher else { return false }
+        let probe = Array("buri data key adoption probe".utf8)
+        guard probe.withUnsafeBytes({ token($0) == other.token($0) }) else { return false }
+        let records = other.recordKeys.withLock { $0 }
+        recordKeys.withLock { $0 = records }
+        session.withLock { session in
+            if session.generation != records.current.generation {
+                session = Session(
+                    generation: records.current.generation, id: .random(), recordKey: records.current.key, next: 0)
+            }
+        }
+        otherSessions.withLock { cache in
+            cache = cache.filter { records.key(of: $0.key.generation) != nil }
+        }
+        firstSessionLive.store(records.key(of: firstSession.ref.generation) != nil, ordering: .releasing)
+        return true
     }
 
     /// The id of the session this instance seals with now.
@@ -147,23 +216,35 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             if session.next == UInt64.max {
                 // The counter never takes its last value: a new session (a new random id, so a
                 // new key) starts at 0 instead, and no nonce repeats under a key.
-                session = Session(id: .random(), recordKey: recordKey, next: 0)
+                let current = recordKeys.withLock { $0.current }
+                session = Session(generation: current.generation, id: .random(), recordKey: current.key, next: 0)
             }
             defer { session.next += 1 }
-            return (session.id, session.key, session.next)
+            return (SessionRef(generation: session.generation, id: session.id), session.key, session.next)
+        }
+        let marker = id.generation == 0 ? sealedValueMarker : rotatedSealedValueMarker
+        let prefix = Self.prefixByteCount(generation: id.generation)
+        /// Writes the marker, generation, session id and counter.
+        func storePrefix(_ output: UnsafeMutableRawBufferPointer) {
+            output[0] = marker
+            var offset = 1
+            if id.generation != 0 {
+                output.storeBytes(of: id.generation.bigEndian, toByteOffset: 1, as: UInt32.self)
+                offset += 4
+            }
+            id.id.store(into: output, at: offset)
+            output.storeBytes(of: counter.bigEndian, toByteOffset: offset + SessionID.byteCount, as: UInt64.self)
         }
         #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
-                let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
+                let count = prefix + plaintext.count + Self.tagByteCount
                 return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                     let output = UnsafeMutableRawBufferPointer(buffer)
-                    output[0] = sealedValueMarker
-                    id.store(into: output, at: 1)
-                    output.storeBytes(of: counter.bigEndian, toByteOffset: 1 + SessionID.byteCount, as: UInt64.self)
+                    storePrefix(output)
                     let sealed = AESGCM.seal(
-                        key: key.contexts, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                        key: key.contexts, counter: counter, marker: marker, associatedData: associatedData,
                         plaintext: plaintext,
-                        into: UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...]))
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[prefix...]))
                     // Only a key of the wrong size or an allocation failing can fail here.
                     precondition(sealed, "AES-GCM could not seal")
                     initialized = count
@@ -173,7 +254,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         let box: AES.GCM.SealedBox
         do {
             box = try Self.withNonce(counter) { nonce in
-                try Self.withMarkedAssociatedData(associatedData) { associatedData in
+                try Self.withMarkedAssociatedData(marker, associatedData) { associatedData in
                     try AES.GCM.seal(plaintext, using: key.key, nonce: nonce, authenticating: associatedData)
                 }
             }
@@ -184,15 +265,13 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         // The combined box is nonce || ciphertext || tag: copy all but the nonce once.
         let combined = box.combined!
         let nonceByteCount = 12
-        let count = Self.prefixByteCount + plaintext.count + Self.tagByteCount
+        let count = prefix + plaintext.count + Self.tagByteCount
         precondition(combined.count == nonceByteCount + plaintext.count + Self.tagByteCount)
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             let output = UnsafeMutableRawBufferPointer(buffer)
-            output[0] = sealedValueMarker
-            id.store(into: output, at: 1)
-            output.storeBytes(of: counter.bigEndian, toByteOffset: 1 + SessionID.byteCount, as: UInt64.self)
+            storePrefix(output)
             combined.withUnsafeBytes { combined in
-                UnsafeMutableRawBufferPointer(rebasing: output[Self.prefixByteCount...])
+                UnsafeMutableRawBufferPointer(rebasing: output[prefix...])
                     .copyMemory(from: UnsafeRawBufferPointer(rebasing: combined[nonceByteCount...]))
             }
             initialized = count
@@ -210,24 +289,40 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
                 "a sealed value of \(sealed.count) bytes is shorter than the \(Self.overhead) bytes of the shortest: it was cut short, or is not a sealed value"
             )
         }
-        guard sealed[0] == sealedValueMarker else {
+        let marker = sealed[0]
+        let generation: UInt32
+        switch marker {
+        case sealedValueMarker:
+            generation = 0
+        case rotatedSealedValueMarker where sealed.count >= Self.overhead + 4:
+            generation = UInt32(bigEndian: sealed.loadUnaligned(fromByteOffset: 1, as: UInt32.self))
+        case rotatedSealedValueMarker:
             throw .authenticationFailed(
-                "a value of \(sealed.count) bytes does not start with the sealed-value marker 0xE1: it was changed on disk, or is not a sealed value"
+                "a sealed value of \(sealed.count) bytes is shorter than the \(Self.overhead + 4) bytes of the shortest sealed under a rotated data key: it was cut short"
+            )
+        default:
+            throw .authenticationFailed(
+                "a value of \(sealed.count) bytes does not start with a sealed-value marker (0xE1 or 0xE2): it was changed on disk, or is not a sealed value"
             )
         }
-        let id = SessionID(sealed, at: 1)
-        let counter = UInt64(
-            bigEndian: sealed.loadUnaligned(fromByteOffset: 1 + SessionID.byteCount, as: UInt64.self))
-        let key = sessionKey(of: id)
+        let prefix = Self.prefixByteCount(generation: generation)
+        let ref = SessionRef(generation: generation, id: SessionID(sealed, at: prefix - 8 - SessionID.byteCount))
+        let counter = UInt64(bigEndian: sealed.loadUnaligned(fromByteOffset: prefix - 8, as: UInt64.self))
+        guard let key = sessionKey(of: ref) else {
+            let held = dataKeyGenerations
+            throw .authenticationFailed(
+                "a sealed value of \(sealed.count) bytes was sealed under data key generation \(generation), which this database's header no longer holds (it holds generation \(held.current)\(held.retiring.map { " and \($0)" } ?? "")): it was restored from before a finished rotation, or changed on disk"
+            )
+        }
         let tagStart = sealed.count - Self.tagByteCount
-        let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[Self.prefixByteCount..<tagStart])
+        let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[prefix..<tagStart])
         let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
         #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 var opened = false
                 let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in
                     opened = AESGCM.open(
-                        key: key.contexts, counter: counter, marker: sealedValueMarker, associatedData: associatedData,
+                        key: key.contexts, counter: counter, marker: marker, associatedData: associatedData,
                         ciphertext: ciphertext, tag: tag, into: UnsafeMutableRawBufferPointer(buffer))
                     initialized = opened ? ciphertext.count : 0
                 }
@@ -243,7 +338,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         do {
             plaintext = try Self.withNonce(counter) { nonce in
                 let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext, tag: tag)
-                return try Self.withMarkedAssociatedData(associatedData) { associatedData in
+                return try Self.withMarkedAssociatedData(marker, associatedData) { associatedData in
                     try AES.GCM.open(box, using: key.key, authenticating: associatedData)
                 }
             }
@@ -274,15 +369,20 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         return authenticator.finalize().withUnsafeBytes { Array($0.prefix(Self.tokenByteCount)) }
     }
 
-    /// The key of session `id`: this instance's own, or derived once and cached.
-    private func sessionKey(of id: SessionID) -> SessionKey {
-        if id == firstSession.id { return firstSession.key }
-        if let own = session.withLock({ $0.id == id ? $0.key : nil }) { return own }
-        if let cached = otherSessions.withLock({ $0[id] }) { return cached }
-        let key = SessionKey(id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
+    /// The key of session `ref`: this instance's own, or derived once and cached; nil when its
+    /// generation's data key is not held.
+    private func sessionKey(of ref: SessionRef) -> SessionKey? {
+        if ref == firstSession.ref, firstSessionLive.load(ordering: .acquiring) { return firstSession.key }
+        if let own = session.withLock({ $0.id == ref.id && $0.generation == ref.generation ? $0.key : nil }) {
+            return own
+        }
+        if let cached = otherSessions.withLock({ $0[ref] }) { return cached }
+        guard let recordKey = recordKeys.withLock({ $0.key(of: ref.generation) }) else { return nil }
+        let key = SessionKey(
+            ref.id.bytes.withUnsafeBytes { KeySchedule.sessionKey(recordKey: recordKey, sessionID: $0) })
         otherSessions.withLock { cache in
             if cache.count >= Self.sessionCacheLimit { cache.removeAll(keepingCapacity: true) }
-            cache[id] = key
+            cache[ref] = key
         }
         return key
     }
@@ -299,10 +399,10 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// `body` given the marker byte followed by `associatedData`, in one contiguous buffer (on the
     /// stack when small).
     private static func withMarkedAssociatedData<R>(
-        _ associatedData: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
+        _ marker: UInt8, _ associatedData: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R {
         try withUnsafeTemporaryAllocation(byteCount: 1 + associatedData.count, alignment: 1) { bytes in
-            bytes[0] = sealedValueMarker
+            bytes[0] = marker
             UnsafeMutableRawBufferPointer(rebasing: bytes[1...]).copyMemory(from: associatedData)
             return try body(UnsafeRawBufferPointer(bytes))
         }

@@ -280,10 +280,12 @@ struct NewKey: ParsableCommand {
 // MARK: - rekey
 
 /// `buri rekey DB --new-key-file FILE`: changes the key of an encrypted database without rewriting
-/// its data (``BuriDatabase/changeEncryptionKey(to:)``).
+/// its data (``BuriDatabase/changeEncryptionKey(to:)``); with `--rotate-data-key`, also (or only)
+/// seals every value anew under a new record key (``BuriDatabase/rotateDataKey(batchSize:progress:)``).
 struct Rekey: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Change the key of an encrypted database (one commit, whatever its size).",
+        abstract:
+            "Change the key of an encrypted database (one commit, whatever its size), or rotate its data key (every value sealed anew).",
         discussion: """
             The current key is given as for any command (--key-file, --passphrase-file, or the \
             environment); the new one as a file too, with exactly one of --new-key-file (32 random \
@@ -298,7 +300,11 @@ struct Rekey: ParsableCommand {
             one instead, which gets new data keys: `buri export DB --decrypt --key-file OLD -o \
             dump.jsonl`, then `buri restore --key-file NEW NEWDB dump.jsonl` (docs/SECURITY.md).
 
-            Example: buri key new new.key && buri rekey notes.buri --key-file old.key --new-key-file new.key
+            --rotate-data-key (with or without a new key; after the key change when both are given)             seals every record and named value anew under a new random record key, --batch-size             values per commit, while applications go on using the database, then drops the old             record key from the header and compacts: old copies of the files no longer open with             any key. The key of private index tokens is not rotated (docs/SECURITY.md). If it is             stopped, run it again with the key the database opens with: it goes on where it stopped.
+
+            Examples:
+              buri key new new.key && buri rekey notes.buri --key-file old.key --new-key-file new.key
+              buri rekey notes.buri --key-file notes.key --rotate-data-key
             """
     )
 
@@ -316,18 +322,30 @@ struct Rekey: ParsableCommand {
             "The new passphrase, in a text file (one trailing line break is not part of it).", valueName: "file"))
     var newPassphraseFile: String?
 
+    @Flag(
+        name: .customLong("rotate-data-key"),
+        help: "Seal every value anew under a new record key, and drop the old one (after the key change, if any).")
+    var rotateDataKey = false
+
+    @Option(help: ArgumentHelp("Values sealed anew per commit with --rotate-data-key (default 1000).", valueName: "n"))
+    var batchSize: Int = 1000
+
     /// The new key and where it came from, read while the arguments are checked.
     private(set) var newKey: ToolEncryption.Given?
 
     enum CodingKeys: String, CodingKey {
-        case target, newKeyFile, newPassphraseFile
+        case target, newKeyFile, newPassphraseFile, rotateDataKey, batchSize
     }
 
     mutating func validate() throws {
+        guard batchSize >= 1 else {
+            throw ValidationError("--batch-size takes a positive number of values, not \(batchSize)")
+        }
         switch (newKeyFile, newPassphraseFile) {
         case (nil, nil):
+            if rotateDataKey { return }
             throw ValidationError(
-                "give the new key with --new-key-file FILE (32 random bytes; `buri key new FILE` makes one) or --new-passphrase-file FILE"
+                "give the new key with --new-key-file FILE (32 random bytes; `buri key new FILE` makes one) or --new-passphrase-file FILE, or rotate the data key with --rotate-data-key"
             )
         case (.some, .some):
             throw ValidationError(
@@ -354,7 +372,13 @@ struct Rekey: ParsableCommand {
     }
 
     func run() throws {
-        guard let newKey else { throw ToolError(.usage, "the new key was not read") }
+        guard let newKey else {
+            let db = try target.open()
+            defer { db.close() }
+            try requireEncrypted(db)
+            try rotate(db)
+            return
+        }
         let db: BuriDatabase
         do {
             db = try target.open()
@@ -365,25 +389,54 @@ struct Rekey: ParsableCommand {
             ToolEncryption.use(newKey)
             defer { if let old { ToolEncryption.use(old) } }
             guard let reopened = try? target.open() else { throw refused }
-            reopened.close()
+            defer { reopened.close() }
             let out = Output.standardOutput()
             try out.line(
-                "\(target.database) already opens with the new key (\(newKey.source)), not with the one given: its key was changed before; nothing to do"
-            )
+                "\(target.database) already opens with the new key (\(newKey.source)), not with the one given: its key was changed before"
+                    + (rotateDataKey ? "" : "; nothing to do"))
             try out.flush()
+            if rotateDataKey { try rotate(reopened) }
             return
         }
         defer { db.close() }
+        try requireEncrypted(db)
+        try mapErrors(path: target.database) { try db.changeEncryptionKey(to: newKey.key) }
+        let out = Output.standardOutput()
+        try out.line(
+            "changed the key of \(target.database): it opens only with the new key (\(newKey.source)) from now on"
+                + (rotateDataKey ? "" : "; its data was not rewritten"))
+        try out.flush()
+        if rotateDataKey { try rotate(db) }
+    }
+
+    private func requireEncrypted(_ db: BuriDatabase) throws {
         guard db.isEncrypted else {
             throw ToolError(
                 .wrongKey,
                 "the database at '\(target.database)' is not encrypted, so it has no key to change; to encrypt it where it is, run `buri encrypt \(target.database) --key-file FILE` (with --plaintext-index for each numeric index); nothing was written"
             )
         }
-        try mapErrors(path: target.database) { try db.changeEncryptionKey(to: newKey.key) }
+    }
+
+    /// Seals every value of `db` anew under a new record key (or finishes a rotation under way).
+    private func rotate(_ db: BuriDatabase) throws {
+        let progress = Progress()
+        let before = db.dataKeyGenerations
+        try mapErrors(path: target.database) {
+            try db.rotateDataKey(batchSize: batchSize) { report in
+                if report.resealed > 0 { TestKillHook.chunkStored() }
+                progress.update(
+                    "sealing under data key generation \(report.generations.current): \(report.resealed) values sealed anew, \(report.examined) looked at…"
+                )
+            }
+        }
+        progress.finish()
         let out = Output.standardOutput()
+        let generation = db.dataKeyGenerations?.current ?? 0
         try out.line(
-            "changed the key of \(target.database): it opens only with the new key (\(newKey.source)) from now on; its data was not rewritten"
+            before?.retiring != nil
+                ? "finished rotating the data key of \(target.database): every value is sealed under generation \(generation); the old record key is gone"
+                : "rotated the data key of \(target.database): every value is sealed under generation \(generation); the old record key is gone"
         )
         try out.flush()
     }

@@ -43,6 +43,12 @@ struct Info: ParsableCommand {
                 CBORMapEntry(key: "leveldbVersion", value: onEtcd ? .null : .text(leveldb)),
                 CBORMapEntry(key: "sizeOnDisk", value: onEtcd ? .null : .unsigned(size)),
                 CBORMapEntry(key: "encrypted", value: .bool(db.isEncrypted)),
+                CBORMapEntry(
+                    key: "dataKeyGeneration",
+                    value: db.dataKeyGenerations.map { .unsigned(UInt64($0.current)) } ?? .null),
+                CBORMapEntry(
+                    key: "retiringDataKeyGeneration",
+                    value: db.dataKeyGenerations?.retiring.map { .unsigned(UInt64($0)) } ?? .null),
                 CBORMapEntry(key: "beingEncrypted", value: .bool(db.isBeingEncrypted)),
                 CBORMapEntry(
                     key: "buckets",
@@ -124,7 +130,14 @@ struct Info: ParsableCommand {
                 "encrypted:       \(db.isEncrypted ? "yes" : "no")"
                     + (db.isBeingEncrypted
                         ? " (being encrypted: buckets still holding plaintext are sealed by running buri encrypt with the key)"
-                        : ""))
+                        : "")
+                    + (db.dataKeyGenerations.map { generations in
+                        if let retiring = generations.retiring {
+                            return
+                                " (data key generation \(generations.current); rotating: values still sealed under generation \(retiring) are sealed anew by running buri rekey --rotate-data-key with the key)"
+                        }
+                        return generations.current > 0 ? " (data key generation \(generations.current))" : ""
+                    } ?? ""))
             try out.line("buckets:         \(buckets.count)")
             for bucket in buckets {
                 try out.line("")

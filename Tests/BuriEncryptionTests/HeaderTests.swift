@@ -85,15 +85,23 @@ struct HeaderTests {
     }
 
     @Test func anUnknownVersionOrKindIsMalformed() {
-        for version: UInt8 in [0, 3, 255] {
+        for version: UInt8 in [0, 4, 255] {
             var header = rawHeader
             header[7] = version
             #expect(
                 unlockFailure(rawKey, header)
                     == .malformedHeader(
-                        "the encryption header has version \(version); this version of BuriEncryption reads versions 1 and 2"
+                        "the encryption header has version \(version); this version of BuriEncryption reads versions 1 to 3"
                     ))
         }
+        // A version 3 header is longer: a version 2 header's bytes marked 3 are refused by length.
+        var marked = rawHeader
+        marked[7] = 3
+        #expect(
+            unlockFailure(rawKey, marked)
+                == .malformedHeader(
+                    "the encryption header is \(marked.count) bytes; a version 3 header of a raw 256-bit key (kind 1) is 173 bytes"
+                ))
         for kind: UInt8 in [0, 3, 255] {
             var header = rawHeader
             header[8] = kind

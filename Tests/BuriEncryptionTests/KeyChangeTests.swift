@@ -38,10 +38,12 @@ struct KeyChangeTests {
 
     /// Everything `EncryptedDatabaseTests.fill` stored reads back through `db`: records, the
     /// named value, the plaintext index and the private ones (exact values, words, phrases).
-    static func expectReadable(_ db: BuriDatabase, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectReadable(
+        _ db: BuriDatabase, count: Int = 200, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let secret = EncryptedDatabaseTests.secret
         let notes = try db.bucket(SecretNote.self)
-        #expect(try notes.count() == 200, sourceLocation: sourceLocation)
+        #expect(try notes.count() == count, sourceLocation: sourceLocation)
         #expect(try notes.object(forKey: "n5")?.text == "\(secret) #5", sourceLocation: sourceLocation)
         #expect(try notes.keys(.index("day", equals: 3)).count == 29, sourceLocation: sourceLocation)
         #expect(try notes.keys(.index("tags", equals: "t5")) == ["n5"], sourceLocation: sourceLocation)

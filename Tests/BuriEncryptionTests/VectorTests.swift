@@ -38,6 +38,17 @@ enum Vector {
             + "e0e1e2e3e4e5e6e7e8e9eaeb"
             + "62858bebe1cfb7250a1df1a05f933c27281c2de1a8b968eb6ab10fd7d1b3b4ad"
             + "7e69e3a02c65e4348119e3d10427cc06")
+
+    // Version 3: a rotation under way from generation 0 to 1, with this record master.
+    static let recordMaster: [UInt8] = Array(0x60...0x7F)
+    static let rawKeyHeaderV3 = bytes(
+        hex: "425552494b45590301d0d1d2d3d4d5d6d7d8d9dadbdcdddedfa0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+            + "0000000100000000"
+            + "e0e1e2e3e4e5e6e7e8e9eaeb"
+            + "c423a7f018310530f4a7d27c9cad1670bbed7ee90735b338ef07726fff15cebc"
+            + "3922a2f926c51e8d1ef6d11f265483cbb68606c8d900d6070081325d4d0e6f5d"
+            + "22f9ce9cdcc95a1b1adf65f517aef182a87b13094c8efdf0f794ae5f2858efd8"
+            + "b9c89ed5f0c03795dd449f166fa5953c")
 }
 
 @Suite("Known-answer vectors: scrypt, headers, sealed values and tokens match an independent implementation")
@@ -84,6 +95,45 @@ struct VectorTests {
             hex(cipher.seal([], []))
                 == "e1c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0000000000000000"
                 + "2ad65d721f0c548c46c6230fa20dab57")
+    }
+
+    @Test func rawKeyHeaderV3AndRotatedSealedValueAreByteExact() throws {
+        let key = try DatabaseKey(bytes: Vector.rawKey)
+        let header = try key.rotatingHeader(
+            dataMaster: Vector.dataMaster, generation: 1, recordMaster: Vector.recordMaster,
+            databaseSalt: Vector.databaseSalt, keySalt: Vector.keySalt, nonce: Vector.nonce,
+            scryptSalt: Vector.scryptSalt)
+        #expect(hex(header) == hex(Vector.rawKeyHeaderV3))
+        #expect(header.count == 173)
+        #expect(key.dataKeyGenerations(ofHeader: header) == DataKeyGenerations(current: 1, retiring: 0))
+        let cipher = try key.unlockCipher(header: header, sessionID: Vector.sessionID, firstCounter: 7)
+        #expect(cipher.dataKeyGenerations == DataKeyGenerations(current: 1, retiring: 0))
+        // The token key is the data master's, as in version 2.
+        #expect(hex(cipher.token(Array("alice@example.com".utf8))) == "bf5e9ed9bd8bb8e98bb19c2409c94a8e")
+        let plaintext = Array("Buri\u{0}sealed \u{2713} value".utf8)
+        let associatedData: [UInt8] = [0x01] + Array("people".utf8) + [0x00] + Array("alice".utf8)
+        let sealed = cipher.seal(plaintext, associatedData)
+        #expect(
+            hex(sealed)
+                == "e200000001c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0000000000000007"
+                + "97786088c518eef41dd78bd799fb519384bcb59af0"
+                + "57a5c73ad0cf20161c1d1cf25e1e0229")
+        #expect(sealed.count == plaintext.count + 45)
+        #expect(try cipher.open(sealed, associatedData) == plaintext)
+        // The retiring generation 0 still opens what the version 2 header's cipher sealed.
+        let v2 = try key.unlockCipher(header: Vector.rawKeyHeaderV2, sessionID: Vector.sessionID, firstCounter: 0)
+        let old = v2.seal(plaintext, associatedData)
+        #expect(try cipher.open(old, associatedData) == plaintext)
+        // But the version 2 cipher does not hold generation 1.
+        #expect(failure { () throws(EncryptionFailure) in try v2.open(sealed, associatedData) } != nil)
+        // Ended, the header keeps generation 1 alone: generation 0's values no longer open.
+        let ended = try key.headerEndingRotation(header)
+        #expect(ended.count == 173 && Array(ended[41..<49]) == [0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF])
+        let after = try key.unlock(header: ended)
+        #expect(after.dataKeyGenerations == DataKeyGenerations(current: 1, retiring: nil))
+        #expect(try after.open(sealed, associatedData) == plaintext)
+        let refused = failure { () throws(EncryptionFailure) in try after.open(old, associatedData) }
+        #expect(refused?.description.contains("generation 0") == true, "\(String(describing: refused))")
     }
 
     @Test func formatSpecificationShowsTheVersion2Example() throws {

@@ -44,6 +44,34 @@ public protocol DatabaseEncryption: Sendable {
     ///   ``EncryptionFailure/malformedHeader(_:)`` for a header this version cannot read,
     ///   ``EncryptionFailure/invalidKey(_:)`` when this key cannot take over from `old`.
     func rekeyedHeader(_ header: [UInt8], from old: any DatabaseEncryption) throws(EncryptionFailure) -> [UInt8]
+    /// The header of the same database (this key opens `header`) beginning a rotation of its data
+    /// key: a new generation of record key seals from then on, and the current one still opens
+    /// what it sealed until ``headerEndingRotation(_:)`` retires it.
+    /// ``BuriDatabase/rotateDataKey(batchSize:progress:)`` calls both.
+    ///
+    /// ```swift
+    /// let rotating = try key.headerBeginningRotation(storedHeader)
+    /// ```
+    ///
+    /// The default implementation refuses with ``EncryptionFailure/invalidKey(_:)``.
+    func headerBeginningRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8]
+    /// The header of the same database with the retiring generation of a rotation dropped (or
+    /// `header` unchanged when no rotation is under way).
+    ///
+    /// ```swift
+    /// let rotated = try key.headerEndingRotation(rotatingHeader)
+    /// ```
+    ///
+    /// The default implementation refuses with ``EncryptionFailure/invalidKey(_:)``.
+    func headerEndingRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8]
+    /// The record-key generations `header` names, readable without its key; nil when the header
+    /// does not say (the default). A client of a shared engine whose key another client changed
+    /// goes on writing only while the generations are the ones it holds.
+    ///
+    /// ```swift
+    /// let generations = key.dataKeyGenerations(ofHeader: storedHeader)
+    /// ```
+    func dataKeyGenerations(ofHeader header: [UInt8]) -> DataKeyGenerations?
 }
 
 extension DatabaseEncryption {
@@ -59,6 +87,53 @@ extension DatabaseEncryption {
         throw .invalidKey(
             "\(type(of: self)) cannot change keys: copy the database into a new one encrypted with the new key (`buri export --decrypt`, then `buri restore` with the new key)"
         )
+    }
+
+    /// Refuses: this kind of key cannot rotate a database's data key. Copy the database into a new
+    /// one instead (`buri export --decrypt`, then `buri restore`), which gets new data keys.
+    ///
+    /// ```swift
+    /// try db.rotateDataKey()   // invalidEncryptionKey: … cannot rotate
+    /// ```
+    public func headerBeginningRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+        throw .invalidKey(
+            "\(type(of: self)) cannot rotate data keys: copy the database into a new one (`buri export --decrypt`, then `buri restore`), which gets new data keys"
+        )
+    }
+
+    /// Refuses, as ``headerBeginningRotation(_:)``.
+    ///
+    /// ```swift
+    /// try db.rotateDataKey()   // invalidEncryptionKey: … cannot rotate
+    /// ```
+    public func headerEndingRotation(_ header: [UInt8]) throws(EncryptionFailure) -> [UInt8] {
+        try headerBeginningRotation(header)
+    }
+
+    /// `nil`: the header's generations are not known without the key.
+    ///
+    /// ```swift
+    /// _ = key.dataKeyGenerations(ofHeader: storedHeader)   // nil
+    /// ```
+    public func dataKeyGenerations(ofHeader header: [UInt8]) -> DataKeyGenerations? { nil }
+}
+
+/// The generations of the record keys an unlocked database holds (``DatabaseCipher/dataKeyGenerations``):
+/// the one that seals, and during a rotation of the data key the one being retired, which still
+/// opens what it sealed.
+///
+/// ```swift
+/// if db.dataKeyGenerations?.retiring != nil { try db.rotateDataKey() }   // finish a rotation
+/// ```
+public struct DataKeyGenerations: Sendable, Hashable {
+    /// The generation new values are sealed under: 0 until the first rotation.
+    public var current: UInt32
+    /// The generation being retired by a rotation under way, nil when none is.
+    public var retiring: UInt32?
+
+    public init(current: UInt32, retiring: UInt32?) {
+        self.current = current
+        self.retiring = retiring
     }
 }
 
@@ -80,12 +155,60 @@ public protocol DatabaseCipher: Sendable {
     /// A keyed token of `bytes` (an HMAC, cut to a fixed length): equal inputs give equal tokens,
     /// and without the key a token says nothing about its input but its equality to others.
     func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8]
+    /// The record-key generations this cipher holds. The default: generation 0 alone.
+    var dataKeyGenerations: DataKeyGenerations { get }
+    /// Takes the record keys of `other`, a cipher of the same database unlocked from a newer
+    /// header (a rotation began or ended), keeping this one's token key; `false` (and nothing
+    /// changed) when `other` is not of the same kind and token key. The default: `false`.
+    func adoptDataKeys(of other: any DatabaseCipher) -> Bool
+}
+
+extension DatabaseCipher {
+    /// Generation 0 alone: a cipher that cannot rotate.
+    ///
+    /// ```swift
+    /// let generations = cipher.dataKeyGenerations   // current 0, retiring nil
+    /// ```
+    public var dataKeyGenerations: DataKeyGenerations { DataKeyGenerations(current: 0, retiring: nil) }
+
+    /// `false`: a cipher that cannot rotate takes no other keys.
+    ///
+    /// ```swift
+    /// _ = cipher.adoptDataKeys(of: newer)   // false
+    /// ```
+    public func adoptDataKeys(of other: any DatabaseCipher) -> Bool { false }
+}
+
+/// The generation of the record key that sealed `value` (``sealedValueMarker``: 0;
+/// ``rotatedSealedValueMarker``: the u32 after it), nil when it has neither form.
+///
+/// ```swift
+/// let generation = sealedGeneration(of: storedBytes)   // 0 for a value sealed before any rotation
+/// ```
+public func sealedGeneration(of value: UnsafeRawBufferPointer) -> UInt32? {
+    switch value.first {
+    case sealedValueMarker: return 0
+    case rotatedSealedValueMarker where value.count >= 5:
+        return UInt32(bigEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt32.self))
+    default: return nil
+    }
 }
 
 /// The first byte of every sealed value (`docs/FORMAT.md` §4a): a record's plaintext starts with
 /// its layout version (1) and a named value's with a CBOR head, so tools (and `buri repair`, which
 /// has no key) tell a sealed value from a plaintext one by it.
 public let sealedValueMarker: UInt8 = 0xE1
+
+/// The first byte of a value sealed under a record key made by a rotation of the data key
+/// (generation 1 or later, the u32 big-endian after it; `docs/FORMAT.md` §4a). A CBOR head 0xE2
+/// is a simple value no Buri encoder writes, so it is never the start of a plaintext value either.
+public let rotatedSealedValueMarker: UInt8 = 0xE2
+
+/// Whether `byte` starts a sealed value of either form.
+@inline(__always)
+public func isSealedValueMarker(_ byte: UInt8?) -> Bool {
+    byte == sealedValueMarker || byte == rotatedSealedValueMarker
+}
 
 /// Why a key did not unlock a database, or a sealed value did not open.
 public enum EncryptionFailure: Error, Sendable, Equatable, CustomStringConvertible {

@@ -49,20 +49,12 @@ extension BuriDatabase {
                 made = try rekeyed(stored, from: current, to: newKey, cipher: cipher)
             }
             writer.batch.put(Keyspace.encryptionKey, made.header)
-            writer.afterCommit { [self] in currentEncryption.withLock { $0 = newKey } }
+            let header = made.header
+            writer.afterCommit { [self] in
+                currentEncryption.withLock { $0 = newKey }
+                knownEncryptionHeader.withLock { $0 = header }
+            }
         }
-    }
-
-    /// The encryption header stored in the database, as `reader` reads it.
-    private func storedEncryptionHeader(_ reader: any StorageReader) throws(BuriError) -> [UInt8] {
-        guard let stored = try run({ try reader.get(Keyspace.encryptionKey) }) else {
-            throw .corruption(
-                bucket: nil, key: nil, index: nil,
-                reason:
-                    "the encrypted database at \(path) has no encryption header (key 00 \"encryption\") any more; nothing was written"
-            )
-        }
-        return stored
     }
 
     /// `stored` rewritten for `newKey` by `newKey` itself, checked before anything is written: it

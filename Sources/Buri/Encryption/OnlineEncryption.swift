@@ -140,7 +140,7 @@ extension BuriDatabase {
                 var found: [[UInt8]] = []
                 let cursor = try storedEngine.latest().cursor(in: .prefix([Keyspace.valueTag]))
                 while found.count < chunk, try cursor.next() {
-                    if try cursor.withValue({ $0.first != sealedValueMarker }) { found.append(cursor.key) }
+                    if try cursor.withValue({ !isSealedValueMarker($0.first) }) { found.append(cursor.key) }
                 }
                 return found
             }
@@ -158,14 +158,14 @@ extension BuriDatabase {
     /// Begins encrypting the plaintext database in `engine` (``BuriOptions/encryptsPlaintextDatabase``)
     /// in one commit: every catalog entry is flagged ``BucketDescriptor/plaintextValues`` (its
     /// indexes in `plaintextIndexes` declared plaintext), and the encryption header and the key
-    /// `00 "encrypting"` are written, with the format version. Returns the cipher.
+    /// `00 "encrypting"` are written, with the format version. Returns the cipher and the header.
     ///
     /// - Throws: ``BuriError/indexNotDeclaredPlaintext(bucket:index:)`` for a numeric index not in
     ///   `plaintextIndexes`, before anything is written; the key's errors as at creation.
     static func beginEncryption(
         _ engine: any StorageEngine, snapshot: any StorageSnapshot, encryption: any DatabaseEncryption,
         plaintextIndexes: [String], path: String
-    ) throws -> any DatabaseCipher {
+    ) throws -> (any DatabaseCipher, [UInt8]) {
         let declared = Set(plaintextIndexes.map { Array($0.utf8) })
         let batch = engine.makeBatch()
         let catalog = try snapshot.cursor(in: Keyspace.catalogRange)
@@ -217,6 +217,6 @@ extension BuriDatabase {
                 snapshot: snapshot, keys: [Keyspace.headerKey, Keyspace.encryptionKey, Keyspace.encryptionStateKey],
                 ranges: [Keyspace.catalogRange]),
             sync: true)
-        return cipher
+        return (cipher, header)
     }
 }

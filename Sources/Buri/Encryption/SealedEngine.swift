@@ -268,7 +268,7 @@ final class SealedBatch: StorageBatch {
 /// `00 "encrypting"`): until every bucket has been copied into a sealed generation and every named
 /// value sealed again, a record or named value that does not start with ``sealedValueMarker`` is
 /// read as it is stored (a plaintext record starts with its layout version, a named value with a
-/// CBOR head: neither is ever 0xE1). Writes are sealed throughout. Ended by
+/// CBOR head: neither is ever 0xE1 or 0xE2). Writes are sealed throughout. Ended by
 /// ``BuriDatabase/finishEncryption(batchSize:progress:)`` in the commit that deletes the key.
 final class PlaintextPhase: Sendable {
     private let active = Atomic<Bool>(true)
@@ -284,5 +284,5 @@ final class PlaintextPhase: Sendable {
 
     /// Whether `value` is read as stored: it is not sealed, and the phase has not ended.
     @inline(__always)
-    func passes(_ value: UnsafeRawBufferPointer) -> Bool { value.first != sealedValueMarker && isActive }
+    func passes(_ value: UnsafeRawBufferPointer) -> Bool { !isSealedValueMarker(value.first) && isActive }
 }

@@ -75,7 +75,8 @@ enum Keyspace {
     /// Whether `value` has the form of a sealed value (its marker, and room for its nonce and tag),
     /// for readers without the key: only the key can tell whether it is authentic.
     static func looksSealed(_ value: [UInt8]) -> Bool {
-        value.count >= sealedOverhead && value.first == sealedValueMarker
+        value.count >= sealedOverhead + (value.first == rotatedSealedValueMarker ? 4 : 0)
+            && isSealedValueMarker(value.first)
     }
 
     @inline(__always)

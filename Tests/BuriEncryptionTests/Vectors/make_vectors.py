@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Known-answer vectors of BuriEncryption (encryption headers version 1 and 2), computed
+"""Known-answer vectors of BuriEncryption (encryption headers version 1, 2 and 3), computed
 independently of the Swift code from the specification (docs/FORMAT.md §4a), so that VectorTests checks the Swift
 implementation against another one, and another implementation can check itself against both.
 
@@ -111,6 +111,28 @@ def seal(record_key: bytes, session_id: bytes, counter: int, plaintext: bytes, a
     return bytes([MARKER]) + session_id + counter.to_bytes(8, "big") + ciphertext_and_tag
 
 
+def header_v3(key, key_salt, database_salt, nonce, data_master, current, current_master, retiring, retiring_master):
+    """Version 3 (a raw key): the record-key generations readable after the database salt
+    (u32 BE each, 0xFFFFFFFF for no retiring one), then the nonce, then the data master and the two
+    record masters (zeros for none, or for generation 0) wrapped as in version 2."""
+    generations = current.to_bytes(4, "big") + (0xFFFFFFFF if retiring is None else retiring).to_bytes(4, "big")
+    prefix = MAGIC + bytes([3, 1]) + key_salt + database_salt + generations
+    kek = hkdf_sha256(key, key_salt, b"buri v2 key wrap", 32)
+    wrapped = AESGCM(kek).encrypt(nonce, data_master + current_master + retiring_master, prefix)
+    assert len(wrapped) == 112
+    return prefix + nonce + wrapped
+
+
+def seal_rotated(record_key: bytes, generation: int, session_id: bytes, counter: int, plaintext: bytes,
+                 associated_data: bytes) -> bytes:
+    """A value sealed under generation g >= 1: marker 0xE2, u32 BE g, then as generation 0, with
+    0xE2 as the first byte of the associated data."""
+    session_key = hkdf_sha256(record_key, session_id, b"buri v1 session", 32)
+    nonce = bytes(4) + counter.to_bytes(8, "big")
+    body = AESGCM(session_key).encrypt(nonce, plaintext, bytes([0xE2]) + associated_data)
+    return bytes([0xE2]) + generation.to_bytes(4, "big") + session_id + counter.to_bytes(8, "big") + body
+
+
 def token(token_key: bytes, value: bytes) -> bytes:
     return hmac.new(token_key, value, hashlib.sha256).digest()[:16]
 
@@ -158,6 +180,15 @@ def main():
     v2_record_key, v2_token_key, _ = key_schedule(data_master, database_salt)
     print(f"v2 token of 'alice@example.com': {token(v2_token_key, b'alice@example.com').hex()}")
     print(f"v2 sealed empty (c=0): {seal(v2_record_key, session_id, 0, b'', b'').hex()}")
+
+    # Version 3: a rotation under way from generation 0 to 1, whose record master is fixed.
+    record_master = bytes(range(0x60, 0x80))
+    raw_v3 = header_v3(raw_key, key_salt, database_salt, nonce, data_master, 1, record_master, 0, bytes(32))
+    assert len(raw_v3) == 173
+    print(f"v3 raw key header:    {raw_v3.hex()}")
+    g1_record_key = hkdf_sha256(record_master, database_salt, b"buri v3 records", 32)
+    print(f"v3 sealed value (g=1, c=7): {seal_rotated(g1_record_key, 1, session_id, 7, plaintext, associated_data).hex()}")
+    print(f"v3 token of 'alice@example.com': {token(v2_token_key, b'alice@example.com').hex()}")
 
 
 if __name__ == "__main__":

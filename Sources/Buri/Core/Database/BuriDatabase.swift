@@ -153,6 +153,9 @@ public final class BuriDatabase: Sendable {
     /// The key this handle holds for the encryption header: `options.encryption` until
     /// ``changeEncryptionKey(to:)`` replaces it (the next change starts from the new key).
     let currentEncryption: Mutex<(any DatabaseEncryption)?>
+    /// The encryption header this handle's keys were unlocked from (or last followed, on a shared
+    /// engine): a commit on a shared engine reads the stored one and follows it if it changed.
+    let knownEncryptionHeader: Mutex<[UInt8]?>
     /// Whether ``close()`` closes the engine too.
     let closesEngine: Bool
     /// Serialises writers so that reading an object's old index entries and replacing them is
@@ -323,9 +326,19 @@ public final class BuriDatabase: Sendable {
         headerVersion = Atomic(opened.version)
         let phase = opened.encrypting ? PlaintextPhase() : nil
         plaintextPhase = phase
-        self.engine = opened.cipher.map { SealedEngine(base: engine, cipher: $0, phase: phase) } ?? engine
-        indexTokens = opened.cipher.map { IndexTokens(cipher: $0) }
+        knownEncryptionHeader = Mutex(opened.encryptionHeader)
+        // Another client of a shared engine may rotate the data key: its cipher follows the header.
+        let following = engine.isShared ? opened.cipher.map { FollowingCipher(base: $0) } : nil
+        let cipher: (any DatabaseCipher)? = following ?? opened.cipher
+        self.engine = cipher.map { SealedEngine(base: engine, cipher: $0, phase: phase) } ?? engine
+        indexTokens = cipher.map { IndexTokens(cipher: $0) }
         changeHub = ChangeHub(engine: self.engine, generations: generations)
+        following?.refresh.withLock {
+            $0 = { [weak self] in
+                guard let self, let before = self.dataKeyGenerations else { return false }
+                return (try? self.followStoredEncryptionHeader()) != nil && self.dataKeyGenerations != before
+            }
+        }
         // A marker that does not parse is reported by `check`; it does not keep the database closed.
         try? resumePurges()
     }
@@ -336,6 +349,8 @@ public final class BuriDatabase: Sendable {
         var version: UInt16
         var cipher: (any DatabaseCipher)?
         var encrypting = false
+        /// The encryption header the cipher was unlocked from.
+        var encryptionHeader: [UInt8]? = nil
     }
 
     /// Reads (or, on an empty engine, writes) the database header (see ``OpenedHeader``).
@@ -371,15 +386,16 @@ public final class BuriDatabase: Sendable {
             case (nil, nil): return OpenedHeader(version: version)
             case (nil, .some(let encryption)):
                 guard options.encryptsPlaintextDatabase else { throw BuriError.notEncrypted(path: path) }
-                let cipher = try beginEncryption(
+                let (cipher, header) = try beginEncryption(
                     engine, snapshot: snapshot, encryption: encryption, plaintextIndexes: options.plaintextIndexes,
                     path: path)
-                return OpenedHeader(version: Keyspace.formatVersion, cipher: cipher, encrypting: true)
+                return OpenedHeader(
+                    version: Keyspace.formatVersion, cipher: cipher, encrypting: true, encryptionHeader: header)
             case (.some, nil): throw BuriError.encryptionKeyRequired(path: path)
             case (.some(let stored), .some(let encryption)):
                 let cipher = try unlock(encryption, header: stored, path: path)
                 let encrypting = try snapshot.get(Keyspace.encryptionStateKey) != nil
-                return OpenedHeader(version: version, cipher: cipher, encrypting: encrypting)
+                return OpenedHeader(version: version, cipher: cipher, encrypting: encrypting, encryptionHeader: stored)
             }
         }
         let cursor = try snapshot.cursor(in: .all)
@@ -391,6 +407,7 @@ public final class BuriDatabase: Sendable {
         batch.put(Keyspace.headerKey, Keyspace.headerValue())
         // An encrypted database is encrypted from its first commit: no reader ever sees it plaintext.
         var cipher: (any DatabaseCipher)?
+        var encryptionHeader: [UInt8]?
         if let encryption {
             let header: [UInt8]
             do { header = try encryption.newHeader() } catch {
@@ -398,13 +415,14 @@ public final class BuriDatabase: Sendable {
             }
             cipher = try unlock(encryption, header: header, path: path)
             batch.put(Keyspace.encryptionKey, header)
+            encryptionHeader = header
         }
         // Conditions: on a shared engine, two clients creating one database must not both succeed
         // in writing different headers (they write the same bytes, but an engine with data must fail).
         try engine.commit(
             batch, conditions: StorageConditions(snapshot: snapshot, keys: [Keyspace.headerKey], ranges: [.all]),
             sync: true)
-        return OpenedHeader(version: Keyspace.formatVersion, cipher: cipher)
+        return OpenedHeader(version: Keyspace.formatVersion, cipher: cipher, encryptionHeader: encryptionHeader)
     }
 
     /// The cipher `encryption` unlocks from the stored encryption header, or the error saying why not.

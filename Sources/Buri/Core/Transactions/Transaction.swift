@@ -116,6 +116,9 @@ extension BuriDatabase {
                     let shared = RecordingReader(try run { try engine.snapshot() })
                     recording = shared
                     reader = shared
+                    // Another client may have rotated the data key: seal under the header's keys,
+                    // and commit only if the header is still the one read.
+                    if isEncrypted { try followEncryptionHeader(shared) }
                 } else {
                     recording = nil
                     reader = try run { try engine.latest() }
