@@ -88,6 +88,27 @@ struct ModelTests {
     }
 
     @Test(
+        "an encrypted database whose data key is rotated mid-run, interrupted once, written between batches, agrees with the model",
+        // Not etcd, whose random run is short; BuriEncryptionTests rotates on etcd.
+        arguments: Engine.allCases.filter { $0 != .etcd })
+    func dataKeyRotatedMidRunAgreesWithTheModel(engine: Engine) throws {
+        let plan = Self.plan(for: engine)
+        for seed in plan.seeds {
+            let run = try ModelRun(engine: engine, seed: seed &+ 0x2E1, encrypted: true)
+            do {
+                try run.run(operations: plan.operations / 2)
+                try run.rotateDataKeyOnline(batchSize: 5)
+                try run.run(operations: plan.operations)
+            } catch let mismatch as ModelMismatch {
+                Issue.record("rotated: \(mismatch)")
+                return
+            }
+            #expect(run.tally["write while rotating", default: 0] > 0, "\(run.tally)")
+            #expect(run.db.dataKeyGenerations?.current == 1 && run.db.dataKeyGenerations?.retiring == nil)
+        }
+    }
+
+    @Test(
         "a plaintext database encrypted online mid-run, written between the copy's batches, agrees with the model",
         // Not etcd, whose random run is short; BuriEncryptionTests encrypts online on etcd.
         arguments: Engine.allCases.filter { $0 != .etcd })

@@ -108,3 +108,78 @@ struct RekeyToolTests {
         #expect(try buri("export", path).stdout == before)
     }
 }
+
+@Suite("buri rekey --rotate-data-key: every value sealed anew, resumable after a kill at any batch")
+struct RotateDataKeyToolTests {
+    @Test func killedAtElevenPointsItReadsMeanwhileAndFinishesWhenRunAgain() throws {
+        // 30 records, 2 per batch: 15 batches. Killed after batch k, the database opens with the
+        // same key, reads everything, checks clean, and the next run finishes the rotation.
+        for chunks in [1, 2, 3, 4, 5, 7, 9, 11, 13, 14, 15] {
+            let sandbox = try Sandbox()
+            let notes = try EncryptedNotes(sandbox)
+            let contents = try notes.contents()
+            let killed = try buriKilledAfter(
+                chunks: chunks,
+                ["rekey", notes.path, "--key-file", notes.key, "--rotate-data-key", "--batch-size", "2"])
+            #expect(
+                killed.reason == .uncaughtSignal && killed.status == SIGKILL,
+                "rekey was not killed after batch \(chunks): \(killed)")
+            let info = try buri("info", notes.path, "--key-file", notes.key)
+            #expect(info.stdout.contains("data key generation 1; rotating"), "after batch \(chunks): \(info)")
+            expectSuccess(try buri("check", notes.path, "--key-file", notes.key))
+            #expect(try notes.contents() == contents, "after batch \(chunks)")
+            let finished = try buri(
+                "rekey", notes.path, "--key-file", notes.key, "--rotate-data-key", "--batch-size", "2")
+            expectSuccess(finished)
+            #expect(finished.stdout.contains("finished rotating the data key"), "\(finished)")
+            let after = try buri("info", notes.path, "--key-file", notes.key, "--json")
+            #expect(after.stdout.contains(#""dataKeyGeneration": 1"#), "\(after)")
+            #expect(after.stdout.contains(#""retiringDataKeyGeneration": null"#), "\(after)")
+            expectSuccess(try buri("check", notes.path, "--key-file", notes.key))
+            #expect(try notes.contents() == contents)
+            for needle in [EncryptedNotes.secret, EncryptedNotes.secretCity, EncryptedNotes.secretWord] {
+                #expect(filesHolding(Array(needle.utf8), under: notes.path) == [], "\(needle) is readable")
+            }
+        }
+    }
+
+    @Test func aNewKeyAndARotationTogetherResumeWithTheNewKey() throws {
+        let sandbox = try Sandbox()
+        let notes = try EncryptedNotes(sandbox)
+        let contents = try notes.contents()
+        let newKey = try writeRandomKey(sandbox, "new.key")
+        let arguments = [
+            "rekey", notes.path, "--key-file", notes.key, "--new-key-file", newKey, "--rotate-data-key", "--batch-size",
+            "4",
+        ]
+        let killed = try buriKilledAfter(chunks: 3, arguments)
+        #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "\(killed)")
+        // The key changed first: the old one is refused, the new one reads everything mid-rotation.
+        expectFailure(try buri("keys", notes.path, "Note", "--key-file", notes.key), status: 9, mentioning: ["open"])
+        #expect(try buri("export", notes.path, "--decrypt", "--key-file", newKey).stdout == contents)
+        // Run again as it was: the new key already opens it, and the rotation is finished.
+        let again = try buri(arguments)
+        expectSuccess(again)
+        #expect(again.stdout.contains("already opens with the new key"), "\(again)")
+        #expect(again.stdout.contains("finished rotating the data key"), "\(again)")
+        let info = try buri("info", notes.path, "--key-file", newKey)
+        #expect(info.stdout.contains("(data key generation 1)"), "\(info)")
+        expectSuccess(try buri("check", notes.path, "--key-file", newKey))
+        // Rotating alone again: generation 2.
+        let second = try buri("rekey", notes.path, "--key-file", newKey, "--rotate-data-key")
+        expectSuccess(second)
+        #expect(second.stdout.contains("rotated the data key") && second.stdout.contains("generation 2"), "\(second)")
+        #expect(try buri("export", notes.path, "--decrypt", "--key-file", newKey).stdout == contents)
+    }
+
+    @Test func aPlaintextDatabaseHasNoDataKeyToRotate() throws {
+        let sandbox = try Sandbox()
+        let path = sandbox.path("plain.buri")
+        expectSuccess(try buri(["import", path, "N", "--key", "id"], stdin: #"{"id":"a"}"# + "\n"))
+        let key = try writeRandomKey(sandbox, "k.key")
+        expectFailure(
+            try buri("rekey", path, "--key-file", key, "--rotate-data-key"), status: 9, mentioning: ["not encrypted"])
+        expectFailure(
+            try buri("rekey", path, "--rotate-data-key", "--batch-size", "0"), status: 2, mentioning: ["batch"])
+    }
+}

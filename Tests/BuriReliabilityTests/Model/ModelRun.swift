@@ -182,6 +182,66 @@ final class ModelRun {
         try checkClean()
     }
 
+    /// Rotates this encrypted run's data key online, mid-run (`rotateDataKey`): random writes
+    /// between its batches (by either client of a shared engine, whose other client follows the
+    /// header), one interruption (the handle closed after a few batches, then reopened, with
+    /// everything compared while both generations hold values), and the rotation finished.
+    func rotateDataKeyOnline(batchSize: Int) throws {
+        note("rotate the data key online")
+        operations += 1
+        var failure: ModelMismatch?
+        var writes = 0
+        func writeBetweenBatches(_ report: DataKeyRotationProgress) {
+            guard failure == nil, report.generations.retiring != nil, writes < 8 else { return }
+            writes += 1
+            let name = pick(Self.bucketNames)
+            note("write while rotating (\(report.resealed) sealed anew)")
+            do {
+                let bucket = try read("opening \(name)") { try self.bucket(name) }
+                try randomWrite(in: name, bucket: bucket, model: &model, transaction: false)
+            } catch let mismatch as ModelMismatch {
+                failure = mismatch
+            } catch {
+                failure = fail("writing while rotating: \(error)")
+            }
+        }
+        // Interrupted: this handle is closed after three reports, so the next batch fails.
+        var reports = 0
+        let handle = db
+        do {
+            try handle.rotateDataKey(batchSize: batchSize) { report in
+                writeBetweenBatches(report)
+                reports += 1
+                if reports == 3 { handle.close() }
+            }
+        } catch {
+            guard case .databaseClosed = error else { throw fail("rotating the data key: \(error)") }
+        }
+        if let failure { throw failure }
+        do { try test.reopen() } catch { throw fail("reopening mid-rotation: \(error)") }
+        if engine == .shared { otherClient?.close() }
+        otherClient = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+        if handle.dataKeyGenerations?.retiring != nil || reports < 3 {
+            if db.dataKeyGenerations?.retiring == nil {
+                throw fail("mid-rotation, the reopened database is not rotating")
+            }
+            try verifyAll()
+            try checkClean()
+            do {
+                try db.rotateDataKey(batchSize: batchSize) { report in writeBetweenBatches(report) }
+            } catch {
+                throw fail("finishing the rotation: \(error)")
+            }
+            if let failure { throw failure }
+        }
+        guard let generations = db.dataKeyGenerations, generations.retiring == nil, generations.current >= 1 else {
+            throw fail("rotated, the generations are \(String(describing: db.dataKeyGenerations))")
+        }
+        tally["write while rotating", default: 0] += writes
+        try verifyAll()
+        try checkClean()
+    }
+
     /// On an engine shared by several clients (shared memory, etcd), a second client of the same
     /// data: about a third of the buckets opened (for writes, transactions, queries and pages) are
     /// its, so each client must follow the other's writes, `deleteAll`s, drops and publishes.
