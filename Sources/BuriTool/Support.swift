@@ -113,9 +113,10 @@ func oneLine(_ text: String) -> String {
 /// A kill at a known point, for tests that must not depend on timing (docs/DURABILITY.md, "Test
 /// hooks"): with `BURI_TEST_KILL_AFTER_CHUNKS=N` in the environment, `buri import` and `buri
 /// restore` send themselves SIGKILL right after the Nth chunk they store has been committed — into
-/// the stage of an atomic import or restore, or into the bucket with `--chunk-size` — and `buri
-/// encrypt` after the Nth batch it copies into a sealed generation. Without the variable nothing
-/// changes.
+/// the stage of an atomic import or restore, or into the bucket with `--chunk-size` — `buri
+/// encrypt` after the Nth batch it copies into a sealed generation, and `buri rekey
+/// --rotate-data-key` after the Nth progress report once a batch was sealed anew. Without the
+/// variable nothing changes.
 ///
 /// ```sh
 /// BURI_TEST_KILL_AFTER_CHUNKS=2 buri import db.buri B --key id big.jsonl   # killed mid-write
