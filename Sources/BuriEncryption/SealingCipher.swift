@@ -278,12 +278,17 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         }
     }
 
-    /// The plaintext of a value any session of this key sealed with `associatedData`.
-    package func open(
-        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
-    )
-        throws(EncryptionFailure) -> [UInt8]
-    {
+    /// A sealed value taken apart: the marker, its session's key, counter, ciphertext and tag.
+    private struct Parts {
+        var marker: UInt8
+        var key: SessionKey
+        var counter: UInt64
+        var ciphertext: UnsafeRawBufferPointer
+        var tag: UnsafeRawBufferPointer
+    }
+
+    /// The parts of `sealed`, or the failure naming what is wrong with its form or generation.
+    private func parts(of sealed: UnsafeRawBufferPointer) throws(EncryptionFailure) -> Parts {
         guard sealed.count >= Self.overhead else {
             throw .authenticationFailed(
                 "a sealed value of \(sealed.count) bytes is shorter than the \(Self.overhead) bytes of the shortest: it was cut short, or is not a sealed value"
@@ -315,25 +320,101 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             )
         }
         let tagStart = sealed.count - Self.tagByteCount
-        let ciphertext = UnsafeRawBufferPointer(rebasing: sealed[prefix..<tagStart])
-        let tag = UnsafeRawBufferPointer(rebasing: sealed[tagStart...])
+        return Parts(
+            marker: marker, key: key, counter: counter,
+            ciphertext: UnsafeRawBufferPointer(rebasing: sealed[prefix..<tagStart]),
+            tag: UnsafeRawBufferPointer(rebasing: sealed[tagStart...]))
+    }
+
+    private static func failedAuthentication(_ sealed: UnsafeRawBufferPointer) -> EncryptionFailure {
+        .authenticationFailed(
+            "a sealed value of \(sealed.count) bytes failed its authentication: it was changed on disk, cut short, or sealed for another key, bucket or database"
+        )
+    }
+
+    /// The plaintext of a value any session of this key sealed with `associatedData`.
+    package func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
+    )
+        throws(EncryptionFailure) -> [UInt8]
+    {
+        let parts = try parts(of: sealed)
         #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
                 var opened = false
-                let plaintext = [UInt8](unsafeUninitializedCapacity: ciphertext.count) { buffer, initialized in
-                    opened = AESGCM.open(
-                        key: key.contexts, counter: counter, marker: marker, associatedData: associatedData,
-                        ciphertext: ciphertext, tag: tag, into: UnsafeMutableRawBufferPointer(buffer))
-                    initialized = opened ? ciphertext.count : 0
+                let plaintext = [UInt8](unsafeUninitializedCapacity: parts.ciphertext.count) { buffer, initialized in
+                    opened = Self.decrypt(parts, associatedData, into: UnsafeMutableRawBufferPointer(buffer))
+                    initialized = opened ? parts.ciphertext.count : 0
                 }
-                guard opened else {
-                    throw .authenticationFailed(
-                        "a sealed value of \(sealed.count) bytes failed its authentication: it was changed on disk, cut short, or sealed for another key, bucket or database"
-                    )
-                }
+                guard opened else { throw Self.failedAuthentication(sealed) }
                 return plaintext
             }
         #endif
+        return try swiftCryptoOpen(parts, sealed: sealed, associatedData: associatedData)
+    }
+
+    /// The plaintext lent to `body` from a buffer allocated for the call (no array, whose generic
+    /// creation would cost more than the allocation itself in a reader's unspecialized path).
+    package func withOpened<R>(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        let parts = try parts(of: sealed)
+        #if canImport(CCryptoBoringSSL)
+            if AESGCM.isAvailable {
+                let output = UnsafeMutableRawBufferPointer.allocate(
+                    byteCount: max(1, parts.ciphertext.count), alignment: 1)
+                defer { output.deallocate() }
+                let plaintext = UnsafeMutableRawBufferPointer(rebasing: output[..<parts.ciphertext.count])
+                guard Self.decrypt(parts, associatedData, into: plaintext) else {
+                    throw Self.failedAuthentication(sealed)
+                }
+                return try body(UnsafeRawBufferPointer(plaintext))
+            }
+        #endif
+        let plaintext = try swiftCryptoOpen(parts, sealed: sealed, associatedData: associatedData)
+        return try plaintext.withUnsafeBytes { try body($0) }
+    }
+
+    /// The plaintext stored at the start of `buffer`, whose storage is reused when it is large
+    /// enough (grown to twice the need otherwise); its byte count.
+    package func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, into buffer: inout [UInt8]
+    ) throws(EncryptionFailure) -> Int {
+        let parts = try parts(of: sealed)
+        #if canImport(CCryptoBoringSSL)
+            if AESGCM.isAvailable {
+                let count = parts.ciphertext.count
+                if buffer.count < count { buffer = [UInt8](repeating: 0, count: max(count, 2 * buffer.count, 256)) }
+                let opened = buffer.withUnsafeMutableBytes {
+                    Self.decrypt(parts, associatedData, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<count]))
+                }
+                guard opened else { throw Self.failedAuthentication(sealed) }
+                return count
+            }
+        #endif
+        buffer = try swiftCryptoOpen(parts, sealed: sealed, associatedData: associatedData)
+        return buffer.count
+    }
+
+    #if canImport(CCryptoBoringSSL)
+        /// Opens `parts` into `output` (its ciphertext's size) with BoringSSL; `false` when the tag fails.
+        private static func decrypt(
+            _ parts: Parts, _ associatedData: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+        ) -> Bool {
+            AESGCM.open(
+                key: parts.key.contexts, counter: parts.counter, marker: parts.marker, associatedData: associatedData,
+                ciphertext: parts.ciphertext, tag: parts.tag, into: output)
+        }
+    #endif
+
+    /// Opens `parts` through swift-crypto's `AES.GCM` (where BoringSSL cannot be imported).
+    private func swiftCryptoOpen(
+        _ parts: Parts, sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
+    ) throws(EncryptionFailure) -> [UInt8] {
+        let (marker, key, counter, ciphertext, tag) = (
+            parts.marker, parts.key, parts.counter, parts.ciphertext, parts.tag
+        )
         let plaintext: Data
         do {
             plaintext = try Self.withNonce(counter) { nonce in
@@ -343,9 +424,7 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
                 }
             }
         } catch {
-            throw .authenticationFailed(
-                "a sealed value of \(sealed.count) bytes failed its authentication: it was changed on disk, cut short, or sealed for another key, bucket or database"
-            )
+            throw Self.failedAuthentication(sealed)
         }
         return [UInt8](unsafeUninitializedCapacity: plaintext.count) { buffer, initialized in
             initialized = plaintext.copyBytes(to: buffer)

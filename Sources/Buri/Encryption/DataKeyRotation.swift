@@ -277,15 +277,31 @@ final class FollowingCipher: DatabaseCipher {
     func open(
         _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
     ) throws(EncryptionFailure) -> [UInt8] {
-        do {
-            return try base.open(sealed, associatedData: associatedData)
-        } catch {
-            let held = base.dataKeyGenerations
-            guard let generation = sealedGeneration(of: sealed), generation != held.current,
-                generation != held.retiring, let refresh = refresh.withLock({ $0 }), refresh()
-            else { throw error }
-            return try base.open(sealed, associatedData: associatedData)
-        }
+        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        return try base.open(sealed, associatedData: associatedData)
+    }
+
+    func withOpened<R>(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        return try base.withOpened(sealed, associatedData: associatedData, body)
+    }
+
+    func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, into buffer: inout [UInt8]
+    ) throws(EncryptionFailure) -> Int {
+        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        return try base.open(sealed, associatedData: associatedData, into: &buffer)
+    }
+
+    /// Whether `sealed` names a generation this cipher does not hold (one a rotation by another
+    /// client began): the header is read again before opening it.
+    private func mayFollow(_ sealed: UnsafeRawBufferPointer) -> Bool {
+        guard let generation = sealedGeneration(of: sealed) else { return false }
+        let held = base.dataKeyGenerations
+        return generation != held.current && generation != held.retiring
     }
 
     func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] { base.token(bytes) }

@@ -155,6 +155,25 @@ public protocol DatabaseCipher: Sendable {
     /// A keyed token of `bytes` (an HMAC, cut to a fixed length): equal inputs give equal tokens,
     /// and without the key a token says nothing about its input but its equality to others.
     func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8]
+    /// Lends the plaintext of a sealed value to `body` without keeping it: what
+    /// ``open(_:associatedData:)`` returns, in a buffer that may live on the stack. The default
+    /// implementation calls ``open(_:associatedData:)``.
+    ///
+    /// - Throws: ``EncryptionFailure/authenticationFailed(_:)`` as ``open(_:associatedData:)``,
+    ///   before `body` runs; and what `body` throws.
+    func withOpened<R>(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R
+    /// Opens a sealed value into the start of `buffer`, growing it when it is too short and
+    /// otherwise reusing its storage (a cursor opening one value after another allocates rarely),
+    /// and returns the plaintext's byte count. The default implementation calls
+    /// ``open(_:associatedData:)``.
+    ///
+    /// - Throws: ``EncryptionFailure/authenticationFailed(_:)`` as ``open(_:associatedData:)``.
+    func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, into buffer: inout [UInt8]
+    ) throws(EncryptionFailure) -> Int
     /// The record-key generations this cipher holds. The default: generation 0 alone.
     var dataKeyGenerations: DataKeyGenerations { get }
     /// Takes the record keys of `other`, a cipher of the same database unlocked from a newer
@@ -164,6 +183,32 @@ public protocol DatabaseCipher: Sendable {
 }
 
 extension DatabaseCipher {
+    /// ``open(_:associatedData:)``, then `body` with the array's bytes.
+    ///
+    /// ```swift
+    /// let count = try cipher.withOpened(sealed, associatedData: key) { $0.count }
+    /// ```
+    public func withOpened<R>(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        let plaintext = try open(sealed, associatedData: associatedData)
+        return try plaintext.withUnsafeBytes { try body($0) }
+    }
+
+    /// ``open(_:associatedData:)`` stored into `buffer` (which it replaces); its count.
+    ///
+    /// ```swift
+    /// var buffer: [UInt8] = []
+    /// let count = try cipher.open(sealed, associatedData: key, into: &buffer)
+    /// ```
+    public func open(
+        _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, into buffer: inout [UInt8]
+    ) throws(EncryptionFailure) -> Int {
+        buffer = try open(sealed, associatedData: associatedData)
+        return buffer.count
+    }
+
     /// Generation 0 alone: a cipher that cannot rotate.
     ///
     /// ```swift

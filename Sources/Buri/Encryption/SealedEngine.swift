@@ -32,11 +32,26 @@ final class SealedEngine: StorageEngine {
 
     func latest() throws -> any StorageReader {
         let reader = try base.latest()
+        // An engine whose latest reader is one object for its life (LevelDB's) gets one wrapper:
+        // no cast and no allocation per read.
+        if let cached = latestReader.withLock({ $0?.reader }), cached.reader === reader { return cached }
         if let snapshot = reader as? any StorageSnapshot {
             return SealedSnapshot(base: snapshot, cipher: cipher, phase: phase)
         }
-        return SealedReader(base: reader, cipher: cipher, phase: phase)
+        let made = SealedReader(base: reader, cipher: cipher, phase: phase)
+        latestReader.withLock { $0 = SharedReader(reader: made) }
+        return made
     }
+
+    /// A wrapper of an engine's latest reader that is not a snapshot: that reader is one object
+    /// every caller shares (it reads the engine's current state, on any thread), and the wrapper
+    /// adds only constants.
+    private struct SharedReader: @unchecked Sendable {
+        let reader: SealedReader
+    }
+
+    /// The wrapper of the base engine's latest reader when that is not a snapshot.
+    private let latestReader = Mutex<SharedReader?>(nil)
 
     func makeBatch() -> any StorageBatch { SealedBatch(base: base.makeBatch(), cipher: cipher) }
 
@@ -71,6 +86,20 @@ final class SealedEngine: StorageEngine {
                 event.changes[position] = .put(key: key, value: opened)
             }
             observer(event)
+        }
+    }
+
+    /// `body` given the plaintext of `value` stored under `key` (not kept), or the error naming
+    /// what failed to open.
+    static func withOpened<R>(
+        _ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, cipher: any DatabaseCipher,
+        phase: PlaintextPhase?, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        if let phase, phase.passes(value) { return try body(value) }
+        do {
+            return try cipher.withOpened(value, associatedData: key, body)
+        } catch let failure as EncryptionFailure {
+            throw rejection(key: Array(key), reason: failure.description)
         }
     }
 
@@ -159,14 +188,13 @@ class SealedReader: StorageReader {
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         guard key.withUnsafeBytes({ Keyspace.isSealed($0) }) else { return try reader.withValue(forKey: key, body) }
         let (cipher, phase) = (cipher, phase)
-        let opened = try reader.withValue(forKey: key) { value -> [UInt8]? in
-            guard let value else { return nil }
+        // Opened into a buffer on the stack while the engine lends the stored bytes: no copy kept.
+        return try reader.withValue(forKey: key) { value in
+            guard let value else { return try body(nil) }
             return try key.withUnsafeBytes { key in
-                try SealedEngine.open(value, key: key, cipher: cipher, phase: phase)
+                try SealedEngine.withOpened(value, key: key, cipher: cipher, phase: phase) { try body($0) }
             }
         }
-        guard let opened else { return try body(nil) }
-        return try opened.withUnsafeBytes { try body($0) }
     }
 
     func values(forKeys keys: [[UInt8]]) throws -> [[UInt8]?] {
@@ -201,8 +229,11 @@ final class SealedCursor: StorageCursor {
     let base: any StorageCursor
     let cipher: any DatabaseCipher
     let phase: PlaintextPhase?
-    /// The opened value of the current position, once read.
-    private var opened: [UInt8]?
+    /// The opened value of the current position, once read (its storage reused from one position
+    /// to the next).
+    private var opened: [UInt8] = []
+    /// The byte count of the opened value at the start of ``opened``; nil until it is read.
+    private var openedCount: Int?
 
     init(base: any StorageCursor, cipher: any DatabaseCipher, phase: PlaintextPhase?) {
         self.base = base
@@ -211,12 +242,12 @@ final class SealedCursor: StorageCursor {
     }
 
     func next() throws -> Bool {
-        opened = nil
+        openedCount = nil
         return try base.next()
     }
 
     func seek(_ key: [UInt8]) {
-        opened = nil
+        openedCount = nil
         base.seek(key)
     }
 
@@ -225,16 +256,29 @@ final class SealedCursor: StorageCursor {
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try base.withKey(body) }
 
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        if let opened { return try opened.withUnsafeBytes { try body($0) } }
+        if let count = openedCount {
+            return try opened.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        }
         guard base.isOnEntry, base.withKey({ Keyspace.isSealed($0) }) else { return try base.withValue(body) }
         let (cipher, phase) = (cipher, phase)
-        let value = try base.withKey { key in
-            try base.withValue { value throws(BuriError) in
-                try SealedEngine.open(value, key: key, cipher: cipher, phase: phase)
+        var buffer = opened
+        opened = []
+        defer { opened = buffer }
+        let count = try base.withKey { key in
+            try base.withValue { value in
+                if let phase, phase.passes(value) {
+                    buffer = Array(value)
+                    return value.count
+                }
+                do throws(EncryptionFailure) {
+                    return try cipher.open(value, associatedData: key, into: &buffer)
+                } catch {
+                    throw SealedEngine.rejection(key: Array(key), reason: error.description)
+                }
             }
         }
-        opened = value
-        return try value.withUnsafeBytes { try body($0) }
+        openedCount = count
+        return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 }
 
