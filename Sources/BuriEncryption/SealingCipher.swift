@@ -212,6 +212,27 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     /// `plaintext` sealed with AES-256-GCM under this instance's session key and the session's next
     /// counter, authenticating the marker byte and `associatedData`.
     package func seal(_ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8] {
+        seal(plaintext, associatedData: associatedData, padding: 0)
+    }
+
+    /// ``seal(_:associatedData:)`` followed by `padding` (at most 65,535) zero bytes and their count,
+    /// u16 big-endian, with ``paddedSealedValueFlag`` set in the marker. The associated data holds
+    /// the marker without the flag: padding is not authenticated, and opening checks it is zeros.
+    package func seal(
+        _ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, padding requested: Int
+    ) -> [UInt8] {
+        let padding = min(max(0, requested), Int(UInt16.max))
+        let trailer = padding > 0 ? padding + 2 : 0
+        /// Writes the flag, the zeros and their count at the end of `output` (`trailer` bytes).
+        func storeTrailer(_ output: UnsafeMutableRawBufferPointer) {
+            guard padding > 0 else { return }
+            output[0] |= paddedSealedValueFlag
+            let start = output.count - trailer
+            UnsafeMutableRawBufferPointer(rebasing: output[start..<start + padding]).initializeMemory(
+                as: UInt8.self, repeating: 0)
+            output[output.count - 2] = UInt8(padding >> 8)
+            output[output.count - 1] = UInt8(padding & 0xFF)
+        }
         let (id, key, counter) = session.withLock { session in
             if session.next == UInt64.max {
                 // The counter never takes its last value: a new session (a new random id, so a
@@ -237,16 +258,17 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         }
         #if canImport(CCryptoBoringSSL)
             if AESGCM.isAvailable {
-                let count = prefix + plaintext.count + Self.tagByteCount
+                let count = prefix + plaintext.count + Self.tagByteCount + trailer
                 return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                     let output = UnsafeMutableRawBufferPointer(buffer)
                     storePrefix(output)
                     let sealed = AESGCM.seal(
                         key: key.contexts, counter: counter, marker: marker, associatedData: associatedData,
                         plaintext: plaintext,
-                        into: UnsafeMutableRawBufferPointer(rebasing: output[prefix...]))
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[prefix..<count - trailer]))
                     // Only a key of the wrong size or an allocation failing can fail here.
                     precondition(sealed, "AES-GCM could not seal")
+                    storeTrailer(output)
                     initialized = count
                 }
             }
@@ -265,15 +287,16 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
         // The combined box is nonce || ciphertext || tag: copy all but the nonce once.
         let combined = box.combined!
         let nonceByteCount = 12
-        let count = prefix + plaintext.count + Self.tagByteCount
+        let count = prefix + plaintext.count + Self.tagByteCount + trailer
         precondition(combined.count == nonceByteCount + plaintext.count + Self.tagByteCount)
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             let output = UnsafeMutableRawBufferPointer(buffer)
             storePrefix(output)
             combined.withUnsafeBytes { combined in
-                UnsafeMutableRawBufferPointer(rebasing: output[prefix...])
+                UnsafeMutableRawBufferPointer(rebasing: output[prefix..<count - trailer])
                     .copyMemory(from: UnsafeRawBufferPointer(rebasing: combined[nonceByteCount...]))
             }
+            storeTrailer(output)
             initialized = count
         }
     }
@@ -288,13 +311,32 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     }
 
     /// The parts of `sealed`, or the failure naming what is wrong with its form or generation.
-    private func parts(of sealed: UnsafeRawBufferPointer) throws(EncryptionFailure) -> Parts {
-        guard sealed.count >= Self.overhead else {
+    private func parts(of stored: UnsafeRawBufferPointer) throws(EncryptionFailure) -> Parts {
+        guard stored.count >= Self.overhead else {
             throw .authenticationFailed(
-                "a sealed value of \(sealed.count) bytes is shorter than the \(Self.overhead) bytes of the shortest: it was cut short, or is not a sealed value"
+                "a sealed value of \(stored.count) bytes is shorter than the \(Self.overhead) bytes of the shortest: it was cut short, or is not a sealed value"
             )
         }
-        let marker = sealed[0]
+        var sealed = stored
+        var marker = stored[0]
+        if marker & paddedSealedValueFlag != 0, isSealedValueMarker(marker) {
+            // Zero padding after the tag, its count in the last two bytes: checked, then set aside.
+            let padding = Int(stored[stored.count - 2]) << 8 | Int(stored[stored.count - 1])
+            // A flagged value has at least one byte of padding (`seal` sets the flag only then).
+            guard padding >= 1, padding + 2 + Self.overhead <= stored.count else {
+                throw .authenticationFailed(
+                    "a padded sealed value of \(stored.count) bytes names \(padding) bytes of padding, which it cannot hold: it was cut short or changed on disk"
+                )
+            }
+            let end = stored.count - 2 - padding
+            guard Self.isZero(UnsafeRawBufferPointer(rebasing: stored[end..<stored.count - 2])) else {
+                throw .authenticationFailed(
+                    "a padded sealed value of \(stored.count) bytes has padding that is not zeros: it was changed on disk"
+                )
+            }
+            sealed = UnsafeRawBufferPointer(rebasing: stored[..<end])
+            marker &= ~paddedSealedValueFlag
+        }
         let generation: UInt32
         switch marker {
         case sealedValueMarker:
@@ -324,6 +366,21 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
             marker: marker, key: key, counter: counter,
             ciphertext: UnsafeRawBufferPointer(rebasing: sealed[prefix..<tagStart]),
             tag: UnsafeRawBufferPointer(rebasing: sealed[tagStart...]))
+    }
+
+    /// Whether every byte of `bytes` is zero, read eight at a time.
+    private static func isZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var word: UInt64 = 0
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            word |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            word |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return word == 0
     }
 
     private static func failedAuthentication(_ sealed: UnsafeRawBufferPointer) -> EncryptionFailure {

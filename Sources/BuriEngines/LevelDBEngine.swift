@@ -32,6 +32,10 @@ public final class LevelDBEngine: StorageEngine, Sendable {
     public let database: Database
     public let location: String
     public var isShared: Bool { false }
+    /// `true`: LevelDB caches a block it decompressed, but reads an uncompressed block of a
+    /// memory-mapped table (and verifies its checksum) at every access, so an encrypted database
+    /// pads its sealed values for their blocks to compress (`docs/FORMAT.md` §4a).
+    public var cachesOnlyCompressedBlocks: Bool { true }
     /// Whether the directory is removed when the engine closes.
     public let removesDirectoryOnClose: Bool
     /// The private snapshot of another directory's files this engine reads (see

@@ -60,6 +60,11 @@ public protocol StorageEngine: AnyObject, Sendable {
     func property(_ name: String) throws -> String?
     /// The approximate stored size of each range, in bytes (0 where the engine cannot tell).
     func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64]
+    /// Whether the engine keeps a block of stored data in its cache only when the block
+    /// compressed (LevelDB: an uncompressed block of a memory-mapped table is read, and its
+    /// checksum verified, at every access). Values that do not compress (sealed ones) are then
+    /// padded so that their blocks do. The default: `false`.
+    var cachesOnlyCompressedBlocks: Bool { get }
 
     /// Calls `observer` once per commit applied after this call, in commit order, from any thread, never
     /// concurrently with itself; including commits by other clients on shared/replicated engines.
@@ -79,6 +84,7 @@ extension StorageEngine {
     public func compact(_ range: KeyRange?) throws {}
     public func property(_ name: String) throws -> String? { nil }
     public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { ranges.map { _ in 0 } }
+    public var cachesOnlyCompressedBlocks: Bool { false }
 }
 
 /// Reads of one view of the data: point reads, multi-key reads and ordered range scans.

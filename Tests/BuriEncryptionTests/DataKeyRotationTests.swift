@@ -257,3 +257,46 @@ struct DataKeyRotationTests {
         try KeyChangeTests.expectReadable(t.db)
     }
 }
+
+@Suite("Padding: an encrypted LevelDB database's blocks compress, so LevelDB caches them")
+struct SealedPaddingTests {
+    @Test("on LevelDB every sealed value is padded, and the tables hold the padding compressed away")
+    func paddingIsCompressedAway() throws {
+        let key = DatabaseKey.random()
+        let t = try TestDatabase(.leveldb, options: encrypted(key))
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<3000 {
+            let text = String(
+                (0..<300).map { _ in Character(UnicodeScalar(UInt8.random(in: 33...126, using: &generator))) })
+            try t.db.values.set(text, for: "v\(i)")
+        }
+        try t.db.storedEngine.compact(nil)
+        let stored = try storedEntries(t.db.storedEngine).filter { $0.key.first == 0x06 }
+        #expect(stored.count == 3000)
+        var raw = 0
+        for (storedKey, value) in stored {
+            #expect(value.first == sealedValueMarker | paddedSealedValueFlag)
+            let padding = Int(value[value.count - 2]) << 8 | Int(value[value.count - 1])
+            #expect(
+                padding == sealedValuePadding(keyCount: storedKey.count, valueCount: value.count - padding - 2 - 41))
+            raw += storedKey.count + value.count
+        }
+        // LevelDB keeps a block compressed only when it shrinks by an eighth: the tables are that
+        // much smaller than the entries, so every block compressed (and is cached when read).
+        let files = try FileManager.default.contentsOfDirectory(atPath: t.path).filter { $0.hasSuffix(".ldb") }
+        let tables = try files.reduce(0) { total, file in
+            total + ((try FileManager.default.attributesOfItem(atPath: t.path + "/" + file)[.size] as? Int) ?? 0)
+        }
+        #expect(tables > 0 && Double(tables) < Double(raw) * 0.92, "tables \(tables) bytes, entries \(raw) bytes")
+        for i in [0, 1234, 2999] { #expect(try t.db.values.get(String.self, for: "v\(i)")?.count == 300) }
+        #expect(try t.db.check().problems.isEmpty)
+    }
+
+    @Test("engines that cache every block (memory, etcd) store sealed values unpadded", arguments: [Engine.memory])
+    func otherEnginesDoNotPad(engine: Engine) throws {
+        let t = try TestDatabase(engine, options: encrypted(DatabaseKey.random()))
+        try t.db.values.set("x", for: "x")
+        let value = try #require(try storedEntries(t.db.storedEngine).first { $0.key.first == 0x06 }?.value)
+        #expect(value.first == sealedValueMarker && value.count == 41 + 2)
+    }
+}

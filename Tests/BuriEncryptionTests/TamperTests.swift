@@ -26,6 +26,49 @@ struct TamperTests {
         #expect(try cipher.open(sealed, associatedData) == plaintext)
     }
 
+    /// `cipher.seal` with `padding` zero bytes after the tag.
+    func padded(_ padding: Int) -> [UInt8] {
+        plaintext.withUnsafeBytes { plaintext in
+            associatedData.withUnsafeBytes { cipher.seal(plaintext, associatedData: $0, padding: padding) }
+        }
+    }
+
+    @Test func paddedValuesOpenAndAnyChangeToTheirPaddingFails() throws {
+        for padding in [1, 2, 7, 8, 64, 300] {
+            let value = padded(padding)
+            #expect(value.count == sealed.count + padding + 2)
+            #expect(value.first == sealedValueMarker | paddedSealedValueFlag)
+            #expect(Array(value.suffix(2)) == [UInt8(padding >> 8), UInt8(padding & 0xFF)])
+            #expect(value.dropLast(2).suffix(padding).allSatisfy { $0 == 0 })
+            #expect(try cipher.open(value, associatedData) == plaintext, "padding \(padding)")
+            #expect(value.withUnsafeBytes { sealedGeneration(of: $0) } == 0)
+            // Every bit of every byte, padding and its count included: refused.
+            var opened: [String] = []
+            for position in value.indices {
+                for bit in 0..<8 {
+                    var changed = value
+                    changed[position] ^= 1 << bit
+                    if outcome(changed) != .authenticationFailed { opened.append("byte \(position) bit \(bit)") }
+                }
+            }
+            #expect(opened == [], "padding \(padding)")
+            // Cut anywhere: refused.
+            for count in 0..<value.count where outcome(Array(value.prefix(count))) != .authenticationFailed {
+                Issue.record("padding \(padding), cut to \(count) bytes, did not fail")
+            }
+            // The padding dropped, the flag kept; or the flag dropped, the padding kept: refused.
+            #expect(outcome(Array(value.dropLast(padding + 2))) == .authenticationFailed)
+            var unflagged = value
+            unflagged[0] = sealedValueMarker
+            #expect(outcome(unflagged) == .authenticationFailed)
+        }
+        // The flag removed with the padding gives the unpadded value, which opens: the padding is
+        // outside what the tag authenticates, and says nothing.
+        var stripped = Array(padded(16).dropLast(18))
+        stripped[0] = sealedValueMarker
+        #expect(try cipher.open(stripped, associatedData) == plaintext)
+    }
+
     @Test func flippingAnyBitOfAnyByteFails() {
         #expect(sealed.count == 46)
         var opened: [String] = []

@@ -34,6 +34,13 @@ extension DatabaseCipher {
         }
     }
 
+    /// ``seal(_:associatedData:padding:)`` of arrays.
+    func seal(_ plaintext: [UInt8], _ associatedData: [UInt8], padding: Int) -> [UInt8] {
+        plaintext.withUnsafeBytes { plaintext in
+            associatedData.withUnsafeBytes { seal(plaintext, associatedData: $0, padding: padding) }
+        }
+    }
+
     /// ``open(_:associatedData:)`` of arrays.
     func open(_ sealed: [UInt8], _ associatedData: [UInt8] = []) throws(EncryptionFailure) -> [UInt8] {
         let result = sealed.withUnsafeBytes { sealed in

@@ -184,6 +184,16 @@ struct VectorTests {
                 + "56ca9478c102b36ad55e5accdacb024e")
         #expect(sealed.count == plaintext.count + 41)
         #expect(try cipher.open(sealed, associatedData) == plaintext)
+        // Padded (as on LevelDB): marker 0xE9, the same ciphertext and tag, 8 zero bytes and 00 08.
+        let padded = try key.unlockCipher(
+            header: Vector.rawKeyHeader, sessionID: Vector.sessionID, firstCounter: 0x0102_0304_0506_0708
+        ).seal(plaintext, associatedData, padding: 8)
+        #expect(
+            hex(padded)
+                == "e9c0c1c2c3c4c5c6c7c8c9cacbcccdcecf0102030405060708"
+                + "b075c43d065b15f7e515b8bbb8991688fc87e4d431"
+                + "56ca9478c102b36ad55e5accdacb024e" + "00000000000000000008")
+        #expect(try cipher.open(padded, associatedData) == plaintext)
         // Another instance (another process) of the same key opens it too.
         #expect(try key.unlock(header: Vector.rawKeyHeader).open(sealed, associatedData) == plaintext)
     }

@@ -274,6 +274,10 @@ final class FollowingCipher: DatabaseCipher {
         base.seal(plaintext, associatedData: associatedData)
     }
 
+    func seal(_ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, padding: Int) -> [UInt8] {
+        base.seal(plaintext, associatedData: associatedData, padding: padding)
+    }
+
     func open(
         _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
     ) throws(EncryptionFailure) -> [UInt8] {

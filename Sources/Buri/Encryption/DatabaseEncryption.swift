@@ -144,6 +144,10 @@ public protocol DatabaseCipher: Sendable {
     /// stored key, so that a value copied to another key or bucket does not open. Every call uses
     /// a nonce never used before under the same key. The result starts with ``sealedValueMarker``.
     func seal(_ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> [UInt8]
+    /// ``seal(_:associatedData:)`` followed by `padding` zero bytes and their count (u16be), the
+    /// marker's ``paddedSealedValueFlag`` set; ``open(_:associatedData:)`` opens either. The default
+    /// implementation does not pad.
+    func seal(_ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, padding: Int) -> [UInt8]
     /// The plaintext of a value ``seal(_:associatedData:)`` made with the same associated data.
     ///
     /// - Throws: ``EncryptionFailure/authenticationFailed(_:)`` when the value was changed, cut
@@ -183,6 +187,17 @@ public protocol DatabaseCipher: Sendable {
 }
 
 extension DatabaseCipher {
+    /// ``seal(_:associatedData:)``, unpadded.
+    ///
+    /// ```swift
+    /// let sealed = cipher.seal(plaintext, associatedData: key, padding: 64)
+    /// ```
+    public func seal(
+        _ plaintext: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, padding: Int
+    ) -> [UInt8] {
+        seal(plaintext, associatedData: associatedData)
+    }
+
     /// ``open(_:associatedData:)``, then `body` with the array's bytes.
     ///
     /// ```swift
@@ -231,7 +246,7 @@ extension DatabaseCipher {
 /// let generation = sealedGeneration(of: storedBytes)   // 0 for a value sealed before any rotation
 /// ```
 public func sealedGeneration(of value: UnsafeRawBufferPointer) -> UInt32? {
-    switch value.first {
+    switch value.first.map({ $0 & ~paddedSealedValueFlag }) {
     case sealedValueMarker: return 0
     case rotatedSealedValueMarker where value.count >= 5:
         return UInt32(bigEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt32.self))
@@ -249,11 +264,28 @@ public let sealedValueMarker: UInt8 = 0xE1
 /// is a simple value no Buri encoder writes, so it is never the start of a plaintext value either.
 public let rotatedSealedValueMarker: UInt8 = 0xE2
 
-/// Whether `byte` starts a sealed value of either form.
+/// The bit set in the marker of a sealed value stored with zero padding after its tag (0xE9 for
+/// 0xE1, 0xEA for 0xE2; `docs/FORMAT.md` §4a): padding that LevelDB's block compression removes,
+/// so that the blocks of an encrypted database compress, which LevelDB needs to cache them.
+public let paddedSealedValueFlag: UInt8 = 0x08
+
+/// Whether `byte` starts a sealed value of any form (0xE1, 0xE2, padded or not).
 @inline(__always)
 public func isSealedValueMarker(_ byte: UInt8?) -> Bool {
-    byte == sealedValueMarker || byte == rotatedSealedValueMarker
+    guard let byte else { return false }
+    let base = byte & ~paddedSealedValueFlag
+    return base == sealedValueMarker || base == rotatedSealedValueMarker
 }
+
+/// The zero bytes Buri pads a sealed value with on an engine that caches only compressed blocks
+/// (`StorageEngine.cachesOnlyCompressedBlocks`): a sixth of the key and the sealed value, plus 8.
+/// Snappy stores a run of zeros in about 3 bytes per 64, so each entry saves more than the eighth
+/// of its size LevelDB asks of a block before it keeps the block compressed.
+///
+/// ```swift
+/// let padding = sealedValuePadding(keyCount: 20, valueCount: 300)   // 68
+/// ```
+public func sealedValuePadding(keyCount: Int, valueCount: Int) -> Int { (keyCount + valueCount + 41) / 6 + 8 }
 
 /// Why a key did not unlock a database, or a sealed value did not open.
 public enum EncryptionFailure: Error, Sendable, Equatable, CustomStringConvertible {

@@ -53,7 +53,9 @@ final class SealedEngine: StorageEngine {
     /// The wrapper of the base engine's latest reader when that is not a snapshot.
     private let latestReader = Mutex<SharedReader?>(nil)
 
-    func makeBatch() -> any StorageBatch { SealedBatch(base: base.makeBatch(), cipher: cipher) }
+    func makeBatch() -> any StorageBatch {
+        SealedBatch(base: base.makeBatch(), cipher: cipher, pads: base.cachesOnlyCompressedBlocks)
+    }
 
     func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
         guard let batch = batch as? SealedBatch else {
@@ -286,10 +288,13 @@ final class SealedCursor: StorageCursor {
 final class SealedBatch: StorageBatch {
     let base: any StorageBatch
     let cipher: any DatabaseCipher
+    /// Whether sealed values are padded for the engine's block compression (``sealedValuePadding(keyCount:valueCount:)``).
+    let pads: Bool
 
-    init(base: any StorageBatch, cipher: any DatabaseCipher) {
+    init(base: any StorageBatch, cipher: any DatabaseCipher, pads: Bool) {
         self.base = base
         self.cipher = cipher
+        self.pads = pads
     }
 
     func put(_ key: [UInt8], _ value: [UInt8]) {
@@ -298,7 +303,11 @@ final class SealedBatch: StorageBatch {
 
     func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
         guard Keyspace.isSealed(key) else { return base.put(key, value) }
-        let sealed = cipher.seal(value, associatedData: key)
+        let sealed =
+            pads
+            ? cipher.seal(
+                value, associatedData: key, padding: sealedValuePadding(keyCount: key.count, valueCount: value.count))
+            : cipher.seal(value, associatedData: key)
         sealed.withUnsafeBytes { base.put(key, $0) }
     }
 

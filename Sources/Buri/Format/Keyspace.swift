@@ -75,8 +75,10 @@ enum Keyspace {
     /// Whether `value` has the form of a sealed value (its marker, and room for its nonce and tag),
     /// for readers without the key: only the key can tell whether it is authentic.
     static func looksSealed(_ value: [UInt8]) -> Bool {
-        value.count >= sealedOverhead + (value.first == rotatedSealedValueMarker ? 4 : 0)
-            && isSealedValueMarker(value.first)
+        guard let first = value.first, isSealedValueMarker(first) else { return false }
+        let generation = first & ~paddedSealedValueFlag == rotatedSealedValueMarker ? 4 : 0
+        let trailer = first & paddedSealedValueFlag != 0 ? 2 : 0
+        return value.count >= sealedOverhead + generation + trailer
     }
 
     @inline(__always)

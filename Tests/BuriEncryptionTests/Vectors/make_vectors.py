@@ -164,6 +164,10 @@ def main():
     print(f"sealed plaintext:     {plaintext.hex()}")
     print(f"sealed assoc. data:   {associated_data.hex()}")
     print(f"sealed value:         {sealed.hex()}")
+    # Padded (on LevelDB): marker 0xE9 (0xE1 | 0x08), the associated data still starts with 0xE1,
+    # then the padding's zero bytes and their count, u16 BE.
+    padded = bytes([MARKER | 0x08]) + sealed[1:] + bytes(8) + (8).to_bytes(2, "big")
+    print(f"sealed value, padded by 8: {padded.hex()}")
     print(f"sealed empty (c=0):   {seal(record_key, session_id, 0, b'', b'').hex()}")
     print(f"token of 'alice@example.com': {token(token_key, b'alice@example.com').hex()}")
 
