@@ -40,7 +40,7 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 10", "42 55 52 49 00 0a", { Keyspace.headerValue() }),
+    ("database header value, format 11", "42 55 52 49 00 0b", { Keyspace.headerValue() }),
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
     (
         "record header deriving index 1 from songs", "02 01 00 00 01 01 01 05 73 6f 6e 67 73",
@@ -354,7 +354,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 10") || doc.contains("Format version 10"))
+        #expect(doc.contains("format version 11") || doc.contains("Format version 11"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -396,7 +396,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 10)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 11)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -424,7 +424,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A]) == 10)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0A, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B]) == 11)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B, 0x01, 0x02]) == 11)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C]) == 12)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C, 0x01, 0x02]) == 12)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

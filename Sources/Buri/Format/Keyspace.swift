@@ -43,8 +43,10 @@ enum Keyspace {
     /// ones while it runs) and encryption headers that wrap a data key (so the key can change),
     /// which older code would refuse as damage; version 10 adds record headers of layout 2, which
     /// derive a relationship's entries from the payload instead of listing them, and which older
-    /// code would refuse as damage. Versions 1 to 9 databases are read.
-    static let formatVersion: UInt16 = 10
+    /// code would refuse as damage; version 11 adds sealed values padded for LevelDB's block
+    /// compression (markers 0xE9 and 0xEA), which older code would report as damaged. Versions 1
+    /// to 10 databases are read.
+    static let formatVersion: UInt16 = 11
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
