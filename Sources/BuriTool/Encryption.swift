@@ -390,21 +390,23 @@ struct Rekey: ParsableCommand {
             defer { if let old { ToolEncryption.use(old) } }
             guard let reopened = try? target.open() else { throw refused }
             defer { reopened.close() }
-            let out = Output.standardOutput()
-            try out.line(
+            try report(
                 "\(target.database) already opens with the new key (\(newKey.source)), not with the one given: its key was changed before"
-                    + (rotateDataKey ? "" : "; nothing to do"))
-            try out.flush()
-            if rotateDataKey { try rotate(reopened) }
+                    + (rotateDataKey ? "" : "; nothing to do"), thenRotate: reopened)
             return
         }
         defer { db.close() }
         try requireEncrypted(db)
         try mapErrors(path: target.database) { try db.changeEncryptionKey(to: newKey.key) }
-        let out = Output.standardOutput()
-        try out.line(
+        try report(
             "changed the key of \(target.database): it opens only with the new key (\(newKey.source)) from now on"
-                + (rotateDataKey ? "" : "; its data was not rewritten"))
+                + (rotateDataKey ? "" : "; its data was not rewritten"), thenRotate: db)
+    }
+
+    /// Prints `line`, then rotates the data key of `db` if `--rotate-data-key` was given.
+    private func report(_ line: String, thenRotate db: BuriDatabase) throws {
+        let out = Output.standardOutput()
+        try out.line(line)
         try out.flush()
         if rotateDataKey { try rotate(db) }
     }
