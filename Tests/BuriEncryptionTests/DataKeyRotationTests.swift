@@ -290,6 +290,35 @@ struct SealedPaddingTests {
         #expect(tables > 0 && Double(tables) < Double(raw) * 0.92, "tables \(tables) bytes, entries \(raw) bytes")
         for i in [0, 1234, 2999] { #expect(try t.db.values.get(String.self, for: "v\(i)")?.count == 300) }
         #expect(try t.db.check().problems.isEmpty)
+
+        // A damaged compressed block of those tables: listing the values fails with a typed
+        // error, never a shorter list.
+        t.db.close()
+        let table = try #require(
+            files.max { a, b in
+                let size = { (file: String) in
+                    (try? FileManager.default.attributesOfItem(atPath: t.path + "/" + file)[.size] as? Int) ?? 0
+                }
+                return size(a) < size(b)
+            })
+        let handle = try #require(FileHandle(forUpdatingAtPath: t.path + "/" + table))
+        try handle.seek(toOffset: 4000)
+        var byte = try #require(try handle.read(upToCount: 1))
+        byte[0] ^= 0xFF
+        try handle.seek(toOffset: 4000)
+        try handle.write(contentsOf: byte)
+        try handle.close()
+        let reopened = try BuriDatabase(path: t.path, options: encrypted(key))
+        defer { reopened.close() }
+        var listed: [String]?
+        do { listed = try reopened.values.names() } catch {}
+        #expect(listed == nil, "listed \(listed?.count ?? 0) names from a damaged table")
+        // `check` reports it too: as problems, or as the damage it could not read past.
+        do {
+            #expect(try !reopened.check().problems.isEmpty)
+        } catch {
+            guard case .damaged = error else { throw error }
+        }
     }
 
     @Test("engines that cache every block (memory, etcd) store sealed values unpadded", arguments: [Engine.memory])

@@ -84,14 +84,7 @@ extension BuriDatabase {
                 let (stale, last, looked) = try staleValues(in: range, after: after, limit: chunk)
                 report.examined += looked
                 if !stale.isEmpty {
-                    try performWrite(sync: false) { writer throws(BuriError) in
-                        // Read and written under the write lock: a value changed meanwhile is
-                        // sealed as it is now; one deleted meanwhile stays deleted.
-                        let values = try run { try writer.reader.values(forKeys: stale) }
-                        for (key, value) in zip(stale, values) {
-                            if let value { writer.batch.put(key, value) }
-                        }
-                    }
+                    try performWrite(sync: false) { writer throws(BuriError) in try reseal(stale, in: writer) }
                     report.resealed += stale.count
                 }
                 if !stale.isEmpty || last == nil { progress?(report) }
@@ -111,10 +104,7 @@ extension BuriDatabase {
                     let (stale, last, _) = try staleValues(
                         in: range, after: after, limit: chunk, reader: Self.storedReader(of: writer.reader))
                     if !stale.isEmpty {
-                        let values = try run { try writer.reader.values(forKeys: stale) }
-                        for (key, value) in zip(stale, values) {
-                            if let value { writer.batch.put(key, value) }
-                        }
+                        try reseal(stale, in: writer)
                         report.resealed += stale.count
                     }
                     guard let last else { break }
@@ -129,6 +119,16 @@ extension BuriDatabase {
                 try engine.compact(.prefix([Keyspace.recordTag]))
                 try engine.compact(.prefix([Keyspace.valueTag]))
             }
+        }
+    }
+
+    /// Reads `keys` through `writer` and puts them back, so the batch seals them under the current
+    /// generation. Under the write lock: a value changed meanwhile is sealed as it is now, one
+    /// deleted meanwhile stays deleted.
+    private func reseal(_ keys: [[UInt8]], in writer: Writer) throws(BuriError) {
+        let values = try run { try writer.reader.values(forKeys: keys) }
+        for (key, value) in zip(keys, values) {
+            if let value { writer.batch.put(key, value) }
         }
     }
 
@@ -265,8 +265,8 @@ extension BuriDatabase {
 /// client began a rotation) makes it read the stored header once and try again.
 final class FollowingCipher: DatabaseCipher {
     let base: any DatabaseCipher
-    /// Reads the stored header and adopts its keys; `true` when the keys changed.
-    let refresh = Mutex<(@Sendable () -> Bool)?>(nil)
+    /// Reads the stored header and adopts its keys.
+    let refresh = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(base: any DatabaseCipher) { self.base = base }
 
@@ -281,7 +281,7 @@ final class FollowingCipher: DatabaseCipher {
     func open(
         _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer
     ) throws(EncryptionFailure) -> [UInt8] {
-        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        followIfNeeded(sealed)
         return try base.open(sealed, associatedData: associatedData)
     }
 
@@ -289,23 +289,23 @@ final class FollowingCipher: DatabaseCipher {
         _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
         _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R {
-        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        followIfNeeded(sealed)
         return try base.withOpened(sealed, associatedData: associatedData, body)
     }
 
     func open(
         _ sealed: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer, into buffer: inout [UInt8]
     ) throws(EncryptionFailure) -> Int {
-        if mayFollow(sealed) { _ = refresh.withLock({ $0 })?() }
+        followIfNeeded(sealed)
         return try base.open(sealed, associatedData: associatedData, into: &buffer)
     }
 
-    /// Whether `sealed` names a generation this cipher does not hold (one a rotation by another
-    /// client began): the header is read again before opening it.
-    private func mayFollow(_ sealed: UnsafeRawBufferPointer) -> Bool {
-        guard let generation = sealedGeneration(of: sealed) else { return false }
+    /// Reads the stored header again when `sealed` names a generation this cipher does not hold
+    /// (one a rotation by another client began), before it is opened.
+    private func followIfNeeded(_ sealed: UnsafeRawBufferPointer) {
+        guard let generation = sealedGeneration(of: sealed) else { return }
         let held = base.dataKeyGenerations
-        return generation != held.current && generation != held.retiring
+        if generation != held.current, generation != held.retiring { refresh.withLock({ $0 })?() }
     }
 
     func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] { base.token(bytes) }

@@ -334,10 +334,7 @@ public final class BuriDatabase: Sendable {
         indexTokens = cipher.map { IndexTokens(cipher: $0) }
         changeHub = ChangeHub(engine: self.engine, generations: generations)
         following?.refresh.withLock {
-            $0 = { [weak self] in
-                guard let self, let before = self.dataKeyGenerations else { return false }
-                return (try? self.followStoredEncryptionHeader()) != nil && self.dataKeyGenerations != before
-            }
+            $0 = { [weak self] in try? self?.followStoredEncryptionHeader() }
         }
         // A marker that does not parse is reported by `check`; it does not keep the database closed.
         try? resumePurges()
