@@ -193,9 +193,12 @@ struct Encrypt: ParsableCommand {
         defer { db.close() }
         let progress = Progress()
         let wasBeing = db.isBeingEncrypted
+        /// Objects an earlier, killed run had sealed, kept per bucket.
+        var kept: [String: Int] = [:]
         try mapErrors(path: target.database) {
             try db.finishEncryption(batchSize: batchSize) { report in
                 if let bucket = report.bucket {
+                    if report.kept > 0 { kept[bucket] = report.kept }
                     if report.copied > 0 { TestKillHook.chunkStored() }
                     progress.update(
                         "sealing bucket \(report.bucketsDone + 1) of \(report.bucketsTotal) (\(bucket)): \(report.copied) objects…"
@@ -207,6 +210,9 @@ struct Encrypt: ParsableCommand {
         }
         progress.finish()
         let out = Output.standardOutput()
+        for (bucket, count) in kept.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
+            try out.line("bucket \(bucket): \(count) objects sealed by an earlier run were kept, not sealed again")
+        }
         try out.line(
             wasBeing
                 ? "encrypted \(target.database): every record and named value is sealed; open it with this key from now on"

@@ -110,7 +110,14 @@ struct EncryptCommandTests {
             #expect(try notes.decrypted() == notes.export, "after chunk \(chunks)")
             let info = try buri("info", notes.path, "--key-file", notes.key)
             #expect(info.stdout.contains("encrypted:       yes (being encrypted"), "\(info)")
-            expectSuccess(try buri("encrypt", notes.path, "--key-file", notes.key, "--batch-size", "3"))
+            let resumed = try buri("encrypt", notes.path, "--key-file", notes.key, "--batch-size", "3")
+            expectSuccess(resumed)
+            // The bucket whose copy was under way (Copy, then Note, 10 chunks each) goes on from
+            // where it was killed: what it had sealed is kept, not sealed again.
+            let (bucket, kept) = chunks <= 10 ? ("Copy", 3 * chunks) : ("Note", 3 * (chunks - 10))
+            #expect(
+                resumed.stdout.contains("bucket \(bucket): \(kept) objects sealed by an earlier run were kept"),
+                "killed after chunk \(chunks): \(resumed)")
             try notes.expectSealed()
         }
     }

@@ -11,6 +11,9 @@ public struct EncryptionProgress: Sendable, Hashable {
     public var bucketsDone: Int
     /// Buckets this call seals: those done and those still holding plaintext.
     public var bucketsTotal: Int
+    /// Objects of ``bucket`` that an earlier call, which ended before it published the bucket's
+    /// copy, had sealed already: kept as they are, not sealed again (included in ``copied``).
+    public var kept: Int = 0
 }
 
 extension BuriDatabase {
@@ -29,17 +32,21 @@ extension BuriDatabase {
     ///
     /// 1. each bucket still holding plaintext is copied into a new generation, `batchSize` objects
     ///    per commit, its records sealed and its private indexes' values replaced by keyed tokens,
-    ///    and the copy is published in one commit (as a staged import is: a write to the bucket
-    ///    during the copy makes the copy start again, at most `options.maxCommitAttempts` times);
-    ///    the plaintext generation is then purged;
+    ///    and the copy is published in one commit (as a staged import is); a write to the bucket
+    ///    during the copy makes the copy catch up first, copying again only the objects written,
+    ///    at most `options.maxCommitAttempts` times; the plaintext generation is then purged;
     /// 2. every named value not sealed yet is sealed, `batchSize` per commit;
     /// 3. one commit ends the plaintext phase: from then on a value that is not sealed is damage.
     ///
     /// Then the key ranges that held plaintext are compacted (a LevelDB database), so the files
     /// keep no copy of it. Readers see every object throughout, sealed or not; writers wait only
     /// for each commit. If the process ends on the way, the database opens again with the key
-    /// (still being encrypted), and calling this again goes on from the first bucket not published:
-    /// every commit leaves the database consistent. Does nothing for a database not being encrypted.
+    /// (still being encrypted), and calling this again goes on where it ended, inside the bucket
+    /// whose copy was under way: the objects that copy had sealed are kept
+    /// (``EncryptionProgress/kept``), and only those written since are copied again (on a shared
+    /// engine, such as etcd, that bucket is copied anew: another client may still be writing the
+    /// copy it finds). Every commit leaves the database consistent. Does nothing for a database
+    /// not being encrypted.
     ///
     /// ```swift
     /// var options = BuriOptions()
@@ -65,18 +72,20 @@ extension BuriDatabase {
             }
             guard let next = pending.first else { break }
             let total = done + pending.count
-            progress?(EncryptionProgress(bucket: next.name, copied: 0, bucketsDone: done, bucketsTotal: total))
+            progress?(EncryptionProgress(bucket: next.name, copied: 0, bucketsDone: done, bucketsTotal: total, kept: 0))
             if try sealBucket(
                 next.name, chunk: chunk,
-                report: { copied in
+                report: { copied, kept in
                     progress?(
-                        EncryptionProgress(bucket: next.name, copied: copied, bucketsDone: done, bucketsTotal: total))
+                        EncryptionProgress(
+                            bucket: next.name, copied: copied, bucketsDone: done, bucketsTotal: total, kept: kept))
                 })
             {
                 done += 1
             } else {
                 // Dropped meanwhile: nothing of it is left to seal.
                 skipped.insert(Array(next.name.utf8))
+                abandonStages(purger.takeResumable(bucket: Array(next.name.utf8)))
             }
         }
         try sealNamedValues(chunk: chunk) {
@@ -95,6 +104,8 @@ extension BuriDatabase {
             writer.batch.delete(Keyspace.encryptionStateKey)
         }
         phase.end()
+        // Copies begun by an earlier call of buckets since dropped or recreated: purged.
+        abandonStages(purger.takeResumable(bucket: nil))
         progress?(EncryptionProgress(bucket: nil, copied: 0, bucketsDone: done, bucketsTotal: done))
         // The plaintext generations, then every range that held plaintext, are rewritten without it.
         _ = try purgeRetiredBuckets(reclaimingSpace: true)
@@ -108,28 +119,90 @@ extension BuriDatabase {
     }
 
     /// Copies bucket `name` into a sealed generation and publishes it; `false` if the bucket no
-    /// longer exists. A conflicting write during the copy makes it start again.
-    private func sealBucket(_ name: String, chunk: Int, report: @escaping (Int) -> Void) throws(BuriError) -> Bool {
+    /// longer exists. The copy an earlier call began (its process ended) is taken up where it
+    /// ended. A write to the bucket during the copy makes publishing bring the copy up to date
+    /// first (only what was written is copied again), at most `options.maxCommitAttempts` times.
+    private func sealBucket(_ name: String, chunk: Int, report: @escaping (Int, Int) -> Void) throws(BuriError) -> Bool
+    {
+        var load = try resumedStage(of: name, chunk: chunk, report: report)
         var attempt = 0
         while true {
             attempt += 1
-            let load: StagedImport
-            do {
-                load = try stageImport(into: name, chunkSize: chunk, progress: report)
-            } catch .unknownBucket {
-                return false
+            let staged: StagedImport
+            if let load {
+                staged = load
+            } else {
+                do {
+                    staged = try stageImport(into: name, chunkSize: chunk) { report($0, 0) }
+                } catch .unknownBucket {
+                    return false
+                }
+                load = staged
             }
             do {
-                try load.publish()
+                _ = try publish([staged], values: [], progress: nil, abandoningOnError: false)
                 return true
             } catch .conflict(let attempts, let detail) {
                 if attempt >= max(1, options.maxCommitAttempts) {
+                    staged.abandon()
                     throw .conflict(
                         attempts: attempt + attempts - 1,
                         detail: "sealing bucket '\(name)': \(detail); call finishEncryption again")
                 }
+                if try bucketInfo(named: name, reader: currentReader()) == staged.base {
+                    // Written meanwhile: the copy is brought up to date, keeping what it holds.
+                    do {
+                        try staged.resync(chunkSize: chunk) { report($0, staged.kept) }
+                    } catch {
+                        staged.abandon()
+                        throw error
+                    }
+                } else {
+                    // Redefined or dropped: copied anew (or found gone).
+                    staged.abandon()
+                    load = nil
+                }
+            } catch {
+                staged.abandon()
+                throw error
             }
         }
+    }
+
+    /// The copy of bucket `name` an earlier call began and did not publish (its process ended;
+    /// found when this handle opened), brought up to date with the bucket: what it holds sealed
+    /// already is kept. `nil` when there is none (others of the bucket are purged).
+    private func resumedStage(
+        of name: String, chunk: Int, report: @escaping (Int, Int) -> Void
+    ) throws(BuriError) -> StagedImport? {
+        var ids = purger.takeResumable(bucket: Array(name.utf8))
+        guard !ids.isEmpty else { return nil }
+        let id = ids.removeFirst()
+        guard let base = try bucketInfo(named: name, reader: currentReader()), base.plaintextValues == true else {
+            ids.append(id)
+            abandonStages(ids)
+            return nil
+        }
+        abandonStages(ids)
+        var definition = base
+        definition.id = id
+        definition.plaintextValues = nil
+        let load = StagedImport(
+            database: self, base: base, definition: definition, snapshot: try run { try engine.snapshot() })
+        do {
+            try load.copyBase(chunkSize: chunk) { report($0, load.kept) }
+        } catch {
+            load.abandon()
+            throw error
+        }
+        return load
+    }
+
+    /// Leaves the stages `ids` (found at open, not taken up) to the background purge.
+    func abandonStages(_ ids: [UInt32]) {
+        guard !ids.isEmpty else { return }
+        purger.abandon(ids)
+        if options.purgesInBackground { purger.kick(self) }
     }
 
     /// Seals every named value stored as plaintext, `chunk` per commit.

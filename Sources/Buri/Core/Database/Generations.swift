@@ -74,6 +74,10 @@ final class Purger: Sendable {
         var stopped = false
         /// Staging ids found at open: loads that never published (their process ended).
         var abandonedStages: Set<UInt32> = []
+        /// Staging ids found at open of a database being encrypted, of buckets still holding
+        /// plaintext: copies an online encryption began, which ``BuriDatabase/finishEncryption(batchSize:progress:)``
+        /// takes up where they ended rather than copying the bucket again. Kept out of the purge.
+        var resumableStages: [UInt32: [UInt8]] = [:]
         var lastError: BuriError?
     }
 
@@ -88,6 +92,17 @@ final class Purger: Sendable {
     let chunkLock = Mutex<Void>(())
 
     func abandon(_ stages: [UInt32]) { state.withLock { $0.abandonedStages.formUnion(stages) } }
+    func keepResumable(_ stages: [(id: UInt32, bucket: [UInt8])]) {
+        state.withLock { state in for stage in stages { state.resumableStages[stage.id] = stage.bucket } }
+    }
+    /// The resumable stages of bucket `name` (by its bytes), lowest id first, no longer resumable.
+    func takeResumable(bucket name: [UInt8]?) -> [UInt32] {
+        state.withLock { state in
+            let ids = state.resumableStages.filter { name == nil || $0.value == name }.keys.sorted()
+            for id in ids { state.resumableStages[id] = nil }
+            return ids
+        }
+    }
     func isAbandoned(_ id: UInt32) -> Bool { state.withLock { $0.abandonedStages.contains(id) } }
     var lastError: BuriError? { state.withLock { $0.lastError } }
 
@@ -288,7 +303,20 @@ extension BuriDatabase {
         let retired = try retiredBuckets(reader: currentReader())
         guard !retired.isEmpty else { return }
         // On a shared engine another client may be staging right now: only its own open finds it abandoned.
-        if !engine.isShared { purger.abandon(retired.filter { $0.state == .staging }.map(\.id)) }
+        if !engine.isShared {
+            var stages = retired.filter { $0.state == .staging }
+            if plaintextPhase?.isActive == true, !stages.isEmpty {
+                // An online encryption's copy of a bucket still holding plaintext goes on from where it ended.
+                let plaintext = Set(
+                    try allBucketInfo(reader: currentReader()).filter { $0.plaintextValues == true }.map {
+                        Array($0.name.utf8)
+                    })
+                let resumable = stages.filter { plaintext.contains(Array($0.bucket.utf8)) }
+                purger.keepResumable(resumable.map { ($0.id, Array($0.bucket.utf8)) })
+                stages.removeAll { plaintext.contains(Array($0.bucket.utf8)) }
+            }
+            purger.abandon(stages.map(\.id))
+        }
         if options.purgesInBackground { purger.kick(self) }
     }
 }

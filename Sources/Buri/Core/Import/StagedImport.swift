@@ -36,6 +36,9 @@ public final class StagedImport {
     private(set) var copied = 0
     /// The objects given to ``store(_:)`` so far (a key given twice counts twice).
     private(set) var given = 0
+    /// The bucket's objects the copy found staged already, exactly as it would have written them,
+    /// and kept (a stage an earlier process began, or brought up to date).
+    private(set) var kept = 0
 
     /// The work publishing does that grows with the data, reported as it goes.
     public struct PublishProgress: Sendable, Hashable {
@@ -114,25 +117,44 @@ public final class StagedImport {
     /// The number of objects staged so far (the copy included).
     public func stagedCount() throws(BuriError) -> Int { try stage.count() }
 
-    /// Copies the bucket's objects as they were when staging began into the stage, `chunkSize`
-    /// records (with their index entries) per commit, calling `progress` with the number copied.
-    /// A commit the engine refuses as over its limits (etcd's `--max-txn-ops`, `--max-request-bytes`)
-    /// is made again with half as many records, until it fits: the copy's commit size never grows
-    /// with the bucket.
+    /// Copies the bucket's objects as they were in the snapshot staging began from (or the last
+    /// ``resync(chunkSize:progress:)`` took) into the stage, `chunkSize` objects (with their index
+    /// entries) per commit, calling `progress` with the number of the bucket's objects done so far.
+    /// A commit the engine refuses as over its limits (etcd's `--max-txn-ops`,
+    /// `--max-request-bytes`) is made again with half as many objects, until it fits: the copy's
+    /// commit size never grows with the bucket.
+    ///
+    /// The copy is a merge of the bucket with what the stage holds already, so it also brings a
+    /// stage up to date, or finishes one an earlier process began (online encryption after a kill):
+    /// a staged record that is exactly what copying the bucket's would write (and sealed, where the
+    /// stage seals) is kept (counted in ``kept``); one that differs is replaced, with its index
+    /// entries; one the bucket does not hold is deleted with its entries. The stage's object count
+    /// and token totals move in the same commits.
     func copyBase(chunkSize: Int, progress: ((Int) -> Void)?) throws(BuriError) {
         guard let snapshot = baseSnapshot, let base else { return }
         let stageId = self.stageId
+        let stage = self.stage
         let marker = stage.stagingMarker
+        let bucket = self.bucket
         var fitting = max(1, chunkSize)
         try database.run(bucket: bucket) {
             let cursor = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: base.id)))
-            var copied = 0
-            var more = true
-            /// Records read but not yet copied, with their index entries' keys and values.
-            var pending: [(key: [UInt8], value: [UInt8], entries: [(key: [UInt8], value: [UInt8])], tokens: [Int])] = []
-            /// Text indexes keeping token totals (format 7), and the tokens copied into each so far.
+            // What the stage holds already (nothing, unless it is brought up to date or adopted).
+            let staged = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: stageId)))
+            var stagedMore = try staged.next()
+            var baseMore = true
+            var done = 0
+            /// Objects kept since the last report (a long run of them is reported as batches are).
+            var keptSinceReport = 0
+            /// The changes not committed yet, one per object.
+            var pending: [StageChange] = []
+            /// Text indexes keeping token totals (format 7), and the stage's totals so far.
             let lengthIds = base.indexes.filter { $0.text?.keepsLengths == true }.map(\.id)
-            var copiedTokens = [Int](repeating: 0, count: lengthIds.count)
+            var count = try snapshot.get(Keyspace.countKey(bucket: stageId)).flatMap(Keyspace.parseCount) ?? 0
+            var totals: [Int] = try lengthIds.map { index in
+                try snapshot.get(Keyspace.textTotalKey(bucket: stageId, index: index)).flatMap(Keyspace.parseCount)
+                    ?? 0
+            }
             // Text indexes' entries carry the term's positions (docs/FORMAT.md §9a): recomputed from
             // each record's payload, as every other writer does, so the copy is never a bare key.
             // The stage's indexes, which store keyed tokens where the bucket's are private.
@@ -145,11 +167,58 @@ public final class StagedImport {
                     stage.madeDescriptor.indexes.filter(\.isPrivate).map { ($0.id, $0) },
                     uniquingKeysWith: { first, _ in first })
                 : [:]
-            while more || !pending.isEmpty {
-                while more, pending.count < fitting {
-                    guard try cursor.next() else { more = false; break }
-                    var (key, value) = (cursor.key, try cursor.value)
-                    let objectKey = try key.withUnsafeBytes { raw in try Keyspace.objectKey(fromRecordKey: raw) }
+            // Where the stage seals its records, a staged record kept must be stored sealed.
+            let sealing = database.isEncrypted && stage.madeDescriptor.plaintextValues != true
+            /// The change taking out the staged record under `staged` (its entries, its tokens,
+            /// itself); the cursor moves on.
+            func takeOutStaged() throws -> (objectKey: String, change: StageChange) {
+                let objectKey = try staged.withKey { try Keyspace.objectKey(fromRecordKey: $0) }
+                let value = try staged.value
+                // The stored bytes' first one says whether the stage holds it sealed.
+                let sealed = try (staged as? SealedCursor)?.base.withValue { isSealedValueMarker($0.first) } ?? true
+                let header: RecordHeader
+                do { header = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }.0 } catch {
+                    throw BuriError.corruption(
+                        bucket: bucket, key: objectKey, index: nil,
+                        reason: "staged record: \(error); nothing was imported (run `buri check`)")
+                }
+                var change = StageChange(count: -1, tokens: [])
+                change.deletes = header.entries.map { stage.entryKey($0, objectKey: objectKey) }
+                change.deletes.append(Keyspace.recordKey(bucket: stageId, key: objectKey))
+                change.tokens = try lengthIds.map { index in
+                    try -stage.storedDocumentLength(header, index: index, key: objectKey, reader: snapshot)
+                }
+                change.staged = (value, sealed)
+                stagedMore = try staged.next()
+                return (objectKey, change)
+            }
+            while baseMore || stagedMore || !pending.isEmpty {
+                while pending.count < fitting {
+                    guard baseMore, try cursor.next() else {
+                        // The staged objects after the bucket's last: it does not hold them.
+                        baseMore = false
+                        guard stagedMore else { break }
+                        pending.append(try takeOutStaged().change)
+                        continue
+                    }
+                    var value = try cursor.value
+                    let objectKey = try cursor.withKey { try Keyspace.objectKey(fromRecordKey: $0) }
+                    // Staged objects before this one: the bucket does not hold them.
+                    var replaced: StageChange?
+                    while stagedMore {
+                        let order = staged.withKey { stagedKey in
+                            orderOfBytes(
+                                UnsafeRawBufferPointer(rebasing: stagedKey[Keyspace.recordPrefixLength...]),
+                                objectKey.utf8)
+                        }
+                        if order > 0 { break }
+                        let (_, change) = try takeOutStaged()
+                        if order == 0 {
+                            replaced = change
+                            break
+                        }
+                        pending.append(change)
+                    }
                     var header: RecordHeader
                     var entryValues: [RecordHeader.Entry: [UInt8]] = [:]
                     do {
@@ -167,6 +236,18 @@ public final class StagedImport {
                             value = rewritten
                             payloadOffset = headerLength
                         }
+                        if let staged = replaced?.staged, staged.value == value, staged.sealed || !sealing {
+                            // Staged already, exactly as this copy would write it: kept.
+                            kept += 1
+                            done += 1
+                            keptSinceReport += 1
+                            if keptSinceReport >= fitting {
+                                keptSinceReport = 0
+                                copied = done
+                                progress?(done)
+                            }
+                            continue
+                        }
                         if !textIndexes.isEmpty {
                             let payload = try value.withUnsafeBytes { raw in
                                 try CBORValue(decoding: UnsafeRawBufferPointer(rebasing: raw[payloadOffset...]))
@@ -183,38 +264,46 @@ public final class StagedImport {
                             bucket: bucket, key: objectKey, index: nil,
                             reason: "record: \(error); nothing was imported (run `buri check` first)")
                     }
-                    let tokens = lengthIds.map { index in
-                        header.entries.first { $0.index == index }.map { entry in
-                            (entryValues[entry] ?? []).withUnsafeBytes { RawBucket.documentLength($0) }
-                        } ?? 0
+                    var change = replaced ?? StageChange(count: 0, tokens: lengthIds.map { _ in 0 })
+                    change.count += 1
+                    change.objects = 1
+                    for (slot, index) in lengthIds.enumerated() {
+                        change.tokens[slot] +=
+                            header.entries.first { $0.index == index }.map { entry in
+                                (entryValues[entry] ?? []).withUnsafeBytes { RawBucket.documentLength($0) }
+                            } ?? 0
                     }
-                    pending.append(
-                        (
-                            Keyspace.recordKey(bucket: stageId, key: objectKey), value,
-                            header.entries.map {
-                                (
-                                    Keyspace.indexEntryKey(
-                                        bucket: stageId, index: $0.index, tuple: $0.tuple, objectKey: objectKey),
-                                    entryValues[$0] ?? []
-                                )
-                            }, tokens
-                        ))
+                    change.puts.append((Keyspace.recordKey(bucket: stageId, key: objectKey), value))
+                    for entry in header.entries {
+                        change.puts.append(
+                            (
+                                Keyspace.indexEntryKey(
+                                    bucket: stageId, index: entry.index, tuple: entry.tuple, objectKey: objectKey),
+                                entryValues[entry] ?? []
+                            ))
+                    }
+                    if !change.deletes.isEmpty {
+                        // A key both taken out and put is only put (one commit may not name a key twice).
+                        let put = Set(change.puts.map(\.key))
+                        change.deletes.removeAll { put.contains($0) }
+                    }
+                    pending.append(change)
                 }
                 if pending.isEmpty { break }
                 let inBatch = min(fitting, pending.count)
                 let batch = database.engine.makeBatch()
-                for item in pending[..<inBatch] {
-                    batch.put(item.key, item.value)
-                    for entry in item.entries { batch.put(entry.key, entry.value) }
+                var newCount = count
+                var newTotals = totals
+                for change in pending[..<inBatch] {
+                    for key in change.deletes { batch.delete(key) }
+                    for (key, value) in change.puts { batch.put(key, value) }
+                    newCount += change.count
+                    for slot in newTotals.indices { newTotals[slot] += change.tokens[slot] }
                 }
                 if let marker { batch.put(marker.key, marker.value) }
                 // The stage's object count, kept with the records it counts (format 4).
-                batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(copied + inBatch))
-                var tokens = copiedTokens
-                for item in pending[..<inBatch] {
-                    for slot in tokens.indices { tokens[slot] += item.tokens[slot] }
-                }
-                for (index, total) in zip(lengthIds, tokens) {
+                batch.put(Keyspace.countKey(bucket: stageId), Keyspace.countValue(newCount))
+                for (index, total) in zip(lengthIds, newTotals) {
                     batch.put(Keyspace.textTotalKey(bucket: stageId, index: index), Keyspace.countValue(total))
                 }
                 do {
@@ -225,13 +314,27 @@ public final class StagedImport {
                     fitting = max(1, inBatch / 2)
                     continue
                 }
+                done += pending[..<inBatch].reduce(0) { $0 + $1.objects }
                 pending.removeFirst(inBatch)
-                copied += inBatch
-                copiedTokens = tokens
-                self.copied = copied
-                progress?(copied)
+                count = newCount
+                totals = newTotals
+                keptSinceReport = 0
+                copied = done
+                progress?(done)
             }
+            copied = done
+            if keptSinceReport > 0 { progress?(done) }
         }
+    }
+
+    /// Brings the stage up to date with the bucket as it is now: a copy from a new snapshot that
+    /// keeps what is staged already and changes only what the bucket's writes since changed (see
+    /// ``copyBase(chunkSize:progress:)``). Publishing then compares the bucket with this snapshot.
+    func resync(chunkSize: Int, progress: ((Int) -> Void)?) throws(BuriError) {
+        try checkActive()
+        kept = 0
+        baseSnapshot = try database.run { try database.engine.snapshot() }
+        try copyBase(chunkSize: chunkSize, progress: progress)
     }
 
     /// Publishes the stage in one commit (see ``BuriDatabase/publish(_:progress:)``, which
@@ -484,7 +587,7 @@ extension BuriDatabase {
     /// ``NamedValues/setCBOR(_:for:sync:)`` checks them) in the same commit: `buri restore`.
     package func publish(
         _ imports: [StagedImport], values: [(name: String, bytes: [UInt8])],
-        progress: ((StagedImport.PublishProgress) -> Void)?
+        progress: ((StagedImport.PublishProgress) -> Void)?, abandoningOnError: Bool = true
     ) throws(BuriError) -> [Int] {
         do throws(BuriError) {
             for (name, bytes) in values { try NamedValues.validate(name, cbor: bytes) }
@@ -525,10 +628,33 @@ extension BuriDatabase {
             for load in imports { load.didPublish() }
             return counts
         } catch {
-            for load in imports { load.abandon() }
+            if abandoningOnError { for load in imports { load.abandon() } }
             throw error
         }
     }
+}
+
+/// One object's part of a commit into a stage.
+private struct StageChange {
+    var puts: [(key: [UInt8], value: [UInt8])] = []
+    var deletes: [[UInt8]] = []
+    /// How the stage's object count and text token totals move.
+    var count: Int
+    var tokens: [Int]
+    /// The bucket's objects it accounts for (0 for a staged object taken out).
+    var objects = 0
+    /// The staged record it takes out, as read, and whether it was stored sealed.
+    var staged: (value: [UInt8], sealed: Bool)?
+}
+
+/// How the bytes `a` order against `b`: negative, zero or positive.
+private func orderOfBytes(_ a: UnsafeRawBufferPointer, _ b: String.UTF8View) -> Int {
+    var right = b.makeIterator()
+    for byte in a {
+        guard let other = right.next() else { return 1 }
+        if byte != other { return byte < other ? -1 : 1 }
+    }
+    return right.next() == nil ? 0 : -1
 }
 
 /// Whether `error` is an engine's refusal of a commit over its limits (nothing was written).
