@@ -77,26 +77,33 @@
         }
 
         private static func withNonce(_ counter: UInt64, _ body: (UnsafePointer<UInt8>) -> Bool) -> Bool {
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12) { nonce in
-                let raw = UnsafeMutableRawBufferPointer(nonce)
-                raw.storeBytes(of: 0, toByteOffset: 0, as: UInt32.self)
+            // 4 zero bytes, then the counter big-endian: 12 bytes of a 16-byte value on the stack.
+            var nonce: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+            return withUnsafeMutableBytes(of: &nonce) { raw in
                 raw.storeBytes(of: counter.bigEndian, toByteOffset: 4, as: UInt64.self)
-                guard let start = nonce.baseAddress else { return false }
-                return body(start)
+                guard let start = raw.baseAddress else { return false }
+                return body(start.assumingMemoryBound(to: UInt8.self))
             }
         }
 
-        /// The marker byte and `associatedData` as one buffer (on the stack for a short key).
+        /// The marker byte and `associatedData` as one buffer: a fixed one on the stack for a key
+        /// of up to 63 bytes (most keys), a temporary allocation otherwise.
         private static func withAssociatedData(
             _ marker: UInt8, _ associatedData: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Bool
         ) -> Bool {
-            withUnsafeTemporaryAllocation(byteCount: 1 + associatedData.count, alignment: 1) { data in
+            let count = 1 + associatedData.count
+            func fill(_ data: UnsafeMutableRawBufferPointer) -> Bool {
                 data[0] = marker
                 if !associatedData.isEmpty {
-                    UnsafeMutableRawBufferPointer(rebasing: data[1...]).copyMemory(from: associatedData)
+                    UnsafeMutableRawBufferPointer(rebasing: data[1..<count]).copyMemory(from: associatedData)
                 }
-                return body(UnsafeRawBufferPointer(data))
+                return body(UnsafeRawBufferPointer(rebasing: data[..<count]))
             }
+            guard count <= 64 else {
+                return withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { fill($0) }
+            }
+            var short: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+            return withUnsafeMutableBytes(of: &short) { fill($0) }
         }
     }
 

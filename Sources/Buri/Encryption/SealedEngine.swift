@@ -261,13 +261,15 @@ final class SealedCursor: StorageCursor {
         if let count = openedCount {
             return try opened.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         }
-        guard base.isOnEntry, base.withKey({ Keyspace.isSealed($0) }) else { return try base.withValue(body) }
+        guard base.isOnEntry else { return try base.withValue(body) }
         let (cipher, phase) = (cipher, phase)
         var buffer = opened
         opened = []
         defer { opened = buffer }
-        let count = try base.withKey { key in
-            try base.withValue { value in
+        // One look at the key: whether its value is sealed, and the associated data opening it.
+        let count = try base.withKey { key -> Int? in
+            guard Keyspace.isSealed(key) else { return nil }
+            return try base.withValue { value in
                 if let phase, phase.passes(value) {
                     buffer = Array(value)
                     return value.count
@@ -279,6 +281,7 @@ final class SealedCursor: StorageCursor {
                 }
             }
         }
+        guard let count else { return try base.withValue(body) }
         openedCount = count
         return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }

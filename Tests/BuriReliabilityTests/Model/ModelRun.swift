@@ -162,16 +162,8 @@ final class ModelRun {
             kept = max(kept, report.kept)
             guard failure == nil, report.copied > 0, writes < 6 else { return }
             writes += 1
-            let name = pick(Self.bucketNames)
-            note("write while encrypting (\(report.bucket ?? "-") at \(report.copied))")
-            do {
-                let bucket = try read("opening \(name)") { try self.bucket(name) }
-                try randomWrite(in: name, bucket: bucket, model: &model, transaction: false)
-            } catch let mismatch as ModelMismatch {
-                failure = mismatch
-            } catch {
-                failure = fail("writing while encrypting: \(error)")
-            }
+            randomWriteBetweenBatches(
+                of: "encrypting", at: "\(report.bucket ?? "-") at \(report.copied)", failure: &failure)
         }
         // Interrupted: this handle is closed after a random batch of a copy, so the next commit fails.
         let stopAfter = int(1...2)
@@ -192,9 +184,7 @@ final class ModelRun {
             guard case .databaseClosed = error else { throw fail("finishing encryption: \(error)") }
         }
         if let failure { throw failure }
-        do { try test.reopen() } catch { throw fail("reopening mid-encryption: \(error)") }
-        if engine == .shared { otherClient?.close() }
-        otherClient = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+        try reopenMidway("encryption")
         if db.isBeingEncrypted {
             // Some buckets sealed, some not: their private indexes answer differently, so objects,
             // entry counts, links and values are compared here, queries once it is finished.
@@ -216,6 +206,29 @@ final class ModelRun {
         try checkClean()
     }
 
+    /// One random write to a random bucket between the batches of an online operation (`doing`,
+    /// `at` where it was): a progress closure cannot throw, so a mismatch or error is kept in `failure`.
+    private func randomWriteBetweenBatches(of doing: String, at: String, failure: inout ModelMismatch?) {
+        let name = pick(Self.bucketNames)
+        note("write while \(doing) (\(at))")
+        do {
+            let bucket = try read("opening \(name)") { try self.bucket(name) }
+            try randomWrite(in: name, bucket: bucket, model: &model, transaction: false)
+        } catch let mismatch as ModelMismatch {
+            failure = mismatch
+        } catch {
+            failure = fail("writing while \(doing): \(error)")
+        }
+    }
+
+    /// Opens the database again after its handle was closed in the middle of `doing`, and on a
+    /// shared engine the other client too.
+    private func reopenMidway(_ doing: String) throws {
+        do { try test.reopen() } catch { throw fail("reopening mid-\(doing): \(error)") }
+        if engine == .shared { otherClient?.close() }
+        otherClient = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+    }
+
     /// Rotates this encrypted run's data key online, mid-run (`rotateDataKey`): random writes
     /// between its batches (by either client of a shared engine, whose other client follows the
     /// header), one interruption (the handle closed after a few batches, then reopened, with
@@ -228,16 +241,7 @@ final class ModelRun {
         func writeBetweenBatches(_ report: DataKeyRotationProgress) {
             guard failure == nil, report.generations.retiring != nil, writes < 8 else { return }
             writes += 1
-            let name = pick(Self.bucketNames)
-            note("write while rotating (\(report.resealed) sealed anew)")
-            do {
-                let bucket = try read("opening \(name)") { try self.bucket(name) }
-                try randomWrite(in: name, bucket: bucket, model: &model, transaction: false)
-            } catch let mismatch as ModelMismatch {
-                failure = mismatch
-            } catch {
-                failure = fail("writing while rotating: \(error)")
-            }
+            randomWriteBetweenBatches(of: "rotating", at: "\(report.resealed) sealed anew", failure: &failure)
         }
         // Interrupted: this handle is closed after three reports, so the next batch fails.
         var reports = 0
@@ -252,9 +256,7 @@ final class ModelRun {
             guard case .databaseClosed = error else { throw fail("rotating the data key: \(error)") }
         }
         if let failure { throw failure }
-        do { try test.reopen() } catch { throw fail("reopening mid-rotation: \(error)") }
-        if engine == .shared { otherClient?.close() }
-        otherClient = (engine == .shared || engine == .etcd) ? try? test.client(1) : nil
+        try reopenMidway("rotation")
         if handle.dataKeyGenerations?.retiring != nil || reports < 3 {
             if db.dataKeyGenerations?.retiring == nil {
                 throw fail("mid-rotation, the reopened database is not rotating")
