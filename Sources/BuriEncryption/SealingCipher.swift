@@ -489,7 +489,36 @@ package final class SealingCipher: DatabaseCipher, Sendable, CustomStringConvert
     }
 
     /// The first 16 bytes of HMAC-SHA256(token key, `bytes`).
+    ///
+    /// Tokens of short inputs are remembered (up to ``tokenCacheLimit`` of them, then forgotten
+    /// all at once): an index's values repeat (a locale, a tag, a status), and a lookup costs a
+    /// tenth of the two SHA-256 blocks an HMAC takes. The key never changes for a cipher, so a
+    /// remembered token is the token; nothing of it is ever stored but the tokens themselves.
     package func token(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        guard bytes.count <= Self.cachedTokenInputLimit else { return computeToken(bytes) }
+        let input = TokenInput(bytes: Array(bytes))
+        if let known = tokenCache.withLock({ $0[input] }) { return known }
+        let token = computeToken(bytes)
+        tokenCache.withLock { cache in
+            if cache.count >= Self.tokenCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[input] = token
+        }
+        return token
+    }
+
+    /// Tokens remembered at most, and the longest input remembered (so the cache holds at most
+    /// about 1 MiB).
+    static let tokenCacheLimit = 4096
+    static let cachedTokenInputLimit = 192
+    private let tokenCache = Mutex<[TokenInput: [UInt8]]>([:])
+
+    /// An input remembered, hashed as one run of bytes (an array of bytes hashes byte by byte).
+    private struct TokenInput: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+
+    private func computeToken(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         #if canImport(CCryptoBoringSSL)
             return tokenState.token(bytes, count: Self.tokenByteCount)
         #else

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BuriEncryption
@@ -20,6 +21,38 @@ import Testing
                 let token = bytes.withUnsafeBytes { cipher.token($0) }
                 #expect(token.count == 16)
                 #expect(token == bytes.withUnsafeBytes { cipher.swiftCryptoToken($0) }, "length \(length)")
+            }
+        }
+
+        @Test("remembered tokens are the tokens: asked again, past the cache's limit, and from many threads")
+        func rememberedTokensAgree() throws {
+            let (key, otherKey) = (DatabaseKey.random(), DatabaseKey.random())
+            let cipher = try key.unlockCipher(header: try key.newHeader())
+            let other = try otherKey.unlockCipher(header: try otherKey.newHeader())
+            // More inputs than the cache holds, each asked three times, on four threads at once;
+            // lengths around the longest input remembered.
+            let limit = SealingCipher.cachedTokenInputLimit
+            let inputs: [[UInt8]] = (0..<(SealingCipher.tokenCacheLimit + 500)).map { n in
+                let length = [0, 1, 7, 13, limit - 1, limit, limit + 1][n % 7]
+                return (0..<length).map { UInt8(truncatingIfNeeded: n &* 31 &+ $0) } + Array("\(n)".utf8)
+            }
+            let mismatches = Mutex(0)
+            DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                for round in 0..<3 {
+                    for (n, input) in inputs.enumerated() where (n + thread + round) % 2 == 0 {
+                        let token = input.withUnsafeBytes { cipher.token($0) }
+                        if token != input.withUnsafeBytes({ cipher.swiftCryptoToken($0) }) {
+                            mismatches.withLock { $0 += 1 }
+                        }
+                    }
+                }
+            }
+            #expect(mismatches.withLock { $0 } == 0)
+            // Another key's tokens are its own, whatever the first cipher remembers.
+            for input in inputs.prefix(50) {
+                #expect(
+                    input.withUnsafeBytes { other.token($0) } == input.withUnsafeBytes { other.swiftCryptoToken($0) })
+                #expect(input.withUnsafeBytes { other.token($0) } != input.withUnsafeBytes { cipher.token($0) })
             }
         }
 

@@ -27,13 +27,16 @@ final class IndexTokens: Sendable {
 
     /// The token stored for `value` in the index named `index`.
     func token(_ value: IndexValue, index: String) -> IndexValue {
+        // u32 name length, the name, the value's encoding.
+        let count = index.utf8.count
         var input: [UInt8] = []
-        let name = Array(index.utf8)
-        input.reserveCapacity(4 + name.count + value.encoded.count)
-        let count = UInt32(truncatingIfNeeded: name.count)
-        input += [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
-        input += name
-        input += value.encoded
+        input.reserveCapacity(4 + count + value.encoded.count)
+        input.append(UInt8(truncatingIfNeeded: count >> 24))
+        input.append(UInt8(truncatingIfNeeded: count >> 16))
+        input.append(UInt8(truncatingIfNeeded: count >> 8))
+        input.append(UInt8(truncatingIfNeeded: count))
+        input.append(contentsOf: index.utf8)
+        input.append(contentsOf: value.encoded)
         return IndexValue(bytes: input.withUnsafeBytes { cipher.token($0) })
     }
 }

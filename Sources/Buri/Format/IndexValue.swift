@@ -26,8 +26,11 @@ public struct IndexValue: Sendable, Hashable, Comparable {
 
     /// A byte-string value.
     public init(bytes: some Sequence<UInt8>) {
+        let bytes = Array(bytes)
         var out: [UInt8] = []
-        ValueEncoding.appendBinary(Array(bytes), to: &out)
+        // The tag, the bytes, the terminator, and room for a few escapes.
+        out.reserveCapacity(bytes.count + 8)
+        ValueEncoding.appendBinary(bytes, to: &out)
         encoded = out
     }
 
