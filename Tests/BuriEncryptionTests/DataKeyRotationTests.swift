@@ -92,6 +92,31 @@ struct DataKeyRotationTests {
         try expectEverything(t.db)
     }
 
+    @Test("a handle closed during a rotation stops it: nothing more is read or reported", arguments: engines)
+    func closedHandleStopsTheRotation(engine: Engine) throws {
+        let key = DatabaseKey.random()
+        let t = try TestDatabase(engine, options: encrypted(key))
+        // Records only: after the records' one batch, the named values' range has nothing to seal,
+        // which a rotation reports without writing.
+        try t.db.bucket(SecretNote.self).store(
+            (0..<10).map { SecretNote(id: "n\($0)", day: $0, text: "note \($0)", tags: []) })
+        let db = try BuriDatabase(engine: t.db.storedEngine, options: encrypted(key), closesEngine: false)
+        var reports: [DataKeyRotationProgress] = []
+        do {
+            try db.rotateDataKey(batchSize: 1000) { report in
+                reports.append(report)
+                if report.resealed == 10 { db.close() }
+            }
+            Issue.record("the rotation finished after its handle was closed")
+        } catch {
+            guard case .databaseClosed = error else { throw error }
+        }
+        #expect(reports.map(\.resealed) == [0, 10], "\(reports)")
+        try t.db.rotateDataKey()
+        #expect(t.db.dataKeyGenerations == DataKeyGenerations(current: 1, retiring: nil))
+        #expect(try t.db.check().problems.isEmpty)
+    }
+
     @Test(
         "interrupted after each batch, it opens with both generations, checks clean, and finishes", arguments: engines)
     func interruptedRotationResumes(engine: Engine) throws {
@@ -104,8 +129,11 @@ struct DataKeyRotationTests {
             // A handle closed after `stops + 1` progress reports: the rotation stops there.
             let db = try BuriDatabase(engine: base, options: encrypted(key), closesEngine: false)
             var seen = 0
+            var reportedAfterClose = false
             do {
                 try db.rotateDataKey(batchSize: 40) { _ in
+                    // A closed handle stops at its next batch: no report follows the close.
+                    if seen > stops { reportedAfterClose = true }
                     seen += 1
                     if seen > stops { db.close() }
                 }
@@ -113,6 +141,7 @@ struct DataKeyRotationTests {
                 // Stopped mid-way: the closed handle is the only error expected.
                 guard case .databaseClosed = error else { throw error }
             }
+            #expect(!reportedAfterClose, "closed after report \(stops + 1), the rotation went on reporting")
             let finished = db.dataKeyGenerations?.retiring == nil && seen <= stops
             db.close()
             let reopened = try BuriDatabase(engine: base, options: encrypted(key), closesEngine: false)

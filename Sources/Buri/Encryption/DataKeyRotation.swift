@@ -81,6 +81,9 @@ extension BuriDatabase {
         for range in Self.sealedRanges {
             var after: [UInt8]?
             while true {
+                // Its values are read from the stored engine, which a closed handle may share with
+                // others: a closed handle stops here, at the next batch.
+                try checkOpen()
                 let (stale, last, looked) = try staleValues(in: range, after: after, limit: chunk)
                 report.examined += looked
                 if !stale.isEmpty {

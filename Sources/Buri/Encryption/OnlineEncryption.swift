@@ -208,6 +208,7 @@ extension BuriDatabase {
     /// Seals every named value stored as plaintext, `chunk` per commit.
     private func sealNamedValues(chunk: Int, report: () -> Void) throws(BuriError) {
         while true {
+            try checkOpen()
             // Found in the stored bytes (the engine above opens sealed and plaintext values alike).
             let names: [[UInt8]] = try run {
                 var found: [[UInt8]] = []
