@@ -476,6 +476,7 @@ final class ModelRun {
         let leaf = depth >= 2 || chance(0.3)
         if leaf {
             if chance(0.15) { return .notePrefix(Array(pick(["", "n", "l", "lo", "\u{1F642}", "x"]).utf8)) }
+            if chance(0.12), let search = randomSearchPredicate() { return search }
             return .condition(randomCondition())
         }
         switch int(0...3) {
@@ -483,6 +484,16 @@ final class ModelRun {
         case 1: return .all((0..<int(0...3)).map { _ in randomPredicate(depth: depth + 1) })
         default: return .any((0..<int(0...3)).map { _ in randomPredicate(depth: depth + 1) })
         }
+    }
+
+    /// A text match as a query condition (`Query.search`), among index conditions, OR, NOT, sort
+    /// keys, limits and pages: one the model can evaluate, and on a private index no prefix.
+    func randomSearchPredicate() -> ModelPredicate? {
+        let index = pick(ModelItem.textIndexes).name
+        let query = randomTextQuery([], index)
+        guard case .some(.some) = try? query.compiled(), !(encrypted && query.hasPrefixLeaf) else { return nil }
+        tally["query with a text match", default: 0] += 1
+        return .search(index: index, query: query)
     }
 
     func randomQuery(paging: Bool = false) -> ModelQuery {

@@ -354,9 +354,14 @@ indirect enum ModelPredicate: CustomStringConvertible {
     case any([ModelPredicate])
     case not(ModelPredicate)
     case notePrefix([UInt8])
+    /// A match of a text index (`Query.search`): a query the model can evaluate (it compiles).
+    case search(index: String, query: ModelTextQuery)
 
     func isSatisfied(by item: ModelItem) -> Bool {
         switch self {
+        case .search(let index, let query):
+            guard case .some(.some(let compiled)) = try? query.compiled() else { return false }
+            return compiled.matches(ModelItem.texts(item, index: index).map { ModelTextTokens($0) })
         case .condition(let condition): return item.entries(condition.index).contains(where: condition.matches)
         case .all(let parts): return parts.allSatisfy { $0.isSatisfied(by: item) }
         case .any(let parts): return parts.contains { $0.isSatisfied(by: item) }
@@ -380,6 +385,7 @@ indirect enum ModelPredicate: CustomStringConvertible {
         case .notePrefix(let prefix):
             let filter = Query.all.filter { (item: ModelItem) in Array(item.note.utf8).starts(with: prefix) }
             return filter.predicates[0]
+        case .search(let index, let query): return Query.search(index, query.description).predicates[0]
         }
     }
 
@@ -390,6 +396,7 @@ indirect enum ModelPredicate: CustomStringConvertible {
         case .any(let parts): return "(" + parts.map(\.description).joined(separator: " or ") + ")"
         case .not(let inner): return "not \(inner)"
         case .notePrefix(let prefix): return "filter note prefix \(ModelValue.bytes(prefix))"
+        case .search(let index, let query): return "search \(index) \(ModelValue.bytes(Array(query.description.utf8)))"
         }
     }
 }

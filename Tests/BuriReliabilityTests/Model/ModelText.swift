@@ -550,10 +550,13 @@ extension ModelRun {
     /// it, a search of a malformed entry's term must fail typed rather than answer short,
     /// `check(repair: true)` must mend it, and then searches must match the model again.
     func damageTextEntry(kind given: Int? = nil) throws {
-        let name = pick(Self.bucketNames)
-        let index = pick(ModelItem.textIndexes).name
-        let candidates = model.sorted(name).filter { !$0.textTerms(index).isEmpty }
-        guard let item = candidates.isEmpty ? nil : pick(candidates) else { return }
+        // A bucket and text index holding some term (none only when no object has any text).
+        let places = Self.bucketNames.flatMap { name in ModelItem.textIndexes.map { (name, $0.name) } }.filter {
+            name, index in model.sorted(name).contains { !$0.textTerms(index).isEmpty }
+        }
+        guard !places.isEmpty else { return }
+        let (name, index) = pick(places)
+        let item = pick(model.sorted(name).filter { !$0.textTerms(index).isEmpty })
         let terms = item.textTerms(index).sorted { modelCompareBytes($0, $1) < 0 }
         let term = pick(terms)
         let extra = Array("zz-not-a-term".utf8)
