@@ -87,6 +87,25 @@ struct EncryptCommandTests {
         #expect(again.stdout.contains("already encrypted"))
     }
 
+    @Test func killedAgainWhileGoingOnItKeepsWhatBothRunsSealed() throws {
+        // Killed after 4 chunks of Copy (12 objects staged), then the next run killed after 2
+        // chunks of its own (6 more): the third run keeps 18 and seals the rest.
+        let sandbox = try Sandbox()
+        let notes = try PlaintextNotes(sandbox)
+        let arguments = [
+            "encrypt", notes.path, "--key-file", notes.key, "--plaintext-index", "age", "--batch-size", "3",
+        ]
+        for chunks in [4, 2] {
+            let killed = try buriKilledAfter(chunks: chunks, arguments)
+            #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "\(killed)")
+            #expect(try notes.decrypted() == notes.export)
+        }
+        let last = try buri(arguments)
+        expectSuccess(last)
+        #expect(last.stdout.contains("bucket Copy: 18 objects sealed by an earlier run were kept"), "\(last)")
+        try notes.expectSealed()
+    }
+
     @Test func killedAtTwelvePointsItReadsMeanwhileAndFinishesWhenRunAgain() throws {
         // 2 buckets of 30 objects in batches of 3: 20 committed chunks. Killed after chunk k, the
         // database needs the key, reads everything with it, and the next run finishes it.
