@@ -89,9 +89,16 @@ struct Check: ParsableCommand {
         for problem in report.problems { try out.line(problem.description) }
         // Information, not problems: generations deleteAll replaced, still being purged.
         for purge in report.pendingPurges {
-            try out.line(
-                "note: bucket '\(purge.bucket)' has a retired generation (id \(purge.id)) \(purge.state == .purging ? "being purged in the background" : "staged by an import that has not published it")"
-            )
+            let what =
+                switch purge.state {
+                case .purging: "being purged in the background"
+                // While a database is being encrypted, a stage is most likely the copy a killed
+                // `buri encrypt` left, which the next run takes up.
+                case .staging where db.isBeingEncrypted:
+                    "staged by an import or by an encryption that has not published it (`buri encrypt` goes on with its copy)"
+                case .staging: "staged by an import that has not published it"
+                }
+            try out.line("note: bucket '\(purge.bucket)' has a retired generation (id \(purge.id)) \(what)")
         }
         let counts =
             "\(report.buckets) bucket\(report.buckets == 1 ? "" : "s"), \(report.objects) object\(report.objects == 1 ? "" : "s"), \(report.indexEntries) index entr\(report.indexEntries == 1 ? "y" : "ies")"

@@ -129,6 +129,10 @@ struct EncryptCommandTests {
             #expect(try notes.decrypted() == notes.export, "after chunk \(chunks)")
             let info = try buri("info", notes.path, "--key-file", notes.key)
             #expect(info.stdout.contains("encrypted:       yes (being encrypted"), "\(info)")
+            // The copy under way is there, unpublished, and check says what it is.
+            let check = try buri("check", notes.path, "--key-file", notes.key)
+            #expect(check.status == 0, "\(check)")
+            #expect(check.stdout.contains("`buri encrypt` goes on with its copy"), "after chunk \(chunks): \(check)")
             let resumed = try buri("encrypt", notes.path, "--key-file", notes.key, "--batch-size", "3")
             expectSuccess(resumed)
             // The bucket whose copy was under way (Copy, then Note, 10 chunks each) goes on from
