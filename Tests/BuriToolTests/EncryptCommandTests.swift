@@ -39,10 +39,10 @@ struct PlaintextNotes {
     }
 
     /// The database is sealed throughout: no secret in any file, every record and value checked.
-    func expectSealed(sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectSealed(_ label: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws {
         for needle in [EncryptedNotes.secret, EncryptedNotes.secretCity, EncryptedNotes.secretWord] {
             #expect(
-                filesHolding(Array(needle.utf8), under: path) == [], "\(needle) is readable in the files",
+                filesHolding(Array(needle.utf8), under: path) == [], "\(label)\(needle) is readable in the files",
                 sourceLocation: sourceLocation)
         }
         let check = try buri("check", path, "--key-file", key)
@@ -141,7 +141,7 @@ struct EncryptCommandTests {
             #expect(
                 resumed.stdout.contains("bucket \(bucket): \(kept) objects sealed by an earlier run were kept"),
                 "killed after chunk \(chunks): \(resumed)")
-            try notes.expectSealed()
+            try notes.expectSealed("killed after chunk \(chunks): ")
         }
     }
 }

@@ -117,12 +117,7 @@ extension BuriDatabase {
         }
         report.generations = cipher.dataKeyGenerations
         progress?(report)
-        if !engine.isShared {
-            try run {
-                try engine.compact(.prefix([Keyspace.recordTag]))
-                try engine.compact(.prefix([Keyspace.valueTag]))
-            }
-        }
+        try compactAway([[Keyspace.recordTag], [Keyspace.valueTag]])
     }
 
     /// Reads `keys` through `writer` and puts them back, so the batch seals them under the current

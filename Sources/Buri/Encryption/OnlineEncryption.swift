@@ -109,13 +109,18 @@ extension BuriDatabase {
         progress?(EncryptionProgress(bucket: nil, copied: 0, bucketsDone: done, bucketsTotal: done))
         // The plaintext generations, then every range that held plaintext, are rewritten without it.
         _ = try purgeRetiredBuckets(reclaimingSpace: true)
-        if !engine.isShared {
-            try run {
-                try engine.compact(.prefix([Keyspace.valueTag]))
-                try engine.compact(.prefix([Keyspace.recordTag]))
-                try engine.compact(.prefix([Keyspace.indexTag]))
-            }
-        }
+        try compactAway([[Keyspace.valueTag], [Keyspace.recordTag], [Keyspace.indexTag]])
+    }
+
+    /// Compacts the key ranges under `prefixes` so that the files keep no older copy of their
+    /// values (on an engine that is not shared; a shared one compacts its own history). First it
+    /// waits for the background purge's pass to end: LevelDB deletes a table that a compaction
+    /// replaced only when no cursor reads it, and a table left behind would keep what was
+    /// replaced until the next compaction or open.
+    func compactAway(_ prefixes: [[UInt8]]) throws(BuriError) {
+        guard !engine.isShared else { return }
+        purger.waitUntilIdle()
+        try run { for prefix in prefixes { try engine.compact(.prefix(prefix)) } }
     }
 
     /// Copies bucket `name` into a sealed generation and publishes it; `false` if the bucket no
