@@ -56,8 +56,16 @@ extension ObjectCursor where T: Sendable {
     @usableFromInline
     func decodeRest(into objects: inout [T]) throws(BuriError) {
         var running: ParallelDecoding.Job<T>?
+        // On an encrypted database the helpers open the records too: the cipher's work is a large
+        // part of a read, and the calling thread's walk is the part that does not spread.
+        let opener = raw.opener
+        raw.defersOpening = opener != nil
+        defer { raw.defersOpening = false }
+        // The storage of the batch last decoded, reused (no fresh pages to fault in per batch).
+        var spare: ParallelDecoding.Batch?
         while true {
-            var batch = ParallelDecoding.Batch()
+            var batch = spare ?? ParallelDecoding.Batch()
+            spare = nil
             var storageError: BuriError?
             var ended = false
             do {
@@ -66,7 +74,9 @@ extension ObjectCursor where T: Sendable {
                         ended = true
                         break
                     }
-                    if raw.currentSchemaVersion == bucket.currentVersion {
+                    if raw.currentRecordIsSealed {
+                        batch.append(payload: raw.currentStoredRecord, cursor: raw, sealed: true)
+                    } else if raw.currentSchemaVersion == bucket.currentVersion {
                         batch.append(payload: raw.currentPayload, cursor: raw)
                     } else if let upgraded = try bucket.upgraded(
                         raw.currentPayload, version: raw.currentSchemaVersion, key: raw.currentKey)
@@ -81,12 +91,20 @@ extension ObjectCursor where T: Sendable {
                 storageError = error
             }
             // The batch before this one precedes it: its objects, and its first error, come first.
-            if let running { try finish(running, into: &objects) }
+            if let running {
+                try finish(running, into: &objects)
+                spare = running.takeBatch()
+            }
             running = nil
             let job =
                 batch.count > 0
                 ? ParallelDecoding.Job<T>(
-                    batch: batch, recordDecoder: bucket.recordDecoder, readsNested: bucket.readsNested) : nil
+                    batch: batch, recordDecoder: bucket.recordDecoder, readsNested: bucket.readsNested,
+                    opening: opener.map {
+                        ParallelDecoding.Opening(
+                            opener: $0, recordPrefix: raw.recordPrefix, bucket: bucket.name,
+                            currentVersion: bucket.currentVersion)
+                    }) : nil
             if let job {
                 job.start()
                 if ended || storageError != nil { try finish(job, into: &objects) } else { running = job }
@@ -97,11 +115,29 @@ extension ObjectCursor where T: Sendable {
     }
 
     private func finish(_ job: ParallelDecoding.Job<T>, into objects: inout [T]) throws(BuriError) {
-        if let (index, error) = job.finish(into: &objects) {
-            throw .decodingFailed(
-                bucket: bucket.name, key: job.batch.key(index), type: String(describing: T.self),
-                reason: String(describing: error))
+        guard let (index, error) = job.finish(into: &objects) else { return }
+        if let failure = error as? ParallelDecoding.ReadFailure { throw failure.error }
+        if error is ParallelDecoding.OlderRecord, let opening = job.opening {
+            // A record of an older schema version, and every one after it in the batch, take the
+            // serial path (its upgrade runs on this thread), with its errors in order.
+            var buffer: [UInt8] = []
+            var key: [UInt8] = []
+            for position in index..<job.batch.count {
+                let (version, payload) = try opening.open(job.batch, position, into: &buffer, key: &key)
+                let object = buffer.withUnsafeBytes { opened in
+                    Result { () throws(BuriError) -> T in
+                        try bucket.decode(
+                            UnsafeRawBufferPointer(rebasing: opened[payload]), version: version,
+                            key: job.batch.key(position))
+                    }
+                }
+                objects.append(try object.get())
+            }
+            return
         }
+        throw .decodingFailed(
+            bucket: bucket.name, key: job.batch.key(index), type: String(describing: T.self),
+            reason: String(describing: error))
     }
 }
 
@@ -116,14 +152,62 @@ enum ParallelDecoding {
     static let helpers = Swift.max(0, Swift.min(ProcessInfo.processInfo.activeProcessorCount, 16) - 1)
     static let queue = DispatchQueue(label: "buri.decode", qos: .userInitiated, attributes: .concurrent)
 
-    /// Copies of payloads and object keys, back to back. (A struct: a class's arrays would pay
-    /// a dynamic exclusivity check on every append.)
+    /// What the helpers need to open sealed records of a bucket.
+    struct Opening: Sendable {
+        let opener: RecordOpener
+        let recordPrefix: [UInt8]
+        let bucket: String
+        let currentVersion: UInt64
+
+        /// Opens sealed record `index` of `batch` into `buffer`: its schema version and where its
+        /// payload lies in `buffer`. Fails as the serial read would: the record that does not
+        /// open, or whose header does not parse, named with its bucket and key. `key` is scratch
+        /// space for the record key (reused from one call to the next).
+        func open(
+            _ batch: Batch, _ index: Int, into buffer: inout [UInt8], key: inout [UInt8]
+        ) throws(BuriError) -> (version: UInt64, payload: Range<Int>) {
+            let count = try batch.withStored(index) { stored, objectKey throws(BuriError) -> Int in
+                key.removeAll(keepingCapacity: true)
+                key.append(contentsOf: recordPrefix)
+                key.append(contentsOf: objectKey)
+                let count = key.withUnsafeBytes { key in
+                    Result { () throws(BuriError) -> Int in try opener.open(stored, key: key, into: &buffer) }
+                }
+                switch count {
+                case .success(let count): return count
+                case .failure(let error): throw error.attributed(to: bucket)
+                }
+            }
+            do {
+                let (version, offset) = try buffer.withUnsafeBytes {
+                    try RecordHeader.versionAndPayloadOffset(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+                }
+                return (version, offset..<count)
+            } catch {
+                throw .corruption(bucket: bucket, key: batch.key(index), index: nil, reason: "record header: \(error)")
+            }
+        }
+    }
+
+    /// A record that did not open or parse: its error as the serial read throws it.
+    struct ReadFailure: Error {
+        let error: BuriError
+    }
+
+    /// A sealed record of an older schema version: it is upgraded on the calling thread.
+    struct OlderRecord: Error {}
+
+    /// Copies of payloads (or of sealed records) and object keys, back to back. (A struct: a
+    /// class's arrays would pay a dynamic exclusivity check on every append.)
     struct Batch {
         private(set) var bytes: [UInt8] = []
         /// Payload `i` is `bytes[payloadStarts[i] ..< keyStarts[i]]`, its key
         /// `bytes[keyStarts[i] ..< payloadStarts[i + 1]]`.
         private var payloadStarts: [Int] = [0]
         private var keyStarts: [Int] = []
+        /// Whether entry `i` is a sealed record (header and payload, unopened) instead of a
+        /// payload; empty while no entry is.
+        private var sealed: [Bool] = []
 
         init() {
             bytes.reserveCapacity(batchSize * 96)
@@ -131,9 +215,25 @@ enum ParallelDecoding {
             keyStarts.reserveCapacity(batchSize)
         }
 
+        /// An empty batch that holds no storage.
+        init(empty: Void) {}
+
+        /// Empties the batch, keeping its storage.
+        mutating func removeAll() {
+            bytes.removeAll(keepingCapacity: true)
+            payloadStarts.removeAll(keepingCapacity: true)
+            payloadStarts.append(0)
+            keyStarts.removeAll(keepingCapacity: true)
+            sealed.removeAll(keepingCapacity: true)
+        }
+
         var count: Int { keyStarts.count }
 
-        mutating func append(payload: UnsafeRawBufferPointer, cursor: RawQueryCursor) {
+        mutating func append(payload: UnsafeRawBufferPointer, cursor: RawQueryCursor, sealed isSealed: Bool = false) {
+            if isSealed || !sealed.isEmpty {
+                if sealed.isEmpty { sealed = Array(repeating: false, count: count) }
+                sealed.append(isSealed)
+            }
             bytes.append(contentsOf: payload)
             keyStarts.append(bytes.count)
             cursor.appendCurrentObjectKey(to: &bytes)
@@ -144,6 +244,23 @@ enum ParallelDecoding {
             try bytes.withUnsafeBytes {
                 try body(UnsafeRawBufferPointer(rebasing: $0[payloadStarts[index]..<keyStarts[index]]))
             }
+        }
+
+        /// Whether entry `index` is a sealed record.
+        func isSealed(_ index: Int) -> Bool { !sealed.isEmpty && sealed[index] }
+
+        /// Lends entry `index`'s stored bytes and its object key's bytes.
+        func withStored<R, E: Error>(
+            _ index: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(E) -> R
+        ) throws(E) -> R {
+            let result = bytes.withUnsafeBytes { all in
+                Result { () throws(E) -> R in
+                    try body(
+                        UnsafeRawBufferPointer(rebasing: all[payloadStarts[index]..<keyStarts[index]]),
+                        UnsafeRawBufferPointer(rebasing: all[keyStarts[index]..<payloadStarts[index + 1]]))
+                }
+            }
+            return try result.get()
         }
 
         /// The object key (checked to be UTF-8 when the cursor read it).
@@ -157,7 +274,7 @@ enum ParallelDecoding {
     final class Job<T: Decodable & Sendable>: @unchecked Sendable {
         // @unchecked: the batch is only read once the job starts; each chunk's slots and status
         // are written by the one thread that claimed it and read after `group.wait()`.
-        let batch: Batch
+        private(set) var batch: Batch
         private let output: UnsafeMutablePointer<T>
         private let chunks: Int
         /// Per chunk: how many objects it initialised, and the error that stopped it.
@@ -169,9 +286,12 @@ enum ParallelDecoding {
         private let recordDecoder: RecordDecoder<T>?
         /// Whether `T` is decoded through `init(from:)` (the bucket's answer, kept).
         private let readsNested: Bool
+        /// How sealed records of the batch are opened (`nil` on a plaintext database).
+        let opening: Opening?
 
-        init(batch: Batch, recordDecoder: RecordDecoder<T>?, readsNested: Bool) {
+        init(batch: Batch, recordDecoder: RecordDecoder<T>?, readsNested: Bool, opening: Opening? = nil) {
             self.readsNested = readsNested
+            self.opening = opening
             self.batch = batch
             self.recordDecoder = recordDecoder
             output = .allocate(capacity: batch.count)
@@ -200,7 +320,17 @@ enum ParallelDecoding {
             }
         }
 
+        /// The batch, emptied for reuse, once ``finish(into:)`` returned; the job is then done.
+        func takeBatch() -> Batch {
+            var taken = Batch(empty: ())
+            swap(&taken, &batch)
+            taken.removeAll()
+            return taken
+        }
+
         private func work() {
+            // A local copy: no exclusivity check per access to the property.
+            let batch = batch
             while true {
                 let chunk = nextChunk.add(1, ordering: .relaxed).oldValue
                 guard chunk < chunks else { return }
@@ -209,11 +339,29 @@ enum ParallelDecoding {
                 let decoder = CBORDecoder()
                 let recordDecoder = recordDecoder
                 let readsNested = readsNested
+                var opened: [UInt8] = []
+                var key: [UInt8] = []
                 for index in start..<end {
                     do {
-                        let object = try batch.withPayload(index) { payload in
+                        let decode = { (payload: UnsafeRawBufferPointer) throws -> T in
                             if let recordDecoder { return try recordDecoder(payload) }
                             return try decoder.decode(T.self, from: payload, readsNested: readsNested)
+                        }
+                        let object: T
+                        if let opening, batch.isSealed(index) {
+                            let version: UInt64
+                            let payload: Range<Int>
+                            do {
+                                (version, payload) = try opening.open(batch, index, into: &opened, key: &key)
+                            } catch {
+                                throw ReadFailure(error: error)
+                            }
+                            guard version == opening.currentVersion else { throw OlderRecord() }
+                            object = try opened.withUnsafeBytes {
+                                try decode(UnsafeRawBufferPointer(rebasing: $0[payload]))
+                            }
+                        } else {
+                            object = try batch.withPayload(index, decode)
                         }
                         (output + index).initialize(to: object)
                         initialized[chunk] += 1
@@ -226,7 +374,8 @@ enum ParallelDecoding {
         }
 
         /// Decodes what the helpers have not claimed, waits for them, and appends the objects to
-        /// `objects`; or, if any failed, returns the first failure in order (appending nothing).
+        /// `objects`; or, if any failed, appends the objects before the first failure in order
+        /// and returns it.
         func finish(into objects: inout [T]) -> (index: Int, error: any Error)? {
             work()
             group.wait()
@@ -239,7 +388,13 @@ enum ParallelDecoding {
             }
             let count = batch.count
             if let firstFailure {
-                for chunk in 0..<chunks { (output + chunk * chunkSize).deinitialize(count: initialized[chunk]) }
+                // Every chunk before the failing one is whole.
+                objects.append(contentsOf: UnsafeBufferPointer(start: output, count: firstFailure.0))
+                output.deinitialize(count: firstFailure.0)
+                for chunk in 0..<chunks where chunk * chunkSize + initialized[chunk] > firstFailure.0 {
+                    let from = Swift.max(chunk * chunkSize, firstFailure.0)
+                    (output + from).deinitialize(count: chunk * chunkSize + initialized[chunk] - from)
+                }
                 return firstFailure
             }
             // No `reserveCapacity(objects.count + count)` here: it reallocates to exactly that size,

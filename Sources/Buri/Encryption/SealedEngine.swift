@@ -262,28 +262,55 @@ final class SealedCursor: StorageCursor {
             return try opened.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         }
         guard base.isOnEntry else { return try base.withValue(body) }
-        let (cipher, phase) = (cipher, phase)
+        let opener = RecordOpener(cipher: cipher, phase: phase)
         var buffer = opened
         opened = []
         defer { opened = buffer }
         // One look at the key: whether its value is sealed, and the associated data opening it.
         let count = try base.withKey { key -> Int? in
             guard Keyspace.isSealed(key) else { return nil }
-            return try base.withValue { value in
-                if let phase, phase.passes(value) {
-                    buffer = Array(value)
-                    return value.count
-                }
-                do throws(EncryptionFailure) {
-                    return try cipher.open(value, associatedData: key, into: &buffer)
-                } catch {
-                    throw SealedEngine.rejection(key: Array(key), reason: error.description)
-                }
-            }
+            return try base.withValue { value throws(BuriError) in try opener.open(value, key: key, into: &buffer) }
         }
         guard let count else { return try base.withValue(body) }
         openedCount = count
         return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+    }
+
+    /// The current value as stored, when it is sealed (what ``withValue(_:)`` would open), for
+    /// opening later with ``opener``, on another thread; `nil` for a value read as stored (not
+    /// sealed, or plaintext while the database is being encrypted). Valid until the cursor moves.
+    func sealedValue() throws -> UnsafeRawBufferPointer? {
+        guard base.isOnEntry, openedCount == nil, base.withKey({ Keyspace.isSealed($0) }) else { return nil }
+        let value = try base.withValue { $0 }
+        if let phase, phase.passes(value) { return nil }
+        return value
+    }
+
+    /// Opens what ``sealedValue()`` lent.
+    var opener: RecordOpener { RecordOpener(cipher: cipher, phase: phase) }
+}
+
+/// Opens sealed values apart from the cursor that read them: on the threads that decode a large
+/// read (``ParallelDecoding``), so that the cipher's work is shared by every core as decoding is.
+struct RecordOpener: Sendable {
+    let cipher: any DatabaseCipher
+    let phase: PlaintextPhase?
+
+    /// Opens `value`, stored under `key`, into `buffer` (reused), returning the plaintext's byte
+    /// count; a value the plaintext phase passes is copied as it is. A value that does not open is
+    /// ``BuriError/authenticationFailed(bucket:key:reason:)``.
+    func open(
+        _ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into buffer: inout [UInt8]
+    ) throws(BuriError) -> Int {
+        if let phase, phase.passes(value) {
+            buffer = Array(value)
+            return value.count
+        }
+        do throws(EncryptionFailure) {
+            return try cipher.open(value, associatedData: key, into: &buffer)
+        } catch {
+            throw SealedEngine.rejection(key: Array(key), reason: error.description)
+        }
     }
 }
 

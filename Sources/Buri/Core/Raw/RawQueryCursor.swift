@@ -68,6 +68,13 @@ public final class RawQueryCursor {
     private var payloadOffset = 0
     /// The schema version of the current result's record (with `record`).
     private(set) var currentSchemaVersion: UInt64 = 0
+    /// Set by a reader that opens sealed records on other threads (``ParallelDecoding``): a walk
+    /// that checks no header then lends a sealed record as it is stored, unopened.
+    var defersOpening = false
+    /// Whether `record` is the current result's sealed value, unopened (see ``defersOpening``):
+    /// ``currentStoredRecord`` and ``opener`` then read it, and neither ``currentPayload`` nor
+    /// ``currentSchemaVersion`` describes it.
+    private(set) var currentRecordIsSealed = false
     /// On an engine where each read is a round trip (``StorageReader/prefersBatchedReads``), an
     /// index walk that needs records reads ahead: up to ``readAhead`` index entries, then all their
     /// records in one request, instead of one seek per object.
@@ -377,18 +384,40 @@ public final class RawQueryCursor {
 
     /// Points `record` at the stored value of the candidate's object; `false` if there is none. A
     /// sealed record that does not open is reported naming the bucket.
-    private func locateRecord() throws(BuriError) -> Bool {
+    /// With `deferring` (and ``defersOpening``), a sealed record is lent unopened.
+    private func locateRecord(deferring: Bool = false) throws(BuriError) -> Bool {
+        currentRecordIsSealed = false
         do {
-            return try locateRecordValue()
+            return try locateRecordValue(deferring: deferring && defersOpening)
         } catch {
             throw error.attributed(to: bucket.name)
         }
     }
 
-    private func locateRecordValue() throws(BuriError) -> Bool {
+    /// The value under `cursor`: as stored when `deferring` and it is sealed (setting
+    /// ``currentRecordIsSealed``), opened otherwise.
+    private func value(
+        under cursor: any StorageCursor, deferring: Bool
+    ) throws(BuriError) -> UnsafeRawBufferPointer {
+        if deferring, let sealed = cursor as? SealedCursor {
+            let stored: UnsafeRawBufferPointer?
+            do {
+                stored = try sealed.sealedValue()
+            } catch {
+                throw BuriError.wrap(error)
+            }
+            if let stored {
+                currentRecordIsSealed = true
+                return stored
+            }
+        }
+        return try cursor.readValue { $0 }
+    }
+
+    private func locateRecordValue(deferring: Bool) throws(BuriError) -> Bool {
         if candidateOnCursor, let cursor {
             // Scanning records: the value is right under the cursor.
-            record = try cursor.readValue { $0 }
+            record = try value(under: cursor, deferring: deferring)
             return true
         }
         if candidateReadAhead {
@@ -410,7 +439,7 @@ public final class RawQueryCursor {
                 while true {
                     let order = records.withKey { compare($0, recordKey) }
                     if order == 0 {
-                        record = try records.withValue { $0 }
+                        record = try value(under: records, deferring: deferring)
                         return true
                     }
                     if order > 0 || steps == 1 { break }
@@ -429,7 +458,7 @@ public final class RawQueryCursor {
                 return false
             }
             guard records.withKey({ compare($0, recordKey) }) == 0 else { return false }
-            record = try records.withValue { $0 }
+            record = try value(under: records, deferring: deferring)
             return true
         }
     }
@@ -491,7 +520,7 @@ public final class RawQueryCursor {
                 objectsInOrder += 1
                 return true
             }
-            guard try locateRecord() else {
+            guard try locateRecord(deferring: !checksHeaders && !isNull) else {
                 // A key walk that checks further conditions finds that a missing object
                 // matches nothing; anything else needs the object.
                 if readRecord || plan.orderIsMultiValued || plan.textDriver != nil {
@@ -503,6 +532,11 @@ public final class RawQueryCursor {
                 continue
             }
             guard checksHeaders || isNull else {
+                if currentRecordIsSealed {
+                    // Its header is read where it is opened.
+                    objectsInOrder += 1
+                    return true
+                }
                 do {
                     (currentSchemaVersion, payloadOffset) = try RecordHeader.versionAndPayloadOffset(record)
                 } catch {
@@ -664,6 +698,16 @@ public final class RawQueryCursor {
 
     /// The payload of the object ``nextObject()`` moved to. Valid until the cursor moves.
     var currentPayload: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: record[payloadOffset...]) }
+
+    /// The stored value of the object ``nextObject()`` moved to, sealed when
+    /// ``currentRecordIsSealed``. Valid until the cursor moves.
+    var currentStoredRecord: UnsafeRawBufferPointer { record }
+
+    /// The prefix of the record keys this cursor reads (the bucket's, when the cursor was made).
+    var recordPrefix: [UInt8] { Array(recordKey[..<Keyspace.recordPrefixLength]) }
+
+    /// What opens this cursor's sealed records (`nil` on a plaintext database).
+    var opener: RecordOpener? { (reader as? SealedReader).map { RecordOpener(cipher: $0.cipher, phase: $0.phase) } }
 
     /// The next matching object, lent to `body` as its key, header and payload bytes.
     func nextRecord<R>(_ body: (String, RecordHeader, UnsafeRawBufferPointer) throws -> R) throws(BuriError) -> R? {
