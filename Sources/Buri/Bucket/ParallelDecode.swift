@@ -48,8 +48,11 @@ extension ObjectCursor where T: Sendable {
     /// round trip (its batched read-ahead stays as it is). Below it a read stays on one thread.
     @usableFromInline
     var parallelThreshold: Int {
-        ParallelDecoding.helpers > 0 && !raw.reader.prefersBatchedReads ? ParallelDecoding.threshold : Int.max
+        ParallelDecoding.helpers > 0 && !raw.reader.prefersBatchedReads ? tuning.threshold : Int.max
     }
+
+    /// The database's ``ParallelDecoding/Tuning``.
+    var tuning: ParallelDecoding.Tuning { raw.bucket.database.options.parallelDecoding }
 
     /// Decodes every remaining object, in order, onto `objects`, using the helper threads.
     /// Throws the first error the serial loop would have thrown; `objects` is then unspecified.
@@ -61,15 +64,16 @@ extension ObjectCursor where T: Sendable {
         let opener = raw.opener
         raw.defersOpening = opener != nil
         defer { raw.defersOpening = false }
+        let tuning = tuning
         // The storage of the batch last decoded, reused (no fresh pages to fault in per batch).
         var spare: ParallelDecoding.Batch?
         while true {
-            var batch = spare ?? ParallelDecoding.Batch()
+            var batch = spare ?? ParallelDecoding.Batch(capacity: tuning.batchSize)
             spare = nil
             var storageError: BuriError?
             var ended = false
             do {
-                while batch.count < ParallelDecoding.batchSize {
+                while batch.count < tuning.batchSize {
                     guard try raw.nextObject() else {
                         ended = true
                         break
@@ -99,7 +103,8 @@ extension ObjectCursor where T: Sendable {
             let job =
                 batch.count > 0
                 ? ParallelDecoding.Job<T>(
-                    batch: batch, recordDecoder: bucket.recordDecoder, readsNested: bucket.readsNested,
+                    batch: batch, chunkSize: tuning.chunkSize, recordDecoder: bucket.recordDecoder,
+                    readsNested: bucket.readsNested,
                     opening: opener.map {
                         ParallelDecoding.Opening(
                             opener: $0, recordPrefix: raw.recordPrefix, bucket: bucket.name,
@@ -142,12 +147,22 @@ extension ObjectCursor where T: Sendable {
 }
 
 enum ParallelDecoding {
-    /// Objects decoded on the calling thread before any helper starts.
-    static let threshold = 2_048
-    /// Objects per batch (payload copies held at a time: two batches).
-    static let batchSize = 4_096
-    /// Objects per unit of work that a thread claims.
-    static let chunkSize = 128
+    /// The sizes of a parallel read.
+    struct Tuning: Sendable {
+        /// Objects decoded on the calling thread before any helper starts.
+        var threshold: Int
+        /// Objects per batch (payload copies held at a time: two batches).
+        var batchSize: Int
+        /// Objects per unit of work that a thread claims.
+        var chunkSize: Int
+
+        static let standard = Tuning(threshold: 2_048, batchSize: 4_096, chunkSize: 128)
+    }
+
+    /// Objects decoded on the calling thread before any helper starts (by default).
+    static let threshold = Tuning.standard.threshold
+    /// Objects per batch (by default).
+    static let batchSize = Tuning.standard.batchSize
     /// Threads that decode besides the caller.
     static let helpers = Swift.max(0, Swift.min(ProcessInfo.processInfo.activeProcessorCount, 16) - 1)
     static let queue = DispatchQueue(label: "buri.decode", qos: .userInitiated, attributes: .concurrent)
@@ -209,10 +224,10 @@ enum ParallelDecoding {
         /// payload; empty while no entry is.
         private var sealed: [Bool] = []
 
-        init() {
-            bytes.reserveCapacity(batchSize * 96)
-            payloadStarts.reserveCapacity(batchSize + 1)
-            keyStarts.reserveCapacity(batchSize)
+        init(capacity: Int) {
+            bytes.reserveCapacity(capacity * 96)
+            payloadStarts.reserveCapacity(capacity + 1)
+            keyStarts.reserveCapacity(capacity)
         }
 
         /// An empty batch that holds no storage.
@@ -277,6 +292,7 @@ enum ParallelDecoding {
         private(set) var batch: Batch
         private let output: UnsafeMutablePointer<T>
         private let chunks: Int
+        private let chunkSize: Int
         /// Per chunk: how many objects it initialised, and the error that stopped it.
         private let initialized: UnsafeMutablePointer<Int>
         private let failures: UnsafeMutablePointer<(any Error)?>
@@ -289,13 +305,16 @@ enum ParallelDecoding {
         /// How sealed records of the batch are opened (`nil` on a plaintext database).
         let opening: Opening?
 
-        init(batch: Batch, recordDecoder: RecordDecoder<T>?, readsNested: Bool, opening: Opening? = nil) {
+        init(
+            batch: Batch, chunkSize: Int, recordDecoder: RecordDecoder<T>?, readsNested: Bool, opening: Opening? = nil
+        ) {
+            self.chunkSize = Swift.max(1, chunkSize)
             self.readsNested = readsNested
             self.opening = opening
             self.batch = batch
             self.recordDecoder = recordDecoder
             output = .allocate(capacity: batch.count)
-            chunks = (batch.count + chunkSize - 1) / chunkSize
+            chunks = (batch.count + self.chunkSize - 1) / self.chunkSize
             initialized = .allocate(capacity: chunks)
             initialized.initialize(repeating: 0, count: chunks)
             failures = .allocate(capacity: chunks)

@@ -99,6 +99,7 @@ final class ModelRun {
         rng = SeededGenerator(seed: seed)
         var options = BuriOptions()
         if encrypted { options.encryption = DatabaseKey.random() }
+        options.parallelDecoding = Self.parallelDecoding(seed: seed)
         test = try TestDatabase(engine, options: options)
         self.damagePhase = damagePhase
         self.encrypted = encrypted
@@ -117,6 +118,15 @@ final class ModelRun {
     }
 
     var db: BuriDatabase { test.db }
+
+    /// Parallel reads from the first few objects on, in small batches and chunks, so that the
+    /// model's reads of a few objects take the parallel path (on an encrypted database: records
+    /// opened on the helper threads) as well as the serial one. Taken from the seed, not the
+    /// random stream, so that a seed replays the same operations.
+    static func parallelDecoding(seed: UInt64) -> ParallelDecoding.Tuning {
+        ParallelDecoding.Tuning(
+            threshold: 1 + Int(seed % 7), batchSize: 1 + Int((seed >> 3) % 13), chunkSize: 1 + Int((seed >> 7) % 4))
+    }
 
     /// From now on the run is an encrypted one: the model orders private indexes by their tokens,
     /// and the run asks them only what tokens answer (and checks that the rest is refused).
@@ -148,6 +158,7 @@ final class ModelRun {
         var options = BuriOptions()
         options.encryption = DatabaseKey.random()
         options.encryptsPlaintextDatabase = true
+        options.parallelDecoding = Self.parallelDecoding(seed: seed)
         do { try test.reopen(options: options) } catch { throw fail("beginning encryption: \(error)") }
         // The other client of a shared engine opens again too, with the key.
         if engine == .shared { otherClient?.close() }

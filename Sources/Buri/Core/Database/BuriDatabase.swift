@@ -62,6 +62,9 @@ public struct BuriOptions: Sendable {
     /// (numbers are stored in their order); any binary or text index may be. Names are compared as
     /// bytes.
     public var plaintextIndexes: [String] = []
+    /// How large reads are spread over threads (``ParallelDecoding``). Not public: the tests make
+    /// it small, so that reads of a few objects take the parallel path too.
+    var parallelDecoding = ParallelDecoding.Tuning.standard
 
     public init() {}
 }
