@@ -43,6 +43,12 @@ public final class RawQueryCursor {
     /// A collecting plan's candidates: positions in the ordering index, in walk order, each one
     /// an object that already passed every condition.
     private var collected: [[UInt8]] = []
+    /// The stored values (opened, on an encrypted database) that the collecting plan read for
+    /// each of `collected`, kept while they fit ``keptValueBudget``: the walk returns them instead
+    /// of reading (and opening) each record a second time. `nil` where not kept.
+    private var collectedValues: [[UInt8]?] = []
+    /// The bytes of record values a collecting plan keeps for its walk.
+    static let keptValueBudget = 8 << 20
     private var nextCollected = 0
     /// Whether each walked candidate's header must be read: to check further conditions, or, on a
     /// multi-valued ordering index, that the entry is the object's first in range.
@@ -104,7 +110,8 @@ public final class RawQueryCursor {
             reader.prefersBatchedReads && (plan.order != nil || plan.collectFrom != nil || plan.textDriver != nil)
         if let sources = plan.collectFrom {
             cursor = nil
-            collected = try Self.collect(from: sources, bucket: bucket, plan: plan, reader: reader)
+            (collected, collectedValues) = try Self.collect(
+                from: sources, bucket: bucket, plan: plan, reader: reader, keepsValues: !batched)
         } else if let driver = plan.textDriver {
             // Record keys of the matches, in walk order; each is checked like a walked record.
             cursor = nil
@@ -168,8 +175,9 @@ public final class RawQueryCursor {
     /// order. The sources hold at most ``QueryPlan/keyOrderCollectLimit`` entries, so memory
     /// stays bounded; records are read in batches (one request each on a remote engine).
     private static func collect(
-        from sources: [ConditionPlan], bucket: RawBucket, plan: QueryPlan, reader: any StorageReader
-    ) throws(BuriError) -> [[UInt8]] {
+        from sources: [ConditionPlan], bucket: RawBucket, plan: QueryPlan, reader: any StorageReader,
+        keepsValues: Bool
+    ) throws(BuriError) -> (positions: [[UInt8]], values: [[UInt8]?]) {
         var objectKeys: [[UInt8]] = []
         var seen = Set<ObjectKeyBytes>()
         try bucket.run {
@@ -199,8 +207,9 @@ public final class RawQueryCursor {
                 }
             }
         }
-        var positions: [[UInt8]] = []
-        var nulls: [[UInt8]] = []
+        var positions: [(position: [UInt8], value: [UInt8]?)] = []
+        var nulls: [(position: [UInt8], value: [UInt8]?)] = []
+        var budget = keepsValues ? keptValueBudget : 0
         var start = 0
         while start < objectKeys.count {
             let batch = objectKeys[start..<Swift.min(start + readAhead, objectKeys.count)]
@@ -253,23 +262,30 @@ public final class RawQueryCursor {
                     let passed = try outcome.get()
                     guard passed else { continue }
                 }
-                if isNull { nulls.append(position) } else { positions.append(position) }
+                // The value read here is what the walk returns, while the budget lasts.
+                var kept: [UInt8]?
+                if value.count <= budget {
+                    budget -= value.count
+                    kept = value
+                }
+                if isNull { nulls.append((position, kept)) } else { positions.append((position, kept)) }
             }
         }
         for index in [0, 1] {
             if plan.descending {
                 if index == 0 {
-                    positions.sort { $1.lexicographicallyPrecedes($0) }
+                    positions.sort { $1.position.lexicographicallyPrecedes($0.position) }
                 } else {
-                    nulls.sort { $1.lexicographicallyPrecedes($0) }
+                    nulls.sort { $1.position.lexicographicallyPrecedes($0.position) }
                 }
             } else if index == 0 {
-                positions.sort { $0.lexicographicallyPrecedes($1) }
+                positions.sort { $0.position.lexicographicallyPrecedes($1.position) }
             } else {
-                nulls.sort { $0.lexicographicallyPrecedes($1) }
+                nulls.sort { $0.position.lexicographicallyPrecedes($1.position) }
             }
         }
-        return positions + nulls
+        let all = positions + nulls
+        return (all.map(\.position), all.map(\.value))
     }
 
     /// A token that resumes the query right after the last result returned.
@@ -309,6 +325,12 @@ public final class RawQueryCursor {
         guard nextCollected < collected.count else { return false }
         candidateKey = collected[nextCollected]
         collected[nextCollected] = []
+        if nextCollected < collectedValues.count, let value = collectedValues[nextCollected] {
+            // Read when collected: returned as it was read then.
+            collectedValues[nextCollected] = nil
+            aheadRecord = value
+            candidateReadAhead = true
+        }
         nextCollected += 1
         return true
     }
