@@ -56,40 +56,10 @@ struct ParallelOpeningTests {
 
     static func key(_ i: Int) -> String { String(format: "k%06d", i) }
 
-    /// Canonically equal "é" forms, NUL, long and empty texts.
-    static func text(_ i: Int) -> String {
-        switch i % 5 {
-        case 0: "\u{E9}\(i)"
-        case 1: "e\u{301}\(i)"
-        case 2: "nul\u{0}\(i)"
-        case 3: String(repeating: "x", count: i % 300)
-        default: ""
-        }
-    }
-
     static func item(_ i: Int, bad: Set<Int> = []) -> Item {
         Item(
             id: key(i), n: bad.contains(i) ? 1_000 + i : i % 256, tag: ["a", "b", "\u{E9}", "e\u{301}"][i % 4],
-            text: text(i))
-    }
-
-    static func serial<T>(_ bucket: Bucket<T>, _ query: Query) -> Result<[T], BuriError> {
-        do throws(BuriError) {
-            let cursor = try bucket.cursor(query)
-            var objects: [T] = []
-            while let object = try cursor.next() { objects.append(object) }
-            return .success(objects)
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    static func parallel<T>(_ bucket: Bucket<T>, _ query: Query) -> Result<[T], BuriError> {
-        do throws(BuriError) {
-            return .success(try bucket.objects(query))
-        } catch {
-            return .failure(error)
-        }
+            text: edgeText(i))
     }
 
     /// An encrypted database holding `count` items, `n` above 255 at `bad`.
@@ -125,7 +95,7 @@ struct ParallelOpeningTests {
             Query.index("n", in: 0...255).descending(),
         ]
         for query in queries {
-            let expected = try Self.serial(items, query).get()
+            let expected = try items.serialRead(query).get()
             #expect(try items.objects(query) == expected, "\(query)")
         }
         #expect(try items.objects() == (0..<n).map { Self.item($0) })
@@ -154,15 +124,15 @@ struct ParallelOpeningTests {
             try damage(t, damaged)
             let strict = try t.db.bucket(Strict.self)
             for query in [Query.all, Query.all.descending(), .index("n", in: 0...255)] {
-                let expected = Self.serial(strict, query)
-                let got = Self.parallel(strict, query)
+                let expected = strict.serialRead(query)
+                let got = strict.parallelRead(query)
                 guard case .failure(let error) = got, case .failure(let serialError) = expected else {
                     Issue.record("expected an error for \(damaged), \(String(describing: bad)), \(query): \(got)")
                     continue
                 }
                 #expect(error == serialError, "\(query)")
             }
-            guard case .failure(let error) = Self.parallel(strict, .all) else { continue }
+            guard case .failure(let error) = strict.parallelRead(.all) else { continue }
             if let bad, bad < damaged {
                 guard case .decodingFailed(let bucket, let key, _, _) = error else {
                     Issue.record("\(error)")
@@ -203,7 +173,7 @@ struct ParallelOpeningTests {
         #expect(try v1.objects(.index("tag", equals: "b")) == expected.filter { $0.tag == "b" })
         // A damaged record after an older one: the serial path's error, at the damaged key.
         try damage(t, ParallelDecoding.threshold + 6_000)
-        guard case .failure(let error) = Self.parallel(v1, .all), case .failure(let serialError) = Self.serial(v1, .all)
+        guard case .failure(let error) = v1.parallelRead(.all), case .failure(let serialError) = v1.serialRead(.all)
         else {
             Issue.record("no error")
             return
@@ -234,7 +204,7 @@ struct ParallelOpeningTests {
         }
         #expect(try items.objects() == expected)
         #expect(try items.objects(Query.all.descending()) == expected.reversed())
-        #expect(try items.objects(.index("n", in: 0...99)) == Self.serial(items, .index("n", in: 0...99)).get())
+        #expect(try items.objects(.index("n", in: 0...99)) == items.serialRead(.index("n", in: 0...99)).get())
         try t.db.finishEncryption()
         #expect(try items.objects() == expected)
     }

@@ -31,37 +31,6 @@ struct ParallelReadTests {
 
     static func key(_ i: Int) -> String { String(format: "k%06d", i) }
 
-    /// Names that differ only in bytes: canonically equal "é" forms, NUL, long and empty.
-    static func text(_ i: Int) -> String {
-        switch i % 5 {
-        case 0: "\u{E9}\(i)"
-        case 1: "e\u{301}\(i)"
-        case 2: "nul\u{0}\(i)"
-        case 3: String(repeating: "x", count: i % 300)
-        default: ""
-        }
-    }
-
-    /// The serial path: the streaming cursor, object by object.
-    static func serial<T>(_ bucket: Bucket<T>, _ query: Query) -> Result<[T], BuriError> {
-        do throws(BuriError) {
-            let cursor = try bucket.cursor(query)
-            var objects: [T] = []
-            while let object = try cursor.next() { objects.append(object) }
-            return .success(objects)
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    static func parallel<T>(_ bucket: Bucket<T>, _ query: Query) -> Result<[T], BuriError> {
-        do throws(BuriError) {
-            return .success(try bucket.objects(query))
-        } catch {
-            return .failure(error)
-        }
-    }
-
     @Test(arguments: Engine.allCases) func largeReadsEqualTheSerialPath(engine: Engine) throws {
         let t = try TestDatabase(engine)
         let people = try t.db.bucket(PersonRecord.self)
@@ -69,7 +38,7 @@ struct ParallelReadTests {
         try people.store(
             (0..<n).map { i in
                 PersonRecord(
-                    objectId: Self.key(i), name: Self.text(i), locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4],
+                    objectId: Self.key(i), name: edgeText(i), locale: ["EN", "NL", "e\u{301}", "\u{E9}"][i % 4],
                     age: i % 40)
             })
         // The parallel path is the one under test here (on a machine with more than one core).
@@ -82,13 +51,13 @@ struct ParallelReadTests {
             Query.index("age", in: 0...39).descending(), .index("locale", prefix: "e"),
         ]
         for query in queries {
-            let expected = try Self.serial(people, query).get()
+            let expected = try people.serialRead(query).get()
             #expect(try people.objects(query) == expected, "\(query)")
         }
         let all = try people.objects()
         #expect(all.count == n)
         #expect(all.map(\.objectId) == (0..<n).map(Self.key))
-        #expect(all.map(\.name) == (0..<n).map(Self.text))
+        #expect(all.map(\.name) == (0..<n).map(edgeText))
         #expect(
             try people.objects(.index("locale", equals: "EN")).map(\.objectId)
                 == stride(from: 0, to: n, by: 4).map(Self.key))
@@ -102,7 +71,7 @@ struct ParallelReadTests {
     func fill(_ t: TestDatabase, count: Int, bad: Set<Int>) throws -> (Bucket<Item>, Bucket<Strict>) {
         let items = try t.db.bucket(Item.self)
         try items.store(
-            (0..<count).map { Item(id: Self.key($0), n: bad.contains($0) ? 1_000 + $0 : $0 % 256, text: Self.text($0)) }
+            (0..<count).map { Item(id: Self.key($0), n: bad.contains($0) ? 1_000 + $0 : $0 % 256, text: edgeText($0)) }
         )
         return (items, try t.db.bucket(Strict.self))
     }
@@ -118,8 +87,8 @@ struct ParallelReadTests {
         for bad in cases {
             let t = try TestDatabase(engine)
             let (_, strict) = try fill(t, count: n, bad: bad)
-            let expected = Self.serial(strict, .all)
-            let got = Self.parallel(strict, .all)
+            let expected = strict.serialRead(.all)
+            let got = strict.parallelRead(.all)
             guard case .failure(let error) = got, case .failure(let serialError) = expected else {
                 Issue.record("expected a decoding error for \(bad.sorted()), got \(got)")
                 continue
@@ -132,7 +101,7 @@ struct ParallelReadTests {
             #expect(bucket == "Item" && type.contains("Strict"))
             #expect(key == Self.key(bad.min() ?? 0))
             // Descending, the first error met is the largest bad key.
-            guard case .failure(.decodingFailed(_, let last, _, _)) = Self.parallel(strict, Query.all.descending())
+            guard case .failure(.decodingFailed(_, let last, _, _)) = strict.parallelRead(Query.all.descending())
             else {
                 Issue.record("no error descending")
                 continue
@@ -152,8 +121,8 @@ struct ParallelReadTests {
             let damage = t.db.engine.makeBatch()
             damage.put(Keyspace.recordKey(bucket: items.raw.descriptor.id, key: Self.key(damagedAt)), [0xFF, 0xFF])
             try t.db.engine.commit(damage, conditions: nil, sync: false)
-            let expected = Self.serial(strict, .all)
-            let got = Self.parallel(strict, .all)
+            let expected = strict.serialRead(.all)
+            let got = strict.parallelRead(.all)
             guard case .failure(let error) = got, case .failure(let serialError) = expected else {
                 Issue.record("expected an error, got \(got)")
                 continue
@@ -172,7 +141,7 @@ struct ParallelReadTests {
     }
 
     static func generation(_ g: Int, count: Int) -> [Item] {
-        (0..<count).map { Item(id: key($0), n: g, text: text($0)) }
+        (0..<count).map { Item(id: key($0), n: g, text: edgeText($0)) }
     }
 
     /// Where the writer thread leaves its error (written before it signals, read after the wait).
@@ -202,7 +171,7 @@ struct ParallelReadTests {
             #expect(all.count == n)
             #expect(Set(all.map(\.n)).count == 1, "a read mixed generations")
             #expect(all.map(\.id) == (0..<n).map(Self.key))
-            #expect(all.map(\.text) == (0..<n).map(Self.text))
+            #expect(all.map(\.text) == (0..<n).map(edgeText))
         }
         done.wait()
         #expect(outcome.error == nil)
