@@ -208,4 +208,32 @@ struct ParallelOpeningTests {
         try t.db.finishEncryption()
         #expect(try items.objects() == expected)
     }
+
+    @Test(arguments: engines) func olderRecordsPlaintextAndSealedInOneBatchUpgradeInOrder(engine: Engine) throws {
+        let n = Self.count
+        let t = try TestDatabase(engine)
+        try t.db.bucket(Item.self).store((0..<n).map { Self.item($0) })
+        var options = encrypted(DatabaseKey.random())
+        options.encryptsPlaintextDatabase = true
+        options.plaintextIndexes = ["n"]
+        try t.reopen(options: options)
+        // Written at version 0 while the database is being encrypted: sealed, among plaintext
+        // records of the same version, so a batch holds both kinds; then read at version 1.
+        let rewritten = Array(stride(from: ParallelDecoding.threshold + 5, to: n, by: 211))
+        var expected = (0..<n).map { i -> ItemV1 in
+            let item = Self.item(i)
+            return ItemV1(id: item.id, n: item.n, tag: item.tag, body: item.text, origin: "v0")
+        }
+        let items = try t.db.bucket(Item.self)
+        for i in rewritten {
+            var item = Self.item(i)
+            item.text = "sealed \(i)"
+            expected[i].body = item.text
+            try items.store(item)
+        }
+        let v1 = try t.db.bucket(ItemV1.self)
+        #expect(try v1.objects() == expected)
+        #expect(try v1.objects(Query.all.descending()) == expected.reversed())
+        #expect(try v1.objects() == v1.serialRead(.all).get())
+    }
 }

@@ -128,12 +128,23 @@ extension ObjectCursor where T: Sendable {
             var buffer: [UInt8] = []
             var key: [UInt8] = []
             for position in index..<job.batch.count {
-                let (version, payload) = try opening.open(job.batch, position, into: &buffer, key: &key)
-                let object = buffer.withUnsafeBytes { opened in
-                    Result { () throws(BuriError) -> T in
-                        try bucket.decode(
-                            UnsafeRawBufferPointer(rebasing: opened[payload]), version: version,
-                            key: job.batch.key(position))
+                let object: Result<T, BuriError>
+                if job.batch.isSealed(position) {
+                    let (version, payload) = try opening.open(job.batch, position, into: &buffer, key: &key)
+                    object = buffer.withUnsafeBytes { opened in
+                        Result { () throws(BuriError) -> T in
+                            try bucket.decode(
+                                UnsafeRawBufferPointer(rebasing: opened[payload]), version: version,
+                                key: job.batch.key(position))
+                        }
+                    }
+                } else {
+                    // A payload the calling thread already read (and upgraded): decoded as the
+                    // helpers decode it.
+                    object = job.batch.withPayload(position) { payload in
+                        Result { () throws(BuriError) -> T in
+                            try bucket.decode(payload, version: bucket.currentVersion, key: job.batch.key(position))
+                        }
                     }
                 }
                 objects.append(try object.get())
