@@ -21,7 +21,8 @@ import Synchronization
 
 extension Bucket where T: Sendable {
     /// The objects matching `query` (all objects, in key order, by default); a large result is
-    /// decoded on every core, with the same objects, order and first error as one thread would give.
+    /// decoded (on an encrypted database, also opened) on every core, with the same objects, order
+    /// and first error as one thread would give.
     ///
     /// ```swift
     /// let twenties = try people.objects(.index("age", in: 20...29))
