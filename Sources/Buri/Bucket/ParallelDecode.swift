@@ -66,6 +66,10 @@ extension ObjectCursor where T: Sendable {
         raw.defersOpening = opener != nil
         defer { raw.defersOpening = false }
         let tuning = tuning
+        let opening = opener.map {
+            ParallelDecoding.Opening(
+                opener: $0, recordPrefix: raw.recordPrefix, bucket: bucket.name, currentVersion: bucket.currentVersion)
+        }
         // The storage of the batch last decoded, reused (no fresh pages to fault in per batch).
         var spare: ParallelDecoding.Batch?
         while true {
@@ -105,12 +109,7 @@ extension ObjectCursor where T: Sendable {
                 batch.count > 0
                 ? ParallelDecoding.Job<T>(
                     batch: batch, chunkSize: tuning.chunkSize, recordDecoder: bucket.recordDecoder,
-                    readsNested: bucket.readsNested,
-                    opening: opener.map {
-                        ParallelDecoding.Opening(
-                            opener: $0, recordPrefix: raw.recordPrefix, bucket: bucket.name,
-                            currentVersion: bucket.currentVersion)
-                    }) : nil
+                    readsNested: bucket.readsNested, opening: opening) : nil
             if let job {
                 job.start()
                 if ended || storageError != nil { try finish(job, into: &objects) } else { running = job }
@@ -372,12 +371,13 @@ enum ParallelDecoding {
                 let readsNested = readsNested
                 var opened: [UInt8] = []
                 var key: [UInt8] = []
+                // One closure per chunk, not per object.
+                let decode = { (payload: UnsafeRawBufferPointer) throws -> T in
+                    if let recordDecoder { return try recordDecoder(payload) }
+                    return try decoder.decode(T.self, from: payload, readsNested: readsNested)
+                }
                 for index in start..<end {
                     do {
-                        let decode = { (payload: UnsafeRawBufferPointer) throws -> T in
-                            if let recordDecoder { return try recordDecoder(payload) }
-                            return try decoder.decode(T.self, from: payload, readsNested: readsNested)
-                        }
                         let object: T
                         if let opening, batch.isSealed(index) {
                             let version: UInt64

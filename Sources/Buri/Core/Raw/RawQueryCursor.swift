@@ -271,19 +271,13 @@ public final class RawQueryCursor {
                 if isNull { nulls.append((position, kept)) } else { positions.append((position, kept)) }
             }
         }
-        for index in [0, 1] {
-            if plan.descending {
-                if index == 0 {
-                    positions.sort { $1.position.lexicographicallyPrecedes($0.position) }
-                } else {
-                    nulls.sort { $1.position.lexicographicallyPrecedes($0.position) }
-                }
-            } else if index == 0 {
-                positions.sort { $0.position.lexicographicallyPrecedes($1.position) }
-            } else {
-                nulls.sort { $0.position.lexicographicallyPrecedes($1.position) }
-            }
+        let descending = plan.descending
+        let walkOrder = { (a: (position: [UInt8], value: [UInt8]?), b: (position: [UInt8], value: [UInt8]?)) in
+            descending
+                ? b.position.lexicographicallyPrecedes(a.position) : a.position.lexicographicallyPrecedes(b.position)
         }
+        positions.sort(by: walkOrder)
+        nulls.sort(by: walkOrder)
         let all = positions + nulls
         return (all.map(\.position), all.map(\.value))
     }
