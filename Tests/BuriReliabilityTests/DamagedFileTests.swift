@@ -179,7 +179,10 @@ struct DamagedFileTests {
         #expect(firstDamaged > 0 && lastDamaged < ordered.count - 1)
         _ = descriptor
 
-        let options = BuriOptions()
+        var options = BuriOptions()
+        // Large reads take the parallel path from the first objects on, so that it meets the
+        // damaged block inside a batch.
+        options.parallelDecoding = ParallelDecoding.Tuning(threshold: 3, batchSize: 50, chunkSize: 7)
         var levelDB = LevelDBOptions.buriDefaults
         levelDB.compression = false
         let db = try BuriDatabase(path: path, options: options, levelDB: levelDB)
