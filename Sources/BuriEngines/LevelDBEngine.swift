@@ -358,6 +358,19 @@ final class LevelDBCursor: StorageCursor {
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try cursor.withKey(body) }
 
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try cursor.withValue(body) }
+
+    func deferStatusChecks() -> Bool {
+        cursor.defersStatusChecks = true
+        return true
+    }
+
+    func checkStatus() throws {
+        do {
+            try cursor.checkStatus()
+        } catch {
+            throw StorageError(error, alias: alias)
+        }
+    }
 }
 
 /// A LevelDB write batch.

@@ -226,4 +226,8 @@ final class OverlayCursor: StorageCursor {
         case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
+
+    func deferStatusChecks() -> Bool { base.deferStatusChecks() }
+
+    func checkStatus() throws { try base.checkStatus() }
 }

@@ -157,9 +157,22 @@ public protocol StorageCursor: AnyObject {
     /// encrypted Buri database) opens them only when asked, and a value that fails its
     /// authentication fails here.
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
+    /// Asks the cursor to check the engine's error status only where its walk stops — at the
+    /// end of its range — and at ``checkStatus()``, instead of after every ``next()``; returns
+    /// whether it will. A walk over many small entries runs faster so (LevelDB reads the status
+    /// of every table iterator each time). The caller must then call ``checkStatus()`` before it
+    /// uses what it read as complete: an engine that skipped damaged data while moving reports it
+    /// there. Engines whose checks cost nothing keep checking at every step and return `false`
+    /// (the default).
+    func deferStatusChecks() -> Bool
+    /// Throws any error the engine met since the cursor was made that ``next()`` has not thrown
+    /// yet (see ``deferStatusChecks()``); nothing for a cursor that checks at every step.
+    func checkStatus() throws
 }
 
 extension StorageCursor {
+    public func deferStatusChecks() -> Bool { false }
+    public func checkStatus() throws {}
     /// A copy of the current key.
     public var key: [UInt8] { withKey { Array($0) } }
     /// A copy of the current value.

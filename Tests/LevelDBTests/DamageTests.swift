@@ -94,6 +94,54 @@ struct DamageTests {
                 == (0..<100).map(Self.value))
     }
 
+    @Test func aCursorThatDefersItsChecksReportsTheSkippedBlockWhereItStops() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.damagedTable(dir)
+        let db = try Database(path: path)
+        for reverse in [false, true] {
+            // Stepping over the damaged block, then stopping 50 keys later: the steps do not
+            // report it, LevelDB keeps it, and the check where the walk stops throws it.
+            let cursor = try db.cursor(reverse: reverse)
+            cursor.defersStatusChecks = true
+            #expect(cursor.defersStatusChecks)
+            var keys: [[UInt8]] = []
+            while try cursor.next() {
+                keys.append(cursor.key)
+                let n = Int(String(decoding: keys[keys.count - 1].dropFirst(), as: UTF8.self)) ?? 0
+                if reverse ? n < 950 : n > 1050 { break }
+            }
+            #expect(!keys.contains(Self.key(1000)), "reverse \(reverse): the damaged block was skipped")
+            expectCorruption("checkStatus, reverse \(reverse)") { try cursor.checkStatus() }
+            // The cursor failed: it stays failed.
+            expectCorruption("next() after the check") { try cursor.next() }
+            expectCorruption("checkStatus again") { try cursor.checkStatus() }
+
+            // Walking to the end of the range reports it there without a check.
+            let whole = try db.cursor(reverse: reverse)
+            whole.defersStatusChecks = true
+            expectCorruption("scan to the end, reverse \(reverse)") { () throws -> Int in
+                var seen = 0
+                while try whole.next() { seen += 1 }
+                return seen
+            }
+            // So does a range that ends past the block.
+            let ranged = try db.cursor(in: KeyRange(start: Self.key(900), end: Self.key(1100)), reverse: reverse)
+            ranged.defersStatusChecks = true
+            expectCorruption("range over the block, reverse \(reverse)") { () throws -> Int in
+                var seen = 0
+                while try ranged.next() { seen += 1 }
+                return seen
+            }
+        }
+        // A walk far from the damage checks clean.
+        let clean = try db.cursor(in: KeyRange(start: Self.key(0), end: Self.key(100)))
+        clean.defersStatusChecks = true
+        var seen = 0
+        while try clean.next() { seen += 1 }
+        try clean.checkStatus()
+        #expect(seen == 100)
+    }
+
     // MARK: Log records
 
     /// 30 synced puts, each its own log record, in a database that is then closed.

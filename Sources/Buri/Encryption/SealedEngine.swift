@@ -257,6 +257,10 @@ final class SealedCursor: StorageCursor {
 
     func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try base.withKey(body) }
 
+    func deferStatusChecks() -> Bool { base.deferStatusChecks() }
+
+    func checkStatus() throws { try base.checkStatus() }
+
     func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         if let count = openedCount {
             return try opened.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }

@@ -188,14 +188,49 @@ enum TextEntries {
     /// ``encodePositions(_:)`` writes (at least one position, every delta after the first ≥ 1, no
     /// trailing bytes).
     static func decodePositions(_ value: UnsafeRawBufferPointer) throws(FormatError) -> [UInt64] {
+        var positions: [UInt64] = []
+        try readPositions(value) { count in
+            positions.reserveCapacity(count)
+        } each: {
+            positions.append($0)
+        }
+        return positions
+    }
+
+    /// Throws unless `value` is an entry value of `layout` exactly as ``decode(_:layout:)`` accepts
+    /// it, without building its positions: what a walk that only needs an entry's key checks.
+    static func validate(_ value: UnsafeRawBufferPointer, layout: Int) throws(FormatError) {
+        guard layout >= 2 else {
+            try readPositions(value) { _ in
+            } each: { _ in
+            }
+            return
+        }
+        var offset = 0
+        let length = try Varint.read(value, at: &offset)
+        var count = 0
+        try readPositions(UnsafeRawBufferPointer(rebasing: value[offset...])) {
+            count = $0
+        } each: { _ in
+        }
+        guard length >= UInt64(count) else {
+            throw FormatError("text entry value gives a document length of \(length) under \(count) positions")
+        }
+    }
+
+    /// Reads the positions of ``encodePositions(_:)``'s layout: `start` gets their count once it
+    /// is known to fit, `each` every position in order; throws where ``decodePositions(_:)`` does.
+    @inline(__always)
+    private static func readPositions(
+        _ value: UnsafeRawBufferPointer, start: (Int) -> Void, each: (UInt64) -> Void
+    ) throws(FormatError) {
         var offset = 0
         let count = try Varint.read(value, at: &offset)
         guard count >= 1 else { throw FormatError("text entry value lists no position") }
         guard count <= UInt64(value.count - offset) else {
             throw FormatError("text entry value claims \(count) positions in \(value.count) bytes")
         }
-        var positions: [UInt64] = []
-        positions.reserveCapacity(Int(count))
+        start(Int(count))
         var previous: UInt64 = 0
         for index in 0..<Int(count) {
             let delta = try Varint.read(value, at: &offset)
@@ -207,12 +242,11 @@ enum TextEntries {
                 guard !overflow else { throw FormatError("text entry value overflows") }
                 previous = sum
             }
-            positions.append(previous)
+            each(previous)
         }
         guard offset == value.count else {
             throw FormatError("text entry value has \(value.count - offset) trailing bytes")
         }
-        return positions
     }
 }
 

@@ -272,6 +272,7 @@ struct TextRanker {
         let index = searcher.index
         try bucket.run {
             let cursor = try searcher.reader.cursor(in: .prefix(keyPrefix))
+            _ = cursor.deferStatusChecks()
             while try cursor.next() {
                 let parsed = cursor.withKey { raw in
                     Result { () throws(FormatError) in try Keyspace.splitIndexEntry(raw, arity: 1) }
@@ -293,6 +294,7 @@ struct TextRanker {
                 result.frequencies.append(UInt32(clamping: frequency))
                 result.lengths.append(UInt32(clamping: length))
             }
+            try cursor.checkStatus()
         }
         if merging, !result.keys.isEmpty {
             var merged: [[UInt8]: (UInt32, UInt32)] = [:]
@@ -308,8 +310,20 @@ struct TextRanker {
         return result
     }
 
+    /// The postings of `term`: its entries walked by one term cursor, whose keys need no parsing.
     private func termPostings(_ term: [UInt8]) throws(BuriError) -> Postings {
-        try postings(under: searcher.termPrefix(term), merging: false)
+        var result = Postings()
+        let cursor = try TermCursor(
+            bucket: searcher.bucket, index: searcher.index, reader: searcher.reader, prefix: searcher.termPrefix(term))
+        while try cursor.next() {
+            let (frequency, length) = try cursor.frequencyAndLength()
+            result.keys.append(cursor.key)
+            result.frequencies.append(UInt32(clamping: frequency))
+            result.lengths.append(UInt32(clamping: length))
+        }
+        try cursor.checkStatus()
+        result.idf = idf(matching: result.keys.count)
+        return result
     }
 
     // MARK: Top k

@@ -66,7 +66,7 @@ struct TextSearcher {
     func evaluate(_ query: TextQuery) throws(BuriError) -> Keys {
         switch query {
         case .term(let term):
-            return try keys(under: termPrefix(term))
+            return try termKeys(term)
         case .prefix(let start):
             return try keys(under: startPrefix(start)).sortedUnique()
         case .phrase(let terms, let lastIsPrefix):
@@ -259,12 +259,27 @@ struct TextSearcher {
         return try split.get()
     }
 
+    /// The objects holding `term`, in key order, each entry's value checked.
+    private func termKeys(_ term: [UInt8]) throws(BuriError) -> Keys {
+        let layout = index.text?.entryLayout ?? 1
+        let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: termPrefix(term))
+        var result: Keys = []
+        while try cursor.next() {
+            try cursor.validateValue(layout: layout)
+            result.append(cursor.key)
+        }
+        try cursor.checkStatus()
+        return result
+    }
+
     /// The object keys of the entries under `keyPrefix`, in cursor (key) order.
     private func keys(under keyPrefix: [UInt8]) throws(BuriError) -> Keys {
         var result: Keys = []
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(keyPrefix))
+            _ = cursor.deferStatusChecks()
             while try cursor.next() { result.append(try entry(cursor, positions: false).key) }
+            try cursor.checkStatus()
         }
         return result
     }
@@ -277,11 +292,13 @@ struct TextSearcher {
         var result: [ObjectKeyBytes: [UInt64]] = [:]
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(keyPrefix))
+            _ = cursor.deferStatusChecks()
             while try cursor.next() {
                 let (key, positions, length) = try entry(cursor, positions: true)
                 result[ObjectKeyBytes(key), default: []].append(contentsOf: positions)
                 if let lengths, let length { lengths.pointee[ObjectKeyBytes(key)] = length }
             }
+            try cursor.checkStatus()
         }
         if merging { for key in result.keys { result[key]?.sort() } }
         return result
@@ -295,6 +312,7 @@ struct TextSearcher {
         var result: Keys = []
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(termPrefix))
+            _ = cursor.deferStatusChecks()
             var position = 0
             /// The entry the cursor is on (`nil` before the first read).
             var current: [UInt8]?
@@ -322,6 +340,8 @@ struct TextSearcher {
                 }
             }
             if !keep { result.append(contentsOf: candidates[position...]) }
+            // The walk may stop before the term's last entry: damage it skipped is reported here.
+            try cursor.checkStatus()
         }
         return result
     }
@@ -351,35 +371,25 @@ struct TextSearcher {
     ) throws(BuriError) -> [Int] {
         var cursors: [TermCursor] = []
         var counts = [Int](repeating: 0, count: prefixes.count)
+        // The cursors check for damage where the walk stops: every one of them, also those the
+        // walk left before their end, once it is over.
+        try walk(prefixes, counting: counting, cursors: &cursors, counts: &counts, visit)
+        for cursor in cursors { try cursor.checkStatus() }
+        return counts
+    }
+
+    /// The walk of ``intersect(_:counting:_:)``, leaving its cursors in `cursors`.
+    private func walk(
+        _ prefixes: [[UInt8]], counting: Bool, cursors: inout [TermCursor], counts: inout [Int],
+        _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
+    ) throws(BuriError) {
         for (slot, prefix) in prefixes.enumerated() {
             let cursor = try TermCursor(bucket: bucket, index: index, reader: reader, prefix: prefix)
-            if try cursor.next() { counts[slot] = 1 } else if !counting { return counts }
             cursors.append(cursor)
+            if try cursor.next() { counts[slot] = 1 } else if !counting { return }
         }
-        if !cursors.contains(where: \.isOver), var target = cursors.map(\.key).max(by: { $0.precedesBytes($1) }) {
-            walk: while true {
-                var agreed = true
-                for (slot, cursor) in cursors.enumerated() {
-                    if counting {
-                        while cursor.key.precedesBytes(target) {
-                            guard try cursor.next() else { break walk }
-                            counts[slot] += 1
-                        }
-                    } else if cursor.key.precedesBytes(target) {
-                        guard try cursor.advance(to: target) else { break walk }
-                    }
-                    if !cursor.key.hasSameBytes(as: target) {
-                        target = cursor.key
-                        agreed = false
-                        break
-                    }
-                }
-                guard agreed else { continue }
-                try visit(target, cursors)
-                guard try cursors[0].next() else { break }
-                counts[0] += 1
-                target = cursors[0].key
-            }
+        if !cursors.isEmpty, !cursors.contains(where: \.isOver) {
+            try join(cursors, counting: counting, counts: &counts, visit)
         }
         // Counting: the rest of every list that is not over.
         if counting {
@@ -387,7 +397,40 @@ struct TextSearcher {
                 while try cursor.next() { counts[slot] += 1 }
             }
         }
-        return counts
+    }
+
+    /// Moves `cursors` (at least one, each on an entry) together: every object they all reach is
+    /// visited, in key order, until one of them runs out.
+    private func join(
+        _ cursors: [TermCursor], counting: Bool, counts: inout [Int],
+        _ visit: ([UInt8], [TermCursor]) throws(BuriError) -> Void
+    ) throws(BuriError) {
+        var leader = cursors[0]
+        for cursor in cursors.dropFirst() where leader.precedes(cursor) { leader = cursor }
+        var target = leader.key
+        walk: while true {
+            var agreed = true
+            for (slot, cursor) in cursors.enumerated() {
+                if counting {
+                    while cursor.precedes(target) {
+                        guard try cursor.next() else { break walk }
+                        counts[slot] += 1
+                    }
+                } else if cursor.precedes(target) {
+                    guard try cursor.advance(to: target) else { break walk }
+                }
+                if !cursor.isOn(target) {
+                    target = cursor.key
+                    agreed = false
+                    break
+                }
+            }
+            guard agreed else { continue }
+            try visit(target, cursors)
+            guard try cursors[0].next() else { break }
+            counts[0] += 1
+            target = cursors[0].key
+        }
     }
 
     /// How far a leapfrog steps before it seeks: a step is a fraction of a seek's cost.
@@ -452,35 +495,87 @@ extension [[UInt8]] {
 }
 
 /// A cursor over one term's entries that keeps the object key it is on.
+///
+/// It copies each entry's object key into a buffer of its own (no array per step) and compares
+/// it there. Its engine cursor checks for damage only where its walk stops
+/// (``StorageCursor/deferStatusChecks()``), so a walk must end with ``checkStatus()`` before
+/// what it found is used: ``TextSearcher/walking(_:)`` does that.
 final class TermCursor {
     private let cursor: any StorageCursor
     private let prefix: [UInt8]
     private let bucket: RawBucket
     private let indexName: String
-    /// The object key of the entry it is on (valid after `next` or `advance` returned true).
-    private(set) var key: [UInt8] = []
+    /// The object key of the entry it is on: `keyCount` bytes at `keyBytes` (valid after `next`
+    /// or `advance` returned true).
+    private var keyBytes: UnsafeMutableRawPointer
+    private var keyCapacity: Int
+    private var keyCount = 0
 
     init(bucket: RawBucket, index: IndexDefinition, reader: any StorageReader, prefix: [UInt8]) throws(BuriError) {
         self.bucket = bucket
         self.prefix = prefix
         indexName = index.name
         cursor = try bucket.run { try reader.cursor(in: .prefix(prefix)) }
+        _ = cursor.deferStatusChecks()
+        keyCapacity = 64
+        keyBytes = .allocate(byteCount: keyCapacity, alignment: 1)
+    }
+
+    deinit { keyBytes.deallocate() }
+
+    /// A copy of the object key of the entry it is on.
+    var key: [UInt8] { [UInt8](UnsafeRawBufferPointer(start: keyBytes, count: keyCount)) }
+
+    /// Whether the object key it is on comes before `target` in byte order.
+    @inline(__always)
+    func precedes(_ target: [UInt8]) -> Bool {
+        target.withUnsafeBytes { other in
+            let common = Swift.min(keyCount, other.count)
+            if common > 0, let base = other.baseAddress {
+                let order = memcmp(keyBytes, base, common)
+                if order != 0 { return order < 0 }
+            }
+            return keyCount < other.count
+        }
+    }
+
+    /// Whether the object key it is on is `target`'s bytes.
+    @inline(__always)
+    func isOn(_ target: [UInt8]) -> Bool {
+        target.withUnsafeBytes { other in
+            guard keyCount == other.count else { return false }
+            guard let base = other.baseAddress else { return true }
+            return memcmp(keyBytes, base, keyCount) == 0
+        }
+    }
+
+    /// Whether the object key it is on comes before the one `other` is on.
+    func precedes(_ other: TermCursor) -> Bool {
+        let common = Swift.min(keyCount, other.keyCount)
+        let order = common > 0 ? memcmp(keyBytes, other.keyBytes, common) : 0
+        return order != 0 ? order < 0 : keyCount < other.keyCount
     }
 
     /// Reads the object key of the entry the cursor is on.
     private func load() throws(BuriError) {
         let length = prefix.count
-        let fits = cursor.withKey { raw -> Bool in
-            guard raw.count > length else { return false }
-            key.removeAll(keepingCapacity: true)
-            key.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[length...]))
-            return true
+        let count = cursor.withKey { raw -> Int in
+            guard raw.count > length, let base = raw.baseAddress else { return -1 }
+            let count = raw.count - length
+            if count > keyCapacity {
+                keyBytes.deallocate()
+                keyCapacity = Swift.max(count, 2 * keyCapacity)
+                keyBytes = .allocate(byteCount: keyCapacity, alignment: 1)
+            }
+            keyBytes.copyMemory(from: base + length, byteCount: count)
+            return count
         }
-        guard fits else {
+        guard count >= 0 else {
             throw .corruption(
                 bucket: bucket.name, key: nil, index: indexName, reason: "index entry key: no object key after the term"
             )
         }
+        keyCount = count
     }
 
     /// Whether the cursor went past its last entry (or never had one).
@@ -500,15 +595,26 @@ final class TermCursor {
     func advance(to target: [UInt8]) throws(BuriError) -> Bool {
         for _ in 0..<TextSearcher.stepsBeforeSeek {
             guard try next() else { return false }
-            if !key.precedesBytes(target) { return true }
+            if !precedes(target) { return true }
         }
         cursor.seek(prefix + target)
         return try next()
     }
 
+    /// Throws the damage the engine met while this cursor moved (a block it skipped), which it
+    /// reports only here and at the end of the term's entries.
+    func checkStatus() throws(BuriError) {
+        try bucket.run { try cursor.checkStatus() }
+    }
+
     /// The term's frequency and the document's length from the current entry's value (layout 2).
     func frequencyAndLength() throws(BuriError) -> (frequency: UInt64, length: UInt64) {
         try readValue { raw throws(FormatError) in try TextEntries.frequencyAndLength(raw) }
+    }
+
+    /// Throws unless the current entry's value reads as `layout` (see ``TextEntries/validate(_:layout:)``).
+    func validateValue(layout: Int) throws(BuriError) {
+        try readValue { raw throws(FormatError) in try TextEntries.validate(raw, layout: layout) }
     }
 
     /// The document length (layout 2) and positions the current entry's value holds.
@@ -529,34 +635,5 @@ final class TermCursor {
                 bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: indexName,
                 reason: "text entry value: \(error)")
         }
-    }
-}
-
-extension [UInt8] {
-    /// Whether these bytes come before `other` in byte order (`memcmp`, then length).
-    @inline(__always)
-    func precedesBytes(_ other: [UInt8]) -> Bool {
-        withUnsafeBufferPointer { a in
-            other.withUnsafeBufferPointer { b in
-                let common = Swift.min(a.count, b.count)
-                if common > 0, let x = a.baseAddress, let y = b.baseAddress {
-                    let order = memcmp(x, y, common)
-                    if order != 0 { return order < 0 }
-                }
-                return a.count < b.count
-            }
-        }
-    }
-
-    /// Whether these bytes equal `other`'s.
-    @inline(__always)
-    func hasSameBytes(as other: [UInt8]) -> Bool {
-        count == other.count
-            && withUnsafeBufferPointer { a in
-                other.withUnsafeBufferPointer { b in
-                    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
-                    return memcmp(x, y, a.count) == 0
-                }
-            }
     }
 }
