@@ -391,25 +391,37 @@ enum DamageModel {
     }
 
     /// Applies `damage`; returns what was done, or `nil` when the files offer nothing to damage.
+    /// Eight 0xFF bytes, one flipped bit or sixteen zeroes at a random place of `block` (its
+    /// trailer included); says what it did.
+    static func damageBlock(
+        _ block: (file: String, handle: BlockHandle, keys: [[UInt8]]), path: String, random: inout SeededGenerator
+    ) throws -> String {
+        let span = block.handle.size + 5
+        let style = Int.random(in: 0..<3, using: &random)
+        let at = block.handle.offset + Int.random(in: 0..<max(1, span - 16), using: &random)
+        try rewrite(block.file, in: path) { bytes in
+            switch style {
+            case 0: for i in at..<min(at + 8, block.handle.offset + span) { bytes[i] = 0xFF }
+            case 1: bytes[at] ^= UInt8(1) << UInt8.random(in: 0...7, using: &random)
+            default: for i in at..<min(at + 16, block.handle.offset + span) { bytes[i] = 0 }
+            }
+        }
+        return "\(block.file) block at \(block.handle.offset), \(["0xFF run", "bit flip", "zeroes"][style]) at \(at)"
+    }
+
+    /// Rewrites file `name` of directory `path` with `change` applied to its bytes.
+    static func rewrite(_ name: String, in path: String, _ change: (inout [UInt8]) -> Void) throws {
+        var bytes = [UInt8](try #require(FileManager.default.contents(atPath: path + "/" + name)))
+        change(&bytes)
+        try Data(bytes).write(to: URL(fileURLWithPath: path + "/" + name))
+    }
+
     static func inject(_ damage: Damage, path: String, random: inout SeededGenerator) throws -> String? {
         func rewrite(_ name: String, _ change: (inout [UInt8]) -> Void) throws {
-            var bytes = [UInt8](try #require(FileManager.default.contents(atPath: path + "/" + name)))
-            change(&bytes)
-            try Data(bytes).write(to: URL(fileURLWithPath: path + "/" + name))
+            try Self.rewrite(name, in: path, change)
         }
         func damageBlock(_ block: (file: String, handle: BlockHandle, keys: [[UInt8]])) throws -> String {
-            let span = block.handle.size + 5
-            let style = Int.random(in: 0..<3, using: &random)
-            let at = block.handle.offset + Int.random(in: 0..<max(1, span - 16), using: &random)
-            try rewrite(block.file) { bytes in
-                switch style {
-                case 0: for i in at..<min(at + 8, block.handle.offset + span) { bytes[i] = 0xFF }
-                case 1: bytes[at] ^= UInt8(1) << UInt8.random(in: 0...7, using: &random)
-                default: for i in at..<min(at + 16, block.handle.offset + span) { bytes[i] = 0 }
-                }
-            }
-            return
-                "\(block.file) block at \(block.handle.offset), \(["0xFF run", "bit flip", "zeroes"][style]) at \(at)"
+            try Self.damageBlock(block, path: path, random: &random)
         }
         switch damage {
         case .tableBlock:

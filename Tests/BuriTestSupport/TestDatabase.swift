@@ -40,7 +40,7 @@ public final class TestDatabase {
     public private(set) var db: BuriDatabase
     /// The engine the database runs on, kept across ``reopen()`` for engines without a directory.
     private let store: (any StorageEngine)?
-    private var options: BuriOptions
+    public private(set) var options: BuriOptions
     /// The database's location when it is on etcd.
     public private(set) var etcdLocation: String?
     /// Engines of the other clients, closed with the database.

@@ -117,7 +117,12 @@ final class ModelRun {
         }
     }
 
-    var db: BuriDatabase { test.db }
+    /// The database reads go to: the test's, or a damaged copy of its files while
+    /// ``damagedReads()`` runs.
+    var db: BuriDatabase { damagedCopy ?? test.db }
+    /// A copy of the database's files with a damaged table block, open while ``damagedReads()``
+    /// runs; ``read(_:counted:_:)`` then lets `.damaged` through instead of failing the run.
+    var damagedCopy: BuriDatabase?
 
     /// Parallel reads from the first few objects on, in small batches and chunks, so that the
     /// model's reads of a few objects take the parallel path (on an encrypted database: records
@@ -560,6 +565,8 @@ final class ModelRun {
             return try body()
         } catch let mismatch as ModelMismatch {
             throw mismatch
+        } catch let error as BuriError where damagedCopy != nil && error.isDamage {
+            throw error
         } catch {
             throw fail("\(what): unexpected error: \(error)")
         }
@@ -1000,6 +1007,9 @@ final class ModelRun {
             ModelOperation(name: "reopen", weight: 0.3) { run in
                 try run.reopen()
                 try run.verifyAll()
+            },
+            ModelOperation(name: "reads over damaged files", weight: 0.3, applies: { $0 == .leveldb }) { run in
+                try run.damagedReads()
             },
         ]
     }
