@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Buri
+import LevelDB
 
 extension BuriError {
     /// Whether this is damage found in the engine's files (`.damaged`): what a read over a
@@ -22,13 +23,26 @@ extension ModelRun {
         note("reads over damaged files")
         operations += 1
         let options = test.options
-        try read("compact before copying") { try test.db.compact() }
-        test.db.close()
         let copy = test.path + "-damaged"
         defer { try? FileManager.default.removeItem(atPath: copy) }
+        test.db.close()
+        // Every key and value copied into a new LevelDB database whose tables are written in blocks
+        // of 1 KiB (LevelDB's least), so that one word's text entries and one index value's entries
+        // span blocks, and a walk can step over a damaged block in the middle of them and stop
+        // before their end.
         do {
             try? FileManager.default.removeItem(atPath: copy)
-            try FileManager.default.copyItem(atPath: test.path, toPath: copy)
+            let source = try LevelDB.Database(path: test.path, options: LevelDBOptions.buriDefaults)
+            defer { source.close() }
+            var small = LevelDBOptions.buriDefaults
+            small.blockSize = 1 << 10
+            small.createIfMissing = true
+            let target = try LevelDB.Database(path: copy, options: small)
+            defer { target.close() }
+            let batch = WriteBatch()
+            for entry in try source.entries() { batch.put(entry.key, entry.value) }
+            try target.write(batch, options: .sync)
+            try target.compact()
         } catch {
             throw fail("copying the files: \(error)")
         }
