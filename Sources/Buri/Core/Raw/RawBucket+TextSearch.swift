@@ -499,7 +499,7 @@ extension [[UInt8]] {
 /// It copies each entry's object key into a buffer of its own (no array per step) and compares
 /// it there. Its engine cursor checks for damage only where its walk stops
 /// (``StorageCursor/deferStatusChecks()``), so a walk must end with ``checkStatus()`` before
-/// what it found is used: ``TextSearcher/walking(_:)`` does that.
+/// what it found is used, as every walk of `TextSearcher` and `TextRanker` does.
 final class TermCursor {
     private let cursor: any StorageCursor
     private let prefix: [UInt8]
