@@ -1,12 +1,4 @@
 import BuriStorage
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import BuriText
 
 // Full-text search: a TextQuery evaluated over a text index's entries with cursors, from one
@@ -524,37 +516,21 @@ final class TermCursor {
     deinit { keyBytes.deallocate() }
 
     /// A copy of the object key of the entry it is on.
-    var key: [UInt8] { [UInt8](UnsafeRawBufferPointer(start: keyBytes, count: keyCount)) }
+    var key: [UInt8] { [UInt8](current) }
+
+    /// The object key it is on, lent until it moves.
+    private var current: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: keyBytes, count: keyCount) }
 
     /// Whether the object key it is on comes before `target` in byte order.
     @inline(__always)
-    func precedes(_ target: [UInt8]) -> Bool {
-        target.withUnsafeBytes { other in
-            let common = Swift.min(keyCount, other.count)
-            if common > 0, let base = other.baseAddress {
-                let order = memcmp(keyBytes, base, common)
-                if order != 0 { return order < 0 }
-            }
-            return keyCount < other.count
-        }
-    }
+    func precedes(_ target: [UInt8]) -> Bool { compareBytes(current, target) < 0 }
 
     /// Whether the object key it is on is `target`'s bytes.
     @inline(__always)
-    func isOn(_ target: [UInt8]) -> Bool {
-        target.withUnsafeBytes { other in
-            guard keyCount == other.count else { return false }
-            guard let base = other.baseAddress else { return true }
-            return memcmp(keyBytes, base, keyCount) == 0
-        }
-    }
+    func isOn(_ target: [UInt8]) -> Bool { keyCount == target.count && compareBytes(current, target) == 0 }
 
     /// Whether the object key it is on comes before the one `other` is on.
-    func precedes(_ other: TermCursor) -> Bool {
-        let common = Swift.min(keyCount, other.keyCount)
-        let order = common > 0 ? memcmp(keyBytes, other.keyBytes, common) : 0
-        return order != 0 ? order < 0 : keyCount < other.keyCount
-    }
+    func precedes(_ other: TermCursor) -> Bool { compareBytes(current, other.current) < 0 }
 
     /// Reads the object key of the entry the cursor is on.
     private func load() throws(BuriError) {
