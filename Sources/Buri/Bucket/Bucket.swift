@@ -84,6 +84,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// Whether `T` is decoded through its `init(from:)` (a record type, not a primitive or text
     /// value): decided once per bucket, so a read pays no conformance lookup per object.
     let readsNested: Bool
+    /// Whether a declared index is a relationship (whose entries a header may derive from the
+    /// payload): decided once, not per object stored.
+    let hasRelationships: Bool
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
@@ -101,6 +104,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
             declared.map { (definition, index) in (sealed.index(named: definition.name) ?? definition, index) }
         }
         fieldCheckPending = Atomic(declared.contains { $0.0.uncomputableReason == nil })
+        hasRelationships = declared.contains { $0.0.references != nil }
     }
 
     /// `declared`, or its definitions with tokens once this view writes a sealed generation.
@@ -136,12 +140,10 @@ public final class Bucket<T: BuriSupport>: Sendable {
                     entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
                 }
                 entryValues.reserveCapacity(entries.count + textEntries.count)
-                for (term, positions) in textEntries {
-                    let tuple = [IndexValue(bytes: term)]
-                    // Terms come distinct and sorted, so no search for an equal entry.
-                    try raw.appendEntry(tuple, for: definition, key: key, to: &entries, distinct: true)
+                for (tuple, positions) in textEntries {
+                    try raw.appendTextEntry(tuple, for: definition, key: key, to: &entries)
                     entryValues.append(positions)
-                    if checking { tuples.append(tuple) }
+                    if checking { tuples.append([IndexValue(encoded: tuple)]) }
                 }
                 if checking { computed.append((definition, tuples)) }
                 continue
@@ -161,7 +163,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
         var header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
         var value: [UInt8] = []
         let payloadStart: Int
-        if declared.contains(where: { $0.definition.references != nil }) {
+        if hasRelationships {
             // A relationship's entries are left out of the header when the payload gives exactly
             // them (docs/FORMAT.md §10, "Derived entries"): the payload is encoded first.
             var payload: [UInt8] = []

@@ -6,8 +6,9 @@ struct TextIndexSource<T>: Sendable {
     let tokenizer: TextTokenizer
     let texts: @Sendable (T) -> [String]
 
-    /// The object's distinct terms in byte order, each with its positions value.
-    func entries(_ object: T) -> [(term: [UInt8], value: [UInt8])] {
+    /// The object's distinct terms in byte order, each as its encoded tuple with its positions
+    /// value.
+    func entries(_ object: T) -> [(tuple: [UInt8], value: [UInt8])] {
         TextEntries.entries(of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout)
     }
 }
@@ -77,7 +78,7 @@ extension BuriIndex {
             name: name, components: [.binary], unique: false, multi: true, version: version,
             fields: [(field ?? name, .value)], text: source
         ) { object in
-            source.entries(object).map { [IndexValue(bytes: $0.term)] }
+            source.entries(object).map { [IndexValue(encoded: $0.tuple)] }
         }
     }
 }

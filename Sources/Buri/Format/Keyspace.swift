@@ -384,6 +384,20 @@ enum Keyspace {
         return out
     }
 
+    /// Writes an entry's full key into `out`, replacing what it held and keeping its capacity:
+    /// for writers that put many entries, one buffer instead of an array per key.
+    @inline(__always)
+    static func writeIndexEntryKey(
+        bucket: UInt32, index: UInt32, tuple: [UInt8], objectKey: [UInt8], into out: inout [UInt8]
+    ) {
+        out.removeAll(keepingCapacity: true)
+        out.append(indexTag)
+        appendBigEndian(bucket, to: &out)
+        appendBigEndian(index, to: &out)
+        out.append(contentsOf: tuple)
+        out.append(contentsOf: objectKey)
+    }
+
     /// Splits an index entry key into its tuple and object key, given the index's arity.
     /// Returns the byte ranges (relative to `key`) of the tuple and the object key.
     static func splitIndexEntry(

@@ -66,11 +66,12 @@ enum TextEntries {
     static let supportedLayouts = 1...2
 
     /// The distinct terms of `texts` (one text, or an array's elements in order) in byte order,
-    /// each with its entry value in `layout`: the positions where it occurs
-    /// (``encodePositions(_:)``), after the document's length (its indexed tokens) in layout 2.
+    /// each as its entry's tuple (the term as one binary element, `docs/FORMAT.md` §8) with its
+    /// entry value in `layout`: the positions where it occurs (``encodePositions(_:)``), after
+    /// the document's length (its indexed tokens) in layout 2.
     static func entries(
         of texts: [String], tokenizer: TextTokenizer, layout: Int
-    ) -> [(term: [UInt8], value: [UInt8])] {
+    ) -> [(tuple: [UInt8], value: [UInt8])] {
         // Every token's term goes into one buffer (no array per token); the tokens are then
         // sorted by term bytes and position, and each run of one term is one entry.
         var arena: [UInt8] = []
@@ -105,7 +106,8 @@ enum TextEntries {
                 && arena[a.start..<(a.start + a.count)].elementsEqual(arena[b.start..<(b.start + b.count)])
         }
         let length = UInt64(tokens.count)
-        var result: [(term: [UInt8], value: [UInt8])] = []
+        var result: [(tuple: [UInt8], value: [UInt8])] = []
+        result.reserveCapacity(tokens.count)
         var first = 0
         while first < tokens.count {
             var end = first + 1
@@ -121,7 +123,11 @@ enum TextEntries {
                 previous = position
             }
             let token = tokens[first]
-            result.append((Array(arena[token.start..<(token.start + token.count)]), value))
+            // The tuple is encoded here, from the buffer: no array of the bare term.
+            var tuple: [UInt8] = []
+            tuple.reserveCapacity(token.count + 4)
+            ValueEncoding.appendBinary(arena[token.start..<(token.start + token.count)], to: &tuple)
+            result.append((tuple, value))
             first = end
         }
         return result
@@ -319,8 +325,6 @@ extension IndexDefinition {
     func textEntries(of object: CBORValue, bucket: String) throws(BuriError) -> [(tuple: [UInt8], value: [UInt8])] {
         let tokenizer = try textTokenizer(bucket: bucket)
         let layout = try textLayout(bucket: bucket)
-        return TextEntries.entries(of: try texts(of: object), tokenizer: tokenizer, layout: layout).map {
-            (IndexValue(bytes: $0.term).encoded, $0.value)
-        }
+        return TextEntries.entries(of: try texts(of: object), tokenizer: tokenizer, layout: layout)
     }
 }

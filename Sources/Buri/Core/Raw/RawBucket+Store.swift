@@ -74,6 +74,7 @@ extension RawBucket {
             /// publishes them at once, so its targets may come later: `check` reports what dangles.
             let relationships = stagingMarker == nil ? madeDescriptor.indexes.filter { $0.references != nil } : []
             var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
+            var keyBuffer: [UInt8] = []
             for (position, write) in writes.enumerated() {
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
@@ -111,15 +112,27 @@ extension RawBucket {
                     pendingLengths[pendingKey] = lengths
                 }
                 let oldEntries = old?.entries ?? []
-                for entry in oldEntries where !write.header.entries.contains(entry) {
+                let newEntries = write.header.entries
+                // Which entries stay: looked up in sets when both lists are long (a long text's
+                // terms), so that replacing an object is not quadratic in its entries.
+                let sets = oldEntries.count > 16 && newEntries.count > 16
+                let oldSet = sets ? Set(oldEntries) : []
+                let newSet = sets ? Set(newEntries) : []
+                for entry in oldEntries where !(sets ? newSet.contains(entry) : newEntries.contains(entry)) {
                     batch.delete(entryKey(entry, objectKey: write.key))
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
-                for (position, entry) in write.header.entries.enumerated() {
-                    guard !oldEntries.contains(entry) else {
+                /// Puts an entry of this object, its key built in one buffer for the whole batch.
+                func put(_ entry: RecordHeader.Entry, _ value: [UInt8]) {
+                    Keyspace.writeIndexEntryKey(
+                        bucket: bucketId, index: entry.index, tuple: entry.tuple, objectKey: keyBytes, into: &keyBuffer)
+                    keyBuffer.withUnsafeBytes { key in value.withUnsafeBytes { batch.put(key, $0) } }
+                }
+                for (position, entry) in newEntries.enumerated() {
+                    guard !(sets ? oldSet.contains(entry) : oldEntries.contains(entry)) else {
                         // Kept: rewritten only if it carries a value, which may have changed.
                         let value = write.value(at: position)
-                        if !value.isEmpty { batch.put(entryKey(entry, objectKey: write.key), value) }
+                        if !value.isEmpty { put(entry, value) }
                         continue
                     }
                     if !relationships.isEmpty, let index = relationships.first(where: { $0.id == entry.index }) {
@@ -129,7 +142,7 @@ extension RawBucket {
                         try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
                     }
-                    batch.put(entryKey(entry, objectKey: write.key), write.value(at: position))
+                    put(entry, write.value(at: position))
                 }
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }

@@ -185,6 +185,25 @@ public final class RawBucket: Sendable {
         return entry
     }
 
+    /// Appends a text index's entry for one term, given as its encoded tuple (one binary element,
+    /// as `TextEntries.entries` gives it): `appendEntry` without building `IndexValue`s, except
+    /// for a private index, whose terms become tokens. Terms come distinct, so no search for an
+    /// equal entry.
+    func appendTextEntry(
+        _ tuple: [UInt8], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
+    ) throws(BuriError) {
+        if definition.isPrivate {
+            _ = try appendEntry([IndexValue(encoded: tuple)], for: definition, key: key, to: &entries, distinct: true)
+            return
+        }
+        if tuple.count > Keyspace.maxTupleLength {
+            throw .invalidIndexValue(
+                bucket: name, key: key, index: definition.name,
+                reason: "the value is \(tuple.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
+        }
+        entries.append(RecordHeader.Entry(index: definition.id, tuple: tuple))
+    }
+
     @inline(__always)
     func entryKey(_ entry: RecordHeader.Entry, objectKey: String) -> [UInt8] {
         Keyspace.indexEntryKey(bucket: bucketId, index: entry.index, tuple: entry.tuple, objectKey: objectKey)
