@@ -417,6 +417,11 @@ extension BuriDatabase {
         // are equal Strings but two objects, and mixing up their headers would make a consistent
         // database look stale and have repair delete valid entries.
         var headers: [ObjectKeyBytes: RecordHeader?] = [:]
+        /// The entries of cached headers that list many (a long text's terms), as sets: each entry
+        /// of such an object is looked up in its header, which a search of the list would make
+        /// quadratic in the object's entries. Emptied with `headers`, or past a million entries.
+        var entrySets: [ObjectKeyBytes: Set<RecordHeader.Entry>] = [:]
+        var entrySetsSize = 0
         /// The last entry of a unique index seen: the next one conflicts if it is of the same bucket,
         /// index and value (index ids are per bucket, and other indexes' entries lie in between).
         var previousUnique: (bucket: UInt32, index: UInt32, tuple: [UInt8], key: String)? = nil
@@ -519,7 +524,11 @@ extension BuriDatabase {
                 } catch BuriError.authenticationFailed {
                     header = nil  // a sealed record that does not open: reported with the records
                 }
-                if headers.count > 4096 { headers.removeAll(keepingCapacity: true) }
+                if headers.count > 4096 {
+                    headers.removeAll(keepingCapacity: true)
+                    entrySets.removeAll()
+                    entrySetsSize = 0
+                }
                 headers[cacheKey] = .some(header)
             }
             let shown = IndexTuple.describe(split.tuple)
@@ -533,7 +542,25 @@ extension BuriDatabase {
                 report.problems.append(problem)
                 continue
             }
-            if !(header?.entries.contains(RecordHeader.Entry(index: definition.id, tuple: split.tuple)) ?? false) {
+            let entry = RecordHeader.Entry(index: definition.id, tuple: split.tuple)
+            let listed: Bool
+            if let header, header.entries.count > 16 {
+                if let set = entrySets[cacheKey] {
+                    listed = set.contains(entry)
+                } else {
+                    let set = Set(header.entries)
+                    if entrySetsSize > 1_000_000 {
+                        entrySets.removeAll()
+                        entrySetsSize = 0
+                    }
+                    entrySets[cacheKey] = set
+                    entrySetsSize += set.count
+                    listed = set.contains(entry)
+                }
+            } else {
+                listed = header?.entries.contains(entry) ?? false
+            }
+            if !listed {
                 var problem = ConsistencyProblem(
                     kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                     detail: "entry for value \(shown) is not among the object's stored index values")
