@@ -172,6 +172,20 @@ struct TextModel {
         model.docs["long"] = [words(0..<20) + " " + words(1190..<1210)]
         try verify("replaced in a transaction")
         #expect(try t.db.check().isConsistent)
+        // check looks a long header's entries up in a set: an entry the header does not list is
+        // stale, and the 40 it lists are not.
+        let info = try #require(try t.db.bucketInfo(named: "TextDoc"))
+        let body = try #require(info.index(named: "body"))
+        let stale = Keyspace.indexEntryKey(
+            bucket: info.id, index: body.id, tuple: IndexValue("w700").encoded, objectKey: "long")
+        let batch = t.db.engine.makeBatch()
+        batch.put(stale, [2, 1, 0])
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        let report = try t.db.check()
+        #expect(report.problems.map(\.kind) == [.staleEntry], "\(engine)")
+        #expect(try t.db.check(repair: true).problems.allSatisfy(\.repaired))
+        #expect(try t.db.check().isConsistent)
+        try verify("repaired")
     }
 
     @Test(arguments: Engine.allCases) func phrasesNeverSpanArrayElementsAndStopWordsKeepTheirPlace(
