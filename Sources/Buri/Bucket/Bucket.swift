@@ -154,7 +154,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
             } catch let BuriError.invalidIndexValue(_, _, _, reason) {
                 throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
             }
-            for tuple in tuples { try raw.appendEntry(tuple, for: definition, key: key, to: &entries) }
+            try raw.appendEntries(tuples, for: definition, key: key, to: &entries)
             if !entryValues.isEmpty, entryValues.count < entries.count {
                 entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
             }

@@ -86,10 +86,13 @@ extension IndexDefinition {
                         ? "a compound index takes one value per field" : "the index is single-valued"
                     throw invalid(field, "holds an array, but \(why)")
                 }
+                // Distinct elements, in order; told apart by a set, so a long array is not
+                // quadratic to index or to check.
                 var tuples: [[IndexValue]] = []
+                var seen = Set<IndexValue>()
                 for element in elements where !element.isNull {
-                    let single = [try indexValue(element, position: position, field: field, form: forms[position])]
-                    if !tuples.contains(single) { tuples.append(single) }
+                    let value = try indexValue(element, position: position, field: field, form: forms[position])
+                    if seen.insert(value).inserted { tuples.append([value]) }
                 }
                 return tuples
             }

@@ -164,6 +164,38 @@ public final class RawBucket: Sendable {
         _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry],
         distinct: Bool = false
     ) throws(BuriError) -> RecordHeader.Entry {
+        let entry = try entry(tuple, for: definition, key: key)
+        // `distinct`: the caller's tuples are distinct already (a text index's terms), so the
+        // linear search, quadratic over a long text, is skipped.
+        if distinct || !entries.contains(entry) { entries.append(entry) }
+        return entry
+    }
+
+    /// Appends the entries of one index's value tuples (``appendEntry(_:for:key:to:distinct:)``),
+    /// equal tuples giving one entry. Many tuples (a long array) are told apart by a set, so that
+    /// storing an object with thousands of values is not quadratic in them.
+    func appendEntries(
+        _ tuples: [[IndexValue]], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
+    ) throws(BuriError) {
+        guard tuples.count > 16 else {
+            for tuple in tuples { try appendEntry(tuple, for: definition, key: key, to: &entries) }
+            return
+        }
+        // An object's tuples of one index are appended by one call, so equal entries can only be
+        // among them.
+        var seen = Set<RecordHeader.Entry>(minimumCapacity: tuples.count)
+        entries.reserveCapacity(entries.count + tuples.count)
+        for tuple in tuples {
+            let entry = try entry(tuple, for: definition, key: key)
+            if seen.insert(entry).inserted { entries.append(entry) }
+        }
+    }
+
+    /// The header entry of one value tuple, checked against the index's definition (arity, kinds,
+    /// encoded length), its values as the index stores them (tokens for a private index).
+    private func entry(
+        _ tuple: [IndexValue], for definition: IndexDefinition, key: String
+    ) throws(BuriError) -> RecordHeader.Entry {
         guard tuple.count == definition.components.count,
             zip(tuple, definition.components).allSatisfy({ $0.isNumeric == ($1 == .numeric) })
         else {
@@ -178,11 +210,7 @@ public final class RawBucket: Sendable {
                 bucket: name, key: key, index: definition.name,
                 reason: "the value is \(encoded.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
         }
-        let entry = RecordHeader.Entry(index: definition.id, tuple: encoded)
-        // `distinct`: the caller's tuples are distinct already (a text index's terms), so the
-        // linear search, quadratic over a long text, is skipped.
-        if distinct || !entries.contains(entry) { entries.append(entry) }
-        return entry
+        return RecordHeader.Entry(index: definition.id, tuple: encoded)
     }
 
     /// Appends a text index's entry for one term, given as its encoded tuple (one binary element,

@@ -72,7 +72,7 @@ extension RawBucket {
                 // A text index's entries carry positions, which only its field gives: they are
                 // computed from the payload below, whatever tuples are given.
                 guard definition.text == nil else { continue }
-                for tuple in tuples { try appendEntry(tuple, for: definition, key: object.key, to: &entries) }
+                try appendEntries(tuples, for: definition, key: object.key, to: &entries)
             }
             /// Values parallel to `entries` once a text index gives one (the others' are empty).
             var entryValues: [[UInt8]] = []
