@@ -109,3 +109,86 @@ struct InQueryTests {
         #expect(throws: BuriError.self) { try notes.keys(.index("age", in: ["twenty"])) }
     }
 }
+
+/// Objects with many values in a multi-valued index: a walk meets each of them once per value
+/// in range, and returns it once, at its first (the cursor remembers where, rather than read its
+/// record at every value).
+struct ManyTags: BuriSupport, Equatable {
+    var id: String
+    var tags: [String]
+    var group: Int
+    static let buri = BuriSchema<ManyTags>(
+        key: \.id, indexes: [.binary("tags", \.tags), .numeric("group", \.group)])
+}
+
+@Suite("Multi-valued walks over objects with many values")
+struct ManyValuesWalkTests {
+    static let objects: [ManyTags] = {
+        var rng = SplitMix(seed: 7)
+        return (0..<30).map { i in
+            let count = 20 + Int(rng.next() % 41)
+            let tags = (0..<count).map { _ in String(format: "t%03d", Int(rng.next() % 200)) }
+            return ManyTags(id: String(format: "o%02d", i), tags: tags, group: i % 3)
+        }
+    }()
+
+    /// The model: each object matching `inRange` once, at its smallest tag in range (largest
+    /// descending), ordered by (that tag, key).
+    static func expected(_ inRange: (String) -> Bool, group: Int? = nil, descending: Bool) -> [String] {
+        var positions: [(tag: String, key: String)] = []
+        for object in objects where group == nil || object.group == group {
+            let tags = object.tags.filter(inRange)
+            guard let tag = descending ? tags.max() : tags.min() else { continue }
+            positions.append((tag, object.id))
+        }
+        positions.sort { ($0.tag, $0.key) < ($1.tag, $1.key) }
+        let keys = positions.map(\.key)
+        return descending ? keys.reversed() : keys
+    }
+
+    @Test(arguments: Engine.allCases) func eachObjectOnceAtItsFirstValueInRange(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let bucket = try t.db.bucket(ManyTags.self)
+        try bucket.store(Self.objects)
+        let some = (0..<40).map { String(format: "t%03d", ($0 * 37) % 200) }
+        let cases: [(Query, (String) -> Bool, Int?)] = [
+            (.index("tags", in: IndexValue("t050")...IndexValue("t150")), { $0 >= "t050" && $0 <= "t150" }, nil),
+            (.index("tags", in: some.map { IndexValue($0) }), { some.contains($0) }, nil),
+            (.index("tags", prefix: "t1"), { $0.hasPrefix("t1") }, nil),
+            (
+                Query.index("tags", in: IndexValue("t020")...IndexValue("t180")).and(.index("group", equals: 1)),
+                { $0 >= "t020" && $0 <= "t180" }, 1
+            ),
+        ]
+        for (query, inRange, group) in cases {
+            for descending in [false, true] {
+                let q = descending ? query.descending() : query
+                let want = Self.expected(inRange, group: group, descending: descending)
+                #expect(try bucket.keys(q) == want, "\(engine) \(q)")
+                #expect(try bucket.count(q) == want.count)
+                // Pages of 7: each page a new cursor resuming after the last key returned.
+                var paged: [String] = []
+                var token: ContinuationToken? = nil
+                repeat {
+                    let page = try bucket.keyPage(token.map { q.after($0) } ?? q, size: 7)
+                    paged += page.items
+                    token = page.next
+                } while token != nil
+                #expect(paged == want, "\(engine) paged \(q)")
+            }
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so the objects are the same on every run.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

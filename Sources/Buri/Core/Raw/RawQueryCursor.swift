@@ -67,6 +67,11 @@ public final class RawQueryCursor {
     private var candidateKey: [UInt8] = []
     /// Where the object key lies in `lastStorageKey` (and in `candidateKey` while looking).
     private var objectKeyRange = 0..<0
+    /// On a multi-valued ordering index, the position (first entry in range, in walk order) of
+    /// objects with many entries in it, found when the walk met the first of them: the walk meets
+    /// such an object once per entry in range, and reading and parsing its record each time to
+    /// find out it is not there would be quadratic in its values. Bounded; emptied when full.
+    private var settledPositions: [ObjectKeyBytes: [UInt8]] = [:]
     /// The stored value (header and payload) of the current result, lent by one of the cursors:
     /// valid until either moves. Set by `advance(readRecord: true)`.
     private var record = UnsafeRawBufferPointer(start: nil, count: 0)
@@ -532,6 +537,12 @@ public final class RawQueryCursor {
                 }
                 continue
             }
+            if !isNull, !settledPositions.isEmpty,
+                let position = settledPositions[ObjectKeyBytes(Array(candidateKey[objectKeyRange]))],
+                position != candidateKey
+            {
+                continue  // not the entry where this object is a result
+            }
             guard readRecord || checksHeaders || isNull else {
                 objectsInOrder += 1
                 return true
@@ -574,10 +585,13 @@ public final class RawQueryCursor {
                 if header.entries.contains(where: { $0.index == order.index.id }) { continue }
             } else if plan.orderIsMultiValued, let order = plan.order {
                 // On a multi-valued index an object is one result, at its first entry in range.
-                guard
-                    let first = order.position(of: header.entries, objectKey: key, descending: plan.descending),
-                    first == candidateKey
+                guard let first = order.position(of: header.entries, objectKey: key, descending: plan.descending)
                 else { continue }
+                if header.entries.count > 16 {
+                    if settledPositions.count >= 4096 { settledPositions.removeAll(keepingCapacity: true) }
+                    settledPositions[ObjectKeyBytes(Array(key))] = first
+                }
+                guard first == candidateKey else { continue }
             }
             if !isNull { objectsInOrder += 1 }
             guard plan.residual.allSatisfy({ $0.isSatisfied(by: header.entries, objectKey: key) }) else {
