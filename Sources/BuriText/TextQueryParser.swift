@@ -27,6 +27,16 @@ extension TextQuery {
     }
 }
 
+extension TextQuery {
+    /// The deepest nesting of parentheses ``parse(_:tokenizer:)`` accepts (256, FTS5's limit);
+    /// deeper is a ``TextQuerySyntaxError`` at the first `(` too many.
+    ///
+    /// ```swift
+    /// TextQuery.maximumNesting   // 256
+    /// ```
+    public static var maximumNesting: Int { QueryParser.maximumNesting }
+}
+
 /// Recursive descent over QueryLexer's tokens, one function per precedence level. Operands that
 /// fold to nothing come back nil and are dropped by the level above.
 struct QueryParser {
@@ -36,6 +46,13 @@ struct QueryParser {
     private var index = 0
     /// Where the first word that gave no term is: the error's offset if nothing is left.
     private var firstDropped: Int?
+    /// The parentheses open around the current token.
+    private var depth = 0
+
+    /// The deepest nesting of parentheses a query may have (FTS5's own limit): every level is a
+    /// few frames of this recursive parser, so a query of thousands of `(` from a search box would
+    /// otherwise exhaust the stack and end the process.
+    static let maximumNesting = 256
 
     init(tokens: [QueryToken], query: String, tokenizer: TextTokenizer) {
         self.tokens = tokens
@@ -109,6 +126,13 @@ struct QueryParser {
         case .word(let text, let prefix), .string(let text, let prefix):
             return operand(text, prefix: prefix, at: token.offset)
         default:  // .open: startsOperand admits nothing else
+            guard depth < Self.maximumNesting else {
+                throw fail(
+                    "parentheses nested more than \(Self.maximumNesting) deep: write the query with fewer levels",
+                    at: token.offset)
+            }
+            depth += 1
+            defer { depth -= 1 }
             let inner = try parseOr(after: token)
             guard current.kind == .close else { throw fail("this ( is never closed", at: token.offset) }
             index += 1

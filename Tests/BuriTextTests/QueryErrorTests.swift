@@ -35,6 +35,22 @@ struct QueryErrorTests {
         expectError("a ()", at: 2, saying: "empty parentheses")
     }
 
+    /// Nesting is bounded: a search box's input of thousands of `(` is a syntax error at the
+    /// first one too deep, never a stack overflow that ends the process.
+    @Test func parenthesesNestedTooDeep() throws {
+        let limit = TextQuery.maximumNesting
+        func nested(_ depth: Int, _ inner: String = "a") -> String {
+            String(repeating: "(", count: depth) + inner + String(repeating: ")", count: depth)
+        }
+        #expect(try TextQuery.parse(nested(limit), tokenizer: .v1) == .term(Array("a".utf8)))
+        #expect(try TextQuery.parse("x " + nested(limit, "a OR b"), tokenizer: .v1).description.contains("OR"))
+        expectError(nested(limit + 1), at: limit, saying: "nested more than \(limit) deep")
+        expectError("x OR " + nested(limit + 1), at: 5 + limit, saying: "deep")
+        expectError(nested(200_000), at: limit, saying: "deep")
+        // Unclosed ones are refused at the same point, before the missing `)` is noticed.
+        expectError(String(repeating: "(", count: 100_000) + "a", at: limit, saying: "deep")
+    }
+
     @Test func danglingOperators() {
         expectError("a AND", at: 2, saying: "AND needs a query on its right")
         expectError("a OR", at: 2, saying: "OR needs a query on its right")
