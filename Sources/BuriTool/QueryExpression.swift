@@ -119,6 +119,27 @@ struct ExpressionError: Error {
 struct ExpressionParser {
     let scalars: [Unicode.Scalar]
     var position = 0
+    /// The levels above the current point of the expression's tree: open parentheses, `not`s, and
+    /// conditions joined so far by the `and`/`or` chains being parsed (each join is a level, as
+    /// the chain nests to the left).
+    var depth = 0
+
+    /// The deepest expression accepted. Parsing and turning the tree into a query recurse once
+    /// per level, so thousands of `(` or `not` (a command line holds a megabyte) would otherwise
+    /// exhaust the stack and end the process without a message.
+    static let maximumDepth = 256
+
+    /// Goes one level deeper, refusing an expression deeper than ``maximumDepth``.
+    mutating func descend(at offset: Int) throws(ExpressionError) {
+        depth += 1
+        guard depth <= Self.maximumDepth else {
+            throw ExpressionError(
+                position: offset,
+                message:
+                    "the expression nests more than \(Self.maximumDepth) levels (parentheses, 'not', or conditions joined by 'and' or 'or'); write it with fewer, or use a list of values (index:a|b|c)"
+            )
+        }
+    }
 
     /// Parses `text`; the syntax only (values stay untyped).
     static func parse(_ text: String) throws(ExpressionError) -> QueryExpression {
@@ -193,9 +214,13 @@ struct ExpressionParser {
 
     mutating func parseOr() throws(ExpressionError) -> QueryExpression {
         var left = try parseAnd()
+        var joined = 0
+        defer { depth -= joined }
         while true {
             skipSpaces()
             guard keyword("or") else { return left }
+            joined += 1
+            try descend(at: position)
             position += 2
             left = .or(left, try parseAnd())
         }
@@ -203,9 +228,13 @@ struct ExpressionParser {
 
     mutating func parseAnd() throws(ExpressionError) -> QueryExpression {
         var left = try parseUnary()
+        var joined = 0
+        defer { depth -= joined }
         while true {
             skipSpaces()
             guard keyword("and") else { return left }
+            joined += 1
+            try descend(at: position)
             position += 3
             left = .and(left, try parseUnary())
         }
@@ -220,6 +249,8 @@ struct ExpressionParser {
         }
         if next == "(" {
             let open = position
+            try descend(at: open)
+            defer { depth -= 1 }
             position += 1
             let inner = try parseOr()
             skipSpaces()
@@ -235,6 +266,8 @@ struct ExpressionParser {
             throw ExpressionError(position: position, message: "expected a condition (such as age:20..29), found ')'")
         }
         if keyword("not") {
+            try descend(at: position)
+            defer { depth -= 1 }
             position += 3
             return .not(try parseUnary())
         }

@@ -489,6 +489,34 @@ struct QueryExpressionToolTests {
         )
     }
 
+    /// An expression nests at most 256 levels (parentheses, `not`, joined conditions): deeper is a
+    /// usage error at the first level too many, never a stack overflow that ends the tool.
+    @Test func expressionsNestedTooDeepAreUsageErrors() throws {
+        let sandbox = try Sandbox()
+        let db = try makeDatabase(sandbox)
+        func nested(_ depth: Int) -> String {
+            String(repeating: "(", count: depth) + "color:red" + String(repeating: ")", count: depth)
+        }
+        #expect(try buri("query", db, "gadgets", "--where", nested(256)).status == 0)
+        let chain = Array(repeating: "color:red", count: 257).joined(separator: " or ")
+        #expect(try buri("query", db, "gadgets", "--where", chain).status == 0)
+        for (expression, character) in [
+            (nested(257), 257),
+            (String(repeating: "not ", count: 257) + "color:red", 1025),
+            (chain + " or size:1", chain.unicodeScalars.count + 2),
+        ] {
+            expectExpressionError(
+                try buri("query", db, "gadgets", "--where", expression), expression: expression, character: character,
+                mentioning: ["nests more than 256 levels"])
+        }
+        // Far deeper (within Linux's 128 KiB per argument): still exit 2 with the message, where
+        // the tool would have crashed on its stack.
+        let deep = try buri("query", db, "gadgets", "--where", nested(30_000))
+        #expect(deep.status == 2 && deep.stderr.contains("nests more than 256 levels"), "\(deep.status)")
+        let nots = try buri("query", db, "gadgets", "--where", String(repeating: "not ", count: 30_000) + "color:red")
+        #expect(nots.status == 2 && nots.stderr.contains("nests more than 256 levels"), "\(nots.status)")
+    }
+
     @Test func mistakesAreUsageErrorsWithACaretAtTheCharacter() throws {
         let sandbox = try Sandbox()
         let db = try makeDatabase(sandbox)
