@@ -1,3 +1,4 @@
+import BuriTestSupport
 import Foundation
 @testable import Buri
 import Testing
@@ -124,7 +125,7 @@ struct ManyTags: BuriSupport, Equatable {
 @Suite("Multi-valued walks over objects with many values")
 struct ManyValuesWalkTests {
     static let objects: [ManyTags] = {
-        var rng = SplitMix(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         return (0..<30).map { i in
             let count = 20 + Int(rng.next() % 41)
             let tags = (0..<count).map { _ in String(format: "t%03d", Int(rng.next() % 200)) }
@@ -177,18 +178,5 @@ struct ManyValuesWalkTests {
                 #expect(paged == want, "\(engine) paged \(q)")
             }
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the objects are the same on every run.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
