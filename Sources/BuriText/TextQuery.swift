@@ -85,3 +85,37 @@ extension String {
         return result
     }
 }
+
+extension TextQuery {
+    /// The levels of the tree: 1 for a term, prefix or phrase; one more than the deepest operand
+    /// for `and`, `or` and `not`. Computed without recursion, so that a tree of any depth can be
+    /// measured before anything walks it.
+    ///
+    /// ```swift
+    /// try TextQuery.parse("a OR (b NOT c)", tokenizer: .v1).depth   // 4: or, and, not, c
+    /// ```
+    public var depth: Int {
+        var deepest = 0
+        var pending: [(query: TextQuery, level: Int)] = [(self, 1)]
+        while let (query, level) = pending.popLast() {
+            deepest = Swift.max(deepest, level)
+            switch query {
+            case .and(let operands), .or(let operands):
+                for operand in operands { pending.append((operand, level + 1)) }
+            case .not(let operand): pending.append((operand, level + 1))
+            case .term, .prefix, .phrase: break
+            }
+        }
+        return deepest
+    }
+
+    /// The deepest tree a search takes (1,024 levels). Searching walks the tree by recursion, so a
+    /// deeper one, which a program can build by nesting `.and` in `.and` word after word, would
+    /// exhaust the stack; it is refused instead. Every query ``parse(_:tokenizer:)`` accepts is
+    /// within it (at most three levels per parenthesis).
+    ///
+    /// ```swift
+    /// TextQuery.maximumDepth   // 1024
+    /// ```
+    public static let maximumDepth = 1024
+}

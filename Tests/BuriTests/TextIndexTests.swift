@@ -188,6 +188,39 @@ struct TextModel {
         try verify("repaired")
     }
 
+    /// A query tree a program builds (`.and` nested in `.and`, word after word) is measured
+    /// before anything walks it: up to `TextQuery.maximumDepth` levels it is answered, deeper it
+    /// is a typed error naming bucket and index, never a stack overflow. The parser's own limit
+    /// stays within it.
+    @Test func queryTreesDeeperThanTheLimitAreRefused() throws {
+        let t = try TestDatabase(.leveldb)
+        let docs = try t.db.bucket(TextDoc.self)
+        try docs.store([Self.doc("a", "apple pie"), Self.doc("b", "apple tart")])
+        let apple = TextQuery.term(Array("apple".utf8))
+        let pie = TextQuery.term(Array("pie".utf8))
+        func nested(_ levels: Int) -> TextQuery { (1..<levels).reduce(apple) { tree, _ in .and([tree, pie]) } }
+        #expect(nested(TextQuery.maximumDepth).depth == TextQuery.maximumDepth)
+        #expect(try docs.searchKeys("body", nested(TextQuery.maximumDepth)) == ["a"])
+        #expect(try docs.keys(.search("body", nested(TextQuery.maximumDepth))) == ["a"])
+        let tooDeep = nested(5_000)
+        func refused(_ error: any Error) -> Bool {
+            guard case .invalidQuery("TextDoc", "body"?, let reason) = error as? BuriError else { return false }
+            return reason.contains("5000 levels")
+        }
+        #expect(performing: { try docs.searchKeys("body", tooDeep) }, throws: refused)
+        #expect(performing: { try docs.searchCount("body", tooDeep) }, throws: refused)
+        #expect(performing: { try docs.search("body", tooDeep) }, throws: refused)
+        #expect(performing: { try docs.keys(.search("body", tooDeep)) }, throws: refused)
+        // The deepest the parser builds: three levels (or, and, not) per parenthesis.
+        var text = "apple"
+        for _ in 0..<(TextQuery.maximumNesting / 2) { text = "zzz OR (apple NOT (" + text + "))" }
+        let parsed = try TextQuery.parse(text, tokenizer: .v1)
+        #expect(parsed.depth > 3 * TextQuery.maximumNesting / 2 && parsed.depth <= TextQuery.maximumDepth)
+        // Each round is `apple` minus the round inside it: an even number of rounds is `apple`.
+        #expect(try docs.searchKeys("body", text) == ["a", "b"])
+        #expect(try docs.rankedSearchKeys("body", text, limit: 5).count == 2)
+    }
+
     @Test(arguments: Engine.allCases) func phrasesNeverSpanArrayElementsAndStopWordsKeepTheirPlace(
         engine: Engine
     ) throws {

@@ -57,6 +57,21 @@ extension IndexDefinition {
         return IndexTuple.join(stored(IndexTuple.split(tuple)))
     }
 
+    /// Refuses a text query this index cannot answer: one deeper than ``TextQuery/maximumDepth``
+    /// (measured without recursion, before anything walks it), or a prefix on a private index
+    /// (``requireExactTerms(_:bucket:)``).
+    func requireAnswerable(_ query: TextQuery, bucket: String) throws(BuriError) {
+        let depth = query.depth
+        if depth > TextQuery.maximumDepth {
+            throw .invalidQuery(
+                bucket: bucket, index: name,
+                reason:
+                    "the text query nests \(depth) levels, more than the \(TextQuery.maximumDepth) a search takes: give .and and .or all their operands in one list rather than nesting one in another"
+            )
+        }
+        try requireExactTerms(query, bucket: bucket)
+    }
+
     /// Refuses a text query with a prefix (`graph*`) on a private text index: its terms are tokens,
     /// and no token tells what its term starts with.
     func requireExactTerms(_ query: TextQuery, bucket: String) throws(BuriError) {

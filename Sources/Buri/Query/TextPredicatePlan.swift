@@ -106,7 +106,7 @@ final class TextPredicatePlan {
         } else {
             query = try descriptor.parseTextQuery(match.text ?? "", index: match.index)
         }
-        try index.requireExactTerms(query, bucket: descriptor.name)
+        try index.requireAnswerable(query, bucket: descriptor.name)
         prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
         bucketName = descriptor.name
         self.read = read

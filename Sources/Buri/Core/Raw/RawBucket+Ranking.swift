@@ -41,7 +41,7 @@ extension RawBucket {
     ) throws(BuriError) -> [(key: [UInt8], score: Double)] {
         let definition = try textIndexDefinition(index)
         // Whatever the bucket holds: a query that cannot be answered is refused even when empty.
-        try definition.requireExactTerms(query, bucket: name)
+        try definition.requireAnswerable(query, bucket: name)
         let tokenizer = try definition.textTokenizer(bucket: name)
         guard definition.text?.keepsLengths == true else {
             throw .invalidQuery(

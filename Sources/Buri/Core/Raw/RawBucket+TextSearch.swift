@@ -20,7 +20,7 @@ extension RawBucket {
     func textSearch(index: String, query: TextQuery, reader: any StorageReader) throws(BuriError) -> [[UInt8]] {
         let definition = try textIndexDefinition(index)
         let tokenizer = try definition.textTokenizer(bucket: name)
-        try definition.requireExactTerms(query, bucket: name)
+        try definition.requireAnswerable(query, bucket: name)
         let searcher = TextSearcher(
             bucket: self, index: definition, tokenizer: tokenizer, reader: reader,
             prefix: Keyspace.indexPrefix(bucket: bucketId, index: definition.id))
