@@ -205,6 +205,13 @@ public final class RawBucket: Sendable {
         }
         let tuple = definition.stored(tuple)
         let encoded = tuple.count == 1 ? tuple[0].encoded : IndexTuple.join(tuple)
+        return try checkedEntry(encoded, for: definition, key: key)
+    }
+
+    /// The header entry of an encoded tuple, refused when it is longer than an entry key holds.
+    private func checkedEntry(
+        _ encoded: [UInt8], for definition: IndexDefinition, key: String
+    ) throws(BuriError) -> RecordHeader.Entry {
         if encoded.count > Keyspace.maxTupleLength {
             throw .invalidIndexValue(
                 bucket: name, key: key, index: definition.name,
@@ -224,12 +231,7 @@ public final class RawBucket: Sendable {
             _ = try appendEntry([IndexValue(encoded: tuple)], for: definition, key: key, to: &entries, distinct: true)
             return
         }
-        if tuple.count > Keyspace.maxTupleLength {
-            throw .invalidIndexValue(
-                bucket: name, key: key, index: definition.name,
-                reason: "the value is \(tuple.count) bytes encoded, over the limit of \(Keyspace.maxTupleLength)")
-        }
-        entries.append(RecordHeader.Entry(index: definition.id, tuple: tuple))
+        entries.append(try checkedEntry(tuple, for: definition, key: key))
     }
 
     @inline(__always)
