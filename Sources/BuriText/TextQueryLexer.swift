@@ -1,13 +1,14 @@
 /// The query's words, strings, parentheses and operators, with their offsets in Characters.
 struct QueryToken: Equatable {
     enum Kind: Equatable {
-        /// A bare word (any run of characters but whitespace, `"`, `(`, `)` and `*`), which the
-        /// tokenizer folds; `prefix` when a `*` follows it directly.
+        /// A bare word (any run of characters but whitespace, `"`, `(`, `)`, `*` and `+`), which
+        /// the tokenizer folds; `prefix` when a `*` follows it directly.
         case word(String, prefix: Bool)
         /// A quoted string (`""` inside stands for one quote); `prefix` when `*` follows the
         /// closing quote directly.
         case string(String, prefix: Bool)
-        case open, close, and, or, not, end
+        /// `+`, FTS5's phrase concatenation: `one + two` is `"one two"`.
+        case open, close, and, or, not, plus, end
     }
 
     var kind: Kind
@@ -27,6 +28,7 @@ struct QueryToken: Equatable {
         case .and: "AND"
         case .or: "OR"
         case .not: "NOT"
+        case .plus: "+"
         default: nil
         }
     }
@@ -62,6 +64,9 @@ enum QueryLexer {
                 tokens.append(QueryToken(kind: .close, offset: start))
             case "*":
                 throw fail("a * must follow a word or a closing quote directly (a prefix: word*)", at: start)
+            case "+":
+                index += 1
+                tokens.append(QueryToken(kind: .plus, offset: start))
             case "\"":
                 var text = ""
                 index += 1
@@ -83,6 +88,10 @@ enum QueryLexer {
             default:
                 while index < characters.count && !isDelimiter(characters[index]) { index += 1 }
                 let word = String(characters[start..<index])
+                var after = index
+                while after < characters.count && characters[after].isWhitespace { after += 1 }
+                try refuseFTS5Syntax(
+                    word, at: start, next: after < characters.count ? characters[after] : nil, fail: fail)
                 let prefix = star()
                 if word == "NEAR" && !prefix && index < characters.count && characters[index] == "(" {
                     throw fail("NEAR(…) is not supported; use a phrase in quotes", at: start)
@@ -96,6 +105,36 @@ enum QueryLexer {
 
     private static func isDelimiter(_ character: Character) -> Bool {
         character.isWhitespace || character == "\"" || character == "(" || character == ")" || character == "*"
+            || character == "+"
+    }
+
+    /// Refuses a bare word that FTS5 would read as syntax Buri does not implement, rather than fold
+    /// its punctuation away and answer a different question: a column filter (`body:word`,
+    /// `{a b}:word`, `- body:word`: every one has a colon), an initial-token query (`^word`,
+    /// `^"a phrase"`), and a `-` before a word, which is not an exclusion in FTS5 either.
+    /// Punctuation FTS5 gives no meaning to (`x-ray`, `don't`, `3.14`, `---`) is folded by the
+    /// tokenizer as in the indexed text. `next` is the first character after the word that is not
+    /// whitespace.
+    private static func refuseFTS5Syntax(
+        _ word: String, at start: Int, next: Character?, fail: (String, Int) -> TextQuerySyntaxError
+    ) throws(TextQuerySyntaxError) {
+        if let colon = word.firstIndex(of: ":") {
+            throw fail(
+                "column filters (column: in FTS5) are not supported: a text index searches its own field; "
+                    + "to search for a word with a colon, put it in quotes (\"12:30\")",
+                start + word.distance(from: word.startIndex, to: colon))
+        }
+        guard let first = word.first, first == "^" || first == "-" else { return }
+        // Only where it stands before something to search: on a word (`-apple`), or alone before
+        // anything (`- apple`, `^"a b"`). A run of them (`---`) is punctuation.
+        let beforeOperand =
+            word.dropFirst().contains { $0.isLetter || $0.isNumber } || (word.count == 1 && next != nil)
+        guard beforeOperand else { return }
+        if first == "^" {
+            throw fail(
+                "^ (a phrase at the start of the text, in FTS5) is not supported: drop it to match anywhere", start)
+        }
+        throw fail("a - before a word does not exclude it (in FTS5 it starts a column filter): write `a NOT b`", start)
     }
 
     /// FTS5's operators are uppercase only; `and`, `Or` are words.

@@ -15,8 +15,13 @@ extension TextQuery {
     ///   search is an error.
     ///
     /// Unlike FTS5, a parenthesized group may stand next to a word (`(a OR b) c` is an implicit
-    /// AND), and punctuation in a bare word is folded away rather than refused. Column filters,
-    /// `NEAR`, `^` and `+` are not operators here.
+    /// AND), and punctuation in a bare word is folded away rather than refused.
+    /// - `one + two` joins phrases into one (`"one two"`), as in FTS5; only the last part may be a
+    ///   prefix.
+    /// - FTS5 syntax that is not implemented is refused, never folded into a different question:
+    ///   `NEAR(…)`, column filters (`body:word`, `{a b}:word`), `^word`, and a `-` before a word
+    ///   (which excludes nothing in FTS5 either). A word with a colon is searched in quotes
+    ///   (`"12:30"`).
     ///
     /// ```swift
     /// let query = try TextQuery.parse("sqlite OR (\"full text\" search*)", tokenizer: .v1)
@@ -116,6 +121,8 @@ struct QueryParser {
         while current.startsOperand {
             if let operand = try parsePrimary() { operands.append(operand) }
         }
+        // A + after a parenthesized group (a phrase's + was taken by its phrase).
+        if current.kind == .plus { throw missingOperand(after: nil) }
         return Self.combine(operands, or: false)
     }
 
@@ -124,7 +131,8 @@ struct QueryParser {
         index += 1
         switch token.kind {
         case .word(let text, let prefix), .string(let text, let prefix):
-            return operand(text, prefix: prefix, at: token.offset)
+            guard current.kind == .plus else { return operand(text, prefix: prefix, at: token.offset) }
+            return try concatenation(startingWith: text, prefix: prefix, at: token.offset)
         default:  // .open: startsOperand admits nothing else
             guard depth < Self.maximumNesting else {
                 throw fail(
@@ -140,7 +148,37 @@ struct QueryParser {
         }
     }
 
+    /// `one + "two three" + four`: FTS5's concatenation, one phrase of every part's terms. Only the
+    /// last part may be a prefix (a phrase here has at most its last term a prefix).
+    private mutating func concatenation(
+        startingWith text: String, prefix: Bool, at offset: Int
+    ) throws(TextQuerySyntaxError) -> TextQuery? {
+        var terms = tokenizer.foldedTerms(text)
+        var lastIsPrefix = prefix
+        var partOffset = offset
+        while current.kind == .plus {
+            let plus = current
+            if lastIsPrefix {
+                throw fail("only the last part of a phrase joined with + can be a prefix (word*)", at: partOffset)
+            }
+            index += 1
+            switch current.kind {
+            case .word(let next, let nextPrefix), .string(let next, let nextPrefix):
+                terms += tokenizer.foldedTerms(next)
+                lastIsPrefix = nextPrefix
+                partOffset = current.offset
+                index += 1
+            default:
+                throw fail("+ joins two phrases: a word or a quoted phrase must follow it", at: plus.offset)
+            }
+        }
+        return operand(terms: terms, prefix: lastIsPrefix, at: offset)
+    }
+
     private func missingOperand(after: QueryToken?) -> TextQuerySyntaxError {
+        if current.kind == .plus {
+            return fail("+ joins two phrases: a word or a quoted phrase must come before it", at: current.offset)
+        }
         if let keyword = current.keyword {
             let hint = current.kind == .not ? " (NOT means AND NOT: write a NOT b)" : ""
             return fail("\(keyword) needs a query on its left\(hint)", at: current.offset)
@@ -156,7 +194,11 @@ struct QueryParser {
 
     /// A word or string: a term, a prefix, a phrase of the terms it folds to, or nothing.
     private mutating func operand(_ text: String, prefix: Bool, at offset: Int) -> TextQuery? {
-        let terms = tokenizer.foldedTerms(text)
+        operand(terms: tokenizer.foldedTerms(text), prefix: prefix, at: offset)
+    }
+
+    /// The operand of `terms` (folded), as ``operand(_:prefix:at:)``.
+    private mutating func operand(terms: [[UInt8]], prefix: Bool, at offset: Int) -> TextQuery? {
         if terms.isEmpty || (!prefix && terms.allSatisfy(tokenizer.isStopWord)) {
             if firstDropped == nil { firstDropped = offset }
             return nil

@@ -8,11 +8,13 @@ struct Search: ParsableCommand {
         abstract: "Find objects through a full-text index: their keys, one per line, in key order.",
         discussion: """
             QUERY is SQLite FTS5's query syntax: words (all must occur), "a phrase", prefix*, \
-            OR, AND, NOT (a NOT b), and parentheses; words are folded (case and accents) as the \
-            index folded them. The keys come in byte order (as UTF-8), each once. The index must be \
-            a text index: one a Swift .text declaration made, or `buri import --text-index`. A query \
-            that does not parse exits with status 2, showing the query with a ^ under the character \
-            at fault. A query that starts with '-' goes after '--'.
+            one + two (the phrase "one two"), OR, AND, NOT (a NOT b), and parentheses; words are \
+            folded (case and accents) as the index folded them. FTS5 forms not implemented are \
+            refused, not read another way: NEAR(...), column filters (body:word; quote a word \
+            with a colon: "12:30"), ^word, and -word (write a NOT b). The keys come in byte order \
+            (as UTF-8), each once. The index must be a text index: one a Swift .text declaration \
+            made, or `buri import --text-index`. A query that does not parse exits with status 2, \
+            showing the query with a ^ under the character at fault.
 
             Examples:
               buri search notes.buri Note body 'apple pie'

@@ -106,6 +106,41 @@ struct QueryParserTests {
         #expect(throws: TextQuerySyntaxError.self) { try parse("\"the of\"", tokenizer) }
     }
 
+    @Test func plusJoinsPhrasesAsInFTS5() throws {
+        #expect(try parse("apple + pie") == phrase("apple", "pie"))
+        #expect(try parse("apple+pie") == phrase("apple", "pie"))
+        #expect(try parse("apple +pie") == phrase("apple", "pie"))
+        #expect(try parse("\"a b\" + c + \"d\"*") == phrase("a", "b", "c", "d", lastIsPrefix: true))
+        #expect(try parse("x apple + pie OR y") == .or([.and([term("x"), phrase("apple", "pie")]), term("y")]))
+        #expect(try parse("a + !!!") == term("a"))  // a part that folds to nothing adds nothing
+        // Where FTS5 refuses, or where only a middle prefix would do: refused, with the offset.
+        let refused = [
+            ("+ a", 0), ("a +", 2), ("a + + b", 2), ("a* + b", 0), ("(a) + b", 4), ("a + (b)", 2), ("a OR + b", 5),
+        ]
+        for (query, offset) in refused {
+            #expect(syntaxError(query)?.offset == offset, "\(query)")
+        }
+    }
+
+    @Test func fts5SyntaxThatIsNotImplementedIsRefusedNotMisread() throws {
+        // Column filters, initial-token queries and a - before a word would otherwise fold into
+        // another question (body:apple into "body apple", -apple into apple).
+        let refused = [
+            ("body:apple", 4), ("{body}: apple", 6), ("a {b c} : d", 8), ("^apple", 0), ("^\"a b\"", 0),
+            ("a ^ b", 2), ("-apple", 0), ("a -b", 2), ("a - b", 2), ("-(a)", 0), ("- \"a\"", 0), ("-5", 0),
+        ]
+        for (query, offset) in refused {
+            #expect(syntaxError(query)?.offset == offset, "\(query)")
+        }
+        #expect(syntaxError("body:apple")?.message.contains("quotes") == true)
+        // Punctuation FTS5 gives no meaning to is folded as in the indexed text.
+        #expect(try parse("x-ray") == phrase("x", "ray"))
+        #expect(try parse("x^2") == phrase("x", "2"))
+        #expect(try parse("apple ---") == term("apple"))
+        #expect(try parse("apple -") == term("apple"))
+        #expect(try parse("\"12:30\"") == phrase("12", "30"))
+    }
+
     @Test func nearIsRefusedRatherThanMisread() {
         #expect(syntaxError("NEAR(a b)")?.message.contains("NEAR") == true)
         #expect((try? parse("NEAR a")) == .and([term("near"), term("a")]))
