@@ -24,7 +24,8 @@ indirect enum QueryExpression {
         compound index, give its leading components' values separated by ',', the last of which may \
         be a range, a prefix or a list: locale_age:EN,20..29. Conditions combine with `and`, `or`, \
         `not` and parentheses; `not` binds tighter than `and`, and `and` tighter than `or` (the \
-        keywords in any case), at most 256 levels deep (each parenthesis, `not` and joined condition         is a level). Values are typed by the index component: numbers as --equals takes \
+        keywords in any case), at most 256 levels deep (each parenthesis, `not` and joined \
+        condition is a level). Values are typed by the index component: numbers as --equals takes \
         them (also inf and -inf; NaN is refused), text as its UTF-8 bytes, compared exactly (no \
         Unicode normalization). Quote a value or an index name with double quotes when it holds a \
         space, one of : , | * ( ) " \\ or '..', begins with one of < > =, or is empty (""); inside \
