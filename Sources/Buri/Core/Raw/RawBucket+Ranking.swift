@@ -156,7 +156,11 @@ extension RawBucket {
 /// idf = ln((N − n + 0.5) / (n + 0.5)), at least 1e-6), for every term, prefix and phrase of the
 /// query that is not under NOT: N is the bucket's object count, n the objects the unit matches,
 /// a unit's frequency its occurrences in the object (a prefix's: every term it covers), and the
-/// document length and average come from the entries and the index's token total.
+/// document length and average come from the entries and the index's token total. As in FTS5, a
+/// unit scores in an object only where every AND above it matches the object (`apple OR (pie
+/// apple)` counts apple once in an object without pie), and a unit written twice scores twice.
+/// `FTS5OracleTests` compares the scores with FTS5's own on random queries; where an OR holds an
+/// AND, FTS5's counts depend on its iterators' positions, and Buri keeps to the rule.
 ///
 /// Top-k: a query of alternatives (`a OR b`, or one word) uses MaxScore, so once k results are
 /// held, words whose most (idf × (k1 + 1)) together cannot beat the k-th only score objects the
@@ -527,12 +531,25 @@ struct TextRanker {
             units.append(found)
             idfs.append(idf(matching: found.count))
         }
+        // The objects each excluded operand matches, for telling which units count (FTS5's rule).
+        var excluded: [Set<ObjectKeyBytes>] = []
+        for inner in Self.excludedOperands(of: query) {
+            excluded.append(Set(try searcher.evaluate(inner).map(ObjectKeyBytes.init)))
+        }
         var top = TopK(limit: limit)
         var parts = [Double](repeating: 0, count: units.count)
+        var present = [Bool](repeating: false, count: units.count)
+        var counted = present
         for key in matches {
             let object = ObjectKeyBytes(key)
+            for (slot, unit) in units.enumerated() { present[slot] = unit[object] != nil }
+            var slot = 0
+            var exclusion = 0
+            _ = Self.count(
+                query, object: object, present: present, excluded: excluded, slot: &slot, exclusion: &exclusion,
+                counted: &counted)
             for (slot, unit) in units.enumerated() {
-                if let posting = unit[object] {
+                if counted[slot], let posting = unit[object] {
                     parts[slot] = contribution(idf: idfs[slot], frequency: posting.frequency, length: posting.length)
                 } else {
                     parts[slot] = 0
@@ -541,6 +558,69 @@ struct TextRanker {
             try consider(key, Self.total(parts), &top)
         }
         return top.sorted()
+    }
+
+    /// Marks in `counted` which of `query`'s units (from `slot`, in ``units(of:)``'s order) score
+    /// for `object`, as FTS5's `bm25()` counts them: a unit's occurrences count only where every
+    /// AND above it matches the object (with its NOT operands not matching): `apple OR (pie apple)`
+    /// counts apple once in an object without pie, twice in one with it. `present` tells which
+    /// units occur in the object, `excluded` the objects each NOT operand matches (in
+    /// ``excludedOperands(of:)``'s order, from `exclusion`). Returns whether `query` matches.
+    static func count(
+        _ query: TextQuery, object: ObjectKeyBytes, present: [Bool], excluded: [Set<ObjectKeyBytes>],
+        slot: inout Int, exclusion: inout Int, counted: inout [Bool]
+    ) -> Bool {
+        switch query {
+        case .term, .prefix, .phrase:
+            counted[slot] = present[slot]
+            slot += 1
+            return present[slot - 1]
+        case .or(let operands):
+            var matched = false
+            for operand in operands {
+                if count(
+                    operand, object: object, present: present, excluded: excluded, slot: &slot,
+                    exclusion: &exclusion, counted: &counted)
+                {
+                    matched = true
+                }
+            }
+            return matched
+        case .and(let operands):
+            let first = slot
+            var matched = true
+            for operand in operands {
+                if case .not = operand {
+                    if excluded[exclusion].contains(object) { matched = false }
+                    exclusion += 1
+                } else if !count(
+                    operand, object: object, present: present, excluded: excluded, slot: &slot,
+                    exclusion: &exclusion, counted: &counted)
+                {
+                    matched = false
+                }
+            }
+            if !matched { for at in first..<slot { counted[at] = false } }
+            return matched
+        case .not:
+            // Only an operand of AND (``TextSearcher`` refuses it elsewhere); scores nothing.
+            return false
+        }
+    }
+
+    /// The operands of NOT in `query`, in the order ``count(_:object:present:excluded:slot:exclusion:counted:)``
+    /// meets them (not those inside another NOT's operand).
+    static func excludedOperands(of query: TextQuery) -> [TextQuery] {
+        switch query {
+        case .term, .prefix, .phrase: return []
+        case .or(let operands): return operands.flatMap { excludedOperands(of: $0) }
+        case .and(let operands):
+            return operands.flatMap { operand -> [TextQuery] in
+                if case .not(let inner) = operand { return [inner] }
+                return excludedOperands(of: operand)
+            }
+        case .not: return []
+        }
     }
 
     /// The scored units of a query: its terms, prefixes and phrases, except those under NOT.
