@@ -88,10 +88,9 @@ enum QueryLexer {
             default:
                 while index < characters.count && !isDelimiter(characters[index]) { index += 1 }
                 let word = String(characters[start..<index])
-                var after = index
-                while after < characters.count && characters[after].isWhitespace { after += 1 }
-                try refuseFTS5Syntax(
-                    word, at: start, next: after < characters.count ? characters[after] : nil, fail: fail)
+                // Right after the word (no space): a quote or parenthesis it would stand before.
+                let attached = index < characters.count && (characters[index] == "\"" || characters[index] == "(")
+                try refuseFTS5Syntax(word, at: start, attachedToGroup: attached, fail: fail)
                 let prefix = star()
                 if word == "NEAR" && !prefix && index < characters.count && characters[index] == "(" {
                     throw fail("NEAR(…) is not supported; use a phrase in quotes", at: start)
@@ -112,11 +111,11 @@ enum QueryLexer {
     /// its punctuation away and answer a different question: a column filter (`body:word`,
     /// `{a b}:word`, `- body:word`: every one has a colon), an initial-token query (`^word`,
     /// `^"a phrase"`), and a `-` before a word, which is not an exclusion in FTS5 either.
-    /// Punctuation FTS5 gives no meaning to (`x-ray`, `don't`, `3.14`, `---`) is folded by the
-    /// tokenizer as in the indexed text. `next` is the first character after the word that is not
-    /// whitespace.
+    /// Punctuation FTS5 gives no meaning to (`x-ray`, `don't`, `3.14`, `---`, a `-` standing
+    /// alone) is folded by the tokenizer as in the indexed text. `attachedToGroup`: a quote or a
+    /// `(` follows the word directly.
     private static func refuseFTS5Syntax(
-        _ word: String, at start: Int, next: Character?, fail: (String, Int) -> TextQuerySyntaxError
+        _ word: String, at start: Int, attachedToGroup: Bool, fail: (String, Int) -> TextQuerySyntaxError
     ) throws(TextQuerySyntaxError) {
         if let colon = word.firstIndex(of: ":") {
             throw fail(
@@ -125,10 +124,10 @@ enum QueryLexer {
                 start + word.distance(from: word.startIndex, to: colon))
         }
         guard let first = word.first, first == "^" || first == "-" else { return }
-        // Only where it stands before something to search: on a word (`-apple`), or alone before
-        // anything (`- apple`, `^"a b"`). A run of them (`---`) is punctuation.
+        // Only where it is attached to something to search: a word (`-apple`), a phrase or a group
+        // (`^"a b"`, `-(a OR b)`). Standing alone (`a - b`) or in a run (`---`), it is punctuation.
         let beforeOperand =
-            word.dropFirst().contains { $0.isLetter || $0.isNumber } || (word.count == 1 && next != nil)
+            word.dropFirst().contains { $0.isLetter || $0.isNumber } || (word.count == 1 && attachedToGroup)
         guard beforeOperand else { return }
         if first == "^" {
             throw fail(

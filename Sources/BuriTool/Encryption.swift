@@ -137,8 +137,11 @@ func undeclaredPlaintextMessage(bucket: String, index: String) -> String {
 /// The message for an order a private index cannot give (exit 2): said with the tool's options.
 func privateIndexMessage(bucket: String, index: String, operation: String) -> String {
     "index '\(index)' of bucket '\(bucket)' is private in this encrypted database: its values are stored as keyed tokens, "
-        + "which match exactly but have no order, so it cannot answer \(operation); query it for exact values "
-        + "(--equals, --in, INDEX:VALUE), or make the bucket anew with the index declared plaintext (--plaintext-index "
+        + "which match exactly but have no order, so it cannot answer \(operation); "
+        + (operation == BuriError.textPrefixOperation
+            ? "search it for whole words and phrases"
+            : "query it for exact values (--equals, --in, INDEX:VALUE)")
+        + ", or make the bucket anew with the index declared plaintext (--plaintext-index "
         + "with buri import or restore), which leaves its values readable in the files"
 }
 

@@ -127,7 +127,7 @@ struct QueryParserTests {
         // another question (body:apple into "body apple", -apple into apple).
         let refused = [
             ("body:apple", 4), ("{body}: apple", 6), ("a {b c} : d", 8), ("^apple", 0), ("^\"a b\"", 0),
-            ("a ^ b", 2), ("-apple", 0), ("a -b", 2), ("a - b", 2), ("-(a)", 0), ("- \"a\"", 0), ("-5", 0),
+            ("-apple", 0), ("a -b", 2), ("-(a)", 0), ("-\"a\"", 0), ("-5", 0), ("^(a)", 0),
         ]
         for (query, offset) in refused {
             #expect(syntaxError(query)?.offset == offset, "\(query)")
@@ -138,6 +138,11 @@ struct QueryParserTests {
         #expect(try parse("x^2") == phrase("x", "2"))
         #expect(try parse("apple ---") == term("apple"))
         #expect(try parse("apple -") == term("apple"))
+        // Standing alone, - and ^ are punctuation, as every word without a term.
+        #expect(try parse("(- OR apple)") == term("apple"))
+        #expect(try parse("apple - pie") == .and([term("apple"), term("pie")]))
+        #expect(try parse("a ^ b") == .and([term("a"), term("b")]))
+        #expect(try parse("- \"a b\"") == phrase("a", "b"))
         #expect(try parse("\"12:30\"") == phrase("12", "30"))
     }
 

@@ -113,6 +113,9 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
     /// as keyed tokens, which match exactly but have no order (a range, a prefix, a sort, an aggregate).
     case privateIndex(bucket: String, index: String, operation: String)
 
+    /// The operation a private text index refuses: a word prefix, which no token can tell.
+    package static let textPrefixOperation = "a prefix query (`word*`)"
+
     public var description: String {
         switch self {
         case .emptyKey(let bucket):
@@ -220,9 +223,12 @@ public enum BuriError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "`.plaintext()` (`--plaintext-index` with buri) to accept that, or leave the field unindexed; "
                 + "nothing was written"
         case let .privateIndex(bucket, index, operation):
+            let instead =
+                operation == Self.textPrefixOperation
+                ? "search it for whole words and phrases" : "query it for exact values"
             return "index \(String(reflecting: index)) of bucket \(String(reflecting: bucket)) is private in this "
                 + "encrypted database: its values are stored as keyed tokens, which match exactly but have no order, "
-                + "so it cannot answer \(operation); query it for exact values, or declare it `.plaintext()` "
+                + "so it cannot answer \(operation); \(instead), or declare it `.plaintext()` "
                 + "(which leaves its values readable in the files)"
         case let .textQuerySyntax(bucket, index, query, message, offset):
             return

@@ -76,7 +76,7 @@ extension IndexDefinition {
     /// and no token tells what its term starts with.
     func requireExactTerms(_ query: TextQuery, bucket: String) throws(BuriError) {
         guard isPrivate, query.hasPrefix else { return }
-        throw .privateIndex(bucket: bucket, index: name, operation: "a prefix query (`word*`)")
+        throw .privateIndex(bucket: bucket, index: name, operation: BuriError.textPrefixOperation)
     }
 
     /// Refuses `operation` on a private index, whose tokens have no order.

@@ -147,7 +147,8 @@ indirect enum ModelTextQuery: CustomStringConvertible {
     }
 
     /// The query compiled for matching: nil when nothing is left to search for (Buri must refuse it
-    /// with a syntax error), or `invalid` for a NOT with nothing on its left.
+    /// with a syntax error), or `invalid` for a NOT with nothing on its left or a word Buri refuses
+    /// (``isRefusedWord(_:)``).
     indirect enum Compiled {
         case leaf(Leaf)
         case all([Compiled])
@@ -157,9 +158,19 @@ indirect enum ModelTextQuery: CustomStringConvertible {
 
     struct Invalid: Error {}
 
+    /// Whether `TextQuery.parse` refuses bare word `word` as FTS5 syntax it does not implement: a
+    /// colon (a column filter), or a `-` or `^` before the word's letters or digits.
+    static func isRefusedWord(_ word: String) -> Bool {
+        if word.contains(":") { return true }
+        guard let first = word.first, first == "-" || first == "^" else { return false }
+        return word.dropFirst().contains { $0.isLetter || $0.isNumber }
+    }
+
     func compiled() throws(Invalid) -> Compiled? {
         switch self {
-        case .word(let word, let prefix): return Self.leaf(word, prefix: prefix).map { .leaf($0) }
+        case .word(let word, let prefix):
+            if Self.isRefusedWord(word) { throw Invalid() }
+            return Self.leaf(word, prefix: prefix).map { .leaf($0) }
         case .quoted(let words, let prefix):
             return Self.leaf(words.joined(separator: " "), prefix: prefix).map { .leaf($0) }
         case .and(let operands, _):
@@ -301,7 +312,8 @@ extension ModelRun {
             let words = ModelItem.texts(pick(objects), index: index).flatMap { $0.split(separator: " ") }
             if !words.isEmpty {
                 let word = String(pick(words))
-                if !word.contains(where: { $0.isWhitespace || "\"()*".contains($0) }),
+                // `+` joins phrases: a word with one would be read as two.
+                if !word.contains(where: { $0.isWhitespace || "\"()*+".contains($0) }),
                     !textTokens(word).positions.isEmpty
                 {
                     return word
