@@ -29,13 +29,14 @@ struct BuriCommand: ParsableCommand {
 
             Exit codes:
               0  success
-              1  `buri check` found problems, `buri repair` could not recover everything, or
-                 `buri export --skip-damaged` skipped records
+              1  `buri check` found problems, `buri repair` could not recover
+                 everything, or `buri export --skip-damaged` skipped records
               2  usage error: bad arguments (an unusable key file too), a query value or
                  expression that does not fit (a range on a private index too), `buri
                  export` of an encrypted database without --decrypt
-              3  failure: I/O error, storage error, damaged data (`buri repair` salvages damaged files),
-                 an etcd cluster that is unreachable or has no quorum
+              3  failure: I/O error, storage error, damaged data (`buri repair`
+                 salvages damaged files), an etcd cluster that is unreachable or has
+                 no quorum
               4  not a Buri database: missing path, other files, a newer format
               5  a command that writes found the database in use by another process
               6  not found: unknown bucket, index, key or named value

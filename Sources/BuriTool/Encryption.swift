@@ -316,7 +316,13 @@ struct Rekey: ParsableCommand {
             one instead, which gets new data keys: `buri export DB --decrypt --key-file OLD -o \
             dump.jsonl`, then `buri restore --key-file NEW NEWDB dump.jsonl` (docs/SECURITY.md).
 
-            --rotate-data-key (with or without a new key; after the key change when both are given)             seals every record and named value anew under a new random record key, --batch-size             values per commit, while applications go on using the database, then drops the old             record key from the header and compacts: old copies of the files no longer open with             any key. The key of private index tokens is not rotated (docs/SECURITY.md). If it is             stopped, run it again with the key the database opens with: it goes on where it stopped.
+            --rotate-data-key (with or without a new key; after the key change when both are \
+            given) seals every record and named value anew under a new random record key, \
+            --batch-size values per commit, while applications go on using the database, then \
+            drops the old record key from the header and compacts: old copies of the files no \
+            longer open with any key. The key of private index tokens is not rotated \
+            (docs/SECURITY.md). If it is stopped, run it again with the key the database opens \
+            with: it goes on where it stopped.
 
             Examples:
               buri key new new.key && buri rekey notes.buri --key-file old.key --new-key-file new.key

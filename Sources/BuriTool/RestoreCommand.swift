@@ -26,7 +26,9 @@ struct Restore: ParsableCommand {
             With --key-file or --passphrase-file (or BURI_KEY_FILE, BURI_PASSPHRASE_FILE) the new \
             database is encrypted with that key: indexes the export declares plaintext (and those \
             named with --plaintext-index) store readable values, the others keyed tokens; a numeric \
-            index must be declared plaintext. --encrypt makes the key required: without one the             restore stops before it writes anything, so a key file left out by mistake never gives             a plaintext copy.
+            index must be declared plaintext. --encrypt makes the key required: without one the \
+            restore stops before it writes anything, so a key file left out by mistake never gives \
+            a plaintext copy.
 
             Examples:
               buri export people.buri -o dump.jsonl && buri restore copy.buri dump.jsonl

@@ -44,6 +44,21 @@ private func describedCommands() throws -> [Described] {
 
 @Suite("buri reads its command line exactly: UTF-8 only, --opt= is an empty value, a key is never help")
 struct ArgumentToolTests {
+    /// Every command's description reads as prose: a line continuation in a help string that kept
+    /// the next line's indentation put a run of spaces in the middle of a sentence (`buri query`,
+    /// `restore` and `rekey` had one).
+    @Test func helpTextsHaveNoRunsOfSpacesInsideSentences() throws {
+        for command in [""] + (try describedCommands()).map(\.command) {
+            let help = try buri((command.isEmpty ? [] : [command]) + ["--help"])
+            #expect(help.status == 0, "buri \(command) --help")
+            let description = help.stdout.components(separatedBy: "\nUSAGE:")[0]
+            for line in description.split(separator: "\n") {
+                // An example's comment, aligned after it, is the one place for a run of spaces.
+                #expect(line.firstRange(of: /\S {3,}[^\s#]/) == nil, "buri \(command) --help: \(line)")
+            }
+        }
+    }
+
     // MARK: Issue 22 item 12: doubles written in full
 
     /// A number written with every digit of a double's exact value is that double, in stored
