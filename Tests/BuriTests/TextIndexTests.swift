@@ -25,6 +25,12 @@ struct TextModel {
     var docs: [String: [String]] = [:]  // key -> texts (one, or array elements)
     var tokenizer = TextTokenizer.v1
 
+    /// Stores `doc` in `docs` and records its body.
+    mutating func store(_ doc: TextDoc, in docs: Bucket<TextDoc>) throws {
+        try docs.store(doc)
+        self.docs[doc.id] = [doc.body]
+    }
+
     /// Term -> positions, with the same element gap as the index.
     func positions(_ key: String) -> [[UInt8]: [UInt64]] {
         var result: [[UInt8]: [UInt64]] = [:]
@@ -87,10 +93,7 @@ struct TextModel {
         let t = try TestDatabase(engine)
         let docs = try t.db.bucket(TextDoc.self)
         var model = TextModel()
-        func put(_ d: TextDoc) throws {
-            try docs.store(d)
-            model.docs[d.id] = [d.body]
-        }
+        func put(_ d: TextDoc) throws { try model.store(d, in: docs) }
         try put(Self.doc("d1", "The quick brown fox jumps over the lazy dog"))
         try put(Self.doc("d2", "A quick brown dog"))
         try put(Self.doc("d3", "a a b"))
@@ -139,10 +142,7 @@ struct TextModel {
         let t = try TestDatabase(engine)
         let docs = try t.db.bucket(TextDoc.self)
         var model = TextModel()
-        func put(_ d: TextDoc) throws {
-            try docs.store(d)
-            model.docs[d.id] = [d.body]
-        }
+        func put(_ d: TextDoc) throws { try model.store(d, in: docs) }
         func words(_ range: Range<Int>) -> String { range.map { "w\($0)" }.joined(separator: " ") }
         try put(Self.doc("long", "common " + words(0..<1200) + " common", notes: ["n1 n2", words(0..<40)]))
         try put(Self.doc("other", "w5 w1000 w1600 keep"))
