@@ -159,19 +159,14 @@ public final class RawBucket: Sendable {
     /// Checks one value tuple against an index's definition (arity, kinds, encoded length) and adds
     /// its entry to `entries` unless an equal one is there. The one place both writers (typed and
     /// raw) turn index values into header entries.
-    @discardableResult
     func appendEntry(
-        _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry],
-        distinct: Bool = false
-    ) throws(BuriError) -> RecordHeader.Entry {
+        _ tuple: [IndexValue], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
+    ) throws(BuriError) {
         let entry = try entry(tuple, for: definition, key: key)
-        // `distinct`: the caller's tuples are distinct already (a text index's terms), so the
-        // linear search, quadratic over a long text, is skipped.
-        if distinct || !entries.contains(entry) { entries.append(entry) }
-        return entry
+        if !entries.contains(entry) { entries.append(entry) }
     }
 
-    /// Appends the entries of one index's value tuples (``appendEntry(_:for:key:to:distinct:)``),
+    /// Appends the entries of one index's value tuples (``appendEntry(_:for:key:to:)``),
     /// equal tuples giving one entry. Many tuples (a long array) are told apart by a set, so that
     /// storing an object with thousands of values is not quadratic in them.
     func appendEntries(
@@ -227,11 +222,10 @@ public final class RawBucket: Sendable {
     func appendTextEntry(
         _ tuple: [UInt8], for definition: IndexDefinition, key: String, to entries: inout [RecordHeader.Entry]
     ) throws(BuriError) {
-        if definition.isPrivate {
-            _ = try appendEntry([IndexValue(encoded: tuple)], for: definition, key: key, to: &entries, distinct: true)
-            return
-        }
-        entries.append(try checkedEntry(tuple, for: definition, key: key))
+        entries.append(
+            definition.isPrivate
+                ? try entry([IndexValue(encoded: tuple)], for: definition, key: key)
+                : try checkedEntry(tuple, for: definition, key: key))
     }
 
     @inline(__always)
