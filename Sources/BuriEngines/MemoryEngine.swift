@@ -20,6 +20,9 @@ public final class MemoryEngine: StorageEngine, Sendable {
         var tree = PersistentTree()
         var revision: UInt64 = 0
         var closed = false
+        /// The key of each lease that holds, by id.
+        var leases: [UInt64: [UInt8]] = [:]
+        var lastLease: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -80,26 +83,61 @@ public final class MemoryEngine: StorageEngine, Sendable {
                 }
             }
             guard !batch.operations.isEmpty else { return nil }
-            state.revision += 1
-            for operation in batch.operations {
-                if let value = operation.value {
-                    state.tree.put(operation.key, value: value, revision: state.revision)
-                } else {
-                    state.tree.remove(operation.key)
-                }
-            }
-            // Still under the lock: observers see commits one at a time, in the order applied.
-            if !observers.isEmpty {
-                let changes = batch.operations.map { operation -> StorageCommitEvent.Change in
-                    if let value = operation.value { return .put(key: operation.key, value: value) }
-                    return .delete(key: operation.key)
-                }
-                observers.notify(StorageCommitEvent(changes: changes, revision: state.revision))
-            }
+            apply(batch.operations, to: &state)
             return nil
         }
         if let failure { throw failure }
     }
+
+    /// Applies `operations` as one commit and tells the observers. Called under the state lock.
+    private func apply(_ operations: [MemoryBatch.Operation], to state: inout State) {
+        state.revision += 1
+        for operation in operations {
+            if let value = operation.value {
+                state.tree.put(operation.key, value: value, revision: state.revision)
+            } else {
+                state.tree.remove(operation.key)
+            }
+        }
+        // Still under the lock: observers see commits one at a time, in the order applied.
+        if !observers.isEmpty {
+            let changes = operations.map { operation -> StorageCommitEvent.Change in
+                if let value = operation.value { return .put(key: operation.key, value: value) }
+                return .delete(key: operation.key)
+            }
+            observers.notify(StorageCommitEvent(changes: changes, revision: state.revision))
+        }
+    }
+
+    /// On a shared engine, a lease whose key is put now (one commit) and deleted when it is
+    /// released or ``expireLease(_:)`` ends it; it never expires on its own (nothing here stands
+    /// for a network to lose). `nil` on an engine that is not shared.
+    public func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? {
+        guard isShared else { return nil }
+        let granted = state.withLock { state -> (UInt64, [UInt8])? in
+            if state.closed { return nil }
+            state.lastLease += 1
+            let id = state.lastLease
+            let leaseKey = key(id)
+            state.leases[id] = leaseKey
+            apply([MemoryBatch.Operation(key: leaseKey, value: [])], to: &state)
+            return (id, leaseKey)
+        }
+        guard let (id, leaseKey) = granted else { throw closedError() }
+        return MemoryLease(engine: self, id: id, key: leaseKey)
+    }
+
+    /// Ends lease `id` as if its holder had stopped renewing it (its process died): its key is
+    /// deleted in one commit. For tests of what other clients do with a dead client's work.
+    public func expireLease(_ id: UInt64) {
+        state.withLock { state in
+            guard !state.closed, let key = state.leases.removeValue(forKey: id) else { return }
+            apply([MemoryBatch.Operation(key: key, value: nil)], to: &state)
+        }
+    }
+
+    /// The ids of the leases that hold.
+    public var liveLeases: [UInt64] { state.withLock { $0.leases.keys.sorted() } }
 
     public func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation {
         // Registered under the commit lock: the observer sees exactly the commits applied after.
@@ -140,6 +178,22 @@ public final class MemoryEngine: StorageEngine, Sendable {
     static func hex(_ bytes: [UInt8]) -> String {
         bytes.prefix(48).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + (bytes.count > 48 ? "…" : "")
     }
+}
+
+/// A lease of a shared ``MemoryEngine``.
+final class MemoryLease: StorageLease {
+    let engine: MemoryEngine
+    let id: UInt64
+    let key: [UInt8]
+
+    init(engine: MemoryEngine, id: UInt64, key: [UInt8]) {
+        self.engine = engine
+        self.id = id
+        self.key = key
+    }
+
+    var isHeld: Bool { engine.liveLeases.contains(id) }
+    func release() { engine.expireLease(id) }
 }
 
 /// A frozen view of a ``MemoryEngine``: the tree as it was.

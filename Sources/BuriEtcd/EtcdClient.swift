@@ -112,6 +112,50 @@ public final class EtcdClient: Sendable {
         _ = try call("/v3/kv/compaction", ["revision": String(revision), "physical": true], ambiguousIsSafe: true)
     }
 
+    // MARK: Leases
+
+    /// Grants a lease of `seconds` to live unless renewed; returns its id and the time to live the
+    /// cluster gave (etcd raises a very short one to its minimum, about 2 s).
+    ///
+    /// ```swift
+    /// let (lease, ttl) = try client.grantLease(seconds: 10)
+    /// try client.keepAlive(lease)      // every few seconds
+    /// try client.revokeLease(lease)    // its keys are deleted
+    /// ```
+    public func grantLease(seconds: Int) throws(StorageError) -> (id: UInt64, seconds: Int) {
+        let reply = try call("/v3/lease/grant", ["TTL": String(max(1, seconds))], ambiguousIsSafe: true)
+        let id = Self.int(reply["ID"])
+        guard id > 0 else {
+            throw StorageError(code: .unknown, message: "the cluster granted a lease without an id", location: address)
+        }
+        return (id, Int(Self.int(reply["TTL"])))
+    }
+
+    /// Renews lease `id` once; returns the seconds it now has to live, 0 if it has ended (expired
+    /// or revoked: it cannot be renewed again).
+    public func keepAlive(_ id: UInt64) throws(StorageError) -> Int {
+        let reply = try call("/v3/lease/keepalive", ["ID": String(id)], ambiguousIsSafe: true)
+        return Int(Self.int((reply["result"] as? [String: Any])?["TTL"]))
+    }
+
+    /// Ends lease `id` now: every key put with it is deleted. A lease already ended is no error.
+    public func revokeLease(_ id: UInt64) throws(StorageError) {
+        do {
+            _ = try call("/v3/lease/revoke", ["ID": String(id)], ambiguousIsSafe: true)
+        } catch let error where error.message.contains("lease not found") {
+            return
+        }
+    }
+
+    /// Puts one key bound to lease `id` (deleted when the lease ends), returning the revision.
+    @discardableResult
+    public func put(_ key: [UInt8], _ value: [UInt8], lease id: UInt64) throws(StorageError) -> UInt64 {
+        let reply = try call(
+            "/v3/kv/put", ["key": Self.base64(key), "value": Self.base64(value), "lease": String(id)],
+            ambiguousIsSafe: true)
+        return Self.revision(of: reply)
+    }
+
     /// What one member says of itself: its id, the id of the leader it follows (0: none), and
     /// the cluster revision it has applied. Asks that member only, without failover.
     ///

@@ -55,15 +55,21 @@ public final class EtcdEngine: StorageEngine, Sendable {
     public var isShared: Bool { true }
     /// The first key past every key of this database.
     let prefixEnd: [UInt8]
+    /// The time to live (seconds) of the leases this engine grants (``grantLease(key:)``): how
+    /// long after this client stops (or loses the cluster) other clients take it for gone.
+    public let leaseSeconds: Int
     private let closed = Atomic<Bool>(false)
     let watches = Mutex<[ObjectIdentifier: EtcdWatch]>([:])
+    /// The leases granted and not released, renewed until the engine closes.
+    let leases = Mutex<[UInt64: EtcdLease]>([:])
 
     /// Opens the database `name` in the cluster whose members listen at `endpoints` (`host:port`).
     /// Nothing is sent until the first read or commit. A request no member answers is retried on
     /// the others for `retryWindow` seconds (long enough for an election), then fails with
-    /// ``StorageError/Code/unavailable``.
+    /// ``StorageError/Code/unavailable``. `leaseSeconds`: see ``leaseSeconds``.
     public init(
-        endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits(), retryWindow: Double = 30
+        endpoints: [String], name: String, limits: EtcdLimits = EtcdLimits(), retryWindow: Double = 30,
+        leaseSeconds: Int = EtcdLocation.defaultLeaseSeconds
     ) throws(StorageError) {
         guard !name.isEmpty else {
             throw StorageError(
@@ -84,7 +90,13 @@ public final class EtcdEngine: StorageEngine, Sendable {
                     "etcd limits must be positive (max-txn-ops \(limits.maxTxnOps), max-request-bytes \(limits.maxRequestBytes))"
             )
         }
+        guard leaseSeconds > 0 else {
+            throw StorageError(
+                code: .invalidArgument,
+                message: "an etcd lease needs a positive time to live (lease-seconds \(leaseSeconds))")
+        }
         client = try EtcdClient(endpoints: endpoints, retryWindow: retryWindow)
+        self.leaseSeconds = leaseSeconds
         self.name = name
         self.limits = limits
         keyPrefix = Array(name.utf8) + [0]
@@ -94,7 +106,7 @@ public final class EtcdEngine: StorageEngine, Sendable {
 
     /// Opens the database a location names: `etcd://HOST:PORT[,HOST:PORT…]/NAME`, optionally
     /// followed by `?max-txn-ops=N&max-request-bytes=M` (the cluster's limits; etcd's defaults
-    /// otherwise). A host without a port gets 2379. A malformed location is refused (see
+    /// otherwise) and `lease-seconds=S` (``leaseSeconds``). A host without a port gets 2379. A malformed location is refused (see
     /// ``EtcdLocation``). `retryWindow` is how long a request no member answers is retried.
     ///
     /// ```swift
@@ -102,7 +114,9 @@ public final class EtcdEngine: StorageEngine, Sendable {
     /// ```
     public convenience init(location: String, retryWindow: Double = 30) throws(StorageError) {
         let parsed = try EtcdLocation(location)
-        try self.init(endpoints: parsed.endpoints, name: parsed.name, limits: parsed.limits, retryWindow: retryWindow)
+        try self.init(
+            endpoints: parsed.endpoints, name: parsed.name, limits: parsed.limits, retryWindow: retryWindow,
+            leaseSeconds: parsed.leaseSeconds)
     }
 
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
@@ -218,6 +232,7 @@ public final class EtcdEngine: StorageEngine, Sendable {
             return Array(watches.values)
         }
         for watch in running { watch.stop() }
+        for lease in leases.withLock({ Array($0.values) }) { lease.release() }
     }
 
     /// Deletes the whole database (every key under its prefix) in one etcd request, atomically.
@@ -472,9 +487,16 @@ public struct EtcdLocation: Sendable, Hashable {
     public var name: String
     /// The limits the query parameters name (etcd's defaults otherwise).
     public var limits: EtcdLimits
+    /// The time to live of the engine's leases, `lease-seconds` (``defaultLeaseSeconds`` otherwise).
+    public var leaseSeconds: Int = Self.defaultLeaseSeconds
+
+    /// How long a client's lease lives without renewal unless the location says otherwise: a
+    /// killed client's unfinished import is taken for abandoned this long after it died.
+    public static let defaultLeaseSeconds = 10
 
     /// How an etcd location is written.
-    public static let form = "etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M]"
+    public static let form =
+        "etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M&lease-seconds=S]"
 
     public init(_ location: String) throws(StorageError) {
         func refuse(_ problem: String) -> StorageError {
@@ -520,10 +542,11 @@ public struct EtcdLocation: Sendable, Hashable {
         var seen = Set<String>()
         for item in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            let known = ["max-txn-ops", "max-request-bytes"]
+            let known = ["max-txn-ops", "max-request-bytes", "lease-seconds"]
             guard known.contains(parts[0]) else {
                 throw refuse(
-                    "'\(parts[0])' is not a parameter of an etcd location (known: max-txn-ops, max-request-bytes)")
+                    "'\(parts[0])' is not a parameter of an etcd location (known: max-txn-ops, max-request-bytes, lease-seconds)"
+                )
             }
             guard seen.insert(parts[0]).inserted else { throw refuse("'\(parts[0])' is given twice") }
             guard parts.count == 2, !parts[1].isEmpty, parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
@@ -531,7 +554,11 @@ public struct EtcdLocation: Sendable, Hashable {
             else {
                 throw refuse("'\(item)' needs a positive whole number: \(parts[0])=N")
             }
-            if parts[0] == "max-txn-ops" { limits.maxTxnOps = value } else { limits.maxRequestBytes = value }
+            switch parts[0] {
+            case "max-txn-ops": limits.maxTxnOps = value
+            case "lease-seconds": leaseSeconds = value
+            default: limits.maxRequestBytes = value
+            }
         }
     }
 

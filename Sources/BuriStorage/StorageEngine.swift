@@ -78,9 +78,39 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// defer { observation.cancel() }
     /// ```
     func observeCommits(_ observer: @escaping @Sendable (StorageCommitEvent) -> Void) -> StorageObservation
+
+    /// On a shared engine, a claim this client renews while it runs (an etcd lease): the engine
+    /// puts `key(id)` (empty value) bound to the claim, and deletes it when the claim ends, because
+    /// ``StorageLease/release()`` was called or because the client stopped renewing it (its process
+    /// died, or lost the cluster for longer than the claim's time to live). Other clients tell
+    /// whether the holder is alive by reading that key, and a commit that reads it (as a condition)
+    /// applies only while the claim holds. `nil` on engines only one process writes to (the default),
+    /// where the process's own lock says the same.
+    ///
+    /// ```swift
+    /// if let lease = try engine.grantLease(key: { id in Array("owner-\(id)".utf8) }) {
+    ///     defer { lease.release() }
+    ///     // commits conditioned on lease.key being present
+    /// }
+    /// ```
+    func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)?
+}
+
+/// A claim granted by ``StorageEngine/grantLease(key:)``: its ``key`` exists exactly while it holds.
+public protocol StorageLease: AnyObject, Sendable {
+    /// The claim's id in the engine (nonzero, never given twice by one engine).
+    var id: UInt64 { get }
+    /// The key that exists while the claim holds.
+    var key: [UInt8] { get }
+    /// Whether the claim may still hold: `false` once it was released, or the engine found it
+    /// ended (it cannot be renewed again; grant a new one).
+    var isHeld: Bool { get }
+    /// Ends the claim now (its key is deleted) and stops renewing it. Idempotent.
+    func release()
 }
 
 extension StorageEngine {
+    public func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? { nil }
     public func compact(_ range: KeyRange?) throws {}
     public func property(_ name: String) throws -> String? { nil }
     public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { ranges.map { _ in 0 } }

@@ -141,7 +141,7 @@ enum TestKillHook {
 struct DatabaseArgument: ParsableArguments {
     @Argument(
         help: ArgumentHelp(
-            "Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M].",
+            "Path of the database directory, or an etcd location: etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M&lease-seconds=S].",
             valueName: "db"))
     var database: String
 

@@ -363,11 +363,21 @@ private struct Restoration {
                         creating: name, keyField: plan.keyField, indexes: plan.newDefinitions(),
                         schemaVersion: plan.schemaVersion))
             } catch {
-                // An encrypted database's refusal of a numeric index names the bucket itself.
-                var prefix = "line \(number): the schema of bucket '\(name)' is not one a bucket can have: "
-                if case .indexNotDeclaredPlaintext = error { prefix = "line \(number): " }
-                throw TransferError.database(
-                    error, kind: .invalidInput, line: number, prefix: prefix, suffix: "; nothing was restored")
+                switch error {
+                case .invalidBucketName, .invalidIndexDefinition:
+                    throw TransferError.database(
+                        error, kind: .invalidInput, line: number,
+                        prefix: "line \(number): the schema of bucket '\(name)' is not one a bucket can have: ",
+                        suffix: "; nothing was restored")
+                case .indexNotDeclaredPlaintext:
+                    // An encrypted database's refusal of a numeric index names the bucket itself.
+                    throw TransferError.database(
+                        error, kind: .invalidInput, line: number, prefix: "line \(number): ",
+                        suffix: "; nothing was restored")
+                default:
+                    // The database's own trouble (storage, limits, a conflict), not the schema's.
+                    throw TransferError.restoring(error)
+                }
             }
             plans.append(plan)
             byName[nameBytes] = plans.count - 1

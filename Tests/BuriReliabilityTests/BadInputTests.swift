@@ -303,10 +303,10 @@ struct BadInputTests {
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
         try withRawDatabase(path) { raw in
-            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 12), options: .sync)
+            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 13), options: .sync)
         }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 12, supported: 11)) {
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 13, supported: 12)) {
             try BuriDatabase(path: path)
         }
         #expect(try rawContents(path) == before)

@@ -255,6 +255,46 @@ extension StorageBatch {
 
 @Suite("Memory and temporary engines")
 struct EngineLifecycleTests {
+    @Test(
+        "leases: only a shared memory engine grants them; a lease's key lives until it is released or expired, and observers see both commits"
+    )
+    func memoryLeases() throws {
+        #expect(try MemoryEngine().grantLease { _ in [1] } == nil)
+        let temporary = try LevelDBEngine.temporary()
+        defer { temporary.close() }
+        #expect(try temporary.grantLease { _ in [1] } == nil)
+        let engine = MemoryEngine(shared: true)
+        let seen = SeenCommits()
+        let observation = engine.observeCommits { seen.append($0) }
+        defer { observation.cancel() }
+        let first = try #require(try engine.grantLease { [0, UInt8($0)] })
+        let second = try #require(try engine.grantLease { [0, UInt8($0)] })
+        #expect(first.id != second.id && first.id != 0)
+        #expect(engine.liveLeases == [first.id, second.id])
+        let snapshot = try engine.snapshot()
+        #expect(try snapshot.get(first.key) == [] && first.isHeld)
+        engine.expireLease(first.id)
+        #expect(!first.isHeld && second.isHeld)
+        #expect(try engine.snapshot().get(first.key) == nil)
+        // A commit conditioned on the expired lease's key (read while it held) is refused.
+        _ = try snapshot.get(first.key)
+        #expect(throws: StorageError.self) {
+            try engine.commit(
+                engine.makeBatch().withPut([9], [9]),
+                conditions: StorageConditions(snapshot: snapshot, keys: [first.key]),
+                sync: false)
+        }
+        second.release()
+        second.release()
+        first.release()
+        #expect(engine.liveLeases.isEmpty && engine.keyCount == 0)
+        #expect(
+            seen.changes == [
+                [.put(key: first.key, value: [])], [.put(key: second.key, value: [])], [.delete(key: first.key)],
+                [.delete(key: second.key)],
+            ])
+    }
+
     @Test("a shared memory engine refuses a commit whose read keys or ranges changed, and applies nothing")
     func conditionsDetectConflicts() throws {
         let engine = MemoryEngine(shared: true)
@@ -333,4 +373,13 @@ struct EngineLifecycleTests {
         #expect(scanned == keys.sorted())
         #expect(engine.keyCount == keys.count)
     }
+}
+
+/// Commits an observer saw, kept across threads.
+final class SeenCommits: @unchecked Sendable {
+    // @unchecked: the list is behind the lock.
+    private let lock = NSLock()
+    private var events: [[StorageCommitEvent.Change]] = []
+    func append(_ event: StorageCommitEvent) { lock.withLock { events.append(event.changes) } }
+    var changes: [[StorageCommitEvent.Change]] { lock.withLock { events } }
 }

@@ -29,6 +29,38 @@ struct EtcdEngineTests {
         try scanEntries(engine.snapshot())
     }
 
+    @Test("a lease holds its key until released; a released lease cannot be renewed, and its key is gone")
+    func leases() throws {
+        let engine = try fresh("lease")
+        defer { try? engine.deleteAll() }
+        let key: [UInt8] = [0, 0x6C]
+        let lease = try #require(try engine.grantLease { id in key + [UInt8(truncatingIfNeeded: id)] })
+        let held = key + [UInt8(truncatingIfNeeded: lease.id)]
+        #expect(lease.key == held && lease.isHeld)
+        #expect(try engine.snapshot().get(held) == [])
+        #expect(try engine.client.keepAlive(lease.id) > 0)
+        // A commit conditioned on the lease key applies while it holds, and not after.
+        let before = try engine.snapshot()
+        _ = try before.get(held)
+        lease.release()
+        lease.release()
+        #expect(!lease.isHeld)
+        #expect(try engine.snapshot().get(held) == nil)
+        #expect(try engine.client.keepAlive(lease.id) == 0)
+        let batch = engine.makeBatch()
+        batch.put([0x10], [1])
+        #expect(throws: StorageError.self) {
+            try engine.commit(batch, conditions: StorageConditions(snapshot: before, keys: [held]), sync: false)
+        }
+        #expect(try engine.snapshot().get([0x10]) == nil)
+        // Closing the engine releases the leases it holds.
+        let other = try EtcdEngine(location: engine.location)
+        let second = try #require(try other.grantLease { id in key + [UInt8(truncatingIfNeeded: id)] })
+        #expect(try engine.snapshot().get(second.key) == [])
+        other.close()
+        #expect(try engine.snapshot().get(second.key) == nil)
+    }
+
     @Test(
         "locations name members, a database and the cluster's limits; bad ones are typed errors that say what to write")
     func locations() throws {
@@ -41,9 +73,13 @@ struct EtcdEngineTests {
         #expect(engine.isShared)
         #expect(
             try EtcdEngine(location: "etcd://h:1/x").limits == EtcdLimits(maxTxnOps: 128, maxRequestBytes: 1_572_864))
+        #expect(try EtcdEngine(location: "etcd://h:1/x").leaseSeconds == 10)
+        #expect(try EtcdEngine(location: "etcd://h:1/x?lease-seconds=3&max-txn-ops=7").leaseSeconds == 3)
         for bad in [
             "etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379/", "etcd://:2379/x", "etcd://h:0/x", "etcd://h:99999/x",
             "etcd://h:1/x?max-txn-ops=0", "etcd://h:1/x?max-ops=5", "etcd://h:1/x%00y", "http://h:1/x", "etcd://h:1,/x",
+            "etcd://h:1/x?lease-seconds=0", "etcd://h:1/x?lease-seconds=-2", "etcd://h:1/x?lease-seconds=2s",
+            "etcd://h:1/x?lease-seconds=2&lease-seconds=3",
         ] {
             #expect(throws: StorageError.self, "\(bad)") { _ = try EtcdEngine(location: bad) }
         }

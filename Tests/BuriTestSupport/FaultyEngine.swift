@@ -58,6 +58,7 @@ public final class FaultyEngine: StorageEngine, @unchecked Sendable {
     public func snapshot() throws -> any StorageSnapshot { FaultySnapshot(engine: self, base: try base.snapshot()) }
     public func latest() throws -> any StorageReader { FaultyReader(engine: self, base: try base.latest()) }
     public func makeBatch() -> any StorageBatch { base.makeBatch() }
+    public func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? { try base.grantLease(key: key) }
     public func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
         var conditions = conditions
         // The base engine judges conditions against its own snapshots.

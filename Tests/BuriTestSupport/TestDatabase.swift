@@ -93,6 +93,18 @@ public final class TestDatabase {
         return try BuriDatabase(engine: store, options: options, closesEngine: false)
     }
 
+    /// Ends lease `id` of a shared engine as the engine does when its holder stops renewing it
+    /// (its process was killed): the shared memory engine expires it, an etcd cluster revokes it
+    /// (the same deletion of its keys that expiry makes, without waiting for its time to live).
+    public func endLease(_ id: UInt64) throws {
+        switch engine {
+        case .shared: (store as? MemoryEngine)?.expireLease(id)
+        case .etcd:
+            if let etcdLocation { try EtcdClient(endpoints: try EtcdLocation(etcdLocation).endpoints).revokeLease(id) }
+        default: break
+        }
+    }
+
     /// Closes and opens the database again (on the same engine).
     public func reopen() throws { try reopen(options: options) }
 

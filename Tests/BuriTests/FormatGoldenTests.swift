@@ -40,7 +40,11 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 11", "42 55 52 49 00 0b", { Keyspace.headerValue() }),
+    ("database header value, format 12", "42 55 52 49 00 0c", { Keyspace.headerValue() }),
+    (
+        "database header value, format 11 (read, upgraded by the first write)", "42 55 52 49 00 0b",
+        { Keyspace.headerValue(version: 11) }
+    ),
     ("largest bucket id given, 1", "00 00 00 01", { Keyspace.bucketIdsValue(1) }),
     (
         "record header deriving index 1 from songs", "02 01 00 00 01 01 01 05 73 6f 6e 67 73",
@@ -98,6 +102,15 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
     (
         "retired bucket id marker value: staging, bucket Person", "02 50 65 72 73 6f 6e",
         { Keyspace.retiredValue(.staging, bucket: "Person") }
+    ),
+    (
+        "retired bucket id marker value: staging, owned by lease 0x694d0b2c1a3e0f01, bucket Person (format 12)",
+        "03 69 4d 0b 2c 1a 3e 0f 01 50 65 72 73 6f 6e",
+        { Keyspace.retiredValue(.staging, bucket: "Person", owner: 0x694d_0b2c_1a3e_0f01) }
+    ),
+    (
+        "lease key of lease 0x694d0b2c1a3e0f01 (format 12)", "00 6c 65 61 73 65 69 4d 0b 2c 1a 3e 0f 01",
+        { Keyspace.leaseKey(0x694d_0b2c_1a3e_0f01) }
     ),
     (
         "database header value, format 1 (read, upgraded by the first write)", "42 55 52 49 00 01",
@@ -354,7 +367,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 11") || doc.contains("Format version 11"))
+        #expect(doc.contains("format version 12") || doc.contains("Format version 12"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -396,7 +409,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 11)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 12)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -426,7 +439,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B]) == 11)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0B, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C]) == 12)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C, 0x01, 0x02]) == 12)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C, 0xFF]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0D]) == 13)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0D, 0x01, 0x02]) == 13)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

@@ -295,7 +295,7 @@ struct GenerationTests {
         #expect {
             _ = try BuriDatabase(engine: engine, closesEngine: false)
         } throws: { error in
-            guard case BuriError.unsupportedFormat(_, found: 12, supported: 11) = error else { return false }
+            guard case BuriError.unsupportedFormat(_, found: 13, supported: 12) = error else { return false }
             return true
         }
     }

@@ -1,5 +1,7 @@
 import Buri
 import BuriEncryption
+import BuriEtcd
+import BuriStorage
 import BuriTestSupport
 import Foundation
 import Testing
@@ -143,5 +145,52 @@ struct EncryptCommandTests {
                 "killed after chunk \(chunks): \(resumed)")
             try notes.expectSealed("killed after chunk \(chunks): ")
         }
+    }
+
+    @Test(arguments: [4, 13])
+    func killedOnEtcdTheNextRunTakesUpTheCopyOnceTheKilledRunsLeaseHasEnded(chunks: Int) throws {
+        // A 2-second lease: the killed run stops renewing it, and etcd deletes its key then.
+        let location = try EtcdTestCluster.location("encrypt-kill") + "&lease-seconds=2"
+        defer { try? EtcdEngine(location: location).deleteAll() }
+        let sandbox = try Sandbox()
+        let key = try writeRandomKey(sandbox, "etcd.key")
+        let input = try sandbox.write("notes.jsonl", EncryptedNotes.lines)
+        for bucket in ["Note", "Copy"] {
+            expectSuccess(try buri(["import", location, bucket] + EncryptedNotes.indexOptions + [input]))
+        }
+        let plaintext = try buri("export", location)
+        expectSuccess(plaintext)
+        let arguments = [
+            "encrypt", location, "--key-file", key, "--plaintext-index", "age", "--batch-size", "3",
+        ]
+        // Killed after 4 chunks of Copy (12 objects sealed into its copy, which names the run's
+        // lease), or after 3 chunks of Note, the second bucket (9 objects).
+        let killed = try buriKilledAfter(chunks: chunks, arguments)
+        #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "\(killed)")
+        let engine = try EtcdEngine(location: location)
+        defer { engine.close() }
+        let leasePrefix: [UInt8] = [0] + Array("lease".utf8)
+        let stages = try scanKeys(engine.snapshot()).filter { $0.first == 0x04 }
+        #expect(stages.count == 1)
+        // Until the lease ends the copy may be a live client's: a run now would copy the bucket
+        // anew. Once etcd has ended it (its key gone: no renewal came for 2 s), it is taken up.
+        let deadline = Date().addingTimeInterval(60)
+        while try scanKeys(engine.snapshot()).contains(where: { $0.starts(with: leasePrefix) }) {
+            #expect(Date() < deadline, "the killed run's lease never ended")
+            if Date() >= deadline { return }
+            usleep(100_000)
+        }
+        let resumed = try buri(arguments)
+        expectSuccess(resumed)
+        let (bucket, kept) = chunks <= 10 ? ("Copy", 3 * chunks) : ("Note", 3 * (chunks - 10))
+        #expect(
+            resumed.stdout.contains("bucket \(bucket): \(kept) objects sealed by an earlier run were kept"),
+            "\(resumed)")
+        let check = try buri("check", location, "--key-file", key)
+        #expect(check.status == 0, "\(check)")
+        let decrypted = try buri("export", location, "--key-file", key, "--decrypt")
+        #expect(decrypted.stdout == plaintext.stdout)
+        // Nothing left behind: no stage, no lease, no plaintext value in the cluster's keys.
+        #expect(try scanKeys(engine.snapshot()).filter { $0.first == 0x04 || $0.starts(with: leasePrefix) } == [])
     }
 }

@@ -176,6 +176,7 @@ struct EtcdToolTests {
             "etcd://127.0.0.1:2379/db?max-txn-ops",
             "etcd://127.0.0.1:2379/db?max-tx-ops=4096",
             "etcd://127.0.0.1:2379/db?max-txn-ops=1&max-txn-ops=2",
+            "etcd://127.0.0.1:2379/db?lease-seconds=0",
             "etcd://127.0.0.1:2379/db%zz",
         ]
         let runs = try runConcurrently(
@@ -188,7 +189,7 @@ struct EtcdToolTests {
         for run in runs {
             expectFailure(
                 run.run, status: 2,
-                mentioning: ["etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M]"])
+                mentioning: ["etcd://HOST:PORT[,HOST:PORT…]/NAME[?max-txn-ops=N&max-request-bytes=M&lease-seconds=S]"])
             #expect(run.seconds < 15, "\(run.arguments): \(run.seconds) s")
         }
         // Well-formed variants parse (and then find nothing listening: exit 3, not 2).

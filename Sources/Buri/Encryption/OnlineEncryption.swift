@@ -43,9 +43,11 @@ extension BuriDatabase {
     /// for each commit. If the process ends on the way, the database opens again with the key
     /// (still being encrypted), and calling this again goes on where it ended, inside the bucket
     /// whose copy was under way: the objects that copy had sealed are kept
-    /// (``EncryptionProgress/kept``), and only those written since are copied again (on a shared
-    /// engine, such as etcd, that bucket is copied anew: another client may still be writing the
-    /// copy it finds). Every commit leaves the database consistent. Does nothing for a database
+    /// (``EncryptionProgress/kept``), and only those written since are copied again. On a shared
+    /// engine, such as etcd, the copy is taken up once its client's lease has ended (the client
+    /// closed, or died and stopped renewing it: up to the lease's time to live later); a copy
+    /// whose client still holds its lease may be under way, so the bucket is copied anew. Every
+    /// commit leaves the database consistent. Does nothing for a database
     /// not being encrypted.
     ///
     /// ```swift
@@ -180,20 +182,34 @@ extension BuriDatabase {
     private func resumedStage(
         of name: String, chunk: Int, report: @escaping (Int, Int) -> Void
     ) throws(BuriError) -> StagedImport? {
-        var ids = purger.takeResumable(bucket: Array(name.utf8))
-        guard !ids.isEmpty else { return nil }
-        let id = ids.removeFirst()
-        guard let base = try bucketInfo(named: name, reader: currentReader()), base.plaintextValues == true else {
-            ids.append(id)
+        let id: UInt32
+        if engine.isShared {
+            // A stage whose owner's lease ended (its client was killed or closed): taken up by
+            // naming this handle's lease in its marker. Others of the bucket are purged once it is sealed.
+            guard try bucketInfo(named: name, reader: currentReader())?.plaintextValues == true,
+                let taken = try takeUpAbandonedStage(of: name)
+            else { return nil }
+            id = taken
+        } else {
+            var ids = purger.takeResumable(bucket: Array(name.utf8))
+            guard !ids.isEmpty else { return nil }
+            id = ids.removeFirst()
+            guard try bucketInfo(named: name, reader: currentReader())?.plaintextValues == true else {
+                ids.append(id)
+                abandonStages(ids)
+                return nil
+            }
             abandonStages(ids)
+        }
+        guard let base = try bucketInfo(named: name, reader: currentReader()), base.plaintextValues == true else {
             return nil
         }
-        abandonStages(ids)
         var definition = base
         definition.id = id
         definition.plaintextValues = nil
         let load = StagedImport(
-            database: self, base: base, definition: definition, snapshot: try run { try engine.snapshot() })
+            database: self, base: base, definition: definition, snapshot: try run { try engine.snapshot() },
+            owner: try stageOwner())
         do {
             try load.copyBase(chunkSize: chunk) { report($0, load.kept) }
         } catch {

@@ -44,9 +44,11 @@ enum Keyspace {
     /// which older code would refuse as damage; version 10 adds record headers of layout 2, which
     /// derive a relationship's entries from the payload instead of listing them, and which older
     /// code would refuse as damage; version 11 adds sealed values padded for LevelDB's block
-    /// compression (markers 0xE9 and 0xEA), which older code would report as damaged. Versions 1
-    /// to 10 databases are read.
-    static let formatVersion: UInt16 = 11
+    /// compression (markers 0xE9 and 0xEA), which older code would report as damaged; version 12
+    /// adds staging markers that name their owner on a shared engine (state 0x03) and the lease
+    /// keys they name (``leaseKey(_:)``), which older code would refuse as damage. Versions 1
+    /// to 11 databases are read.
+    static let formatVersion: UInt16 = 12
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)
@@ -236,6 +238,27 @@ enum Keyspace {
         case staging = 0x02
     }
 
+    /// The state byte of a staging marker that names its owner (format 12): a client of a shared
+    /// engine, by the lease whose key (``leaseKey(_:)``) exists while that client lives.
+    static let ownedStagingState: UInt8 = 0x03
+
+    /// `00 "lease" u64be(id)` (format 12): present while the client holding lease `id` of a shared
+    /// engine lives (the engine deletes it when the lease ends); its value is empty. A stage whose
+    /// marker names a lease whose key is gone belongs to a client that died: another client may
+    /// purge it, or take it up (online encryption).
+    static func leaseKey(_ id: UInt64) -> [UInt8] {
+        var key = leasePrefix
+        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: id >> UInt64(shift))) }
+        return key
+    }
+
+    static let leasePrefix: [UInt8] = [databaseTag] + Array("lease".utf8)
+
+    /// Whether `key` is a ``leaseKey(_:)``.
+    static func isLeaseKey(_ key: [UInt8]) -> Bool {
+        key.count == leasePrefix.count + 8 && key.starts(with: leasePrefix)
+    }
+
     /// `0x04` + bucket id: the marker that keys under `bucket` belong to no catalog entry on purpose.
     static func retiredKey(bucket: UInt32) -> [UInt8] {
         var key: [UInt8] = [retiredTag]
@@ -245,18 +268,34 @@ enum Keyspace {
 
     static let retiredRange = KeyRange.prefix([retiredTag])
 
-    /// The state byte, then the UTF-8 name of the bucket the id belonged (or will belong) to.
-    static func retiredValue(_ state: RetiredState, bucket name: String) -> [UInt8] {
-        [state.rawValue] + Array(name.utf8)
+    /// The state byte, then the UTF-8 name of the bucket the id belonged (or will belong) to; a
+    /// staging marker with an `owner` (a shared engine's lease id, format 12) has the state byte
+    /// ``ownedStagingState`` and the owner as u64be before the name.
+    static func retiredValue(_ state: RetiredState, bucket name: String, owner: UInt64? = nil) -> [UInt8] {
+        guard state == .staging, let owner else { return [state.rawValue] + Array(name.utf8) }
+        var value: [UInt8] = [ownedStagingState]
+        for shift in stride(from: 56, through: 0, by: -8) {
+            value.append(UInt8(truncatingIfNeeded: owner >> UInt64(shift)))
+        }
+        return value + Array(name.utf8)
     }
 
-    /// The bucket id of a marker key and its state and bucket name, or `nil` if they do not parse.
-    static func parseRetired(key: [UInt8], value: [UInt8]) -> (bucket: UInt32, state: RetiredState, name: String)? {
-        guard key.count == 5, key[0] == retiredTag, let first = value.first, let state = RetiredState(rawValue: first),
-            let name = String(validating: value.dropFirst(), as: UTF8.self)
-        else { return nil }
+    /// The bucket id of a marker key and its state, bucket name and owner (a staging marker's, on
+    /// a shared engine), or `nil` if they do not parse (an owner of 0 does not).
+    static func parseRetired(
+        key: [UInt8], value: [UInt8]
+    ) -> (bucket: UInt32, state: RetiredState, name: String, owner: UInt64?)? {
+        guard key.count == 5, key[0] == retiredTag, let first = value.first else { return nil }
         let bucket = key.withUnsafeBytes { readBigEndian($0, at: 1) }
-        return (bucket, state, name)
+        if first == ownedStagingState {
+            guard value.count >= 9 else { return nil }
+            let owner = value[1..<9].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            guard owner != 0, let name = String(validating: value.dropFirst(9), as: UTF8.self) else { return nil }
+            return (bucket, .staging, name, owner)
+        }
+        guard let state = RetiredState(rawValue: first), let name = String(validating: value.dropFirst(), as: UTF8.self)
+        else { return nil }
+        return (bucket, state, name, nil)
     }
 
     // MARK: Object counts

@@ -181,8 +181,11 @@ final class ModelRun {
             randomWriteBetweenBatches(
                 of: "encrypting", at: "\(report.bucket ?? "-") at \(report.copied)", failure: &failure)
         }
-        // Interrupted: this handle is closed after a random batch of a copy, so the next commit fails.
+        // Interrupted: this handle is closed after a random batch of a copy, so the next commit
+        // fails. On a shared engine, sometimes its lease ends instead (as when its process is
+        // killed): the handle stays open, and its next commit into the copy is refused.
         let stopAfter = int(1...2)
+        let leaseEnds = engine == .shared && chance(0.5)
         var batches = 0
         let handle = db
         do {
@@ -191,15 +194,40 @@ final class ModelRun {
                 guard report.bucket != nil, report.copied > 0 else { return }
                 batches += 1
                 if batches == stopAfter {
-                    self.note("stop encrypting after batch \(batches) (\(report.bucket ?? "-") at \(report.copied))")
+                    self.note(
+                        "stop encrypting after batch \(batches) (\(report.bucket ?? "-") at \(report.copied))\(leaseEnds ? ": its lease ends" : "")"
+                    )
                     self.tally["encryption stopped inside a copy", default: 0] += 1
-                    handle.close()
+                    if leaseEnds, let engine = handle.storedEngine as? MemoryEngine,
+                        let lease = try? handle.stageOwner()
+                    {
+                        engine.expireLease(lease)
+                    } else {
+                        handle.close()
+                    }
                 }
             }
         } catch {
-            guard case .databaseClosed = error else { throw fail("finishing encryption: \(error)") }
+            switch error {
+            case .databaseClosed: break
+            case .conflict(_, let detail) where leaseEnds && detail.contains("lease ended"): break
+            default: throw fail("finishing encryption: \(error)")
+            }
         }
         if let failure { throw failure }
+        if leaseEnds, batches >= stopAfter {
+            // The other client, alive, purges what is purgeable: a copy an online encryption may
+            // take up is not, though its owner is gone.
+            let stages = try read("stages") { try self.db.pendingPurges().filter { $0.state == .staging } }
+            if let other = otherClient {
+                try read("the other client's purge") { try other.purgeRetiredBuckets() }
+                let left = try read("stages") { try other.pendingPurges().filter { $0.state == .staging } }
+                if Set(left.map(\.id)) != Set(stages.map(\.id)) {
+                    throw fail("another client purged an abandoned encryption copy: \(stages) → \(left)")
+                }
+            }
+            handle.close()
+        }
         try reopenMidway("encryption")
         if db.isBeingEncrypted {
             // Some buckets sealed, some not: their private indexes answer differently, so objects,

@@ -177,6 +177,8 @@ public final class BuriDatabase: Sendable {
     let generations: BucketGenerations
     /// The background purge of retired generations.
     let purger = Purger()
+    /// The lease this handle's stages name as their owner on a shared engine (granted when it first stages).
+    let stageLease = StageLease()
 
     /// The format version this library writes and the newest it reads.
     public static let supportedFormatVersion = Int(Keyspace.formatVersion)
@@ -473,6 +475,8 @@ public final class BuriDatabase: Sendable {
         // The purge in progress finishes its chunk; the next open resumes it.
         purger.stop()
         changeHub.close()
+        // Stages this handle left unpublished are abandoned now: others may purge or take them up.
+        stageLease.release()
         if closesEngine { engine.close() }
     }
 

@@ -64,6 +64,11 @@ public struct RetiredBucket: Sendable, Hashable {
     /// The bucket the id belonged (or is to belong) to.
     public var bucket: String
     public var state: State
+    /// A stage's owner on a shared engine (format 12): the lease of the client loading it. Once
+    /// that lease has ended (the client closed or died), other clients purge the stage, or take
+    /// it up (an online encryption's copy). `nil` for a purge, and for every stage on an engine
+    /// only one process writes to, where a stage found at open was always left by a process that ended.
+    public var owner: UInt64? = nil
 }
 
 /// The background purge of retired bucket ids: one job at a time on its own queue, in chunks.
@@ -175,7 +180,8 @@ extension BuriDatabase {
                 }
                 result.append(
                     RetiredBucket(
-                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging,
+                        owner: marker.owner))
             }
             return result
         }
@@ -219,10 +225,14 @@ extension BuriDatabase {
     func purgeRetired(shouldStop: () -> Bool) throws(BuriError) -> [UInt32] {
         var purged: [UInt32] = []
         while !shouldStop() {
-            let retired = try retiredBuckets(reader: currentReader())
-            guard let next = retired.first(where: { $0.state == .purging || purger.isAbandoned($0.id) }) else {
-                return purged
+            let reader = try currentReader()
+            let retired = try retiredBuckets(reader: reader)
+            var found: RetiredBucket?
+            for candidate in retired where try isPurgeable(candidate, reader: reader, force: false) {
+                found = candidate
+                break
             }
+            guard let next = found else { return purged }
             while !shouldStop() {
                 if try purgeChunk(bucket: next.id) {
                     purged.append(next.id)
@@ -256,9 +266,15 @@ extension BuriDatabase {
             let snapshot = try engine.snapshot()
             let markerKey = Keyspace.retiredKey(bucket: bucket)
             guard let value = try snapshot.get(markerKey),
-                let marker = Keyspace.parseRetired(key: markerKey, value: value),
-                force || marker.state == .purging || purger.isAbandoned(bucket)
+                let marker = Keyspace.parseRetired(key: markerKey, value: value)
             else { return true }
+            let retired = RetiredBucket(
+                id: bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging,
+                owner: marker.owner)
+            guard try isPurgeable(retired, reader: snapshot, force: force) else { return true }
+            // On a shared engine: the marker as read, and (a stage) its owner's lease key still gone.
+            var relied = [markerKey]
+            if let owner = marker.owner, marker.state == .staging { relied.append(Keyspace.leaseKey(owner)) }
             let batch = engine.makeBatch()
             var count = 0
             for range in [
@@ -283,7 +299,7 @@ extension BuriDatabase {
             }
             do {
                 try engine.commit(
-                    batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: [markerKey]) : nil,
+                    batch, conditions: engine.isShared ? StorageConditions(snapshot: snapshot, keys: relied) : nil,
                     sync: false)
             } catch let error as StorageError where error.code == .limitExceeded && limit > 3 {
                 purger.chunkSize.store(limit / 2, ordering: .relaxed)

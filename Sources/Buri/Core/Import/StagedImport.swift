@@ -57,17 +57,23 @@ public final class StagedImport {
         public var total: Int
     }
 
+    /// The lease the stage's marker names as its owner (a shared engine's; `nil` elsewhere).
+    let owner: UInt64?
+
     init(
-        database: BuriDatabase, base: BucketDescriptor?, definition: BucketDescriptor, snapshot: (any StorageSnapshot)?
+        database: BuriDatabase, base: BucketDescriptor?, definition: BucketDescriptor, snapshot: (any StorageSnapshot)?,
+        owner: UInt64?
     ) {
         self.database = database
         self.base = base
+        self.owner = owner
         bucket = definition.name
         baseSnapshot = snapshot
         stage = RawBucket(
             database: database, descriptor: definition, pinned: true,
             stagingMarker: (
-                Keyspace.retiredKey(bucket: definition.id), Keyspace.retiredValue(.staging, bucket: definition.name)
+                Keyspace.retiredKey(bucket: definition.id),
+                Keyspace.retiredValue(.staging, bucket: definition.name, owner: owner)
             ))
     }
 
@@ -137,6 +143,16 @@ public final class StagedImport {
         let marker = stage.stagingMarker
         let bucket = self.bucket
         var fitting = max(1, chunkSize)
+        // A stage with an owner commits only while the owner's lease holds (its key, read in the
+        // snapshot, is every commit's condition).
+        let ownership: StorageConditions?
+        if let owner {
+            try database.requireStageOwnership(owner, stage: stageId, bucket: bucket, reader: snapshot)
+            ownership = StorageConditions(snapshot: snapshot, keys: [Keyspace.leaseKey(owner)])
+        } else {
+            ownership = nil
+        }
+        let owner = self.owner
         try database.run(bucket: bucket) {
             let cursor = try snapshot.cursor(in: .prefix(Keyspace.recordPrefix(bucket: base.id)))
             // What the stage holds already (nothing, unless it is brought up to date or adopted).
@@ -308,11 +324,15 @@ public final class StagedImport {
                 }
                 do {
                     try database.withWriteLock { () throws(BuriError) in
-                        try database.run { try database.commit(batch, conditions: nil, sync: false) }
+                        try database.run { try database.commit(batch, conditions: ownership, sync: false) }
                     }
                 } catch let error where isOverLimit(error) && inBatch > 1 {
                     fitting = max(1, inBatch / 2)
                     continue
+                } catch let error where isConflict(error) {
+                    guard let owner else { throw error }
+                    // The only condition: the owner's lease key, gone now.
+                    throw database.lapsedStage(stage: stageId, bucket: bucket, owner: owner)
                 }
                 done += pending[..<inBatch].reduce(0) { $0 + $1.objects }
                 pending.removeFirst(inBatch)
@@ -367,6 +387,7 @@ public final class StagedImport {
         to writer: Writer, verified: Int, total: Int, progress: ((PublishProgress) -> Void)?
     ) throws(BuriError) -> Int {
         let stageId = self.stageId
+        try database.requireStageOwnership(owner, stage: stageId, bucket: bucket, reader: writer.reader)
         let stored = try database.bucketInfo(named: bucket, reader: writer.reader)
         guard let base else {
             if stored != nil {
@@ -424,7 +445,11 @@ public final class StagedImport {
         baseSnapshot = nil
         guard first else { return }
         let stageId = self.stageId
+        let owner = self.owner
         try? database.performWrite(sync: false) { writer throws(BuriError) in
+            // A stage whose lease ended may be another client's now (taken up): left as it is,
+            // for that client, or for whoever purges abandoned stages.
+            try database.requireStageOwnership(owner, stage: stageId, bucket: bucket, reader: writer.reader)
             writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.purging, bucket: bucket))
             writer.afterCommit { [database] in if database.options.purgesInBackground { database.purger.kick(database) }
             }
@@ -492,6 +517,7 @@ extension BuriDatabase {
     public func stageImport(
         into name: String, chunkSize: Int = 1_000, progress: ((Int) -> Void)? = nil
     ) throws(BuriError) -> StagedImport {
+        let owner = try stageOwner()
         let load = try performWrite(sync: true) { writer throws(BuriError) -> StagedImport in
             guard let base = try bucketInfo(named: name, reader: writer.reader) else {
                 throw .unknownBucket(name: name, known: try bucketNames(reader: writer.reader))
@@ -499,14 +525,17 @@ extension BuriDatabase {
             // Not recorded as given (docs/FORMAT.md §6a): a stage is seen by no handle, and a failed
             // import leaves every key as it was; once published, the catalog names the id.
             let stageId = try nextBucketId(reader: writer.reader)
-            writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name))
+            // Not conditioned on the lease: a marker naming an owner already gone is an abandoned
+            // stage (purged by whoever looks), and the stage's first write checks the lease.
+            writer.batch.put(
+                Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name, owner: owner))
             // Under the writer lock, so the snapshot is the state the stage starts from.
             let snapshot = try run { try engine.snapshot() }
             var definition = base
             definition.id = stageId
             // Staged into a bucket that still holds plaintext (online encryption), the copy is sealed.
             if isEncrypted { definition.plaintextValues = nil }
-            return StagedImport(database: self, base: base, definition: definition, snapshot: snapshot)
+            return StagedImport(database: self, base: base, definition: definition, snapshot: snapshot, owner: owner)
         }
         do {
             try load.copyBase(chunkSize: max(1, chunkSize), progress: progress)
@@ -538,6 +567,7 @@ extension BuriDatabase {
         creating name: String, keyField: String? = nil, indexes: [IndexDefinition] = [], schemaVersion: UInt64 = 0
     ) throws(BuriError) -> StagedImport {
         try validateBucketName(name)
+        let owner = try stageOwner()
         return try performWrite(sync: true) { writer throws(BuriError) -> StagedImport in
             if try bucketInfo(named: name, reader: writer.reader) != nil {
                 throw .conflict(
@@ -554,8 +584,11 @@ extension BuriDatabase {
                 definition.indexes.append(index)
             }
             try validate(definition)
-            writer.batch.put(Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name))
-            return StagedImport(database: self, base: nil, definition: definition, snapshot: nil)
+            // Not conditioned on the lease: a marker naming an owner already gone is an abandoned
+            // stage (purged by whoever looks), and the stage's first write checks the lease.
+            writer.batch.put(
+                Keyspace.retiredKey(bucket: stageId), Keyspace.retiredValue(.staging, bucket: name, owner: owner))
+            return StagedImport(database: self, base: nil, definition: definition, snapshot: nil, owner: owner)
         }
     }
 
@@ -658,6 +691,16 @@ private func orderOfBytes(_ a: UnsafeRawBufferPointer, _ b: String.UTF8View) -> 
 }
 
 /// Whether `error` is an engine's refusal of a commit over its limits (nothing was written).
+/// Whether `error` is an engine's refusal of a commit whose conditions no longer held.
+private func isConflict(_ error: any Error) -> Bool {
+    if let error = error as? BuriError {
+        if case .storage(let storage) = error { return storage.code == .conflict }
+        if case .conflict = error { return true }
+    }
+    if let error = error as? StorageError { return error.code == .conflict }
+    return false
+}
+
 private func isOverLimit(_ error: any Error) -> Bool {
     if let error = error as? BuriError, case .storage(let storage) = error { return storage.code == .limitExceeded }
     if let error = error as? StorageError { return error.code == .limitExceeded }

@@ -15,7 +15,8 @@ extension BuriDatabase {
     /// The copy is built in a sibling directory and moved to `path` only once complete and synced,
     /// so `path` never holds a partial backup, even if the process dies midway. Returns the
     /// number of keys copied. An encrypted database's copy is its stored bytes: as encrypted as
-    /// the original, and opened with the same key.
+    /// the original, and opened with the same key. (Lease keys of a shared engine's live clients
+    /// are left out: in the copy, a stage they own is one its process left, purged at open.)
     ///
     /// ```swift
     /// try db.backup(to: "people-backup.buri")
@@ -47,6 +48,10 @@ extension BuriDatabase {
                 let cursor = try snapshot.cursor(in: .all)
                 var batch = target.makeBatch()
                 while try cursor.next() {
+                    // A shared engine's live clients (their lease keys) are not the copy's.
+                    if cursor.withKey({ $0.first == Keyspace.databaseTag && Keyspace.isLeaseKey(Array($0)) }) {
+                        continue
+                    }
                     try cursor.withKey { key in try cursor.withValue { value in batch.put(key, value) } }
                     copied += 1
                     if batch.byteSize >= 4 << 20 {

@@ -20,7 +20,13 @@ extension BuriDatabase {
     public func purgeRetiredBuckets(reclaimingSpace: Bool) throws(BuriError) -> [RetiredBucket] {
         try checkOpen()
         func purgeable() throws(BuriError) -> [RetiredBucket] {
-            try retiredBuckets(reader: currentReader()).filter { $0.state == .purging || purger.isAbandoned($0.id) }
+            let reader = try currentReader()
+            var result: [RetiredBucket] = []
+            for retired in try retiredBuckets(reader: reader)
+            where try isPurgeable(retired, reader: reader, force: false) {
+                result.append(retired)
+            }
+            return result
         }
         let pending = try purgeable()
         guard !pending.isEmpty else { return [] }

@@ -382,6 +382,8 @@ extension BuriDatabase {
             // Repair has no key: an encryption header is kept as long as it says what it is.
             if key == Keyspace.encryptionKey { return value.starts(with: Keyspace.encryptionHeaderMagic) }
             if key == Keyspace.encryptionStateKey { return Keyspace.parseBucketIds(value) != nil }
+            // A shared engine's live client (format 12): an empty value bound to its lease.
+            if Keyspace.isLeaseKey(key) { return value.isEmpty }
             return key == Keyspace.headerKey && Keyspace.parseHeader(value) != nil
         case Keyspace.indexTag?:
             // Empty, or a text index's positions (format 6 and 7 layouts): `check` then compares

@@ -190,7 +190,8 @@ extension BuriDatabase {
                 retired.insert(marker.bucket)
                 report.pendingPurges.append(
                     RetiredBucket(
-                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging))
+                        id: marker.bucket, bucket: marker.name, state: marker.state == .purging ? .purging : .staging,
+                        owner: marker.owner))
             } else {
                 // Never repaired: deleting a marker would turn a pending purge into orphaned keys.
                 report.problems.append(

@@ -57,6 +57,9 @@ public final class RawBucket: Sendable {
     /// For the view of a staged import: its id's marker, put again with every batch it writes so
     /// observers know the batch for staging, not objects (see `ParsedCommit`).
     let stagingMarker: (key: [UInt8], value: [UInt8])?
+    /// The owner the staging marker names (a shared engine's lease): every batch reads its lease
+    /// key, so that it commits only while the lease holds.
+    let stagingOwner: UInt64?
 
     init(
         database: BuriDatabase, descriptor: BucketDescriptor, transaction: BuriTransaction? = nil,
@@ -64,6 +67,7 @@ public final class RawBucket: Sendable {
         stagingMarker: (key: [UInt8], value: [UInt8])? = nil
     ) {
         self.stagingMarker = stagingMarker
+        stagingOwner = stagingMarker.flatMap { Keyspace.parseRetired(key: $0.key, value: $0.value)?.owner }
         self.database = database
         // A private index's values are its tokens for every read and write through this view.
         self.madeDescriptor = descriptor.attaching(database.indexTokens)
@@ -130,7 +134,11 @@ public final class RawBucket: Sendable {
         guard let stagingMarker else { return try database.performWrite(sync: sync, body) }
         return try database.performWrite(sync: sync) { writer throws(BuriError) -> R in
             let result = try body(writer)
-            if !writer.batch.isEmpty { writer.batch.put(stagingMarker.key, stagingMarker.value) }
+            if !writer.batch.isEmpty {
+                try database.requireStageOwnership(
+                    stagingOwner, stage: madeDescriptor.id, bucket: name, reader: writer.reader)
+                writer.batch.put(stagingMarker.key, stagingMarker.value)
+            }
             return result
         }
     }

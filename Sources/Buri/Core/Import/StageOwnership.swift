@@ -1,0 +1,126 @@
+import BuriStorage
+import Synchronization
+
+/// The lease a handle of a shared engine stages under (`docs/FORMAT.md` §6a, format 12).
+///
+/// On an engine only one process writes to, a stage found at open was left by a process that
+/// ended: it is purged, or taken up by an online encryption. On a shared engine (etcd) another
+/// client may be loading it right now, so every stage marker there names its owner: a lease of
+/// the engine, whose key (`00 "lease" u64be(id)`) exists while the owner lives and renews it. A
+/// stage whose owner's lease key is gone is abandoned; any client may purge it or take it up, and
+/// every commit into a stage reads its owner's lease key, so it applies only while that lease holds.
+final class StageLease: Sendable {
+    private let lease = Mutex<(any StorageLease)?>(nil)
+
+    /// The lease held now, granted on first use (again if the last one ended); `nil` on an engine
+    /// that is not shared.
+    func current(_ engine: any StorageEngine) throws -> (any StorageLease)? {
+        guard engine.isShared else { return nil }
+        return try lease.withLock { held throws -> (any StorageLease)? in
+            if let held, held.isHeld { return held }
+            held = try engine.grantLease { Keyspace.leaseKey($0) }
+            return held
+        }
+    }
+
+    /// Forgets lease `id` if it is the one held, found ended: the next stage gets a new one.
+    func forget(_ id: UInt64) {
+        let ended = lease.withLock { held -> (any StorageLease)? in
+            guard let current = held, current.id == id else { return nil }
+            held = nil
+            return current
+        }
+        ended?.release()
+    }
+
+    /// Releases the lease (its key is deleted: stages left unpublished are abandoned).
+    func release() {
+        let held = lease.withLock { held -> (any StorageLease)? in
+            defer { held = nil }
+            return held
+        }
+        held?.release()
+    }
+}
+
+extension BuriDatabase {
+    /// The owner a new stage's marker names: this handle's lease on a shared engine, `nil` elsewhere.
+    func stageOwner() throws(BuriError) -> UInt64? {
+        try run { try stageLease.current(storedEngine)?.id }
+    }
+
+    /// Checks, through `reader`, that `owner`'s lease still holds, so that a commit reading through
+    /// it (a shared engine's writer records the read as a condition) applies only while it does.
+    /// Nothing to check for a stage without an owner.
+    ///
+    /// - Throws: ``BuriError/conflict(attempts:detail:)`` when the lease has ended: the stage may
+    ///   be another client's to purge or take up now, so nothing more is written to it.
+    func requireStageOwnership(
+        _ owner: UInt64?, stage: UInt32, bucket: String, reader: any StorageReader
+    ) throws(BuriError) {
+        guard let owner else { return }
+        if try run({ try reader.get(Keyspace.leaseKey(owner)) }) == nil {
+            throw lapsedStage(stage: stage, bucket: bucket, owner: owner)
+        }
+    }
+
+    /// The error of a stage whose owner's lease ended; if that lease is this handle's, the next
+    /// stage gets a new one.
+    func lapsedStage(stage: UInt32, bucket: String, owner: UInt64) -> BuriError {
+        stageLease.forget(owner)
+        return .conflict(
+            attempts: 1,
+            detail:
+                "the staged copy of bucket '\(bucket)' (id \(stage)) is no longer this client's: its lease ended (no renewal reached the cluster within its time to live, or the handle closed), so other clients may purge it or take it up; nothing more was written to it. Run the import again"
+        )
+    }
+
+    /// Whether retired id `retired` may be purged now, judged in `reader` (whose reads, on a shared
+    /// engine, become the purge commit's conditions): a replaced generation always; a stage when
+    /// its load ended. On an engine only one process writes to, a stage found at open (`force`:
+    /// any stage, for a load that discards its own). On a shared engine, a stage whose owner's
+    /// lease has ended, unless an online encryption still needs it (the database is being
+    /// encrypted and its bucket still holds plaintext: ``finishEncryption(batchSize:progress:)``
+    /// takes it up) and `force` is not given; a stage without an owner (written before format 12)
+    /// only with `force`.
+    func isPurgeable(_ retired: RetiredBucket, reader: any StorageReader, force: Bool) throws(BuriError) -> Bool {
+        if retired.state == .purging { return true }
+        guard engine.isShared else { return force || purger.isAbandoned(retired.id) }
+        guard let owner = retired.owner else { return force }
+        guard try run({ try reader.get(Keyspace.leaseKey(owner)) }) == nil else { return false }
+        if force { return true }
+        return try !awaitsEncryption(bucket: retired.bucket, reader: reader)
+    }
+
+    /// Whether bucket `name` still holds plaintext in a database being encrypted (as `reader` sees it).
+    func awaitsEncryption(bucket name: String, reader: any StorageReader) throws(BuriError) -> Bool {
+        guard try run({ try reader.get(Keyspace.encryptionStateKey) }) != nil else { return false }
+        return try bucketInfo(named: name, reader: reader)?.plaintextValues == true
+    }
+
+    /// On a shared engine: takes up the abandoned stage of bucket `name` (its owner's lease ended)
+    /// that a killed online encryption left, in one commit that names this handle's lease in its
+    /// marker, conditioned on the marker and on the old owner's lease key still being gone (two
+    /// clients taking up one stage: one wins, the other finds none). Returns its id, or `nil`.
+    func takeUpAbandonedStage(of name: String) throws(BuriError) -> UInt32? {
+        let candidates = try pendingPurges().filter {
+            $0.state == .staging && $0.owner != nil && Array($0.bucket.utf8) == Array(name.utf8)
+        }
+        guard !candidates.isEmpty, let owner = try stageOwner() else { return nil }
+        for candidate in candidates {
+            let taken = try performWrite(sync: true) { writer throws(BuriError) -> Bool in
+                let markerKey = Keyspace.retiredKey(bucket: candidate.id)
+                guard let value = try run({ try writer.reader.get(markerKey) }),
+                    let marker = Keyspace.parseRetired(key: markerKey, value: value),
+                    marker.state == .staging, let previous = marker.owner, previous != owner,
+                    try run({ try writer.reader.get(Keyspace.leaseKey(previous)) }) == nil
+                else { return false }
+                try requireStageOwnership(owner, stage: candidate.id, bucket: name, reader: writer.reader)
+                writer.batch.put(markerKey, Keyspace.retiredValue(.staging, bucket: marker.name, owner: owner))
+                return true
+            }
+            if taken { return candidate.id }
+        }
+        return nil
+    }
+}
