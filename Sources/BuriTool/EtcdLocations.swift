@@ -140,8 +140,10 @@ func compactEtcd(_ location: String) throws {
     let progress = Progress()
     progress.update("compacting…", force: true)
     let before = try engineCall(location) { try client.count(from: prefix, to: end) }
-    let retired = try mapErrors(path: location) { try db.pendingPurges().filter { $0.state == .purging }.count }
+    let pending = try mapErrors(path: location) { try db.pendingPurges().count }
     try mapErrors(path: location) { try db.purgeRetiredBuckets() }
+    // Replaced generations, and stages their clients abandoned (a live client's stays).
+    let retired = pending - (try mapErrors(path: location) { try db.pendingPurges().count })
     let after = try engineCall(location) { try client.count(from: prefix, to: end) }
     try engineCall(location) { try client.compact(to: after.revision) }
     progress.finish()

@@ -60,12 +60,20 @@ struct Check: ParsableCommand {
                 CBORMapEntry(
                     key: "pendingPurges",
                     value: .array(
-                        report.pendingPurges.map { purge in
-                            .map([
+                        try report.pendingPurges.map { purge in
+                            var entries = [
                                 CBORMapEntry(key: "bucket", value: .text(purge.bucket)),
                                 CBORMapEntry(key: "id", value: .int(Int64(purge.id))),
                                 CBORMapEntry(key: "state", value: .text(purge.state.rawValue)),
-                            ])
+                            ]
+                            // A shared engine's stage: its owner's lease, and whether it still holds.
+                            if let owner = purge.owner,
+                                let alive = try mapErrors(path: target.database, { try db.stageOwnerIsAlive(purge) })
+                            {
+                                entries.append(CBORMapEntry(key: "owner", value: .unsigned(owner)))
+                                entries.append(CBORMapEntry(key: "ownerAlive", value: .bool(alive)))
+                            }
+                            return .map(entries)
                         })),
                 CBORMapEntry(
                     key: "problems",
@@ -89,14 +97,20 @@ struct Check: ParsableCommand {
         for problem in report.problems { try out.line(problem.description) }
         // Information, not problems: generations deleteAll replaced, still being purged.
         for purge in report.pendingPurges {
+            let alive = try mapErrors(path: target.database) { try db.stageOwnerIsAlive(purge) }
             let what =
-                switch purge.state {
-                case .purging: "being purged in the background"
+                switch (purge.state, alive) {
+                case (.purging, _): "being purged in the background"
+                // A shared engine's stage whose client still renews its lease: under way.
+                case (.staging, true?):
+                    "staged by a client that is still running (its lease \(purge.owner ?? 0) holds); left to it"
                 // While a database is being encrypted, a stage is most likely the copy a killed
                 // `buri encrypt` left, which the next run takes up.
-                case .staging where db.isBeingEncrypted:
+                case (.staging, _) where db.isBeingEncrypted:
                     "staged by an import or by an encryption that has not published it (`buri encrypt` goes on with its copy)"
-                case .staging: "staged by an import that has not published it"
+                case (.staging, false?):
+                    "staged by a client that ended without publishing it (its lease ended); the next command that writes purges it"
+                case (.staging, nil): "staged by an import that has not published it"
                 }
             try out.line("note: bucket '\(purge.bucket)' has a retired generation (id \(purge.id)) \(what)")
         }

@@ -34,6 +34,44 @@ struct EtcdToolTests {
         #expect(export.stdout.split(separator: "\n").filter { $0.contains("\"key\"") }.count == 3, "\(export)")
     }
 
+    @Test func aKilledImportsStageIsLeftWhileItsLeaseHoldsAndPurgedByTheNextWritingCommandAfter() throws {
+        let location = try EtcdTestCluster.location("toolkill") + "&lease-seconds=2"
+        defer { try? EtcdEngine(location: location).deleteAll() }
+        let sandbox = try Sandbox()
+        expectSuccess(
+            try buri("import", location, "Small", try sandbox.write("s.jsonl", "{\"id\":\"a\"}\n"), "--key", "id"))
+        let lines = (0..<2500).map { "{\"id\":\"k\($0)\",\"n\":\($0)}" }.joined(separator: "\n") + "\n"
+        let input = try sandbox.write("big.jsonl", lines)
+        // Killed after 2 chunks (2,000 objects) committed into its stage: it never publishes.
+        let killed = try buriKilledAfter(chunks: 2, ["import", location, "Big", input, "--key", "id"])
+        #expect(killed.reason == .uncaughtSignal && killed.status == 9, "\(killed)")
+        let engine = try EtcdEngine(location: location)
+        defer { engine.close() }
+        let leasePrefix: [UInt8] = [0] + Array("lease".utf8)
+        #expect(try scanKeys(engine.snapshot()).filter { $0.first == 0x02 }.count == 2001)
+        // Its lease ends 2 s after the kill (no renewal): etcd deletes the lease key.
+        let deadline = Date().addingTimeInterval(60)
+        while try scanKeys(engine.snapshot()).contains(where: { $0.starts(with: leasePrefix) }) {
+            #expect(Date() < deadline, "the killed import's lease never ended")
+            if Date() >= deadline { return }
+            usleep(100_000)
+        }
+        // A reading command says what the stage is, and leaves it.
+        let check = try buri("check", location)
+        expectSuccess(check)
+        #expect(check.stdout.contains("staged by a client that ended without publishing it"), "\(check)")
+        let json = try buri("check", location, "--json")
+        #expect(json.stdout.contains("\"ownerAlive\": false"), "\(json)")
+        // The next command that writes purges it: nothing of Big is left, no pending purge.
+        expectSuccess(
+            try buri("import", location, "Other", try sandbox.write("o.jsonl", "{\"id\":\"b\"}\n"), "--key", "id"))
+        let after = try buri("check", location, "--json")
+        expectSuccess(after)
+        #expect(after.stdout.contains("\"pendingPurges\": []"), "\(after)")
+        #expect(try scanKeys(engine.snapshot()).filter { $0.first == 0x02 || $0.first == 0x04 }.count == 2)
+        #expect(try buri("info", location).stdout.contains("Big") == false)
+    }
+
     @Test func aStagedImportFitsItsCommitsToTheTransactionLimitAndStaysAtomic() throws {
         let location = try EtcdTestCluster.location("toolbig")
         defer { try? EtcdEngine(location: location).deleteAll() }

@@ -44,6 +44,22 @@ final class StageLease: Sendable {
 }
 
 extension BuriDatabase {
+    /// Whether the client that owns stage `stage` (a ``RetiredBucket`` of state `staging` with an
+    /// ``RetiredBucket/owner``, on a shared engine) still holds its lease: `true` while it lives,
+    /// `false` once it closed or died (the stage is then abandoned: purged by the next client that
+    /// purges, or taken up by an online encryption). `nil` for a purge or a stage without an owner.
+    ///
+    /// ```swift
+    /// for stage in try db.pendingPurges() where try db.stageOwnerIsAlive(stage) == false {
+    ///     print("abandoned import of \(stage.bucket)")
+    /// }
+    /// ```
+    public func stageOwnerIsAlive(_ stage: RetiredBucket) throws(BuriError) -> Bool? {
+        guard stage.state == .staging, let owner = stage.owner else { return nil }
+        let reader = try currentReader()
+        return try run { try reader.get(Keyspace.leaseKey(owner)) } != nil
+    }
+
     /// The owner a new stage's marker names: this handle's lease on a shared engine, `nil` elsewhere.
     func stageOwner() throws(BuriError) -> UInt64? {
         try run { try stageLease.current(storedEngine)?.id }
