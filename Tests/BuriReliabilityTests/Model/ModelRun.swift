@@ -1115,6 +1115,10 @@ final class ModelRun {
             tally["staged import abandoned", default: 0] += 1
             return
         }
+        if engine == .shared || engine == .etcd, chance(0.15) {
+            try loseStage(load, of: name, staged: staged)
+            return
+        }
         var count = 0
         if try attempt(nil, "  publish", { count = try load.publish() }) {
             model = staged
@@ -1123,6 +1127,38 @@ final class ModelRun {
             }
             tally["staged import published", default: 0] += 1
         }
+    }
+
+    /// On a shared engine: the loading client's lease ends (as when its process is killed), so
+    /// neither storing into the stage nor publishing it writes anything (the model is unchanged),
+    /// and a purge, by this handle or the other client, deletes the abandoned stage.
+    private func loseStage(_ load: StagedImport, of name: String, staged: ModelState) throws {
+        note("  its client's lease ends")
+        let owner = try read("the stage's owner") { try self.db.stageOwner() }
+        guard let owner else { throw fail("a stage on a shared engine without an owner") }
+        do { try test.endLease(owner) } catch { throw fail("ending lease \(owner): \(error)") }
+        // An item the stage would take (one it refuses is refused before anything is written).
+        let item = randomItem()
+        let acceptable = !item.hasInvalidIndexValue && staged.refusal(storing: [item], in: name) == nil
+        var steps: [(String, () throws -> Void)] = [("publishing", { _ = try load.publish() })]
+        if acceptable { steps.insert(("storing", { try load.store(try self.rawObjects([item])) }), at: 0) }
+        for (what, step) in steps {
+            do {
+                try step()
+                throw fail("\(what) into a stage whose lease ended succeeded")
+            } catch let mismatch as ModelMismatch {
+                throw mismatch
+            } catch BuriError.conflict(_, let detail) where detail.contains("lease ended") {
+            } catch {
+                throw fail("\(what) into a stage whose lease ended: \(error)")
+            }
+        }
+        load.abandon()
+        let purger = otherClient.flatMap { $0 === db ? nil : $0 } ?? db
+        try read("purging the abandoned stage") { try purger.purgeRetiredBuckets() }
+        let left = try read("stages") { try self.db.pendingPurges().filter { $0.id == load.stageId } }
+        if !left.isEmpty { throw fail("a stage whose owner's lease ended was not purged: \(left)") }
+        tally["staged import whose lease ended", default: 0] += 1
     }
 
     /// A transaction of a few random writes and reads, whose refused operations are caught and
