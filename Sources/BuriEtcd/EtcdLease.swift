@@ -16,6 +16,8 @@ final class EtcdLease: StorageLease, @unchecked Sendable {
     private struct State {
         var released = false
         var lost = false
+        /// Renewals the cluster acknowledged.
+        var renewals = 0
     }
     private let state = Mutex(State())
 
@@ -35,12 +37,18 @@ final class EtcdLease: StorageLease, @unchecked Sendable {
 
     var isHeld: Bool { state.withLock { !$0.lost && !$0.released } }
 
+    /// How many renewals the cluster has acknowledged (for tests: a lease renewed past its time
+    /// to live still holds).
+    var renewals: Int { state.withLock { $0.renewals } }
+
     private func renew() {
         guard !state.withLock({ $0.released || $0.lost }) else { return }
         do {
             if try engine.client.keepAlive(id) == 0 {
                 state.withLock { $0.lost = true }
                 timer.cancel()
+            } else {
+                state.withLock { $0.renewals += 1 }
             }
         } catch {
             // No member answered this time; the next tick tries again (the lease may still hold).

@@ -176,7 +176,7 @@ struct Encrypt: ParsableCommand {
             valueName: "name"))
     var plaintextIndexes: [String] = []
 
-    @Option(help: ArgumentHelp("Objects copied per commit (default 1000).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Objects copied per commit (default 1000).", valueName: "n"))
     var batchSize: Int = 1000
 
     func validate() throws {
@@ -349,7 +349,9 @@ struct Rekey: ParsableCommand {
         help: "Seal every value anew under a new record key, and drop the old one (after the key change, if any).")
     var rotateDataKey = false
 
-    @Option(help: ArgumentHelp("Values sealed anew per commit with --rotate-data-key (default 1000).", valueName: "n"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Values sealed anew per commit with --rotate-data-key (default 1000).", valueName: "n"))
     var batchSize: Int = 1000
 
     /// The new key and where it came from, read while the arguments are checked.

@@ -114,7 +114,7 @@ struct Import: ParsableCommand {
     var dateFields: [String] = []
 
     @Option(
-        name: .customLong("chunk-size"),
+        name: .customLong("chunk-size"), parsing: .unconditional,
         help: ArgumentHelp(
             "Store the objects straight into the bucket in commits of N objects each, instead of staging them and publishing them in one commit. NOT atomic: an import that fails midway leaves the chunks before the failure stored. (A staged import fits etcd's transaction limits by itself.)",
             valueName: "n"))

@@ -266,7 +266,7 @@ struct Keys: ParsableCommand {
     @Option(parsing: .unconditional, help: "Only keys before this key (bytewise).")
     var below: String?
 
-    @Option(help: "At most this many keys.")
+    @Option(parsing: .unconditional, help: "At most this many keys.")
     var limit: Int?
 
     @Flag(help: "List in descending key order.")
@@ -529,10 +529,10 @@ struct QueryCommand: ParsableCommand {
     @Flag(help: "Print only the number of matching objects.")
     var count = false
 
-    @Option(help: "At most this many results.")
+    @Option(parsing: .unconditional, help: "At most this many results.")
     var limit: Int?
 
-    @Option(help: "Skip this many results first.")
+    @Option(parsing: .unconditional, help: "Skip this many results first.")
     var offset: Int?
 
     @OptionGroup var keyFormat: KeyListFormat
@@ -543,6 +543,7 @@ struct QueryCommand: ParsableCommand {
     var reverse = false
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Print at most this many results, then `next: TOKEN` on standard error if there are more.", valueName: "n"))
     var pageSize: Int?

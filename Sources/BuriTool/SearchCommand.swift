@@ -34,7 +34,7 @@ struct Search: ParsableCommand {
     @Argument(help: ArgumentHelp("The full-text query (SQLite FTS5 syntax).", valueName: "query"))
     var query: String
 
-    @Option(help: "At most this many keys (the first ones, in key order).")
+    @Option(parsing: .unconditional, help: "At most this many keys (the first ones, in key order).")
     var limit: Int?
 
     @Flag(help: "Print only the number of matching objects (with --limit, at most that many).")

@@ -1,4 +1,4 @@
-import BuriEtcd
+@testable import BuriEtcd
 import BuriStorage
 import BuriTestSupport
 import Foundation
@@ -27,6 +27,28 @@ struct EtcdEngineTests {
 
     func everything(_ engine: EtcdEngine) throws -> [[UInt8]] {
         try scanEntries(engine.snapshot())
+    }
+
+    @Test(
+        "a lease renewed in the background outlives its time to live; one revoked elsewhere is found lost at its next renewal"
+    )
+    func leaseRenewal() throws {
+        let base = try fresh("renew")
+        defer { try? base.deleteAll() }
+        // Renewed every 2/3 s: after 5 renewals (over 3 s) a 2-second lease still holds its key.
+        let engine = try EtcdEngine(endpoints: base.client.endpoints, name: base.name, leaseSeconds: 2)
+        defer { engine.close() }
+        let lease = try #require(try engine.grantLease { [0, 0x6C] + Array(String($0).utf8) } as? EtcdLease)
+        let deadline = Date().addingTimeInterval(60)
+        while lease.renewals < 5, Date() < deadline { usleep(50_000) }
+        #expect(lease.renewals >= 5)
+        #expect(try engine.snapshot().get(lease.key) == [] && lease.isHeld)
+        // Ended by someone else (as the cluster ends a lease nobody renews): the next renewal
+        // finds it gone, and the lease says so.
+        try engine.client.revokeLease(lease.id)
+        while !lease.isLost, Date() < deadline { usleep(50_000) }
+        #expect(lease.isLost && !lease.isHeld)
+        #expect(try engine.snapshot().get(lease.key) == nil)
     }
 
     @Test("a lease holds its key until released; a released lease cannot be renewed, and its key is gone")

@@ -304,6 +304,21 @@ struct ArgumentToolTests {
         expectFailure(try buri("query", small, "K", "s", "--equals=", "x"), status: 2, mentioning: ["'x'"])
         // Options whose value starts with '-' attached still work as before.
         expectFailure(try buri("keys", small, "K", "--limit=-1"), status: 2, mentioning: ["--limit must be 0 or more"])
+        // A negative number as the next argument is the option's value too, so the message says
+        // what is wrong with it (not "Missing value").
+        for (arguments, message) in [
+            (["keys", small, "K", "--limit", "-1"], "--limit must be 0 or more, not -1"),
+            (["query", small, "K", "s", "--equals", "x", "--limit", "-2"], "--limit must be 0 or more, not -2"),
+            (["query", small, "K", "s", "--equals", "x", "--offset", "-3"], "--offset must be 0 or more, not -3"),
+            (
+                ["query", small, "K", "s", "--equals", "x", "--page-size", "-4"],
+                "--page-size must be 1 or more, not -4"
+            ),
+            (["search", small, "K", "s", "x", "--limit", "-5"], "--limit must be 0 or more, not -5"),
+            (["import", small, "K", "--key", "id", "--chunk-size", "-6"], "--chunk-size needs a positive number"),
+        ] {
+            expectFailure(try buri(arguments, stdin: lines), status: 2, mentioning: [message])
+        }
     }
 
     // MARK: Issue 21 item 6: keys a list form cannot delimit
