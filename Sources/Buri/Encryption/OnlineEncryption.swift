@@ -183,13 +183,14 @@ extension BuriDatabase {
         of name: String, chunk: Int, report: @escaping (Int, Int) -> Void
     ) throws(BuriError) -> StagedImport? {
         let id: UInt32
+        var owner: UInt64?
         if engine.isShared {
             // A stage whose owner's lease ended (its client was killed or closed): taken up by
             // naming this handle's lease in its marker. Others of the bucket are purged once it is sealed.
             guard try bucketInfo(named: name, reader: currentReader())?.plaintextValues == true,
                 let taken = try takeUpAbandonedStage(of: name)
             else { return nil }
-            id = taken
+            (id, owner) = taken
         } else {
             var ids = purger.takeResumable(bucket: Array(name.utf8))
             guard !ids.isEmpty else { return nil }
@@ -209,7 +210,7 @@ extension BuriDatabase {
         definition.plaintextValues = nil
         let load = StagedImport(
             database: self, base: base, definition: definition, snapshot: try run { try engine.snapshot() },
-            owner: try stageOwner())
+            owner: owner)
         do {
             try load.copyBase(chunkSize: chunk) { report($0, load.kept) }
         } catch {

@@ -117,8 +117,9 @@ extension BuriDatabase {
     /// On a shared engine: takes up the abandoned stage of bucket `name` (its owner's lease ended)
     /// that a killed online encryption left, in one commit that names this handle's lease in its
     /// marker, conditioned on the marker and on the old owner's lease key still being gone (two
-    /// clients taking up one stage: one wins, the other finds none). Returns its id, or `nil`.
-    func takeUpAbandonedStage(of name: String) throws(BuriError) -> UInt32? {
+    /// clients taking up one stage: one wins, the other finds none). Returns its id and the owner
+    /// its marker now names (every later write into it must be under that lease), or `nil`.
+    func takeUpAbandonedStage(of name: String) throws(BuriError) -> (id: UInt32, owner: UInt64)? {
         let candidates = try pendingPurges().filter {
             $0.state == .staging && $0.owner != nil && Array($0.bucket.utf8) == Array(name.utf8)
         }
@@ -135,7 +136,7 @@ extension BuriDatabase {
                 writer.batch.put(markerKey, Keyspace.retiredValue(.staging, bucket: marker.name, owner: owner))
                 return true
             }
-            if taken { return candidate.id }
+            if taken { return (candidate.id, owner) }
         }
         return nil
     }
