@@ -83,7 +83,18 @@ extension EtcdEngine {
             throw error
         }
         let lease = EtcdLease(engine: self, id: id, key: leaseKey, seconds: max(seconds, 1))
-        leases.withLock { $0[id] = lease }
+        // Under the lock `close()` takes the leases from: a lease granted while it closes is
+        // either released by it or here.
+        let kept = leases.withLock { leases -> Bool in
+            if isClosed { return false }
+            leases[id] = lease
+            return true
+        }
+        guard kept else {
+            lease.release()
+            try checkOpen()
+            return nil
+        }
         return lease
     }
 

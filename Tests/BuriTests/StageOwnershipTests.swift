@@ -188,6 +188,27 @@ struct StageOwnershipTests {
         #expect(try t.db.takeUpAbandonedStage(of: "Mail\u{301}") == nil)
     }
 
+    @Test("a stage partly purged is a purge from the first chunk on: never taken up again", arguments: sharedEngines)
+    func aPartlyPurgedStageIsNotTakenUp(engine: Engine) throws {
+        var options = BuriOptions()
+        options.purgesInBackground = false
+        let t = try TestDatabase(engine, options: options)
+        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
+        let load = try t.db.stageImport(into: "Mail")
+        try load.store((0..<20).map { Self.mail("m\($0)", "\($0)@x") })
+        try t.endLease(try #require(try t.db.stageOwner()))
+        let other = try t.client(1)
+        defer { other.close() }
+        // One chunk of a few keys: the purge stops midway (as when its process is killed).
+        other.purger.chunkSize.store(5, ordering: .relaxed)
+        #expect(try other.purgeChunk(bucket: load.stageId) == false)
+        #expect(try other.pendingPurges().map(\.state) == [.purging])
+        #expect(try other.takeUpAbandonedStage(of: "Mail") == nil)
+        try other.purgeRetiredBuckets()
+        #expect(try other.pendingPurges().isEmpty)
+        #expect(try other.check().isConsistent)
+    }
+
     @Test(
         "on an engine only this process writes to, a marker naming an owner is a stage its process left: purged at open, never read",
         arguments: [Engine.leveldb, .memory, .temporary].filter(Engine.allCases.contains))

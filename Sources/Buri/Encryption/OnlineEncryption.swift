@@ -150,6 +150,16 @@ extension BuriDatabase {
                 _ = try publish([staged], values: [], progress: nil, abandoningOnError: false)
                 return true
             } catch .conflict(let attempts, let detail) {
+                if let owner = staged.owner, try !leaseHolds(owner) {
+                    // This handle's lease lapsed (cut off from the cluster): the copy is left to
+                    // whoever takes it up or purges it, and this call copies anew under a new lease.
+                    staged.abandon()
+                    load = nil
+                    if attempt >= max(1, options.maxCommitAttempts) {
+                        throw .conflict(attempts: attempt, detail: "sealing bucket '\(name)': \(detail)")
+                    }
+                    continue
+                }
                 if attempt >= max(1, options.maxCommitAttempts) {
                     staged.abandon()
                     throw .conflict(
@@ -203,6 +213,8 @@ extension BuriDatabase {
             abandonStages(ids)
         }
         guard let base = try bucketInfo(named: name, reader: currentReader()), base.plaintextValues == true else {
+            // Sealed or dropped by another client meanwhile: the copy taken up is purged.
+            if let owner { abandonOwnedStage(id, bucket: name, owner: owner) }
             return nil
         }
         var definition = base
@@ -218,6 +230,15 @@ extension BuriDatabase {
             throw error
         }
         return load
+    }
+
+    /// Marks stage `id`, which this handle's lease `owner` owns, for the purge (while that lease holds).
+    private func abandonOwnedStage(_ id: UInt32, bucket: String, owner: UInt64) {
+        try? performWrite(sync: false) { writer throws(BuriError) in
+            try requireStageOwnership(owner, stage: id, bucket: bucket, reader: writer.reader)
+            writer.batch.put(Keyspace.retiredKey(bucket: id), Keyspace.retiredValue(.purging, bucket: bucket))
+        }
+        if options.purgesInBackground { purger.kick(self) }
     }
 
     /// Leaves the stages `ids` (found at open, not taken up) to the background purge.

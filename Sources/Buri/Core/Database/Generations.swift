@@ -288,14 +288,17 @@ extension BuriDatabase {
                 }
             }
             let finished = count < limit - 2
-            // The marker is in every chunk (rewritten as it is, or deleted with the last keys),
-            // so observers know the chunk's deletes for what they are (see `ParsedCommit`).
-            // The id's object count (format 4) goes with the marker: nothing is left under the id.
+            // The marker is in every chunk (rewritten, or deleted with the last keys), so
+            // observers know the chunk's deletes for what they are (see `ParsedCommit`). A stage's
+            // marker becomes a purge's in the first chunk: a stage partly purged is never taken
+            // up again (an online encryption's resumed copy would start from a count and totals
+            // that no longer match what is left). The id's object count (format 4) goes with the
+            // marker: nothing is left under the id.
             if finished {
                 batch.delete(markerKey)
                 batch.delete(Keyspace.countKey(bucket: bucket))
             } else {
-                batch.put(markerKey, value)
+                batch.put(markerKey, Keyspace.retiredValue(.purging, bucket: marker.name))
             }
             do {
                 try engine.commit(

@@ -1,4 +1,5 @@
 import BuriStorage
+import Dispatch
 import Synchronization
 
 /// The lease a handle of a shared engine stages under (`docs/FORMAT.md` §6a, format 12).
@@ -10,34 +11,53 @@ import Synchronization
 /// stage whose owner's lease key is gone is abandoned; any client may purge it or take it up, and
 /// every commit into a stage reads its owner's lease key, so it applies only while that lease holds.
 final class StageLease: Sendable {
-    private let lease = Mutex<(any StorageLease)?>(nil)
+    private struct State {
+        var lease: (any StorageLease)?
+        var closed = false
+    }
+    private let state = Mutex(State())
 
     /// The lease held now, granted on first use (again if the last one ended); `nil` on an engine
-    /// that is not shared.
+    /// that is not shared. (Granting is two requests to the cluster, made under this lock: stages
+    /// of one handle begin one at a time.)
     func current(_ engine: any StorageEngine) throws -> (any StorageLease)? {
         guard engine.isShared else { return nil }
-        return try lease.withLock { held throws -> (any StorageLease)? in
-            if let held, held.isHeld { return held }
-            held = try engine.grantLease { Keyspace.leaseKey($0) }
-            return held
+        let (lease, ended) = try state.withLock { state throws -> ((any StorageLease)?, (any StorageLease)?) in
+            if state.closed {
+                throw StorageError(code: .databaseClosed, message: "call made after close()", location: engine.location)
+            }
+            if let held = state.lease, held.isHeld { return (held, nil) }
+            let ended = state.lease
+            state.lease = try engine.grantLease { Keyspace.leaseKey($0) }
+            return (state.lease, ended)
         }
+        // One the engine found ended: stop renewing it (outside the lock: a request).
+        ended?.release()
+        return lease
     }
 
-    /// Forgets lease `id` if it is the one held, found ended: the next stage gets a new one.
+    /// Forgets lease `id` if it is the one held, found ended: the next stage gets a new one. Its
+    /// renewal stops in the background (its revocation is a request, and the caller may hold the
+    /// writer lock).
     func forget(_ id: UInt64) {
-        let ended = lease.withLock { held -> (any StorageLease)? in
-            guard let current = held, current.id == id else { return nil }
-            held = nil
+        let ended = state.withLock { state -> (any StorageLease)? in
+            guard let current = state.lease, current.id == id else { return nil }
+            state.lease = nil
             return current
         }
-        ended?.release()
+        guard let ended else { return }
+        DispatchQueue.global(qos: .utility).async { ended.release() }
     }
 
-    /// Releases the lease (its key is deleted: stages left unpublished are abandoned).
+    /// Releases the lease (its key is deleted: stages left unpublished are abandoned); no lease is
+    /// granted afterwards.
     func release() {
-        let held = lease.withLock { held -> (any StorageLease)? in
-            defer { held = nil }
-            return held
+        let held = state.withLock { state -> (any StorageLease)? in
+            defer {
+                state.lease = nil
+                state.closed = true
+            }
+            return state.lease
         }
         held?.release()
     }
@@ -56,13 +76,19 @@ extension BuriDatabase {
     /// ```
     public func stageOwnerIsAlive(_ stage: RetiredBucket) throws(BuriError) -> Bool? {
         guard stage.state == .staging, let owner = stage.owner else { return nil }
+        return try leaseHolds(owner)
+    }
+
+    /// Whether lease `owner`'s key exists now.
+    func leaseHolds(_ owner: UInt64) throws(BuriError) -> Bool {
         let reader = try currentReader()
         return try run { try reader.get(Keyspace.leaseKey(owner)) } != nil
     }
 
     /// The owner a new stage's marker names: this handle's lease on a shared engine, `nil` elsewhere.
     func stageOwner() throws(BuriError) -> UInt64? {
-        try run { try stageLease.current(storedEngine)?.id }
+        try checkOpen()
+        return try run { try stageLease.current(storedEngine)?.id }
     }
 
     /// Checks, through `reader`, that `owner`'s lease still holds, so that a commit reading through
@@ -87,7 +113,7 @@ extension BuriDatabase {
         return .conflict(
             attempts: 1,
             detail:
-                "the staged copy of bucket '\(bucket)' (id \(stage)) is no longer this client's: its lease ended (no renewal reached the cluster within its time to live, or the handle closed), so other clients may purge it or take it up; nothing more was written to it. Run the import again"
+                "the staged copy of bucket '\(bucket)' (id \(stage)) is no longer this client's: its lease ended (no renewal reached the cluster within its time to live, or the handle closed), so other clients may purge it or take it up; nothing more was written to it. Run the import, restore or encryption again"
         )
     }
 
@@ -125,19 +151,31 @@ extension BuriDatabase {
         }
         guard !candidates.isEmpty, let owner = try stageOwner() else { return nil }
         for candidate in candidates {
-            let taken = try performWrite(sync: true) { writer throws(BuriError) -> Bool in
-                let markerKey = Keyspace.retiredKey(bucket: candidate.id)
-                guard let value = try run({ try writer.reader.get(markerKey) }),
-                    let marker = Keyspace.parseRetired(key: markerKey, value: value),
-                    marker.state == .staging, let previous = marker.owner, previous != owner,
-                    try run({ try writer.reader.get(Keyspace.leaseKey(previous)) }) == nil
-                else { return false }
-                try requireStageOwnership(owner, stage: candidate.id, bucket: name, reader: writer.reader)
-                writer.batch.put(markerKey, Keyspace.retiredValue(.staging, bucket: marker.name, owner: owner))
-                return true
+            let taken: Bool
+            do {
+                taken = try takeUp(candidate, owner: owner, name: name)
+            } catch .conflict(let attempts, let detail) {
+                // This handle's own lease lapsed: the caller copies anew, under a new one.
+                if try !leaseHolds(owner) { return nil }
+                throw .conflict(attempts: attempts, detail: detail)
             }
             if taken { return (candidate.id, owner) }
         }
         return nil
+    }
+
+    /// The commit of ``takeUpAbandonedStage(of:)`` for one candidate; whether it took it.
+    private func takeUp(_ candidate: RetiredBucket, owner: UInt64, name: String) throws(BuriError) -> Bool {
+        try performWrite(sync: true) { writer throws(BuriError) -> Bool in
+            let markerKey = Keyspace.retiredKey(bucket: candidate.id)
+            guard let value = try run({ try writer.reader.get(markerKey) }),
+                let marker = Keyspace.parseRetired(key: markerKey, value: value),
+                marker.state == .staging, let previous = marker.owner, previous != owner,
+                try run({ try writer.reader.get(Keyspace.leaseKey(previous)) }) == nil
+            else { return false }
+            try requireStageOwnership(owner, stage: candidate.id, bucket: name, reader: writer.reader)
+            writer.batch.put(markerKey, Keyspace.retiredValue(.staging, bucket: marker.name, owner: owner))
+            return true
+        }
     }
 }

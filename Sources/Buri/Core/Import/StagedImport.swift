@@ -690,7 +690,6 @@ private func orderOfBytes(_ a: UnsafeRawBufferPointer, _ b: String.UTF8View) -> 
     return right.next() == nil ? 0 : -1
 }
 
-/// Whether `error` is an engine's refusal of a commit over its limits (nothing was written).
 /// Whether `error` is an engine's refusal of a commit whose conditions no longer held.
 private func isConflict(_ error: any Error) -> Bool {
     if let error = error as? BuriError {
@@ -701,6 +700,7 @@ private func isConflict(_ error: any Error) -> Bool {
     return false
 }
 
+/// Whether `error` is an engine's refusal of a commit over its limits (nothing was written).
 private func isOverLimit(_ error: any Error) -> Bool {
     if let error = error as? BuriError, case .storage(let storage) = error { return storage.code == .limitExceeded }
     if let error = error as? StorageError { return error.code == .limitExceeded }

@@ -31,12 +31,21 @@ extension BuriDatabase {
         let pending = try purgeable()
         guard !pending.isEmpty else { return [] }
         if options.purgesInBackground {
-            purger.kick(self)
-            purger.waitUntilIdle()
-            if !(try purgeable()).isEmpty {
-                throw purger.lastError
-                    ?? .invalidTransaction(
+            // Passes until none is left: on a shared engine another client's stage may become
+            // purgeable meanwhile (its lease ended), which a pass begun before did not see.
+            var previous = Set(pending.map(\.id))
+            for pass in 1... {
+                purger.kick(self)
+                purger.waitUntilIdle()
+                let left = Set(try purgeable().map(\.id))
+                if left.isEmpty { break }
+                if let error = purger.lastError { throw error }
+                // A pass that purged nothing was stopped (the handle is closing).
+                if isClosed || left == previous || pass >= 8 {
+                    throw .invalidTransaction(
                         reason: "the purge of retired generations was stopped (the database is closing)")
+                }
+                previous = left
             }
         } else {
             try purgeRetired { false }
@@ -49,6 +58,8 @@ extension BuriDatabase {
                 }
             }
         }
-        return pending
+        // What was purged: a stage another client took up meanwhile is not.
+        let left = Set(try retiredBuckets(reader: currentReader()).map(\.id))
+        return pending.filter { !left.contains($0.id) }
     }
 }
