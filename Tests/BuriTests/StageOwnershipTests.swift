@@ -34,6 +34,24 @@ struct StageOwnershipTests {
         try t.rawKeys().filter { $0.first != Keyspace.retiredTag && !Keyspace.isLeaseKey($0) }
     }
 
+    /// Options under which purges run only when a test asks, so that what is stored between its
+    /// steps is the steps' doing (a client's purge at open would race them).
+    static var purgesWhenAsked: BuriOptions {
+        var options = BuriOptions()
+        options.purgesInBackground = false
+        return options
+    }
+
+    /// A database on `engine` whose bucket Mail holds `count` objects, and its data keys.
+    static func mailDatabase(
+        _ engine: Engine, count: Int, options: BuriOptions = BuriOptions()
+    ) throws -> (TestDatabase, [[UInt8]]) {
+        let t = try TestDatabase(engine, options: options)
+        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
+        try t.db.rawBucket(named: "Mail").store((0..<count).map { Self.mail("m\($0)", "\($0)@x") })
+        return (t, try Self.dataKeys(t))
+    }
+
     static func purgeUntilSettled(_ db: BuriDatabase) throws {
         try db.purgeRetiredBuckets()
         try db.purgeRetiredBuckets(reclaimingSpace: false)
@@ -43,10 +61,7 @@ struct StageOwnershipTests {
         "a live client's stage is left alone by another client; once its lease ends, the other client purges it and the dead client's handle writes nothing more",
         arguments: sharedEngines)
     func aDeadClientsStageIsPurgedByAnother(engine: Engine) throws {
-        // Purges run when asked, so that what is on disk between the steps is the steps' doing.
-        var options = BuriOptions()
-        options.purgesInBackground = false
-        let t = try TestDatabase(engine, options: options)
+        let t = try TestDatabase(engine, options: Self.purgesWhenAsked)
         _ = try t.db.createBucket(named: "Person", keyField: "id", indexes: Self.indexes)
         try t.db.rawBucket(named: "Person").store([Self.mail("p1", "a@x")])
         let before = try Self.dataKeys(t)
@@ -97,10 +112,7 @@ struct StageOwnershipTests {
         "a stage whose handle closed is abandoned at once: the next client purges it, and a stage into an existing bucket leaves the bucket as it was",
         arguments: sharedEngines)
     func aClosedHandlesStageIsPurged(engine: Engine) throws {
-        let t = try TestDatabase(engine)
-        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
-        try t.db.rawBucket(named: "Mail").store((0..<30).map { Self.mail("m\($0)", "\($0)@x") })
-        let before = try Self.dataKeys(t)
+        let (t, before) = try Self.mailDatabase(engine, count: 30)
         let first = try t.client(1)
         let load = try first.stageImport(into: "Mail", chunkSize: 7)
         try load.store([Self.mail("new", "new@x"), Self.mail("m3", "changed@x")])
@@ -118,10 +130,7 @@ struct StageOwnershipTests {
         "a copy whose owner's lease ends between its commits stops with a clear error and writes nothing more",
         arguments: sharedEngines)
     func aLeaseEndingDuringACopyStopsIt(engine: Engine) throws {
-        let t = try TestDatabase(engine)
-        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
-        try t.db.rawBucket(named: "Mail").store((0..<50).map { Self.mail("m\($0)", "\($0)@x") })
-        let before = try Self.dataKeys(t)
+        let (t, before) = try Self.mailDatabase(engine, count: 50)
         var copied: [Int] = []
         #expect {
             _ = try t.db.stageImport(into: "Mail", chunkSize: 10) { done in
@@ -144,9 +153,7 @@ struct StageOwnershipTests {
         "a stage taken up by another client is not purged by its first owner's failed copy",
         arguments: sharedEngines)
     func aTakenStageIsNotPurgedByItsFormerOwner(engine: Engine) throws {
-        let t = try TestDatabase(engine)
-        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
-        try t.db.rawBucket(named: "Mail").store((0..<50).map { Self.mail("m\($0)", "\($0)@x") })
+        let (t, _) = try Self.mailDatabase(engine, count: 50)
         let other = try t.client(1)
         defer { other.close() }
         var taken: UInt32?
@@ -166,12 +173,8 @@ struct StageOwnershipTests {
 
     @Test("an abandoned stage is taken up by one client only", arguments: sharedEngines)
     func anAbandonedStageIsTakenUpOnce(engine: Engine) throws {
-        // No background purge: outside an online encryption an abandoned stage is purgeable, and
-        // a client's purge at open would race the take-up this test is about.
-        var options = BuriOptions()
-        options.purgesInBackground = false
-        let t = try TestDatabase(engine, options: options)
-        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
+        // Outside an online encryption an abandoned stage is purgeable: purges only when asked.
+        let (t, _) = try Self.mailDatabase(engine, count: 0, options: Self.purgesWhenAsked)
         let first = try t.client(1)
         let load = try first.stageImport(into: "Mail")
         try load.store([Self.mail("a", "a@x")])
@@ -197,10 +200,7 @@ struct StageOwnershipTests {
 
     @Test("a stage partly purged is a purge from the first chunk on: never taken up again", arguments: sharedEngines)
     func aPartlyPurgedStageIsNotTakenUp(engine: Engine) throws {
-        var options = BuriOptions()
-        options.purgesInBackground = false
-        let t = try TestDatabase(engine, options: options)
-        _ = try t.db.createBucket(named: "Mail", keyField: "id", indexes: Self.indexes)
+        let (t, _) = try Self.mailDatabase(engine, count: 0, options: Self.purgesWhenAsked)
         let load = try t.db.stageImport(into: "Mail")
         try load.store((0..<20).map { Self.mail("m\($0)", "\($0)@x") })
         try t.endLease(try #require(try t.db.stageOwner()))
