@@ -138,6 +138,18 @@ public final class EtcdClient: Sendable {
         return Int(Self.int((reply["result"] as? [String: Any])?["TTL"]))
     }
 
+    /// Lease `id`'s remaining and granted time to live in whole seconds; `nil` once it has ended.
+    public func leaseTimeToLive(_ id: UInt64) throws(StorageError) -> (remaining: Int, granted: Int)? {
+        let reply = try call("/v3/lease/timetolive", ["ID": String(id)], ambiguousIsSafe: true)
+        // proto3 JSON: int64 as a string, zero left out; an ended lease says -1.
+        func seconds(_ value: Any?) -> Int {
+            if let text = value as? String { return Int(text) ?? 0 }
+            return (value as? NSNumber)?.intValue ?? 0
+        }
+        let remaining = seconds(reply["TTL"])
+        return remaining < 0 ? nil : (remaining, seconds(reply["grantedTTL"]))
+    }
+
     /// Ends lease `id` now: every key put with it is deleted. A lease already ended is no error.
     public func revokeLease(_ id: UInt64) throws(StorageError) {
         do {

@@ -98,5 +98,10 @@ extension EtcdEngine {
         return lease
     }
 
+    public func leaseTimeToLive(_ id: UInt64) throws -> (remaining: Int, granted: Int)? {
+        try checkOpen()
+        return try client.leaseTimeToLive(id)
+    }
+
     func forget(_ lease: EtcdLease) { _ = leases.withLock { $0.removeValue(forKey: lease.id) } }
 }

@@ -94,6 +94,16 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// }
     /// ```
     func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)?
+
+    /// How long lease `id` (granted by any client) has left to live and the time to live it was
+    /// granted, in whole seconds, as the engine tells it; `nil` when it has ended or the engine
+    /// does not tell (the default). A holder that renews it makes `remaining` go up again; one
+    /// that died lets it run down.
+    ///
+    /// ```swift
+    /// if let ttl = try engine.leaseTimeToLive(id) { print("\(ttl.remaining) of \(ttl.granted) s") }
+    /// ```
+    func leaseTimeToLive(_ id: UInt64) throws -> (remaining: Int, granted: Int)?
 }
 
 /// A claim granted by ``StorageEngine/grantLease(key:)``: its ``key`` exists exactly while it holds.
@@ -111,6 +121,7 @@ public protocol StorageLease: AnyObject, Sendable {
 
 extension StorageEngine {
     public func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? { nil }
+    public func leaseTimeToLive(_ id: UInt64) throws -> (remaining: Int, granted: Int)? { nil }
     public func compact(_ range: KeyRange?) throws {}
     public func property(_ name: String) throws -> String? { nil }
     public func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { ranges.map { _ in 0 } }

@@ -59,6 +59,9 @@ public final class FaultyEngine: StorageEngine, @unchecked Sendable {
     public func latest() throws -> any StorageReader { FaultyReader(engine: self, base: try base.latest()) }
     public func makeBatch() -> any StorageBatch { base.makeBatch() }
     public func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? { try base.grantLease(key: key) }
+    public func leaseTimeToLive(_ id: UInt64) throws -> (remaining: Int, granted: Int)? {
+        try base.leaseTimeToLive(id)
+    }
     public func commit(_ batch: any StorageBatch, conditions: StorageConditions?, sync: Bool) throws {
         var conditions = conditions
         // The base engine judges conditions against its own snapshots.

@@ -198,6 +198,23 @@ struct StageOwnershipTests {
         #expect(try t.db.takeUpAbandonedStage(of: "Mail\u{301}") == nil)
     }
 
+    @Test(
+        "a client that renews its lease is alive to the others; one that stopped is found dead once its lease runs out",
+        arguments: sharedEngines)
+    func ownersAreFoundAliveOrDead(engine: Engine) throws {
+        let (t, _) = try Self.mailDatabase(engine, count: 0, options: Self.purgesWhenAsked)
+        let load = try t.db.stageImport(into: "Mail")
+        let owner = try #require(try t.db.stageOwner())
+        let other = try t.client(1)
+        defer { other.close() }
+        // Renewed (etcd: within a third of its 10 s; the memory engine's never runs down).
+        #expect(try other.ownerHasDied(owner) == false)
+        #expect(try other.takeUpAbandonedStage(of: "Mail") == nil)
+        try t.endLease(owner)
+        #expect(try other.ownerHasDied(owner) == true)
+        #expect(try other.takeUpAbandonedStage(of: "Mail")?.id == load.stageId)
+    }
+
     @Test("a stage partly purged is a purge from the first chunk on: never taken up again", arguments: sharedEngines)
     func aPartlyPurgedStageIsNotTakenUp(engine: Engine) throws {
         let (t, _) = try Self.mailDatabase(engine, count: 0, options: Self.purgesWhenAsked)

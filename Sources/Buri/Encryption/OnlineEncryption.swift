@@ -44,10 +44,11 @@ extension BuriDatabase {
     /// (still being encrypted), and calling this again goes on where it ended, inside the bucket
     /// whose copy was under way: the objects that copy had sealed are kept
     /// (``EncryptionProgress/kept``), and only those written since are copied again. On a shared
-    /// engine, such as etcd, the copy is taken up once its client's lease has ended (the client
-    /// closed, or died and stopped renewing it: up to the lease's time to live later); a copy
-    /// whose client still holds its lease may be under way, so the bucket is copied anew. Every
-    /// commit leaves the database consistent. Does nothing for a database
+    /// engine, such as etcd, the copy is taken up once its client's lease has ended: at once if
+    /// the client closed; if it died, this call watches its lease run out (at most its time to
+    /// live, 10 s by default) and then takes the copy up. A copy whose client still renews its
+    /// lease is under way, so the bucket is copied anew. Every commit leaves the database
+    /// consistent. Does nothing for a database
     /// not being encrypted.
     ///
     /// ```swift

@@ -70,6 +70,7 @@ final class SealedEngine: StorageEngine {
 
     func close() { base.close() }
     func grantLease(key: (UInt64) -> [UInt8]) throws -> (any StorageLease)? { try base.grantLease(key: key) }
+    func leaseTimeToLive(_ id: UInt64) throws -> (remaining: Int, granted: Int)? { try base.leaseTimeToLive(id) }
     func compact(_ range: KeyRange?) throws { try base.compact(range) }
     func property(_ name: String) throws -> String? { try base.property(name) }
     func approximateSizes(of ranges: [KeyRange]) throws -> [UInt64] { try base.approximateSizes(of: ranges) }

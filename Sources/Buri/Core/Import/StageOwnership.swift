@@ -2,6 +2,12 @@ import BuriStorage
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The lease a handle of a shared engine stages under (`docs/FORMAT.md` §6a, format 12).
 ///
 /// On an engine only one process writes to, a stage found at open was left by a process that
@@ -140,6 +146,29 @@ extension BuriDatabase {
         return try bucketInfo(named: name, reader: reader)?.plaintextValues == true
     }
 
+    /// Whether the client holding lease `owner` has died, waiting to find out: while its lease key
+    /// exists, watches the lease's remaining time to live (when the engine tells it) until the key
+    /// is gone (`true`) or the time goes up (`false` at once: the holder renewed it, and a live
+    /// holder renews every third of the time to live), for at most the granted time to live and
+    /// two seconds. An engine that does not tell: whether the key is gone now.
+    func ownerHasDied(_ owner: UInt64) throws(BuriError) -> Bool {
+        func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+        guard try leaseHolds(owner) else { return true }
+        guard let first = try run({ try storedEngine.leaseTimeToLive(owner) }) else { return try !leaseHolds(owner) }
+        let start = now()
+        var last = first.remaining
+        while now() < start + Double(first.granted) + 2 {
+            usleep(200_000)
+            try checkOpen()
+            guard try leaseHolds(owner), let ttl = try run({ try storedEngine.leaseTimeToLive(owner) }) else {
+                return try !leaseHolds(owner)
+            }
+            if ttl.remaining > last { return false }  // renewed: alive
+            last = ttl.remaining
+        }
+        return try !leaseHolds(owner)
+    }
+
     /// On a shared engine: takes up the abandoned stage of bucket `name` (its owner's lease ended)
     /// that a killed online encryption left, in one commit that names this handle's lease in its
     /// marker, conditioned on the marker and on the old owner's lease key still being gone (two
@@ -151,6 +180,9 @@ extension BuriDatabase {
         }
         guard !candidates.isEmpty, let owner = try stageOwner() else { return nil }
         for candidate in candidates {
+            // A copy whose client was killed a moment ago: its lease runs out within seconds,
+            // and taking the copy up then saves copying the bucket again.
+            if let previous = candidate.owner, previous != owner, try !ownerHasDied(previous) { continue }
             let taken: Bool
             do {
                 taken = try takeUp(candidate, owner: owner, name: name)
