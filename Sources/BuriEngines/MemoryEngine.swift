@@ -129,6 +129,12 @@ public final class MemoryEngine: StorageEngine, Sendable {
 
     /// Ends lease `id` as if its holder had stopped renewing it (its process died): its key is
     /// deleted in one commit. For tests of what other clients do with a dead client's work.
+    ///
+    /// ```swift
+    /// let engine = MemoryEngine(shared: true)
+    /// let lease = try engine.grantLease { Array("owner-\($0)".utf8) }
+    /// engine.expireLease(lease!.id)     // its key is gone; lease!.isHeld == false
+    /// ```
     public func expireLease(_ id: UInt64) {
         state.withLock { state in
             guard !state.closed, let key = state.leases.removeValue(forKey: id) else { return }

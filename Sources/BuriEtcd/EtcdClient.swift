@@ -139,6 +139,10 @@ public final class EtcdClient: Sendable {
     }
 
     /// Lease `id`'s remaining and granted time to live in whole seconds; `nil` once it has ended.
+    ///
+    /// ```swift
+    /// let alive = try client.leaseTimeToLive(lease) != nil
+    /// ```
     public func leaseTimeToLive(_ id: UInt64) throws(StorageError) -> (remaining: Int, granted: Int)? {
         let reply = try call("/v3/lease/timetolive", ["ID": String(id)], ambiguousIsSafe: true)
         // proto3 JSON: int64 as a string, zero left out; an ended lease says -1.
@@ -160,6 +164,10 @@ public final class EtcdClient: Sendable {
     }
 
     /// Puts one key bound to lease `id` (deleted when the lease ends), returning the revision.
+    ///
+    /// ```swift
+    /// try client.put(Array("app\0alive".utf8), [], lease: lease)
+    /// ```
     @discardableResult
     public func put(_ key: [UInt8], _ value: [UInt8], lease id: UInt64) throws(StorageError) -> UInt64 {
         let reply = try call(
