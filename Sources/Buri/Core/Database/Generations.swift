@@ -225,14 +225,7 @@ extension BuriDatabase {
     func purgeRetired(shouldStop: () -> Bool) throws(BuriError) -> [UInt32] {
         var purged: [UInt32] = []
         while !shouldStop() {
-            let reader = try currentReader()
-            let retired = try retiredBuckets(reader: reader)
-            var found: RetiredBucket?
-            for candidate in retired where try isPurgeable(candidate, reader: reader, force: false) {
-                found = candidate
-                break
-            }
-            guard let next = found else { return purged }
+            guard let next = try purgeableBuckets().first else { return purged }
             while !shouldStop() {
                 if try purgeChunk(bucket: next.id) {
                     purged.append(next.id)

@@ -140,6 +140,16 @@ extension BuriDatabase {
         return try !awaitsEncryption(bucket: retired.bucket, reader: reader)
     }
 
+    /// The retired ids purgeable now (``isPurgeable(_:reader:force:)``), as the current state has them.
+    func purgeableBuckets() throws(BuriError) -> [RetiredBucket] {
+        let reader = try currentReader()
+        var result: [RetiredBucket] = []
+        for retired in try retiredBuckets(reader: reader) where try isPurgeable(retired, reader: reader, force: false) {
+            result.append(retired)
+        }
+        return result
+    }
+
     /// Whether bucket `name` still holds plaintext in a database being encrypted (as `reader` sees it).
     func awaitsEncryption(bucket name: String, reader: any StorageReader) throws(BuriError) -> Bool {
         guard try run({ try reader.get(Keyspace.encryptionStateKey) }) != nil else { return false }

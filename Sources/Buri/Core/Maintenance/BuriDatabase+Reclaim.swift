@@ -19,16 +19,7 @@ extension BuriDatabase {
     @discardableResult
     public func purgeRetiredBuckets(reclaimingSpace: Bool) throws(BuriError) -> [RetiredBucket] {
         try checkOpen()
-        func purgeable() throws(BuriError) -> [RetiredBucket] {
-            let reader = try currentReader()
-            var result: [RetiredBucket] = []
-            for retired in try retiredBuckets(reader: reader)
-            where try isPurgeable(retired, reader: reader, force: false) {
-                result.append(retired)
-            }
-            return result
-        }
-        let pending = try purgeable()
+        let pending = try purgeableBuckets()
         guard !pending.isEmpty else { return [] }
         if options.purgesInBackground {
             // Passes until none is left: on a shared engine another client's stage may become
@@ -37,7 +28,7 @@ extension BuriDatabase {
             for pass in 1... {
                 purger.kick(self)
                 purger.waitUntilIdle()
-                let left = Set(try purgeable().map(\.id))
+                let left = Set(try purgeableBuckets().map(\.id))
                 if left.isEmpty { break }
                 if let error = purger.lastError { throw error }
                 // A pass that purged nothing was stopped (the handle is closing).
