@@ -128,21 +128,17 @@ public final class Bucket<T: BuriSupport>: Sendable {
         var entries: [RecordHeader.Entry] = []
         entries.reserveCapacity(declared.count)
         /// Values parallel to `entries` once a text index gives one (the others' are empty).
-        var entryValues: [[UInt8]] = []
+        var entryValues = EntryValues()
         for (definition, index) in declared {
             if let text = index.text {
                 // One tokenization gives the terms (the header's tuples) and their positions (the
                 // entries' values).
-                let textEntries = text.entries(object)
+                entryValues.appendEmpty(upTo: entries.count)
+                let terms = text.entries(object, values: &entryValues)
                 var tuples: [[IndexValue]] = []
-                entries.reserveCapacity(entries.count + textEntries.count)
-                if entryValues.count < entries.count {
-                    entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
-                }
-                entryValues.reserveCapacity(entries.count + textEntries.count)
-                for (tuple, positions) in textEntries {
+                entries.reserveCapacity(entries.count + terms.count)
+                for tuple in terms {
                     try raw.appendTextEntry(tuple, for: definition, key: key, to: &entries)
-                    entryValues.append(positions)
                     if checking { tuples.append([IndexValue(encoded: tuple)]) }
                 }
                 if checking { computed.append((definition, tuples)) }
@@ -155,9 +151,6 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 throw .invalidIndexValue(bucket: name, key: key, index: index.name, reason: reason)
             }
             try raw.appendEntries(tuples, for: definition, key: key, to: &entries)
-            if !entryValues.isEmpty, entryValues.count < entries.count {
-                entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
-            }
             if checking { computed.append((definition, tuples)) }
         }
         var header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)

@@ -11,6 +11,13 @@ struct TextIndexSource<T>: Sendable {
     func entries(_ object: T) -> [(tuple: [UInt8], value: [UInt8])] {
         TextEntries.entries(of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout)
     }
+
+    /// The object's distinct terms in byte order as encoded tuples, their positions values
+    /// appended to `values` in the same order (the write path's form).
+    func entries(_ object: T, values: inout EntryValues) -> [[UInt8]] {
+        TextEntries.appendEntries(
+            of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout, values: &values)
+    }
 }
 
 extension BuriIndex {

@@ -72,65 +72,91 @@ enum TextEntries {
     static func entries(
         of texts: [String], tokenizer: TextTokenizer, layout: Int
     ) -> [(tuple: [UInt8], value: [UInt8])] {
+        var values = EntryValues()
+        let tuples = appendEntries(of: texts, tokenizer: tokenizer, layout: layout, values: &values)
+        return tuples.enumerated().map { position, tuple in
+            (tuple, values.withValue(at: position) { Array($0) })
+        }
+    }
+
+    /// The distinct terms of `texts` in byte order as their entries' tuples, each entry's value
+    /// (as ``entries(of:tokenizer:layout:)`` gives it) appended to `values` in the same order: the
+    /// write path's form, which makes one buffer of all values instead of an array for each.
+    static func appendEntries(
+        of texts: [String], tokenizer: TextTokenizer, layout: Int, values: inout EntryValues
+    ) -> [[UInt8]] {
         // Every token's term goes into one buffer (no array per token); the tokens are then
         // sorted by term bytes and position, and each run of one term is one entry.
         var arena: [UInt8] = []
-        var tokens: [(start: Int, count: Int, position: UInt64)] = []
+        var tokens: [Token] = []
+        var bytes = 0
+        for text in texts { bytes += text.utf8.count }
+        // Folding rarely lengthens a term, and words are rarely under 3 bytes with their separator.
+        arena.reserveCapacity(bytes + 16)
+        tokens.reserveCapacity(bytes / 3 + 4)
         var base: UInt64 = 0
         for text in texts {
             var last: UInt64?
             tokenizer.forEachToken(in: text) { term, position in
                 let absolute = base + UInt64(position)
-                tokens.append((arena.count, term.count, absolute))
+                tokens.append(Token(start: arena.count, count: term.count, position: absolute))
                 arena.append(contentsOf: term)
                 last = absolute
             }
             if let last { base = last + 1 + elementGap }
         }
         guard !tokens.isEmpty else { return [] }
-        arena.withUnsafeBufferPointer { bytes in
-            guard let origin = bytes.baseAddress else { return }
+        return arena.withUnsafeBufferPointer { buffer -> [[UInt8]] in
+            guard let origin = buffer.baseAddress else { return [] }
+            @inline(__always)
+            func term(_ token: Token) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(start: origin + token.start, count: token.count)
+            }
             tokens.sort { a, b in
                 let order = memcmp(origin + a.start, origin + b.start, Swift.min(a.count, b.count))
                 if order != 0 { return order < 0 }
                 if a.count != b.count { return a.count < b.count }
                 return a.position < b.position
             }
-        }
-        func sameTerm(
-            _ a: (start: Int, count: Int, position: UInt64), _ b: (start: Int, count: Int, position: UInt64)
-        )
-            -> Bool
-        {
-            a.count == b.count
-                && arena[a.start..<(a.start + a.count)].elementsEqual(arena[b.start..<(b.start + b.count)])
-        }
-        let length = UInt64(tokens.count)
-        var result: [(tuple: [UInt8], value: [UInt8])] = []
-        result.reserveCapacity(tokens.count)
-        var first = 0
-        while first < tokens.count {
-            var end = first + 1
-            while end < tokens.count, sameTerm(tokens[end], tokens[first]) { end += 1 }
-            var value: [UInt8] = []
-            value.reserveCapacity(2 * (end - first) + 4)
-            if layout >= 2 { Varint.append(length, to: &value) }
-            Varint.append(UInt64(end - first), to: &value)
-            var previous: UInt64 = 0
-            for index in first..<end {
-                let position = tokens[index].position
-                Varint.append(index == first ? position : position - previous, to: &value)
-                previous = position
+            let length = UInt64(tokens.count)
+            var tuples: [[UInt8]] = []
+            tuples.reserveCapacity(tokens.count)
+            values.reserve(bytes: 4 * tokens.count + 8, entries: tokens.count)
+            var first = 0
+            while first < tokens.count {
+                let head = tokens[first]
+                var end = first + 1
+                while end < tokens.count, tokens[end].count == head.count,
+                    memcmp(origin + tokens[end].start, origin + head.start, head.count) == 0
+                {
+                    end += 1
+                }
+                values.append { value in
+                    if layout >= 2 { Varint.append(length, to: &value) }
+                    Varint.append(UInt64(end - first), to: &value)
+                    var previous: UInt64 = 0
+                    for index in first..<end {
+                        let position = tokens[index].position
+                        Varint.append(index == first ? position : position - previous, to: &value)
+                        previous = position
+                    }
+                }
+                // The tuple is encoded here, from the buffer: no array of the bare term.
+                var tuple: [UInt8] = []
+                tuple.reserveCapacity(head.count + 4)
+                ValueEncoding.appendBinary(term(head), to: &tuple)
+                tuples.append(tuple)
+                first = end
             }
-            let token = tokens[first]
-            // The tuple is encoded here, from the buffer: no array of the bare term.
-            var tuple: [UInt8] = []
-            tuple.reserveCapacity(token.count + 4)
-            ValueEncoding.appendBinary(arena[token.start..<(token.start + token.count)], to: &tuple)
-            result.append((tuple, value))
-            first = end
+            return tuples
         }
-        return result
+    }
+
+    /// One token while an object's entries are made: its term's bytes in the buffer, and its position.
+    private struct Token {
+        var start: Int
+        var count: Int
+        var position: UInt64
     }
 
     /// The document length (layout 2) and the positions an entry value of `layout` holds; throws

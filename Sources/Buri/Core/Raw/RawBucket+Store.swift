@@ -2,22 +2,78 @@ import BuriStorage
 
 // The write path: records and their index entries put in one atomic batch, each object's old entries
 // replaced by its new ones, unique indexes checked first.
+/// The values stored under a write's index entries, in entry order, in one buffer: a text index
+/// gives every term's entry a value (its positions), and one buffer for all of an object's values
+/// spares an array for each. Entries past the last appended value have empty values.
+///
+/// ```swift
+/// var values = EntryValues()
+/// values.appendEmpty(upTo: 2)            // entries 0 and 1 carry none
+/// values.append { $0 += [0x05, 0x01] }   // entry 2's value
+/// ```
+struct EntryValues {
+    private var bytes: [UInt8] = []
+    /// Where each entry's value ends in `bytes`.
+    private var ends: [Int] = []
+
+    /// Whether no entry has a value appended (all are empty).
+    var isEmpty: Bool { ends.isEmpty }
+
+    /// The number of entries whose values have been appended (empty ones included).
+    var count: Int { ends.count }
+
+    mutating func reserve(bytes extra: Int, entries: Int) {
+        bytes.reserveCapacity(bytes.count + extra)
+        ends.reserveCapacity(ends.count + entries)
+    }
+
+    /// Gives every entry before `count` that has none an empty value.
+    mutating func appendEmpty(upTo count: Int) {
+        while ends.count < count { ends.append(bytes.count) }
+    }
+
+    /// Appends the next entry's value, written by `write` at the end of the buffer.
+    @inline(__always)
+    mutating func append(_ write: (inout [UInt8]) -> Void) {
+        write(&bytes)
+        ends.append(bytes.count)
+    }
+
+    /// Appends the next entry's value.
+    mutating func append(_ value: [UInt8]) {
+        bytes.append(contentsOf: value)
+        ends.append(bytes.count)
+    }
+
+    /// Calls `body` with the value of entry `position` (empty when it has none).
+    @inline(__always)
+    func withValue<R, E: Error>(
+        at position: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        guard position < ends.count else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let start = position == 0 ? 0 : ends[position - 1]
+        let end = ends[position]
+        return try bytes.withUnsafeBytes { raw in
+            Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
+        }.get()
+    }
+}
+
 extension RawBucket {
     /// One object to write: its key, its header (index entries) and the complete record value.
     struct RecordWrite {
         var key: String
         var header: RecordHeader
         var value: [UInt8]
-        /// The value stored under each entry's key, in the order of `header.entries` (empty: no
+        /// The value stored under each entry's key, in the order of `header.entries` (none: no
         /// entry has one), for indexes whose entries carry one (a text index's positions,
         /// `docs/FORMAT.md` §5b); other entries have empty values. An entry with a value is written
         /// even when the old record lists it too, as its value may have changed.
-        var entryValues: [[UInt8]] = []
+        var entryValues = EntryValues()
 
-        /// The value to store under the key of `header.entries[position]`.
-        @inline(__always)
+        /// The value to store under the key of `header.entries[position]`, as an array.
         func value(at position: Int) -> [UInt8] {
-            position < entryValues.count ? entryValues[position] : []
+            entryValues.withValue(at: position) { Array($0) }
         }
     }
 
@@ -123,16 +179,17 @@ extension RawBucket {
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
                 /// Puts an entry of this object, its key built in one buffer for the whole batch.
-                func put(_ entry: RecordHeader.Entry, _ value: [UInt8]) {
+                func put(_ entry: RecordHeader.Entry, _ value: UnsafeRawBufferPointer) {
                     Keyspace.writeIndexEntryKey(
                         bucket: bucketId, index: entry.index, tuple: entry.tuple, objectKey: keyBytes, into: &keyBuffer)
-                    keyBuffer.withUnsafeBytes { key in value.withUnsafeBytes { batch.put(key, $0) } }
+                    keyBuffer.withUnsafeBytes { batch.put($0, value) }
                 }
                 for (position, entry) in newEntries.enumerated() {
                     guard !(sets ? oldSet.contains(entry) : oldEntries.contains(entry)) else {
                         // Kept: rewritten only if it carries a value, which may have changed.
-                        let value = write.value(at: position)
-                        if !value.isEmpty { put(entry, value) }
+                        write.entryValues.withValue(at: position) { value in
+                            if !value.isEmpty { put(entry, value) }
+                        }
                         continue
                     }
                     if !relationships.isEmpty, let index = relationships.first(where: { $0.id == entry.index }) {
@@ -142,7 +199,7 @@ extension RawBucket {
                         try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
                         claims[entry] = keyBytes
                     }
-                    put(entry, write.value(at: position))
+                    write.entryValues.withValue(at: position) { put(entry, $0) }
                 }
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }

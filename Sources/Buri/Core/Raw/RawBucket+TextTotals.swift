@@ -33,7 +33,7 @@ extension RawBucket {
     /// The document length a write gives the object in text index `index`.
     static func documentLength(of write: RecordWrite, index: UInt32) -> Int {
         guard let position = write.header.entries.firstIndex(where: { $0.index == index }) else { return 0 }
-        return write.value(at: position).withUnsafeBytes { documentLength($0) }
+        return write.entryValues.withValue(at: position) { documentLength($0) }
     }
 
     /// Notes in `writer` that the objects whose headers are `removed` leave the bucket: their

@@ -75,7 +75,7 @@ extension RawBucket {
                 try appendEntries(tuples, for: definition, key: object.key, to: &entries)
             }
             /// Values parallel to `entries` once a text index gives one (the others' are empty).
-            var entryValues: [[UInt8]] = []
+            var entryValues = EntryValues()
             for definition in descriptor.indexes where definition.text != nil {
                 let computed: [(tuple: [UInt8], value: [UInt8])]
                 do {
@@ -83,9 +83,7 @@ extension RawBucket {
                 } catch let BuriError.invalidIndexValue(_, _, index, reason) {
                     throw .invalidIndexValue(bucket: name, key: object.key, index: index, reason: reason)
                 }
-                if entryValues.count < entries.count {
-                    entryValues += [[UInt8]](repeating: [], count: entries.count - entryValues.count)
-                }
+                entryValues.appendEmpty(upTo: entries.count)
                 for (tuple, value) in computed {
                     entries.append(RecordHeader.Entry(index: definition.id, tuple: definition.stored(encoded: tuple)))
                     entryValues.append(value)
