@@ -47,15 +47,11 @@ struct EntryValues {
 
     /// Calls `body` with the value of entry `position` (empty when it has none).
     @inline(__always)
-    func withValue<R, E: Error>(
-        at position: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R
-    ) throws(E) -> R {
-        guard position < ends.count else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    func withValue<R>(at position: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        guard position < ends.count else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         let start = position == 0 ? 0 : ends[position - 1]
         let end = ends[position]
-        return try bytes.withUnsafeBytes { raw in
-            Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
-        }.get()
+        return bytes.withUnsafeBytes { raw in body(UnsafeRawBufferPointer(rebasing: raw[start..<end])) }
     }
 }
 
