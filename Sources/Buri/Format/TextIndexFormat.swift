@@ -91,9 +91,10 @@ enum TextEntries {
         var tokens: [Token] = []
         var bytes = 0
         for text in texts { bytes += text.utf8.count }
-        // Folding rarely lengthens a term, and words are rarely under 3 bytes with their separator.
+        // Folding rarely lengthens a term; a word and its separator take 6 bytes or more in most
+        // text (a text of short words grows the array once or twice more).
         arena.reserveCapacity(bytes + 16)
-        tokens.reserveCapacity(bytes / 3 + 4)
+        tokens.reserveCapacity(bytes / 6 + 4)
         var base: UInt64 = 0
         for text in texts {
             var last: UInt64?
