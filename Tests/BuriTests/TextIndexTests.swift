@@ -443,3 +443,48 @@ struct TextModel {
         }
     }
 }
+
+/// An object's entry values sit in one buffer beside its header entries (`EntryValues`): with text
+/// indexes among other indexes (whose entries carry no value) and a text without terms, every
+/// entry must still get its own value, on a first write, on a rewrite and in one large batch.
+@Suite struct TextEntryValuesAlignmentTests {
+    struct Doc: BuriSupport {
+        var id: String, tag: String, title: String, year: Int, body: [String]
+        static let buri = BuriSchema<Doc>(
+            key: \.id,
+            indexes: [
+                .binary("tag", \.tag), .text("title", \.title), .numeric("year", \.year), .text("body", \.body),
+            ])
+    }
+
+    @Test func valuesFollowTheirEntriesAmongOtherIndexes() throws {
+        let t = try TestDatabase()
+        let docs = try t.db.bucket(Doc.self)
+        try docs.store(Doc(id: "a", tag: "x", title: "red apple", year: 1, body: ["green pear", "red apple pie"]))
+        try docs.store(Doc(id: "b", tag: "y", title: "", year: 2, body: ["apple"]))
+        try docs.store(Doc(id: "c", tag: "x", title: "pear pear pear", year: 3, body: []))
+        #expect(try t.db.check().isConsistent)
+        #expect(try docs.searchKeys("title", "apple") == ["a"])
+        #expect(try docs.searchKeys("body", "\"red apple\"") == ["a"])
+        #expect(try docs.searchKeys("body", "\"pear red\"") == [])  // never across two elements
+        // A rewrite keeps some terms (their values rewritten) and drops others.
+        try docs.store(Doc(id: "a", tag: "z", title: "apple apple", year: 4, body: ["pie"]))
+        #expect(try t.db.check().isConsistent)
+        #expect(try docs.searchKeys("body", "pie") == ["a"])
+        #expect(try docs.searchKeys("title", "red") == [])
+        // Ranking reads each object's document length from its entries' values.
+        let ranked = try docs.rankedSearchKeys("title", "apple OR pear", limit: 5)
+        #expect(Set(ranked.map(\.key)) == ["a", "c"])
+        // One batch large enough to be encoded on several cores.
+        let many = (0..<9_000).map { i in
+            Doc(
+                id: "m\(i)", tag: "t\(i % 7)", title: i % 3 == 0 ? "" : "title \(i % 11)", year: i,
+                body: ["word\(i % 13) common", i % 2 == 0 ? "even \(i)" : ""])
+        }
+        try docs.store(many)
+        #expect(try t.db.check().isConsistent)
+        #expect(try docs.searchCount("body", "common") == 9_000)
+        #expect(try docs.searchCount("title", "title") == 6_000)
+        #expect(try docs.searchCount("body", "word3 common") == (0..<9_000).filter { $0 % 13 == 3 }.count)
+    }
+}
