@@ -354,4 +354,15 @@ extension IndexDefinition {
         let layout = try textLayout(bucket: bucket)
         return TextEntries.entries(of: try texts(of: object), tokenizer: tokenizer, layout: layout)
     }
+
+    /// The term tuples of ``textEntries(of:bucket:)``, their values appended to `values` in the
+    /// same order (the write path's form: one buffer, no array per value).
+    func appendTextEntries(
+        of object: CBORValue, bucket: String, values: inout EntryValues
+    ) throws(BuriError) -> [[UInt8]] {
+        let tokenizer = try textTokenizer(bucket: bucket)
+        let layout = try textLayout(bucket: bucket)
+        return TextEntries.appendEntries(
+            of: try texts(of: object), tokenizer: tokenizer, layout: layout, values: &values)
+    }
 }

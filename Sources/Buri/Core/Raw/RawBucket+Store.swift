@@ -39,12 +39,6 @@ struct EntryValues {
         ends.append(bytes.count)
     }
 
-    /// Appends the next entry's value.
-    mutating func append(_ value: [UInt8]) {
-        bytes.append(contentsOf: value)
-        ends.append(bytes.count)
-    }
-
     /// Calls `body` with the value of entry `position` (empty when it has none).
     @inline(__always)
     func withValue<R>(at position: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {

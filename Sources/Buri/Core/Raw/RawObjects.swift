@@ -77,16 +77,15 @@ extension RawBucket {
             /// Values parallel to `entries` once a text index gives one (the others' are empty).
             var entryValues = EntryValues()
             for definition in descriptor.indexes where definition.text != nil {
-                let computed: [(tuple: [UInt8], value: [UInt8])]
+                entryValues.appendEmpty(upTo: entries.count)
+                let terms: [[UInt8]]
                 do {
-                    computed = try definition.textEntries(of: item, bucket: name)
+                    terms = try definition.appendTextEntries(of: item, bucket: name, values: &entryValues)
                 } catch let BuriError.invalidIndexValue(_, _, index, reason) {
                     throw .invalidIndexValue(bucket: name, key: object.key, index: index, reason: reason)
                 }
-                entryValues.appendEmpty(upTo: entries.count)
-                for (tuple, value) in computed {
+                for tuple in terms {
                     entries.append(RecordHeader.Entry(index: definition.id, tuple: definition.stored(encoded: tuple)))
-                    entryValues.append(value)
                 }
             }
             // Without one of its own, an object carries the bucket's schema version: the version the
