@@ -1,0 +1,375 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `body` with the bytes of `array`, its typed error passed on (`Array.withUnsafeBytes` rethrows
+/// untyped).
+@inline(__always)
+private func withBytes<R>(
+    _ array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(FormatError) -> R
+) throws(FormatError) -> R {
+    try array.withUnsafeBytes { raw in Result { () throws(FormatError) -> R in try body(raw) } }.get()
+}
+
+/// A text index segment (`docs/GROUPED-POSTINGS.md`): one term's postings written by one commit
+/// or one merge, in one value, in object-key order. Each posting is an object key, the stamp of
+/// the commit that wrote it (an index into the segment's stamp table) and its entry value (the
+/// layout-2 value: document length, count, positions).
+///
+/// ```
+/// u8      version (1)
+/// varint  posting count n (≥ 1)
+/// varint  stamp count s (≥ 1), then s stamps of 16 bytes, strictly increasing
+/// u32be   ⌈n / 16⌉ restart offsets, each where posting 16·k starts, from the first posting
+/// n × posting:
+///         varint  bytes shared with the previous key (0 at a restart)
+///         varint  length of the rest of the key (the key is never empty)
+///         bytes   the rest of the key
+///         varint  stamp index (< s)
+///         varint  value length, then the value
+/// ```
+///
+/// Keys strictly increase, compared as bytes. Nothing follows the last posting.
+///
+/// ```swift
+/// let bytes = try TextSegment.encode(stamps: [stamp], postings: [(Array("a".utf8), 0, value)])
+/// let segment = try TextSegment(bytes)    // validated: every posting reads
+/// ```
+struct TextSegment {
+    /// The version byte this build writes and reads.
+    static let version: UInt8 = 1
+    /// A stamp's length in bytes.
+    static let stampLength = 16
+    /// Postings between two restart points: a seek reads at most this many postings after a
+    /// binary search over the restart offsets.
+    static let restartInterval = 16
+
+    /// One posting as ``encode(stamps:postings:)`` takes it.
+    typealias Posting = (key: [UInt8], stamp: Int, value: [UInt8])
+
+    /// The segment's bytes.
+    let bytes: [UInt8]
+    /// The number of postings.
+    let count: Int
+    /// The stamps its postings name, in byte order.
+    let stamps: [[UInt8]]
+    /// Where the restart offsets start, and where the first posting starts.
+    private let restartsStart: Int
+    private let postingsStart: Int
+
+    /// Validates `bytes` as a whole segment: header, stamps, restart offsets, and every posting
+    /// (keys in increasing order, stamp indexes in range, values that read as layout-2 entry
+    /// values, no trailing bytes). Throws the first fault found.
+    init(_ bytes: [UInt8]) throws(FormatError) {
+        self.bytes = bytes
+        var offset = 0
+        let header = try withBytes(bytes) { raw throws(FormatError) in try Self.readHeader(raw, at: &offset) }
+        count = header.count
+        stamps = header.stamps
+        restartsStart = offset
+        postingsStart = offset + 4 * Self.restartCount(of: count)
+        guard postingsStart <= bytes.count else {
+            throw FormatError("text segment: its \(Self.restartCount(of: count)) restart offsets run past its end")
+        }
+        try validatePostings()
+    }
+
+    /// The number of restart offsets a segment of `count` postings has.
+    static func restartCount(of count: Int) -> Int { (count + restartInterval - 1) / restartInterval }
+
+    private static func readHeader(
+        _ raw: UnsafeRawBufferPointer, at offset: inout Int
+    ) throws(FormatError) -> (count: Int, stamps: [[UInt8]]) {
+        guard let first = raw.first else { throw FormatError("text segment is empty") }
+        guard first == version else {
+            throw FormatError("text segment version \(first) is not known (this Buri reads version \(version))")
+        }
+        offset = 1
+        let count = try Varint.read(raw, at: &offset)
+        guard count >= 1 else { throw FormatError("text segment holds no posting") }
+        // Every posting takes at least 5 bytes (shared, length, one key byte, stamp, value length).
+        guard count <= UInt64(raw.count / 5) else {
+            throw FormatError("text segment claims \(count) postings in \(raw.count) bytes")
+        }
+        let stampCount = try Varint.read(raw, at: &offset)
+        guard stampCount >= 1, stampCount <= count else {
+            throw FormatError("text segment names \(stampCount) stamps for \(count) postings")
+        }
+        guard stampCount <= UInt64((raw.count - offset) / stampLength) else {
+            throw FormatError("text segment's \(stampCount) stamps run past its end")
+        }
+        var stamps: [[UInt8]] = []
+        stamps.reserveCapacity(Int(stampCount))
+        for _ in 0..<Int(stampCount) {
+            let stamp = Array(raw[offset..<(offset + stampLength)])
+            if let previous = stamps.last, !previous.lexicographicallyPrecedes(stamp) {
+                throw FormatError("text segment's stamps are not in increasing byte order")
+            }
+            stamps.append(stamp)
+            offset += stampLength
+        }
+        return (Int(count), stamps)
+    }
+
+    /// Checks every posting and restart offset (see ``init(_:)``).
+    private func validatePostings() throws(FormatError) {
+        var cursor = makeCursor()
+        var index = 0
+        var previousKey: [UInt8] = []
+        var used = [Bool](repeating: false, count: stamps.count)
+        while try cursor.next() {
+            used[cursor.stamp] = true
+            if index % Self.restartInterval == 0 {
+                guard cursor.currentStart == restartOffset(index / Self.restartInterval) else {
+                    throw FormatError(
+                        "text segment: restart \(index / Self.restartInterval) does not point at posting \(index)")
+                }
+                guard cursor.currentShared == 0 else {
+                    throw FormatError("text segment: posting \(index) starts a restart but shares key bytes")
+                }
+            }
+            if index > 0, !previousKey.lexicographicallyPrecedes(cursor.key) {
+                throw FormatError("text segment: posting \(index)'s key does not follow the one before it")
+            }
+            previousKey = cursor.key
+            try cursor.withValue { value throws(FormatError) in try TextEntries.validate(value, layout: 2) }
+            index += 1
+        }
+        guard index == count else {
+            throw FormatError("text segment claims \(count) postings and holds \(index)")
+        }
+        guard cursor.offset == bytes.count else {
+            throw FormatError("text segment has \(bytes.count - cursor.offset) bytes after its last posting")
+        }
+        guard !used.contains(false) else { throw FormatError("text segment lists a stamp no posting names") }
+    }
+
+    /// Where restart `k`'s posting starts, from the first posting.
+    fileprivate func restartOffset(_ k: Int) -> Int {
+        let at = restartsStart + 4 * k
+        return Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+    }
+
+    /// A cursor before the first posting.
+    func makeCursor() -> Cursor { Cursor(segment: self) }
+
+    /// Walks a segment's postings in key order; ``seek(_:)`` jumps to the first key at or after
+    /// a given one.
+    struct Cursor {
+        fileprivate let segment: TextSegment
+        /// Where the next posting starts (absolute).
+        fileprivate(set) var offset: Int
+        /// The current posting's index, or -1 before the first.
+        private(set) var index = -1
+        /// The current posting's key.
+        private(set) var key: [UInt8] = []
+        /// The current posting's stamp index.
+        private(set) var stamp = 0
+        fileprivate var currentStart = 0
+        fileprivate var currentShared = 0
+        private var valueRange = 0..<0
+
+        fileprivate init(segment: TextSegment) {
+            self.segment = segment
+            offset = segment.postingsStart
+        }
+
+        /// Moves to the next posting; `false` after the last.
+        mutating func next() throws(FormatError) -> Bool {
+            guard index + 1 < segment.count else { return false }
+            try read(at: offset, index: index + 1)
+            return true
+        }
+
+        /// Moves to the first posting whose key is at or after `target`; `false` when there is none.
+        mutating func seek(_ target: [UInt8]) throws(FormatError) -> Bool {
+            // The last restart whose key is below the target, found by binary search; then forward.
+            var low = 0
+            var high = TextSegment.restartCount(of: segment.count) - 1
+            var start = 0
+            while low <= high {
+                let middle = (low + high) / 2
+                try read(
+                    at: segment.postingsStart + segment.restartOffset(middle),
+                    index: middle * TextSegment.restartInterval)
+                if key.lexicographicallyPrecedes(target) {
+                    start = middle
+                    low = middle + 1
+                } else {
+                    high = middle - 1
+                }
+            }
+            try read(
+                at: segment.postingsStart + segment.restartOffset(start), index: start * TextSegment.restartInterval)
+            while key.lexicographicallyPrecedes(target) {
+                guard try next() else { return false }
+            }
+            return true
+        }
+
+        /// Calls `body` with the current posting's value.
+        func withValue<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+            let range = valueRange
+            return try segment.bytes.withUnsafeBytes { raw in
+                Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(rebasing: raw[range])) }
+            }.get()
+        }
+
+        /// The current posting's value.
+        var value: [UInt8] { Array(segment.bytes[valueRange]) }
+
+        /// Reads the posting at `start`, posting number `number`, whose key shares bytes with the
+        /// key held now (the one before it, or nothing at a restart).
+        private mutating func read(at start: Int, index number: Int) throws(FormatError) {
+            let bytes = segment.bytes
+            let stampCount = segment.stamps.count
+            var at = start
+            var newKey = key
+            var newStamp = 0
+            var range = 0..<0
+            var shared = 0
+            try withBytes(bytes) { raw throws(FormatError) in
+                guard at < raw.count else { throw FormatError("text segment: posting \(number) starts past its end") }
+                let sharedBytes = try Varint.read(raw, at: &at)
+                guard sharedBytes <= UInt64(newKey.count), number > 0 || sharedBytes == 0 else {
+                    throw FormatError(
+                        "text segment: posting \(number) shares \(sharedBytes) bytes with a key of \(newKey.count)")
+                }
+                shared = Int(sharedBytes)
+                let rest = try Varint.read(raw, at: &at)
+                guard rest >= 1, rest <= UInt64(raw.count - at) else {
+                    throw FormatError("text segment: posting \(number)'s key of \(rest) more bytes runs past its end")
+                }
+                newKey.removeSubrange(shared...)
+                newKey.append(contentsOf: raw[at..<(at + Int(rest))])
+                at += Int(rest)
+                let stampIndex = try Varint.read(raw, at: &at)
+                guard stampIndex < UInt64(stampCount) else {
+                    throw FormatError("text segment: posting \(number) names stamp \(stampIndex) of \(stampCount)")
+                }
+                newStamp = Int(stampIndex)
+                let length = try Varint.read(raw, at: &at)
+                guard length <= UInt64(raw.count - at) else {
+                    throw FormatError("text segment: posting \(number)'s value of \(length) bytes runs past its end")
+                }
+                range = at..<(at + Int(length))
+                at += Int(length)
+            }
+            key = newKey
+            stamp = newStamp
+            valueRange = range
+            currentStart = start - segment.postingsStart
+            currentShared = shared
+            index = number
+            offset = at
+        }
+    }
+
+    /// The bytes of a segment holding `postings` (keys strictly increasing, each stamp an index
+    /// into `stamps`, stamps of 16 bytes in increasing order and each named by a posting, values
+    /// layout-2 entry values).
+    /// Throws when any of that does not hold: a segment is never written that would not read.
+    static func encode(stamps: [[UInt8]], postings: [Posting]) throws(FormatError) -> [UInt8] {
+        guard !postings.isEmpty else { throw FormatError("a text segment needs at least one posting") }
+        guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == stampLength }) else {
+            throw FormatError("a text segment needs stamps of \(stampLength) bytes")
+        }
+        for (a, b) in zip(stamps, stamps.dropFirst()) where !a.lexicographicallyPrecedes(b) {
+            throw FormatError("a text segment's stamps must be in increasing byte order")
+        }
+        var out: [UInt8] = [version]
+        Varint.append(UInt64(postings.count), to: &out)
+        Varint.append(UInt64(stamps.count), to: &out)
+        for stamp in stamps { out.append(contentsOf: stamp) }
+        let restartsAt = out.count
+        out.append(contentsOf: repeatElement(0, count: 4 * restartCount(of: postings.count)))
+        let postingsAt = out.count
+        var previous: [UInt8] = []
+        var used = [Bool](repeating: false, count: stamps.count)
+        for (index, posting) in postings.enumerated() {
+            guard !posting.key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
+            guard index == 0 || previous.lexicographicallyPrecedes(posting.key) else {
+                throw FormatError("a text segment's keys must strictly increase")
+            }
+            guard posting.stamp >= 0, posting.stamp < stamps.count else {
+                throw FormatError("posting \(index) names stamp \(posting.stamp) of \(stamps.count)")
+            }
+            used[posting.stamp] = true
+            try withBytes(posting.value) { raw throws(FormatError) in try TextEntries.validate(raw, layout: 2) }
+            var shared = 0
+            if index % restartInterval == 0 {
+                let offset = UInt32(truncatingIfNeeded: out.count - postingsAt)
+                guard out.count - postingsAt <= Int(UInt32.max) else {
+                    throw FormatError("a text segment is limited to 4 GiB")
+                }
+                let at = restartsAt + 4 * (index / restartInterval)
+                out[at] = UInt8(truncatingIfNeeded: offset >> 24)
+                out[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
+                out[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
+                out[at + 3] = UInt8(truncatingIfNeeded: offset)
+            } else {
+                let limit = Swift.min(previous.count, posting.key.count)
+                while shared < limit, previous[shared] == posting.key[shared] { shared += 1 }
+            }
+            Varint.append(UInt64(shared), to: &out)
+            Varint.append(UInt64(posting.key.count - shared), to: &out)
+            out.append(contentsOf: posting.key[shared...])
+            Varint.append(UInt64(posting.stamp), to: &out)
+            Varint.append(UInt64(posting.value.count), to: &out)
+            out.append(contentsOf: posting.value)
+            previous = posting.key
+        }
+        guard !used.contains(false) else { throw FormatError("a text segment lists only stamps its postings name") }
+        return out
+    }
+}
+
+/// Merging segments (`docs/GROUPED-POSTINGS.md`, "Merges"): the live postings of several
+/// segments of one term, in key order, without those a tombstone cancels.
+enum TextSegmentMerge {
+    /// A posting's identity: its object key and its stamp (16 bytes).
+    struct Identity: Hashable {
+        var key: [UInt8]
+        var stamp: [UInt8]
+    }
+
+    /// The live postings of `segments` (keys with their stamps and values), and the tombstones
+    /// of `tombstones` that cancelled one of them (a merge deletes exactly those). Throws when
+    /// two live postings have one key (each object has at most one live posting per term) or a
+    /// segment does not read.
+    static func merge(
+        _ segments: [TextSegment], tombstones: Set<Identity>
+    ) throws(FormatError) -> (postings: [(key: [UInt8], stamp: [UInt8], value: [UInt8])], used: Set<Identity>) {
+        var cursors: [TextSegment.Cursor] = []
+        for segment in segments {
+            var cursor = segment.makeCursor()
+            if try cursor.next() { cursors.append(cursor) }
+        }
+        var postings: [(key: [UInt8], stamp: [UInt8], value: [UInt8])] = []
+        var used = Set<Identity>()
+        while !cursors.isEmpty {
+            // The cursor on the least key; k is small (a tier merges four), so a scan is enough.
+            var least = 0
+            for index in cursors.indices.dropFirst()
+            where cursors[index].key.lexicographicallyPrecedes(cursors[least].key) {
+                least = index
+            }
+            let cursor = cursors[least]
+            let identity = Identity(key: cursor.key, stamp: cursor.segment.stamps[cursor.stamp])
+            if tombstones.contains(identity) {
+                used.insert(identity)
+            } else {
+                if let last = postings.last, last.key == identity.key {
+                    throw FormatError("two live postings of one object key in the segments of one term")
+                }
+                postings.append((identity.key, identity.stamp, cursor.value))
+            }
+            if try !cursors[least].next() { cursors.remove(at: least) }
+        }
+        return (postings, used)
+    }
+}

@@ -1,0 +1,200 @@
+import BuriTestSupport
+import Testing
+
+@testable import Buri
+
+/// The text segment codec and merge (`docs/GROUPED-POSTINGS.md`): what is encoded reads back, a
+/// seek lands where a search of the model lands, damaged bytes are refused, and a merge keeps
+/// exactly the postings no tombstone cancels.
+@Suite struct TextSegmentTests {
+    /// A layout-2 entry value: `n` positions in a document of `length` tokens.
+    static func value(_ rng: inout SeededGenerator) -> [UInt8] {
+        let n = Int.random(in: 1...4, using: &rng)
+        var positions: [UInt64] = []
+        var at = UInt64.random(in: 0...300, using: &rng)
+        for _ in 0..<n {
+            positions.append(at)
+            at += UInt64.random(in: 1...200, using: &rng)
+        }
+        var out: [UInt8] = []
+        Varint.append(at + UInt64.random(in: 0...5, using: &rng), to: &out)
+        out += TextEntries.encodePositions(positions)
+        return out
+    }
+
+    /// Distinct random keys, sorted as bytes, from a small alphabet (NUL and 0xFF included) so
+    /// that keys share long prefixes, one being a prefix of another.
+    static func keys(_ count: Int, _ rng: inout SeededGenerator) -> [[UInt8]] {
+        let alphabet: [UInt8] = [0x00, 0x01, 0x41, 0x61, 0x62, 0xC3, 0xA9, 0xFF]
+        var set = Set<[UInt8]>()
+        while set.count < count {
+            let length = Int.random(in: 1...10, using: &rng)
+            set.insert((0..<length).map { _ in alphabet.randomElement(using: &rng)! })
+        }
+        return set.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    static func stamps(_ count: Int, _ rng: inout SeededGenerator) -> [[UInt8]] {
+        var set = Set<[UInt8]>()
+        while set.count < count { set.insert((0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        return set.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// `stamps` and `postings` with the stamps no posting names left out (a segment lists only
+    /// the stamps its postings name).
+    static func usedOnly(
+        _ stamps: [[UInt8]], _ postings: [TextSegment.Posting]
+    ) -> (stamps: [[UInt8]], postings: [TextSegment.Posting]) {
+        let used = Set(postings.map(\.stamp)).sorted()
+        let index = Dictionary(uniqueKeysWithValues: used.enumerated().map { ($1, $0) })
+        return (used.map { stamps[$0] }, postings.map { ($0.key, index[$0.stamp]!, $0.value) })
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5]) func readsBackWhatWasWrittenAndSeeksLikeTheModel(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<40 {
+            let count = [1, 2, 15, 16, 17, 33, Int.random(in: 1...300, using: &rng)].randomElement(using: &rng)!
+            let keys = Self.keys(count, &rng)
+            let (stamps, postings) = Self.usedOnly(
+                Self.stamps(3, &rng),
+                keys.map { ($0, Int.random(in: 0..<3, using: &rng), Self.value(&rng)) })
+            let bytes = try TextSegment.encode(stamps: stamps, postings: postings)
+            let segment = try TextSegment(bytes)
+            #expect(segment.count == count && segment.stamps == stamps)
+            var cursor = segment.makeCursor()
+            var read: [TextSegment.Posting] = []
+            while try cursor.next() { read.append((cursor.key, cursor.stamp, cursor.value)) }
+            #expect(read.map(\.key) == postings.map(\.key))
+            #expect(read.map(\.stamp) == postings.map(\.stamp))
+            #expect(read.map(\.value) == postings.map(\.value))
+            // Seeks, to keys present and absent, land on the first key at or after the target.
+            for _ in 0..<30 {
+                let target =
+                    Bool.random(using: &rng)
+                    ? keys.randomElement(using: &rng)! : Self.keys(1, &rng)[0]
+                var seeking = segment.makeCursor()
+                let expected = keys.first { !$0.lexicographicallyPrecedes(target) }
+                let found = try seeking.seek(target)
+                #expect(found == (expected != nil))
+                if let expected {
+                    #expect(seeking.key == expected)
+                    // And the walk goes on from there.
+                    let rest = keys.drop { $0.lexicographicallyPrecedes(expected) || $0 == expected }
+                    var following: [[UInt8]] = []
+                    while try seeking.next() { following.append(seeking.key) }
+                    #expect(following == Array(rest))
+                }
+            }
+        }
+    }
+
+    @Test func encodingRefusesWhatWouldNotRead() throws {
+        var rng = SeededGenerator(seed: 9)
+        let stamp = Self.stamps(1, &rng)
+        let value = Self.value(&rng)
+        let a: [UInt8] = [0x61]
+        let b: [UInt8] = [0x62]
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: stamp, postings: []) }
+        #expect(throws: FormatError.self) {
+            try TextSegment.encode(stamps: stamp, postings: [(b, 0, value), (a, 0, value)])
+        }
+        #expect(throws: FormatError.self) {
+            try TextSegment.encode(stamps: stamp, postings: [(a, 0, value), (a, 0, value)])
+        }
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: stamp, postings: [([], 0, value)]) }
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: stamp, postings: [(a, 1, value)]) }
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: stamp, postings: [(a, 0, [0x01, 0x00])]) }
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: [[0x01]], postings: [(a, 0, value)]) }
+        let two = Self.stamps(2, &rng)
+        #expect(throws: FormatError.self) {
+            try TextSegment.encode(stamps: two.reversed(), postings: [(a, 0, value), (b, 1, value)])
+        }
+        #expect(throws: FormatError.self) { try TextSegment.encode(stamps: two, postings: [(a, 0, value)]) }
+    }
+
+    /// Every truncation is refused; every changed byte is refused or reads as a segment whose
+    /// postings all read (never a crash, never a walk past the end).
+    @Test func damagedBytesAreRefusedOrReadWhole() throws {
+        var rng = SeededGenerator(seed: 21)
+        let keys = Self.keys(40, &rng)
+        let stamps = Self.stamps(2, &rng)
+        let bytes = try TextSegment.encode(
+            stamps: stamps, postings: keys.enumerated().map { ($1, $0 % 2, Self.value(&rng)) })
+        for length in 0..<bytes.count {
+            #expect(throws: FormatError.self) { try TextSegment(Array(bytes[..<length])) }
+        }
+        #expect(throws: FormatError.self) { try TextSegment(bytes + [0]) }
+        var refused = 0
+        for position in bytes.indices {
+            for flip: UInt8 in [0x01, 0x80, 0xFF] {
+                var damaged = bytes
+                damaged[position] ^= flip
+                guard let segment = try? TextSegment(damaged) else {
+                    refused += 1
+                    continue
+                }
+                var cursor = segment.makeCursor()
+                var count = 0
+                while try cursor.next() { count += 1 }
+                #expect(count == segment.count)
+            }
+        }
+        #expect(refused > bytes.count)  // most damage is caught
+    }
+
+    /// Segments hold every posting an object ever had under one term; tombstones name the
+    /// superseded ones. The merge keeps exactly each object's current posting.
+    @Test(arguments: [1, 2, 3]) func mergeKeepsExactlyThePostingsNoTombstoneCancels(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let objects = Self.keys(120, &rng)
+        var live: [[UInt8]: (stamp: [UInt8], value: [UInt8])] = [:]
+        var tombstones = Set<TextSegmentMerge.Identity>()
+        var segments: [TextSegment] = []
+        for _ in 0..<5 {
+            // One commit: some objects get a new posting (their old one, if any, is tombstoned),
+            // some are deleted (tombstoned only).
+            let stamp = Self.stamps(1, &rng)
+            var postings: [TextSegment.Posting] = []
+            for key in objects where Int.random(in: 0..<3, using: &rng) == 0 {
+                if let old = live[key] { tombstones.insert(.init(key: key, stamp: old.stamp)) }
+                if Int.random(in: 0..<5, using: &rng) == 0 {
+                    live[key] = nil
+                } else {
+                    let value = Self.value(&rng)
+                    postings.append((key, 0, value))
+                    live[key] = (stamp[0], value)
+                }
+            }
+            if !postings.isEmpty {
+                segments.append(try TextSegment(TextSegment.encode(stamps: stamp, postings: postings)))
+            }
+        }
+        let (merged, used) = try TextSegmentMerge.merge(segments, tombstones: tombstones)
+        let expected = live.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        #expect(merged.map(\.key) == expected.map(\.key))
+        #expect(merged.map(\.stamp) == expected.map(\.value.stamp))
+        #expect(merged.map(\.value) == expected.map(\.value.value))
+        #expect(used == tombstones)  // every tombstone cancelled a posting in these segments
+        // A merged segment reads as one, with the stamps it keeps.
+        let stamps = Array(Set(merged.map(\.stamp))).sorted { $0.lexicographicallyPrecedes($1) }
+        if !merged.isEmpty {
+            let index = Dictionary(uniqueKeysWithValues: stamps.enumerated().map { ($1, $0) })
+            let bytes = try TextSegment.encode(
+                stamps: stamps, postings: merged.map { ($0.key, index[$0.stamp]!, $0.value) })
+            let again = try TextSegmentMerge.merge([TextSegment(bytes)], tombstones: [])
+            #expect(again.postings.map(\.key) == merged.map(\.key))
+        }
+    }
+
+    @Test func twoLivePostingsOfOneKeyAreDamage() throws {
+        var rng = SeededGenerator(seed: 5)
+        let stamps = Self.stamps(2, &rng)
+        let key: [UInt8] = [0x6B]
+        let first = try TextSegment(TextSegment.encode(stamps: [stamps[0]], postings: [(key, 0, Self.value(&rng))]))
+        let second = try TextSegment(TextSegment.encode(stamps: [stamps[1]], postings: [(key, 0, Self.value(&rng))]))
+        #expect(throws: FormatError.self) { try TextSegmentMerge.merge([first, second], tombstones: []) }
+        let cancelled = try TextSegmentMerge.merge(
+            [first, second], tombstones: [.init(key: key, stamp: stamps[0])])
+        #expect(cancelled.postings.map(\.stamp) == [stamps[1]])
+    }
+}
