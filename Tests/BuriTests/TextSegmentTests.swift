@@ -198,3 +198,58 @@ import Testing
         #expect(cancelled.postings.map(\.stamp) == [stamps[1]])
     }
 }
+
+/// The walk over a term's segments that queries will use: nexts and seeks, mixed at random, land
+/// where a search of the model's live postings lands.
+@Suite struct TextSegmentPostingsTests {
+    @Test(arguments: [11, 12, 13, 14]) func walksAndSeeksLikeTheModel(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let objects = TextSegmentTests.keys(200, &rng)
+        var live: [[UInt8]: [UInt8]] = [:]
+        var tombstones = Set<TextSegmentMerge.Identity>()
+        var segments: [TextSegment] = []
+        for _ in 0..<Int.random(in: 1...6, using: &rng) {
+            let stamp = TextSegmentTests.stamps(1, &rng)
+            var postings: [TextSegment.Posting] = []
+            for key in objects where Int.random(in: 0..<4, using: &rng) == 0 {
+                if let old = live[key] { tombstones.insert(.init(key: key, stamp: old)) }
+                if Int.random(in: 0..<4, using: &rng) == 0 {
+                    live[key] = nil
+                } else {
+                    postings.append((key, 0, TextSegmentTests.value(&rng)))
+                    live[key] = stamp[0]
+                }
+            }
+            if !postings.isEmpty {
+                segments.append(try TextSegment(TextSegment.encode(stamps: stamp, postings: postings)))
+            }
+        }
+        let expected = live.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        for _ in 0..<20 {
+            var walk = TextSegmentPostings(segments, tombstones: tombstones)
+            var position = -1  // index in `expected` of the posting the walk is on
+            while true {
+                if Bool.random(using: &rng) {
+                    let found = try walk.next()
+                    position += 1
+                    #expect(found == (position < expected.count))
+                    guard found else { break }
+                } else {
+                    let target =
+                        Bool.random(using: &rng)
+                        ? objects.randomElement(using: &rng)! : TextSegmentTests.keys(1, &rng)[0]
+                    // A seek never moves back: from where the walk is, the first key at or after target.
+                    let from = Swift.max(position, 0)
+                    let landing =
+                        expected.indices.first { $0 >= from && !expected[$0].lexicographicallyPrecedes(target) }
+                    let found = try walk.seek(target)
+                    #expect(found == (landing != nil))
+                    guard let landing else { break }
+                    position = landing
+                }
+                #expect(walk.key == expected[position])
+                #expect(walk.stamp == live[expected[position]])
+            }
+        }
+    }
+}
