@@ -253,3 +253,50 @@ import Testing
         }
     }
 }
+
+/// The keys of grouped postings, byte for byte (the vectors another implementation checks itself
+/// against), and their parsing.
+@Suite struct GroupedPostingKeysTests {
+    let term: [UInt8] = [0x30, 0x61, 0x6C, 0x70, 0x68, 0x61, 0x00, 0x00]  // "alpha" (§8)
+    let stamp: [UInt8] = Array(0x10...0x1F)
+
+    @Test func keysAreTheDocumentedBytes() throws {
+        let segment = GroupedPostingKeys.segmentKey(bucket: 1, index: 1, tuple: term, tier: 2, id: stamp)
+        #expect(
+            segment == [0x03, 0, 0, 0, 1, 0, 0, 0, 1, 0x31] + term + [0x02] + stamp)
+        let tombstone = GroupedPostingKeys.tombstoneKey(
+            bucket: 1, index: 1, tuple: term, stamp: stamp, objectKey: Array("z".utf8))
+        #expect(tombstone == [0x03, 0, 0, 0, 1, 0, 0, 0, 1, 0x32] + term + stamp + [0x7A])
+        #expect(GroupedPostingKeys.headerEntry(stamp: stamp, length: 300) == [0x33] + stamp + [0xAC, 0x02])
+        // Singles, then segments, then tombstones of an index.
+        let single = Keyspace.indexEntryKey(bucket: 1, index: 1, tuple: term, objectKey: "\u{FFFF}")
+        #expect(single.lexicographicallyPrecedes(segment) && segment.lexicographicallyPrecedes(tombstone))
+    }
+
+    @Test func keysParseBackAndOthersAreRefused() throws {
+        let segment = GroupedPostingKeys.segmentKey(bucket: 7, index: 3, tuple: term, tier: 5, id: stamp)
+        let parsed = try GroupedPostingKeys.parseSegmentKey(segment, bucket: 7, index: 3, tuple: term)
+        #expect(parsed.tier == 5 && parsed.id == stamp)
+        #expect(throws: FormatError.self) {
+            try GroupedPostingKeys.parseSegmentKey(segment.dropLast().map { $0 }, bucket: 7, index: 3, tuple: term)
+        }
+        #expect(throws: FormatError.self) {
+            try GroupedPostingKeys.parseSegmentKey(segment, bucket: 7, index: 4, tuple: term)
+        }
+        let objectKey: [UInt8] = [0x00, 0xFF, 0x61]
+        let tombstone = GroupedPostingKeys.tombstoneKey(
+            bucket: 7, index: 3, tuple: term, stamp: stamp, objectKey: objectKey)
+        let identity = try GroupedPostingKeys.parseTombstoneKey(tombstone, bucket: 7, index: 3, tuple: term)
+        #expect(identity == .init(key: objectKey, stamp: stamp))
+        #expect(throws: FormatError.self) {
+            try GroupedPostingKeys.parseTombstoneKey(
+                Array(tombstone.prefix(tombstone.count - objectKey.count)), bucket: 7, index: 3, tuple: term)
+        }
+        let entry = GroupedPostingKeys.headerEntry(stamp: stamp, length: 1 << 40)
+        #expect(GroupedPostingKeys.isHeaderEntry(entry) && !GroupedPostingKeys.isHeaderEntry(term))
+        let read = try GroupedPostingKeys.parseHeaderEntry(entry)
+        #expect(read.stamp == stamp && read.length == 1 << 40)
+        #expect(throws: FormatError.self) { try GroupedPostingKeys.parseHeaderEntry(entry + [0]) }
+        #expect(throws: FormatError.self) { try GroupedPostingKeys.parseHeaderEntry(Array(entry.prefix(17))) }
+    }
+}

@@ -458,3 +458,107 @@ enum TextSegmentMerge {
         return (postings, used)
     }
 }
+
+/// The keys of grouped postings (`docs/GROUPED-POSTINGS.md`, "The layout"), beside a text index's
+/// single postings (`P tuple objectKey`, `P` the index prefix, the tuple the term's one binary
+/// element as the index stores it):
+///
+/// ```
+/// segment     P 31 tuple u8(tier) id(16)           value: a TextSegment
+/// tombstone   P 32 tuple stamp(16) objectKey        value: empty
+/// ```
+///
+/// and the record header's text entry for an object whose postings are in segments: the tuple
+/// `33 stamp(16) varint(document length)`. The tags sort every single posting of an index
+/// before every segment, and every segment before every tombstone.
+enum GroupedPostingKeys {
+    static let segmentTag: UInt8 = 0x31
+    static let tombstoneTag: UInt8 = 0x32
+    static let headerEntryTag: UInt8 = 0x33
+
+    /// The key of segment `id` of tier `tier` of the term whose stored tuple is `tuple`.
+    static func segmentKey(bucket: UInt32, index: UInt32, tuple: [UInt8], tier: UInt8, id: [UInt8]) -> [UInt8] {
+        var key = segmentPrefix(bucket: bucket, index: index, tuple: tuple)
+        key.append(tier)
+        key.append(contentsOf: id)
+        return key
+    }
+
+    /// The prefix of every segment key of one term.
+    static func segmentPrefix(bucket: UInt32, index: UInt32, tuple: [UInt8]) -> [UInt8] {
+        var key = Keyspace.indexPrefix(bucket: bucket, index: index)
+        key.append(segmentTag)
+        key.append(contentsOf: tuple)
+        return key
+    }
+
+    /// The key of the tombstone cancelling the posting of `objectKey` with stamp `stamp`.
+    static func tombstoneKey(
+        bucket: UInt32, index: UInt32, tuple: [UInt8], stamp: [UInt8], objectKey: [UInt8]
+    ) -> [UInt8] {
+        var key = tombstonePrefix(bucket: bucket, index: index, tuple: tuple)
+        key.append(contentsOf: stamp)
+        key.append(contentsOf: objectKey)
+        return key
+    }
+
+    /// The prefix of every tombstone key of one term.
+    static func tombstonePrefix(bucket: UInt32, index: UInt32, tuple: [UInt8]) -> [UInt8] {
+        var key = Keyspace.indexPrefix(bucket: bucket, index: index)
+        key.append(tombstoneTag)
+        key.append(contentsOf: tuple)
+        return key
+    }
+
+    /// The tier and id of a segment key of `tuple`'s term; throws unless the key is exactly that.
+    static func parseSegmentKey(
+        _ key: [UInt8], bucket: UInt32, index: UInt32, tuple: [UInt8]
+    ) throws(FormatError) -> (tier: UInt8, id: [UInt8]) {
+        let prefix = segmentPrefix(bucket: bucket, index: index, tuple: tuple)
+        guard key.count == prefix.count + 1 + TextSegment.stampLength, key.starts(with: prefix) else {
+            throw FormatError("text segment key of \(key.count) bytes is not one of this term")
+        }
+        return (key[prefix.count], Array(key[(prefix.count + 1)...]))
+    }
+
+    /// The stamp and object key of a tombstone key of `tuple`'s term; throws unless the key is
+    /// exactly that (an object key is never empty).
+    static func parseTombstoneKey(
+        _ key: [UInt8], bucket: UInt32, index: UInt32, tuple: [UInt8]
+    ) throws(FormatError) -> TextSegmentMerge.Identity {
+        let prefix = tombstonePrefix(bucket: bucket, index: index, tuple: tuple)
+        guard key.count > prefix.count + TextSegment.stampLength, key.starts(with: prefix) else {
+            throw FormatError("text tombstone key of \(key.count) bytes is not one of this term")
+        }
+        let stampEnd = prefix.count + TextSegment.stampLength
+        return .init(key: Array(key[stampEnd...]), stamp: Array(key[prefix.count..<stampEnd]))
+    }
+
+    /// The record header's text entry tuple: the stamp of the commit that put the object's
+    /// postings in segments, and the object's document length.
+    static func headerEntry(stamp: [UInt8], length: UInt64) -> [UInt8] {
+        var tuple: [UInt8] = [headerEntryTag]
+        tuple.append(contentsOf: stamp)
+        Varint.append(length, to: &tuple)
+        return tuple
+    }
+
+    /// Whether a header entry's tuple is a text entry (not a term).
+    static func isHeaderEntry(_ tuple: [UInt8]) -> Bool { tuple.first == headerEntryTag }
+
+    /// The stamp and document length of a header text entry; throws unless it reads exactly.
+    static func parseHeaderEntry(_ tuple: [UInt8]) throws(FormatError) -> (stamp: [UInt8], length: UInt64) {
+        guard tuple.count > 1 + TextSegment.stampLength, tuple[0] == headerEntryTag else {
+            throw FormatError("text header entry of \(tuple.count) bytes does not read")
+        }
+        let stamp = Array(tuple[1...TextSegment.stampLength])
+        var offset = 1 + TextSegment.stampLength
+        let length = try tuple.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> UInt64 in try Varint.read(raw, at: &offset) }
+        }.get()
+        guard offset == tuple.count else {
+            throw FormatError("text header entry has \(tuple.count - offset) bytes after its length")
+        }
+        return (stamp, length)
+    }
+}
