@@ -36,7 +36,12 @@ struct DamagedTextBlockTests {
         var levelDB = LevelDBOptions.buriDefaults
         levelDB.compression = false
         let db = try BuriDatabase(path: path, levelDB: levelDB)
-        try db.bucket(DamagedTextDoc.self).store(documents)
+        // In writes small enough to put one entry per posting (a large write groups a term's
+        // postings into segments, whose damage `SegmentedTextTests` covers).
+        let bucket = try db.bucket(DamagedTextDoc.self)
+        for start in stride(from: 0, to: documents.count, by: RawBucket.segmentThreshold - 1) {
+            try bucket.store(documents[start..<min(start + RawBucket.segmentThreshold - 1, documents.count)])
+        }
         try db.compact()
         let info = try #require(try db.bucketInfo(named: "DamagedTextDoc"))
         let body = try #require(info.index(named: "body"))

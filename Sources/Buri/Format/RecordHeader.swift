@@ -16,9 +16,12 @@ import BuriCodec
 /// varint  schema version of the object
 /// varint  number of index entries n
 /// n ×     varint index id, varint tuple length L, L bytes of encoded value tuple
-/// (layout 2 only)
-/// varint  number of derived indexes d
+/// (layouts 2 and 3)
+/// varint  number of derived indexes d (≥ 1 in layout 2)
 /// d ×     varint index id, varint k, k × (varint length, bytes of a payload map key)
+/// (layout 3 only)
+/// varint  number of text stamps s (≥ 1)
+/// s ×     varint index id, 16 bytes stamp, varint document length
 /// …       payload
 /// ```
 ///
@@ -30,6 +33,9 @@ struct RecordHeader: Equatable, Sendable {
     static let layoutVersion: UInt8 = 1
     /// The layout whose header ends with derived indexes.
     static let derivedLayoutVersion: UInt8 = 2
+    /// The layout whose header ends with text stamps: some of the object's text postings are in
+    /// segments (`docs/FORMAT.md` §5c).
+    static let stampedLayoutVersion: UInt8 = 3
     static let cborCodec: UInt8 = 1
 
     /// One index entry of the object: the index's id and the encoded value tuple.
@@ -46,30 +52,53 @@ struct RecordHeader: Equatable, Sendable {
         var path: [[UInt8]]
     }
 
+    /// Where a text index's postings of the object are: in the segments a commit wrote, under
+    /// its stamp (`docs/FORMAT.md` §5c), with the object's document length in that index.
+    struct TextStamp: Hashable, Sendable {
+        var index: UInt32
+        /// 16 bytes.
+        var stamp: [UInt8]
+        var length: UInt64
+    }
+
     var schemaVersion: UInt64
     /// Every entry of the object, derived ones included.
     var entries: [Entry]
     /// The indexes whose entries the stored header derives from the payload rather than lists.
     var derived: [Derived] = []
+    /// The text indexes whose postings of this object are in segments (each index at most once);
+    /// the others' postings are single entries.
+    var textStamps: [TextStamp] = []
 
-    init(schemaVersion: UInt64, entries: [Entry], derived: [Derived] = []) {
+    init(schemaVersion: UInt64, entries: [Entry], derived: [Derived] = [], textStamps: [TextStamp] = []) {
         self.schemaVersion = schemaVersion
         self.entries = entries
         self.derived = derived
+        self.textStamps = textStamps
+    }
+
+    /// The stamp of text index `index`'s postings, when they are in segments.
+    func textStamp(of index: UInt32) -> TextStamp? {
+        textStamps.isEmpty ? nil : textStamps.first { $0.index == index }
     }
 
     func append(to out: inout [UInt8]) {
-        out.append(derived.isEmpty ? RecordHeader.layoutVersion : RecordHeader.derivedLayoutVersion)
+        let layout =
+            !textStamps.isEmpty
+            ? RecordHeader.stampedLayoutVersion
+            : derived.isEmpty ? RecordHeader.layoutVersion : RecordHeader.derivedLayoutVersion
+        out.append(layout)
         out.append(RecordHeader.cborCodec)
         Varint.append(schemaVersion, to: &out)
         if derived.isEmpty {
             Varint.append(UInt64(entries.count), to: &out)
             for entry in entries { Self.append(entry, to: &out) }
-            return
+        } else {
+            let listed = entries.filter { entry in !derived.contains { $0.index == entry.index } }
+            Varint.append(UInt64(listed.count), to: &out)
+            for entry in listed { Self.append(entry, to: &out) }
         }
-        let listed = entries.filter { entry in !derived.contains { $0.index == entry.index } }
-        Varint.append(UInt64(listed.count), to: &out)
-        for entry in listed { Self.append(entry, to: &out) }
+        guard layout != RecordHeader.layoutVersion else { return }
         Varint.append(UInt64(derived.count), to: &out)
         for index in derived {
             Varint.append(UInt64(index.index), to: &out)
@@ -79,6 +108,26 @@ struct RecordHeader: Equatable, Sendable {
                 out.append(contentsOf: field)
             }
         }
+        guard layout == RecordHeader.stampedLayoutVersion else { return }
+        Varint.append(UInt64(textStamps.count), to: &out)
+        for stamp in textStamps {
+            Varint.append(UInt64(stamp.index), to: &out)
+            out.append(contentsOf: stamp.stamp)
+            Varint.append(stamp.length, to: &out)
+        }
+    }
+
+    /// The record value `value` (a header, then the payload) with this header in front of its
+    /// payload instead: what a write that moves the object's postings into segments stores.
+    func replacingHeader(of value: [UInt8]) throws(FormatError) -> [UInt8] {
+        let offset = try value.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> Int in try Self.payloadOffset(raw) }
+        }.get()
+        var out: [UInt8] = []
+        out.reserveCapacity(value.count + 24 * textStamps.count + 8)
+        append(to: &out)
+        out.append(contentsOf: value[offset...])
+        return out
     }
 
     private static func append(_ entry: Entry, to out: inout [UInt8]) {
@@ -119,7 +168,9 @@ struct RecordHeader: Equatable, Sendable {
             }
         }
         return (
-            RecordHeader(schemaVersion: walked.schemaVersion, entries: entries, derived: walked.derived),
+            RecordHeader(
+                schemaVersion: walked.schemaVersion, entries: entries, derived: walked.derived,
+                textStamps: walked.stamps),
             walked.payloadOffset
         )
     }
@@ -146,7 +197,8 @@ struct RecordHeader: Equatable, Sendable {
     static func forEachListedEntry(
         _ value: UnsafeRawBufferPointer, _ visit: (UInt32, Range<Int>) -> Void
     ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int, derived: [Derived]) {
-        try walk(value) { _, index, tuple in visit(index, tuple) }
+        let walked = try walk(value) { _, index, tuple in visit(index, tuple) }
+        return (walked.schemaVersion, walked.payloadOffset, walked.derived)
     }
 
     /// The tuples of derived index `index`: the distinct text strings at its path in the payload,
@@ -225,12 +277,12 @@ struct RecordHeader: Equatable, Sendable {
     private static func walk(
         _ value: UnsafeRawBufferPointer, collectingDerived: Bool = true,
         _ visit: (Int, UInt32, Range<Int>) -> Void
-    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int, derived: [Derived]) {
+    ) throws(FormatError) -> (schemaVersion: UInt64, payloadOffset: Int, derived: [Derived], stamps: [TextStamp]) {
         guard value.count >= 2 else { throw FormatError("record of \(value.count) bytes is shorter than its header") }
         let layout = value[0]
-        guard layout == layoutVersion || layout == derivedLayoutVersion else {
+        guard layout == layoutVersion || layout == derivedLayoutVersion || layout == stampedLayoutVersion else {
             throw FormatError(
-                "record layout version \(layout) is not supported (this Buri reads versions \(layoutVersion) and \(derivedLayoutVersion))"
+                "record layout version \(layout) is not supported (this Buri reads versions \(layoutVersion) to \(stampedLayoutVersion))"
             )
         }
         guard value[1] == cborCodec else { throw FormatError("record payload codec \(value[1]) is unknown") }
@@ -259,13 +311,15 @@ struct RecordHeader: Equatable, Sendable {
                 guard check == end else { throw FormatError("index value tuple is malformed") }
             }
             visit(Int(count), UInt32(index), offset..<end)
-            if collectingDerived, layout == derivedLayoutVersion { listed.append(UInt32(index)) }
+            if collectingDerived, layout != layoutVersion { listed.append(UInt32(index)) }
             offset = end
         }
-        guard layout == derivedLayoutVersion else { return (schema, offset, []) }
+        guard layout != layoutVersion else { return (schema, offset, [], []) }
         let derivedCount = try Varint.read(value, at: &offset)
         // A derived index takes at least three bytes (id, path length, one key length).
-        guard derivedCount >= 1, derivedCount <= UInt64(value.count - offset) / 3 else {
+        guard derivedCount >= (layout == derivedLayoutVersion ? 1 : 0),
+            derivedCount <= UInt64(value.count - offset) / 3
+        else {
             throw FormatError("record header claims \(derivedCount) derived indexes")
         }
         var derived: [Derived] = []
@@ -295,6 +349,29 @@ struct RecordHeader: Equatable, Sendable {
             }
             derived.append(Derived(index: UInt32(index), path: path))
         }
-        return (schema, offset, derived)
+        guard layout == stampedLayoutVersion else { return (schema, offset, derived, []) }
+        let stampCount = try Varint.read(value, at: &offset)
+        // A stamp takes at least 18 bytes (id, 16 stamp bytes, length).
+        guard stampCount >= 1, stampCount <= UInt64(value.count - offset) / 18 else {
+            throw FormatError("record header claims \(stampCount) text stamps")
+        }
+        var stamps: [TextStamp] = []
+        if collectingDerived { stamps.reserveCapacity(Int(stampCount)) }
+        for _ in 0..<stampCount {
+            let index = try readVarint(value, at: &offset)
+            guard index <= UInt64(UInt32.max) else { throw FormatError("text stamp index id \(index) out of range") }
+            guard value.count - offset >= TextSegment.stampLength else {
+                throw FormatError("a text stamp runs past the record")
+            }
+            let stamp = Array(value[offset..<(offset + TextSegment.stampLength)])
+            offset += TextSegment.stampLength
+            let length = try Varint.read(value, at: &offset)
+            guard collectingDerived else { continue }
+            guard !stamps.contains(where: { $0.index == UInt32(index) }) else {
+                throw FormatError("text index \(index) has two stamps")
+            }
+            stamps.append(TextStamp(index: UInt32(index), stamp: stamp, length: length))
+        }
+        return (schema, offset, derived, stamps)
     }
 }

@@ -287,7 +287,8 @@ struct QueryPlan {
         var plans: [ConditionPlan] = []
         for condition in query.conditions { plans.append(try ConditionPlan(condition, in: descriptor)) }
         var predicates: [PredicatePlan] = []
-        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try bucket.run { try reader.get(key) } }
+        let postings = bucket.postingsReader(reader)
+        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try bucket.run { try postings.get(key) } }
         for predicate in query.predicates {
             predicates.append(try PredicatePlan(predicate, in: descriptor, read: read))
         }

@@ -630,7 +630,14 @@ final class ModelRun {
             if try attempt(refusal, "\(place) store \(item)", { try bucket.store(item) }) {
                 model.store([item], in: name)
             }
-        case 34..<54:
+        case 34..<37:
+            let items = segmentBatch()
+            let refusal = model.refusal(storing: items, in: name)
+            tally["batches of \(RawBucket.segmentThreshold)+ distinct objects (text postings in segments)", default: 0] += 1
+            if try attempt(refusal, "\(place) store a batch of \(items.count) distinct objects", { try bucket.store(items) }) {
+                model.store(items, in: name)
+            }
+        case 37..<54:
             let items = (0..<int(1...6)).map { _ in randomItem() }
             let refusal = model.refusal(storing: items, in: name)
             if try attempt(refusal, "\(place) store batch \(items)", { try bucket.store(items) }) {
@@ -1087,6 +1094,28 @@ final class ModelRun {
             model.store(items, in: name)
         }
         tally[refusal == nil ? "large batch stored" : "large batch refused", default: 0] += 1
+    }
+
+    /// A batch of 64 to 104 objects, each key once, most with texts: large enough for their text
+    /// postings to go into segments (one per term), replacing objects whose postings are single
+    /// entries or in earlier segments. Keys of the pool and `k0`…`k120` (with canonically equal
+    /// pairs among them); one batch in twenty is refused as a whole.
+    func segmentBatch() -> [ModelItem] {
+        var byKey: [[UInt8]: ModelItem] = [:]
+        let wanted = int(RawBucket.segmentThreshold...(RawBucket.segmentThreshold + 40))
+        var draws = 0
+        while byKey.count < wanted, draws < 1000 {
+            draws += 1
+            let prefix = pick(["k", "\u{E9}", "e\u{301}", "\u{0}"])
+            var item = randomItem(key: chance(0.8) ? prefix + String(int(0...120)) : nil)
+            if chance(0.99) { item.email = nil }
+            if item.hasInvalidIndexValue { item.real = 7; item.num = .int(7) }
+            if item.id.isEmpty || item.id.utf8.count > 4096 { item.id = "k121" }
+            byKey[item.keyBytes] = item
+        }
+        var items = byKey.keys.sorted { modelCompareBytes($0, $1) < 0 }.compactMap { byKey[$0] }
+        if chance(0.05) { items[int(0...(items.count - 1))] = randomItem(key: "") }
+        return items
     }
 
     /// A staged import into the bucket: one or two chunks of raw objects over a copy of its

@@ -234,6 +234,17 @@ extension BuriDatabase {
         // Object counts are kept from format 4 on; an older database has none to check.
         let checksCounts = formatVersion >= Int(Keyspace.countsVersion)
 
+        // Text indexes' postings, in segments or not, read as single entries.
+        let postings = GroupedPostingsReader(
+            snapshot,
+            textPrefixes: engine.isShared
+                ? []
+                : buckets.values.flatMap { descriptor in
+                    descriptor.indexes.compactMap { index in
+                        index.text?.keepsLengths == true
+                            ? Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) : nil
+                    }
+                })
         // Records: each must parse, decode as CBOR, and have every entry its header lists.
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let objectsBefore = report.objects
@@ -272,7 +283,7 @@ extension BuriDatabase {
             let batchesReads = snapshot.prefersBatchedReads
             func comparePending() throws {
                 guard !pending.isEmpty else { return }
-                var reader: any StorageReader = snapshot
+                var reader: any StorageReader = postings
                 if batchesReads {
                     let keys = pending.flatMap { record in
                         record.entries.map { raw.entryKey($0, objectKey: record.objectKey) }
@@ -316,6 +327,13 @@ extension BuriDatabase {
                                 "the text entry for \(IndexTuple.describe(entry.tuple)) holds \(shown), but the field gives \(wanted)"
                         )
                         if repair {
+                            // A posting in a segment is cancelled, and the single entry takes its place.
+                            if let stamp = try postings.segmentStamp(ofPosting: entryKey),
+                                let tombstone = GroupedPostingsReader.tombstoneKey(
+                                    ofPosting: entryKey, stamp: stamp, in: postings)
+                            {
+                                fixes.put(tombstone, [])
+                            }
                             fixes.put(entryKey, expected)
                             relied.append(entryKey)
                             relied.append(Keyspace.recordKey(bucket: descriptor.id, key: record.objectKey))
@@ -412,8 +430,19 @@ extension BuriDatabase {
         }
 
         // Index entries: each must belong to a known bucket and index and match its record's header.
+        // Postings in text segments are read as the single entries they stand for.
         reading = nil
-        let entries = try snapshot.cursor(in: .prefix([Keyspace.indexTag]))
+        let entries = try postings.cursor(in: .prefix([Keyspace.indexTag]))
+        /// Removes an index entry: a posting in a segment by a tombstone, anything else by a delete.
+        func removeEntry(_ key: [UInt8]) throws {
+            if let stamp = try postings.segmentStamp(ofPosting: key),
+                let tombstone = GroupedPostingsReader.tombstoneKey(ofPosting: key, stamp: stamp, in: postings)
+            {
+                fixes.put(tombstone, [])
+            } else {
+                fixes.delete(key)
+            }
+        }
         // Keyed by the record key's bytes, never by a String: "é" (c3 a9) and "e\u{301}" (65 cc 81)
         // are equal Strings but two objects, and mixing up their headers would make a consistent
         // database look stale and have repair delete valid entries.
@@ -478,7 +507,7 @@ extension BuriDatabase {
                     detail:
                         "index entry key of \(key.count) bytes is too short to name a bucket and an index; `check --repair` deletes it"
                 )
-                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+                if repair { try removeEntry(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -493,7 +522,7 @@ extension BuriDatabase {
                 var problem = ConsistencyProblem(
                     kind: .unknownIndex, bucket: descriptor.name, key: nil, index: "#\(ids.index)",
                     detail: "index entry for an index the catalog does not define")
-                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+                if repair { try removeEntry(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -507,7 +536,7 @@ extension BuriDatabase {
                 var problem = ConsistencyProblem(
                     kind: .strayKey, bucket: descriptor.name, key: nil, index: definition.name,
                     detail: "index entry key: \(error)")
-                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+                if repair { try removeEntry(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -539,7 +568,7 @@ extension BuriDatabase {
                 var problem = ConsistencyProblem(
                     kind: .danglingEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                     detail: "entry for value \(shown) points to an object that does not exist")
-                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+                if repair { try removeEntry(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }
@@ -565,7 +594,7 @@ extension BuriDatabase {
                 var problem = ConsistencyProblem(
                     kind: .staleEntry, bucket: descriptor.name, key: split.objectKey, index: definition.name,
                     detail: "entry for value \(shown) is not among the object's stored index values")
-                if repair { fixes.delete(key); relied.append(key); problem.repaired = true }
+                if repair { try removeEntry(key); relied.append(key); problem.repaired = true }
                 report.problems.append(problem)
                 continue
             }

@@ -28,7 +28,7 @@ extension RawBucket {
         for key in keys where !deleted.contains(Array(key.utf8)) {
             guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
             if keepsLengths { removed.append((key, header)) }
-            for entry in header.entries { writer.batch.delete(entryKey(entry, objectKey: key)) }
+            removeEntries(of: header, objectKey: Array(key.utf8), key: key, batch: writer.batch)
             writer.batch.delete(recordKey(key))
             deleted.insert(Array(key.utf8))
             order.append(Array(key.utf8))

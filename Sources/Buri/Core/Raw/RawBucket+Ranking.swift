@@ -90,7 +90,8 @@ extension RawBucket {
         let descriptor = self.descriptor
         var conditions: [ConditionPlan] = []
         for condition in filter.conditions { conditions.append(try ConditionPlan(condition, in: descriptor)) }
-        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try self.run { try reader.get(key) } }
+        let postings = postingsReader(reader)
+        let read = { (key: [UInt8]) throws(BuriError) -> [UInt8]? in try self.run { try postings.get(key) } }
         var predicates: [PredicatePlan] = []
         for predicate in filter.predicates {
             predicates.append(try PredicatePlan(predicate, in: descriptor, read: read))

@@ -95,14 +95,16 @@ extension RawBucket {
     }
 
     /// The number of entries index `index` holds (an object has one per distinct value of a
-    /// multi-valued index), counted from the index alone.
+    /// multi-valued index, and one per distinct term of a text index, whether it is stored as an
+    /// entry of its own or in a segment), counted from the index alone.
     public func entryCount(index: String) throws(BuriError) -> Int {
         guard let definition = descriptor.index(named: index) else {
             throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
         }
         let (reader, bucket) = try readView()
         return try countEntries(
-            in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)), reader: reader, cap: nil)
+            in: .prefix(Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)),
+            reader: bucket.postingsReader(reader), cap: nil)
     }
 
     /// Counts the keys in `range`, stopping at `cap`.

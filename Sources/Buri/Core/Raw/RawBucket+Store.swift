@@ -70,6 +70,7 @@ extension RawBucket {
     /// Writes records and their index entries in one atomic batch, replacing each object's previous
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
+        let writes = try stampedForSegments(writes)
         try withWriter(sync: sync) { writer throws(BuriError) in
             try checkCurrent(writer.reader)
             let batch = writer.batch
@@ -121,6 +122,8 @@ extension RawBucket {
             let relationships = stagingMarker == nil ? madeDescriptor.indexes.filter { $0.references != nil } : []
             var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
             var keyBuffer: [UInt8] = []
+            /// The postings this batch puts in segments.
+            var segments = SegmentCollector()
             for (position, write) in writes.enumerated() {
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
@@ -159,14 +162,29 @@ extension RawBucket {
                 }
                 let oldEntries = old?.entries ?? []
                 let newEntries = write.header.entries
+                /// Text indexes whose postings of this object are, or go, in segments: their old
+                /// postings are all removed (tombstoned where in segments) and the new ones all
+                /// written, none kept in place.
+                let oldStamps = old?.textStamps ?? []
+                let grouped = oldStamps.isEmpty && write.header.textStamps.isEmpty
+                    ? [] : Set(oldStamps.map(\.index) + write.header.textStamps.map(\.index))
                 // Which entries stay: looked up in sets when both lists are long (a long text's
                 // terms), so that replacing an object is not quadratic in its entries.
                 let sets = oldEntries.count > 16 && newEntries.count > 16
                 let oldSet = sets ? Set(oldEntries) : []
                 let newSet = sets ? Set(newEntries) : []
-                for entry in oldEntries where !(sets ? newSet.contains(entry) : newEntries.contains(entry)) {
-                    batch.delete(entryKey(entry, objectKey: write.key))
+                func isKept(_ entry: RecordHeader.Entry, in entries: [RecordHeader.Entry], _ set: Set<RecordHeader.Entry>)
+                    -> Bool
+                {
+                    !grouped.contains(entry.index) && (sets ? set.contains(entry) : entries.contains(entry))
+                }
+                for entry in oldEntries where !isKept(entry, in: newEntries, newSet) {
                     if claims[entry] == keyBytes { claims[entry] = nil }
+                }
+                if let old {
+                    removeEntries(of: old, objectKey: keyBytes, key: write.key, batch: batch) { entry in
+                        isKept(entry, in: newEntries, newSet)
+                    }
                 }
                 /// Puts an entry of this object, its key built in one buffer for the whole batch.
                 func put(_ entry: RecordHeader.Entry, _ value: UnsafeRawBufferPointer) {
@@ -175,7 +193,15 @@ extension RawBucket {
                     keyBuffer.withUnsafeBytes { batch.put($0, value) }
                 }
                 for (position, entry) in newEntries.enumerated() {
-                    guard !(sets ? oldSet.contains(entry) : oldEntries.contains(entry)) else {
+                    if !grouped.isEmpty, let stamp = write.header.textStamp(of: entry.index) {
+                        write.entryValues.withValue(at: position) { value in
+                            segments.add(
+                                index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, objectKey: keyBytes,
+                                value: value)
+                        }
+                        continue
+                    }
+                    guard !isKept(entry, in: oldEntries, oldSet) else {
                         // Kept: rewritten only if it carries a value, which may have changed.
                         write.entryValues.withValue(at: position) { value in
                             if !value.isEmpty { put(entry, value) }
@@ -194,6 +220,13 @@ extension RawBucket {
                 batch.put(recordKey(write.key), write.value)
                 if isNew { added += 1 }
                 pending[pendingKey] = .some(write.header)
+            }
+            if !segments.isEmpty {
+                do {
+                    try segments.flush(bucket: bucketId, into: batch)
+                } catch {
+                    throw .corruption(bucket: name, key: nil, index: nil, reason: "text segment: \(error)")
+                }
             }
             if !newReferences.isEmpty {
                 try checkTargets(newReferences, writtenHere: pending, writer: writer)
@@ -383,7 +416,7 @@ extension RawBucket {
                 try cursor.withValue { value in
                     if let length = try? RecordHeader.payloadOffset(value) {
                         // A header that derives entries from the payload needs the payload too.
-                        let kept = value[0] == RecordHeader.derivedLayoutVersion ? value.count : length
+                        let kept = value[0] != RecordHeader.layoutVersion ? value.count : length
                         slots[position] = .stored(start: bytes.count, length: kept)
                         bytes.append(contentsOf: value[..<kept])
                     } else {

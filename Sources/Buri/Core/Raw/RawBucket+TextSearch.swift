@@ -49,9 +49,21 @@ struct TextSearcher {
     let bucket: RawBucket
     let index: IndexDefinition
     let tokenizer: TextTokenizer
+    /// The reader, showing postings in segments as single entries (``GroupedPostingsReader``).
     let reader: any StorageReader
     /// The index's key prefix (`0x03` + bucket id + index id).
     let prefix: [UInt8]
+
+    init(
+        bucket: RawBucket, index: IndexDefinition, tokenizer: TextTokenizer, reader: any StorageReader,
+        prefix: [UInt8]
+    ) {
+        self.bucket = bucket
+        self.index = index
+        self.tokenizer = tokenizer
+        self.reader = bucket.postingsReader(reader)
+        self.prefix = prefix
+    }
 
     typealias Keys = [[UInt8]]
 

@@ -22,6 +22,7 @@ extension RawBucket {
     func storedDocumentLength(
         _ header: RecordHeader, index: UInt32, key: String, reader: any StorageReader
     ) throws(BuriError) -> Int {
+        if let stamp = header.textStamp(of: index) { return Int(clamping: stamp.length) }
         guard let entry = header.entries.first(where: { $0.index == index }) else { return 0 }
         return try run {
             try reader.withValue(forKey: entryKey(entry, objectKey: key)) { value in

@@ -1,0 +1,505 @@
+import BuriStorage
+
+/// A reader that shows a text index's grouped postings (`docs/FORMAT.md` §5c) as the single
+/// entries they stand for: in the ranges of the text indexes it is given, a key
+/// `P tuple objectKey` reads as the object's posting of that term whether it is stored as a
+/// single entry or in one of the term's segments, and a segment posting a tombstone cancels is
+/// not there. Segment and tombstone keys themselves are not shown. Everything else reads as
+/// `base` has it.
+///
+/// So every reader of postings (search, ranking, predicates, `check`) reads one layout, and only
+/// the write path knows where a posting is stored.
+///
+/// ```swift
+/// let reader = GroupedPostingsReader(snapshot, textPrefixes: [Keyspace.indexPrefix(bucket: 1, index: 2)])
+/// let positions = try reader.get(entryKey)   // from a single entry or a segment
+/// ```
+final class GroupedPostingsReader: StorageReader {
+    let base: any StorageReader
+    /// The index prefixes (`03 u32 u32`) of the text indexes whose postings may be in segments,
+    /// in byte order.
+    let textPrefixes: [[UInt8]]
+    /// The segments and tombstones of the terms read lately, by segment key prefix (`P 31 tuple`).
+    private var groups: [[UInt8]: TermGroup] = [:]
+    private var groupBytes = 0
+
+    init(_ base: any StorageReader, textPrefixes: [[UInt8]]) {
+        self.base = base
+        self.textPrefixes = textPrefixes.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// `reader` wrapped for the text indexes of `prefixes`, unless there are none.
+    static func wrap(_ reader: any StorageReader, textPrefixes prefixes: [[UInt8]]) -> any StorageReader {
+        if prefixes.isEmpty || reader is GroupedPostingsReader { return reader }
+        return GroupedPostingsReader(reader, textPrefixes: prefixes)
+    }
+
+    var prefersBatchedReads: Bool { base.prefersBatchedReads }
+
+    /// One term's segments and tombstones.
+    struct TermGroup {
+        var segments: [TextSegment]
+        var tombstones: Set<TextSegmentMerge.Identity>
+        var isEmpty: Bool { segments.isEmpty }
+    }
+
+    /// The text prefix `key` starts with, and whether the key is a posting's (`P 30 …`).
+    private func textPrefix(of key: [UInt8]) -> [UInt8]? {
+        for prefix in textPrefixes where key.count > prefix.count && key.starts(with: prefix) { return prefix }
+        return nil
+    }
+
+    /// The segments and tombstones of the term whose stored tuple is `tuple`, in index `prefix`.
+    func group(prefix: [UInt8], tuple: ArraySlice<UInt8>) throws -> TermGroup {
+        var segmentPrefix = prefix
+        segmentPrefix.append(GroupedPostingKeys.segmentTag)
+        segmentPrefix.append(contentsOf: tuple)
+        if let known = groups[segmentPrefix] { return known }
+        var segments: [TextSegment] = []
+        var bytes = 0
+        let cursor = try base.cursor(in: .prefix(segmentPrefix))
+        while try cursor.next() {
+            let length = cursor.withKey { $0.count }
+            guard length == segmentPrefix.count + 1 + TextSegment.stampLength else {
+                throw FormatError(
+                    "a text segment key of \(length) bytes is not a segment key (term, tier, 16-byte id)")
+            }
+            let value = try cursor.value
+            bytes += value.count
+            segments.append(try TextSegment(value))
+        }
+        var tombstones = Set<TextSegmentMerge.Identity>()
+        if !segments.isEmpty {
+            var tombstonePrefix = prefix
+            tombstonePrefix.append(GroupedPostingKeys.tombstoneTag)
+            tombstonePrefix.append(contentsOf: tuple)
+            let cursor = try base.cursor(in: .prefix(tombstonePrefix))
+            while try cursor.next() {
+                let identity = try cursor.withKey { raw throws(FormatError) -> TextSegmentMerge.Identity in
+                    guard raw.count > tombstonePrefix.count + TextSegment.stampLength else {
+                        throw FormatError("a text tombstone key of \(raw.count) bytes names no object")
+                    }
+                    let stampEnd = tombstonePrefix.count + TextSegment.stampLength
+                    return .init(key: Array(raw[stampEnd...]), stamp: Array(raw[tombstonePrefix.count..<stampEnd]))
+                }
+                tombstones.insert(identity)
+            }
+        }
+        let group = TermGroup(segments: segments, tombstones: tombstones)
+        if groupBytes + bytes > Self.cacheBytes {
+            groups.removeAll(keepingCapacity: true)
+            groupBytes = 0
+        }
+        groups[segmentPrefix] = group
+        groupBytes += bytes + 64
+        return group
+    }
+
+    /// How many bytes of segments the reader keeps decoded.
+    static let cacheBytes = 64 << 20
+
+    func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        guard let prefix = textPrefix(of: key), key[prefix.count] == ValueEncoding.binaryCode else {
+            return try base.withValue(forKey: key, body)
+        }
+        if let single = try base.get(key) { return try single.withUnsafeBytes { try body($0) } }
+        let termEnd = try key.withUnsafeBytes { raw throws(FormatError) in
+            prefix.count + (try ValueEncoding.elementLength(raw, at: prefix.count))
+        }
+        guard termEnd < key.count else { return try body(nil) }
+        let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
+        guard !group.isEmpty else { return try body(nil) }
+        var postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
+        let objectKey = Array(key[termEnd...])
+        guard try postings.seek(objectKey), postings.key == objectKey else { return try body(nil) }
+        return try postings.value.withUnsafeBytes { try body($0) }
+    }
+
+    /// The stamp of the live segment posting `key` stands for, or `nil` when it is a single
+    /// entry or not there.
+    func segmentStamp(ofPosting key: [UInt8]) throws -> [UInt8]? {
+        guard let prefix = textPrefix(of: key), key[prefix.count] == ValueEncoding.binaryCode else { return nil }
+        if try base.get(key) != nil { return nil }
+        let termEnd = try key.withUnsafeBytes { raw throws(FormatError) in
+            prefix.count + (try ValueEncoding.elementLength(raw, at: prefix.count))
+        }
+        guard termEnd < key.count else { return nil }
+        let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
+        guard !group.isEmpty else { return nil }
+        var postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
+        let objectKey = Array(key[termEnd...])
+        guard try postings.seek(objectKey), postings.key == objectKey else { return nil }
+        return postings.stamp
+    }
+
+    /// The tombstone key cancelling the segment posting `key` stands for, written under `stamp`.
+    static func tombstoneKey(ofPosting key: [UInt8], stamp: [UInt8], in reader: GroupedPostingsReader) -> [UInt8]? {
+        guard let prefix = reader.textPrefix(of: key),
+            let length = key.withUnsafeBytes({ raw in try? ValueEncoding.elementLength(raw, at: prefix.count) }),
+            prefix.count + length < key.count
+        else { return nil }
+        var tombstone = prefix
+        tombstone.append(GroupedPostingKeys.tombstoneTag)
+        tombstone.append(contentsOf: key[prefix.count..<(prefix.count + length)])
+        tombstone.append(contentsOf: stamp)
+        tombstone.append(contentsOf: key[(prefix.count + length)...])
+        return tombstone
+    }
+
+    func cursor(in range: KeyRange, reverse: Bool) throws -> any StorageCursor {
+        // The parts of `range` in each text index's span are merged views; the rest reads as is.
+        var pieces: [(range: KeyRange, prefix: [UInt8]?)] = []
+        var start = range.start
+        for prefix in textPrefixes {
+            let span = KeyRange.prefix(prefix)
+            let low = Self.max(start, span.start)
+            let high = Self.min(range.end, span.end)
+            guard Self.less(low, high) else { continue }
+            if Self.less(start, low) { pieces.append((KeyRange(start: start, end: low), nil)) }
+            pieces.append((KeyRange(start: low, end: high), prefix))
+            start = high
+        }
+        guard !pieces.isEmpty else { return try base.cursor(in: range, reverse: reverse) }
+        if Self.less(start, range.end) { pieces.append((KeyRange(start: start, end: range.end), nil)) }
+        if reverse { pieces.reverse() }
+        return try PiecewiseCursor(
+            pieces.map { piece throws -> any StorageCursor in
+                guard let prefix = piece.prefix else { return try base.cursor(in: piece.range, reverse: reverse) }
+                guard !reverse else { return try MaterializedCursor(try merged(piece.range, prefix), reverse: true) }
+                return try merged(piece.range, prefix)
+            }, reverse: reverse)
+    }
+
+    private func merged(_ range: KeyRange, _ prefix: [UInt8]) throws -> MergedPostingsCursor {
+        try MergedPostingsCursor(reader: self, range: range, prefix: prefix)
+    }
+
+    // Bounds, `nil` start meaning the first key and `nil` end meaning past the last.
+    private static func max(_ a: [UInt8]?, _ b: [UInt8]?) -> [UInt8]? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return a.lexicographicallyPrecedes(b) ? b : a
+    }
+    private static func min(_ a: [UInt8]?, _ b: [UInt8]?) -> [UInt8]? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return a.lexicographicallyPrecedes(b) ? a : b
+    }
+    /// Whether start bound `a` is below end bound `b`.
+    private static func less(_ a: [UInt8]?, _ b: [UInt8]?) -> Bool {
+        guard let b else { return true }
+        guard let a else { return !b.isEmpty }
+        return a.lexicographicallyPrecedes(b)
+    }
+}
+
+/// Cursors over consecutive ranges, walked one after another.
+private final class PiecewiseCursor: StorageCursor {
+    private let pieces: [any StorageCursor]
+    private let reverse: Bool
+    private var current = 0
+    private(set) var isOnEntry = false
+
+    init(_ pieces: [any StorageCursor], reverse: Bool) throws {
+        self.pieces = pieces
+        self.reverse = reverse
+    }
+
+    func next() throws -> Bool {
+        while current < pieces.count {
+            if try pieces[current].next() {
+                isOnEntry = true
+                return true
+            }
+            current += 1
+        }
+        isOnEntry = false
+        return false
+    }
+
+    func seek(_ key: [UInt8]) {
+        // Every piece is told (each clamps the target to its range), and the walk starts over:
+        // the pieces before the target's are then past their ends.
+        for piece in pieces { piece.seek(key) }
+        current = 0
+        isOnEntry = false
+    }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard isOnEntry else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try pieces[current].withKey(body)
+    }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard isOnEntry else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try pieces[current].withValue(body)
+    }
+
+    func deferStatusChecks() -> Bool {
+        var all = true
+        for piece in pieces where !piece.deferStatusChecks() { all = false }
+        return all
+    }
+
+    func checkStatus() throws {
+        for piece in pieces { try piece.checkStatus() }
+    }
+}
+
+/// Entries read up front, walked either way (a text index's merged postings walked in reverse,
+/// which no query of Buri does but a tool may).
+private final class MaterializedCursor: StorageCursor {
+    private var entries: [(key: [UInt8], value: [UInt8])] = []
+    private var position = -1
+    private let reverse: Bool
+
+    init(_ cursor: MergedPostingsCursor, reverse: Bool) throws {
+        while try cursor.next() { entries.append((cursor.key, try cursor.value)) }
+        if reverse { entries.reverse() }
+        self.reverse = reverse
+    }
+
+    var isOnEntry: Bool { position >= 0 && position < entries.count }
+
+    func next() throws -> Bool {
+        if position < entries.count { position += 1 }
+        return isOnEntry
+    }
+
+    func seek(_ key: [UInt8]) {
+        position =
+            (entries.firstIndex { entry in
+                reverse ? !key.lexicographicallyPrecedes(entry.key) : !entry.key.lexicographicallyPrecedes(key)
+            } ?? entries.count) - 1
+    }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard isOnEntry else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try entries[position].key.withUnsafeBytes(body)
+    }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard isOnEntry else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try entries[position].value.withUnsafeBytes(body)
+    }
+}
+
+/// The entries of one text index in `range`: its single entries and the live postings of its
+/// segments, merged in key order as single entries (`P tuple objectKey`); its segment and
+/// tombstone keys are not shown, and any other key of the index is (for `check` to report).
+final class MergedPostingsCursor: StorageCursor {
+    private unowned let reader: GroupedPostingsReader
+    private let prefix: [UInt8]
+    private let bounds: KeyRange
+    /// Everything in the range but segment and tombstone keys.
+    private let singles: any StorageCursor
+    private var singleOn = false
+    /// Segment keys of the terms in range, walked term by term.
+    private let segmentKeys: any StorageCursor
+    /// The term whose postings `postings` walks (its stored tuple), and the walk.
+    private var term: [UInt8]?
+    private var postings: TextSegmentPostings?
+    private var postingOn = false
+    /// The key the segment posting it is on stands for: `prefix + term + objectKey`.
+    private var postingKey: [UInt8] = []
+    /// Which of the two the cursor is on.
+    private enum Side { case none, single, posting }
+    private var side = Side.none
+    /// Where the next `next()` starts: a seek's target, applied lazily.
+    private var pendingSeek: [UInt8]?
+    private var started = false
+
+    /// The segment keys' range for the postings range: term by term, the same order.
+    init(reader: GroupedPostingsReader, range: KeyRange, prefix: [UInt8]) throws {
+        self.reader = reader
+        self.prefix = prefix
+        bounds = range
+        singles = try reader.base.cursor(in: range, reverse: false)
+        var segmentStart = prefix + [GroupedPostingKeys.segmentTag]
+        if let start = range.start, start.count > prefix.count, start.starts(with: prefix) {
+            // From the term the start lies in: its postings before the start are skipped below.
+            segmentStart.append(contentsOf: Self.termPart(of: start, prefix: prefix))
+        }
+        segmentKeys = try reader.base.cursor(
+            in: KeyRange(start: segmentStart, end: prefix + [GroupedPostingKeys.tombstoneTag]), reverse: false)
+    }
+
+    /// The term part of a key of the index, whole when it holds a whole tuple, else as it is.
+    private static func termPart(of key: [UInt8], prefix: [UInt8]) -> ArraySlice<UInt8> {
+        let length = key.withUnsafeBytes { raw in try? ValueEncoding.elementLength(raw, at: prefix.count) }
+        if let length, prefix.count + length <= key.count { return key[prefix.count..<(prefix.count + length)] }
+        return key[prefix.count...]
+    }
+
+    var isOnEntry: Bool { side != .none }
+
+    func next() throws -> Bool {
+        if !started {
+            started = true
+            singleOn = try nextSingle()
+            postingOn = try nextPosting(seeking: bounds.start)
+        } else if let target = pendingSeek {
+            pendingSeek = nil
+            singles.seek(target)
+            singleOn = try nextSingle()
+            postingOn = try seekPosting(target)
+        } else {
+            switch side {
+            case .single: singleOn = try nextSingle()
+            case .posting: postingOn = try nextPosting(seeking: nil)
+            case .none: break
+            }
+        }
+        return try settle()
+    }
+
+    private func settle() throws -> Bool {
+        switch (singleOn, postingOn) {
+        case (false, false): side = .none
+        case (true, false): side = .single
+        case (false, true): side = .posting
+        case (true, true):
+            let order = singles.withKey { compareBytes($0, postingKey) }
+            if order == 0 {
+                throw FormatError(
+                    "a text posting is stored both as a single entry and in a segment, with no tombstone for the latter")
+            }
+            side = order < 0 ? .single : .posting
+        }
+        if let end = bounds.end, side == .posting, !postingKey.lexicographicallyPrecedes(end) {
+            postingOn = false
+            return try settle()
+        }
+        return side != .none
+    }
+
+    /// The next single entry, past segment and tombstone keys.
+    private func nextSingle() throws -> Bool {
+        while try singles.next() {
+            let tag = singles.withKey { $0.count > prefix.count ? $0[prefix.count] : 0 }
+            let isGrouped =
+                singles.withKey { $0.count > prefix.count && $0.starts(with: prefix) }
+                && (tag == GroupedPostingKeys.segmentTag || tag == GroupedPostingKeys.tombstoneTag)
+            guard isGrouped else { return true }
+            singles.seek(prefix + [GroupedPostingKeys.tombstoneTag + 1])
+        }
+        return false
+    }
+
+    /// The next live segment posting, loading the next term's segments when one term's run out;
+    /// postings below `from` are skipped.
+    private func nextPosting(seeking from: [UInt8]?) throws -> Bool {
+        if var walk = postings, try walk.next() {
+            postings = walk
+            try setPostingKey()
+            return true
+        }
+        // The next term with segments.
+        while try loadNextTerm() {
+            guard var walk = postings, let term else { continue }
+            let found: Bool
+            if let from, from.count > prefix.count + term.count, from.starts(with: prefix + term) {
+                found = try walk.seek(Array(from[(prefix.count + term.count)...]))
+            } else if let from, (prefix + term).lexicographicallyPrecedes(from), !from.starts(with: prefix + term) {
+                found = false
+            } else {
+                found = try walk.next()
+            }
+            postings = walk
+            if found {
+                try setPostingKey()
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Moves the postings walk to `target`: within the current term when it is the term, else
+    /// from the term the target lies in.
+    private func seekPosting(_ target: [UInt8]) throws -> Bool {
+        if let term, target.starts(with: prefix + term), target.count > prefix.count + term.count,
+            var walk = postings, postingOn, !target.lexicographicallyPrecedes(postingKey)
+        {
+            if try walk.seek(Array(target[(prefix.count + term.count)...])) {
+                postings = walk
+                try setPostingKey()
+                return true
+            }
+            postings = walk
+            return try nextPosting(seeking: nil)
+        }
+        var segmentStart = prefix + [GroupedPostingKeys.segmentTag]
+        if target.count > prefix.count, target.starts(with: prefix) {
+            segmentStart.append(contentsOf: Self.termPart(of: target, prefix: prefix))
+        }
+        segmentKeys.seek(segmentStart)
+        term = nil
+        postings = nil
+        return try nextPosting(seeking: target)
+    }
+
+    /// Loads the segments and tombstones of the next term that has segments; `false` when none is left.
+    private func loadNextTerm() throws -> Bool {
+        guard try segmentKeys.next() else { return false }
+        let key = segmentKeys.key
+        let tupleStart = prefix.count + 1
+        let tupleEnd = key.count - 1 - TextSegment.stampLength
+        guard tupleEnd > tupleStart else {
+            throw FormatError("a text segment key of \(key.count) bytes names no term")
+        }
+        let tuple = key[tupleStart..<tupleEnd]
+        let group = try reader.group(prefix: prefix, tuple: tuple)
+        // Past this term's segment keys.
+        var next = prefix + [GroupedPostingKeys.segmentTag]
+        next.append(contentsOf: tuple)
+        next = KeyRange.successor(ofPrefix: next) ?? next
+        segmentKeys.seek(next)
+        term = Array(tuple)
+        postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
+        return true
+    }
+
+    private func setPostingKey() throws {
+        guard let term, let postings else { return }
+        postingKey.removeAll(keepingCapacity: true)
+        postingKey.append(contentsOf: prefix)
+        postingKey.append(contentsOf: term)
+        postingKey.append(contentsOf: postings.key)
+    }
+
+    func seek(_ key: [UInt8]) {
+        started = true
+        var target = key
+        if let start = bounds.start, target.lexicographicallyPrecedes(start) { target = start }
+        pendingSeek = target
+        side = .none
+    }
+
+    func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch side {
+        case .single: return try singles.withKey(body)
+        case .posting: return try postingKey.withUnsafeBytes(body)
+        case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
+    func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        switch side {
+        case .single: return try singles.withValue(body)
+        case .posting:
+            guard let postings else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try postings.value.withUnsafeBytes(body)
+        case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
+    func deferStatusChecks() -> Bool {
+        _ = segmentKeys.deferStatusChecks()
+        return singles.deferStatusChecks()
+    }
+
+    func checkStatus() throws {
+        try singles.checkStatus()
+        try segmentKeys.checkStatus()
+    }
+}
