@@ -1,3 +1,4 @@
+import BuriStorage
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -119,7 +120,6 @@ struct TextSegment {
     private func validatePostings() throws(FormatError) {
         var cursor = makeCursor()
         var index = 0
-        var previousKey: [UInt8] = []
         var used = [Bool](repeating: false, count: stamps.count)
         while try cursor.next() {
             used[cursor.stamp] = true
@@ -132,10 +132,7 @@ struct TextSegment {
                     throw FormatError("text segment: posting \(index) starts a restart but shares key bytes")
                 }
             }
-            if index > 0, !previousKey.lexicographicallyPrecedes(cursor.key) {
-                throw FormatError("text segment: posting \(index)'s key does not follow the one before it")
-            }
-            previousKey = cursor.key
+            // Keys increase: `read` checks each against the one before it.
             try cursor.withValue { value throws(FormatError) in try TextEntries.validate(value, layout: 2) }
             index += 1
         }
@@ -228,24 +225,40 @@ struct TextSegment {
             let bytes = segment.bytes
             let stampCount = segment.stamps.count
             var at = start
-            var newKey = key
             var newStamp = 0
             var range = 0..<0
             var shared = 0
             try withBytes(bytes) { raw throws(FormatError) in
                 guard at < raw.count else { throw FormatError("text segment: posting \(number) starts past its end") }
                 let sharedBytes = try Varint.read(raw, at: &at)
-                guard sharedBytes <= UInt64(newKey.count), number > 0 || sharedBytes == 0 else {
+                guard sharedBytes <= UInt64(key.count), number > 0 || sharedBytes == 0 else {
                     throw FormatError(
-                        "text segment: posting \(number) shares \(sharedBytes) bytes with a key of \(newKey.count)")
+                        "text segment: posting \(number) shares \(sharedBytes) bytes with a key of \(key.count)")
                 }
                 shared = Int(sharedBytes)
                 let rest = try Varint.read(raw, at: &at)
                 guard rest >= 1, rest <= UInt64(raw.count - at) else {
                     throw FormatError("text segment: posting \(number)'s key of \(rest) more bytes runs past its end")
                 }
-                newKey.removeSubrange(shared...)
-                newKey.append(contentsOf: raw[at..<(at + Int(rest))])
+                // The key follows the one before it (the one held, when this is the next posting):
+                // past their shared bytes, it is longer, or its next byte is larger.
+                if number == index + 1, number > 0 {
+                    var follows = false
+                    var offset = 0
+                    while true {
+                        if shared + offset == key.count { follows = offset < Int(rest); break }
+                        if offset == Int(rest) { break }
+                        let mine = raw[at + offset]
+                        let theirs = key[shared + offset]
+                        if mine != theirs { follows = mine > theirs; break }
+                        offset += 1
+                    }
+                    guard follows else {
+                        throw FormatError("text segment: posting \(number)'s key does not follow the one before it")
+                    }
+                }
+                key.removeSubrange(shared...)
+                key.append(contentsOf: raw[at..<(at + Int(rest))])
                 at += Int(rest)
                 let stampIndex = try Varint.read(raw, at: &at)
                 guard stampIndex < UInt64(stampCount) else {
@@ -259,7 +272,6 @@ struct TextSegment {
                 range = at..<(at + Int(length))
                 at += Int(length)
             }
-            key = newKey
             stamp = newStamp
             valueRange = range
             currentStart = start - segment.postingsStart
@@ -358,6 +370,12 @@ struct TextSegmentPostings {
     /// The current posting's value.
     var value: [UInt8] { current.map { cursors[$0].value } ?? [] }
 
+    /// Calls `body` with the current posting's value (empty before the first and after the last).
+    func withValue<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        guard let current else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try cursors[current].withValue(body)
+    }
+
     /// Moves to the next live posting; `false` after the last.
     mutating func next() throws(FormatError) -> Bool {
         if !started {
@@ -402,20 +420,22 @@ struct TextSegmentPostings {
     private mutating func settle() throws(FormatError) -> Bool {
         while !cursors.isEmpty {
             var least = 0
-            for index in cursors.indices.dropFirst()
-            where cursors[index].key.lexicographicallyPrecedes(cursors[least].key) {
+            for index in cursors.indices.dropFirst() where compareBytes(cursors[index].key, cursors[least].key) < 0 {
                 least = index
             }
-            let cursor = cursors[least]
-            let identity = TextSegmentMerge.Identity(key: cursor.key, stamp: cursor.segment.stamps[cursor.stamp])
-            if tombstones.contains(identity) {
-                if try !cursors[least].next() { cursors.remove(at: least) }
-                continue
+            if !tombstones.isEmpty {
+                let cursor = cursors[least]
+                let identity = TextSegmentMerge.Identity(key: cursor.key, stamp: cursor.segment.stamps[cursor.stamp])
+                if tombstones.contains(identity) {
+                    if try !cursors[least].next() { cursors.remove(at: least) }
+                    continue
+                }
             }
-            for index in cursors.indices where index != least && cursors[index].key == cursor.key {
+            for index in cursors.indices
+            where index != least && compareBytes(cursors[index].key, cursors[least].key) == 0 {
                 let other = TextSegmentMerge.Identity(
                     key: cursors[index].key, stamp: cursors[index].segment.stamps[cursors[index].stamp])
-                if !tombstones.contains(other) {
+                if tombstones.isEmpty || !tombstones.contains(other) {
                     throw FormatError("two live postings of one object key in the segments of one term")
                 }
             }

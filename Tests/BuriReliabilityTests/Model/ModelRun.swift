@@ -633,8 +633,12 @@ final class ModelRun {
         case 34..<37:
             let items = segmentBatch()
             let refusal = model.refusal(storing: items, in: name)
-            tally["batches of \(RawBucket.segmentThreshold)+ distinct objects (text postings in segments)", default: 0] += 1
-            if try attempt(refusal, "\(place) store a batch of \(items.count) distinct objects", { try bucket.store(items) }) {
+            tally[
+                "batches of \(RawBucket.segmentThreshold)+ distinct objects (text postings in segments)", default: 0] +=
+                1
+            if try attempt(
+                refusal, "\(place) store a batch of \(items.count) distinct objects", { try bucket.store(items) })
+            {
                 model.store(items, in: name)
             }
         case 37..<54:

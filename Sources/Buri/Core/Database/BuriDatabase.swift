@@ -164,6 +164,9 @@ public final class BuriDatabase: Sendable {
     /// Serialises writers so that reading an object's old index entries and replacing them is
     /// atomic with respect to every other writer (LevelDB itself serialises only the batches).
     let writeLock = Mutex<Void>(())
+    /// Text segments read lately, decoded and checked (a segment's key is never reused for other
+    /// bytes: each segment gets a random id when written).
+    let textSegments = TextSegmentCache()
     /// Set by ``close()`` (the engine may stay open for other databases sharing it).
     private let closed = Mutex(false)
     /// How many times each bucket's catalog entry has been rewritten or dropped by this process.

@@ -1,4 +1,5 @@
 import BuriStorage
+import Synchronization
 
 /// A reader that shows a text index's grouped postings (`docs/FORMAT.md` §5c) as the single
 /// entries they stand for: in the ranges of the text indexes it is given, a key
@@ -23,15 +24,21 @@ final class GroupedPostingsReader: StorageReader {
     private var groups: [[UInt8]: TermGroup] = [:]
     private var groupBytes = 0
 
-    init(_ base: any StorageReader, textPrefixes: [[UInt8]]) {
+    /// Segments shared with other readers of the database, by key.
+    let shared: TextSegmentCache?
+
+    init(_ base: any StorageReader, textPrefixes: [[UInt8]], cache: TextSegmentCache? = nil) {
         self.base = base
         self.textPrefixes = textPrefixes.sorted { $0.lexicographicallyPrecedes($1) }
+        shared = cache
     }
 
     /// `reader` wrapped for the text indexes of `prefixes`, unless there are none.
-    static func wrap(_ reader: any StorageReader, textPrefixes prefixes: [[UInt8]]) -> any StorageReader {
+    static func wrap(
+        _ reader: any StorageReader, textPrefixes prefixes: [[UInt8]], cache: TextSegmentCache? = nil
+    ) -> any StorageReader {
         if prefixes.isEmpty || reader is GroupedPostingsReader { return reader }
-        return GroupedPostingsReader(reader, textPrefixes: prefixes)
+        return GroupedPostingsReader(reader, textPrefixes: prefixes, cache: cache)
     }
 
     var prefersBatchedReads: Bool { base.prefersBatchedReads }
@@ -64,9 +71,16 @@ final class GroupedPostingsReader: StorageReader {
                 throw FormatError(
                     "a text segment key of \(length) bytes is not a segment key (term, tier, 16-byte id)")
             }
+            let key = cursor.key
+            if let known = shared?.segment(key) {
+                segments.append(known)
+                continue
+            }
             let value = try cursor.value
             bytes += value.count
-            segments.append(try TextSegment(value))
+            let segment = try TextSegment(value)
+            shared?.keep(segment, key: key)
+            segments.append(segment)
         }
         var tombstones = Set<TextSegmentMerge.Identity>()
         if !segments.isEmpty {
@@ -162,6 +176,7 @@ final class GroupedPostingsReader: StorageReader {
         guard !pieces.isEmpty else { return try base.cursor(in: range, reverse: reverse) }
         if Self.less(start, range.end) { pieces.append((KeyRange(start: start, end: range.end), nil)) }
         if reverse { pieces.reverse() }
+        if pieces.count == 1, let prefix = pieces[0].prefix, !reverse { return try merged(pieces[0].range, prefix) }
         return try PiecewiseCursor(
             pieces.map { piece throws -> any StorageCursor in
                 guard let prefix = piece.prefix else { return try base.cursor(in: piece.range, reverse: reverse) }
@@ -298,7 +313,8 @@ final class MergedPostingsCursor: StorageCursor {
     private let segmentKeys: any StorageCursor
     /// The term whose postings `postings` walks (its stored tuple), and the walk.
     private var term: [UInt8]?
-    private var postings: TextSegmentPostings?
+    /// (Held in place, never copied out: a copy of the walk would copy its cursors at each step.)
+    private var postings = TextSegmentPostings([], tombstones: [])
     private var postingOn = false
     /// The key the segment posting it is on stands for: `prefix + term + objectKey`.
     private var postingKey: [UInt8] = []
@@ -362,7 +378,8 @@ final class MergedPostingsCursor: StorageCursor {
             let order = singles.withKey { compareBytes($0, postingKey) }
             if order == 0 {
                 throw FormatError(
-                    "a text posting is stored both as a single entry and in a segment, with no tombstone for the latter")
+                    "a text posting is stored both as a single entry and in a segment, with no tombstone for the latter"
+                )
             }
             side = order < 0 ? .single : .posting
         }
@@ -389,23 +406,21 @@ final class MergedPostingsCursor: StorageCursor {
     /// The next live segment posting, loading the next term's segments when one term's run out;
     /// postings below `from` are skipped.
     private func nextPosting(seeking from: [UInt8]?) throws -> Bool {
-        if var walk = postings, try walk.next() {
-            postings = walk
+        if term != nil, try postings.next() {
             try setPostingKey()
             return true
         }
         // The next term with segments.
         while try loadNextTerm() {
-            guard var walk = postings, let term else { continue }
+            guard let term else { continue }
             let found: Bool
             if let from, from.count > prefix.count + term.count, from.starts(with: prefix + term) {
-                found = try walk.seek(Array(from[(prefix.count + term.count)...]))
+                found = try postings.seek(Array(from[(prefix.count + term.count)...]))
             } else if let from, (prefix + term).lexicographicallyPrecedes(from), !from.starts(with: prefix + term) {
                 found = false
             } else {
-                found = try walk.next()
+                found = try postings.next()
             }
-            postings = walk
             if found {
                 try setPostingKey()
                 return true
@@ -418,14 +433,12 @@ final class MergedPostingsCursor: StorageCursor {
     /// from the term the target lies in.
     private func seekPosting(_ target: [UInt8]) throws -> Bool {
         if let term, target.starts(with: prefix + term), target.count > prefix.count + term.count,
-            var walk = postings, postingOn, !target.lexicographicallyPrecedes(postingKey)
+            postingOn, !target.lexicographicallyPrecedes(postingKey)
         {
-            if try walk.seek(Array(target[(prefix.count + term.count)...])) {
-                postings = walk
+            if try postings.seek(Array(target[(prefix.count + term.count)...])) {
                 try setPostingKey()
                 return true
             }
-            postings = walk
             return try nextPosting(seeking: nil)
         }
         var segmentStart = prefix + [GroupedPostingKeys.segmentTag]
@@ -434,7 +447,7 @@ final class MergedPostingsCursor: StorageCursor {
         }
         segmentKeys.seek(segmentStart)
         term = nil
-        postings = nil
+        postings = TextSegmentPostings([], tombstones: [])
         return try nextPosting(seeking: target)
     }
 
@@ -460,7 +473,7 @@ final class MergedPostingsCursor: StorageCursor {
     }
 
     private func setPostingKey() throws {
-        guard let term, let postings else { return }
+        guard let term else { return }
         postingKey.removeAll(keepingCapacity: true)
         postingKey.append(contentsOf: prefix)
         postingKey.append(contentsOf: term)
@@ -487,8 +500,7 @@ final class MergedPostingsCursor: StorageCursor {
         switch side {
         case .single: return try singles.withValue(body)
         case .posting:
-            guard let postings else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-            return try postings.value.withUnsafeBytes(body)
+            return try postings.withValue(body)
         case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
@@ -501,5 +513,27 @@ final class MergedPostingsCursor: StorageCursor {
     func checkStatus() throws {
         try singles.checkStatus()
         try segmentKeys.checkStatus()
+    }
+}
+
+/// Decoded text segments by key, shared by a database's readers, up to a size: a segment is
+/// checked once when read, and a later query of its term reads it from here.
+final class TextSegmentCache: Sendable {
+    private let state = Mutex<(segments: [[UInt8]: TextSegment], bytes: Int)>(([:], 0))
+    static let limit = 32 << 20
+
+    func segment(_ key: [UInt8]) -> TextSegment? {
+        state.withLock { $0.segments[key] }
+    }
+
+    func keep(_ segment: TextSegment, key: [UInt8]) {
+        state.withLock { state in
+            if state.bytes + segment.bytes.count > Self.limit {
+                state.segments.removeAll()
+                state.bytes = 0
+            }
+            state.segments[key] = segment
+            state.bytes += segment.bytes.count + key.count
+        }
     }
 }

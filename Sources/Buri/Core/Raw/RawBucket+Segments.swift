@@ -25,7 +25,7 @@ extension RawBucket {
 
     /// `reader` showing this bucket's grouped postings as single entries.
     func postingsReader(_ reader: any StorageReader) -> any StorageReader {
-        GroupedPostingsReader.wrap(reader, textPrefixes: groupedTextPrefixes)
+        GroupedPostingsReader.wrap(reader, textPrefixes: groupedTextPrefixes, cache: database.textSegments)
     }
 
     /// The writes of a batch, those of a large batch stamped for segments: for each text index
@@ -62,7 +62,8 @@ extension RawBucket {
             do {
                 stamped[position].value = try header.replacingHeader(of: stamped[position].value)
             } catch {
-                throw .corruption(bucket: name, key: stamped[position].key, index: nil, reason: "record header: \(error)")
+                throw .corruption(
+                    bucket: name, key: stamped[position].key, index: nil, reason: "record header: \(error)")
             }
             stamped[position].header = header
         }

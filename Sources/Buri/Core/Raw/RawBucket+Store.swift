@@ -166,14 +166,17 @@ extension RawBucket {
                 /// postings are all removed (tombstoned where in segments) and the new ones all
                 /// written, none kept in place.
                 let oldStamps = old?.textStamps ?? []
-                let grouped = oldStamps.isEmpty && write.header.textStamps.isEmpty
+                let grouped =
+                    oldStamps.isEmpty && write.header.textStamps.isEmpty
                     ? [] : Set(oldStamps.map(\.index) + write.header.textStamps.map(\.index))
                 // Which entries stay: looked up in sets when both lists are long (a long text's
                 // terms), so that replacing an object is not quadratic in its entries.
                 let sets = oldEntries.count > 16 && newEntries.count > 16
                 let oldSet = sets ? Set(oldEntries) : []
                 let newSet = sets ? Set(newEntries) : []
-                func isKept(_ entry: RecordHeader.Entry, in entries: [RecordHeader.Entry], _ set: Set<RecordHeader.Entry>)
+                func isKept(
+                    _ entry: RecordHeader.Entry, in entries: [RecordHeader.Entry], _ set: Set<RecordHeader.Entry>
+                )
                     -> Bool
                 {
                     !grouped.contains(entry.index) && (sets ? set.contains(entry) : entries.contains(entry))
