@@ -190,7 +190,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 roundTripPending.store(false, ordering: .relaxed)
             }
         }
-        return RawBucket.RecordWrite(key: key, header: header, value: value, entryValues: entryValues)
+        return RawBucket.RecordWrite(
+            key: key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart)
     }
 
     /// The relationships among `definitions` whose entries (in `entries`) are exactly what the

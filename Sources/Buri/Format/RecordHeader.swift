@@ -109,12 +109,35 @@ struct RecordHeader: Equatable, Sendable {
             }
         }
         guard layout == RecordHeader.stampedLayoutVersion else { return }
-        Varint.append(UInt64(textStamps.count), to: &out)
-        for stamp in textStamps {
+        Self.append(textStamps, to: &out)
+    }
+
+    /// The text stamps section of a layout-3 header.
+    private static func append(_ stamps: [TextStamp], to out: inout [UInt8]) {
+        Varint.append(UInt64(stamps.count), to: &out)
+        for stamp in stamps {
             Varint.append(UInt64(stamp.index), to: &out)
             out.append(contentsOf: stamp.stamp)
             Varint.append(stamp.length, to: &out)
         }
+    }
+
+    /// The record value `value`, whose header of layout 1 or 2 ends at `payloadStart`, with
+    /// `stamps` added to its header (layout 3), its other bytes copied as they are; `nil` for a
+    /// header of another layout.
+    static func stamping(_ value: [UInt8], payloadStart: Int, stamps: [TextStamp]) -> [UInt8]? {
+        guard payloadStart >= 2, payloadStart <= value.count,
+            value[0] == layoutVersion || value[0] == derivedLayoutVersion
+        else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(value.count + 24 * stamps.count + 4)
+        out.append(stampedLayoutVersion)
+        out.append(contentsOf: value[1..<payloadStart])
+        // Layout 1 has no derived section; layout 3 has one, here empty.
+        if value[0] == layoutVersion { out.append(0) }
+        append(stamps, to: &out)
+        out.append(contentsOf: value[payloadStart...])
+        return out
     }
 
     /// The record value `value` (a header, then the payload) with this header in front of its

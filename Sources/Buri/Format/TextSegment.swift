@@ -286,7 +286,20 @@ struct TextSegment {
     /// layout-2 entry values).
     /// Throws when any of that does not hold: a segment is never written that would not read.
     static func encode(stamps: [[UInt8]], postings: [Posting]) throws(FormatError) -> [UInt8] {
-        guard !postings.isEmpty else { throw FormatError("a text segment needs at least one posting") }
+        try encode(stamps: stamps, count: postings.count) { index, body throws(FormatError) in
+            let posting = postings[index]
+            try withBytes(posting.value) { value throws(FormatError) in try body(posting.key, posting.stamp, value) }
+        }
+    }
+
+    /// ``encode(stamps:postings:)`` for `count` postings that `posting(i, body)` hands to `body`
+    /// one at a time (key, stamp index, value), in order: what a write's arena of postings uses,
+    /// without an array per posting.
+    static func encode(
+        stamps: [[UInt8]], count: Int,
+        _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
+    ) throws(FormatError) -> [UInt8] {
+        guard count > 0 else { throw FormatError("a text segment needs at least one posting") }
         guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == stampLength }) else {
             throw FormatError("a text segment needs stamps of \(stampLength) bytes")
         }
@@ -294,46 +307,48 @@ struct TextSegment {
             throw FormatError("a text segment's stamps must be in increasing byte order")
         }
         var out: [UInt8] = [version]
-        Varint.append(UInt64(postings.count), to: &out)
+        Varint.append(UInt64(count), to: &out)
         Varint.append(UInt64(stamps.count), to: &out)
         for stamp in stamps { out.append(contentsOf: stamp) }
         let restartsAt = out.count
-        out.append(contentsOf: repeatElement(0, count: 4 * restartCount(of: postings.count)))
+        out.append(contentsOf: repeatElement(0, count: 4 * restartCount(of: count)))
         let postingsAt = out.count
         var previous: [UInt8] = []
         var used = [Bool](repeating: false, count: stamps.count)
-        for (index, posting) in postings.enumerated() {
-            guard !posting.key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
-            guard index == 0 || previous.lexicographicallyPrecedes(posting.key) else {
-                throw FormatError("a text segment's keys must strictly increase")
-            }
-            guard posting.stamp >= 0, posting.stamp < stamps.count else {
-                throw FormatError("posting \(index) names stamp \(posting.stamp) of \(stamps.count)")
-            }
-            used[posting.stamp] = true
-            try withBytes(posting.value) { raw throws(FormatError) in try TextEntries.validate(raw, layout: 2) }
-            var shared = 0
-            if index % restartInterval == 0 {
-                let offset = UInt32(truncatingIfNeeded: out.count - postingsAt)
-                guard out.count - postingsAt <= Int(UInt32.max) else {
-                    throw FormatError("a text segment is limited to 4 GiB")
+        for index in 0..<count {
+            try posting(index) { key, stamp, value throws(FormatError) in
+                guard !key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
+                guard index == 0 || compareBytes(previous, key) < 0 else {
+                    throw FormatError("a text segment's keys must strictly increase")
                 }
-                let at = restartsAt + 4 * (index / restartInterval)
-                out[at] = UInt8(truncatingIfNeeded: offset >> 24)
-                out[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
-                out[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
-                out[at + 3] = UInt8(truncatingIfNeeded: offset)
-            } else {
-                let limit = Swift.min(previous.count, posting.key.count)
-                while shared < limit, previous[shared] == posting.key[shared] { shared += 1 }
+                guard stamp >= 0, stamp < stamps.count else {
+                    throw FormatError("posting \(index) names stamp \(stamp) of \(stamps.count)")
+                }
+                used[stamp] = true
+                try TextEntries.validate(value, layout: 2)
+                var shared = 0
+                if index % restartInterval == 0 {
+                    guard out.count - postingsAt <= Int(UInt32.max) else {
+                        throw FormatError("a text segment is limited to 4 GiB")
+                    }
+                    let offset = UInt32(truncatingIfNeeded: out.count - postingsAt)
+                    let at = restartsAt + 4 * (index / restartInterval)
+                    out[at] = UInt8(truncatingIfNeeded: offset >> 24)
+                    out[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
+                    out[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
+                    out[at + 3] = UInt8(truncatingIfNeeded: offset)
+                } else {
+                    let limit = Swift.min(previous.count, key.count)
+                    while shared < limit, previous[shared] == key[shared] { shared += 1 }
+                }
+                Varint.append(UInt64(shared), to: &out)
+                Varint.append(UInt64(key.count - shared), to: &out)
+                out.append(contentsOf: key[shared...])
+                Varint.append(UInt64(stamp), to: &out)
+                Varint.append(UInt64(value.count), to: &out)
+                out.append(contentsOf: value)
+                previous = key
             }
-            Varint.append(UInt64(shared), to: &out)
-            Varint.append(UInt64(posting.key.count - shared), to: &out)
-            out.append(contentsOf: posting.key[shared...])
-            Varint.append(UInt64(posting.stamp), to: &out)
-            Varint.append(UInt64(posting.value.count), to: &out)
-            out.append(contentsOf: posting.value)
-            previous = posting.key
         }
         guard !used.contains(false) else { throw FormatError("a text segment lists only stamps its postings name") }
         return out

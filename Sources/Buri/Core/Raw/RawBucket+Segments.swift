@@ -8,10 +8,9 @@ extension RawBucket {
     /// Batches with at least this many objects holding text for an index put that index's
     /// postings in segments.
     static let segmentThreshold = 64
-    /// A segment holds at most this many postings, or about this many bytes: a larger run of one
-    /// term is split, so that a seek never reads a huge value.
+    /// A segment holds at most this many postings: a larger run of one term is split, so that a
+    /// seek never reads a huge value.
     static let segmentPostingLimit = 16_384
-    static let segmentByteLimit = 256 << 10
 
     /// The prefixes of the bucket's text indexes whose postings may be in segments (those of
     /// entry layout 2), for ``GroupedPostingsReader``; none on a shared engine, which never
@@ -50,22 +49,32 @@ extension RawBucket {
         guard !stamps.isEmpty else { return writes }
         var keys = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
         for write in writes where !keys.insert(ObjectKeyBytes(Array(write.key.utf8))).inserted { return writes }
+        let ordered = stamps.sorted { $0.key < $1.key }
         var stamped = writes
         for position in stamped.indices {
-            var header = stamped[position].header
-            for (index, stamp) in stamps.sorted(by: { $0.key < $1.key })
-            where header.entries.contains(where: { $0.index == index }) {
+            var added: [RecordHeader.TextStamp] = []
+            for (index, stamp) in ordered
+            where stamped[position].header.entries.contains(where: { $0.index == index }) {
                 let length = Self.documentLength(of: stamped[position], index: index)
-                header.textStamps.append(.init(index: index, stamp: stamp, length: UInt64(length)))
+                added.append(.init(index: index, stamp: stamp, length: UInt64(length)))
             }
-            guard !header.textStamps.isEmpty else { continue }
+            guard !added.isEmpty else { continue }
+            stamped[position].header.textStamps += added
+            // The stamps spliced into the header as written, when the writer says where it ends.
+            if let start = stamped[position].payloadStart,
+                let value = RecordHeader.stamping(stamped[position].value, payloadStart: start, stamps: added)
+            {
+                stamped[position].payloadStart = value.count - (stamped[position].value.count - start)
+                stamped[position].value = value
+                continue
+            }
             do {
-                stamped[position].value = try header.replacingHeader(of: stamped[position].value)
+                stamped[position].value = try stamped[position].header.replacingHeader(of: stamped[position].value)
             } catch {
                 throw .corruption(
                     bucket: name, key: stamped[position].key, index: nil, reason: "record header: \(error)")
             }
-            stamped[position].header = header
+            stamped[position].payloadStart = nil
         }
         return stamped
     }
@@ -105,63 +114,122 @@ extension RawBucket {
     }
 }
 
-/// The postings a write puts in segments, by index and term, flushed into the batch as one
-/// segment per term (or several, past the limits) once every object is written.
+/// The postings a write puts in segments, flushed into the batch as one segment per term (or
+/// several, past ``RawBucket/segmentPostingLimit``) once every object is written. Held in a few
+/// flat arrays per index (a term id and an object number per posting, the values one after
+/// another), sorted by term with a counting sort at the end.
 struct SegmentCollector {
-    private struct Term {
-        var keys: [[UInt8]] = []
+    fileprivate struct IndexPostings {
+        var index: UInt32
+        var stamp: [UInt8]
+        var termIds: [[UInt8]: Int32] = [:]
+        var tuples: [[UInt8]] = []
+        var postingTerm: [Int32] = []
+        var postingObject: [Int32] = []
         var values: [UInt8] = []
-        var ends: [Int] = []
-
-        mutating func append(_ key: [UInt8], _ value: UnsafeRawBufferPointer) {
-            keys.append(key)
-            values.append(contentsOf: value)
-            ends.append(values.count)
-        }
+        var valueEnds: [Int] = []
     }
-    private var terms: [UInt32: [[UInt8]: Term]] = [:]
-    /// Each index's stamp.
-    private var stamps: [UInt32: [UInt8]] = [:]
+    private var indexes: [IndexPostings] = []
+    /// The object keys (UTF-8), numbered in the order their first posting came.
+    private var objectKeys: [[UInt8]] = []
+    /// The number of the object the last posting was of (`position` given to ``add``).
+    private var lastPosition = -1
 
-    var isEmpty: Bool { terms.isEmpty }
+    var isEmpty: Bool { indexes.isEmpty }
 
-    mutating func add(index: UInt32, stamp: [UInt8], tuple: [UInt8], objectKey: [UInt8], value: UnsafeRawBufferPointer)
-    {
-        stamps[index] = stamp
-        terms[index, default: [:]][tuple, default: Term()].append(objectKey, value)
+    /// Adds the posting of the object at batch position `position` (positions come in increasing
+    /// order, each object's postings together).
+    mutating func add(
+        index: UInt32, stamp: [UInt8], tuple: [UInt8], position: Int, objectKey: [UInt8],
+        value: UnsafeRawBufferPointer
+    ) {
+        if position != lastPosition {
+            lastPosition = position
+            objectKeys.append(objectKey)
+        }
+        let slot: Int
+        if let found = indexes.firstIndex(where: { $0.index == index }) {
+            slot = found
+        } else {
+            indexes.append(IndexPostings(index: index, stamp: stamp))
+            slot = indexes.count - 1
+        }
+        indexes[slot].add(tuple: tuple, object: Int32(objectKeys.count - 1), value: value)
     }
 
     /// Puts every term's segments into `batch`.
     func flush(bucket: UInt32, into batch: any StorageBatch) throws(FormatError) {
-        for (index, byTerm) in terms {
-            guard let stamp = stamps[index] else { continue }
-            for (tuple, term) in byTerm {
-                var order = Array(term.keys.indices)
-                if zip(term.keys, term.keys.dropFirst()).contains(where: { !$0.0.lexicographicallyPrecedes($0.1) }) {
-                    order.sort { term.keys[$0].lexicographicallyPrecedes(term.keys[$1]) }
-                }
-                var postings: [TextSegment.Posting] = []
-                var bytes = 0
-                func emit() throws(FormatError) {
-                    guard !postings.isEmpty else { return }
-                    let value = try TextSegment.encode(stamps: [stamp], postings: postings)
-                    let key = GroupedPostingKeys.segmentKey(
-                        bucket: bucket, index: index, tuple: tuple, tier: 0, id: RawBucket.randomStamp())
-                    batch.put(key, value)
-                    postings.removeAll(keepingCapacity: true)
-                    bytes = 0
-                }
-                for position in order {
-                    let start = position == 0 ? 0 : term.ends[position - 1]
-                    let value = Array(term.values[start..<term.ends[position]])
-                    postings.append((term.keys[position], 0, value))
-                    bytes += term.keys[position].count + value.count + 4
-                    if postings.count >= RawBucket.segmentPostingLimit || bytes >= RawBucket.segmentByteLimit {
-                        try emit()
-                    }
-                }
-                try emit()
-            }
+        // Each object's rank in key order: a term's postings are written in that order.
+        var byKey = Array(objectKeys.indices)
+        var sorted = true
+        for number in objectKeys.indices.dropFirst()
+        where compareBytes(objectKeys[number - 1], objectKeys[number]) >= 0 {
+            sorted = false
+            break
         }
+        if !sorted { byKey.sort { compareBytes(objectKeys[$0], objectKeys[$1]) < 0 } }
+        var rank = [Int32](repeating: 0, count: objectKeys.count)
+        for (order, number) in byKey.enumerated() { rank[number] = Int32(order) }
+        for postings in indexes {
+            try postings.flush(bucket: bucket, objectKeys: objectKeys, rank: rank, into: batch)
+        }
+    }
+}
+
+extension SegmentCollector.IndexPostings {
+    fileprivate mutating func add(tuple: [UInt8], object: Int32, value: UnsafeRawBufferPointer) {
+        let term: Int32
+        if let known = termIds[tuple] {
+            term = known
+        } else {
+            term = Int32(tuples.count)
+            termIds[tuple] = term
+            tuples.append(tuple)
+        }
+        postingTerm.append(term)
+        postingObject.append(object)
+        values.append(contentsOf: value)
+        valueEnds.append(values.count)
+    }
+
+    fileprivate func flush(
+        bucket: UInt32, objectKeys: [[UInt8]], rank: [Int32], into batch: any StorageBatch
+    ) throws(FormatError) {
+        // Counting sort by term: each term's postings together, in the order they came.
+        var starts = [Int](repeating: 0, count: tuples.count + 1)
+        for term in postingTerm { starts[Int(term) + 1] += 1 }
+        for term in tuples.indices { starts[term + 1] += starts[term] }
+        var fill = starts
+        var order = [Int](repeating: 0, count: postingTerm.count)
+        for (posting, term) in postingTerm.enumerated() {
+            order[fill[Int(term)]] = posting
+            fill[Int(term)] += 1
+        }
+        try values.withUnsafeBytes { values in Result { () throws(FormatError) in
+            for term in tuples.indices {
+                var run = order[starts[term]..<starts[term + 1]]
+                if zip(run, run.dropFirst()).contains(where: { rank[Int(postingObject[$0])] > rank[Int(postingObject[$1])] }) {
+                    run.sort { rank[Int(postingObject[$0])] < rank[Int(postingObject[$1])] }
+                }
+                var from = run.startIndex
+                while from < run.endIndex {
+                    let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
+                    let chunk = run[from..<to]
+                    let segment = try TextSegment.encode(stamps: [stamp], count: chunk.count) {
+                        number, body throws(FormatError) in
+                        let posting = chunk[chunk.startIndex + number]
+                        let start = posting == 0 ? 0 : valueEnds[posting - 1]
+                        try body(
+                            objectKeys[Int(postingObject[posting])], 0,
+                            UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
+                    }
+                    batch.put(
+                        GroupedPostingKeys.segmentKey(
+                            bucket: bucket, index: index, tuple: tuples[term], tier: 0, id: RawBucket.randomStamp()),
+                        segment)
+                    from = to
+                }
+            }
+        } }.get()
     }
 }

@@ -60,6 +60,8 @@ extension RawBucket {
         /// `docs/FORMAT.md` §5b); other entries have empty values. An entry with a value is written
         /// even when the old record lists it too, as its value may have changed.
         var entryValues = EntryValues()
+        /// Where the payload starts in `value`, when the writer knows it (the header's length).
+        var payloadStart: Int? = nil
 
         /// The value to store under the key of `header.entries[position]`, as an array.
         func value(at position: Int) -> [UInt8] {
@@ -125,6 +127,7 @@ extension RawBucket {
             /// The postings this batch puts in segments.
             var segments = SegmentCollector()
             for (position, write) in writes.enumerated() {
+                let writePosition = position
                 let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
                 let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
@@ -199,8 +202,8 @@ extension RawBucket {
                     if !grouped.isEmpty, let stamp = write.header.textStamp(of: entry.index) {
                         write.entryValues.withValue(at: position) { value in
                             segments.add(
-                                index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, objectKey: keyBytes,
-                                value: value)
+                                index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, position: writePosition,
+                                objectKey: keyBytes, value: value)
                         }
                         continue
                     }

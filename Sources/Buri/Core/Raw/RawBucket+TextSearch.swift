@@ -498,40 +498,84 @@ extension [[UInt8]] {
     }
 }
 
-/// A cursor over one term's entries that keeps the object key it is on.
+/// A cursor over one term's postings that keeps the object key it is on: its single entries and,
+/// when the term has segments (`docs/FORMAT.md` §5c), their live postings, merged in key order.
 ///
-/// It copies each entry's object key into a buffer of its own (no array per step) and compares
+/// It copies each posting's object key into a buffer of its own (no array per step) and compares
 /// it there. Its engine cursor checks for damage only where its walk stops
 /// (``StorageCursor/deferStatusChecks()``), so a walk must end with ``checkStatus()`` before
 /// what it found is used, as every walk of `TextSearcher` and `TextRanker` does.
 final class TermCursor {
+    /// The term's single entries.
     private let cursor: any StorageCursor
     private let prefix: [UInt8]
     private let bucket: RawBucket
     private let indexName: String
-    /// The object key of the entry it is on: `keyCount` bytes at `keyBytes` (valid after `next`
-    /// or `advance` returned true).
-    private var keyBytes: UnsafeMutableRawPointer
-    private var keyCapacity: Int
-    private var keyCount = 0
+    /// The term's segment postings, when it has segments.
+    private var segments: TextSegmentPostings
+    private let hasSegments: Bool
+    /// The object key of the single entry the engine cursor is on (`singleCount` bytes), and of
+    /// the segment posting the segment walk is on (`segmentCount` bytes).
+    private var singleKey: KeyBuffer
+    private var segmentKey: KeyBuffer
+    private var singleOn = false
+    private var segmentOn = false
+    private var started = false
+    /// Which of the two the cursor is on.
+    private var onSegment = false
+
+    /// Bytes owned by the cursor, reused from step to step.
+    private struct KeyBuffer {
+        var bytes: UnsafeMutableRawPointer = .allocate(byteCount: 64, alignment: 1)
+        var capacity = 64
+        var count = 0
+
+        mutating func set(_ base: UnsafeRawPointer, _ length: Int) {
+            if length > capacity {
+                bytes.deallocate()
+                capacity = Swift.max(length, 2 * capacity)
+                bytes = .allocate(byteCount: capacity, alignment: 1)
+            }
+            bytes.copyMemory(from: base, byteCount: length)
+            count = length
+        }
+
+        var view: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: bytes, count: count) }
+    }
 
     init(bucket: RawBucket, index: IndexDefinition, reader: any StorageReader, prefix: [UInt8]) throws(BuriError) {
         self.bucket = bucket
         self.prefix = prefix
         indexName = index.name
-        cursor = try bucket.run { try reader.cursor(in: .prefix(prefix)) }
+        var singles = reader
+        var segments = TextSegmentPostings([], tombstones: [])
+        if let grouped = reader as? GroupedPostingsReader {
+            singles = grouped.base
+            let indexPrefix = Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)
+            let group = try bucket.run { try grouped.group(prefix: indexPrefix, tuple: prefix[indexPrefix.count...]) }
+            segments = TextSegmentPostings(group.segments, tombstones: group.tombstones)
+            hasSegments = !group.isEmpty
+        } else {
+            hasSegments = false
+        }
+        self.segments = segments
+        let cursor = try bucket.run { try singles.cursor(in: .prefix(prefix)) }
         _ = cursor.deferStatusChecks()
-        keyCapacity = 64
-        keyBytes = .allocate(byteCount: keyCapacity, alignment: 1)
+        self.cursor = cursor
+        singleKey = KeyBuffer()
+        segmentKey = KeyBuffer()
     }
 
-    deinit { keyBytes.deallocate() }
+    deinit {
+        singleKey.bytes.deallocate()
+        segmentKey.bytes.deallocate()
+    }
 
-    /// A copy of the object key of the entry it is on.
+    /// A copy of the object key of the posting it is on.
     var key: [UInt8] { [UInt8](current) }
 
     /// The object key it is on, lent until it moves.
-    private var current: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: keyBytes, count: keyCount) }
+    private var current: UnsafeRawBufferPointer { onSegment ? segmentKey.view : singleKey.view }
 
     /// Whether the object key it is on comes before `target` in byte order.
     @inline(__always)
@@ -539,54 +583,126 @@ final class TermCursor {
 
     /// Whether the object key it is on is `target`'s bytes.
     @inline(__always)
-    func isOn(_ target: [UInt8]) -> Bool { keyCount == target.count && compareBytes(current, target) == 0 }
+    func isOn(_ target: [UInt8]) -> Bool { current.count == target.count && compareBytes(current, target) == 0 }
 
     /// Whether the object key it is on comes before the one `other` is on.
     func precedes(_ other: TermCursor) -> Bool { compareBytes(current, other.current) < 0 }
 
-    /// Reads the object key of the entry the cursor is on.
-    private func load() throws(BuriError) {
+    /// Reads the object key of the single entry the engine cursor is on.
+    private func loadSingle() throws(BuriError) {
         let length = prefix.count
-        let count = cursor.withKey { raw -> Int in
-            guard raw.count > length, let base = raw.baseAddress else { return -1 }
-            let count = raw.count - length
-            if count > keyCapacity {
-                keyBytes.deallocate()
-                keyCapacity = Swift.max(count, 2 * keyCapacity)
-                keyBytes = .allocate(byteCount: keyCapacity, alignment: 1)
-            }
-            keyBytes.copyMemory(from: base + length, byteCount: count)
-            return count
+        let loaded = cursor.withKey { raw -> Bool in
+            guard raw.count > length, let base = raw.baseAddress else { return false }
+            singleKey.set(base + length, raw.count - length)
+            return true
         }
-        guard count >= 0 else {
+        guard loaded else {
             throw .corruption(
                 bucket: bucket.name, key: nil, index: indexName, reason: "index entry key: no object key after the term"
             )
         }
-        keyCount = count
     }
 
-    /// Whether the cursor went past its last entry (or never had one).
+    /// Reads the object key of the segment posting the walk is on.
+    private func loadSegment() {
+        segments.key.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { segmentKey.set(base, raw.count) } else { segmentKey.count = 0 }
+        }
+    }
+
+    /// Whether the cursor went past its last posting (or never had one).
     private(set) var isOver = false
 
-    /// Moves to the next entry; `false` at the end.
-    func next() throws(BuriError) -> Bool {
-        guard try bucket.run({ try cursor.next() }) else {
+    private func nextSingle() throws(BuriError) {
+        singleOn = try bucket.run { try cursor.next() }
+        if singleOn { try loadSingle() }
+    }
+
+    private func nextSegment() throws(BuriError) {
+        segmentOn = try segmentStep { walk throws(FormatError) in try walk.next() }
+        if segmentOn { loadSegment() }
+    }
+
+    /// Runs a step of the segment walk; a segment that does not read is damage naming the index.
+    private func segmentStep(_ step: (inout TextSegmentPostings) throws(FormatError) -> Bool) throws(BuriError) -> Bool {
+        do {
+            return try step(&segments)
+        } catch {
+            throw .corruption(bucket: bucket.name, key: nil, index: indexName, reason: "text segment: \(error)")
+        }
+    }
+
+    /// Puts the cursor on the lesser of the two sides; a key on both is damage.
+    private func settle() throws(BuriError) -> Bool {
+        switch (singleOn, segmentOn) {
+        case (false, false):
             isOver = true
             return false
+        case (true, false): onSegment = false
+        case (false, true): onSegment = true
+        case (true, true):
+            let order = compareBytes(singleKey.view, segmentKey.view)
+            if order == 0 {
+                throw .corruption(
+                    bucket: bucket.name, key: String(decoding: singleKey.view, as: UTF8.self), index: indexName,
+                    reason:
+                        "the term's posting is both a single entry and in a segment; run `buri check --repair`")
+            }
+            onSegment = order > 0
         }
-        try load()
         return true
     }
 
-    /// Moves to the first entry whose object key is not below `target`; `false` at the end.
+    /// Moves to the next posting; `false` at the end.
+    func next() throws(BuriError) -> Bool {
+        guard hasSegments else {
+            try nextSingle()
+            if !singleOn { isOver = true }
+            return singleOn
+        }
+        if !started {
+            started = true
+            try nextSingle()
+            try nextSegment()
+        } else if onSegment {
+            try nextSegment()
+        } else {
+            try nextSingle()
+        }
+        return try settle()
+    }
+
+    /// Moves to the first posting whose object key is not below `target`; `false` at the end.
     func advance(to target: [UInt8]) throws(BuriError) -> Bool {
+        guard hasSegments else { return try advanceSingle(to: target) }
+        if !started {
+            started = true
+            try nextSingle()
+            try nextSegment()
+        }
+        if singleOn, compareBytes(singleKey.view, target) < 0 { _ = try advanceSingle(to: target) }
+        if segmentOn, compareBytes(segmentKey.view, target) < 0 {
+            segmentOn = try segmentStep { walk throws(FormatError) in try walk.seek(target) }
+            if segmentOn { loadSegment() }
+        }
+        return try settle()
+    }
+
+    /// Moves the single entries to the first whose object key is not below `target`: a few steps,
+    /// then a seek.
+    private func advanceSingle(to target: [UInt8]) throws(BuriError) -> Bool {
         for _ in 0..<TextSearcher.stepsBeforeSeek {
-            guard try next() else { return false }
-            if !precedes(target) { return true }
+            try nextSingle()
+            guard singleOn else {
+                if !hasSegments { isOver = true }
+                return false
+            }
+            if compareBytes(singleKey.view, target) >= 0 { return true }
         }
         cursor.seek(prefix + target)
-        return try next()
+        try nextSingle()
+        if !singleOn, !hasSegments { isOver = true }
+        return singleOn
     }
 
     /// Throws the damage the engine met while this cursor moved (a block it skipped), which it
@@ -595,27 +711,30 @@ final class TermCursor {
         try bucket.run { try cursor.checkStatus() }
     }
 
-    /// The term's frequency and the document's length from the current entry's value (layout 2).
+    /// The term's frequency and the document's length from the current posting's value (layout 2).
     func frequencyAndLength() throws(BuriError) -> (frequency: UInt64, length: UInt64) {
         try readValue { raw throws(FormatError) in try TextEntries.frequencyAndLength(raw) }
     }
 
-    /// Throws unless the current entry's value reads as `layout` (see ``TextEntries/validate(_:layout:)``).
+    /// Throws unless the current posting's value reads as `layout` (see ``TextEntries/validate(_:layout:)``).
     func validateValue(layout: Int) throws(BuriError) {
         try readValue { raw throws(FormatError) in try TextEntries.validate(raw, layout: layout) }
     }
 
-    /// The document length (layout 2) and positions the current entry's value holds.
+    /// The document length (layout 2) and positions the current posting's value holds.
     func decoded(layout: Int) throws(BuriError) -> (length: UInt64?, positions: [UInt64]) {
         try readValue { raw throws(FormatError) in try TextEntries.decode(raw, layout: layout) }
     }
 
-    /// The current entry's value read by `decode`; a value that does not read is damage naming
+    /// The current posting's value read by `decode`; a value that does not read is damage naming
     /// the bucket, the index and the object.
     private func readValue<R>(
         _ decode: (UnsafeRawBufferPointer) throws(FormatError) -> R
     ) throws(BuriError) -> R {
-        let result = try cursor.readValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
+        let result =
+            onSegment
+            ? segments.withValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
+            : try cursor.readValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
         switch result {
         case .success(let value): return value
         case .failure(let error):

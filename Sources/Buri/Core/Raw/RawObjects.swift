@@ -95,8 +95,11 @@ extension RawBucket {
             var value: [UInt8] = []
             value.reserveCapacity(object.payload.count + 32)
             header.append(to: &value)
+            let payloadStart = value.count
             value.append(contentsOf: object.payload)
-            writes.append(RecordWrite(key: object.key, header: header, value: value, entryValues: entryValues))
+            writes.append(
+                RecordWrite(
+                    key: object.key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart))
         }
         if !writes.isEmpty { try write(writes, sync: sync) }
     }
