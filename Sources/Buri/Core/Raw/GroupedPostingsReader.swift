@@ -43,10 +43,11 @@ final class GroupedPostingsReader: StorageReader {
 
     var prefersBatchedReads: Bool { base.prefersBatchedReads }
 
-    /// One term's segments and tombstones.
+    /// One term's segments and tombstones, and its live segment postings merged.
     struct TermGroup {
         var segments: [TextSegment]
         var tombstones: Set<TextSegmentMerge.Identity>
+        var merged: MergedTermPostings
         var isEmpty: Bool { segments.isEmpty }
     }
 
@@ -63,6 +64,7 @@ final class GroupedPostingsReader: StorageReader {
         segmentPrefix.append(contentsOf: tuple)
         if let known = groups[segmentPrefix] { return known }
         var segments: [TextSegment] = []
+        var segmentKeys: [[UInt8]] = []
         var bytes = 0
         let cursor = try base.cursor(in: .prefix(segmentPrefix))
         while try cursor.next() {
@@ -72,6 +74,7 @@ final class GroupedPostingsReader: StorageReader {
                     "a text segment key of \(length) bytes is not a segment key (term, tier, 16-byte id)")
             }
             let key = cursor.key
+            segmentKeys.append(key)
             if let known = shared?.segment(key) {
                 segments.append(known)
                 continue
@@ -99,7 +102,16 @@ final class GroupedPostingsReader: StorageReader {
                 tombstones.insert(identity)
             }
         }
-        let group = TermGroup(segments: segments, tombstones: tombstones)
+        // The merged postings as a reader of the same segments and tombstones made them, or anew.
+        let merged: MergedTermPostings
+        if let known = shared?.merged(segmentPrefix, segmentKeys: segmentKeys, tombstones: tombstones) {
+            merged = known
+        } else {
+            var walk = TextSegmentPostings(segments, tombstones: tombstones)
+            merged = try MergedTermPostings(&walk)
+            shared?.keep(merged, term: segmentPrefix, segmentKeys: segmentKeys, tombstones: tombstones)
+        }
+        let group = TermGroup(segments: segments, tombstones: tombstones, merged: merged)
         if groupBytes + bytes > Self.cacheBytes {
             groups.removeAll(keepingCapacity: true)
             groupBytes = 0
@@ -122,11 +134,8 @@ final class GroupedPostingsReader: StorageReader {
         }
         guard termEnd < key.count else { return try body(nil) }
         let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
-        guard !group.isEmpty else { return try body(nil) }
-        var postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
-        let objectKey = Array(key[termEnd...])
-        guard try postings.seek(objectKey), postings.key == objectKey else { return try body(nil) }
-        return try postings.value.withUnsafeBytes { try body($0) }
+        guard let found = group.merged.find(Array(key[termEnd...])) else { return try body(nil) }
+        return try body(group.merged.value(found))
     }
 
     /// The stamp of the live segment posting `key` stands for, or `nil` when it is a single
@@ -139,11 +148,7 @@ final class GroupedPostingsReader: StorageReader {
         }
         guard termEnd < key.count else { return nil }
         let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
-        guard !group.isEmpty else { return nil }
-        var postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
-        let objectKey = Array(key[termEnd...])
-        guard try postings.seek(objectKey), postings.key == objectKey else { return nil }
-        return postings.stamp
+        return group.merged.find(Array(key[termEnd...])).map { group.merged.stamp($0) }
     }
 
     /// The tombstone key cancelling the segment posting `key` stands for, written under `stamp`.
@@ -313,8 +318,8 @@ final class MergedPostingsCursor: StorageCursor {
     private let segmentKeys: any StorageCursor
     /// The term whose postings `postings` walks (its stored tuple), and the walk.
     private var term: [UInt8]?
-    /// (Held in place, never copied out: a copy of the walk would copy its cursors at each step.)
-    private var postings = TextSegmentPostings([], tombstones: [])
+    private var postings: MergedTermPostings?
+    private var postingIndex = -1
     private var postingOn = false
     /// The key the segment posting it is on stands for: `prefix + term + objectKey`.
     private var postingKey: [UInt8] = []
@@ -406,23 +411,23 @@ final class MergedPostingsCursor: StorageCursor {
     /// The next live segment posting, loading the next term's segments when one term's run out;
     /// postings below `from` are skipped.
     private func nextPosting(seeking from: [UInt8]?) throws -> Bool {
-        if term != nil, try postings.next() {
-            try setPostingKey()
+        if let postings, postingIndex + 1 < postings.count {
+            postingIndex += 1
+            setPostingKey()
             return true
         }
         // The next term with segments.
         while try loadNextTerm() {
-            guard let term else { continue }
-            let found: Bool
+            guard let term, let postings else { continue }
             if let from, from.count > prefix.count + term.count, from.starts(with: prefix + term) {
-                found = try postings.seek(Array(from[(prefix.count + term.count)...]))
+                postingIndex = postings.lowerBound(Array(from[(prefix.count + term.count)...]), from: 0)
             } else if let from, (prefix + term).lexicographicallyPrecedes(from), !from.starts(with: prefix + term) {
-                found = false
+                postingIndex = postings.count
             } else {
-                found = try postings.next()
+                postingIndex = 0
             }
-            if found {
-                try setPostingKey()
+            if postingIndex < postings.count {
+                setPostingKey()
                 return true
             }
         }
@@ -432,11 +437,12 @@ final class MergedPostingsCursor: StorageCursor {
     /// Moves the postings walk to `target`: within the current term when it is the term, else
     /// from the term the target lies in.
     private func seekPosting(_ target: [UInt8]) throws -> Bool {
-        if let term, target.starts(with: prefix + term), target.count > prefix.count + term.count,
+        if let term, let postings, target.starts(with: prefix + term), target.count > prefix.count + term.count,
             postingOn, !target.lexicographicallyPrecedes(postingKey)
         {
-            if try postings.seek(Array(target[(prefix.count + term.count)...])) {
-                try setPostingKey()
+            postingIndex = postings.lowerBound(Array(target[(prefix.count + term.count)...]), from: postingIndex)
+            if postingIndex < postings.count {
+                setPostingKey()
                 return true
             }
             return try nextPosting(seeking: nil)
@@ -447,7 +453,7 @@ final class MergedPostingsCursor: StorageCursor {
         }
         segmentKeys.seek(segmentStart)
         term = nil
-        postings = TextSegmentPostings([], tombstones: [])
+        postings = nil
         return try nextPosting(seeking: target)
     }
 
@@ -468,16 +474,17 @@ final class MergedPostingsCursor: StorageCursor {
         next = KeyRange.successor(ofPrefix: next) ?? next
         segmentKeys.seek(next)
         term = Array(tuple)
-        postings = TextSegmentPostings(group.segments, tombstones: group.tombstones)
+        postings = group.merged
+        postingIndex = -1
         return true
     }
 
-    private func setPostingKey() throws {
-        guard let term else { return }
+    private func setPostingKey() {
+        guard let term, let postings else { return }
         postingKey.removeAll(keepingCapacity: true)
         postingKey.append(contentsOf: prefix)
         postingKey.append(contentsOf: term)
-        postingKey.append(contentsOf: postings.key)
+        postingKey.append(contentsOf: postings.key(postingIndex))
     }
 
     func seek(_ key: [UInt8]) {
@@ -500,7 +507,8 @@ final class MergedPostingsCursor: StorageCursor {
         switch side {
         case .single: return try singles.withValue(body)
         case .posting:
-            return try postings.withValue(body)
+            guard let postings else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try body(postings.value(postingIndex))
         case .none: return try body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
@@ -516,11 +524,29 @@ final class MergedPostingsCursor: StorageCursor {
     }
 }
 
-/// Decoded text segments by key, shared by a database's readers, up to a size: a segment is
-/// checked once when read, and a later query of its term reads it from here.
+/// Decoded text segments by key, and terms' merged postings by the segments and tombstones they
+/// were merged from, shared by a database's readers up to a size: a segment is checked once when
+/// read, and a later query of an unchanged term reads its postings from here.
 final class TextSegmentCache: Sendable {
-    private let state = Mutex<(segments: [[UInt8]: TextSegment], bytes: Int)>(([:], 0))
-    static let limit = 32 << 20
+    private struct Term {
+        var segmentKeys: [[UInt8]]
+        var tombstones: Set<TextSegmentMerge.Identity>
+        var merged: MergedTermPostings
+    }
+    private struct State {
+        var segments: [[UInt8]: TextSegment] = [:]
+        var terms: [[UInt8]: Term] = [:]
+        var bytes = 0
+
+        mutating func make(room: Int) {
+            guard bytes + room > TextSegmentCache.limit else { return }
+            segments.removeAll()
+            terms.removeAll()
+            bytes = 0
+        }
+    }
+    private let state = Mutex(State())
+    static let limit = 64 << 20
 
     func segment(_ key: [UInt8]) -> TextSegment? {
         state.withLock { $0.segments[key] }
@@ -528,12 +554,126 @@ final class TextSegmentCache: Sendable {
 
     func keep(_ segment: TextSegment, key: [UInt8]) {
         state.withLock { state in
-            if state.bytes + segment.bytes.count > Self.limit {
-                state.segments.removeAll()
-                state.bytes = 0
-            }
+            state.make(room: segment.bytes.count)
             state.segments[key] = segment
             state.bytes += segment.bytes.count + key.count
         }
+    }
+
+    /// The merged postings of the term whose segment keys start with `term`, if they were merged
+    /// from exactly these segments and tombstones.
+    func merged(
+        _ term: [UInt8], segmentKeys: [[UInt8]], tombstones: Set<TextSegmentMerge.Identity>
+    ) -> MergedTermPostings? {
+        state.withLock { state in
+            guard let known = state.terms[term], known.segmentKeys == segmentKeys, known.tombstones == tombstones
+            else { return nil }
+            return known.merged
+        }
+    }
+
+    func keep(
+        _ merged: MergedTermPostings, term: [UInt8], segmentKeys: [[UInt8]], tombstones: Set<TextSegmentMerge.Identity>
+    ) {
+        state.withLock { state in
+            state.make(room: merged.byteCount)
+            state.terms[term] = Term(segmentKeys: segmentKeys, tombstones: tombstones, merged: merged)
+            state.bytes += merged.byteCount + 64 * segmentKeys.count
+        }
+    }
+}
+
+/// One term's live segment postings, merged in key order into one buffer: a walk is an index
+/// stepping forward, a seek a binary search, and neither allocates.
+final class MergedTermPostings: @unchecked Sendable {
+    let count: Int
+    /// Keys, then values, one after another (never mutated after `init`).
+    private let bytes: UnsafeMutableRawPointer
+    private let keyStarts: [Int]
+    private let valueStarts: [Int]
+    private let stampIndexes: [Int32]
+    private let stamps: [[UInt8]]
+    let byteCount: Int
+
+    /// The postings `walk` gives, from where it is to its end.
+    init(_ walk: inout TextSegmentPostings) throws(FormatError) {
+        var keys: [UInt8] = []
+        var values: [UInt8] = []
+        var keyStarts: [Int] = [0]
+        var valueStarts: [Int] = [0]
+        var stampIndexes: [Int32] = []
+        var stamps: [[UInt8]] = []
+        var stampNumbers: [[UInt8]: Int32] = [:]
+        while try walk.next() {
+            keys.append(contentsOf: walk.key)
+            keyStarts.append(keys.count)
+            walk.withValue { values.append(contentsOf: $0) }
+            valueStarts.append(values.count)
+            let stamp = walk.stamp
+            if let number = stampNumbers[stamp] {
+                stampIndexes.append(number)
+            } else {
+                stampNumbers[stamp] = Int32(stamps.count)
+                stampIndexes.append(Int32(stamps.count))
+                stamps.append(stamp)
+            }
+        }
+        count = stampIndexes.count
+        byteCount = Swift.max(1, keys.count + values.count)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 1)
+        keys.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { buffer.copyMemory(from: base, byteCount: raw.count) }
+        }
+        values.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { (buffer + keys.count).copyMemory(from: base, byteCount: raw.count) }
+        }
+        bytes = buffer
+        self.keyStarts = keyStarts
+        self.valueStarts = valueStarts.map { $0 + keys.count }
+        self.stampIndexes = stampIndexes
+        self.stamps = stamps
+    }
+
+    deinit { bytes.deallocate() }
+
+    /// The object key of posting `i` (`0 ..< count`), valid while this object lives.
+    @inline(__always)
+    func key(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + keyStarts[i], count: keyStarts[i + 1] - keyStarts[i])
+    }
+
+    /// The value of posting `i`.
+    @inline(__always)
+    func value(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: bytes + valueStarts[i], count: valueStarts[i + 1] - valueStarts[i])
+    }
+
+    /// The stamp of posting `i`.
+    func stamp(_ i: Int) -> [UInt8] { stamps[Int(stampIndexes[i])] }
+
+    /// The first posting at or after `from` whose key is not below `target` (`count` if none):
+    /// a gallop from `from`, then a binary search.
+    func lowerBound(_ target: [UInt8], from: Int) -> Int {
+        var low = from
+        var step = 1
+        var high = from
+        while high < count, compareBytes(key(high), target) < 0 {
+            low = high + 1
+            high += step
+            step *= 2
+        }
+        high = Swift.min(high, count)
+        while low < high {
+            let middle = (low + high) / 2
+            if compareBytes(key(middle), target) < 0 { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The posting of `objectKey`, if there is one.
+    func find(_ objectKey: [UInt8]) -> Int? {
+        let at = lowerBound(objectKey, from: 0)
+        guard at < count, compareBytes(key(at), objectKey) == 0 else { return nil }
+        return at
     }
 }

@@ -511,13 +511,13 @@ final class TermCursor {
     private let prefix: [UInt8]
     private let bucket: RawBucket
     private let indexName: String
-    /// The term's segment postings, when it has segments.
-    private var segments: TextSegmentPostings
+    /// The term's live segment postings, merged (empty when it has no segments), and the one
+    /// the cursor's segment side is on.
+    private let segments: MergedTermPostings?
+    private var segmentIndex = -1
     private let hasSegments: Bool
-    /// The object key of the single entry the engine cursor is on (`singleCount` bytes), and of
-    /// the segment posting the segment walk is on (`segmentCount` bytes).
+    /// The object key of the single entry the engine cursor is on.
     private var singleKey: KeyBuffer
-    private var segmentKey: KeyBuffer
     private var singleOn = false
     private var segmentOn = false
     private var started = false
@@ -548,34 +548,33 @@ final class TermCursor {
         self.prefix = prefix
         indexName = index.name
         var singles = reader
-        var segments = TextSegmentPostings([], tombstones: [])
         if let grouped = reader as? GroupedPostingsReader {
             singles = grouped.base
             let indexPrefix = Keyspace.indexPrefix(bucket: bucket.bucketId, index: index.id)
             let group = try bucket.run { try grouped.group(prefix: indexPrefix, tuple: prefix[indexPrefix.count...]) }
-            segments = TextSegmentPostings(group.segments, tombstones: group.tombstones)
-            hasSegments = !group.isEmpty
+            segments = group.merged.count > 0 ? group.merged : nil
         } else {
-            hasSegments = false
+            segments = nil
         }
-        self.segments = segments
+        hasSegments = segments != nil
         let cursor = try bucket.run { try singles.cursor(in: .prefix(prefix)) }
         _ = cursor.deferStatusChecks()
         self.cursor = cursor
         singleKey = KeyBuffer()
-        segmentKey = KeyBuffer()
     }
 
-    deinit {
-        singleKey.bytes.deallocate()
-        segmentKey.bytes.deallocate()
+    deinit { singleKey.bytes.deallocate() }
+
+    /// The object key of the segment posting the segment side is on.
+    private var segmentKey: UnsafeRawBufferPointer {
+        segments.map { $0.key(segmentIndex) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
     /// A copy of the object key of the posting it is on.
     var key: [UInt8] { [UInt8](current) }
 
     /// The object key it is on, lent until it moves.
-    private var current: UnsafeRawBufferPointer { onSegment ? segmentKey.view : singleKey.view }
+    private var current: UnsafeRawBufferPointer { onSegment ? segmentKey : singleKey.view }
 
     /// Whether the object key it is on comes before `target` in byte order.
     @inline(__always)
@@ -603,13 +602,6 @@ final class TermCursor {
         }
     }
 
-    /// Reads the object key of the segment posting the walk is on.
-    private func loadSegment() {
-        segments.key.withUnsafeBytes { raw in
-            if let base = raw.baseAddress { segmentKey.set(base, raw.count) } else { segmentKey.count = 0 }
-        }
-    }
-
     /// Whether the cursor went past its last posting (or never had one).
     private(set) var isOver = false
 
@@ -618,18 +610,10 @@ final class TermCursor {
         if singleOn { try loadSingle() }
     }
 
-    private func nextSegment() throws(BuriError) {
-        segmentOn = try segmentStep { walk throws(FormatError) in try walk.next() }
-        if segmentOn { loadSegment() }
-    }
-
-    /// Runs a step of the segment walk; a segment that does not read is damage naming the index.
-    private func segmentStep(_ step: (inout TextSegmentPostings) throws(FormatError) -> Bool) throws(BuriError) -> Bool {
-        do {
-            return try step(&segments)
-        } catch {
-            throw .corruption(bucket: bucket.name, key: nil, index: indexName, reason: "text segment: \(error)")
-        }
+    private func nextSegment() {
+        guard let segments else { return }
+        segmentIndex += 1
+        segmentOn = segmentIndex < segments.count
     }
 
     /// Puts the cursor on the lesser of the two sides; a key on both is damage.
@@ -641,7 +625,7 @@ final class TermCursor {
         case (true, false): onSegment = false
         case (false, true): onSegment = true
         case (true, true):
-            let order = compareBytes(singleKey.view, segmentKey.view)
+            let order = compareBytes(singleKey.view, segmentKey)
             if order == 0 {
                 throw .corruption(
                     bucket: bucket.name, key: String(decoding: singleKey.view, as: UTF8.self), index: indexName,
@@ -663,9 +647,9 @@ final class TermCursor {
         if !started {
             started = true
             try nextSingle()
-            try nextSegment()
+            nextSegment()
         } else if onSegment {
-            try nextSegment()
+            nextSegment()
         } else {
             try nextSingle()
         }
@@ -678,12 +662,12 @@ final class TermCursor {
         if !started {
             started = true
             try nextSingle()
-            try nextSegment()
+            nextSegment()
         }
         if singleOn, compareBytes(singleKey.view, target) < 0 { _ = try advanceSingle(to: target) }
-        if segmentOn, compareBytes(segmentKey.view, target) < 0 {
-            segmentOn = try segmentStep { walk throws(FormatError) in try walk.seek(target) }
-            if segmentOn { loadSegment() }
+        if segmentOn, let segments, compareBytes(segmentKey, target) < 0 {
+            segmentIndex = segments.lowerBound(target, from: segmentIndex + 1)
+            segmentOn = segmentIndex < segments.count
         }
         return try settle()
     }
@@ -733,7 +717,7 @@ final class TermCursor {
     ) throws(BuriError) -> R {
         let result =
             onSegment
-            ? segments.withValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
+            ? Result { () throws(FormatError) -> R in try decode(segments?.value(segmentIndex) ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
             : try cursor.readValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
         switch result {
         case .success(let value): return value
