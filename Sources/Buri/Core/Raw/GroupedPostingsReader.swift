@@ -107,8 +107,7 @@ final class GroupedPostingsReader: StorageReader {
         if let known = shared?.merged(segmentPrefix, segmentKeys: segmentKeys, tombstones: tombstones) {
             merged = known
         } else {
-            var walk = TextSegmentPostings(segments, tombstones: tombstones)
-            merged = try MergedTermPostings(&walk)
+            merged = try MergedTermPostings(segments, tombstones: tombstones)
             shared?.keep(merged, term: segmentPrefix, segmentKeys: segmentKeys, tombstones: tombstones)
         }
         let group = TermGroup(segments: segments, tombstones: tombstones, merged: merged)
@@ -595,28 +594,87 @@ final class MergedTermPostings: @unchecked Sendable {
     private let stamps: [[UInt8]]
     let byteCount: Int
 
-    /// The postings `walk` gives, from where it is to its end.
-    init(_ walk: inout TextSegmentPostings) throws(FormatError) {
+    /// The live postings of `segments` (each read once, front to back), in key order: those
+    /// `tombstones` name left out. Throws when a segment does not read or two live postings have
+    /// one key (each object has at most one posting per term).
+    init(_ segments: [TextSegment], tombstones: Set<TextSegmentMerge.Identity>) throws(FormatError) {
+        // Every posting read into flat arrays, segment after segment (each in key order).
+        var allKeys: [UInt8] = []
+        var allKeyStarts: [Int] = [0]
+        var allValues: [UInt8] = []
+        var allValueStarts: [Int] = [0]
+        var allStamps: [Int32] = []
+        var stamps: [[UInt8]] = []
+        var stampNumbers: [[UInt8]: Int32] = [:]
+        var runs = 0
+        for segment in segments {
+            runs += 1
+            var numbers: [Int32] = []
+            for stamp in segment.stamps {
+                if let number = stampNumbers[stamp] {
+                    numbers.append(number)
+                } else {
+                    stampNumbers[stamp] = Int32(stamps.count)
+                    numbers.append(Int32(stamps.count))
+                    stamps.append(stamp)
+                }
+            }
+            var cursor = segment.makeCursor()
+            while try cursor.next() {
+                allKeys.append(contentsOf: cursor.key)
+                allKeyStarts.append(allKeys.count)
+                cursor.withValue { allValues.append(contentsOf: $0) }
+                allValueStarts.append(allValues.count)
+                allStamps.append(numbers[cursor.stamp])
+            }
+        }
+        // Key order across segments: a sort of the posting numbers, by each key's first 8 bytes
+        // as an integer, then bytewise (the sort is adaptive: the segments are sorted runs).
+        let total = allStamps.count
+        var order = Array(0..<total)
+        var heads = [UInt64](repeating: 0, count: total)
+        allKeys.withUnsafeBytes { raw in
+            for posting in 0..<total {
+                var head: UInt64 = 0
+                let start = allKeyStarts[posting]
+                let length = Swift.min(8, allKeyStarts[posting + 1] - start)
+                for offset in 0..<length { head |= UInt64(raw[start + offset]) << (56 - 8 * UInt64(offset)) }
+                heads[posting] = head
+            }
+            if runs > 1 {
+                order.sort { a, b in
+                    if heads[a] != heads[b] { return heads[a] < heads[b] }
+                    return compareBytes(
+                        UnsafeRawBufferPointer(rebasing: raw[allKeyStarts[a]..<allKeyStarts[a + 1]]),
+                        UnsafeRawBufferPointer(rebasing: raw[allKeyStarts[b]..<allKeyStarts[b + 1]])) < 0
+                }
+            }
+        }
+        // The live ones, in that order, into one buffer.
         var keys: [UInt8] = []
         var values: [UInt8] = []
         var keyStarts: [Int] = [0]
         var valueStarts: [Int] = [0]
         var stampIndexes: [Int32] = []
-        var stamps: [[UInt8]] = []
-        var stampNumbers: [[UInt8]: Int32] = [:]
-        while try walk.next() {
-            keys.append(contentsOf: walk.key)
-            keyStarts.append(keys.count)
-            walk.withValue { values.append(contentsOf: $0) }
-            valueStarts.append(values.count)
-            let stamp = walk.stamp
-            if let number = stampNumbers[stamp] {
-                stampIndexes.append(number)
-            } else {
-                stampNumbers[stamp] = Int32(stamps.count)
-                stampIndexes.append(Int32(stamps.count))
-                stamps.append(stamp)
+        keys.reserveCapacity(allKeys.count)
+        values.reserveCapacity(allValues.count)
+        var previous = -1
+        for posting in order {
+            let key = allKeys[allKeyStarts[posting]..<allKeyStarts[posting + 1]]
+            if !tombstones.isEmpty,
+                tombstones.contains(.init(key: Array(key), stamp: stamps[Int(allStamps[posting])]))
+            {
+                continue
             }
+            if previous >= 0, allKeys[allKeyStarts[previous]..<allKeyStarts[previous + 1]].elementsEqual(key) {
+                throw FormatError("two live postings of one object key in the segments of one term")
+            }
+            previous = posting
+            keys.append(contentsOf: key)
+            keyStarts.append(keys.count)
+            values.append(contentsOf: allValues[allValueStarts[posting]..<allValueStarts[posting + 1]])
+            valueStarts.append(values.count)
+            stampIndexes.append(allStamps[posting])
         }
         count = stampIndexes.count
         byteCount = Swift.max(1, keys.count + values.count)
