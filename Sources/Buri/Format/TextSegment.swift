@@ -66,6 +66,13 @@ struct TextSegment {
     /// (keys in increasing order, stamp indexes in range, values that read as layout-2 entry
     /// values, no trailing bytes). Throws the first fault found.
     init(_ bytes: [UInt8]) throws(FormatError) {
+        try self.init(bytes, checkingPostings: true)
+    }
+
+    /// A segment whose header and stamps are checked, and its postings too when
+    /// `checkingPostings`; otherwise the reader must walk them with ``forEachPosting(_:)``, which
+    /// checks them as it goes, before it trusts any (what a term's merged postings do, in one pass).
+    init(_ bytes: [UInt8], checkingPostings: Bool) throws(FormatError) {
         self.bytes = bytes
         var offset = 0
         let header = try withBytes(bytes) { raw throws(FormatError) in try Self.readHeader(raw, at: &offset) }
@@ -76,7 +83,7 @@ struct TextSegment {
         guard postingsStart <= bytes.count else {
             throw FormatError("text segment: its \(Self.restartCount(of: count)) restart offsets run past its end")
         }
-        try validatePostings()
+        if checkingPostings { try validatePostings() }
     }
 
     /// The number of restart offsets a segment of `count` postings has.
@@ -118,31 +125,101 @@ struct TextSegment {
 
     /// Checks every posting and restart offset (see ``init(_:)``).
     private func validatePostings() throws(FormatError) {
-        var cursor = makeCursor()
-        var index = 0
-        var used = [Bool](repeating: false, count: stamps.count)
-        while try cursor.next() {
-            used[cursor.stamp] = true
-            if index % Self.restartInterval == 0 {
-                guard cursor.currentStart == restartOffset(index / Self.restartInterval) else {
-                    throw FormatError(
-                        "text segment: restart \(index / Self.restartInterval) does not point at posting \(index)")
+        try forEachPosting { _, _, value throws(FormatError) in try TextEntries.validate(value, layout: 2) }
+    }
+
+    /// Calls `body` with each posting in order (its key, its stamp index, its value; the buffers
+    /// lent until `body` returns), in one pass that checks what a walk can: keys increasing,
+    /// restart offsets pointing at their postings, stamp indexes in range, every stamp named,
+    /// the posting count, and no bytes after the last posting.
+    func forEachPosting(
+        _ body: (UnsafeRawBufferPointer, Int, UnsafeRawBufferPointer) throws(FormatError) -> Void
+    ) throws(FormatError) {
+        let count = self.count
+        let stampCount = stamps.count
+        let postingsStart = self.postingsStart
+        let restartsStart = self.restartsStart
+        var key = [UInt8](repeating: 0, count: 64)
+        var keyLength = 0
+        var used = stampCount == 1 ? [] : [Bool](repeating: false, count: stampCount)
+        try withBytes(bytes) { raw throws(FormatError) in
+            var at = postingsStart
+            for number in 0..<count {
+                if number % Self.restartInterval == 0 {
+                    let r = restartsStart + 4 * (number / Self.restartInterval)
+                    let offset = Int(raw[r]) << 24 | Int(raw[r + 1]) << 16 | Int(raw[r + 2]) << 8 | Int(raw[r + 3])
+                    guard postingsStart + offset == at else {
+                        throw FormatError(
+                            "text segment: restart \(number / Self.restartInterval) does not point at posting \(number)"
+                        )
+                    }
                 }
-                guard cursor.currentShared == 0 else {
-                    throw FormatError("text segment: posting \(index) starts a restart but shares key bytes")
+                guard at < raw.count else { throw FormatError("text segment: posting \(number) starts past its end") }
+                let shared = Int(try Self.varint(raw, &at))
+                guard shared <= keyLength, number % Self.restartInterval != 0 || shared == 0 else {
+                    throw FormatError(
+                        "text segment: posting \(number) shares \(shared) bytes with a key of \(keyLength)")
+                }
+                let rest = Int(try Self.varint(raw, &at))
+                guard rest >= 1, rest <= raw.count - at else {
+                    throw FormatError("text segment: posting \(number)'s key of \(rest) more bytes runs past its end")
+                }
+                if number > 0 {
+                    // Past the shared bytes, the new key is longer, or its next byte is larger.
+                    var follows = false
+                    var offset = 0
+                    while true {
+                        if shared + offset == keyLength { follows = true; break }
+                        if offset == rest { break }
+                        let mine = raw[at + offset]
+                        let theirs = key[shared + offset]
+                        if mine != theirs { follows = mine > theirs; break }
+                        offset += 1
+                    }
+                    guard follows else {
+                        throw FormatError("text segment: posting \(number)'s key does not follow the one before it")
+                    }
+                }
+                if shared + rest > key.count {
+                    key.append(contentsOf: repeatElement(0, count: shared + rest - key.count))
+                }
+                key.withUnsafeMutableBytes { out in
+                    if let target = out.baseAddress, let source = raw.baseAddress {
+                        (target + shared).copyMemory(from: source + at, byteCount: rest)
+                    }
+                }
+                keyLength = shared + rest
+                at += rest
+                let stamp = Int(try Self.varint(raw, &at))
+                guard stamp < stampCount else {
+                    throw FormatError("text segment: posting \(number) names stamp \(stamp) of \(stampCount)")
+                }
+                if !used.isEmpty { used[stamp] = true }
+                let length = Int(try Self.varint(raw, &at))
+                guard length <= raw.count - at else {
+                    throw FormatError("text segment: posting \(number)'s value of \(length) bytes runs past its end")
+                }
+                let value = UnsafeRawBufferPointer(rebasing: raw[at..<(at + length)])
+                at += length
+                try withBytes(key) { keyBytes throws(FormatError) in
+                    try body(UnsafeRawBufferPointer(rebasing: keyBytes[0..<keyLength]), stamp, value)
                 }
             }
-            // Keys increase: `read` checks each against the one before it.
-            try cursor.withValue { value throws(FormatError) in try TextEntries.validate(value, layout: 2) }
-            index += 1
-        }
-        guard index == count else {
-            throw FormatError("text segment claims \(count) postings and holds \(index)")
-        }
-        guard cursor.offset == bytes.count else {
-            throw FormatError("text segment has \(bytes.count - cursor.offset) bytes after its last posting")
+            guard at == raw.count else {
+                throw FormatError("text segment has \(raw.count - at) bytes after its last posting")
+            }
         }
         guard !used.contains(false) else { throw FormatError("text segment lists a stamp no posting names") }
+    }
+
+    /// A varint at `at`, read without a call when it is one byte.
+    @inline(__always)
+    private static func varint(_ raw: UnsafeRawBufferPointer, _ at: inout Int) throws(FormatError) -> UInt64 {
+        if at < raw.count, raw[at] < 0x80 {
+            defer { at += 1 }
+            return UInt64(raw[at])
+        }
+        return try Varint.read(raw, at: &at)
     }
 
     /// Where restart `k`'s posting starts, from the first posting.
@@ -299,6 +376,17 @@ struct TextSegment {
         stamps: [[UInt8]], count: Int,
         _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
     ) throws(FormatError) -> [UInt8] {
+        var out: [UInt8] = []
+        try encode(stamps: stamps, count: count, into: &out, posting)
+        return out
+    }
+
+    /// ``encode(stamps:count:_:)`` into `out`, which it empties first (a writer of many segments
+    /// reuses one buffer).
+    static func encode(
+        stamps: [[UInt8]], count: Int, into out: inout [UInt8],
+        _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
+    ) throws(FormatError) {
         guard count > 0 else { throw FormatError("a text segment needs at least one posting") }
         guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == stampLength }) else {
             throw FormatError("a text segment needs stamps of \(stampLength) bytes")
@@ -306,15 +394,17 @@ struct TextSegment {
         for (a, b) in zip(stamps, stamps.dropFirst()) where !a.lexicographicallyPrecedes(b) {
             throw FormatError("a text segment's stamps must be in increasing byte order")
         }
-        var out: [UInt8] = [version]
+        out.removeAll(keepingCapacity: true)
+        out.append(version)
         Varint.append(UInt64(count), to: &out)
         Varint.append(UInt64(stamps.count), to: &out)
         for stamp in stamps { out.append(contentsOf: stamp) }
         let restartsAt = out.count
-        out.append(contentsOf: repeatElement(0, count: 4 * restartCount(of: count)))
+        for _ in 0..<(4 * restartCount(of: count)) { out.append(0) }
         let postingsAt = out.count
         var previous: [UInt8] = []
-        var used = [Bool](repeating: false, count: stamps.count)
+        // Which stamps a posting names (one stamp, the usual case, is named by the first).
+        var used = stamps.count == 1 ? [] : [Bool](repeating: false, count: stamps.count)
         for index in 0..<count {
             try posting(index) { key, stamp, value throws(FormatError) in
                 guard !key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
@@ -324,7 +414,7 @@ struct TextSegment {
                 guard stamp >= 0, stamp < stamps.count else {
                     throw FormatError("posting \(index) names stamp \(stamp) of \(stamps.count)")
                 }
-                used[stamp] = true
+                if !used.isEmpty { used[stamp] = true }
                 try TextEntries.validate(value, layout: 2)
                 var shared = 0
                 if index % restartInterval == 0 {
@@ -351,7 +441,6 @@ struct TextSegment {
             }
         }
         guard !used.contains(false) else { throw FormatError("a text segment lists only stamps its postings name") }
-        return out
     }
 }
 
@@ -517,6 +606,28 @@ enum GroupedPostingKeys {
         key.append(tier)
         key.append(contentsOf: id)
         return key
+    }
+
+    /// Writes into `key` the key of the segment of `tuple`'s term whose id is `id` plus `plus`
+    /// (the id read as a 128-bit big-endian number, wrapping).
+    static func writeSegmentKey(
+        bucket: UInt32, index: UInt32, tuple: [UInt8], tier: UInt8, id: [UInt8], plus: UInt64, into key: inout [UInt8]
+    ) {
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: Keyspace.indexPrefix(bucket: bucket, index: index))
+        key.append(segmentTag)
+        key.append(contentsOf: tuple)
+        key.append(tier)
+        let idStart = key.count
+        key.append(contentsOf: id)
+        var carry = plus
+        var at = key.count - 1
+        while carry != 0, at >= idStart {
+            let sum = UInt64(key[at]) + (carry & 0xFF)
+            key[at] = UInt8(truncatingIfNeeded: sum)
+            carry = (carry >> 8) + (sum >> 8)
+            at -= 1
+        }
     }
 
     /// The prefix of every segment key of one term.

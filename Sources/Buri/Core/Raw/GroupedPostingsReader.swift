@@ -81,7 +81,8 @@ final class GroupedPostingsReader: StorageReader {
             }
             let value = try cursor.value
             bytes += value.count
-            let segment = try TextSegment(value)
+            // Its postings are checked as the term's merged postings are built from it, below.
+            let segment = try TextSegment(value, checkingPostings: false)
             shared?.keep(segment, key: key)
             segments.append(segment)
         }
@@ -586,12 +587,15 @@ final class TextSegmentCache: Sendable {
 /// stepping forward, a seek a binary search, and neither allocates.
 final class MergedTermPostings: @unchecked Sendable {
     let count: Int
-    /// Keys, then values, one after another (never mutated after `init`).
+    /// Keys, then values, one after another, as the segments hold them (never mutated after `init`).
     private let bytes: UnsafeMutableRawPointer
+    /// Where each posting read starts and ends in `bytes` (keys, then values).
     private let keyStarts: [Int]
     private let valueStarts: [Int]
     private let stampIndexes: [Int32]
     private let stamps: [[UInt8]]
+    /// The live postings' numbers, in key order.
+    private let order: [Int32]
     let byteCount: Int
 
     /// The live postings of `segments` (each read once, front to back), in key order: those
@@ -599,16 +603,14 @@ final class MergedTermPostings: @unchecked Sendable {
     /// one key (each object has at most one posting per term).
     init(_ segments: [TextSegment], tombstones: Set<TextSegmentMerge.Identity>) throws(FormatError) {
         // Every posting read into flat arrays, segment after segment (each in key order).
-        var allKeys: [UInt8] = []
-        var allKeyStarts: [Int] = [0]
-        var allValues: [UInt8] = []
-        var allValueStarts: [Int] = [0]
-        var allStamps: [Int32] = []
+        var keys: [UInt8] = []
+        var keyStarts: [Int] = [0]
+        var values: [UInt8] = []
+        var valueStarts: [Int] = [0]
+        var stampIndexes: [Int32] = []
         var stamps: [[UInt8]] = []
         var stampNumbers: [[UInt8]: Int32] = [:]
-        var runs = 0
         for segment in segments {
-            runs += 1
             var numbers: [Int32] = []
             for stamp in segment.stamps {
                 if let number = stampNumbers[stamp] {
@@ -619,64 +621,18 @@ final class MergedTermPostings: @unchecked Sendable {
                     stamps.append(stamp)
                 }
             }
-            var cursor = segment.makeCursor()
-            while try cursor.next() {
-                allKeys.append(contentsOf: cursor.key)
-                allKeyStarts.append(allKeys.count)
-                cursor.withValue { allValues.append(contentsOf: $0) }
-                allValueStarts.append(allValues.count)
-                allStamps.append(numbers[cursor.stamp])
+            keyStarts.reserveCapacity(keyStarts.count + segment.count)
+            valueStarts.reserveCapacity(valueStarts.count + segment.count)
+            try segment.forEachPosting { key, stamp, value throws(FormatError) in
+                try TextEntries.validate(value, layout: 2)
+                keys.append(contentsOf: key)
+                keyStarts.append(keys.count)
+                values.append(contentsOf: value)
+                valueStarts.append(values.count)
+                stampIndexes.append(numbers[stamp])
             }
         }
-        // Key order across segments: a sort of the posting numbers, by each key's first 8 bytes
-        // as an integer, then bytewise (the sort is adaptive: the segments are sorted runs).
-        let total = allStamps.count
-        var order = Array(0..<total)
-        var heads = [UInt64](repeating: 0, count: total)
-        allKeys.withUnsafeBytes { raw in
-            for posting in 0..<total {
-                var head: UInt64 = 0
-                let start = allKeyStarts[posting]
-                let length = Swift.min(8, allKeyStarts[posting + 1] - start)
-                for offset in 0..<length { head |= UInt64(raw[start + offset]) << (56 - 8 * UInt64(offset)) }
-                heads[posting] = head
-            }
-            if runs > 1 {
-                order.sort { a, b in
-                    if heads[a] != heads[b] { return heads[a] < heads[b] }
-                    return compareBytes(
-                        UnsafeRawBufferPointer(rebasing: raw[allKeyStarts[a]..<allKeyStarts[a + 1]]),
-                        UnsafeRawBufferPointer(rebasing: raw[allKeyStarts[b]..<allKeyStarts[b + 1]])) < 0
-                }
-            }
-        }
-        // The live ones, in that order, into one buffer.
-        var keys: [UInt8] = []
-        var values: [UInt8] = []
-        var keyStarts: [Int] = [0]
-        var valueStarts: [Int] = [0]
-        var stampIndexes: [Int32] = []
-        keys.reserveCapacity(allKeys.count)
-        values.reserveCapacity(allValues.count)
-        var previous = -1
-        for posting in order {
-            let key = allKeys[allKeyStarts[posting]..<allKeyStarts[posting + 1]]
-            if !tombstones.isEmpty,
-                tombstones.contains(.init(key: Array(key), stamp: stamps[Int(allStamps[posting])]))
-            {
-                continue
-            }
-            if previous >= 0, allKeys[allKeyStarts[previous]..<allKeyStarts[previous + 1]].elementsEqual(key) {
-                throw FormatError("two live postings of one object key in the segments of one term")
-            }
-            previous = posting
-            keys.append(contentsOf: key)
-            keyStarts.append(keys.count)
-            values.append(contentsOf: allValues[allValueStarts[posting]..<allValueStarts[posting + 1]])
-            valueStarts.append(values.count)
-            stampIndexes.append(allStamps[posting])
-        }
-        count = stampIndexes.count
+        let total = stampIndexes.count
         byteCount = Swift.max(1, keys.count + values.count)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 1)
         keys.withUnsafeBytes { raw in
@@ -690,6 +646,51 @@ final class MergedTermPostings: @unchecked Sendable {
         self.valueStarts = valueStarts.map { $0 + keys.count }
         self.stampIndexes = stampIndexes
         self.stamps = stamps
+        // Key order across segments: a sort of the posting numbers by each key's first 8 bytes as
+        // an integer, then bytewise (adaptive: the segments are sorted runs).
+        var order = (0..<Int32(total)).map { $0 }
+        if segments.count > 1 {
+            var heads = [UInt64](repeating: 0, count: total)
+            for posting in 0..<total {
+                var head: UInt64 = 0
+                let start = keyStarts[posting]
+                for offset in 0..<Swift.min(8, keyStarts[posting + 1] - start) {
+                    head |=
+                        UInt64(buffer.load(fromByteOffset: start + offset, as: UInt8.self)) << (56 - 8 * UInt64(offset))
+                }
+                heads[posting] = head
+            }
+            order.sort { a, b in
+                let (a, b) = (Int(a), Int(b))
+                if heads[a] != heads[b] { return heads[a] < heads[b] }
+                return compareBytes(
+                    UnsafeRawBufferPointer(start: buffer + keyStarts[a], count: keyStarts[a + 1] - keyStarts[a]),
+                    UnsafeRawBufferPointer(start: buffer + keyStarts[b], count: keyStarts[b + 1] - keyStarts[b])) < 0
+            }
+        }
+        // The live ones.
+        var live: [Int32] = []
+        live.reserveCapacity(total)
+        var previous: Int32 = -1
+        for posting in order {
+            let p = Int(posting)
+            let key = UnsafeRawBufferPointer(start: buffer + keyStarts[p], count: keyStarts[p + 1] - keyStarts[p])
+            if !tombstones.isEmpty, tombstones.contains(.init(key: Array(key), stamp: stamps[Int(stampIndexes[p])])) {
+                continue
+            }
+            if previous >= 0 {
+                let q = Int(previous)
+                let before = UnsafeRawBufferPointer(
+                    start: buffer + keyStarts[q], count: keyStarts[q + 1] - keyStarts[q])
+                if compareBytes(before, key) == 0 {
+                    throw FormatError("two live postings of one object key in the segments of one term")
+                }
+            }
+            previous = posting
+            live.append(posting)
+        }
+        self.order = live
+        count = live.count
     }
 
     deinit { bytes.deallocate() }
@@ -697,17 +698,19 @@ final class MergedTermPostings: @unchecked Sendable {
     /// The object key of posting `i` (`0 ..< count`), valid while this object lives.
     @inline(__always)
     func key(_ i: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: bytes + keyStarts[i], count: keyStarts[i + 1] - keyStarts[i])
+        let p = Int(order[i])
+        return UnsafeRawBufferPointer(start: bytes + keyStarts[p], count: keyStarts[p + 1] - keyStarts[p])
     }
 
     /// The value of posting `i`.
     @inline(__always)
     func value(_ i: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: bytes + valueStarts[i], count: valueStarts[i + 1] - valueStarts[i])
+        let p = Int(order[i])
+        return UnsafeRawBufferPointer(start: bytes + valueStarts[p], count: valueStarts[p + 1] - valueStarts[p])
     }
 
     /// The stamp of posting `i`.
-    func stamp(_ i: Int) -> [UInt8] { stamps[Int(stampIndexes[i])] }
+    func stamp(_ i: Int) -> [UInt8] { stamps[Int(stampIndexes[Int(order[i])])] }
 
     /// The first posting at or after `from` whose key is not below `target` (`count` if none):
     /// a gallop from `from`, then a binary search.

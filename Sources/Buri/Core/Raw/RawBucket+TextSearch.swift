@@ -717,7 +717,9 @@ final class TermCursor {
     ) throws(BuriError) -> R {
         let result =
             onSegment
-            ? Result { () throws(FormatError) -> R in try decode(segments?.value(segmentIndex) ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
+            ? Result { () throws(FormatError) -> R in
+                try decode(segments?.value(segmentIndex) ?? UnsafeRawBufferPointer(start: nil, count: 0))
+            }
             : try cursor.readValue { raw in Result { () throws(FormatError) -> R in try decode(raw) } }
         switch result {
         case .success(let value): return value

@@ -99,7 +99,8 @@ extension RawBucket {
             value.append(contentsOf: object.payload)
             writes.append(
                 RecordWrite(
-                    key: object.key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart))
+                    key: object.key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart)
+            )
         }
         if !writes.isEmpty { try write(writes, sync: sync) }
     }
