@@ -267,4 +267,28 @@ struct ObservationTestsOfTextSearch {
         consumer.cancel()
         _ = await consumer.result
     }
+
+    /// A large write puts its postings in segments and a later delete cancels one by a tombstone:
+    /// a live search wakes for both, as it does for single entries.
+    @Test(arguments: [Engine.leveldb, .memory]) func aLiveSearchFollowsPostingsInSegments(engine: Engine) async throws {
+        let t = try TestDatabase(engine)
+        let bucket = try t.db.bucket(Article.self)
+        try await bucket.store(Article(id: "a", body: "apple pie", year: 2001, tag: "x"))
+        let emissions = Shared<[[String]]>([])
+        let live = try bucket.observeKeys(.search("body", "apple"))
+        let consumer = Task {
+            for try await keys in live { emissions.update { $0.append(keys) } }
+        }
+        try await eventually("the first emission") { emissions.current == [["a"]] }
+        let batch = (0..<RawBucket.segmentThreshold + 6).map { n in
+            Article(id: "s\(n + 100)", body: n % 2 == 0 ? "apple tart" : "pear tart", year: 2002, tag: "y")
+        }
+        try await bucket.store(batch)
+        let withBatch = ["a"] + batch.filter { $0.body.hasPrefix("apple") }.map(\.id)
+        try await eventually("the batch's matches") { emissions.current.last == withBatch }
+        _ = try await bucket.delete(key: "s100")
+        try await eventually("s100 deleted") { emissions.current.last == withBatch.filter { $0 != "s100" } }
+        consumer.cancel()
+        _ = await consumer.result
+    }
 }

@@ -222,8 +222,14 @@ extension BuriDatabase {
                         let derived = header.derived.filter {
                             !dropIds.contains($0.index) && !buildIds.contains($0.index)
                         }
-                        RecordHeader(schemaVersion: header.schemaVersion, entries: entries, derived: derived)
-                            .append(to: &out)
+                        // Text postings of kept indexes stay where they are (in segments, for stamped ones);
+                        // built ones are put as entries of their own just above.
+                        let stamps = header.textStamps.filter {
+                            !dropIds.contains($0.index) && !buildIds.contains($0.index)
+                        }
+                        RecordHeader(
+                            schemaVersion: header.schemaVersion, entries: entries, derived: derived, textStamps: stamps
+                        ).append(to: &out)
                         out.append(contentsOf: value[offset...])
                         return out
                     }

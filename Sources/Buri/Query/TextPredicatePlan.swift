@@ -120,8 +120,25 @@ final class TextPredicatePlan {
         touchedRanges = Self.ranges(of: built.node, descriptor: descriptor, index: index)
     }
 
-    /// The ranges of the entries `node` reads.
+    /// The ranges of the entries `node` reads, and of the segments and tombstones that hold or
+    /// cancel its terms' postings (`docs/FORMAT.md` §5c): a write changes one of them whenever it
+    /// changes a term's postings.
     private static func ranges(of node: Node, descriptor: BucketDescriptor, index: IndexDefinition) -> [KeyRange] {
+        let prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+        return entryRanges(of: node, descriptor: descriptor, index: index).flatMap { range -> [KeyRange] in
+            guard let start = range.start, start.count > prefix.count, start.starts(with: prefix) else {
+                return [range]
+            }
+            let term = start[prefix.count...]
+            return [range]
+                + [GroupedPostingKeys.segmentTag, GroupedPostingKeys.tombstoneTag].map { tag in
+                    KeyRange.prefix(prefix + [tag] + term)
+                }
+        }
+    }
+
+    /// The ranges of the single entries `node` reads.
+    private static func entryRanges(of node: Node, descriptor: BucketDescriptor, index: IndexDefinition) -> [KeyRange] {
         switch node {
         case .tuple(let tuple):
             return condition(tuple: tuple, exact: true, descriptor: descriptor, index: index).touchedRanges
@@ -133,9 +150,9 @@ final class TextPredicatePlan {
                     .touchedRanges
             }
         case .and(let nodes), .or(let nodes):
-            return nodes.flatMap { ranges(of: $0, descriptor: descriptor, index: index) }
+            return nodes.flatMap { entryRanges(of: $0, descriptor: descriptor, index: index) }
         case .not(let inner):
-            return ranges(of: inner, descriptor: descriptor, index: index)
+            return entryRanges(of: inner, descriptor: descriptor, index: index)
         }
     }
 

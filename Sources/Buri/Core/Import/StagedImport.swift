@@ -199,7 +199,11 @@ public final class StagedImport {
                         reason: "staged record: \(error); nothing was imported (run `buri check`)")
                 }
                 var change = StageChange(count: -1, tokens: [])
-                change.deletes = header.entries.map { stage.entryKey($0, objectKey: objectKey) }
+                // Its postings in segments are cancelled by tombstones, the rest deleted.
+                let removal = KeyCollectingBatch()
+                stage.removeEntries(of: header, objectKey: Array(objectKey.utf8), key: objectKey, batch: removal)
+                change.deletes = removal.deletes
+                change.puts = removal.puts
                 change.deletes.append(Keyspace.recordKey(bucket: stageId, key: objectKey))
                 change.tokens = try lengthIds.map { index in
                     try -stage.storedDocumentLength(header, index: index, key: objectKey, reader: snapshot)
@@ -240,7 +244,10 @@ public final class StagedImport {
                     do {
                         var payloadOffset: Int
                         (header, payloadOffset) = try value.withUnsafeBytes { raw in try RecordHeader.parse(raw) }
-                        if !tokenizing.isEmpty {
+                        // The copy puts every entry as an entry of its own: a header saying its text
+                        // postings are in segments says so no more.
+                        if !tokenizing.isEmpty || !header.textStamps.isEmpty {
+                            header.textStamps = []
                             header.entries = header.entries.map { entry in
                                 guard let index = tokenizing[entry.index] else { return entry }
                                 return RecordHeader.Entry(index: entry.index, tuple: index.stored(encoded: entry.tuple))
@@ -705,4 +712,16 @@ private func isOverLimit(_ error: any Error) -> Bool {
     if let error = error as? BuriError, case .storage(let storage) = error { return storage.code == .limitExceeded }
     if let error = error as? StorageError { return error.code == .limitExceeded }
     return false
+}
+
+/// A batch that only collects what is put and deleted, for a caller that applies them later.
+private final class KeyCollectingBatch: StorageBatch {
+    var puts: [(key: [UInt8], value: [UInt8])] = []
+    var deletes: [[UInt8]] = []
+    func put(_ key: [UInt8], _ value: [UInt8]) { puts.append((key, value)) }
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) { puts.append((Array(key), Array(value))) }
+    func delete(_ key: [UInt8]) { deletes.append(key) }
+    func delete(_ key: UnsafeRawBufferPointer) { deletes.append(Array(key)) }
+    var count: Int { puts.count + deletes.count }
+    var byteSize: Int { puts.reduce(0) { $0 + $1.key.count + $1.value.count } + deletes.reduce(0) { $0 + $1.count } }
 }

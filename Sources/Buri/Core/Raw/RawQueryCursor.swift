@@ -104,9 +104,12 @@ public final class RawQueryCursor {
 
     deinit { held.deallocate() }
 
-    init(bucket: RawBucket, plan: QueryPlan, reader: any StorageReader) throws(BuriError) {
+    init(bucket: RawBucket, plan: QueryPlan, reader given: any StorageReader) throws(BuriError) {
         self.bucket = bucket
         self.plan = plan
+        // A bucket with text indexes has its postings read as single entries wherever they are
+        // (a search's conditions walk its terms' entries like any index's).
+        let reader = bucket.postingsReader(given)
         self.reader = reader
         recordKey = bucket.recordPrefix
         checksHeaders =

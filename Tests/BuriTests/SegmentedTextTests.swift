@@ -1,0 +1,221 @@
+import BuriStorage
+import BuriTestSupport
+import Testing
+
+@testable import Buri
+
+/// Grouped postings end to end (`docs/GROUPED-POSTINGS.md`): a large write puts a text index's
+/// postings in segments, later writes replace and delete objects through tombstones, and every
+/// search answers exactly what the same objects stored one small batch at a time answer.
+@Suite struct SegmentedTextTests {
+    struct Doc: BuriSupport, Equatable {
+        var id: String
+        var body: String
+        static let buri = BuriSchema<Doc>(key: \.id, indexes: [.text("body", \.body)])
+    }
+
+    static let words = ["alpha", "beta", "gamma", "delta", "caf\u{E9}", "cafe\u{301}", "zeta", "eta", "theta"]
+
+    /// `count` documents, keys with canonically equal pairs among them ("é1" and "e\u{301}1").
+    static func documents(_ count: Int, seed: UInt64, prefix: String = "d") -> [Doc] {
+        var rng = SeededGenerator(seed: seed)
+        return (0..<count).map { n in
+            let key = (n % 3 == 0 ? "\u{E9}" : n % 3 == 1 ? "e\u{301}" : prefix) + String(n / 3)
+            let body = (0..<Int.random(in: 0...6, using: &rng)).map { _ in
+                words.randomElement(using: &rng) ?? "alpha"
+            }.joined(separator: " ")
+            return Doc(id: key, body: body)
+        }
+    }
+
+    static let queries = [
+        "alpha", "beta gamma", "alpha OR zeta", "caf\u{E9}", "\"alpha beta\"", "the*", "gamma NOT delta", "eta",
+    ]
+
+    /// The raw keys of the index's segments and tombstones.
+    static func groupedKeys(_ t: TestDatabase) throws -> (segments: Int, tombstones: Int) {
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        let keys = try t.rawKeys().filter { $0.starts(with: prefix) && $0.count > prefix.count }
+        return (
+            keys.filter { $0[prefix.count] == GroupedPostingKeys.segmentTag }.count,
+            keys.filter { $0[prefix.count] == GroupedPostingKeys.tombstoneTag }.count
+        )
+    }
+
+    @Test(arguments: [Engine.leveldb, .memory, .temporary, .shared])
+    func segmentsAnswerWhatSingleEntriesAnswer(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        var grouped = try t.db.bucket(Doc.self)
+        let reference = TestReference()
+        var docs = Self.documents(150, seed: 7)
+        try grouped.store(docs)
+        reference.store(docs)
+        let afterStore = try Self.groupedKeys(t)
+        #expect((afterStore.segments > 0) == (engine != .shared), "\(afterStore)")
+        // Replaced in a small batch (tombstones, single entries), deleted, then a second large
+        // batch over some of the same keys (new segments, tombstones for the old).
+        let replaced = Self.documents(30, seed: 8)
+        try grouped.store(Array(replaced.prefix(20)))
+        reference.store(Array(replaced.prefix(20)))
+        let deleted = docs.suffix(25).map(\.id)
+        try grouped.delete(keys: deleted)
+        reference.delete(deleted)
+        docs = Self.documents(120, seed: 9)
+        try grouped.store(docs)
+        reference.store(docs)
+        let afterAll = try Self.groupedKeys(t)
+        #expect((afterAll.tombstones > 0) == (engine != .shared), "\(afterAll)")
+        for round in 0..<2 {
+            for query in Self.queries {
+                #expect(
+                    try grouped.searchKeys("body", query) == reference.keys(matching: query),
+                    "round \(round), query \(query)")
+                let ranked = try grouped.rankedSearchKeys("body", query, limit: 200)
+                #expect(
+                    Set(ranked.map(\.key)) == Set(reference.keys(matching: query)), "round \(round), ranked \(query)")
+            }
+            #expect(try grouped.raw.entryCount(index: "body") == reference.postingCount)
+            let report = try t.db.check()
+            #expect(report.isConsistent, "round \(round): \(report.problems)")
+            if engine == .leveldb {
+                try t.reopen()
+                grouped = try t.db.bucket(Doc.self)
+            }
+        }
+    }
+
+    @Test func aDamagedSegmentIsATypedErrorNeverAShorterAnswer() throws {
+        let t = try TestDatabase(.leveldb)
+        try t.db.bucket(Doc.self).store(Self.documents(100, seed: 3))
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        let snapshot = try t.db.engine.snapshot()
+        let cursor = try snapshot.cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
+        var damaged = 0
+        let batch = t.db.engine.makeBatch()
+        while try cursor.next() {
+            var value = try cursor.value
+            value[value.count - 1] ^= 0xFF  // the last posting's value, or the segment's end
+            value.append(0x01)  // and a byte past the end
+            batch.put(cursor.key, value)
+            damaged += 1
+        }
+        #expect(damaged > 0)
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        for query in ["alpha", "alpha beta", "the*"] {
+            #expect(throws: BuriError.self, "query \(query)") { try t.db.bucket(Doc.self).searchKeys("body", query) }
+        }
+    }
+
+    @Test func stampsSplicedIntoAHeaderAreTheHeaderEncodedWithThem() throws {
+        let stamps = [
+            RecordHeader.TextStamp(index: 3, stamp: [UInt8](repeating: 0xAB, count: 16), length: 300),
+            RecordHeader.TextStamp(index: 9, stamp: [UInt8](repeating: 0x00, count: 16), length: 0),
+        ]
+        let payload: [UInt8] = [0xA1, 0x61, 0x61, 0x01]
+        let entries = [
+            RecordHeader.Entry(index: 3, tuple: IndexValue("t").encoded),
+            RecordHeader.Entry(index: 5, tuple: IndexValue("r").encoded),
+        ]
+        for derived in [[], [RecordHeader.Derived(index: 5, path: [Array("refs".utf8)])]] {
+            var header = RecordHeader(schemaVersion: 2, entries: entries, derived: derived)
+            var value: [UInt8] = []
+            header.append(to: &value)
+            let payloadStart = value.count
+            value += payload
+            let spliced = try #require(RecordHeader.stamping(value, payloadStart: payloadStart, stamps: stamps))
+            header.textStamps = stamps
+            var encoded: [UInt8] = []
+            header.append(to: &encoded)
+            #expect(spliced == encoded + payload)
+            let offset = try spliced.withUnsafeBytes { raw in try RecordHeader.payloadOffset(raw) }
+            #expect(offset == encoded.count)
+        }
+    }
+
+    @Test func segmentIdsCountUpFromTheStampCarryingAcrossBytes() {
+        let id: [UInt8] = [UInt8](repeating: 0x11, count: 13) + [0x00, 0xFF, 0xFF]
+        var key: [UInt8] = []
+        GroupedPostingKeys.writeSegmentKey(bucket: 1, index: 2, tuple: [0x30], tier: 0, id: id, plus: 0, into: &key)
+        #expect(key == GroupedPostingKeys.segmentKey(bucket: 1, index: 2, tuple: [0x30], tier: 0, id: id))
+        GroupedPostingKeys.writeSegmentKey(bucket: 1, index: 2, tuple: [0x30], tier: 0, id: id, plus: 1, into: &key)
+        #expect(Array(key.suffix(3)) == [0x01, 0x00, 0x00])
+        #expect(Array(key.suffix(16).prefix(13)) == [UInt8](repeating: 0x11, count: 13))
+    }
+}
+
+/// What the searches of ``SegmentedTextTests`` should answer: the documents by key bytes, and a
+/// search evaluated by the plain tokenizer of the test's words (lowercase ASCII and "café" in
+/// both forms, which fold to one term).
+final class TestReference {
+    private var documents: [[UInt8]: [String]] = [:]
+
+    func store(_ docs: [SegmentedTextTests.Doc]) {
+        for doc in docs { documents[Array(doc.id.utf8)] = Self.terms(doc.body) }
+    }
+
+    func delete(_ keys: [String]) {
+        for key in keys { documents[Array(key.utf8)] = nil }
+    }
+
+    static func terms(_ body: String) -> [String] {
+        body.split(separator: " ").map { word in word == "caf\u{E9}" || word == "cafe\u{301}" ? "cafe" : String(word) }
+    }
+
+    /// One posting per distinct term of each document.
+    var postingCount: Int { documents.values.reduce(0) { $0 + Set($1).count } }
+
+    func keys(matching query: String) -> [String] {
+        let matching = documents.filter { _, terms in Self.matches(query, terms) }.keys
+        return matching.sorted { compareBytes($0, $1) < 0 }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private static func matches(_ query: String, _ terms: [String]) -> Bool {
+        switch query {
+        case "alpha OR zeta": return terms.contains("alpha") || terms.contains("zeta")
+        case "\"alpha beta\"": return zip(terms, terms.dropFirst()).contains { $0 == "alpha" && $1 == "beta" }
+        case "the*": return terms.contains { $0.hasPrefix("the") }
+        case "gamma NOT delta": return terms.contains("gamma") && !terms.contains("delta")
+        default:
+            return query.split(separator: " ").allSatisfy { word in
+                terms.contains(word == "caf\u{E9}" ? "cafe" : String(word))
+            }
+        }
+    }
+}
+
+@Suite struct SegmentedTextQueryTests {
+    struct Item: BuriSupport, Equatable {
+        var id: String
+        var group: String
+        var body: String
+        static let buri = BuriSchema<Item>(
+            key: \.id, indexes: [.text("body", \.body), .binary("group", \.group, field: "group")])
+    }
+
+    /// A search combined with an index condition checks each candidate's postings, in segments too.
+    @Test(arguments: [Engine.leveldb, .memory])
+    func aSearchAndAConditionAnswerWhatTheSearchFilteredDoes(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let bucket = try t.db.bucket(Item.self)
+        let docs = SegmentedTextTests.documents(120, seed: 11).enumerated().map { n, doc in
+            Item(id: doc.id, group: ["", "a", "b"][n % 3], body: doc.body)
+        }
+        try bucket.store(docs)
+        try bucket.store(
+            Array(docs.prefix(10)).map {
+                var item = $0; item.body += " alpha"; return item
+            })
+        for query in SegmentedTextTests.queries where !query.contains("*") {
+            let found = try bucket.searchKeys("body", query)
+            for group in ["", "a", "b"] {
+                let wanted = found.filter { key in docs.first { $0.id.utf8.elementsEqual(key.utf8) }?.group == group }
+                let keys = try bucket.keys(Query.search("body", query).and(.index("group", equals: .init(group))))
+                #expect(keys == wanted, "\(query), group \(group)")
+            }
+        }
+    }
+}
