@@ -125,30 +125,36 @@ final class GroupedPostingsReader: StorageReader {
     static let cacheBytes = 64 << 20
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        guard let prefix = textPrefix(of: key), key[prefix.count] == ValueEncoding.binaryCode else {
-            return try base.withValue(forKey: key, body)
-        }
+        guard let prefix = postingPrefix(of: key) else { return try base.withValue(forKey: key, body) }
         if let single = try base.get(key) { return try single.withUnsafeBytes { try body($0) } }
-        let termEnd = try key.withUnsafeBytes { raw throws(FormatError) in
-            prefix.count + (try ValueEncoding.elementLength(raw, at: prefix.count))
-        }
-        guard termEnd < key.count else { return try body(nil) }
-        let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
-        guard let found = group.merged.find(Array(key[termEnd...])) else { return try body(nil) }
-        return try body(group.merged.value(found))
+        guard let (postings, at) = try segmentPosting(key, prefix: prefix) else { return try body(nil) }
+        return try body(postings.value(at))
     }
 
     /// The stamp of the live segment posting `key` stands for, or `nil` when it is a single
     /// entry or not there.
     func segmentStamp(ofPosting key: [UInt8]) throws -> [UInt8]? {
+        guard let prefix = postingPrefix(of: key), try base.get(key) == nil,
+            let (postings, at) = try segmentPosting(key, prefix: prefix)
+        else { return nil }
+        return postings.stamp(at)
+    }
+
+    /// The text index prefix of `key` when it is a posting's key (`P 30 …`).
+    private func postingPrefix(of key: [UInt8]) -> [UInt8]? {
         guard let prefix = textPrefix(of: key), key[prefix.count] == ValueEncoding.binaryCode else { return nil }
-        if try base.get(key) != nil { return nil }
+        return prefix
+    }
+
+    /// The live segment posting posting key `key` of the index `prefix` stands for: its term's
+    /// merged postings and its place there (`nil` when none of its term's segments holds it).
+    private func segmentPosting(_ key: [UInt8], prefix: [UInt8]) throws -> (MergedTermPostings, Int)? {
         let termEnd = try key.withUnsafeBytes { raw throws(FormatError) in
             prefix.count + (try ValueEncoding.elementLength(raw, at: prefix.count))
         }
         guard termEnd < key.count else { return nil }
-        let group = try group(prefix: prefix, tuple: key[prefix.count..<termEnd])
-        return group.merged.find(Array(key[termEnd...])).map { group.merged.stamp($0) }
+        let merged = try group(prefix: prefix, tuple: key[prefix.count..<termEnd]).merged
+        return merged.find(Array(key[termEnd...])).map { (merged, $0) }
     }
 
     /// The tombstone key cancelling the segment posting `key` stands for, written under `stamp`.
