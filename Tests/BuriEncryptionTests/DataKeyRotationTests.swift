@@ -285,6 +285,30 @@ struct DataKeyRotationTests {
         #expect(filesHolding(session, under: t.path) == [])
         try KeyChangeTests.expectReadable(t.db)
     }
+
+    @Test("a generation being purged is not sealed anew, so a purge running meanwhile can never see a record it deleted come back")
+    func aGenerationBeingPurgedIsLeftToThePurge() throws {
+        let key = DatabaseKey.random()
+        var options = encrypted(key)
+        options.purgesInBackground = false
+        let t = try TestDatabase(.leveldb, options: options)
+        try EncryptedDatabaseTests.fill(t.db)
+        let notes = try t.db.bucket(SecretNote.self)
+        #expect(try notes.deleteAll() == 200)
+        // The old generation's records wait for their purge, under the retired id.
+        let retired = try Self.generations(t.db.storedEngine).filter { $0.key.first == 0x02 }
+        #expect(retired.count == 200)
+        try notes.store(SecretNote(id: "after", day: 1, text: "kept", tags: ["k"]))
+        try t.db.rotateDataKey(batchSize: 17)
+        // The rotation sealed the new record and the named value anew, and left the purge's alone.
+        let stored = try Self.generations(t.db.storedEngine)
+        for (key, generation) in retired { #expect(stored[key] == generation, "\(key)") }
+        #expect(stored.filter { $0.value == 1 }.count == 2)
+        try t.db.purgeRetiredBuckets()
+        #expect(try Self.generations(t.db.storedEngine).values.allSatisfy { $0 == 1 })
+        #expect(try notes.keys() == ["after"])
+        #expect(try t.db.check().isConsistent)
+    }
 }
 
 @Suite("Padding: an encrypted LevelDB database's blocks compress, so LevelDB caches them")

@@ -123,7 +123,28 @@ extension BuriDatabase {
     /// Reads `keys` through `writer` and puts them back, so the batch seals them under the current
     /// generation. Under the write lock: a value changed meanwhile is sealed as it is now, one
     /// deleted meanwhile stays deleted.
+    ///
+    /// Records of a generation being purged are left as they are: a purge deletes them in chunks
+    /// without the write lock, as no writer writes under a retired id, so sealing one anew could
+    /// put back a record the purge has just deleted. Nothing reads them again.
     private func reseal(_ keys: [[UInt8]], in writer: Writer) throws(BuriError) {
+        var purging: [UInt32: Bool] = [:]
+        var keys = keys
+        for key in keys where key.count > 5 && key[0] == Keyspace.recordTag {
+            let id = key.withUnsafeBytes { Keyspace.readBigEndian($0, at: 1) }
+            if purging[id] == nil {
+                let marker = try run { try writer.reader.get(Keyspace.retiredKey(bucket: id)) }
+                purging[id] =
+                    marker.flatMap { Keyspace.parseRetired(key: Keyspace.retiredKey(bucket: id), value: $0) }?.state
+                    == .purging
+            }
+        }
+        if purging.values.contains(true) {
+            keys.removeAll { key in
+                key.count > 5 && key[0] == Keyspace.recordTag
+                    && purging[key.withUnsafeBytes { Keyspace.readBigEndian($0, at: 1) }] == true
+            }
+        }
         let values = try run { try writer.reader.values(forKeys: keys) }
         for (key, value) in zip(keys, values) {
             if let value { writer.batch.put(key, value) }
