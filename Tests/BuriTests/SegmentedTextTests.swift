@@ -86,6 +86,133 @@ import Testing
         }
     }
 
+    /// The most segments any one term has, and how many terms have segments.
+    static func segmentsPerTerm(_ t: TestDatabase) throws -> (most: Int, terms: Int) {
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        var perTerm: [[UInt8]: Int] = [:]
+        for key in try t.rawKeys() where key.starts(with: prefix) {
+            perTerm[Array(key[prefix.count..<(key.count - 1 - TextSegment.stampLength)]), default: 0] += 1
+        }
+        return (perTerm.values.max() ?? 0, perTerm.count)
+    }
+
+    /// Every segment's tier is the one its posting count gives.
+    static func tiersMatchSizes(_ t: TestDatabase) throws -> Bool {
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix))
+        while try cursor.next() {
+            let key = cursor.key
+            let segment = try TextSegment(try cursor.value)
+            if key[key.count - 1 - TextSegment.stampLength] != RawBucket.segmentTier(ofCount: segment.count) {
+                return false
+            }
+        }
+        return true
+    }
+
+    @Test(arguments: [Engine.leveldb, .memory, .temporary])
+    func mergesKeepATermsSegmentsFewAndCompactLeavesOneAndNoTombstone(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        var bucket = try t.db.bucket(Doc.self)
+        let reference = TestReference()
+        func agree(_ stage: String) throws {
+            for query in Self.queries {
+                #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(stage): \(query)")
+            }
+            #expect(try bucket.raw.entryCount(index: "body") == reference.postingCount, "\(stage)")
+            let report = try t.db.check()
+            #expect(report.isConsistent, "\(stage): \(report.problems)")
+        }
+        // Twelve large batches over overlapping keys: every one adds a segment to most terms and
+        // tombstones for the objects it replaces; the merges after every fourth keep them few.
+        for round in 0..<12 {
+            let docs = Self.documents(96, seed: UInt64(100 + round), prefix: "k\(round % 5)")
+            try bucket.store(docs)
+            reference.store(docs)
+            let (most, _) = try Self.segmentsPerTerm(t)
+            #expect(most < RawBucket.segmentsPerTier * 2, "round \(round): a term has \(most) segments")
+        }
+        #expect(try Self.tiersMatchSizes(t))
+        try agree("after the batches")
+        // Deletes leave tombstones; compact merges every term into one segment and drops them all.
+        let deleted = Self.documents(96, seed: 104, prefix: "k4").prefix(70).map(\.id)
+        try bucket.delete(keys: deleted)
+        reference.delete(deleted)
+        #expect(try Self.groupedKeys(t).tombstones > 0)
+        try agree("after deletes")
+        try t.db.compact()
+        let after = try Self.groupedKeys(t)
+        #expect(after.tombstones == 0, "\(after)")
+        #expect(try Self.segmentsPerTerm(t).most == 1)
+        #expect(try Self.tiersMatchSizes(t))
+        try agree("after compact")
+        // A second compact has nothing to merge; the segments stay as they are.
+        let keysBefore = try t.rawKeys()
+        try t.db.compact()
+        #expect(try t.rawKeys() == keysBefore)
+        if engine == .leveldb {
+            try t.reopen()
+            bucket = try t.db.bucket(Doc.self)
+            try agree("after reopen")
+        }
+    }
+
+    @Test func aMergeNeverDropsAPostingATombstoneDoesNotCancel() throws {
+        // A term's tombstones are many against its postings: the pass merges all its segments,
+        // drops exactly the cancelled postings with their tombstones, and keeps the rest.
+        let t = try TestDatabase(.leveldb)
+        let bucket = try t.db.bucket(Doc.self)
+        let reference = TestReference()
+        let docs = (0..<200).map { Doc(id: "d\($0)", body: $0 % 2 == 0 ? "alpha beta" : "alpha") }
+        try bucket.store(docs)
+        reference.store(docs)
+        let gone = (0..<200).filter { $0 % 3 == 0 }.map { "d\($0)" }
+        try bucket.delete(keys: gone)
+        reference.delete(gone)
+        let counts = try bucket.raw.mergeSegments(everything: false)
+        #expect(counts.terms == 2 && counts.tombstones == gone.count + gone.count / 2 + 1, "\(counts)")
+        #expect(try Self.groupedKeys(t).tombstones == 0)
+        for query in ["alpha", "beta", "alpha beta"] {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test func aDamagedSegmentFailsCompactButNotTheWriteBeforeAMerge() throws {
+        let t = try TestDatabase(.leveldb)
+        let bucket = try t.db.bucket(Doc.self)
+        try bucket.store(Self.documents(100, seed: 3))
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix))
+        let batch = t.db.engine.makeBatch()
+        while try cursor.next() {
+            var value = try cursor.value
+            value[value.count - 1] ^= 0xFF
+            batch.put(cursor.key, value)
+        }
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        // Three more large writes make a merge due; each write itself commits and returns.
+        var keys = Set(Self.documents(100, seed: 3).map { Array($0.id.utf8) })
+        for round in 0..<3 {
+            let docs = Self.documents(100, seed: UInt64(10 + round), prefix: "n\(round)")
+            try bucket.store(docs)
+            keys.formUnion(docs.map { Array($0.id.utf8) })
+        }
+        #expect(try bucket.count() == keys.count)
+        #expect {
+            try t.db.compact()
+        } throws: { error in
+            guard case BuriError.corruption(let bucketName, _, let indexName, _) = error else { return false }
+            return bucketName == "Doc" && indexName == "body"
+        }
+    }
+
     @Test func aDamagedSegmentIsATypedErrorNeverAShorterAnswer() throws {
         let t = try TestDatabase(.leveldb)
         try t.db.bucket(Doc.self).store(Self.documents(100, seed: 3))

@@ -1047,6 +1047,9 @@ final class ModelRun {
                 try run.reopen()
                 try run.verifyAll()
             },
+            ModelOperation(name: "merge text segments or compact", weight: 0.3, applies: { $0 != .etcd }) { run in
+                try run.mergeSegments(in: run.pick(bucketNames))
+            },
             ModelOperation(name: "reads over damaged files", weight: 0.3, applies: { $0 == .leveldb }) { run in
                 try run.damagedReads()
             },
@@ -1075,6 +1078,26 @@ final class ModelRun {
             throw fail("a second migrateAll of \(escaped(name)) upgraded records again")
         }
         try verifyAll()
+    }
+
+    /// A merge pass over a bucket's text segments (what a write runs now and then), or
+    /// `compact()` (every term merged, every tombstone gone): neither changes what any read
+    /// answers, and `check` stays clean.
+    func mergeSegments(in name: String) throws {
+        let bucket = try read("opening \(name)") { try self.bucket(name) }
+        if chance(0.5) {
+            let counts = try read("merge pass over \(escaped(name))", counted: true) {
+                try bucket.raw.mergeSegments(everything: false)
+            }
+            tally["merge passes", default: 0] += 1
+            tally["segments merged by passes", default: 0] += counts.segmentsRead
+        } else {
+            try read("compact()", counted: true) { try db.compact() }
+            tally["compactions", default: 0] += 1
+        }
+        try verifyAll()
+        let report = try read("check after merging") { try db.check() }
+        if !report.isConsistent { throw fail("after merging segments, check finds \(report.problems)") }
     }
 
     /// A batch of 256 to 320 objects (keys of the pool and `big0`…`big299`, few unique values):

@@ -167,6 +167,8 @@ public final class BuriDatabase: Sendable {
     /// Text segments read lately, decoded and checked (a segment's key is never reused for other
     /// bytes: each segment gets a random id when written).
     let textSegments = TextSegmentCache()
+    /// When this process merges each bucket's text segments next.
+    let segmentMerges = SegmentMergeSchedule()
     /// Set by ``close()`` (the engine may stay open for other databases sharing it).
     private let closed = Mutex(false)
     /// How many times each bucket's catalog entry has been rewritten or dropped by this process.

@@ -16,10 +16,23 @@ extension BuriDatabase {
         return try run { try engine.property(name) }
     }
 
-    /// Compacts the whole underlying store: rewrites its table files, dropping deleted and
+    /// Compacts the whole underlying store: first merges every text index's segments, so that
+    /// each term's postings are in as few segments as they fit and no tombstone is left
+    /// (`docs/FORMAT.md` §5c), then rewrites the engine's table files, dropping deleted and
     /// overwritten data. Blocks until done; reads and writes may continue meanwhile.
+    ///
+    /// ```swift
+    /// try db.compact()
+    /// ```
     public func compact() throws(BuriError) {
         try checkOpen()
+        if !engine.isShared {
+            for name in try bucketNames() {
+                let bucket = try rawBucket(named: name)
+                try bucket.mergeSegments(everything: true)
+                segmentMerges.reset(bucket: bucket.bucketId)
+            }
+        }
         try run { try engine.compact(nil) }
     }
 }

@@ -599,10 +599,13 @@ final class MergedTermPostings: @unchecked Sendable {
     private let keyStarts: [Int]
     private let valueStarts: [Int]
     private let stampIndexes: [Int32]
-    private let stamps: [[UInt8]]
+    /// The stamps the postings name, in the order first met.
+    let stamps: [[UInt8]]
     /// The live postings' numbers, in key order.
     private let order: [Int32]
     let byteCount: Int
+    /// The tombstones that cancelled a posting of the segments (a merge deletes exactly these).
+    let usedTombstones: Set<TextSegmentMerge.Identity>
 
     /// The live postings of `segments` (each read once, front to back), in key order: those
     /// `tombstones` name left out. Throws when a segment does not read or two live postings have
@@ -678,11 +681,16 @@ final class MergedTermPostings: @unchecked Sendable {
         var live: [Int32] = []
         live.reserveCapacity(total)
         var previous: Int32 = -1
+        var used = Set<TextSegmentMerge.Identity>()
         for posting in order {
             let p = Int(posting)
             let key = UnsafeRawBufferPointer(start: buffer + keyStarts[p], count: keyStarts[p + 1] - keyStarts[p])
-            if !tombstones.isEmpty, tombstones.contains(.init(key: Array(key), stamp: stamps[Int(stampIndexes[p])])) {
-                continue
+            if !tombstones.isEmpty {
+                let identity = TextSegmentMerge.Identity(key: Array(key), stamp: stamps[Int(stampIndexes[p])])
+                if tombstones.contains(identity) {
+                    used.insert(identity)
+                    continue
+                }
             }
             if previous >= 0 {
                 let q = Int(previous)
@@ -697,6 +705,7 @@ final class MergedTermPostings: @unchecked Sendable {
         }
         self.order = live
         count = live.count
+        usedTombstones = used
     }
 
     deinit { bytes.deallocate() }
@@ -717,6 +726,9 @@ final class MergedTermPostings: @unchecked Sendable {
 
     /// The stamp of posting `i`.
     func stamp(_ i: Int) -> [UInt8] { stamps[Int(stampIndexes[Int(order[i])])] }
+
+    /// The number in ``stamps`` of posting `i`'s stamp.
+    func stampNumber(_ i: Int) -> Int { Int(stampIndexes[Int(order[i])]) }
 
     /// The first posting at or after `from` whose key is not below `target` (`count` if none):
     /// a gallop from `from`, then a binary search.

@@ -9,17 +9,26 @@ extension RawBucket {
     /// this bucket were deleted.
     @discardableResult
     public func delete(keys: [String], sync: Bool? = nil) throws(BuriError) -> Int {
-        try withWriter(sync: sync) { writer throws(BuriError) -> Int in
+        var tombstones = 0
+        let count = try withWriter(sync: sync) { writer throws(BuriError) -> Int in
             try checkCurrent(writer.reader)
-            let deleted = try deleteRecords(keys, writer: writer)
+            let deleted = try deleteRecords(keys, writer: writer, tombstones: &tombstones)
             if !deleted.isEmpty { try database.applyDeleteRules(target: name, keys: deleted, writer: writer) }
             return deleted.count
         }
+        noteSegmentWork(segmentedCommits: 0, tombstones: tombstones)
+        return count
     }
 
     /// Deletes the records `keys` and the index entries their headers list in `writer`'s batch,
     /// and counts them. Returns the UTF-8 bytes of the keys that were there, each once.
     func deleteRecords(_ keys: [String], writer: Writer) throws(BuriError) -> [[UInt8]] {
+        var tombstones = 0
+        return try deleteRecords(keys, writer: writer, tombstones: &tombstones)
+    }
+
+    /// ``deleteRecords(_:writer:)``, adding to `tombstones` the tombstones it writes.
+    func deleteRecords(_ keys: [String], writer: Writer, tombstones: inout Int) throws(BuriError) -> [[UInt8]] {
         var deleted = Set<[UInt8]>()  // UTF-8 bytes: see write(_:sync:) on String equality
         var order: [[UInt8]] = []
         let reader = try readerForKeys(keys, writer.reader)
@@ -28,7 +37,7 @@ extension RawBucket {
         for key in keys where !deleted.contains(Array(key.utf8)) {
             guard let header = try currentHeader(forKey: key, reader: reader) else { continue }
             if keepsLengths { removed.append((key, header)) }
-            removeEntries(of: header, objectKey: Array(key.utf8), key: key, batch: writer.batch)
+            tombstones += removeEntries(of: header, objectKey: Array(key.utf8), key: key, batch: writer.batch)
             writer.batch.delete(recordKey(key))
             deleted.insert(Array(key.utf8))
             order.append(Array(key.utf8))

@@ -100,17 +100,22 @@ extension RawBucket {
     /// postings in segments cancelled by tombstones. Entries `keeping` says stay are left alone
     /// (single entries only: a segment posting is always cancelled, as its replacement is
     /// written anew).
+    /// Returns how many tombstones it wrote.
+    @discardableResult
     func removeEntries(
         of header: RecordHeader, objectKey: [UInt8], key: String, batch: any StorageBatch,
         keeping: (RecordHeader.Entry) -> Bool = { _ in false }
-    ) {
+    ) -> Int {
+        var tombstones = 0
         for entry in header.entries {
             if let stamp = header.textStamp(of: entry.index) {
                 batch.put(tombstoneKey(entry, stamp: stamp.stamp, objectKey: objectKey), [])
+                tombstones += 1
             } else if !keeping(entry) {
                 batch.delete(entryKey(entry, objectKey: key))
             }
         }
+        return tombstones
     }
 }
 
@@ -232,7 +237,8 @@ extension SegmentCollector.IndexPostings {
                                 UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
                         }
                         GroupedPostingKeys.writeSegmentKey(
-                            bucket: bucket, index: index, tuple: tuples[term], tier: 0, id: stamp, plus: number,
+                            bucket: bucket, index: index, tuple: tuples[term],
+                            tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
                             into: &key)
                         number &+= 1
                         key.withUnsafeBytes { key in segment.withUnsafeBytes { batch.put(key, $0) } }

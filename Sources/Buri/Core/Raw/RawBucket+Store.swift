@@ -73,6 +73,9 @@ extension RawBucket {
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
         let writes = try stampedForSegments(writes)
+        /// Tombstones the batch writes, and whether it writes segments: for the merge schedule.
+        var tombstones = 0
+        var segmented = false
         try withWriter(sync: sync) { writer throws(BuriError) in
             try checkCurrent(writer.reader)
             let batch = writer.batch
@@ -188,7 +191,7 @@ extension RawBucket {
                     if claims[entry] == keyBytes { claims[entry] = nil }
                 }
                 if let old {
-                    removeEntries(of: old, objectKey: keyBytes, key: write.key, batch: batch) { entry in
+                    tombstones += removeEntries(of: old, objectKey: keyBytes, key: write.key, batch: batch) { entry in
                         isKept(entry, in: newEntries, newSet)
                     }
                 }
@@ -228,6 +231,7 @@ extension RawBucket {
                 pending[pendingKey] = .some(write.header)
             }
             if !segments.isEmpty {
+                segmented = true
                 do {
                     try segments.flush(bucket: bucketId, into: batch)
                 } catch {
@@ -238,6 +242,7 @@ extension RawBucket {
                 try checkTargets(newReferences, writtenHere: pending, writer: writer)
             }
         }
+        noteSegmentWork(segmentedCommits: segmented ? 1 : 0, tombstones: tombstones)
     }
 
     /// Refuses references to objects that do not exist (``BuriError/danglingReference(bucket:key:index:targetBucket:target:)``):
