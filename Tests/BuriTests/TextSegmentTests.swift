@@ -199,9 +199,9 @@ import Testing
     }
 }
 
-/// The walk over a term's segments that queries will use: nexts and seeks, mixed at random, land
-/// where a search of the model's live postings lands.
-@Suite struct TextSegmentPostingsTests {
+/// A term's merged postings as queries walk them: steps and seeks (`lowerBound` from where the
+/// walk is), mixed at random, land where a search of the model's live postings lands.
+@Suite struct MergedTermPostingsTests {
     @Test(arguments: [11, 12, 13, 14]) func walksAndSeeksLikeTheModel(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let objects = TextSegmentTests.keys(200, &rng)
@@ -225,15 +225,20 @@ import Testing
             }
         }
         let expected = live.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        let merged = try MergedTermPostings(segments, tombstones: tombstones)
+        #expect(merged.count == expected.count)
+        #expect(merged.usedTombstones == tombstones)
         for _ in 0..<20 {
-            var walk = TextSegmentPostings(segments, tombstones: tombstones)
             var position = -1  // index in `expected` of the posting the walk is on
+            var at = -1  // the walk's index in `merged`
             while true {
                 if Bool.random(using: &rng) {
-                    let found = try walk.next()
                     position += 1
-                    #expect(found == (position < expected.count))
-                    guard found else { break }
+                    at += 1
+                    guard position < expected.count else {
+                        #expect(at >= merged.count)
+                        break
+                    }
                 } else {
                     let target =
                         Bool.random(using: &rng)
@@ -242,13 +247,16 @@ import Testing
                     let from = Swift.max(position, 0)
                     let landing =
                         expected.indices.first { $0 >= from && !expected[$0].lexicographicallyPrecedes(target) }
-                    let found = try walk.seek(target)
-                    #expect(found == (landing != nil))
-                    guard let landing else { break }
+                    at = merged.lowerBound(target, from: Swift.max(at, 0))
+                    guard let landing else {
+                        #expect(at == merged.count)
+                        break
+                    }
                     position = landing
                 }
-                #expect(walk.key == expected[position])
-                #expect(walk.stamp == live[expected[position]])
+                #expect(Array(merged.key(at)) == expected[position])
+                #expect(merged.stamp(at) == live[expected[position]])
+                #expect(merged.find(expected[position]) == at)
             }
         }
     }

@@ -444,113 +444,6 @@ struct TextSegment {
     }
 }
 
-/// The live postings of one term's segments, in key order: a k-way walk over their cursors
-/// that skips every posting a tombstone names (`docs/GROUPED-POSTINGS.md`, "Queries"). Each
-/// object has at most one live posting per term; two live postings of one key are damage.
-///
-/// ```swift
-/// var postings = try TextSegmentPostings(segments, tombstones: tombstones)
-/// while try postings.next() { use(postings.key) }
-/// ```
-struct TextSegmentPostings {
-    private var cursors: [TextSegment.Cursor] = []
-    private let tombstones: Set<TextSegmentMerge.Identity>
-    /// The cursor on the current posting, or nil before the first and after the last.
-    private var current: Int?
-    /// Whether ``next()`` has not been called yet (the cursors sit before their first posting).
-    private var started = false
-
-    init(_ segments: [TextSegment], tombstones: Set<TextSegmentMerge.Identity>) {
-        cursors = segments.map { $0.makeCursor() }
-        self.tombstones = tombstones
-    }
-
-    /// The current posting's object key (valid after ``next()`` or ``seek(_:)`` returned true).
-    var key: [UInt8] { current.map { cursors[$0].key } ?? [] }
-
-    /// The current posting's stamp.
-    var stamp: [UInt8] { current.map { cursors[$0].segment.stamps[cursors[$0].stamp] } ?? [] }
-
-    /// The current posting's value.
-    var value: [UInt8] { current.map { cursors[$0].value } ?? [] }
-
-    /// Calls `body` with the current posting's value (empty before the first and after the last).
-    func withValue<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        guard let current else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try cursors[current].withValue(body)
-    }
-
-    /// Moves to the next live posting; `false` after the last.
-    mutating func next() throws(FormatError) -> Bool {
-        if !started {
-            started = true
-            var positioned: [TextSegment.Cursor] = []
-            for var cursor in cursors {
-                if try cursor.next() { positioned.append(cursor) }
-            }
-            cursors = positioned
-        } else if let index = current {
-            if try !cursors[index].next() { cursors.remove(at: index) }
-        }
-        return try settle()
-    }
-
-    /// Moves to the first live posting whose key is at or after `target` (never backwards);
-    /// `false` when there is none.
-    mutating func seek(_ target: [UInt8]) throws(FormatError) -> Bool {
-        if !started {
-            started = true
-            var positioned: [TextSegment.Cursor] = []
-            for var cursor in cursors {
-                if try cursor.seek(target) { positioned.append(cursor) }
-            }
-            cursors = positioned
-            return try settle()
-        }
-        var positioned: [TextSegment.Cursor] = []
-        for var cursor in cursors {
-            if !cursor.key.lexicographicallyPrecedes(target) {
-                positioned.append(cursor)
-            } else if try cursor.seek(target) {
-                positioned.append(cursor)
-            }
-        }
-        cursors = positioned
-        return try settle()
-    }
-
-    /// Puts `current` on the least key among the cursors that is live, stepping over tombstoned
-    /// postings; throws when two cursors hold live postings of one key.
-    private mutating func settle() throws(FormatError) -> Bool {
-        while !cursors.isEmpty {
-            var least = 0
-            for index in cursors.indices.dropFirst() where compareBytes(cursors[index].key, cursors[least].key) < 0 {
-                least = index
-            }
-            if !tombstones.isEmpty {
-                let cursor = cursors[least]
-                let identity = TextSegmentMerge.Identity(key: cursor.key, stamp: cursor.segment.stamps[cursor.stamp])
-                if tombstones.contains(identity) {
-                    if try !cursors[least].next() { cursors.remove(at: least) }
-                    continue
-                }
-            }
-            for index in cursors.indices
-            where index != least && compareBytes(cursors[index].key, cursors[least].key) == 0 {
-                let other = TextSegmentMerge.Identity(
-                    key: cursors[index].key, stamp: cursors[index].segment.stamps[cursors[index].stamp])
-                if tombstones.isEmpty || !tombstones.contains(other) {
-                    throw FormatError("two live postings of one object key in the segments of one term")
-                }
-            }
-            current = least
-            return true
-        }
-        current = nil
-        return false
-    }
-}
-
 /// Merging segments (`docs/GROUPED-POSTINGS.md`, "Merges"): the live postings of several
 /// segments of one term, in key order, without those a tombstone cancels.
 enum TextSegmentMerge {
@@ -567,19 +460,11 @@ enum TextSegmentMerge {
     static func merge(
         _ segments: [TextSegment], tombstones: Set<Identity>
     ) throws(FormatError) -> (postings: [(key: [UInt8], stamp: [UInt8], value: [UInt8])], used: Set<Identity>) {
-        // The tombstones this merge uses: those naming a posting in one of its segments.
-        var used = Set<Identity>()
-        for segment in segments {
-            var cursor = segment.makeCursor()
-            while try cursor.next() {
-                let identity = Identity(key: cursor.key, stamp: segment.stamps[cursor.stamp])
-                if tombstones.contains(identity) { used.insert(identity) }
-            }
+        let merged = try MergedTermPostings(segments, tombstones: tombstones)
+        let postings = (0..<merged.count).map { i in
+            (key: Array(merged.key(i)), stamp: merged.stamp(i), value: Array(merged.value(i)))
         }
-        var walk = TextSegmentPostings(segments, tombstones: tombstones)
-        var postings: [(key: [UInt8], stamp: [UInt8], value: [UInt8])] = []
-        while try walk.next() { postings.append((walk.key, walk.stamp, walk.value)) }
-        return (postings, used)
+        return (postings, merged.usedTombstones)
     }
 }
 
