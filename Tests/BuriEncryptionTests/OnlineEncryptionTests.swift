@@ -57,7 +57,7 @@ struct OnlineEncryptionTests {
         let key = DatabaseKey.random()
         try t.reopen(options: Self.beginning(key))
         #expect(t.db.isEncrypted && t.db.isBeingEncrypted)
-        #expect(t.db.formatVersion == 12)
+        #expect(t.db.formatVersion == 13)
         // Before any bucket is sealed: every read works, private indexes still answer ranges.
         let notes = try t.db.bucket(SecretNote.self)
         #expect(try notes.object(forKey: "n3")?.text == "\(Self.secret) #3")

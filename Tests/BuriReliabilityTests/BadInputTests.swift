@@ -303,10 +303,10 @@ struct BadInputTests {
         try db.bucket(Person.self).store(Person(id: "p1", name: "", locale: "EN", age: 1))
         db.close()
         try withRawDatabase(path) { raw in
-            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 13), options: .sync)
+            try raw.put(Keyspace.headerKey, Keyspace.headerValue(version: 14), options: .sync)
         }
         let before = try rawContents(path)
-        #expect(throws: BuriError.unsupportedFormat(path: path, found: 13, supported: 12)) {
+        #expect(throws: BuriError.unsupportedFormat(path: path, found: 14, supported: 13)) {
             try BuriDatabase(path: path)
         }
         #expect(try rawContents(path) == before)

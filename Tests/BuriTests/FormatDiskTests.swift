@@ -99,7 +99,7 @@ struct FormatDiskTests {
     @Test("a database of a newer format version, or with a foreign header, is refused and left untouched")
     func newerFormat() throws {
         for value in [
-            Array("BURI".utf8) + [0x00, 0x0D], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01],
+            Array("BURI".utf8) + [0x00, 0x0E], Array("BURI".utf8) + [0x01, 0x00], Array("NOPE".utf8) + [0x00, 0x01],
         ] {
             let directory = Directory()
             do {

@@ -40,7 +40,45 @@ private func end(_ query: Query) throws -> [UInt8] { try range(query).end ?? [] 
 /// Every byte string docs/FORMAT.md shows, with the code that produces it.
 private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () throws -> [UInt8])] = [
     ("database header key", "00 66 6f 72 6d 61 74", { Keyspace.headerKey }),
-    ("database header value, format 12", "42 55 52 49 00 0c", { Keyspace.headerValue() }),
+    ("database header value, format 13", "42 55 52 49 00 0d", { Keyspace.headerValue() }),
+    (
+        "database header value, format 12 (read, upgraded by the first write)", "42 55 52 49 00 0c",
+        { Keyspace.headerValue(version: 12) }
+    ),
+    (
+        "text segment key (§5c)",
+        "03 00 00 00 01 00 00 00 01 31 30 61 6c 70 68 61 00 00 00 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f",
+        { GroupedPostingKeys.segmentKey(bucket: 1, index: 1, tuple: IndexValue("alpha").encoded, tier: 0, id: Array(0x10...0x1F)) }
+    ),
+    (
+        "text segment value (§5c)",
+        "01 01 01 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f 00 00 00 00 00 01 7a 00 06 09 03 00 03 c5 01",
+        {
+            try TextSegment.encode(
+                stamps: [Array(0x10...0x1F)], postings: [(Array("z".utf8), 0, [0x09, 0x03, 0x00, 0x03, 0xC5, 0x01])])
+        }
+    ),
+    (
+        "text tombstone key (§5c)",
+        "03 00 00 00 01 00 00 00 01 32 30 61 6c 70 68 61 00 00 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f 7a",
+        {
+            GroupedPostingKeys.tombstoneKey(
+                bucket: 1, index: 1, tuple: IndexValue("alpha").encoded, stamp: Array(0x10...0x1F),
+                objectKey: Array("z".utf8))
+        }
+    ),
+    (
+        "record header of layout 3 (§10, text stamps)",
+        "03 01 00 01 01 08 30 61 6c 70 68 61 00 00 00 01 01 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f 09",
+        {
+            var out: [UInt8] = []
+            RecordHeader(
+                schemaVersion: 0, entries: [RecordHeader.Entry(index: 1, tuple: IndexValue("alpha").encoded)],
+                textStamps: [RecordHeader.TextStamp(index: 1, stamp: Array(0x10...0x1F), length: 9)]
+            ).append(to: &out)
+            return out
+        }
+    ),
     (
         "database header value, format 11 (read, upgraded by the first write)", "42 55 52 49 00 0b",
         { Keyspace.headerValue(version: 11) }
@@ -367,7 +405,7 @@ struct FormatGoldenTests {
         for vector in goldenVectors {
             #expect(flat.contains(vector.hex), "docs/FORMAT.md lacks \(vector.name): \(vector.hex)")
         }
-        #expect(doc.contains("format version 12") || doc.contains("Format version 12"))
+        #expect(doc.contains("format version 13") || doc.contains("Format version 13"))
     }
 
     @Test("the catalog value decodes back and has the documented CBOR shape")
@@ -409,7 +447,7 @@ struct FormatGoldenTests {
 
     @Test("the database header parses; other values are not headers")
     func header() {
-        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 12)
+        #expect(Keyspace.parseHeader(Keyspace.headerValue()) == 13)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x05]) == 5)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x04]) == 4)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x03]) == 3)
@@ -441,7 +479,9 @@ struct FormatGoldenTests {
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C]) == 12)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0C, 0xFF]) == nil)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0D]) == 13)
-        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0D, 0x01, 0x02]) == 13)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0D, 0x01]) == nil)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0E]) == 14)
+        #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0x00, 0x0E, 0x01, 0x02]) == 14)
         #expect(Keyspace.parseHeader(Array("BURI".utf8) + [0xFF, 0xFF]) == 65535)
     }
 

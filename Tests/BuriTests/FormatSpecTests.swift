@@ -69,7 +69,8 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x09, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x0A, 0x00], .notABuriDatabase(path: "")),
             (Array("BURI".utf8) + [0x00, 0x0B, 0x00], .notABuriDatabase(path: "")),
-            (Array("BURI".utf8) + [0x00, 0x0D, 0x00, 0x00], .unsupportedFormat(path: "", found: 13, supported: 12)),
+            (Array("BURI".utf8) + [0x00, 0x0C, 0x00], .notABuriDatabase(path: "")),
+            (Array("BURI".utf8) + [0x00, 0x0E, 0x00, 0x00], .unsupportedFormat(path: "", found: 14, supported: 13)),
             (Array("BURI".utf8) + [0x00, 0x02], nil),
             (Array("BURI".utf8) + [0x00, 0x03], nil),
             (Array("BURI".utf8) + [0x00, 0x04], nil),
@@ -79,6 +80,8 @@ struct FormatSpecTests {
             (Array("BURI".utf8) + [0x00, 0x09], nil),
             (Array("BURI".utf8) + [0x00, 0x0A], nil),
             (Array("BURI".utf8) + [0x00, 0x0B], nil),
+            (Array("BURI".utf8) + [0x00, 0x0C], nil),
+            (Array("BURI".utf8) + [0x00, 0x0D], nil),
         ]
         for (value, expected) in cases {
             let directory = FormatDiskTests.Directory()
@@ -158,7 +161,7 @@ struct FormatSpecTests {
         let entries = Array(try raw.entries())
         let expected: [(key: String, value: [UInt8])] = [
             ("00 62 75 63 6b 65 74 2d 69 64 73", bytes(hex: "00 00 00 01")),
-            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 0c")),
+            ("00 66 6f 72 6d 61 74", bytes(hex: "42 55 52 49 00 0d")),
             ("01 50 65 72 73 6f 6e", try personDescriptor.encoded()),
             ("02 00 00 00 01 70 31", try personRecord()),
             ("03 00 00 00 01 00 00 00 01 30 45 4e 00 00 70 31", []),

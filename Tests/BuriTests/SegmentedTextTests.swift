@@ -4,7 +4,7 @@ import Testing
 
 @testable import Buri
 
-/// Grouped postings end to end (`docs/GROUPED-POSTINGS.md`): a large write puts a text index's
+/// Grouped postings end to end (`docs/FORMAT.md` §5c): a large write puts a text index's
 /// postings in segments, later writes replace and delete objects through tombstones, and every
 /// search answers exactly what the same objects stored one small batch at a time answer.
 @Suite struct SegmentedTextTests {
@@ -159,6 +159,40 @@ import Testing
             bucket = try t.db.bucket(Doc.self)
             try agree("after reopen")
         }
+    }
+
+    @Test func aFormat12DatabaseReadsAsItIsAndItsFirstLargeWriteUpgradesIt() throws {
+        // A database as format 12 left it: every posting single.
+        let t = try TestDatabase(.leveldb)
+        let reference = TestReference()
+        let old = Self.documents(90, seed: 21)
+        for chunk in stride(from: 0, to: old.count, by: 30) {
+            try t.db.bucket(Doc.self).store(Array(old[chunk..<(chunk + 30)]))
+        }
+        reference.store(old)
+        #expect(try Self.groupedKeys(t).segments == 0)
+        let batch = t.db.engine.makeBatch()
+        batch.put(Keyspace.headerKey, Keyspace.headerValue(version: 12))
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        try t.reopen()
+        #expect(t.db.formatVersion == 12)
+        var bucket = try t.db.bucket(Doc.self)
+        for query in Self.queries {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+        // The first large write puts segments and the version 13 header in one commit.
+        let new = Self.documents(100, seed: 22, prefix: "n")
+        try bucket.store(new)
+        reference.store(new)
+        #expect(t.db.formatVersion == 13)
+        #expect(try Self.groupedKeys(t).segments > 0)
+        try t.reopen()
+        #expect(t.db.formatVersion == 13)
+        bucket = try t.db.bucket(Doc.self)
+        for query in Self.queries {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+        #expect(try t.db.check().isConsistent)
     }
 
     @Test func aMergeNeverDropsAPostingATombstoneDoesNotCancel() throws {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Buri
 
-/// The text segment codec and merge (`docs/GROUPED-POSTINGS.md`): what is encoded reads back, a
+/// The text segment codec and merge (`docs/FORMAT.md` §5c): what is encoded reads back, a
 /// seek lands where a search of the model lands, damaged bytes are refused, and a merge keeps
 /// exactly the postings no tombstone cancels.
 @Suite struct TextSegmentTests {
@@ -275,7 +275,6 @@ import Testing
         let tombstone = GroupedPostingKeys.tombstoneKey(
             bucket: 1, index: 1, tuple: term, stamp: stamp, objectKey: Array("z".utf8))
         #expect(tombstone == [0x03, 0, 0, 0, 1, 0, 0, 0, 1, 0x32] + term + stamp + [0x7A])
-        #expect(GroupedPostingKeys.headerEntry(stamp: stamp, length: 300) == [0x33] + stamp + [0xAC, 0x02])
         // Singles, then segments, then tombstones of an index.
         let single = Keyspace.indexEntryKey(bucket: 1, index: 1, tuple: term, objectKey: "\u{FFFF}")
         #expect(single.lexicographicallyPrecedes(segment) && segment.lexicographicallyPrecedes(tombstone))
@@ -300,11 +299,5 @@ import Testing
             try GroupedPostingKeys.parseTombstoneKey(
                 Array(tombstone.prefix(tombstone.count - objectKey.count)), bucket: 7, index: 3, tuple: term)
         }
-        let entry = GroupedPostingKeys.headerEntry(stamp: stamp, length: 1 << 40)
-        #expect(GroupedPostingKeys.isHeaderEntry(entry) && !GroupedPostingKeys.isHeaderEntry(term))
-        let read = try GroupedPostingKeys.parseHeaderEntry(entry)
-        #expect(read.stamp == stamp && read.length == 1 << 40)
-        #expect(throws: FormatError.self) { try GroupedPostingKeys.parseHeaderEntry(entry + [0]) }
-        #expect(throws: FormatError.self) { try GroupedPostingKeys.parseHeaderEntry(Array(entry.prefix(17))) }
     }
 }

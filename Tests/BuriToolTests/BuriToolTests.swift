@@ -89,7 +89,7 @@ struct BuriToolTests {
         let json = try buri("info", db, "--json")
         expectSuccess(json)
         let value = try CBORValue(json: json.stdout)
-        #expect(value["formatVersion"]?.int64Value == 12)
+        #expect(value["formatVersion"]?.int64Value == 13)
         #expect(value["leveldbVersion"]?.stringValue == Database.libraryVersion.description)
         #expect((value["sizeOnDisk"]?.int64Value ?? 0) > 0)
         let buckets = value["buckets"]?.arrayValue ?? []

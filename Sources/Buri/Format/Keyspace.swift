@@ -46,9 +46,12 @@ enum Keyspace {
     /// code would refuse as damage; version 11 adds sealed values padded for LevelDB's block
     /// compression (markers 0xE9 and 0xEA), which older code would report as damaged; version 12
     /// adds staging markers that name their owner on a shared engine (state 0x03) and the lease
-    /// keys they name (``leaseKey(_:)``), which older code would refuse as damage. Versions 1
-    /// to 11 databases are read.
-    static let formatVersion: UInt16 = 12
+    /// keys they name (``leaseKey(_:)``), which older code would refuse as damage; version 13
+    /// adds a text index's grouped postings (segments and tombstones, tags 0x31 and 0x32 after
+    /// the index prefix) and record headers of layout 3 that name the stamps of an object's
+    /// postings in segments, which older code would take for stray entries and a damaged header.
+    /// Versions 1 to 12 databases are read.
+    static let formatVersion: UInt16 = 13
     /// The first version whose writers keep the object counts (tag 0x05).
     static let countsVersion: UInt16 = 4
     static let magic: [UInt8] = Array("BURI".utf8)

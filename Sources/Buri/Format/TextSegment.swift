@@ -16,7 +16,7 @@ private func withBytes<R>(
     try array.withUnsafeBytes { raw in Result { () throws(FormatError) -> R in try body(raw) } }.get()
 }
 
-/// A text index segment (`docs/GROUPED-POSTINGS.md`): one term's postings written by one commit
+/// A text index segment (`docs/FORMAT.md` §5c): one term's postings written by one commit
 /// or one merge, in one value, in object-key order. Each posting is an object key, the stamp of
 /// the commit that wrote it (an index into the segment's stamp table) and its entry value (the
 /// layout-2 value: document length, count, positions).
@@ -444,7 +444,7 @@ struct TextSegment {
     }
 }
 
-/// Merging segments (`docs/GROUPED-POSTINGS.md`, "Merges"): the live postings of several
+/// Merging segments (`docs/FORMAT.md` §5c): the live postings of several
 /// segments of one term, in key order, without those a tombstone cancels.
 enum TextSegmentMerge {
     /// A posting's identity: its object key and its stamp (16 bytes).
@@ -468,7 +468,7 @@ enum TextSegmentMerge {
     }
 }
 
-/// The keys of grouped postings (`docs/GROUPED-POSTINGS.md`, "The layout"), beside a text index's
+/// The keys of grouped postings (`docs/FORMAT.md` §5c), beside a text index's
 /// single postings (`P tuple objectKey`, `P` the index prefix, the tuple the term's one binary
 /// element as the index stores it):
 ///
@@ -477,13 +477,12 @@ enum TextSegmentMerge {
 /// tombstone   P 32 tuple stamp(16) objectKey        value: empty
 /// ```
 ///
-/// and the record header's text entry for an object whose postings are in segments: the tuple
-/// `33 stamp(16) varint(document length)`. The tags sort every single posting of an index
-/// before every segment, and every segment before every tombstone.
+/// An object whose postings are in segments names their stamp in its record header (layout 3,
+/// ``RecordHeader/TextStamp``). The tags sort every single posting of an index before every
+/// segment, and every segment before every tombstone.
 enum GroupedPostingKeys {
     static let segmentTag: UInt8 = 0x31
     static let tombstoneTag: UInt8 = 0x32
-    static let headerEntryTag: UInt8 = 0x33
 
     /// The key of segment `id` of tier `tier` of the term whose stored tuple is `tuple`.
     static func segmentKey(bucket: UInt32, index: UInt32, tuple: [UInt8], tier: UInt8, id: [UInt8]) -> [UInt8] {
@@ -563,33 +562,5 @@ enum GroupedPostingKeys {
         }
         let stampEnd = prefix.count + TextSegment.stampLength
         return .init(key: Array(key[stampEnd...]), stamp: Array(key[prefix.count..<stampEnd]))
-    }
-
-    /// The record header's text entry tuple: the stamp of the commit that put the object's
-    /// postings in segments, and the object's document length.
-    static func headerEntry(stamp: [UInt8], length: UInt64) -> [UInt8] {
-        var tuple: [UInt8] = [headerEntryTag]
-        tuple.append(contentsOf: stamp)
-        Varint.append(length, to: &tuple)
-        return tuple
-    }
-
-    /// Whether a header entry's tuple is a text entry (not a term).
-    static func isHeaderEntry(_ tuple: [UInt8]) -> Bool { tuple.first == headerEntryTag }
-
-    /// The stamp and document length of a header text entry; throws unless it reads exactly.
-    static func parseHeaderEntry(_ tuple: [UInt8]) throws(FormatError) -> (stamp: [UInt8], length: UInt64) {
-        guard tuple.count > 1 + TextSegment.stampLength, tuple[0] == headerEntryTag else {
-            throw FormatError("text header entry of \(tuple.count) bytes does not read")
-        }
-        let stamp = Array(tuple[1...TextSegment.stampLength])
-        var offset = 1 + TextSegment.stampLength
-        let length = try tuple.withUnsafeBytes { raw in
-            Result { () throws(FormatError) -> UInt64 in try Varint.read(raw, at: &offset) }
-        }.get()
-        guard offset == tuple.count else {
-            throw FormatError("text header entry has \(tuple.count - offset) bytes after its length")
-        }
-        return (stamp, length)
     }
 }
