@@ -21,12 +21,14 @@ struct Info: ParsableCommand {
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let path = target.database
-        var buckets: [(descriptor: BucketDescriptor, objects: Int, entries: [Int])] = []
+        var buckets:
+            [(descriptor: BucketDescriptor, objects: Int, entries: [Int], grouped: [TextPostingStorage?])] = []
         try mapErrors(path: path) {
             for descriptor in try db.allBucketInfo() {
                 let raw = try db.rawBucket(named: descriptor.name)
                 let entries = try descriptor.indexes.map { index in try raw.entryCount(index: index.name) }
-                buckets.append((descriptor, try raw.count(), entries))
+                let grouped = try descriptor.indexes.map { index in try raw.textPostingStorage(index: index.name) }
+                buckets.append((descriptor, try raw.count(), entries, grouped))
             }
         }
         // An etcd location has no LevelDB underneath and no files here.
@@ -62,7 +64,10 @@ struct Info: ParsableCommand {
                                 CBORMapEntry(
                                     key: "indexes",
                                     value: .array(
-                                        zip(bucket.descriptor.indexes, bucket.entries).map { index, entries in
+                                        zip(bucket.descriptor.indexes, zip(bucket.entries, bucket.grouped)).map {
+                                            index, counts in
+                                            let (entries, grouped) = counts
+                                            return
                                             .map([
                                                 CBORMapEntry(key: "name", value: .text(index.name)),
                                                 CBORMapEntry(
@@ -104,6 +109,13 @@ struct Info: ParsableCommand {
                                                             CBORMapEntry(
                                                                 key: "stopWords",
                                                                 value: .array((text.stopWords ?? []).map { .text($0) })),
+                                                            // Postings grouped in segments, and
+                                                            // tombstones cancelling some (FORMAT.md §5c).
+                                                            CBORMapEntry(
+                                                                key: "segments", value: .int(Int64(grouped?.segments ?? 0))),
+                                                            CBORMapEntry(
+                                                                key: "tombstones",
+                                                                value: .int(Int64(grouped?.tombstones ?? 0))),
                                                         ])
                                                     } ?? .null),
                                                 // Declared plaintext; and whether an encrypted
@@ -146,7 +158,7 @@ struct Info: ParsableCommand {
                     "bucket '\(bucket.descriptor.name)'\(keyField): \(bucket.objects) object\(bucket.objects == 1 ? "" : "s")"
                 )
                 if bucket.descriptor.indexes.isEmpty { try out.line("  no indexes") }
-                for (index, entries) in zip(bucket.descriptor.indexes, bucket.entries) {
+                for (index, (entries, grouped)) in zip(bucket.descriptor.indexes, zip(bucket.entries, bucket.grouped)) {
                     var traits = [index.components.map(\.rawValue).joined(separator: ", ")]
                     if let text = index.text {
                         // A full-text index: one entry per word, multi-valued by nature.
@@ -172,8 +184,16 @@ struct Info: ParsableCommand {
                     if db.isEncrypted {
                         traits.append(db.storesTokens(for: index) ? "private (keyed tokens)" : "plaintext")
                     }
+                    // A text index's postings in segments are counted among its entries, one per
+                    // posting; the segments and tombstones holding them are shown beside.
+                    let storage =
+                        grouped.map { grouped in
+                            grouped.segments == 0 && grouped.tombstones == 0
+                                ? ""
+                                : " (\(grouped.segments) segment\(grouped.segments == 1 ? "" : "s"), \(grouped.tombstones) tombstone\(grouped.tombstones == 1 ? "" : "s"))"
+                        } ?? ""
                     try out.line(
-                        "  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")"
+                        "  index '\(index.name)' (\(traits.joined(separator: "; "))): \(entries) entr\(entries == 1 ? "y" : "ies")\(storage)"
                     )
                 }
             }

@@ -257,6 +257,44 @@ struct SearchToolTests {
         #expect(stopJSON.stdout.contains("\"stopWords\": [\n"), "\(stopJSON)")
     }
 
+    @Test func infoCountsATextIndexsSegmentsAndTombstonesAndCompactMergesThem() throws {
+        let sandbox = try Sandbox()
+        let path = sandbox.path("grouped.buri")
+        let db = try BuriDatabase(path: path)
+        let memos = try db.bucket(StopMemo.self)
+        // One large write puts the postings in segments; deletes leave tombstones.
+        try memos.store((0..<100).map { StopMemo(id: "m\($0)", body: "the cat sat on mat \($0 % 7)") })
+        try memos.delete(keys: (0..<10).map { "m\($0)" })
+        let expected = try #require(try memos.raw.textPostingStorage(index: "body"))
+        #expect(expected.segments > 0 && expected.tombstones > 0, "\(expected)")
+        db.close()
+        let info = try buri("info", path)
+        expectSuccess(info)
+        #expect(
+            info.stdout.contains(
+                "field body): \(90 * 5) entries (\(expected.segments) segments, \(expected.tombstones) tombstones)"),
+            "\(info)")
+        let json = try buri("info", path, "--json")
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let index = ((object?["buckets"] as? [[String: Any]])?.first?["indexes"] as? [[String: Any]])?.first
+        let text = index?["text"] as? [String: Any]
+        #expect((text?["segments"] as? NSNumber)?.intValue == expected.segments, "\(json)")
+        #expect((text?["tombstones"] as? NSNumber)?.intValue == expected.tombstones, "\(json)")
+        #expect((index?["entries"] as? NSNumber)?.intValue == 90 * 5, "\(json)")
+        // `buri compact` merges them: no tombstone, one segment per term, the same answers.
+        expectSuccess(try buri("compact", path))
+        let after = try buri("info", path, "--json")
+        let compacted = try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [String: Any]
+        let afterIndex = ((compacted?["buckets"] as? [[String: Any]])?.first?["indexes"] as? [[String: Any]])?.first
+        let afterText = afterIndex?["text"] as? [String: Any]
+        #expect((afterText?["tombstones"] as? NSNumber)?.intValue == 0, "\(after)")
+        // Terms: cat, sat, on, mat and the seven digits ("the" is a stop word).
+        #expect((afterText?["segments"] as? NSNumber)?.intValue == 4 + 7, "\(after)")
+        let search = try buri("search", path, "StopMemo", "body", "cat", "--count")
+        #expect(search.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "90", "\(search)")
+        expectSuccess(try buri("check", path))
+    }
+
     @Test func exportAndRestoreThroughTheToolKeepTheTextIndexSearchable() throws {
         let sandbox = try Sandbox()
         let db = try importedMemos(sandbox)

@@ -107,6 +107,29 @@ extension RawBucket {
             reader: bucket.postingsReader(reader), cap: nil)
     }
 
+    /// How a text index stores its postings: how many segments and tombstones it holds
+    /// (`docs/FORMAT.md` §5c); `nil` for an index that is not a text index. Large writes put
+    /// postings in segments, replacing or deleting their objects leaves tombstones, and merges
+    /// (``BuriDatabase/compact()`` merges everything) keep both few.
+    ///
+    /// ```swift
+    /// if let grouped = try raw.textPostingStorage(index: "body") {
+    ///     print("\(grouped.segments) segments, \(grouped.tombstones) tombstones")
+    /// }
+    /// ```
+    public func textPostingStorage(index: String) throws(BuriError) -> TextPostingStorage? {
+        guard let definition = descriptor.index(named: index) else {
+            throw .unknownIndex(bucket: name, index: index, known: madeDescriptor.indexes.map(\.name))
+        }
+        guard definition.text != nil else { return nil }
+        let (reader, bucket) = try readView()
+        let prefix = Keyspace.indexPrefix(bucket: bucket.bucketId, index: definition.id)
+        return TextPostingStorage(
+            segments: try countEntries(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]), reader: reader, cap: nil),
+            tombstones: try countEntries(
+                in: .prefix(prefix + [GroupedPostingKeys.tombstoneTag]), reader: reader, cap: nil))
+    }
+
     /// Counts the keys in `range`, stopping at `cap`.
     func countEntries(in range: KeyRange, reader: any StorageReader, cap: Int?) throws(BuriError) -> Int {
         try run {
@@ -140,4 +163,12 @@ public struct StoredRecord: Sendable, Hashable {
     public var indexValues: [IndexName: [[IndexValue]]]
     /// The CBOR encoding of the object.
     public var payload: [UInt8]
+}
+
+/// How a text index stores its postings (``RawBucket/textPostingStorage(index:)``).
+public struct TextPostingStorage: Sendable, Hashable {
+    /// Values holding many objects' postings of one term.
+    public var segments: Int
+    /// Postings in segments cancelled by a later replace or delete, until a merge drops both.
+    public var tombstones: Int
 }
