@@ -126,6 +126,49 @@ struct KilledTextImportTests {
         #expect(try entries(db) != nil && (try entries(db)) == (try entries(fresh)))
     }
 
+    /// Killed after its 9th chunk, a chunked import has had two merge passes (after the 4th and
+    /// 8th chunks, each a commit of its own after its chunk) and one more chunk of segments:
+    /// check is clean, search answers what landed, and compact merges the rest without changing
+    /// an answer.
+    @Test func aChunkedTextImportKilledAfterItsMergesKeepsEveryPostingThroughCompact() throws {
+        let sandbox = try Sandbox()
+        let db = sandbox.path("text.buri")
+        let corpus = TextCorpus(count: 12_000, seed: 9)
+        let input = try sandbox.write("docs.jsonl", corpus.lines(0..<12_000))
+        let killed = try buriKilledAfter(
+            chunks: 9,
+            ["import", db, "Doc", "--key", "id", "--text-index", "body", "--chunk-size", "1000", "--progress", input])
+        #expect(killed.reason == .uncaughtSignal && killed.status == SIGKILL, "the import was not killed: \(killed)")
+        #expect(killed.stderr.contains("storing in chunks of 1000: "), "\(killed.stderr)")
+        let landed = Array(corpus.documents.prefix(9_000))
+        func segments() throws -> (segments: Int, tombstones: Int) {
+            let json = try buri("info", db, "--json")
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            let index = ((object?["buckets"] as? [[String: Any]])?.first?["indexes"] as? [[String: Any]])?.first
+            let text = index?["text"] as? [String: Any]
+            return (
+                (text?["segments"] as? NSNumber)?.intValue ?? -1, (text?["tombstones"] as? NSNumber)?.intValue ?? -1
+            )
+        }
+        // The 300 words are in every chunk: nine chunks unmerged would hold about 2,700 segments.
+        let afterKill = try segments()
+        #expect(afterKill.segments > 300 && afterKill.segments < 300 * 4, "\(afterKill)")
+        func expectAnswers(_ stage: String) throws {
+            let check = try buri("check", db)
+            #expect(check.status == 0 && check.stdout.hasPrefix("ok: 1 bucket, 9000 objects"), "\(stage): \(check)")
+            for (query, expected) in modelQueries(corpus, landed) {
+                let found = try buri("search", db, "Doc", "body", query)
+                #expect(found.status == 0 && found.lines == expected, "\(stage), \(query)")
+            }
+        }
+        try expectAnswers("after the kill")
+        let compact = try buri("compact", db)
+        #expect(compact.status == 0, "\(compact)")
+        let compacted = try segments()
+        #expect(compacted.tombstones == 0 && compacted.segments <= 300, "\(compacted)")
+        try expectAnswers("after compact")
+    }
+
     /// An atomic import (the default) stages everything and publishes with one commit: killed
     /// after its fifth staged chunk nothing of it is visible, the next writing command removes the
     /// stage, and search answers as before the import.
