@@ -271,6 +271,105 @@ import Testing
         }
     }
 
+    /// Rewrites the value of every segment of the index whose term `pick` accepts (the key
+    /// without the index prefix) with what `damage` makes of it.
+    static func damageSegments(
+        _ t: TestDatabase, where pick: ([UInt8]) -> Bool, _ damage: ([UInt8]) -> [UInt8]
+    ) throws -> Int {
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
+        let batch = t.db.engine.makeBatch()
+        var damaged = 0
+        while try cursor.next() {
+            guard pick(Array(cursor.key[prefix.count...])) else { continue }
+            batch.put(cursor.key, damage(try cursor.value))
+            damaged += 1
+        }
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        return damaged
+    }
+
+    @Test(arguments: [0, 1, 2])
+    func checkReportsATermWhoseSegmentsDoNotReadAndRepairPutsEveryPostingBack(damage: Int) throws {
+        let t = try TestDatabase(.leveldb)
+        let bucket = try t.db.bucket(Doc.self)
+        let reference = TestReference()
+        let docs = Self.documents(150, seed: 31)
+        try bucket.store(docs)
+        reference.store(docs)
+        let alpha = [GroupedPostingKeys.segmentTag] + IndexValue("alpha").encoded
+        let damaged = try Self.damageSegments(t, where: { $0.starts(with: alpha) }) { value in
+            switch damage {
+            case 0: return Array(value.dropLast(3))  // truncated
+            case 1: return value.map { $0 ^ 0x5A }  // every byte changed
+            default: return [TextSegment.version + 1] + value.dropFirst()  // an unknown version
+            }
+        }
+        #expect(damaged == 1)
+        #expect(throws: BuriError.self) { try bucket.searchKeys("body", "alpha") }
+        // check reports the term, and each object's posting of it as missing; it does not throw.
+        let report = try t.db.check()
+        #expect(!report.isConsistent)
+        #expect(report.problems.contains { $0.kind == .wrongIndexValue && $0.detail.contains("\"alpha\"") })
+        let holding = reference.keys(matching: "alpha")
+        #expect(report.problems.filter { $0.kind == .missingEntry }.count == holding.count)
+        // Repair puts every posting back (as single entries), and the index answers exactly again.
+        let repaired = try t.db.check(repair: true)
+        #expect(repaired.problems.allSatisfy { $0.repaired }, "\(repaired.problems)")
+        #expect(try t.db.check().isConsistent)
+        for query in Self.queries {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+        // The repaired objects' headers still name their stamps: replacing and deleting them
+        // removes the single entries repair put, and compact leaves the index exact.
+        let replaced = holding.prefix(10).map { Doc(id: $0, body: "omega") }
+        try bucket.store(replaced)
+        reference.store(replaced)
+        let gone = Array(holding.dropFirst(10).prefix(10))
+        try bucket.delete(keys: gone)
+        reference.delete(gone)
+        #expect(try t.db.check().isConsistent)
+        try t.db.compact()
+        for query in Self.queries + ["omega"] {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+        #expect(try bucket.raw.entryCount(index: "body") == reference.postingCount)
+        #expect(try t.db.check().isConsistent)
+    }
+
+    @Test func aPostingStoredBothAloneAndInASegmentIsReportedAndRepaired() throws {
+        let t = try TestDatabase(.leveldb)
+        let bucket = try t.db.bucket(Doc.self)
+        let reference = TestReference()
+        let docs = Self.documents(100, seed: 41)
+        try bucket.store(docs)
+        reference.store(docs)
+        // A copy of one segment posting put beside it as a single entry.
+        let key = try #require(reference.keys(matching: "beta").first)
+        let info = try #require(try t.db.bucketInfo(named: "Doc"))
+        let index = try #require(info.index(named: "body"))
+        let single = Keyspace.indexEntryKey(
+            bucket: info.id, index: index.id, tuple: IndexValue("beta").encoded, objectKey: key)
+        let reader = GroupedPostingsReader(
+            try t.db.engine.snapshot(), textPrefixes: [Keyspace.indexPrefix(bucket: info.id, index: index.id)])
+        let value = try #require(try reader.get(single))
+        let batch = t.db.engine.makeBatch()
+        batch.put(single, value)
+        try t.db.engine.commit(batch, conditions: nil, sync: true)
+        #expect(throws: BuriError.self) { try bucket.searchKeys("body", "beta") }
+        let report = try t.db.check()
+        #expect(report.problems.count == 1 && report.problems.first?.kind == .staleEntry, "\(report.problems)")
+        #expect(report.problems.first?.key == key)
+        let repaired = try t.db.check(repair: true)
+        #expect(repaired.problems.allSatisfy { $0.repaired })
+        #expect(try t.db.check().isConsistent)
+        for query in Self.queries {
+            #expect(try bucket.searchKeys("body", query) == reference.keys(matching: query), "\(query)")
+        }
+    }
+
     @Test func stampsSplicedIntoAHeaderAreTheHeaderEncodedWithThem() throws {
         let stamps = [
             RecordHeader.TextStamp(index: 3, stamp: [UInt8](repeating: 0xAB, count: 16), length: 300),

@@ -1080,6 +1080,18 @@ final class ModelRun {
         try verifyAll()
     }
 
+    /// Stores one batch large enough for segments (``segmentBatch()``) in bucket `name`.
+    func storeSegmentBatch(in name: String) throws {
+        let items = segmentBatch()
+        let refusal = model.refusal(storing: items, in: name)
+        let bucket = try read("opening \(name)") { try self.bucket(name) }
+        if try attempt(
+            refusal, "\(escaped(name)) store a batch of \(items.count) distinct objects", { try bucket.store(items) })
+        {
+            model.store(items, in: name)
+        }
+    }
+
     /// A merge pass over a bucket's text segments (what a write runs now and then), or
     /// `compact()` (every term merged, every tombstone gone): neither changes what any read
     /// answers, and `check` stays clean.
@@ -1123,13 +1135,13 @@ final class ModelRun {
         tally[refusal == nil ? "large batch stored" : "large batch refused", default: 0] += 1
     }
 
-    /// A batch of 64 to 104 objects, each key once, most with texts: large enough for their text
+    /// A batch of 80 to 112 objects, each key once, nearly all with texts: large enough for their text
     /// postings to go into segments (one per term), replacing objects whose postings are single
     /// entries or in earlier segments. Keys of the pool and `k0`…`k120` (with canonically equal
     /// pairs among them); one batch in twenty is refused as a whole.
     func segmentBatch() -> [ModelItem] {
         var byKey: [[UInt8]: ModelItem] = [:]
-        let wanted = int(RawBucket.segmentThreshold...(RawBucket.segmentThreshold + 40))
+        let wanted = int((RawBucket.segmentThreshold + 16)...(RawBucket.segmentThreshold + 48))
         var draws = 0
         while byKey.count < wanted, draws < 1000 {
             draws += 1
@@ -1138,6 +1150,11 @@ final class ModelRun {
             if chance(0.99) { item.email = nil }
             if item.hasInvalidIndexValue { item.real = 7; item.num = .int(7) }
             if item.id.isEmpty || item.id.utf8.count > 4096 { item.id = "k121" }
+            // Texts on nearly all, so that both text indexes get at least 64 objects' postings.
+            if chance(0.97) {
+                if item.body == nil { item.body = randomText() }
+                if item.paragraphs.isEmpty { item.paragraphs = [randomText()] }
+            }
             byKey[item.keyBytes] = item
         }
         var items = byKey.keys.sorted { modelCompareBytes($0, $1) < 0 }.compactMap { byKey[$0] }

@@ -561,43 +561,95 @@ extension ModelRun {
     /// malformed positions value, or adds an entry for a term the object lacks); `check` must find
     /// it, a search of a malformed entry's term must fail typed rather than answer short,
     /// `check(repair: true)` must mend it, and then searches must match the model again.
+    /// An object (bucket, text index, term) whose posting of the term is in a segment.
+    func segmentedPosting() throws -> (String, String, ModelItem, [UInt8])? {
+        let snapshot = try read("a snapshot") { try db.engine.snapshot() }
+        for name in Self.bucketNames {
+            guard let info = try read("bucket info", { try db.bucketInfo(named: name) }) else { continue }
+            for index in ModelItem.textIndexes.map(\.name) {
+                guard let definition = info.index(named: index) else { continue }
+                let reader = GroupedPostingsReader(
+                    snapshot, textPrefixes: [Keyspace.indexPrefix(bucket: info.id, index: definition.id)])
+                for item in model.sorted(name) {
+                    for term in item.textTerms(index).sorted(by: { modelCompareBytes($0, $1) < 0 }) {
+                        let key = Keyspace.indexEntryKey(
+                            bucket: info.id, index: definition.id, tuple: IndexValue(bytes: term).encoded,
+                            objectKey: item.id)
+                        if try read("a segment posting", { try reader.segmentStamp(ofPosting: key) }) != nil {
+                            return (name, index, item, term)
+                        }
+                    }
+                }
+            }
+        }
+        return nil
+    }
+
     func damageTextEntry(kind given: Int? = nil) throws {
         // A bucket and text index holding some term (none only when no object has any text).
         let places = Self.bucketNames.flatMap { name in ModelItem.textIndexes.map { (name, $0.name) } }.filter {
             name, index in model.sorted(name).contains { !$0.textTerms(index).isEmpty }
         }
         guard !places.isEmpty else { return }
-        let (name, index) = pick(places)
-        let item = pick(model.sorted(name).filter { !$0.textTerms(index).isEmpty })
-        let terms = item.textTerms(index).sorted { modelCompareBytes($0, $1) < 0 }
-        let term = pick(terms)
+        var kind = given ?? int(0...5)
+        var (name, index) = pick(places)
+        var item = pick(model.sorted(name).filter { !$0.textTerms(index).isEmpty })
+        var terms = item.textTerms(index).sorted { modelCompareBytes($0, $1) < 0 }
+        var term = pick(terms)
+        // A segment's damage: an object and term whose posting is in a segment, if any is.
+        if kind == 5, let found = try segmentedPosting() {
+            (name, index, item, term) = found
+            terms = item.textTerms(index).sorted { modelCompareBytes($0, $1) < 0 }
+        }
         let extra = Array("zz-not-a-term".utf8)
         operations += 1
         try read("damaging a text entry") {
             guard let info = try db.bucketInfo(named: name), let definition = info.index(named: index) else {
                 throw fail("no bucket info for \(escaped(name)) index \(index)")
             }
-            let kind = given ?? int(0...4)
             let tuple = kind == 3 ? extra : term
             // The last kind: an entry for an object that is not stored.
             let owner = kind == 4 ? "no such object" : item.id
             let key = Keyspace.indexEntryKey(
                 bucket: info.id, index: definition.id, tuple: IndexValue(bytes: tuple).encoded, objectKey: owner)
             let batch = db.engine.makeBatch()
+            // Where the object's posting is: a single entry, or in one of the term's segments
+            // (format 13), which a tombstone cancels and whose bytes can be damaged.
+            let prefix = Keyspace.indexPrefix(bucket: info.id, index: definition.id)
+            let snapshot = try db.engine.snapshot()
+            let postings = GroupedPostingsReader(snapshot, textPrefixes: [prefix])
+            let segmentPrefix = prefix + [GroupedPostingKeys.segmentTag] + IndexValue(bytes: term).encoded
+            var segment: (key: [UInt8], value: [UInt8])? = nil
+            let segments = try snapshot.cursor(in: .prefix(segmentPrefix))
+            while segment == nil, try segments.next() {
+                if segments.key.count == segmentPrefix.count + 1 + TextSegment.stampLength {
+                    segment = (segments.key, try segments.value)
+                }
+            }
+            if kind == 5, segment == nil { kind = 2 }
             switch kind {
-            case 0: batch.delete(key)
+            case 0:
+                if let stamp = try postings.segmentStamp(ofPosting: key),
+                    let tombstone = GroupedPostingsReader.tombstoneKey(ofPosting: key, stamp: stamp, in: postings)
+                {
+                    batch.put(tombstone, [])
+                } else {
+                    batch.delete(key)
+                }
             case 1: batch.put(key, TextEntries.encodePositions([999_999]))
             case 2: batch.put(key, [7])
+            case 5: if let segment { batch.put(segment.key, Array(segment.value.dropLast(3))) }
             default: batch.put(key, TextEntries.encodePositions([0]))
             }
             try db.engine.commit(batch, conditions: nil, sync: true)
+            let kinds = ["deleted", "wrong positions", "malformed", "extra term", "no object", "segment truncated"]
             note(
-                "damage text entry \(["deleted", "wrong positions", "malformed", "extra term", "no object"][kind]) of \(escaped(owner)) in \(escaped(name)) \(index), term \(ModelValue.bytes(tuple))"
+                "damage text entry \(kinds[kind]) of \(escaped(owner)) in \(escaped(name)) \(index), term \(ModelValue.bytes(tuple))"
             )
             tally["text entry damaged", default: 0] += 1
-            tally[
-                "text entry damaged: \(["deleted", "wrong positions", "malformed", "extra term", "no object"][kind])",
-                default: 0] += 1
+            tally["text entry damaged: \(kinds[kind])", default: 0] += 1
+            // (A truncated segment may still be answered from this process's cache of the
+            // segments it read: complete, from the bytes as they were. `check` reads the files.)
             if kind == 2 {
                 // A malformed value is a corruption error, never a shorter result.
                 let bucket = try db.bucket(ModelItem.self, named: name)

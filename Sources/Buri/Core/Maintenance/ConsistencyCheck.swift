@@ -245,6 +245,8 @@ extension BuriDatabase {
                             ? Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) : nil
                     }
                 })
+        try checkSegments(
+            buckets: buckets, postings: postings, snapshot: snapshot, repair: repair, fixes: fixes, report: &report)
         // Records: each must parse, decode as CBOR, and have every entry its header lists.
         for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
             let objectsBefore = report.objects
@@ -432,6 +434,9 @@ extension BuriDatabase {
         // Index entries: each must belong to a known bucket and index and match its record's header.
         // Postings in text segments are read as the single entries they stand for.
         reading = nil
+        // A posting stored both as a single entry and in a segment reads as the single entry
+        // (checked against its record above); the segment's copy is reported after the walk.
+        postings.duplicates = []
         let entries = try postings.cursor(in: .prefix([Keyspace.indexTag]))
         /// Removes an index entry: a posting in a segment by a tombstone, anything else by a delete.
         func removeEntry(_ key: [UInt8]) throws {
@@ -610,6 +615,30 @@ extension BuriDatabase {
                 }
                 previousUnique = (descriptor.id, definition.id, split.tuple, split.objectKey)
             }
+        }
+
+        for key in postings.duplicates ?? [] {
+            let ids = key.withUnsafeBytes { Keyspace.bucketAndIndex(ofEntry: $0) }
+            let descriptor = ids.flatMap { buckets[$0.bucket] }
+            let definition = descriptor?.indexes.first { $0.id == ids?.index }
+            let objectKey = definition.flatMap { definition in
+                try? key.withUnsafeBytes { raw in
+                    let split = try Keyspace.splitIndexEntry(raw, arity: definition.components.count)
+                    return String(decoding: raw[split.objectKey], as: UTF8.self)
+                }
+            }
+            var problem = ConsistencyProblem(
+                kind: .staleEntry, bucket: descriptor?.name, key: objectKey, index: definition?.name,
+                detail:
+                    "a text posting is stored both as a single entry and in a segment; `check --repair` cancels the segment's copy"
+            )
+            if repair, let stamp = try postings.segmentStamp(ofPosting: key, besideASingle: true),
+                let tombstone = GroupedPostingsReader.tombstoneKey(ofPosting: key, stamp: stamp, in: postings)
+            {
+                fixes.put(tombstone, [])
+                problem.repaired = true
+            }
+            report.problems.append(problem)
         }
 
         // Object counts: each must belong to a bucket in the catalog or a retired id.
@@ -868,4 +897,81 @@ private struct PendingEntryCheck {
     var problems: [ConsistencyProblem]
     var entries: [RecordHeader.Entry]
     var textValues: [RecordHeader.Entry: [UInt8]]
+}
+
+extension BuriDatabase {
+    /// Checks that every text index's grouped postings read (`docs/FORMAT.md` §5c), term by term,
+    /// before the records are compared with their postings. A term whose segments or tombstones
+    /// do not read is reported and read from then on as having no segments, so that each record
+    /// listing the term shows its posting missing; repair deletes the term's segments and
+    /// tombstones, and the record pass puts every record's posting back as a single entry, with
+    /// the positions its field gives. Nothing valid is lost: every posting a record lists is
+    /// put back.
+    fileprivate func checkSegments(
+        buckets: [UInt32: BucketDescriptor], postings: GroupedPostingsReader, snapshot: any StorageReader,
+        repair: Bool, fixes: any StorageBatch, report: inout ConsistencyReport
+    ) throws {
+        guard !engine.isShared else { return }
+        for descriptor in buckets.values.sorted(by: { $0.id < $1.id }) {
+            for index in descriptor.indexes where index.text?.keepsLengths == true {
+                let prefix = Keyspace.indexPrefix(bucket: descriptor.id, index: index.id)
+                let segmentKeys = try snapshot.cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
+                var last: [UInt8]? = nil
+                while try segmentKeys.next() {
+                    let key = segmentKeys.key
+                    // The term as readers take it: the key without its tier and id.
+                    let tupleEnd = key.count - 1 - TextSegment.stampLength
+                    guard tupleEnd > prefix.count + 1 else {
+                        var problem = ConsistencyProblem(
+                            kind: .strayKey, bucket: descriptor.name, key: nil, index: index.name,
+                            detail:
+                                "a text segment key of \(key.count) bytes names no term; `check --repair` deletes it")
+                        if repair {
+                            fixes.delete(key)
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                        continue
+                    }
+                    let termPrefix = Array(key[..<tupleEnd])
+                    if termPrefix == last { continue }
+                    last = termPrefix
+                    let tuple = key[(prefix.count + 1)..<tupleEnd]
+                    do {
+                        _ = try postings.group(prefix: prefix, tuple: tuple)
+                    } catch let error as FormatError {
+                        postings.skippedTerms.insert(termPrefix)
+                        var problem = ConsistencyProblem(
+                            kind: .wrongIndexValue, bucket: descriptor.name, key: nil, index: index.name,
+                            detail:
+                                "the segments of term \(IndexTuple.describe(Array(tuple))) do not read (\(error)); `check --repair` deletes them and puts each object's posting back from its record"
+                        )
+                        if repair {
+                            try deleteTerm(prefix: prefix, tuple: Array(tuple), snapshot: snapshot, fixes: fixes)
+                            problem.repaired = true
+                        }
+                        report.problems.append(problem)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes one term's segments (the keys readers take for that term: exactly its length) and,
+    /// when the term is one whole index element, its tombstones.
+    private func deleteTerm(
+        prefix: [UInt8], tuple: [UInt8], snapshot: any StorageReader, fixes: any StorageBatch
+    ) throws {
+        let segmentPrefix = prefix + [GroupedPostingKeys.segmentTag] + tuple
+        let segments = try snapshot.cursor(in: .prefix(segmentPrefix))
+        while try segments.next() {
+            if segments.withKey({ $0.count }) == segmentPrefix.count + 1 + TextSegment.stampLength {
+                segments.withKey { fixes.delete($0) }
+            }
+        }
+        let whole = tuple.withUnsafeBytes { raw in (try? ValueEncoding.elementLength(raw, at: 0)) == tuple.count }
+        guard whole else { return }
+        let tombstones = try snapshot.cursor(in: .prefix(prefix + [GroupedPostingKeys.tombstoneTag] + tuple))
+        while try tombstones.next() { tombstones.withKey { fixes.delete($0) } }
+    }
 }

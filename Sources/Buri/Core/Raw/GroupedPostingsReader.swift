@@ -26,6 +26,13 @@ final class GroupedPostingsReader: StorageReader {
 
     /// Segments shared with other readers of the database, by key.
     let shared: TextSegmentCache?
+    /// Terms (segment key prefixes `P 31 tuple`) read as having no segments: those `check`
+    /// found damaged, so that it can go on and rebuild their postings from the records.
+    var skippedTerms: Set<[UInt8]> = []
+    /// When not `nil`, a posting stored both as a single entry and as a live segment posting is
+    /// read as the single entry, and its key noted here (what `check` reports and repairs);
+    /// otherwise such a posting is damage.
+    var duplicates: [[UInt8]]? = nil
 
     init(_ base: any StorageReader, textPrefixes: [[UInt8]], cache: TextSegmentCache? = nil) {
         self.base = base
@@ -63,6 +70,9 @@ final class GroupedPostingsReader: StorageReader {
         segmentPrefix.append(GroupedPostingKeys.segmentTag)
         segmentPrefix.append(contentsOf: tuple)
         if let known = groups[segmentPrefix] { return known }
+        if !skippedTerms.isEmpty, skippedTerms.contains(segmentPrefix) {
+            return TermGroup(segments: [], tombstones: [], merged: try MergedTermPostings([], tombstones: []))
+        }
         var segments: [TextSegment] = []
         var segmentKeys: [[UInt8]] = []
         var bytes = 0
@@ -133,8 +143,9 @@ final class GroupedPostingsReader: StorageReader {
 
     /// The stamp of the live segment posting `key` stands for, or `nil` when it is a single
     /// entry or not there.
-    func segmentStamp(ofPosting key: [UInt8]) throws -> [UInt8]? {
-        guard let prefix = postingPrefix(of: key), try base.get(key) == nil,
+    /// With `besideASingle`, the stamp of its segment posting even when a single entry has the key.
+    func segmentStamp(ofPosting key: [UInt8], besideASingle: Bool = false) throws -> [UInt8]? {
+        guard let prefix = postingPrefix(of: key), try besideASingle || base.get(key) == nil,
             let (postings, at) = try segmentPosting(key, prefix: prefix)
         else { return nil }
         return postings.stamp(at)
@@ -388,9 +399,14 @@ final class MergedPostingsCursor: StorageCursor {
         case (true, true):
             let order = singles.withKey { compareBytes($0, postingKey) }
             if order == 0 {
-                throw FormatError(
-                    "a text posting is stored both as a single entry and in a segment, with no tombstone for the latter"
-                )
+                guard reader.duplicates != nil else {
+                    throw FormatError(
+                        "a text posting is stored both as a single entry and in a segment, with no tombstone for the latter"
+                    )
+                }
+                reader.duplicates?.append(postingKey)
+                postingOn = try nextPosting(seeking: nil)
+                return try settle()
             }
             side = order < 0 ? .single : .posting
         }

@@ -97,7 +97,8 @@ extension RawBucket {
     }
 
     /// Removes the postings `header` lists for `objectKey` in `batch`: single entries deleted,
-    /// postings in segments cancelled by tombstones. Entries `keeping` says stay are left alone
+    /// postings in segments cancelled by tombstones (and their keys deleted as single entries
+    /// too, which a repair may have made them). Entries `keeping` says stay are left alone
     /// (single entries only: a segment posting is always cancelled, as its replacement is
     /// written anew).
     /// Returns how many tombstones it wrote.
@@ -110,6 +111,8 @@ extension RawBucket {
         for entry in header.entries {
             if let stamp = header.textStamp(of: entry.index) {
                 batch.put(tombstoneKey(entry, stamp: stamp.stamp, objectKey: objectKey), [])
+                // And the single entry, in case `check --repair` rebuilt the posting as one.
+                batch.delete(entryKey(entry, objectKey: key))
                 tombstones += 1
             } else if !keeping(entry) {
                 batch.delete(entryKey(entry, objectKey: key))
