@@ -21,8 +21,7 @@ struct Info: ParsableCommand {
         let db = try target.open(readOnly: true)
         defer { db.close() }
         let path = target.database
-        var buckets:
-            [(descriptor: BucketDescriptor, objects: Int, entries: [Int], grouped: [TextPostingStorage?])] = []
+        var buckets: [(descriptor: BucketDescriptor, objects: Int, entries: [Int], grouped: [TextPostingStorage?])] = []
         try mapErrors(path: path) {
             for descriptor in try db.allBucketInfo() {
                 let raw = try db.rawBucket(named: descriptor.name)
@@ -68,62 +67,67 @@ struct Info: ParsableCommand {
                                             index, counts in
                                             let (entries, grouped) = counts
                                             return
-                                            .map([
-                                                CBORMapEntry(key: "name", value: .text(index.name)),
-                                                CBORMapEntry(
-                                                    key: "kinds",
-                                                    value: .array(index.components.map { .text($0.rawValue) })),
-                                                CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
-                                                CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
-                                                CBORMapEntry(
-                                                    key: "fields",
-                                                    value: index.fields.map { .array($0.map { .text($0) }) } ?? .null),
-                                                CBORMapEntry(
-                                                    key: "fieldForms",
-                                                    value: index.fieldForms.map {
-                                                        .array($0.map { .text($0.rawValue) })
-                                                    } ?? .null),
-                                                CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
-                                                // Per component, the keys its value is read from (nested fields too).
-                                                CBORMapEntry(
-                                                    key: "fieldPaths",
-                                                    value: index.componentPaths.map {
-                                                        .array($0.map { .array($0.map { .text($0) }) })
-                                                    } ?? .null),
-                                                CBORMapEntry(key: "entries", value: .int(Int64(entries))),
-                                                // "text" for a full-text index (searched with `buri
-                                                // search`), else the kinds' own; and its tokenizer.
-                                                CBORMapEntry(
-                                                    key: "kind",
-                                                    value: .text(
-                                                        index.text != nil
-                                                            ? "text"
-                                                            : index.components.count == 1
-                                                                ? index.components[0].rawValue : "compound")),
-                                                CBORMapEntry(
-                                                    key: "text",
-                                                    value: index.text.map { text in
-                                                        .map([
-                                                            CBORMapEntry(
-                                                                key: "tokenizer", value: .int(Int64(text.tokenizer))),
-                                                            CBORMapEntry(
-                                                                key: "stopWords",
-                                                                value: .array((text.stopWords ?? []).map { .text($0) })),
-                                                            // Postings grouped in segments, and
-                                                            // tombstones cancelling some (FORMAT.md §5c).
-                                                            CBORMapEntry(
-                                                                key: "segments", value: .int(Int64(grouped?.segments ?? 0))),
-                                                            CBORMapEntry(
-                                                                key: "tombstones",
-                                                                value: .int(Int64(grouped?.tombstones ?? 0))),
-                                                        ])
-                                                    } ?? .null),
-                                                // Declared plaintext; and whether an encrypted
-                                                // database stores its values as keyed tokens.
-                                                CBORMapEntry(key: "plaintext", value: .bool(index.plaintext == true)),
-                                                CBORMapEntry(
-                                                    key: "private", value: .bool(db.storesTokens(for: index))),
-                                            ])
+                                                .map([
+                                                    CBORMapEntry(key: "name", value: .text(index.name)),
+                                                    CBORMapEntry(
+                                                        key: "kinds",
+                                                        value: .array(index.components.map { .text($0.rawValue) })),
+                                                    CBORMapEntry(key: "unique", value: .bool(index.isUnique)),
+                                                    CBORMapEntry(key: "multiValued", value: .bool(index.multiValued)),
+                                                    CBORMapEntry(
+                                                        key: "fields",
+                                                        value: index.fields.map { .array($0.map { .text($0) }) }
+                                                            ?? .null),
+                                                    CBORMapEntry(
+                                                        key: "fieldForms",
+                                                        value: index.fieldForms.map {
+                                                            .array($0.map { .text($0.rawValue) })
+                                                        } ?? .null),
+                                                    CBORMapEntry(key: "computed", value: .bool(index.computed == true)),
+                                                    // Per component, the keys its value is read from (nested fields too).
+                                                    CBORMapEntry(
+                                                        key: "fieldPaths",
+                                                        value: index.componentPaths.map {
+                                                            .array($0.map { .array($0.map { .text($0) }) })
+                                                        } ?? .null),
+                                                    CBORMapEntry(key: "entries", value: .int(Int64(entries))),
+                                                    // "text" for a full-text index (searched with `buri
+                                                    // search`), else the kinds' own; and its tokenizer.
+                                                    CBORMapEntry(
+                                                        key: "kind",
+                                                        value: .text(
+                                                            index.text != nil
+                                                                ? "text"
+                                                                : index.components.count == 1
+                                                                    ? index.components[0].rawValue : "compound")),
+                                                    CBORMapEntry(
+                                                        key: "text",
+                                                        value: index.text.map { text in
+                                                            .map([
+                                                                CBORMapEntry(
+                                                                    key: "tokenizer", value: .int(Int64(text.tokenizer))
+                                                                ),
+                                                                CBORMapEntry(
+                                                                    key: "stopWords",
+                                                                    value: .array(
+                                                                        (text.stopWords ?? []).map { .text($0) })),
+                                                                // Postings grouped in segments, and
+                                                                // tombstones cancelling some (FORMAT.md §5c).
+                                                                CBORMapEntry(
+                                                                    key: "segments",
+                                                                    value: .int(Int64(grouped?.segments ?? 0))),
+                                                                CBORMapEntry(
+                                                                    key: "tombstones",
+                                                                    value: .int(Int64(grouped?.tombstones ?? 0))),
+                                                            ])
+                                                        } ?? .null),
+                                                    // Declared plaintext; and whether an encrypted
+                                                    // database stores its values as keyed tokens.
+                                                    CBORMapEntry(
+                                                        key: "plaintext", value: .bool(index.plaintext == true)),
+                                                    CBORMapEntry(
+                                                        key: "private", value: .bool(db.storesTokens(for: index))),
+                                                ])
                                         })),
                             ])
                         })),

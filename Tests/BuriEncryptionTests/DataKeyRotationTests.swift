@@ -286,7 +286,9 @@ struct DataKeyRotationTests {
         try KeyChangeTests.expectReadable(t.db)
     }
 
-    @Test("a generation being purged is not sealed anew, so a purge running meanwhile can never see a record it deleted come back")
+    @Test(
+        "a generation being purged is not sealed anew, so a purge running meanwhile can never see a record it deleted come back"
+    )
     func aGenerationBeingPurgedIsLeftToThePurge() throws {
         let key = DatabaseKey.random()
         var options = encrypted(key)

@@ -48,7 +48,10 @@ private let goldenVectors: [(name: String, hex: String, bytes: @Sendable () thro
     (
         "text segment key (§5c)",
         "03 00 00 00 01 00 00 00 01 31 30 61 6c 70 68 61 00 00 00 10 11 12 13 14 15 16 17 18 19 1a 1b 1c 1d 1e 1f",
-        { GroupedPostingKeys.segmentKey(bucket: 1, index: 1, tuple: IndexValue("alpha").encoded, tier: 0, id: Array(0x10...0x1F)) }
+        {
+            GroupedPostingKeys.segmentKey(
+                bucket: 1, index: 1, tuple: IndexValue("alpha").encoded, tier: 0, id: Array(0x10...0x1F))
+        }
     ),
     (
         "text segment value (§5c)",

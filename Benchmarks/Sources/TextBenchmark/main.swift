@@ -80,7 +80,8 @@ func runSystem(
     _ system: any TextSystem, corpus: Corpus, options: Options
 ) throws -> (build: Double, size: Int, results: [QueryResult], fetch: (Latency, Int)) {
     let (build, _) = try time { try system.build(corpus) }
-    let size = try system.size()
+    // Queries first, on the index as the build left it; the size after them (measuring it
+    // compacts Buri's store, which also merges its text segments: not part of the build).
     var results: [QueryResult] = []
     for query in cases {
         let (unranked, keys) = try Latency.measure(times: options.times) { try system.keys(matching: query.query) }
@@ -101,6 +102,7 @@ func runSystem(
             QueryResult(unranked: unranked, matches: keys.count, ranked: ranked, keys: Set(keys), top: best))
     }
     let (fetch, documents) = try Latency.measure(times: options.times) { try system.documents(matching: fetchQuery) }
+    let size = try system.size()
     return (build, size, results, (fetch, documents.count))
 }
 

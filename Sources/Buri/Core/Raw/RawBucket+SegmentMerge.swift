@@ -85,7 +85,8 @@ extension RawBucket {
             }
             let stampEnd = tupleEnd + TextSegment.stampLength
             let tuple = Array(key[tupleStart..<tupleEnd])
-            let identity = TextSegmentMerge.Identity(key: Array(key[stampEnd...]), stamp: Array(key[tupleEnd..<stampEnd]))
+            let identity = TextSegmentMerge.Identity(
+                key: Array(key[stampEnd...]), stamp: Array(key[tupleEnd..<stampEnd]))
             tombstones[tuple, default: []].insert(identity)
         }
         var term: [UInt8]? = nil
@@ -106,7 +107,8 @@ extension RawBucket {
                 tupleStart + (try ValueEncoding.elementLength(raw, at: tupleStart))
             }
             guard key.count == tupleEnd + 1 + TextSegment.stampLength else {
-                throw FormatError("a text segment key of \(key.count) bytes is not a segment key (term, tier, 16-byte id)")
+                throw FormatError(
+                    "a text segment key of \(key.count) bytes is not a segment key (term, tier, 16-byte id)")
             }
             let tuple = Array(key[tupleStart..<tupleEnd])
             if tuple != term {
