@@ -295,7 +295,12 @@ struct GenerationTests {
         #expect {
             _ = try BuriDatabase(engine: engine, closesEngine: false)
         } throws: { error in
-            guard case BuriError.unsupportedFormat(_, found: 13, supported: 12) = error else { return false }
+            guard
+                case BuriError.unsupportedFormat(
+                    _, found: Int(Keyspace.formatVersion) + 1, supported: Int(Keyspace.formatVersion)) = error
+            else {
+                return false
+            }
             return true
         }
     }

@@ -77,9 +77,7 @@ extension RawBucket {
         while try tombstoneCursor.next() {
             let key = tombstoneCursor.key
             let tupleStart = prefix.count + 1
-            let tupleEnd = try key.withUnsafeBytes { raw throws(FormatError) in
-                tupleStart + (try ValueEncoding.elementLength(raw, at: tupleStart))
-            }
+            let tupleEnd = try GroupedPostingKeys.tupleEnd(of: key, prefixLength: prefix.count)
             guard key.count > tupleEnd + TextSegment.stampLength else {
                 throw FormatError("a text tombstone key of \(key.count) bytes names no object")
             }
@@ -91,21 +89,23 @@ extension RawBucket {
         }
         var term: [UInt8]? = nil
         var segments: [(key: [UInt8], tier: UInt8, segment: TextSegment)] = []
+        // The ids of the segments the pass writes: one random id counted up (ids need only
+        // differ among one term's segments, and another pass draws another 128 random bits).
+        let id = Self.randomStamp()
+        var number: UInt64 = 0
         func finishTerm() throws {
             guard let tuple = term else { return }
             let cancelled = tombstones.removeValue(forKey: tuple) ?? []
             try mergeTerm(
                 index: index, tuple: tuple, segments: segments, tombstones: cancelled, everything: everything,
-                batch: batch, counts: &counts)
+                batch: batch, id: id, number: &number, counts: &counts)
             segments.removeAll(keepingCapacity: true)
         }
         let segmentCursor = try reader.cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
         while try segmentCursor.next() {
             let key = segmentCursor.key
             let tupleStart = prefix.count + 1
-            let tupleEnd = try key.withUnsafeBytes { raw throws(FormatError) in
-                tupleStart + (try ValueEncoding.elementLength(raw, at: tupleStart))
-            }
+            let tupleEnd = try GroupedPostingKeys.tupleEnd(of: key, prefixLength: prefix.count)
             guard key.count == tupleEnd + 1 + TextSegment.stampLength else {
                 throw FormatError(
                     "a text segment key of \(key.count) bytes is not a segment key (term, tier, 16-byte id)")
@@ -134,8 +134,8 @@ extension RawBucket {
     /// them in `batch` by segments of their live postings and deleting the tombstones used.
     private func mergeTerm(
         index: UInt32, tuple: [UInt8], segments: [(key: [UInt8], tier: UInt8, segment: TextSegment)],
-        tombstones: Set<TextSegmentMerge.Identity>, everything: Bool, batch: any StorageBatch,
-        counts: inout SegmentMergeCounts
+        tombstones: Set<TextSegmentMerge.Identity>, everything: Bool, batch: any StorageBatch, id: [UInt8],
+        number: inout UInt64, counts: inout SegmentMergeCounts
     ) throws {
         let chosen: [(key: [UInt8], tier: UInt8, segment: TextSegment)]
         let postings = segments.reduce(0) { $0 + $1.segment.count }
@@ -172,8 +172,6 @@ extension RawBucket {
         counts.tombstones += dropped.count
         // The live postings, in chunks of at most the posting limit, each chunk naming only its
         // own stamps (in byte order, as a segment lists them).
-        let id = Self.randomStamp()
-        var number: UInt64 = 0
         var bytes: [UInt8] = []
         var key: [UInt8] = []
         var from = 0
@@ -186,7 +184,7 @@ extension RawBucket {
             try TextSegment.encode(stamps: ordered.map { merged.stamps[$0] }, count: to - from, into: &bytes) {
                 offset, body throws(FormatError) in
                 let i = from + offset
-                try body(Array(merged.key(i)), position[merged.stampNumber(i)], merged.value(i))
+                try body(merged.key(i), position[merged.stampNumber(i)], merged.value(i))
             }
             GroupedPostingKeys.writeSegmentKey(
                 bucket: bucketId, index: index, tuple: tuple, tier: Self.segmentTier(ofCount: to - from), id: id,

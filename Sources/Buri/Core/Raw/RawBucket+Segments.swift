@@ -235,9 +235,9 @@ extension SegmentCollector.IndexPostings {
                             offset, body throws(FormatError) in
                             let posting = run[from + offset]
                             let start = posting == 0 ? 0 : valueEnds[posting - 1]
-                            try body(
-                                objectKeys[Int(postingObject[posting])], 0,
-                                UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
+                            try withBytes(objectKeys[Int(postingObject[posting])]) { key throws(FormatError) in
+                                try body(key, 0, UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
+                            }
                         }
                         GroupedPostingKeys.writeSegmentKey(
                             bucket: bucket, index: index, tuple: tuples[term],
