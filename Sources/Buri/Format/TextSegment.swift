@@ -10,7 +10,7 @@ import BuriStorage
 /// `body` with the bytes of `array`, its typed error passed on (`Array.withUnsafeBytes` rethrows
 /// untyped).
 @inline(__always)
-func withBytes<R>(
+private func withBytes<R>(
     _ array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(FormatError) -> R
 ) throws(FormatError) -> R {
     try array.withUnsafeBytes { raw in Result { () throws(FormatError) -> R in try body(raw) } }.get()
@@ -365,19 +365,16 @@ struct TextSegment {
     static func encode(stamps: [[UInt8]], postings: [Posting]) throws(FormatError) -> [UInt8] {
         try encode(stamps: stamps, count: postings.count) { index, body throws(FormatError) in
             let posting = postings[index]
-            try withBytes(posting.key) { key throws(FormatError) in
-                try withBytes(posting.value) { value throws(FormatError) in try body(key, posting.stamp, value) }
-            }
+            try withBytes(posting.value) { value throws(FormatError) in try body(posting.key, posting.stamp, value) }
         }
     }
 
     /// ``encode(stamps:postings:)`` for `count` postings that `posting(i, body)` hands to `body`
-    /// one at a time (key, stamp index, value; the buffers lent for the call), in order: what a
-    /// write's arena of postings uses, without an array per posting.
+    /// one at a time (key, stamp index, value), in order: what a write's arena of postings uses,
+    /// without an array per posting.
     static func encode(
         stamps: [[UInt8]], count: Int,
-        _ posting: (Int, (UnsafeRawBufferPointer, Int, UnsafeRawBufferPointer) throws(FormatError) -> Void)
-            throws(FormatError) -> Void
+        _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
     ) throws(FormatError) -> [UInt8] {
         var out: [UInt8] = []
         try encode(stamps: stamps, count: count, into: &out, posting)
@@ -388,8 +385,7 @@ struct TextSegment {
     /// reuses one buffer).
     static func encode(
         stamps: [[UInt8]], count: Int, into out: inout [UInt8],
-        _ posting: (Int, (UnsafeRawBufferPointer, Int, UnsafeRawBufferPointer) throws(FormatError) -> Void)
-            throws(FormatError) -> Void
+        _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
     ) throws(FormatError) {
         guard count > 0 else { throw FormatError("a text segment needs at least one posting") }
         guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == stampLength }) else {
@@ -406,14 +402,13 @@ struct TextSegment {
         let restartsAt = out.count
         for _ in 0..<(4 * restartCount(of: count)) { out.append(0) }
         let postingsAt = out.count
-        // The previous posting's key, copied into one reused buffer.
         var previous: [UInt8] = []
         // Which stamps a posting names (one stamp, the usual case, is named by the first).
         var used = stamps.count == 1 ? [] : [Bool](repeating: false, count: stamps.count)
         for index in 0..<count {
             try posting(index) { key, stamp, value throws(FormatError) in
                 guard !key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
-                guard index == 0 || previous.withUnsafeBytes({ compareBytes($0, key) }) < 0 else {
+                guard index == 0 || compareBytes(previous, key) < 0 else {
                     throw FormatError("a text segment's keys must strictly increase")
                 }
                 guard stamp >= 0, stamp < stamps.count else {
@@ -434,18 +429,15 @@ struct TextSegment {
                     out[at + 3] = UInt8(truncatingIfNeeded: offset)
                 } else {
                     let limit = Swift.min(previous.count, key.count)
-                    previous.withUnsafeBytes { before in
-                        while shared < limit, before[shared] == key[shared] { shared += 1 }
-                    }
+                    while shared < limit, previous[shared] == key[shared] { shared += 1 }
                 }
                 Varint.append(UInt64(shared), to: &out)
                 Varint.append(UInt64(key.count - shared), to: &out)
-                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[shared...]))
+                out.append(contentsOf: key[shared...])
                 Varint.append(UInt64(stamp), to: &out)
                 Varint.append(UInt64(value.count), to: &out)
-                out.append(contentsOf: value)
-                previous.removeAll(keepingCapacity: true)
-                previous.append(contentsOf: key)
+                out.append(contentsOf: value.bindMemoryAsUInt8())
+                previous = key
             }
         }
         guard !used.contains(false) else { throw FormatError("a text segment lists only stamps its postings name") }

@@ -650,9 +650,9 @@ final class MergedTermPostings: @unchecked Sendable {
             valueStarts.reserveCapacity(valueStarts.count + segment.count)
             try segment.forEachPosting { key, stamp, value throws(FormatError) in
                 try TextEntries.validate(value, layout: 2)
-                keys.append(contentsOf: key)
+                keys.append(contentsOf: key.bindMemoryAsUInt8())
                 keyStarts.append(keys.count)
-                values.append(contentsOf: value)
+                values.append(contentsOf: value.bindMemoryAsUInt8())
                 valueStarts.append(values.count)
                 stampIndexes.append(numbers[stamp])
             }

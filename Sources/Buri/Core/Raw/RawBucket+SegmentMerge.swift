@@ -184,7 +184,7 @@ extension RawBucket {
             try TextSegment.encode(stamps: ordered.map { merged.stamps[$0] }, count: to - from, into: &bytes) {
                 offset, body throws(FormatError) in
                 let i = from + offset
-                try body(merged.key(i), position[merged.stampNumber(i)], merged.value(i))
+                try body(Array(merged.key(i)), position[merged.stampNumber(i)], merged.value(i))
             }
             GroupedPostingKeys.writeSegmentKey(
                 bucket: bucketId, index: index, tuple: tuple, tier: Self.segmentTier(ofCount: to - from), id: id,

@@ -130,7 +130,8 @@ struct SegmentCollector {
     fileprivate struct IndexPostings {
         var index: UInt32
         var stamp: [UInt8]
-        var termIds: [[UInt8]: Int32] = [:]
+        /// Keyed by the tuple's bytes, hashed in one call (an array hashes byte by byte).
+        var termIds: [ObjectKeyBytes: Int32] = [:]
         var tuples: [[UInt8]] = []
         var postingTerm: [Int32] = []
         var postingObject: [Int32] = []
@@ -187,16 +188,17 @@ struct SegmentCollector {
 extension SegmentCollector.IndexPostings {
     fileprivate mutating func add(tuple: [UInt8], object: Int32, value: UnsafeRawBufferPointer) {
         let term: Int32
-        if let known = termIds[tuple] {
+        let id = ObjectKeyBytes(tuple)
+        if let known = termIds[id] {
             term = known
         } else {
             term = Int32(tuples.count)
-            termIds[tuple] = term
+            termIds[id] = term
             tuples.append(tuple)
         }
         postingTerm.append(term)
         postingObject.append(object)
-        values.append(contentsOf: value)
+        values.append(contentsOf: value.bindMemoryAsUInt8())
         valueEnds.append(values.count)
     }
 
@@ -235,9 +237,9 @@ extension SegmentCollector.IndexPostings {
                             offset, body throws(FormatError) in
                             let posting = run[from + offset]
                             let start = posting == 0 ? 0 : valueEnds[posting - 1]
-                            try withBytes(objectKeys[Int(postingObject[posting])]) { key throws(FormatError) in
-                                try body(key, 0, UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
-                            }
+                            try body(
+                                objectKeys[Int(postingObject[posting])], 0,
+                                UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
                         }
                         GroupedPostingKeys.writeSegmentKey(
                             bucket: bucket, index: index, tuple: tuples[term],
