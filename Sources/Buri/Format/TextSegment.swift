@@ -45,8 +45,9 @@ struct TextSegment {
     static let version: UInt8 = 1
     /// A stamp's length in bytes.
     static let stampLength = 16
-    /// Postings between two restart points: a seek reads at most this many postings after a
-    /// binary search over the restart offsets.
+    /// Postings between two restart points. A reader may seek within one segment by a binary
+    /// search over the restart offsets; Buri reads a term's segments whole and merged, and checks
+    /// every restart offset as it reads.
     static let restartInterval = 16
 
     /// One posting as ``encode(stamps:postings:)`` takes it.
@@ -220,142 +221,6 @@ struct TextSegment {
             return UInt64(raw[at])
         }
         return try Varint.read(raw, at: &at)
-    }
-
-    /// Where restart `k`'s posting starts, from the first posting.
-    fileprivate func restartOffset(_ k: Int) -> Int {
-        let at = restartsStart + 4 * k
-        return Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-    }
-
-    /// A cursor before the first posting.
-    func makeCursor() -> Cursor { Cursor(segment: self) }
-
-    /// Walks a segment's postings in key order; ``seek(_:)`` jumps to the first key at or after
-    /// a given one.
-    struct Cursor {
-        fileprivate let segment: TextSegment
-        /// Where the next posting starts (absolute).
-        fileprivate(set) var offset: Int
-        /// The current posting's index, or -1 before the first.
-        private(set) var index = -1
-        /// The current posting's key.
-        private(set) var key: [UInt8] = []
-        /// The current posting's stamp index.
-        private(set) var stamp = 0
-        fileprivate var currentStart = 0
-        fileprivate var currentShared = 0
-        private var valueRange = 0..<0
-
-        fileprivate init(segment: TextSegment) {
-            self.segment = segment
-            offset = segment.postingsStart
-        }
-
-        /// Moves to the next posting; `false` after the last.
-        mutating func next() throws(FormatError) -> Bool {
-            guard index + 1 < segment.count else { return false }
-            try read(at: offset, index: index + 1)
-            return true
-        }
-
-        /// Moves to the first posting whose key is at or after `target`; `false` when there is none.
-        mutating func seek(_ target: [UInt8]) throws(FormatError) -> Bool {
-            // The last restart whose key is below the target, found by binary search; then forward.
-            var low = 0
-            var high = TextSegment.restartCount(of: segment.count) - 1
-            var start = 0
-            while low <= high {
-                let middle = (low + high) / 2
-                try read(
-                    at: segment.postingsStart + segment.restartOffset(middle),
-                    index: middle * TextSegment.restartInterval)
-                if key.lexicographicallyPrecedes(target) {
-                    start = middle
-                    low = middle + 1
-                } else {
-                    high = middle - 1
-                }
-            }
-            try read(
-                at: segment.postingsStart + segment.restartOffset(start), index: start * TextSegment.restartInterval)
-            while key.lexicographicallyPrecedes(target) {
-                guard try next() else { return false }
-            }
-            return true
-        }
-
-        /// Calls `body` with the current posting's value.
-        func withValue<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-            let range = valueRange
-            return try segment.bytes.withUnsafeBytes { raw in
-                Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(rebasing: raw[range])) }
-            }.get()
-        }
-
-        /// The current posting's value.
-        var value: [UInt8] { Array(segment.bytes[valueRange]) }
-
-        /// Reads the posting at `start`, posting number `number`, whose key shares bytes with the
-        /// key held now (the one before it, or nothing at a restart).
-        private mutating func read(at start: Int, index number: Int) throws(FormatError) {
-            let bytes = segment.bytes
-            let stampCount = segment.stamps.count
-            var at = start
-            var newStamp = 0
-            var range = 0..<0
-            var shared = 0
-            try withBytes(bytes) { raw throws(FormatError) in
-                guard at < raw.count else { throw FormatError("text segment: posting \(number) starts past its end") }
-                let sharedBytes = try Varint.read(raw, at: &at)
-                guard sharedBytes <= UInt64(key.count), number > 0 || sharedBytes == 0 else {
-                    throw FormatError(
-                        "text segment: posting \(number) shares \(sharedBytes) bytes with a key of \(key.count)")
-                }
-                shared = Int(sharedBytes)
-                let rest = try Varint.read(raw, at: &at)
-                guard rest >= 1, rest <= UInt64(raw.count - at) else {
-                    throw FormatError("text segment: posting \(number)'s key of \(rest) more bytes runs past its end")
-                }
-                // The key follows the one before it (the one held, when this is the next posting):
-                // past their shared bytes, it is longer, or its next byte is larger.
-                if number == index + 1, number > 0 {
-                    var follows = false
-                    var offset = 0
-                    while true {
-                        if shared + offset == key.count { follows = offset < Int(rest); break }
-                        if offset == Int(rest) { break }
-                        let mine = raw[at + offset]
-                        let theirs = key[shared + offset]
-                        if mine != theirs { follows = mine > theirs; break }
-                        offset += 1
-                    }
-                    guard follows else {
-                        throw FormatError("text segment: posting \(number)'s key does not follow the one before it")
-                    }
-                }
-                key.removeSubrange(shared...)
-                key.append(contentsOf: raw[at..<(at + Int(rest))])
-                at += Int(rest)
-                let stampIndex = try Varint.read(raw, at: &at)
-                guard stampIndex < UInt64(stampCount) else {
-                    throw FormatError("text segment: posting \(number) names stamp \(stampIndex) of \(stampCount)")
-                }
-                newStamp = Int(stampIndex)
-                let length = try Varint.read(raw, at: &at)
-                guard length <= UInt64(raw.count - at) else {
-                    throw FormatError("text segment: posting \(number)'s value of \(length) bytes runs past its end")
-                }
-                range = at..<(at + Int(length))
-                at += Int(length)
-            }
-            stamp = newStamp
-            valueRange = range
-            currentStart = start - segment.postingsStart
-            currentShared = shared
-            index = number
-            offset = at
-        }
     }
 
     /// The bytes of a segment holding `postings` (keys strictly increasing, each stamp an index
