@@ -316,6 +316,13 @@ enum TextSegmentMerge {
     struct Identity: Hashable {
         var key: [UInt8]
         var stamp: [UInt8]
+
+        /// The bytes hashed in two calls (an array's own hash takes one call per byte).
+        func hash(into hasher: inout Hasher) {
+            key.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(key.count)
+            stamp.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     /// The live postings of `segments` (keys with their stamps and values), and the tombstones

@@ -634,20 +634,26 @@ final class MergedTermPostings: @unchecked Sendable {
         var valueStarts: [Int] = [0]
         var stampIndexes: [Int32] = []
         var stamps: [[UInt8]] = []
-        var stampNumbers: [[UInt8]: Int32] = [:]
+        var stampNumbers: [ObjectKeyBytes: Int32] = [:]
+        // Room for every posting at once (the segments' sizes bound the values' bytes).
+        let postings = segments.reduce(0) { $0 + $1.count }
+        let segmentBytes = segments.reduce(0) { $0 + $1.bytes.count }
+        keyStarts.reserveCapacity(postings + 1)
+        valueStarts.reserveCapacity(postings + 1)
+        stampIndexes.reserveCapacity(postings)
+        values.reserveCapacity(segmentBytes)
+        keys.reserveCapacity(segmentBytes / 2)
         for segment in segments {
             var numbers: [Int32] = []
             for stamp in segment.stamps {
-                if let number = stampNumbers[stamp] {
+                if let number = stampNumbers[ObjectKeyBytes(stamp)] {
                     numbers.append(number)
                 } else {
-                    stampNumbers[stamp] = Int32(stamps.count)
+                    stampNumbers[ObjectKeyBytes(stamp)] = Int32(stamps.count)
                     numbers.append(Int32(stamps.count))
                     stamps.append(stamp)
                 }
             }
-            keyStarts.reserveCapacity(keyStarts.count + segment.count)
-            valueStarts.reserveCapacity(valueStarts.count + segment.count)
             try segment.forEachPosting { key, stamp, value throws(FormatError) in
                 try TextEntries.validate(value, layout: 2)
                 keys.append(contentsOf: key.bindMemoryAsUInt8())
