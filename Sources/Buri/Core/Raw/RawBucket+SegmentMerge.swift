@@ -199,16 +199,15 @@ extension RawBucket {
     /// Notes in the database's merge schedule what a committed write added (segments, tombstones),
     /// and runs this bucket's merge pass when one is due. Outside a transaction only; a pass that
     /// fails leaves everything as it was (the write has committed; the damage met is reported by
-    /// the reads and `check` that meet it).
+    /// the reads and `check` that meet it), and the next is tried only when another pass is due,
+    /// not at every write.
     func noteSegmentWork(segmentedCommits: Int, tombstones: Int) {
         guard segmentedCommits > 0 || tombstones > 0, !database.engine.isShared else { return }
         let due = database.segmentMerges.note(
             bucket: bucketId, segmentedCommits: segmentedCommits, tombstones: tombstones)
         guard due, transaction == nil else { return }
-        do {
-            try mergeSegments(everything: false)
-            database.segmentMerges.reset(bucket: bucketId)
-        } catch {}
+        database.segmentMerges.reset(bucket: bucketId)
+        _ = try? mergeSegments(everything: false)
     }
 }
 
