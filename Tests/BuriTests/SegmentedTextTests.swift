@@ -32,11 +32,16 @@ import Testing
         "alpha", "beta gamma", "alpha OR zeta", "caf\u{E9}", "\"alpha beta\"", "the*", "gamma NOT delta", "eta",
     ]
 
-    /// The raw keys of the index's segments and tombstones.
-    static func groupedKeys(_ t: TestDatabase) throws -> (segments: Int, tombstones: Int) {
+    /// The key prefix of the `body` index of bucket `Doc` (`03 u32 u32`).
+    static func bodyPrefix(_ t: TestDatabase) throws -> [UInt8] {
         let info = try #require(try t.db.bucketInfo(named: "Doc"))
         let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        return Keyspace.indexPrefix(bucket: info.id, index: index.id)
+    }
+
+    /// The raw keys of the index's segments and tombstones.
+    static func groupedKeys(_ t: TestDatabase) throws -> (segments: Int, tombstones: Int) {
+        let prefix = try Self.bodyPrefix(t)
         let keys = try t.rawKeys().filter { $0.starts(with: prefix) && $0.count > prefix.count }
         return (
             keys.filter { $0[prefix.count] == GroupedPostingKeys.segmentTag }.count,
@@ -88,9 +93,7 @@ import Testing
 
     /// The most segments any one term has, and how many terms have segments.
     static func segmentsPerTerm(_ t: TestDatabase) throws -> (most: Int, terms: Int) {
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        let prefix = try Self.bodyPrefix(t) + [GroupedPostingKeys.segmentTag]
         var perTerm: [[UInt8]: Int] = [:]
         for key in try t.rawKeys() where key.starts(with: prefix) {
             perTerm[Array(key[prefix.count..<(key.count - 1 - TextSegment.stampLength)]), default: 0] += 1
@@ -100,9 +103,7 @@ import Testing
 
     /// Every segment's tier is the one its posting count gives.
     static func tiersMatchSizes(_ t: TestDatabase) throws -> Bool {
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        let prefix = try Self.bodyPrefix(t) + [GroupedPostingKeys.segmentTag]
         let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix))
         while try cursor.next() {
             let key = cursor.key
@@ -220,9 +221,7 @@ import Testing
         let t = try TestDatabase(.leveldb)
         let bucket = try t.db.bucket(Doc.self)
         try bucket.store(Self.documents(100, seed: 3))
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id) + [GroupedPostingKeys.segmentTag]
+        let prefix = try Self.bodyPrefix(t) + [GroupedPostingKeys.segmentTag]
         let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix))
         let batch = t.db.engine.makeBatch()
         while try cursor.next() {
@@ -250,9 +249,7 @@ import Testing
     @Test func aDamagedSegmentIsATypedErrorNeverAShorterAnswer() throws {
         let t = try TestDatabase(.leveldb)
         try t.db.bucket(Doc.self).store(Self.documents(100, seed: 3))
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        let prefix = try Self.bodyPrefix(t)
         let snapshot = try t.db.engine.snapshot()
         let cursor = try snapshot.cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
         var damaged = 0
@@ -276,9 +273,7 @@ import Testing
     static func damageSegments(
         _ t: TestDatabase, where pick: ([UInt8]) -> Bool, _ damage: ([UInt8]) -> [UInt8]
     ) throws -> Int {
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let prefix = Keyspace.indexPrefix(bucket: info.id, index: index.id)
+        let prefix = try Self.bodyPrefix(t)
         let cursor = try t.db.engine.snapshot().cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
         let batch = t.db.engine.makeBatch()
         var damaged = 0
@@ -348,12 +343,9 @@ import Testing
         reference.store(docs)
         // A copy of one segment posting put beside it as a single entry.
         let key = try #require(reference.keys(matching: "beta").first)
-        let info = try #require(try t.db.bucketInfo(named: "Doc"))
-        let index = try #require(info.index(named: "body"))
-        let single = Keyspace.indexEntryKey(
-            bucket: info.id, index: index.id, tuple: IndexValue("beta").encoded, objectKey: key)
-        let reader = GroupedPostingsReader(
-            try t.db.engine.snapshot(), textPrefixes: [Keyspace.indexPrefix(bucket: info.id, index: index.id)])
+        let prefix = try Self.bodyPrefix(t)
+        let single = prefix + IndexValue("beta").encoded + Array(key.utf8)  // P tuple objectKey (§7)
+        let reader = GroupedPostingsReader(try t.db.engine.snapshot(), textPrefixes: [prefix])
         let value = try #require(try reader.get(single))
         let batch = t.db.engine.makeBatch()
         batch.put(single, value)

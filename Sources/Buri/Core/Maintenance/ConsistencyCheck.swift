@@ -237,14 +237,7 @@ extension BuriDatabase {
         // Text indexes' postings, in segments or not, read as single entries.
         let postings = GroupedPostingsReader(
             snapshot,
-            textPrefixes: engine.isShared
-                ? []
-                : buckets.values.flatMap { descriptor in
-                    descriptor.indexes.compactMap { index in
-                        index.text?.keepsLengths == true
-                            ? Keyspace.indexPrefix(bucket: descriptor.id, index: index.id) : nil
-                    }
-                })
+            textPrefixes: engine.isShared ? [] : buckets.values.flatMap { RawBucket.groupedTextPrefixes(of: $0) })
         try checkSegments(
             buckets: buckets, postings: postings, snapshot: snapshot, repair: repair, fixes: fixes, report: &report)
         // Records: each must parse, decode as CBOR, and have every entry its header lists.

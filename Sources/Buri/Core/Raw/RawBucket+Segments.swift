@@ -17,8 +17,16 @@ extension RawBucket {
     /// writes segments.
     var groupedTextPrefixes: [[UInt8]] {
         guard !database.engine.isShared else { return [] }
-        return madeDescriptor.indexes.compactMap { index in
-            index.text?.keepsLengths == true ? Keyspace.indexPrefix(bucket: bucketId, index: index.id) : nil
+        return Self.groupedTextPrefixes(of: madeDescriptor, bucket: bucketId)
+    }
+
+    /// The prefixes of `descriptor`'s text indexes of entry layout 2 under bucket id `bucket`
+    /// (its catalog id unless given; a view follows the bucket's current generation), whose
+    /// postings may be in segments on an engine only this process writes to.
+    static func groupedTextPrefixes(of descriptor: BucketDescriptor, bucket: UInt32? = nil) -> [[UInt8]] {
+        descriptor.indexes.compactMap { index in
+            index.text?.keepsLengths == true
+                ? Keyspace.indexPrefix(bucket: bucket ?? descriptor.id, index: index.id) : nil
         }
     }
 
