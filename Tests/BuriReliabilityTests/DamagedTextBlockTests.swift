@@ -32,23 +32,34 @@ struct DamagedTextBlockTests {
 
     /// The fixture compacted into one uncompressed table, with `damage` in the middle of the data
     /// block holding the entry of "common" for d0600.
-    static func makeDamaged(_ path: String, damage: DamagedFileTests.Damage) throws {
+    ///
+    /// With `segments`, the fixture is stored in one write, so each term's postings are one
+    /// segment (format 13): the damaged block is then the one holding the segment of "common".
+    static func makeDamaged(_ path: String, damage: DamagedFileTests.Damage, segments: Bool = false) throws {
         var levelDB = LevelDBOptions.buriDefaults
         levelDB.compression = false
         let db = try BuriDatabase(path: path, levelDB: levelDB)
-        // In writes small enough to put one entry per posting (a large write groups a term's
-        // postings into segments, whose damage `SegmentedTextTests` covers).
         let bucket = try db.bucket(DamagedTextDoc.self)
-        for start in stride(from: 0, to: documents.count, by: RawBucket.segmentThreshold - 1) {
-            try bucket.store(documents[start..<min(start + RawBucket.segmentThreshold - 1, documents.count)])
+        if segments {
+            try bucket.store(documents)
+        } else {
+            // In writes small enough to put one entry per posting.
+            for start in stride(from: 0, to: documents.count, by: RawBucket.segmentThreshold - 1) {
+                try bucket.store(documents[start..<min(start + RawBucket.segmentThreshold - 1, documents.count)])
+            }
         }
         try db.compact()
         let info = try #require(try db.bucketInfo(named: "DamagedTextDoc"))
         let body = try #require(info.index(named: "body"))
-        let target = Keyspace.indexEntryKey(
-            bucket: info.id, index: body.id, tuple: IndexValue("common").encoded, objectKey: "d0600")
-        let first = Keyspace.indexEntryKey(
-            bucket: info.id, index: body.id, tuple: IndexValue("common").encoded, objectKey: "d0000")
+        let common = IndexValue("common").encoded
+        let target =
+            segments
+            ? GroupedPostingKeys.segmentPrefix(bucket: info.id, index: body.id, tuple: common)
+            : Keyspace.indexEntryKey(bucket: info.id, index: body.id, tuple: common, objectKey: "d0600")
+        let first =
+            segments
+            ? Keyspace.indexPrefix(bucket: info.id, index: body.id)
+            : Keyspace.indexEntryKey(bucket: info.id, index: body.id, tuple: common, objectKey: "d0000")
         db.close()
         let tables = try CorruptionTests.files(path, suffix: ".ldb")
         try #require(tables.count == 1, "\(tables)")
@@ -56,8 +67,9 @@ struct DamagedTextBlockTests {
         let blocks = try DamagedFileTests.dataBlocks(bytes)
         let index = try #require(blocks.firstIndex { !$0.upperKey.lexicographicallyPrecedes(target) })
         // The damaged block lies strictly inside the entries of "common": the block before it
-        // ends after the word's first entry, so a walk from its start steps into it.
-        try #require(index > 0 && !blocks[index - 1].upperKey.lexicographicallyPrecedes(first))
+        // ends after the word's first entry, so a walk from its start steps into it. (A segment
+        // is one value: its block is the one whose last key is at or after the segment's.)
+        try #require(segments || (index > 0 && !blocks[index - 1].upperKey.lexicographicallyPrecedes(first)))
         let block = blocks[index]
         damage.apply(to: &bytes, at: block.offset + block.size / 2)
         try Data(bytes).write(to: URL(fileURLWithPath: tables[0]))
@@ -136,5 +148,34 @@ struct DamagedTextBlockTests {
         #expect(try docs.searchKeys("body", "dense") == Self.keys(holding: "dense"))
         #expect(try docs.searchKeys("body", "late") == Self.keys(holding: "late"))
         #expect(try docs.rankedSearchKeys("body", "rare", limit: 5).map(\.key).sorted() == ["d0005", "d0100"])
+    }
+
+    @Test(
+        "the damaged block holds a term's segment: every search of the term throws .damaged, never a shorter answer",
+        arguments: DamagedFileTests.Damage.allCases)
+    func damagedSegmentBlock(damage: DamagedFileTests.Damage) throws {
+        let directory = TemporaryDirectory("buri-damaged-segment")
+        let path = directory.path("db")
+        try Self.makeDamaged(path, damage: damage, segments: true)
+        var levelDB = LevelDBOptions.buriDefaults
+        levelDB.compression = false
+        let db = try BuriDatabase(path: path, levelDB: levelDB)
+        defer { db.close() }
+        let docs = try db.bucket(DamagedTextDoc.self)
+        for query in ["common", "comm*", "common dense", "dense common", "\"common dense\"", "dense NOT common"] {
+            Self.expectDamagedOrExact("search \(query)", path: path) { () throws(BuriError) in
+                try docs.searchKeys("body", query)
+            }
+            Self.expectDamagedOrExact("ranked \(query)", path: path) { () throws(BuriError) in
+                try docs.rankedSearchKeys("body", query, limit: 5).map(\.key)
+            }
+        }
+        Self.expectDamagedOrExact("count common", path: path) { () throws(BuriError) in
+            try docs.searchCount("body", "common")
+        }
+        // A word whose segment lies in another block answers exactly, or reports the damage.
+        Self.expectDamagedOrExact("search late", path: path, expected: Self.keys(holding: "late")) {
+            () throws(BuriError) in try docs.searchKeys("body", "late")
+        }
     }
 }
