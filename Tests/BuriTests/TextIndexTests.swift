@@ -292,6 +292,25 @@ struct TextModel {
         }
     }
 
+    /// `validate` (which takes a shortcut where every varint is one byte) accepts exactly the
+    /// layout-2 values that `decode` reads: random short values over the bytes that matter.
+    @Test func validateAcceptsExactlyWhatDecodeReads() {
+        var rng = SeededGenerator(seed: 7)
+        let alphabet: [UInt8] = [0, 1, 2, 3, 5, 0x7F, 0x80, 0x81, 0xFF]
+        var accepted = 0
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 0...7, using: &rng)
+            var value = (0..<count).map { _ in alphabet.randomElement(using: &rng)! }
+            // Often a value of the shape the shortcut takes: length, n = count − 2.
+            if count >= 3, Bool.random(using: &rng) { value[1] = UInt8(count - 2) }
+            let decodes = value.withUnsafeBytes { (try? TextEntries.decode($0, layout: 2)) != nil }
+            let validates = value.withUnsafeBytes { (try? TextEntries.validate($0, layout: 2)) != nil }
+            #expect(decodes == validates, "\(value)")
+            if validates { accepted += 1 }
+        }
+        #expect(accepted > 500)
+    }
+
     @Test func checkFindsAndRepairFixesDamagedTextEntriesAndSearchRefusesThem() throws {
         let t = try TestDatabase(.leveldb)
         let docs = try t.db.bucket(TextDoc.self)

@@ -187,6 +187,46 @@ import Testing
 /// A term's merged postings as queries walk them: steps and seeks (`lowerBound` from where the
 /// walk is), mixed at random, land where a search of the model's live postings lands.
 @Suite struct MergedTermPostingsTests {
+    /// Segments of key ranges that do not overlap (a chunked import of growing keys) are put end
+    /// to end in key order whatever order they come in; ranges that touch at one key are one key
+    /// twice (damage) unless a tombstone cancels one of the two.
+    @Test(arguments: [21, 22, 23]) func segmentsOfApartKeyRangesMergeInKeyOrder(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let objects = TextSegmentTests.keys(120, &rng).sorted { $0.lexicographicallyPrecedes($1) }
+        let stamps = TextSegmentTests.stamps(4, &rng)
+        // Four runs of consecutive keys, one stamp each.
+        let bounds = [0, 17, 18, 70, 120]
+        var segments: [(TextSegment, ArraySlice<[UInt8]>, [UInt8])] = []
+        for run in 0..<4 {
+            let keys = objects[bounds[run]..<bounds[run + 1]]
+            let postings = keys.map { ($0, 0, TextSegmentTests.value(&rng)) }
+            segments.append(
+                (try TextSegment(TextSegment.encode(stamps: [stamps[run]], postings: postings)), keys, stamps[run]))
+        }
+        segments.shuffle(using: &rng)
+        let cancelled = TextSegmentMerge.Identity(key: objects[50], stamp: stamps[2])
+        let merged = try MergedTermPostings(segments.map(\.0), tombstones: [cancelled])
+        let expected = objects.filter { $0 != objects[50] }
+        #expect(merged.count == expected.count)
+        #expect((0..<merged.count).map { Array(merged.key($0)) } == expected)
+        #expect(merged.usedTombstones == [cancelled])
+        for i in 0..<merged.count {
+            let run = bounds.lastIndex { $0 <= objects.firstIndex(of: Array(merged.key(i)))! }!
+            #expect(merged.stamp(i) == stamps[run])
+        }
+        // A fifth segment whose one key is the last of another: two live postings of one key.
+        let last = objects[bounds[2] - 1]
+        let touching = try TextSegment(
+            TextSegment.encode(stamps: [stamps[3]], postings: [(last, 0, TextSegmentTests.value(&rng))]))
+        #expect(throws: FormatError.self) {
+            try MergedTermPostings(segments.map(\.0) + [touching], tombstones: [])
+        }
+        let again = try MergedTermPostings(
+            segments.map(\.0) + [touching], tombstones: [.init(key: last, stamp: stamps[1])])
+        #expect(again.count == objects.count)
+        #expect((0..<again.count).map { Array(again.key($0)) } == objects)
+    }
+
     @Test(arguments: [11, 12, 13, 14]) func walksAndSeeksLikeTheModel(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         let objects = TextSegmentTests.keys(200, &rng)

@@ -239,6 +239,17 @@ enum TextEntries {
             }
             return
         }
+        // The usual value, every varint one byte: length, n, then n positions, the deltas ≥ 1.
+        if value.count >= 3, value[0] < 0x80, value[1] >= 1, value[1] < 0x80, Int(value[1]) == value.count - 2,
+            value[0] >= value[1], value[2] < 0x80
+        {
+            var fits = true
+            for offset in 3..<value.count where value[offset] == 0 || value[offset] >= 0x80 {
+                fits = false
+                break
+            }
+            if fits { return }
+        }
         var offset = 0
         let length = try Varint.read(value, at: &offset)
         var count = 0

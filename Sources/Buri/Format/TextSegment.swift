@@ -140,7 +140,10 @@ struct TextSegment {
         let stampCount = stamps.count
         let postingsStart = self.postingsStart
         let restartsStart = self.restartsStart
-        var key = [UInt8](repeating: 0, count: 64)
+        // The key being rebuilt (each shares a prefix with the one before), grown as keys need.
+        var keyCapacity = 64
+        var key = UnsafeMutableRawPointer.allocate(byteCount: keyCapacity, alignment: 1)
+        defer { key.deallocate() }
         var keyLength = 0
         var used = stampCount == 1 ? [] : [Bool](repeating: false, count: stampCount)
         try withBytes(bytes) { raw throws(FormatError) in
@@ -173,7 +176,7 @@ struct TextSegment {
                         if shared + offset == keyLength { follows = true; break }
                         if offset == rest { break }
                         let mine = raw[at + offset]
-                        let theirs = key[shared + offset]
+                        let theirs = key.load(fromByteOffset: shared + offset, as: UInt8.self)
                         if mine != theirs { follows = mine > theirs; break }
                         offset += 1
                     }
@@ -181,14 +184,14 @@ struct TextSegment {
                         throw FormatError("text segment: posting \(number)'s key does not follow the one before it")
                     }
                 }
-                if shared + rest > key.count {
-                    key.append(contentsOf: repeatElement(0, count: shared + rest - key.count))
+                if shared + rest > keyCapacity {
+                    keyCapacity = Swift.max(2 * keyCapacity, shared + rest)
+                    let grown = UnsafeMutableRawPointer.allocate(byteCount: keyCapacity, alignment: 1)
+                    grown.copyMemory(from: key, byteCount: shared)
+                    key.deallocate()
+                    key = grown
                 }
-                key.withUnsafeMutableBytes { out in
-                    if let target = out.baseAddress, let source = raw.baseAddress {
-                        (target + shared).copyMemory(from: source + at, byteCount: rest)
-                    }
-                }
+                if let source = raw.baseAddress { (key + shared).copyMemory(from: source + at, byteCount: rest) }
                 keyLength = shared + rest
                 at += rest
                 let stamp = Int(try Self.varint(raw, &at))
@@ -202,9 +205,7 @@ struct TextSegment {
                 }
                 let value = UnsafeRawBufferPointer(rebasing: raw[at..<(at + length)])
                 at += length
-                try withBytes(key) { keyBytes throws(FormatError) in
-                    try body(UnsafeRawBufferPointer(rebasing: keyBytes[0..<keyLength]), stamp, value)
-                }
+                try body(UnsafeRawBufferPointer(start: key, count: keyLength), stamp, value)
             }
             guard at == raw.count else {
                 throw FormatError("text segment has \(raw.count - at) bytes after its last posting")
@@ -252,61 +253,143 @@ struct TextSegment {
         stamps: [[UInt8]], count: Int, into out: inout [UInt8],
         _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
     ) throws(FormatError) {
+        var writer = TextSegmentWriter(validatingValues: true)
+        swap(&writer.bytes, &out)
+        defer { swap(&writer.bytes, &out) }
+        try writer.begin(stamps: stamps, count: count)
+        for index in 0..<count {
+            try posting(index) { key, stamp, value throws(FormatError) in
+                key.withUnsafeBytes { key in writer.append(key: key, stamp: stamp, value: value) }
+            }
+        }
+        try writer.finish()
+    }
+}
+
+/// Writes segments (``TextSegment``'s layout) one after another into one reused buffer, a
+/// posting at a time, with no closure and no array per posting: what a write's flush and a
+/// merge use.
+///
+/// ```swift
+/// var writer = TextSegmentWriter(validatingValues: false)
+/// try writer.begin(stamps: [stamp], count: 1)
+/// writer.append(key: key, stamp: 0, value: value)
+/// try writer.finish()                     // writer.bytes: the segment
+/// ```
+///
+/// ``append(key:stamp:value:)`` does not throw: the first fault it finds (keys not strictly
+/// increasing, an empty key, a stamp out of range, a value that is not a layout-2 entry value when
+/// `validatingValues`) is kept, and ``finish()`` throws it, so a segment that would not read is
+/// never handed out.
+struct TextSegmentWriter {
+    /// The segment being written, complete once ``finish()`` returns.
+    var bytes: [UInt8] = []
+    /// Whether each value is checked as a layout-2 entry value (off where the values were just
+    /// read and checked, as in a merge).
+    let validatingValues: Bool
+    private var previous: [UInt8] = []
+    private var expected = 0
+    private var written = 0
+    private var stampCount = 0
+    private var restartsAt = 0
+    private var postingsAt = 0
+    /// Which stamps a posting names (one stamp, the usual case, is named by the first).
+    private var used: [Bool] = []
+    private var fault: FormatError?
+
+    init(validatingValues: Bool) { self.validatingValues = validatingValues }
+
+    /// Starts a segment of `count` postings naming `stamps` (16 bytes each, in increasing order),
+    /// emptying ``bytes``.
+    mutating func begin(stamps: [[UInt8]], count: Int) throws(FormatError) {
         guard count > 0 else { throw FormatError("a text segment needs at least one posting") }
-        guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == stampLength }) else {
-            throw FormatError("a text segment needs stamps of \(stampLength) bytes")
+        guard !stamps.isEmpty, stamps.allSatisfy({ $0.count == TextSegment.stampLength }) else {
+            throw FormatError("a text segment needs stamps of \(TextSegment.stampLength) bytes")
         }
         for (a, b) in zip(stamps, stamps.dropFirst()) where !a.lexicographicallyPrecedes(b) {
             throw FormatError("a text segment's stamps must be in increasing byte order")
         }
-        out.removeAll(keepingCapacity: true)
-        out.append(version)
-        Varint.append(UInt64(count), to: &out)
-        Varint.append(UInt64(stamps.count), to: &out)
-        for stamp in stamps { out.append(contentsOf: stamp) }
-        let restartsAt = out.count
-        for _ in 0..<(4 * restartCount(of: count)) { out.append(0) }
-        let postingsAt = out.count
-        var previous: [UInt8] = []
-        // Which stamps a posting names (one stamp, the usual case, is named by the first).
-        var used = stamps.count == 1 ? [] : [Bool](repeating: false, count: stamps.count)
-        for index in 0..<count {
-            try posting(index) { key, stamp, value throws(FormatError) in
-                guard !key.isEmpty else { throw FormatError("a text segment's keys are never empty") }
-                guard index == 0 || compareBytes(previous, key) < 0 else {
-                    throw FormatError("a text segment's keys must strictly increase")
-                }
-                guard stamp >= 0, stamp < stamps.count else {
-                    throw FormatError("posting \(index) names stamp \(stamp) of \(stamps.count)")
-                }
-                if !used.isEmpty { used[stamp] = true }
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(TextSegment.version)
+        Varint.append(UInt64(count), to: &bytes)
+        Varint.append(UInt64(stamps.count), to: &bytes)
+        for stamp in stamps { bytes.append(contentsOf: stamp) }
+        restartsAt = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 4 * TextSegment.restartCount(of: count)))
+        postingsAt = bytes.count
+        expected = count
+        written = 0
+        stampCount = stamps.count
+        if stamps.count == 1 {
+            used.removeAll()
+        } else {
+            used = [Bool](repeating: false, count: stamps.count)
+        }
+        previous.removeAll(keepingCapacity: true)
+        fault = nil
+    }
+
+    /// Appends the next posting: its object key (greater than the one before), its stamp's index
+    /// into the stamps given to ``begin(stamps:count:)``, and its value.
+    mutating func append(key: UnsafeRawBufferPointer, stamp: Int, value: UnsafeRawBufferPointer) {
+        guard fault == nil else { return }
+        let index = written
+        guard index < expected else { return fail("more postings than the \(expected) announced") }
+        guard !key.isEmpty else { return fail("a text segment's keys are never empty") }
+        guard index == 0 || compareBytes(key, previous) > 0 else {
+            return fail("a text segment's keys must strictly increase")
+        }
+        guard stamp >= 0, stamp < stampCount else {
+            return fail("posting \(index) names stamp \(stamp) of \(stampCount)")
+        }
+        if !used.isEmpty { used[stamp] = true }
+        if validatingValues {
+            do throws(FormatError) {
                 try TextEntries.validate(value, layout: 2)
-                var shared = 0
-                if index % restartInterval == 0 {
-                    guard out.count - postingsAt <= Int(UInt32.max) else {
-                        throw FormatError("a text segment is limited to 4 GiB")
-                    }
-                    let offset = UInt32(truncatingIfNeeded: out.count - postingsAt)
-                    let at = restartsAt + 4 * (index / restartInterval)
-                    out[at] = UInt8(truncatingIfNeeded: offset >> 24)
-                    out[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
-                    out[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
-                    out[at + 3] = UInt8(truncatingIfNeeded: offset)
-                } else {
-                    let limit = Swift.min(previous.count, key.count)
-                    while shared < limit, previous[shared] == key[shared] { shared += 1 }
-                }
-                Varint.append(UInt64(shared), to: &out)
-                Varint.append(UInt64(key.count - shared), to: &out)
-                out.append(contentsOf: key[shared...])
-                Varint.append(UInt64(stamp), to: &out)
-                Varint.append(UInt64(value.count), to: &out)
-                out.append(contentsOf: value.bindMemoryAsUInt8())
-                previous = key
+            } catch {
+                fault = error
+                return
             }
+        }
+        var shared = 0
+        if index % TextSegment.restartInterval == 0 {
+            guard bytes.count - postingsAt <= Int(UInt32.max) else { return fail("a text segment is limited to 4 GiB") }
+            let offset = UInt32(truncatingIfNeeded: bytes.count - postingsAt)
+            let at = restartsAt + 4 * (index / TextSegment.restartInterval)
+            bytes[at] = UInt8(truncatingIfNeeded: offset >> 24)
+            bytes[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
+            bytes[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
+            bytes[at + 3] = UInt8(truncatingIfNeeded: offset)
+        } else {
+            shared = previous.withUnsafeBytes { previous in
+                let limit = Swift.min(previous.count, key.count)
+                var shared = 0
+                while shared < limit, previous[shared] == key[shared] { shared += 1 }
+                return shared
+            }
+        }
+        Varint.append(UInt64(shared), to: &bytes)
+        Varint.append(UInt64(key.count - shared), to: &bytes)
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[shared...]).bindMemoryAsUInt8())
+        Varint.append(UInt64(stamp), to: &bytes)
+        Varint.append(UInt64(value.count), to: &bytes)
+        bytes.append(contentsOf: value.bindMemoryAsUInt8())
+        previous.removeAll(keepingCapacity: true)
+        previous.append(contentsOf: key.bindMemoryAsUInt8())
+        written += 1
+    }
+
+    /// Ends the segment: throws the first fault ``append(key:stamp:value:)`` met, or when fewer
+    /// postings came than announced, or a stamp is named by none.
+    mutating func finish() throws(FormatError) {
+        if let fault { throw fault }
+        guard written == expected else {
+            throw FormatError("a text segment announced \(expected) postings and got \(written)")
         }
         guard !used.contains(false) else { throw FormatError("a text segment lists only stamps its postings name") }
     }
+
+    private mutating func fail(_ reason: String) { fault = FormatError(reason) }
 }
 
 /// Merging segments (`docs/FORMAT.md` §5c): the live postings of several

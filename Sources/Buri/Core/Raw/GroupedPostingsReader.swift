@@ -609,11 +609,12 @@ final class TextSegmentCache: Sendable {
 /// stepping forward, a seek a binary search, and neither allocates.
 final class MergedTermPostings: @unchecked Sendable {
     let count: Int
-    /// Keys, then values, one after another, as the segments hold them (never mutated after `init`).
+    /// Each posting's key then its value, posting after posting, as the segments hold them
+    /// (never mutated after `init`).
     private let bytes: UnsafeMutableRawPointer
-    /// Where each posting read starts and ends in `bytes` (keys, then values).
-    private let keyStarts: [Int]
-    private let valueStarts: [Int]
+    /// Where posting `p`'s key starts (`starts[2p]`), its value starts (`starts[2p + 1]`), and
+    /// its value ends (`starts[2p + 2]`) in `bytes`.
+    private let starts: [Int]
     private let stampIndexes: [Int32]
     /// The stamps the postings name, in the order first met.
     let stamps: [[UInt8]]
@@ -627,23 +628,39 @@ final class MergedTermPostings: @unchecked Sendable {
     /// `tombstones` name left out. Throws when a segment does not read or two live postings have
     /// one key (each object has at most one posting per term).
     init(_ segments: [TextSegment], tombstones: Set<TextSegmentMerge.Identity>) throws(FormatError) {
-        // Every posting read into flat arrays, segment after segment (each in key order).
-        var keys: [UInt8] = []
-        var keyStarts: [Int] = [0]
-        var values: [UInt8] = []
-        var valueStarts: [Int] = [0]
+        // Every posting read into one buffer, segment after segment (each in key order): a key
+        // takes at most what its segment holds of it plus what it shares, so the segments' sizes
+        // and the keys' lengths bound it; it grows when they do not.
+        var starts: [Int] = [0]
         var stampIndexes: [Int32] = []
         var stamps: [[UInt8]] = []
         var stampNumbers: [ObjectKeyBytes: Int32] = [:]
-        // Room for every posting at once (the segments' sizes bound the values' bytes).
         let postings = segments.reduce(0) { $0 + $1.count }
         let segmentBytes = segments.reduce(0) { $0 + $1.bytes.count }
-        keyStarts.reserveCapacity(postings + 1)
-        valueStarts.reserveCapacity(postings + 1)
+        starts.reserveCapacity(2 * postings + 1)
         stampIndexes.reserveCapacity(postings)
-        values.reserveCapacity(segmentBytes)
-        keys.reserveCapacity(segmentBytes / 2)
+        var capacity = Swift.max(64, 2 * segmentBytes)
+        var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        var used = 0
+        var owned = true
+        defer { if owned { buffer.deallocate() } }
+        @inline(__always)
+        func put(_ bytes: UnsafeRawBufferPointer) {
+            if used + bytes.count > capacity {
+                capacity = Swift.max(2 * capacity, used + bytes.count)
+                let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+                grown.copyMemory(from: buffer, byteCount: used)
+                buffer.deallocate()
+                buffer = grown
+            }
+            if let base = bytes.baseAddress { (buffer + used).copyMemory(from: base, byteCount: bytes.count) }
+            used += bytes.count
+        }
+        // Where each segment's postings start among all of them.
+        var firstPosting: [Int] = []
+        firstPosting.reserveCapacity(segments.count + 1)
         for segment in segments {
+            firstPosting.append(stampIndexes.count)
             var numbers: [Int32] = []
             for stamp in segment.stamps {
                 if let number = stampNumbers[ObjectKeyBytes(stamp)] {
@@ -656,69 +673,85 @@ final class MergedTermPostings: @unchecked Sendable {
             }
             try segment.forEachPosting { key, stamp, value throws(FormatError) in
                 try TextEntries.validate(value, layout: 2)
-                keys.append(contentsOf: key.bindMemoryAsUInt8())
-                keyStarts.append(keys.count)
-                values.append(contentsOf: value.bindMemoryAsUInt8())
-                valueStarts.append(values.count)
+                put(key)
+                starts.append(used)
+                put(value)
+                starts.append(used)
                 stampIndexes.append(numbers[stamp])
             }
         }
         let total = stampIndexes.count
-        byteCount = Swift.max(1, keys.count + values.count)
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 1)
-        keys.withUnsafeBytes { raw in
-            if let base = raw.baseAddress { buffer.copyMemory(from: base, byteCount: raw.count) }
-        }
-        values.withUnsafeBytes { raw in
-            if let base = raw.baseAddress { (buffer + keys.count).copyMemory(from: base, byteCount: raw.count) }
-        }
+        byteCount = Swift.max(1, used)
         bytes = buffer
-        self.keyStarts = keyStarts
-        self.valueStarts = valueStarts.map { $0 + keys.count }
+        self.starts = starts
         self.stampIndexes = stampIndexes
         self.stamps = stamps
-        // Key order across segments: a sort of the posting numbers by each key's first 8 bytes as
-        // an integer, then bytewise (adaptive: the segments are sorted runs).
-        var order = (0..<Int32(total)).map { $0 }
-        if segments.count > 1 {
-            var heads = [UInt64](repeating: 0, count: total)
-            for posting in 0..<total {
-                var head: UInt64 = 0
-                let start = keyStarts[posting]
-                for offset in 0..<Swift.min(8, keyStarts[posting + 1] - start) {
-                    head |=
-                        UInt64(buffer.load(fromByteOffset: start + offset, as: UInt8.self)) << (56 - 8 * UInt64(offset))
+        firstPosting.append(total)
+        // Key order across segments: a merge of the segments' runs (each in key order), taking
+        // from the run with the smallest key every posting below the next run's smallest, so
+        // that runs of keys that do not overlap (keys growing with time) go across whole.
+        @inline(__always)
+        func key(_ posting: Int) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(
+                start: buffer + starts[2 * posting], count: starts[2 * posting + 1] - starts[2 * posting])
+        }
+        var order: [Int32] = []
+        order.reserveCapacity(total)
+        // Each run's next posting and end; runs emptied are removed.
+        var runs = segments.indices.compactMap { segment in
+            firstPosting[segment] < firstPosting[segment + 1]
+                ? (next: firstPosting[segment], end: firstPosting[segment + 1]) : nil
+        }
+        while !runs.isEmpty {
+            // The run whose next key is smallest, and the smallest next key of the others.
+            var smallest = 0
+            var second = -1
+            for r in runs.indices.dropFirst() {
+                if compareBytes(key(runs[r].next), key(runs[smallest].next)) < 0 {
+                    second = smallest
+                    smallest = r
+                } else if second < 0 || compareBytes(key(runs[r].next), key(runs[second].next)) < 0 {
+                    second = r
                 }
-                heads[posting] = head
             }
-            order.sort { a, b in
-                let (a, b) = (Int(a), Int(b))
-                if heads[a] != heads[b] { return heads[a] < heads[b] }
-                return compareBytes(
-                    UnsafeRawBufferPointer(start: buffer + keyStarts[a], count: keyStarts[a + 1] - keyStarts[a]),
-                    UnsafeRawBufferPointer(start: buffer + keyStarts[b], count: keyStarts[b + 1] - keyStarts[b])) < 0
+            var next = runs[smallest].next
+            let end = runs[smallest].end
+            if second < 0 {
+                order.append(contentsOf: Int32(next)..<Int32(end))
+                next = end
+            } else {
+                // At least one posting; equal keys stay side by side for the check below.
+                let bound = key(runs[second].next)
+                repeat {
+                    order.append(Int32(next))
+                    next += 1
+                } while next < end && compareBytes(key(next), bound) <= 0
+            }
+            if next == end {
+                runs.remove(at: smallest)
+            } else {
+                runs[smallest].next = next
             }
         }
         // The live ones.
         var live: [Int32] = []
         live.reserveCapacity(total)
         var previous: Int32 = -1
-        var used = Set<TextSegmentMerge.Identity>()
+        var usedIdentities = Set<TextSegmentMerge.Identity>()
         for posting in order {
             let p = Int(posting)
-            let key = UnsafeRawBufferPointer(start: buffer + keyStarts[p], count: keyStarts[p + 1] - keyStarts[p])
+            let current = key(p)
             if !tombstones.isEmpty {
-                let identity = TextSegmentMerge.Identity(key: Array(key), stamp: stamps[Int(stampIndexes[p])])
+                let identity = TextSegmentMerge.Identity(key: Array(current), stamp: stamps[Int(stampIndexes[p])])
                 if tombstones.contains(identity) {
-                    used.insert(identity)
+                    usedIdentities.insert(identity)
                     continue
                 }
             }
             if previous >= 0 {
                 let q = Int(previous)
-                let before = UnsafeRawBufferPointer(
-                    start: buffer + keyStarts[q], count: keyStarts[q + 1] - keyStarts[q])
-                if compareBytes(before, key) == 0 {
+                let before = key(q)
+                if compareBytes(before, current) == 0 {
                     throw FormatError("two live postings of one object key in the segments of one term")
                 }
             }
@@ -727,7 +760,8 @@ final class MergedTermPostings: @unchecked Sendable {
         }
         self.order = live
         count = live.count
-        usedTombstones = used
+        usedTombstones = usedIdentities
+        owned = false  // `deinit` deallocates the buffer from here on
     }
 
     deinit { bytes.deallocate() }
@@ -736,14 +770,14 @@ final class MergedTermPostings: @unchecked Sendable {
     @inline(__always)
     func key(_ i: Int) -> UnsafeRawBufferPointer {
         let p = Int(order[i])
-        return UnsafeRawBufferPointer(start: bytes + keyStarts[p], count: keyStarts[p + 1] - keyStarts[p])
+        return UnsafeRawBufferPointer(start: bytes + starts[2 * p], count: starts[2 * p + 1] - starts[2 * p])
     }
 
     /// The value of posting `i`.
     @inline(__always)
     func value(_ i: Int) -> UnsafeRawBufferPointer {
         let p = Int(order[i])
-        return UnsafeRawBufferPointer(start: bytes + valueStarts[p], count: valueStarts[p + 1] - valueStarts[p])
+        return UnsafeRawBufferPointer(start: bytes + starts[2 * p + 1], count: starts[2 * p + 2] - starts[2 * p + 1])
     }
 
     /// The stamp of posting `i`.

@@ -172,25 +172,29 @@ extension RawBucket {
         counts.tombstones += dropped.count
         // The live postings, in chunks of at most the posting limit, each chunk naming only its
         // own stamps (in byte order, as a segment lists them).
-        var bytes: [UInt8] = []
+        // Values were checked as the merged postings read them.
+        var writer = TextSegmentWriter(validatingValues: false)
         var key: [UInt8] = []
         var from = 0
         while from < merged.count {
             let to = Swift.min(from + Self.segmentPostingLimit, merged.count)
-            let numbers = Set((from..<to).map { merged.stampNumber($0) })
-            let ordered = numbers.sorted { merged.stamps[$0].lexicographicallyPrecedes(merged.stamps[$1]) }
+            var named = [Bool](repeating: false, count: merged.stamps.count)
+            for i in from..<to { named[merged.stampNumber(i)] = true }
+            let ordered = named.indices.filter { named[$0] }.sorted {
+                merged.stamps[$0].lexicographicallyPrecedes(merged.stamps[$1])
+            }
             var position = [Int](repeating: 0, count: merged.stamps.count)
             for (slot, number) in ordered.enumerated() { position[number] = slot }
-            try TextSegment.encode(stamps: ordered.map { merged.stamps[$0] }, count: to - from, into: &bytes) {
-                offset, body throws(FormatError) in
-                let i = from + offset
-                try body(Array(merged.key(i)), position[merged.stampNumber(i)], merged.value(i))
+            try writer.begin(stamps: ordered.map { merged.stamps[$0] }, count: to - from)
+            for i in from..<to {
+                writer.append(key: merged.key(i), stamp: position[merged.stampNumber(i)], value: merged.value(i))
             }
+            try writer.finish()
             GroupedPostingKeys.writeSegmentKey(
                 bucket: bucketId, index: index, tuple: tuple, tier: Self.segmentTier(ofCount: to - from), id: id,
                 plus: number, into: &key)
             number &+= 1
-            batch.put(key, bytes)
+            batch.put(key, writer.bytes)
             counts.segmentsWritten += 1
             from = to
         }

@@ -226,39 +226,39 @@ extension SegmentCollector.IndexPostings {
         // One buffer for every segment and one for its key; each segment's id is the commit's
         // stamp plus the segment's number in this flush (ids need only differ among a term's
         // segments, and another commit's stamp is another 128 random bits).
-        var segment: [UInt8] = []
+        var writer = TextSegmentWriter(validatingValues: true)
         var key: [UInt8] = []
         var number: UInt64 = 0
-        try values.withUnsafeBytes { values in
-            Result { () throws(FormatError) in
-                for term in tuples.indices {
-                    var run = order[starts[term]..<starts[term + 1]]
-                    if zip(run, run.dropFirst()).contains(where: {
-                        rank[Int(postingObject[$0])] > rank[Int(postingObject[$1])]
-                    }) {
-                        run.sort { rank[Int(postingObject[$0])] < rank[Int(postingObject[$1])] }
-                    }
-                    var from = run.startIndex
-                    while from < run.endIndex {
-                        let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
-                        try TextSegment.encode(stamps: [stamp], count: to - from, into: &segment) {
-                            offset, body throws(FormatError) in
-                            let posting = run[from + offset]
-                            let start = posting == 0 ? 0 : valueEnds[posting - 1]
-                            try body(
-                                objectKeys[Int(postingObject[posting])], 0,
-                                UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]]))
+        let stamps = [stamp]
+        for term in tuples.indices {
+            var run = order[starts[term]..<starts[term + 1]]
+            if zip(run, run.dropFirst()).contains(where: {
+                rank[Int(postingObject[$0])] > rank[Int(postingObject[$1])]
+            }) {
+                run.sort { rank[Int(postingObject[$0])] < rank[Int(postingObject[$1])] }
+            }
+            var from = run.startIndex
+            while from < run.endIndex {
+                let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
+                try writer.begin(stamps: stamps, count: to - from)
+                values.withUnsafeBytes { values in
+                    for posting in run[from..<to] {
+                        let start = posting == 0 ? 0 : valueEnds[posting - 1]
+                        let value = UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]])
+                        objectKeys[Int(postingObject[posting])].withUnsafeBytes { key in
+                            writer.append(key: key, stamp: 0, value: value)
                         }
-                        GroupedPostingKeys.writeSegmentKey(
-                            bucket: bucket, index: index, tuple: tuples[term],
-                            tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
-                            into: &key)
-                        number &+= 1
-                        key.withUnsafeBytes { key in segment.withUnsafeBytes { batch.put(key, $0) } }
-                        from = to
                     }
                 }
+                try writer.finish()
+                GroupedPostingKeys.writeSegmentKey(
+                    bucket: bucket, index: index, tuple: tuples[term],
+                    tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
+                    into: &key)
+                number &+= 1
+                key.withUnsafeBytes { key in writer.bytes.withUnsafeBytes { batch.put(key, $0) } }
+                from = to
             }
-        }.get()
+        }
     }
 }
