@@ -98,6 +98,25 @@ import Testing
             try TextSegment.encode(stamps: two.reversed(), postings: [(a, 0, value), (b, 1, value)])
         }
         #expect(throws: FormatError.self) { try TextSegment.encode(stamps: two, postings: [(a, 0, value)]) }
+        // The writer a flush and a merge use: fewer or more postings than announced are refused,
+        // a fault met by `append` is thrown by `finish`, and a writer is reused after one.
+        var writer = TextSegmentWriter(validatingValues: true)
+        try writer.begin(stamps: stamp, count: 2)
+        a.withUnsafeBytes { key in value.withUnsafeBytes { writer.append(key: key, stamp: 0, value: $0) } }
+        #expect(throws: FormatError.self) { try writer.finish() }
+        try writer.begin(stamps: stamp, count: 1)
+        for key in [a, b] {
+            key.withUnsafeBytes { key in value.withUnsafeBytes { writer.append(key: key, stamp: 0, value: $0) } }
+        }
+        #expect(throws: FormatError.self) { try writer.finish() }
+        try writer.begin(stamps: stamp, count: 1)
+        let bad: [UInt8] = [0x01, 0x00]
+        a.withUnsafeBytes { key in bad.withUnsafeBytes { writer.append(key: key, stamp: 0, value: $0) } }
+        #expect(throws: FormatError.self) { try writer.finish() }
+        try writer.begin(stamps: stamp, count: 1)
+        a.withUnsafeBytes { key in value.withUnsafeBytes { writer.append(key: key, stamp: 0, value: $0) } }
+        try writer.finish()
+        #expect(writer.bytes == (try TextSegment.encode(stamps: stamp, postings: [(a, 0, value)])))
     }
 
     /// Every truncation is refused; every changed byte is refused or reads as a segment whose
