@@ -35,56 +35,60 @@ extension RawBucket {
         GroupedPostingsReader.wrap(reader, textPrefixes: groupedTextPrefixes, cache: database.textSegments)
     }
 
-    /// The writes of a batch, those of a large batch stamped for segments: for each text index
-    /// (entry layout 2) that at least ``segmentThreshold`` of the objects have terms in, one
-    /// random stamp, put into the header (with the document length) of every object having terms
-    /// in it. Nothing changes on a shared engine (segments would make concurrent writers
-    /// conflict over merges), or when the batch names a key twice (its earlier version's
-    /// postings would have to leave the segment).
-    func stampedForSegments(_ writes: [RecordWrite]) throws(BuriError) -> [RecordWrite] {
-        guard writes.count >= Self.segmentThreshold, !database.engine.isShared else { return writes }
+    /// Stamps the writes of a large batch for segments: for each text index (entry layout 2)
+    /// that at least ``segmentThreshold`` of the objects have terms in, one random stamp, put
+    /// into the header (with the document length) of every object having terms in it. Nothing
+    /// changes on a shared engine (segments would make concurrent writers conflict over merges),
+    /// or when the batch names a key twice (its earlier version's postings would have to leave
+    /// the segment). The writes are changed in place, each once (no copy of the batch).
+    func stampForSegments(_ writes: inout [RecordWrite]) throws(BuriError) {
+        guard writes.count >= Self.segmentThreshold, !database.engine.isShared else { return }
         let candidates = madeDescriptor.indexes.filter { $0.text?.keepsLengths == true }
-        guard !candidates.isEmpty else { return writes }
-        var stamps: [UInt32: [UInt8]] = [:]
-        for index in candidates {
+        guard !candidates.isEmpty else { return }
+        var ordered: [(index: UInt32, stamp: [UInt8])] = []
+        for index in candidates.sorted(by: { $0.id < $1.id }) {
             var holding = 0
-            for write in writes where write.header.entries.contains(where: { $0.index == index.id }) {
+            for position in writes.indices
+            where writes[position].header.entries.contains(where: { $0.index == index.id }) {
                 holding += 1
                 if holding >= Self.segmentThreshold { break }
             }
-            if holding >= Self.segmentThreshold { stamps[index.id] = Self.randomStamp() }
+            if holding >= Self.segmentThreshold { ordered.append((index.id, Self.randomStamp())) }
         }
-        guard !stamps.isEmpty else { return writes }
+        guard !ordered.isEmpty else { return }
         var keys = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
-        for write in writes where !keys.insert(ObjectKeyBytes(Array(write.key.utf8))).inserted { return writes }
-        let ordered = stamps.sorted { $0.key < $1.key }
-        var stamped = writes
-        for position in stamped.indices {
-            var added: [RecordHeader.TextStamp] = []
-            for (index, stamp) in ordered
-            where stamped[position].header.entries.contains(where: { $0.index == index }) {
-                let length = Self.documentLength(of: stamped[position], index: index)
+        for position in writes.indices where !keys.insert(ObjectKeyBytes(Array(writes[position].key.utf8))).inserted {
+            return
+        }
+        var added: [RecordHeader.TextStamp] = []
+        for position in writes.indices {
+            added.removeAll(keepingCapacity: true)
+            for (index, stamp) in ordered {
+                guard let entry = writes[position].header.entries.firstIndex(where: { $0.index == index }) else {
+                    continue
+                }
+                let length = writes[position].entryValues.withValue(at: entry) { Self.documentLength($0) }
                 added.append(.init(index: index, stamp: stamp, length: UInt64(length)))
             }
             guard !added.isEmpty else { continue }
-            stamped[position].header.textStamps += added
+            writes[position].header.textStamps += added
             // The stamps spliced into the header as written, when the writer says where it ends.
-            if let start = stamped[position].payloadStart,
-                let value = RecordHeader.stamping(stamped[position].value, payloadStart: start, stamps: added)
+            if let start = writes[position].payloadStart,
+                let value = RecordHeader.stamping(writes[position].value, payloadStart: start, stamps: added)
             {
-                stamped[position].payloadStart = value.count - (stamped[position].value.count - start)
-                stamped[position].value = value
+                let payload = writes[position].value.count - start
+                writes[position].value = value
+                writes[position].payloadStart = value.count - payload
                 continue
             }
             do {
-                stamped[position].value = try stamped[position].header.replacingHeader(of: stamped[position].value)
+                writes[position].value = try writes[position].header.replacingHeader(of: writes[position].value)
             } catch {
                 throw .corruption(
-                    bucket: name, key: stamped[position].key, index: nil, reason: "record header: \(error)")
+                    bucket: name, key: writes[position].key, index: nil, reason: "record header: \(error)")
             }
-            stamped[position].payloadStart = nil
+            writes[position].payloadStart = nil
         }
-        return stamped
     }
 
     /// 16 random bytes.
@@ -185,10 +189,8 @@ struct SegmentCollector {
             break
         }
         if !sorted { byKey.sort { compareBytes(objectKeys[$0], objectKeys[$1]) < 0 } }
-        var rank = [Int32](repeating: 0, count: objectKeys.count)
-        for (order, number) in byKey.enumerated() { rank[number] = Int32(order) }
         for postings in indexes {
-            try postings.flush(bucket: bucket, objectKeys: objectKeys, rank: rank, into: batch)
+            try postings.flush(bucket: bucket, objectKeys: objectKeys, byKey: byKey, into: batch)
         }
     }
 }
@@ -211,17 +213,25 @@ extension SegmentCollector.IndexPostings {
     }
 
     fileprivate func flush(
-        bucket: UInt32, objectKeys: [[UInt8]], rank: [Int32], into batch: any StorageBatch
+        bucket: UInt32, objectKeys: [[UInt8]], byKey: [Int], into batch: any StorageBatch
     ) throws(FormatError) {
-        // Counting sort by term: each term's postings together, in the order they came.
+        // The postings in their objects' key order: an object's postings came together, so each
+        // object's run of them is taken whole, objects in key order.
+        var objectStarts = [Int](repeating: 0, count: objectKeys.count + 1)
+        for object in postingObject { objectStarts[Int(object) + 1] += 1 }
+        for object in objectKeys.indices { objectStarts[object + 1] += objectStarts[object] }
+        // Then a stable counting sort by term: each term's postings together, in key order.
         var starts = [Int](repeating: 0, count: tuples.count + 1)
         for term in postingTerm { starts[Int(term) + 1] += 1 }
         for term in tuples.indices { starts[term + 1] += starts[term] }
         var fill = starts
         var order = [Int](repeating: 0, count: postingTerm.count)
-        for (posting, term) in postingTerm.enumerated() {
-            order[fill[Int(term)]] = posting
-            fill[Int(term)] += 1
+        for object in byKey {
+            for posting in objectStarts[object]..<objectStarts[object + 1] {
+                let term = Int(postingTerm[posting])
+                order[fill[term]] = posting
+                fill[term] += 1
+            }
         }
         // One buffer for every segment and one for its key; each segment's id is the commit's
         // stamp plus the segment's number in this flush (ids need only differ among a term's
@@ -231,12 +241,7 @@ extension SegmentCollector.IndexPostings {
         var number: UInt64 = 0
         let stamps = [stamp]
         for term in tuples.indices {
-            var run = order[starts[term]..<starts[term + 1]]
-            if zip(run, run.dropFirst()).contains(where: {
-                rank[Int(postingObject[$0])] > rank[Int(postingObject[$1])]
-            }) {
-                run.sort { rank[Int(postingObject[$0])] < rank[Int(postingObject[$1])] }
-            }
+            let run = order[starts[term]..<starts[term + 1]]
             var from = run.startIndex
             while from < run.endIndex {
                 let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)

@@ -71,8 +71,8 @@ extension RawBucket {
 
     /// Writes records and their index entries in one atomic batch, replacing each object's previous
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
-    func write(_ writes: [RecordWrite], sync: Bool? = nil) throws(BuriError) {
-        let writes = try stampedForSegments(writes)
+    func write(_ writes: consuming [RecordWrite], sync: Bool? = nil) throws(BuriError) {
+        try stampForSegments(&writes)
         /// Tombstones the batch writes, and whether it writes segments: for the merge schedule.
         var tombstones = 0
         var segmented = false
