@@ -10,24 +10,32 @@ struct Document: BuriSupport, Sendable {
 
 /// Buri's text index on LevelDB (its default engine and options): the build stores every
 /// document with `store(_:)` in chunks of 10,000 (each one atomic commit, index entries included),
-/// then compacts so that the size is what the files take at rest.
+/// then compacts so that the size is what the files take at rest. With `concurrently`, each chunk
+/// goes through `storeConcurrently(_:)`, which encodes and tokenizes it on every core.
 final class BuriTextSystem: TextSystem {
     static let name = "Buri"
     let path: String
     let db: BuriDatabase
     let documents: Bucket<Document>
+    let concurrently: Bool
 
-    init(directory: String) throws {
-        path = directory + "/buri"
+    init(directory: String, concurrently: Bool = false) throws {
+        path = directory + (concurrently ? "/buri-concurrently" : "/buri")
         db = try BuriDatabase(path: path)
         documents = try db.bucket(Document.self)
+        self.concurrently = concurrently
     }
 
     func build(_ corpus: Corpus) throws {
         var start = 0
         while start < corpus.count {
             let end = min(start + 10_000, corpus.count)
-            try documents.store((start..<end).map { Document(key: corpus.keys[$0], body: corpus.texts[$0]) })
+            let chunk = (start..<end).map { Document(key: corpus.keys[$0], body: corpus.texts[$0]) }
+            if concurrently {
+                try documents.storeConcurrently(chunk)
+            } else {
+                try documents.store(chunk)
+            }
             start = end
         }
     }

@@ -188,7 +188,18 @@ struct SegmentCollector {
             sorted = false
             break
         }
-        if !sorted { byKey.sort { compareBytes(objectKeys[$0], objectKeys[$1]) < 0 } }
+        if !sorted {
+            // Compared by their first 8 bytes as an integer first: most keys differ there.
+            let heads = objectKeys.map { key in
+                var head: UInt64 = 0
+                for offset in 0..<8 { head = head << 8 | UInt64(offset < key.count ? key[offset] : 0) }
+                return head
+            }
+            byKey.sort { a, b in
+                if heads[a] != heads[b] { return heads[a] < heads[b] }
+                return compareBytes(objectKeys[a], objectKeys[b]) < 0
+            }
+        }
         for postings in indexes {
             try postings.flush(bucket: bucket, objectKeys: objectKeys, byKey: byKey, into: batch)
         }
