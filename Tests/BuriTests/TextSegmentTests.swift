@@ -26,10 +26,17 @@ import Testing
     /// that keys share long prefixes, one being a prefix of another.
     static func keys(_ count: Int, _ rng: inout SeededGenerator) -> [[UInt8]] {
         let alphabet: [UInt8] = [0x00, 0x01, 0x41, 0x61, 0x62, 0xC3, 0xA9, 0xFF]
+        // A third of the keys share a long prefix (14 to 18 bytes, as "python3-…" names do), so
+        // that keys tie in their first 16 bytes, or differ only past them, or end inside them.
+        let long = Array("python3-modules-".utf8) + [0x00, 0x61]
         var set = Set<[UInt8]>()
         while set.count < count {
             let length = Int.random(in: 1...10, using: &rng)
-            set.insert((0..<length).map { _ in alphabet.randomElement(using: &rng)! })
+            var key = (0..<length).map { _ in alphabet.randomElement(using: &rng)! }
+            if Int.random(in: 0..<3, using: &rng) == 0 {
+                key = Array(long[..<Int.random(in: 14...18, using: &rng)]) + key.prefix(Int.random(in: 0...3, using: &rng))
+            }
+            set.insert(key)
         }
         return set.sorted { $0.lexicographicallyPrecedes($1) }
     }

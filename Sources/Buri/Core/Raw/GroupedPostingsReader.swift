@@ -631,14 +631,15 @@ final class MergedTermPostings: @unchecked Sendable {
         // Every posting read into one buffer, segment after segment (each in key order): a key
         // takes at most what its segment holds of it plus what it shares, so the segments' sizes
         // and the keys' lengths bound it; it grows when they do not.
-        var starts: [Int] = [0]
-        var stampIndexes: [Int32] = []
-        var stamps: [[UInt8]] = []
-        var stampNumbers: [ObjectKeyBytes: Int32] = [:]
         let postings = segments.reduce(0) { $0 + $1.count }
         let segmentBytes = segments.reduce(0) { $0 + $1.bytes.count }
-        starts.reserveCapacity(2 * postings + 1)
-        stampIndexes.reserveCapacity(postings)
+        var starts = [Int](repeating: 0, count: 2 * postings + 1)
+        var stampIndexes = [Int32](repeating: 0, count: postings)
+        // Each key's first 16 bytes as two big-endian integers (zeros past its end): most keys
+        // are ordered by these alone.
+        var heads = [UInt64](repeating: 0, count: 2 * postings)
+        var stamps: [[UInt8]] = []
+        var stampNumbers: [ObjectKeyBytes: Int32] = [:]
         var capacity = Swift.max(64, 2 * segmentBytes)
         var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
         var used = 0
@@ -659,8 +660,9 @@ final class MergedTermPostings: @unchecked Sendable {
         // Where each segment's postings start among all of them.
         var firstPosting: [Int] = []
         firstPosting.reserveCapacity(segments.count + 1)
+        var total = 0
         for segment in segments {
-            firstPosting.append(stampIndexes.count)
+            firstPosting.append(total)
             var numbers: [Int32] = []
             for stamp in segment.stamps {
                 if let number = stampNumbers[ObjectKeyBytes(stamp)] {
@@ -672,90 +674,104 @@ final class MergedTermPostings: @unchecked Sendable {
                 }
             }
             try segment.forEachPosting { key, stamp, value throws(FormatError) in
+                // A segment's walk checks its count, so this holds; a bound is kept all the same.
+                guard total < postings else { throw FormatError("text segment holds more postings than it says") }
                 try TextEntries.validate(value, layout: 2)
                 put(key)
-                starts.append(used)
+                starts[2 * total + 1] = used
                 put(value)
-                starts.append(used)
-                stampIndexes.append(numbers[stamp])
+                starts[2 * total + 2] = used
+                stampIndexes[total] = numbers[stamp]
+                var high: UInt64 = 0
+                var low: UInt64 = 0
+                if key.count >= 16 {
+                    high = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+                    low = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                } else {
+                    for offset in 0..<16 {
+                        let byte = offset < key.count ? UInt64(key[offset]) : 0
+                        if offset < 8 { high = high << 8 | byte } else { low = low << 8 | byte }
+                    }
+                }
+                heads[2 * total] = high
+                heads[2 * total + 1] = low
+                total += 1
             }
         }
-        let total = stampIndexes.count
+        firstPosting.append(total)
         byteCount = Swift.max(1, used)
         bytes = buffer
         self.starts = starts
         self.stampIndexes = stampIndexes
         self.stamps = stamps
-        firstPosting.append(total)
-        // Key order across segments: a merge of the segments' runs (each in key order), taking
-        // from the run with the smallest key every posting below the next run's smallest, so
-        // that runs of keys that do not overlap (keys growing with time) go across whole.
         @inline(__always)
         func key(_ posting: Int) -> UnsafeRawBufferPointer {
-            UnsafeRawBufferPointer(
-                start: buffer + starts[2 * posting], count: starts[2 * posting + 1] - starts[2 * posting])
+            UnsafeRawBufferPointer(start: buffer + starts[2 * posting], count: starts[2 * posting + 1] - starts[2 * posting])
         }
+        /// Two postings' keys compared, by their heads first.
+        @inline(__always)
+        func compare(_ a: Int, _ b: Int) -> Int {
+            if heads[2 * a] != heads[2 * b] { return heads[2 * a] < heads[2 * b] ? -1 : 1 }
+            if heads[2 * a + 1] != heads[2 * b + 1] { return heads[2 * a + 1] < heads[2 * b + 1] ? -1 : 1 }
+            return compareBytes(key(a), key(b))
+        }
+        // Key order across segments: a merge of the segments' runs (each in key order), kept in
+        // the order of their next keys. The first run gives every posting up to the second run's
+        // next key (all of them at once when its last key is not past that: runs of keys that do
+        // not overlap, as where keys grow with time, go across whole), then goes back in its place.
         var order: [Int32] = []
         order.reserveCapacity(total)
-        // Each run's next posting and end; runs emptied are removed.
         var runs = segments.indices.compactMap { segment in
             firstPosting[segment] < firstPosting[segment + 1]
                 ? (next: firstPosting[segment], end: firstPosting[segment + 1]) : nil
         }
+        runs.sort { compare($0.next, $1.next) < 0 }
         while !runs.isEmpty {
-            // The run whose next key is smallest, and the smallest next key of the others.
-            var smallest = 0
-            var second = -1
-            for r in runs.indices.dropFirst() {
-                if compareBytes(key(runs[r].next), key(runs[smallest].next)) < 0 {
-                    second = smallest
-                    smallest = r
-                } else if second < 0 || compareBytes(key(runs[r].next), key(runs[second].next)) < 0 {
-                    second = r
-                }
+            var run = runs[0]
+            if runs.count == 1 {
+                order.append(contentsOf: Int32(run.next)..<Int32(run.end))
+                break
             }
-            var next = runs[smallest].next
-            let end = runs[smallest].end
-            if second < 0 {
-                order.append(contentsOf: Int32(next)..<Int32(end))
-                next = end
+            let bound = runs[1].next
+            if compare(run.end - 1, bound) <= 0 {
+                order.append(contentsOf: Int32(run.next)..<Int32(run.end))
+                run.next = run.end
             } else {
                 // At least one posting; equal keys stay side by side for the check below.
-                let bound = key(runs[second].next)
                 repeat {
-                    order.append(Int32(next))
-                    next += 1
-                } while next < end && compareBytes(key(next), bound) <= 0
+                    order.append(Int32(run.next))
+                    run.next += 1
+                } while compare(run.next, bound) <= 0
             }
-            if next == end {
-                runs.remove(at: smallest)
-            } else {
-                runs[smallest].next = next
+            if run.next == run.end {
+                runs.removeFirst()
+                continue
             }
+            var place = 1
+            while place < runs.count, compare(runs[place].next, run.next) <= 0 {
+                runs[place - 1] = runs[place]
+                place += 1
+            }
+            runs[place - 1] = run
         }
         // The live ones.
         var live: [Int32] = []
         live.reserveCapacity(total)
-        var previous: Int32 = -1
+        var previous = -1
         var usedIdentities = Set<TextSegmentMerge.Identity>()
         for posting in order {
             let p = Int(posting)
-            let current = key(p)
             if !tombstones.isEmpty {
-                let identity = TextSegmentMerge.Identity(key: Array(current), stamp: stamps[Int(stampIndexes[p])])
+                let identity = TextSegmentMerge.Identity(key: Array(key(p)), stamp: stamps[Int(stampIndexes[p])])
                 if tombstones.contains(identity) {
                     usedIdentities.insert(identity)
                     continue
                 }
             }
-            if previous >= 0 {
-                let q = Int(previous)
-                let before = key(q)
-                if compareBytes(before, current) == 0 {
-                    throw FormatError("two live postings of one object key in the segments of one term")
-                }
+            if previous >= 0, compare(previous, p) == 0 {
+                throw FormatError("two live postings of one object key in the segments of one term")
             }
-            previous = posting
+            previous = p
             live.append(posting)
         }
         self.order = live
