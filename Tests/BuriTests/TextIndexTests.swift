@@ -507,3 +507,28 @@ struct TextModel {
         #expect(try docs.searchCount("body", "word3 common") == (0..<9_000).filter { $0 % 13 == 3 }.count)
     }
 }
+
+@Suite struct TextTupleInternerTests {
+    /// Equal terms (as bytes) get one array; different ones, canonically equal strings included,
+    /// get their own tuple, as `ValueEncoding.appendBinary` encodes it; growth keeps every term.
+    @Test func equalTermsShareOneTupleAndEveryTupleIsTheEncoding() {
+        let interner = TextTupleInterner()
+        var terms: [[UInt8]] = [[], [0x00], [0x00, 0x00], Array("é".utf8), Array("e\u{301}".utf8), [0xFF, 0x00, 0x01]]
+        for i in 0..<5_000 { terms.append(Array("term\(i)".utf8)) }
+        var first: [[UInt8]] = []
+        for term in terms {
+            let tuple = term.withUnsafeBufferPointer { interner.tuple(of: $0) }
+            var expected: [UInt8] = []
+            ValueEncoding.appendBinary(term, to: &expected)
+            #expect(tuple == expected)
+            first.append(tuple)
+        }
+        for (term, tuple) in zip(terms, first) {
+            let again = term.withUnsafeBufferPointer { interner.tuple(of: $0) }
+            #expect(again == tuple)
+            let shared = again.withUnsafeBufferPointer { a in tuple.withUnsafeBufferPointer { $0.baseAddress == a.baseAddress } }
+            #expect(shared, "\(term) was encoded twice")
+        }
+        #expect(first[3] != first[4])
+    }
+}

@@ -118,8 +118,9 @@ public final class Bucket<T: BuriSupport>: Sendable {
 
     // MARK: Encoding
 
-    /// The header (index entries) and complete record value for `object`.
-    func prepare(_ object: T) throws(BuriError) -> RawBucket.RecordWrite {
+    /// The header (index entries) and complete record value for `object`; a batch passes one
+    /// `interner` for all its objects, so that equal text terms share one tuple array.
+    func prepare(_ object: T, interner: TextTupleInterner? = nil) throws(BuriError) -> RawBucket.RecordWrite {
         let key = object[keyPath: schema.key]
         try raw.validateKey(key)
         let declared = currentDeclared
@@ -134,7 +135,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 // One tokenization gives the terms (the header's tuples) and their positions (the
                 // entries' values).
                 entryValues.appendEmpty(upTo: entries.count)
-                let terms = text.entries(object, values: &entryValues)
+                let terms = text.entries(object, values: &entryValues, interner: interner)
                 var tuples: [[IndexValue]] = []
                 entries.reserveCapacity(entries.count + terms.count)
                 for tuple in terms {
@@ -356,7 +357,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     public func store(_ objects: some Sequence<T>) throws(BuriError) {
         var writes: [RawBucket.RecordWrite] = []
         writes.reserveCapacity(objects.underestimatedCount)
-        for object in objects { writes.append(try prepare(object)) }
+        let interner = TextTupleInterner()
+        for object in objects { writes.append(try prepare(object, interner: interner)) }
         if !writes.isEmpty { try raw.write(writes) }
     }
 
@@ -593,7 +595,8 @@ extension Bucket where T: Sendable {
         guard parallel, objects.count >= Self.parallelEncodingThreshold else {
             var writes: [RawBucket.RecordWrite] = []
             writes.reserveCapacity(objects.count)
-            for object in objects { writes.append(try prepare(object)) }
+            let interner = TextTupleInterner()
+            for object in objects { writes.append(try prepare(object, interner: interner)) }
             return writes
         }
         let chunks = (objects.count + chunkSize - 1) / chunkSize
@@ -606,7 +609,8 @@ extension Bucket where T: Sendable {
                 var writes: [RawBucket.RecordWrite] = []
                 writes.reserveCapacity(range.count)
                 do throws(BuriError) {
-                    for object in objects[range] { writes.append(try prepare(object)) }
+                    let interner = TextTupleInterner()
+                for object in objects[range] { writes.append(try prepare(object, interner: interner)) }
                     slots[chunk] = .success(writes)
                 } catch {
                     slots[chunk] = .failure(error)

@@ -14,9 +14,10 @@ struct TextIndexSource<T>: Sendable {
 
     /// The object's distinct terms in byte order as encoded tuples, their positions values
     /// appended to `values` in the same order (the write path's form).
-    func entries(_ object: T, values: inout EntryValues) -> [[UInt8]] {
+    func entries(_ object: T, values: inout EntryValues, interner: TextTupleInterner? = nil) -> [[UInt8]] {
         TextEntries.appendEntries(
-            of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout, values: &values)
+            of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout, values: &values,
+            interner: interner)
     }
 }
 

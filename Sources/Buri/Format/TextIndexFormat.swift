@@ -83,7 +83,8 @@ enum TextEntries {
     /// (as ``entries(of:tokenizer:layout:)`` gives it) appended to `values` in the same order: the
     /// write path's form, which makes one buffer of all values instead of an array for each.
     static func appendEntries(
-        of texts: [String], tokenizer: TextTokenizer, layout: Int, values: inout EntryValues
+        of texts: [String], tokenizer: TextTokenizer, layout: Int, values: inout EntryValues,
+        interner: TextTupleInterner? = nil
     ) -> [[UInt8]] {
         // Every token's term goes into one buffer (no array per token); the tokens are then
         // sorted by term bytes and position, and each run of one term is one entry.
@@ -142,11 +143,16 @@ enum TextEntries {
                         previous = position
                     }
                 }
-                // The tuple is encoded here, from the buffer: no array of the bare term.
-                var tuple: [UInt8] = []
-                tuple.reserveCapacity(head.count + 4)
-                ValueEncoding.appendBinary(term(head), to: &tuple)
-                tuples.append(tuple)
+                // The tuple is encoded here, from the buffer: no array of the bare term (and
+                // one array for every object of a batch that has the term, with an interner).
+                if let interner {
+                    tuples.append(interner.tuple(of: term(head)))
+                } else {
+                    var tuple: [UInt8] = []
+                    tuple.reserveCapacity(head.count + 4)
+                    ValueEncoding.appendBinary(term(head), to: &tuple)
+                    tuples.append(tuple)
+                }
                 first = end
             }
             return tuples
@@ -375,5 +381,73 @@ extension IndexDefinition {
         let layout = try textLayout(bucket: bucket)
         return TextEntries.appendEntries(
             of: try texts(of: object), tokenizer: tokenizer, layout: layout, values: &values)
+    }
+}
+
+/// The encoded tuples of text terms, one array per distinct term, shared among the objects of one
+/// batch as it is prepared: each object's entries name the array instead of allocating their own,
+/// which is most of what a large write of text allocates. Terms are compared as bytes. One batch,
+/// one thread: not shared.
+///
+/// ```swift
+/// let interner = TextTupleInterner()
+/// let a = interner.tuple(of: term)   // the same array for every equal term
+/// ```
+final class TextTupleInterner {
+    /// The terms' bytes one after another, and where each ends.
+    private var bytes: [UInt8] = []
+    private var ends: [Int] = []
+    private var hashes: [UInt64] = []
+    private var tuples: [[UInt8]] = []
+    /// Open addressing: a term's number, or -1; a power of two long, at most half full.
+    private var slots: [Int32] = []
+    private var shift: UInt64 = 64
+
+    init() {}
+
+    /// The encoded tuple (``ValueEncoding/appendBinary(_:to:)``) of `term`.
+    func tuple(of term: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in term { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        if slots.isEmpty { resize(to: 1 << 8) }
+        var at = slot(of: hash)
+        while true {
+            let number = Int(slots[at])
+            if number < 0 { break }
+            if hashes[number] == hash, matches(number, term) { return tuples[number] }
+            at = (at + 1) & (slots.count - 1)
+        }
+        var tuple: [UInt8] = []
+        tuple.reserveCapacity(term.count + 4)
+        ValueEncoding.appendBinary(term, to: &tuple)
+        slots[at] = Int32(tuples.count)
+        tuples.append(tuple)
+        hashes.append(hash)
+        bytes.append(contentsOf: term)
+        ends.append(bytes.count)
+        if 2 * tuples.count > slots.count { resize(to: 2 * slots.count) }
+        return tuple
+    }
+
+    @inline(__always)
+    private func slot(of hash: UInt64) -> Int { Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> shift) }
+
+    private func matches(_ number: Int, _ term: UnsafeBufferPointer<UInt8>) -> Bool {
+        let start = number == 0 ? 0 : ends[number - 1]
+        guard ends[number] - start == term.count else { return false }
+        return bytes.withUnsafeBytes { stored in
+            guard let base = stored.baseAddress, let other = term.baseAddress, !term.isEmpty else { return true }
+            return memcmp(base + start, other, term.count) == 0
+        }
+    }
+
+    private func resize(to count: Int) {
+        slots = [Int32](repeating: -1, count: count)
+        shift = UInt64(64 - count.trailingZeroBitCount)
+        for number in hashes.indices {
+            var at = slot(of: hashes[number])
+            while slots[at] >= 0 { at = (at + 1) & (count - 1) }
+            slots[at] = Int32(number)
+        }
     }
 }
