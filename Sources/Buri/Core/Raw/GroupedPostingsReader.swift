@@ -633,11 +633,18 @@ final class MergedTermPostings: @unchecked Sendable {
         // and the keys' lengths bound it; it grows when they do not.
         let postings = segments.reduce(0) { $0 + $1.count }
         let segmentBytes = segments.reduce(0) { $0 + $1.bytes.count }
-        var starts = [Int](repeating: 0, count: 2 * postings + 1)
-        var stampIndexes = [Int32](repeating: 0, count: postings)
+        // Filled through pointers (no uniqueness check per store), then copied into arrays.
+        let starts = UnsafeMutablePointer<Int>.allocate(capacity: 2 * postings + 1)
+        let stampIndexes = UnsafeMutablePointer<Int32>.allocate(capacity: Swift.max(1, postings))
         // Each key's first 16 bytes as two big-endian integers (zeros past its end): most keys
         // are ordered by these alone.
-        var heads = [UInt64](repeating: 0, count: 2 * postings)
+        let heads = UnsafeMutablePointer<UInt64>.allocate(capacity: Swift.max(2, 2 * postings))
+        defer {
+            starts.deallocate()
+            stampIndexes.deallocate()
+            heads.deallocate()
+        }
+        starts[0] = 0
         var stamps: [[UInt8]] = []
         var stampNumbers: [ObjectKeyBytes: Int32] = [:]
         var capacity = Swift.max(64, 2 * segmentBytes)
@@ -682,27 +689,22 @@ final class MergedTermPostings: @unchecked Sendable {
                 put(value)
                 starts[2 * total + 2] = used
                 stampIndexes[total] = numbers[stamp]
-                var high: UInt64 = 0
-                var low: UInt64 = 0
-                if key.count >= 16 {
-                    high = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
-                    low = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                } else {
-                    for offset in 0..<16 {
-                        let byte = offset < key.count ? UInt64(key[offset]) : 0
-                        if offset < 8 { high = high << 8 | byte } else { low = low << 8 | byte }
+                var head: (UInt64, UInt64) = (0, 0)
+                withUnsafeMutableBytes(of: &head) { head in
+                    if let base = key.baseAddress, let target = head.baseAddress {
+                        target.copyMemory(from: base, byteCount: Swift.min(16, key.count))
                     }
                 }
-                heads[2 * total] = high
-                heads[2 * total + 1] = low
+                heads[2 * total] = UInt64(bigEndian: head.0)
+                heads[2 * total + 1] = UInt64(bigEndian: head.1)
                 total += 1
             }
         }
         firstPosting.append(total)
         byteCount = Swift.max(1, used)
         bytes = buffer
-        self.starts = starts
-        self.stampIndexes = stampIndexes
+        self.starts = Array(UnsafeBufferPointer(start: starts, count: 2 * total + 1))
+        self.stampIndexes = Array(UnsafeBufferPointer(start: stampIndexes, count: total))
         self.stamps = stamps
         @inline(__always)
         func key(_ posting: Int) -> UnsafeRawBufferPointer {
