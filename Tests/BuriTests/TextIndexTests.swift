@@ -513,7 +513,9 @@ struct TextModel {
     /// get their own tuple, as `ValueEncoding.appendBinary` encodes it; growth keeps every term.
     @Test func equalTermsShareOneTupleAndEveryTupleIsTheEncoding() {
         let interner = TextTupleInterner()
-        var terms: [[UInt8]] = [[], [0x00], [0x00, 0x00], Array("é".utf8), Array("e\u{301}".utf8), [0xFF, 0x00, 0x01]]
+        var terms: [[UInt8]] = [
+            [], [0x00], [0x00, 0x00], Array("é".utf8), Array("e\u{301}".utf8), [0xFF, 0x00, 0x01],
+        ]
         for i in 0..<5_000 { terms.append(Array("term\(i)".utf8)) }
         var first: [[UInt8]] = []
         for term in terms {
@@ -526,9 +528,33 @@ struct TextModel {
         for (term, tuple) in zip(terms, first) {
             let again = term.withUnsafeBufferPointer { interner.tuple(of: $0) }
             #expect(again == tuple)
-            let shared = again.withUnsafeBufferPointer { a in tuple.withUnsafeBufferPointer { $0.baseAddress == a.baseAddress } }
+            let shared = again.withUnsafeBufferPointer { a in
+                tuple.withUnsafeBufferPointer { $0.baseAddress == a.baseAddress }
+            }
             #expect(shared, "\(term) was encoded twice")
         }
         #expect(first[3] != first[4])
+    }
+}
+
+@Suite struct AddressTableTests {
+    /// Random addresses (clustered, as heap addresses are) find exactly the numbers inserted,
+    /// through growth; absent ones find nothing.
+    @Test func findsWhatWasInsertedAndNothingElse() {
+        var rng = SeededGenerator(seed: 3)
+        var table = AddressTable()
+        var model: [UInt: Int32] = [:]
+        for number in 0..<20_000 {
+            let address = UInt(0x7F00_0000_0000) + UInt.random(in: 1...5_000_000, using: &rng) * 16
+            guard model[address] == nil else { continue }
+            table.insert(address, Int32(number))
+            model[address] = Int32(number)
+        }
+        for (address, number) in model { #expect(table.find(address) == number) }
+        for _ in 0..<2_000 {
+            let address = UInt(0x7E00_0000_0000) + UInt.random(in: 1...5_000_000, using: &rng) * 16
+            #expect(table.find(address) == nil)
+        }
+        #expect(AddressTable().find(16) == nil)
     }
 }

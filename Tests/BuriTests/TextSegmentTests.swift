@@ -34,7 +34,9 @@ import Testing
             let length = Int.random(in: 1...10, using: &rng)
             var key = (0..<length).map { _ in alphabet.randomElement(using: &rng)! }
             if Int.random(in: 0..<3, using: &rng) == 0 {
-                key = Array(long[..<Int.random(in: 14...18, using: &rng)]) + key.prefix(Int.random(in: 0...3, using: &rng))
+                key =
+                    Array(long[..<Int.random(in: 14...18, using: &rng)])
+                    + key.prefix(Int.random(in: 0...3, using: &rng))
             }
             set.insert(key)
         }

@@ -610,7 +610,7 @@ extension Bucket where T: Sendable {
                 writes.reserveCapacity(range.count)
                 do throws(BuriError) {
                     let interner = TextTupleInterner()
-                for object in objects[range] { writes.append(try prepare(object, interner: interner)) }
+                    for object in objects[range] { writes.append(try prepare(object, interner: interner)) }
                     slots[chunk] = .success(writes)
                 } catch {
                     slots[chunk] = .failure(error)

@@ -375,12 +375,12 @@ extension IndexDefinition {
     /// The term tuples of ``textEntries(of:bucket:)``, their values appended to `values` in the
     /// same order (the write path's form: one buffer, no array per value).
     func appendTextEntries(
-        of object: CBORValue, bucket: String, values: inout EntryValues
+        of object: CBORValue, bucket: String, values: inout EntryValues, interner: TextTupleInterner? = nil
     ) throws(BuriError) -> [[UInt8]] {
         let tokenizer = try textTokenizer(bucket: bucket)
         let layout = try textLayout(bucket: bucket)
         return TextEntries.appendEntries(
-            of: try texts(of: object), tokenizer: tokenizer, layout: layout, values: &values)
+            of: try texts(of: object), tokenizer: tokenizer, layout: layout, values: &values, interner: interner)
     }
 }
 

@@ -708,7 +708,8 @@ final class MergedTermPostings: @unchecked Sendable {
         self.stamps = stamps
         @inline(__always)
         func key(_ posting: Int) -> UnsafeRawBufferPointer {
-            UnsafeRawBufferPointer(start: buffer + starts[2 * posting], count: starts[2 * posting + 1] - starts[2 * posting])
+            UnsafeRawBufferPointer(
+                start: buffer + starts[2 * posting], count: starts[2 * posting + 1] - starts[2 * posting])
         }
         /// Two postings' keys compared, by their heads first.
         @inline(__always)

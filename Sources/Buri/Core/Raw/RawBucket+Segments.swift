@@ -144,6 +144,12 @@ struct SegmentCollector {
         var stamp: [UInt8]
         /// Keyed by the tuple's bytes, hashed in one call (an array hashes byte by byte).
         var termIds: [ObjectKeyBytes: Int32] = [:]
+        /// Term ids by the address of the tuple array's storage: a batch's objects share one
+        /// array per term (`TextTupleInterner`), so most postings find their term without
+        /// hashing its bytes. Every array whose address is listed is kept in `seen`, so no
+        /// address is reused, nor its bytes changed, while the collector lives.
+        var byAddress = AddressTable()
+        var seen: [[UInt8]] = []
         var tuples: [[UInt8]] = []
         var postingTerm: [Int32] = []
         var postingObject: [Int32] = []
@@ -209,13 +215,22 @@ struct SegmentCollector {
 extension SegmentCollector.IndexPostings {
     fileprivate mutating func add(tuple: [UInt8], object: Int32, value: UnsafeRawBufferPointer) {
         let term: Int32
-        let id = ObjectKeyBytes(tuple)
-        if let known = termIds[id] {
+        let address = tuple.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        if address != 0, let known = byAddress.find(address) {
             term = known
         } else {
-            term = Int32(tuples.count)
-            termIds[id] = term
-            tuples.append(tuple)
+            let id = ObjectKeyBytes(tuple)
+            if let known = termIds[id] {
+                term = known
+            } else {
+                term = Int32(tuples.count)
+                termIds[id] = term
+                tuples.append(tuple)
+            }
+            if address != 0 {
+                byAddress.insert(address, term)
+                seen.append(tuple)
+            }
         }
         postingTerm.append(term)
         postingObject.append(object)
@@ -276,5 +291,50 @@ extension SegmentCollector.IndexPostings {
                 from = to
             }
         }
+    }
+}
+
+/// A map from addresses (never 0) to numbers: open addressing, at most half full, no removal.
+struct AddressTable {
+    private var keys: [UInt] = []
+    private var values: [Int32] = []
+    private var count = 0
+    private var shift: UInt64 = 64
+
+    @inline(__always)
+    private func slot(of address: UInt) -> Int {
+        Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The number of `address`, if it has one.
+    func find(_ address: UInt) -> Int32? {
+        guard !keys.isEmpty else { return nil }
+        var at = slot(of: address)
+        while true {
+            let key = keys[at]
+            if key == address { return values[at] }
+            if key == 0 { return nil }
+            at = (at + 1) & (keys.count - 1)
+        }
+    }
+
+    /// Gives `address` (not yet in the table) the number `value`.
+    mutating func insert(_ address: UInt, _ value: Int32) {
+        if 2 * (count + 1) > keys.count { grow() }
+        var at = slot(of: address)
+        while keys[at] != 0 { at = (at + 1) & (keys.count - 1) }
+        keys[at] = address
+        values[at] = value
+        count += 1
+    }
+
+    private mutating func grow() {
+        let old = zip(keys, values).filter { $0.0 != 0 }
+        let size = Swift.max(256, 2 * keys.count)
+        keys = [UInt](repeating: 0, count: size)
+        values = [Int32](repeating: 0, count: size)
+        shift = UInt64(64 - size.trailingZeroBitCount)
+        count = 0
+        for (address, value) in old { insert(address, value) }
     }
 }

@@ -49,6 +49,8 @@ extension RawBucket {
     public func store(_ objects: [RawObject], sync: Bool? = nil) throws(BuriError) {
         var writes: [RecordWrite] = []
         writes.reserveCapacity(objects.count)
+        // Equal text terms of the batch share one tuple array.
+        let interner = TextTupleInterner()
         for object in objects {
             try validateKey(object.key)
             let item: CBORValue
@@ -80,7 +82,8 @@ extension RawBucket {
                 entryValues.appendEmpty(upTo: entries.count)
                 let terms: [[UInt8]]
                 do {
-                    terms = try definition.appendTextEntries(of: item, bucket: name, values: &entryValues)
+                    terms = try definition.appendTextEntries(
+                        of: item, bucket: name, values: &entryValues, interner: interner)
                 } catch let BuriError.invalidIndexValue(_, _, index, reason) {
                     throw .invalidIndexValue(bucket: name, key: object.key, index: index, reason: reason)
                 }
