@@ -517,6 +517,12 @@ struct TextModel {
             [], [0x00], [0x00, 0x00], Array("é".utf8), Array("e\u{301}".utf8), [0xFF, 0x00, 0x01],
         ]
         for i in 0..<5_000 { terms.append(Array("term\(i)".utf8)) }
+        // Terms that tie in their first 16 bytes: exactly 16, longer by a byte or by many, NUL after.
+        let sixteen = Array("abcdefghijklmnop".utf8)
+        terms += [
+            sixteen, sixteen + [0x00], sixteen + [0x58], sixteen + [0x59], sixteen + Array(repeating: 0x5A, count: 300),
+        ]
+        terms += (0..<200).map { sixteen + Array("-long-\($0)".utf8) }
         var first: [[UInt8]] = []
         for term in terms {
             let tuple = term.withUnsafeBufferPointer { interner.tuple(of: $0) }

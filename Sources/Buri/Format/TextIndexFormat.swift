@@ -394,60 +394,86 @@ extension IndexDefinition {
 /// let a = interner.tuple(of: term)   // the same array for every equal term
 /// ```
 final class TextTupleInterner {
-    /// The terms' bytes one after another, and where each ends.
-    private var bytes: [UInt8] = []
-    private var ends: [Int] = []
-    private var hashes: [UInt64] = []
-    private var tuples: [[UInt8]] = []
-    /// Open addressing: a term's number, or -1; a power of two long, at most half full.
-    private var slots: [Int32] = []
-    private var shift: UInt64 = 64
+    /// All the state in one value, so that a call checks exclusive access to it once.
+    private var table = Table()
 
     init() {}
 
     /// The encoded tuple (``ValueEncoding/appendBinary(_:to:)``) of `term`.
-    func tuple(of term: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in term { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        if slots.isEmpty { resize(to: 1 << 8) }
-        var at = slot(of: hash)
-        while true {
-            let number = Int(slots[at])
-            if number < 0 { break }
-            if hashes[number] == hash, matches(number, term) { return tuples[number] }
-            at = (at + 1) & (slots.count - 1)
+    func tuple(of term: UnsafeBufferPointer<UInt8>) -> [UInt8] { table.tuple(of: term) }
+
+    private struct Table {
+        /// Each term's first 16 bytes as two integers (zeros past its end) and its length: terms
+        /// of at most 16 bytes are equal exactly when these are; longer ones compare the rest.
+        var heads: [UInt64] = []
+        var lengths: [Int] = []
+        /// The bytes past the 16th of the longer terms, one after another, and where each starts.
+        var rests: [UInt8] = []
+        var restStarts: [Int] = []
+        var tuples: [[UInt8]] = []
+        /// Open addressing: a term's number, or -1; a power of two long, at most half full.
+        var slots: [Int32] = []
+        var hashes: [UInt64] = []
+        var shift: UInt64 = 64
+
+        mutating func tuple(of term: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+            var head: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &head) { head in
+                if let base = term.baseAddress, let target = head.baseAddress {
+                    target.copyMemory(from: base, byteCount: Swift.min(16, term.count))
+                }
+            }
+            var hash = (head.0 &* 0x9E37_79B9_7F4A_7C15) ^ (head.1 &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(term.count)
+            if term.count > 16 {
+                for byte in term[16...] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+            }
+            hash ^= hash >> 31
+            if slots.isEmpty { resize(to: 1 << 8) }
+            var at = slot(of: hash)
+            while true {
+                let number = Int(slots[at])
+                if number < 0 { break }
+                if hashes[number] == hash, heads[2 * number] == head.0, heads[2 * number + 1] == head.1,
+                    lengths[number] == term.count, term.count <= 16 || restMatches(number, term)
+                {
+                    return tuples[number]
+                }
+                at = (at + 1) & (slots.count - 1)
+            }
+            var tuple: [UInt8] = []
+            tuple.reserveCapacity(term.count + 4)
+            ValueEncoding.appendBinary(term, to: &tuple)
+            slots[at] = Int32(tuples.count)
+            tuples.append(tuple)
+            hashes.append(hash)
+            heads.append(head.0)
+            heads.append(head.1)
+            lengths.append(term.count)
+            restStarts.append(rests.count)
+            if term.count > 16 { rests.append(contentsOf: term[16...]) }
+            if 2 * tuples.count > slots.count { resize(to: 2 * slots.count) }
+            return tuple
         }
-        var tuple: [UInt8] = []
-        tuple.reserveCapacity(term.count + 4)
-        ValueEncoding.appendBinary(term, to: &tuple)
-        slots[at] = Int32(tuples.count)
-        tuples.append(tuple)
-        hashes.append(hash)
-        bytes.append(contentsOf: term)
-        ends.append(bytes.count)
-        if 2 * tuples.count > slots.count { resize(to: 2 * slots.count) }
-        return tuple
-    }
 
-    @inline(__always)
-    private func slot(of hash: UInt64) -> Int { Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> shift) }
+        @inline(__always)
+        func slot(of hash: UInt64) -> Int { Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> shift) }
 
-    private func matches(_ number: Int, _ term: UnsafeBufferPointer<UInt8>) -> Bool {
-        let start = number == 0 ? 0 : ends[number - 1]
-        guard ends[number] - start == term.count else { return false }
-        return bytes.withUnsafeBytes { stored in
-            guard let base = stored.baseAddress, let other = term.baseAddress, !term.isEmpty else { return true }
-            return memcmp(base + start, other, term.count) == 0
+        func restMatches(_ number: Int, _ term: UnsafeBufferPointer<UInt8>) -> Bool {
+            let start = restStarts[number]
+            return rests.withUnsafeBytes { stored in
+                guard let base = stored.baseAddress, let other = term.baseAddress else { return false }
+                return memcmp(base + start, other + 16, term.count - 16) == 0
+            }
         }
-    }
 
-    private func resize(to count: Int) {
-        slots = [Int32](repeating: -1, count: count)
-        shift = UInt64(64 - count.trailingZeroBitCount)
-        for number in hashes.indices {
-            var at = slot(of: hashes[number])
-            while slots[at] >= 0 { at = (at + 1) & (count - 1) }
-            slots[at] = Int32(number)
+        mutating func resize(to count: Int) {
+            slots = [Int32](repeating: -1, count: count)
+            shift = UInt64(64 - count.trailingZeroBitCount)
+            for number in hashes.indices {
+                var at = slot(of: hashes[number])
+                while slots[at] >= 0 { at = (at + 1) & (count - 1) }
+                slots[at] = Int32(number)
+            }
         }
     }
 }
