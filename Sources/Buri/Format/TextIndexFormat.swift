@@ -394,8 +394,9 @@ extension IndexDefinition {
 /// let a = interner.tuple(of: term)   // the same array for every equal term
 /// ```
 final class TextTupleInterner {
-    /// All the state in one value, so that a call checks exclusive access to it once.
-    private var table = Table()
+    /// All the state in one value. An interner is used by one thread, one call at a time (it is
+    /// not `Sendable`), so access to it is not checked at run time.
+    @exclusivity(unchecked) private var table = Table()
 
     init() {}
 
