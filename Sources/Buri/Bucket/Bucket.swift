@@ -87,6 +87,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// Whether a declared index is a relationship (whose entries a header may derive from the
     /// payload): decided once, not per object stored.
     let hasRelationships: Bool
+    /// Whether the bucket declares a text index (a batch then shares its terms' tuples).
+    let hasTextIndexes: Bool
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
@@ -105,6 +107,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
         }
         fieldCheckPending = Atomic(declared.contains { $0.0.uncomputableReason == nil })
         hasRelationships = declared.contains { $0.0.references != nil }
+        hasTextIndexes = declared.contains { $0.1.text != nil }
     }
 
     /// `declared`, or its definitions with tokens once this view writes a sealed generation.
@@ -357,7 +360,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     public func store(_ objects: some Sequence<T>) throws(BuriError) {
         var writes: [RawBucket.RecordWrite] = []
         writes.reserveCapacity(objects.underestimatedCount)
-        let interner = TextTupleInterner()
+        let interner = hasTextIndexes ? TextTupleInterner() : nil
         for object in objects { writes.append(try prepare(object, interner: interner)) }
         if !writes.isEmpty { try raw.write(writes) }
     }
@@ -595,7 +598,7 @@ extension Bucket where T: Sendable {
         guard parallel, objects.count >= Self.parallelEncodingThreshold else {
             var writes: [RawBucket.RecordWrite] = []
             writes.reserveCapacity(objects.count)
-            let interner = TextTupleInterner()
+            let interner = hasTextIndexes ? TextTupleInterner() : nil
             for object in objects { writes.append(try prepare(object, interner: interner)) }
             return writes
         }
@@ -609,7 +612,7 @@ extension Bucket where T: Sendable {
                 var writes: [RawBucket.RecordWrite] = []
                 writes.reserveCapacity(range.count)
                 do throws(BuriError) {
-                    let interner = TextTupleInterner()
+                    let interner = hasTextIndexes ? TextTupleInterner() : nil
                     for object in objects[range] { writes.append(try prepare(object, interner: interner)) }
                     slots[chunk] = .success(writes)
                 } catch {
