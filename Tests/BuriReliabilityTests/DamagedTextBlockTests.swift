@@ -77,6 +77,21 @@ struct DamagedTextBlockTests {
 
     /// `body` either throws `.damaged` naming the database and bucket, or (when its walk never
     /// reached the damaged block) returns exactly `expected`: never a shorter answer.
+    /// Each query, unranked and ranked (top 5), throws `.damaged` or answers exactly.
+    static func expectSearchesDamagedOrExact(
+        _ queries: [String], docs: Bucket<DamagedTextDoc>, path: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for query in queries {
+            expectDamagedOrExact("search \(query)", path: path, sourceLocation: sourceLocation) {
+                () throws(BuriError) in try docs.searchKeys("body", query)
+            }
+            expectDamagedOrExact("ranked \(query)", path: path, sourceLocation: sourceLocation) {
+                () throws(BuriError) in try docs.rankedSearchKeys("body", query, limit: 5).map(\.key)
+            }
+        }
+    }
+
     static func expectDamagedOrExact<R: Equatable>(
         _ what: String, path: String, expected: R? = nil, sourceLocation: SourceLocation = #_sourceLocation,
         _ body: () throws(BuriError) -> R
@@ -125,14 +140,7 @@ struct DamagedTextBlockTests {
         }
         // Joint walks that step over the block, then stop when "dense" runs out (d1199): the
         // cursor over "common" is left in the middle of its entries, past the damage.
-        for query in ["common dense", "dense common", "\"common dense\""] {
-            Self.expectDamagedOrExact("search \(query)", path: path) { () throws(BuriError) in
-                try docs.searchKeys("body", query)
-            }
-            Self.expectDamagedOrExact("ranked \(query)", path: path) { () throws(BuriError) in
-                try docs.rankedSearchKeys("body", query, limit: 5).map(\.key)
-            }
-        }
+        Self.expectSearchesDamagedOrExact(["common dense", "dense common", "\"common dense\""], docs: docs, path: path)
         Self.expectDamagedOrExact("search dense NOT common", path: path) { () throws(BuriError) in
             try docs.searchKeys("body", "dense NOT common")
         }
@@ -162,14 +170,9 @@ struct DamagedTextBlockTests {
         let db = try BuriDatabase(path: path, levelDB: levelDB)
         defer { db.close() }
         let docs = try db.bucket(DamagedTextDoc.self)
-        for query in ["common", "comm*", "common dense", "dense common", "\"common dense\"", "dense NOT common"] {
-            Self.expectDamagedOrExact("search \(query)", path: path) { () throws(BuriError) in
-                try docs.searchKeys("body", query)
-            }
-            Self.expectDamagedOrExact("ranked \(query)", path: path) { () throws(BuriError) in
-                try docs.rankedSearchKeys("body", query, limit: 5).map(\.key)
-            }
-        }
+        Self.expectSearchesDamagedOrExact(
+            ["common", "comm*", "common dense", "dense common", "\"common dense\"", "dense NOT common"], docs: docs,
+            path: path)
         Self.expectDamagedOrExact("count common", path: path) { () throws(BuriError) in
             try docs.searchCount("body", "common")
         }

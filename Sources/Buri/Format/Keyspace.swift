@@ -516,4 +516,18 @@ extension UnsafeRawBufferPointer {
         guard let base = baseAddress else { return UnsafeBufferPointer(start: nil, count: 0) }
         return UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
     }
+
+    /// The first 16 bytes as two big-endian integers, zeros past the end: two byte strings whose
+    /// heads differ compare as their heads do; equal heads leave the rest (and the lengths) to
+    /// compare. What sorts and merges of keys compare first.
+    @inline(__always)
+    var orderedHead: (UInt64, UInt64) {
+        var head: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &head) { head in
+            if let base = baseAddress, let target = head.baseAddress {
+                target.copyMemory(from: base, byteCount: Swift.min(16, count))
+            }
+        }
+        return (UInt64(bigEndian: head.0), UInt64(bigEndian: head.1))
+    }
 }

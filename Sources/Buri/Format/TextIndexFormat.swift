@@ -418,12 +418,7 @@ final class TextTupleInterner {
         var shift: UInt64 = 64
 
         mutating func tuple(of term: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-            var head: (UInt64, UInt64) = (0, 0)
-            withUnsafeMutableBytes(of: &head) { head in
-                if let base = term.baseAddress, let target = head.baseAddress {
-                    target.copyMemory(from: base, byteCount: Swift.min(16, term.count))
-                }
-            }
+            let head = UnsafeRawBufferPointer(term).orderedHead
             var hash = (head.0 &* 0x9E37_79B9_7F4A_7C15) ^ (head.1 &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(term.count)
             if term.count > 16 {
                 for byte in term[16...] { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }

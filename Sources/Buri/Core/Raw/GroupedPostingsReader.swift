@@ -689,14 +689,9 @@ final class MergedTermPostings: @unchecked Sendable {
                 put(value)
                 starts[2 * total + 2] = used
                 stampIndexes[total] = numbers[stamp]
-                var head: (UInt64, UInt64) = (0, 0)
-                withUnsafeMutableBytes(of: &head) { head in
-                    if let base = key.baseAddress, let target = head.baseAddress {
-                        target.copyMemory(from: base, byteCount: Swift.min(16, key.count))
-                    }
-                }
-                heads[2 * total] = UInt64(bigEndian: head.0)
-                heads[2 * total + 1] = UInt64(bigEndian: head.1)
+                let head = key.orderedHead
+                heads[2 * total] = head.0
+                heads[2 * total + 1] = head.1
                 total += 1
             }
         }

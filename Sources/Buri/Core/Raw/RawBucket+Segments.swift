@@ -195,12 +195,8 @@ struct SegmentCollector {
             break
         }
         if !sorted {
-            // Compared by their first 8 bytes as an integer first: most keys differ there.
-            let heads = objectKeys.map { key in
-                var head: UInt64 = 0
-                for offset in 0..<8 { head = head << 8 | UInt64(offset < key.count ? key[offset] : 0) }
-                return head
-            }
+            // Compared by their first 16 bytes as integers first: most keys differ there.
+            let heads = objectKeys.map { key in key.withUnsafeBytes { $0.orderedHead } }
             byKey.sort { a, b in
                 if heads[a] != heads[b] { return heads[a] < heads[b] }
                 return compareBytes(objectKeys[a], objectKeys[b]) < 0
