@@ -564,3 +564,61 @@ struct TextModel {
         #expect(AddressTable().find(16) == nil)
     }
 }
+
+@Suite struct ForwardWalkTests {
+    /// Keys under a few term-like prefixes (some extending others' bytes, NUL and 0xFF bytes
+    /// included), in one engine.
+    private func engine(_ keys: [[UInt8]]) throws -> MemoryEngine {
+        let engine = MemoryEngine()
+        let batch = engine.makeBatch()
+        for key in keys { batch.put(key, [1]) }
+        try engine.commit(batch, conditions: nil, sync: false)
+        return engine
+    }
+
+    /// Prefixes asked in increasing order (as a query's terms), then in any order, with repeats,
+    /// prefixes holding nothing and prefixes past every key: each gives exactly the keys a scan
+    /// finds under it, in key order.
+    @Test func givesExactlyTheKeysUnderEachPrefixInAnyOrder() throws {
+        var rng = SeededGenerator(seed: 11)
+        let alphabet: [UInt8] = [0x00, 0x01, 0x61, 0x62, 0xFE, 0xFF]
+        func word(_ length: Int) -> [UInt8] {
+            (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }
+        }
+        let keys = Set((0..<400).map { _ in word(Int.random(in: 1...5, using: &rng)) }).sorted {
+            $0.lexicographicallyPrecedes($1)
+        }
+        let engine = try engine(keys)
+        let walk = ForwardWalk(try engine.snapshot().cursor(in: KeyRange(start: nil, end: nil)))
+        func expected(_ prefix: [UInt8]) -> [[UInt8]] { keys.filter { $0.starts(with: prefix) } }
+        func asked(_ prefix: [UInt8]) throws -> [[UInt8]] {
+            var found: [[UInt8]] = []
+            try walk.entries(under: prefix) { found.append($0.key) }
+            return found
+        }
+        var prefixes = (0..<300).map { _ in word(Int.random(in: 1...3, using: &rng)) }
+        prefixes.sort { $0.lexicographicallyPrecedes($1) }
+        for prefix in prefixes { #expect(try asked(prefix) == expected(prefix)) }
+        prefixes.shuffle(using: &rng)
+        for prefix in prefixes + [[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], [0x00]] {
+            #expect(try asked(prefix) == expected(prefix))
+        }
+    }
+
+    /// A walk stopped by an error thrown while visiting seeks again at the next prefix, and
+    /// misses nothing: neither the rest of the failed prefix nor what follows.
+    @Test func aWalkStoppedByAnErrorStartsOverAtTheNextPrefix() throws {
+        let keys: [[UInt8]] = [[1, 1], [1, 2], [1, 3], [2, 1], [2, 2], [3, 1]]
+        let walk = ForwardWalk(try engine(keys).snapshot().cursor(in: KeyRange(start: nil, end: nil)))
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try walk.entries(under: [1]) { cursor in if cursor.key == [1, 2] { throw Stop() } }
+        }
+        var found: [[UInt8]] = []
+        try walk.entries(under: [1]) { found.append($0.key) }
+        try walk.entries(under: [2]) { found.append($0.key) }
+        try walk.entries(under: [2]) { found.append($0.key) }
+        try walk.entries(under: [3]) { found.append($0.key) }
+        #expect(found == [[1, 1], [1, 2], [1, 3], [2, 1], [2, 2], [2, 1], [2, 2], [3, 1]])
+    }
+}

@@ -26,6 +26,11 @@ final class GroupedPostingsReader: StorageReader {
 
     /// Segments shared with other readers of the database, by key.
     let shared: TextSegmentCache?
+    /// One walk over each text index's segment keys and one over its tombstone keys (by index
+    /// prefix), moved forward term by term: a query reading its terms in order seeks only where
+    /// it skips keys, instead of opening two engine cursors per term.
+    private var segmentWalks: [[UInt8]: ForwardWalk] = [:]
+    private var tombstoneWalks: [[UInt8]: ForwardWalk] = [:]
     /// Terms (segment key prefixes `P 31 tuple`) read as having no segments: those `check`
     /// found damaged, so that it can go on and rebuild their postings from the records.
     var skippedTerms: Set<[UInt8]> = []
@@ -76,8 +81,7 @@ final class GroupedPostingsReader: StorageReader {
         var segments: [TextSegment] = []
         var segmentKeys: [[UInt8]] = []
         var bytes = 0
-        let cursor = try base.cursor(in: .prefix(segmentPrefix))
-        while try cursor.next() {
+        try walk(&segmentWalks, prefix: prefix, tag: GroupedPostingKeys.segmentTag, under: segmentPrefix) { cursor in
             let length = cursor.withKey { $0.count }
             guard length == segmentPrefix.count + 1 + TextSegment.stampLength else {
                 throw FormatError(
@@ -87,7 +91,7 @@ final class GroupedPostingsReader: StorageReader {
             segmentKeys.append(key)
             if let known = shared?.segment(key) {
                 segments.append(known)
-                continue
+                return
             }
             let value = try cursor.value
             bytes += value.count
@@ -101,8 +105,8 @@ final class GroupedPostingsReader: StorageReader {
             var tombstonePrefix = prefix
             tombstonePrefix.append(GroupedPostingKeys.tombstoneTag)
             tombstonePrefix.append(contentsOf: tuple)
-            let cursor = try base.cursor(in: .prefix(tombstonePrefix))
-            while try cursor.next() {
+            try walk(&tombstoneWalks, prefix: prefix, tag: GroupedPostingKeys.tombstoneTag, under: tombstonePrefix) {
+                cursor in
                 let identity = try cursor.withKey { raw throws(FormatError) -> TextSegmentMerge.Identity in
                     guard raw.count > tombstonePrefix.count + TextSegment.stampLength else {
                         throw FormatError("a text tombstone key of \(raw.count) bytes names no object")
@@ -133,6 +137,28 @@ final class GroupedPostingsReader: StorageReader {
 
     /// How many bytes of segments the reader keeps decoded.
     static let cacheBytes = 64 << 20
+
+    /// Calls `body` on each key under `keyPrefix` through the walk over the keys tagged `tag`
+    /// (segments or tombstones) of the index `prefix`. A walk that meets an error is dropped, so
+    /// the next term is read by a new cursor.
+    private func walk(
+        _ walks: inout [[UInt8]: ForwardWalk], prefix: [UInt8], tag: UInt8, under keyPrefix: [UInt8],
+        _ body: (any StorageCursor) throws -> Void
+    ) throws {
+        let walk: ForwardWalk
+        if let known = walks[prefix] {
+            walk = known
+        } else {
+            walk = ForwardWalk(try base.cursor(in: .prefix(prefix + [tag])))
+            walks[prefix] = walk
+        }
+        do {
+            try walk.entries(under: keyPrefix, body)
+        } catch {
+            walks[prefix] = nil
+            throw error
+        }
+    }
 
     func withValue<R>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         guard let prefix = postingPrefix(of: key) else { return try base.withValue(forKey: key, body) }
@@ -227,6 +253,56 @@ final class GroupedPostingsReader: StorageReader {
         guard let b else { return true }
         guard let a else { return !b.isEmpty }
         return a.lexicographicallyPrecedes(b)
+    }
+}
+
+/// One engine cursor giving the entries under one key prefix after another: it seeks only when
+/// asked for a prefix behind it or past the entry it is on, so prefixes asked in increasing order
+/// (a query's terms) cost a seek each only where the walk skips entries.
+///
+/// It keeps a lower bound: the cursor is on the first entry at or after it (or past the last).
+/// After the entries under a prefix, the bound is the prefix's successor, so the next prefix
+/// asked (the next term's) finds the cursor already there.
+final class ForwardWalk {
+    private let cursor: any StorageCursor
+    /// `nil` before the first seek.
+    private var bound: [UInt8]?
+
+    init(_ cursor: any StorageCursor) { self.cursor = cursor }
+
+    /// Calls `body` with the cursor on each entry whose key starts with `prefix`, in key order.
+    func entries(under prefix: [UInt8], _ body: (any StorageCursor) throws -> Void) throws {
+        let positioned: Bool
+        if let bound, !prefix.lexicographicallyPrecedes(bound) {
+            // At or past the bound: the cursor's entry (the first at or after the bound) is the
+            // first at or after `prefix` too, unless it lies before `prefix`.
+            positioned = !cursor.isOnEntry || !cursor.withKey({ compareBytes($0, prefix) < 0 })
+        } else {
+            positioned = false
+        }
+        if !positioned {
+            cursor.seek(prefix)
+            bound = prefix
+            guard try cursor.next() else { return }
+        } else if !cursor.isOnEntry {
+            return
+        }
+        // Whatever happens below, the cursor ends on the first entry past `prefix`'s (`nil`
+        // until then, so that a walk stopped by an error seeks again).
+        bound = nil
+        while cursor.withKey({ $0.hasBytePrefix(prefix) }) {
+            try body(cursor)
+            guard try cursor.next() else { break }
+        }
+        bound = KeyRange.successor(ofPrefix: prefix)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes start with `prefix` (compared by `memcmp`).
+    @inline(__always)
+    func hasBytePrefix(_ prefix: [UInt8]) -> Bool {
+        count >= prefix.count && compareBytes(UnsafeRawBufferPointer(rebasing: self[..<prefix.count]), prefix) == 0
     }
 }
 
@@ -333,6 +409,8 @@ final class MergedPostingsCursor: StorageCursor {
     private var singleOn = false
     /// Segment keys of the terms in range, walked term by term.
     private let segmentKeys: any StorageCursor
+    /// The segment key prefix (`P 31 tuple`) of the term loaded last, whose keys the walk skips.
+    private var loadedTermSegments: [UInt8]?
     /// The term whose postings `postings` walks (its stored tuple), and the walk.
     private var term: [UInt8]?
     private var postings: MergedTermPostings?
@@ -340,6 +418,8 @@ final class MergedPostingsCursor: StorageCursor {
     private var postingOn = false
     /// The key the segment posting it is on stands for: `prefix + term + objectKey`.
     private var postingKey: [UInt8] = []
+    /// The term `postingKey` was made for.
+    private var postingKeyTerm: [UInt8] = []
     /// Which of the two the cursor is on.
     private enum Side { case none, single, posting }
     private var side = Side.none
@@ -474,6 +554,7 @@ final class MergedPostingsCursor: StorageCursor {
             segmentStart.append(contentsOf: Self.termPart(of: target, prefix: prefix))
         }
         segmentKeys.seek(segmentStart)
+        loadedTermSegments = nil
         term = nil
         postings = nil
         return try nextPosting(seeking: target)
@@ -481,7 +562,10 @@ final class MergedPostingsCursor: StorageCursor {
 
     /// Loads the segments and tombstones of the next term that has segments; `false` when none is left.
     private func loadNextTerm() throws -> Bool {
-        guard try segmentKeys.next() else { return false }
+        // Past the segment keys of the term loaded last, stepping (a term has a few).
+        repeat {
+            guard try segmentKeys.next() else { return false }
+        } while segmentKeys.withKey({ raw in loadedTermSegments.map { raw.hasBytePrefix($0) } ?? false })
         let key = segmentKeys.key
         let tupleStart = prefix.count + 1
         let tupleEnd = key.count - 1 - TextSegment.stampLength
@@ -490,11 +574,10 @@ final class MergedPostingsCursor: StorageCursor {
         }
         let tuple = key[tupleStart..<tupleEnd]
         let group = try reader.group(prefix: prefix, tuple: tuple)
-        // Past this term's segment keys.
-        var next = prefix + [GroupedPostingKeys.segmentTag]
-        next.append(contentsOf: tuple)
-        next = KeyRange.successor(ofPrefix: next) ?? next
-        segmentKeys.seek(next)
+        // The next load steps past this term's other segment keys.
+        var segmentsOfTerm = prefix + [GroupedPostingKeys.segmentTag]
+        segmentsOfTerm.append(contentsOf: tuple)
+        loadedTermSegments = segmentsOfTerm
         term = Array(tuple)
         postings = group.merged
         postingIndex = -1
@@ -503,9 +586,16 @@ final class MergedPostingsCursor: StorageCursor {
 
     private func setPostingKey() {
         guard let term, let postings else { return }
-        postingKey.removeAll(keepingCapacity: true)
-        postingKey.append(contentsOf: prefix)
-        postingKey.append(contentsOf: term)
+        // `prefix + term` stays from the last posting of the same term; only the object key changes.
+        let base = prefix.count + term.count
+        if postingKey.count >= base, postingKeyTerm == term {
+            postingKey.removeLast(postingKey.count - base)
+        } else {
+            postingKey.removeAll(keepingCapacity: true)
+            postingKey.append(contentsOf: prefix)
+            postingKey.append(contentsOf: term)
+            postingKeyTerm = term
+        }
         postingKey.append(contentsOf: postings.key(postingIndex))
     }
 
