@@ -162,6 +162,42 @@ import Testing
         }
     }
 
+    /// A prefix's keys are each matching object once, in byte order, when many keys share their
+    /// first 16 bytes (or differ only past a NUL byte) and objects hold several of the prefix's
+    /// terms: with postings in segments, as single entries, and both.
+    @Test(arguments: [Engine.leveldb, .memory])
+    func aPrefixGivesEachObjectOnceInByteOrder(engine: Engine) throws {
+        let t = try TestDatabase(engine)
+        let docs = try t.db.bucket(Doc.self)
+        var rng = SeededGenerator(seed: 17)
+        let terms = ["graph", "graphs", "graphic", "graphical", "grapheme", "graphviz", "grape", "photograph"]
+        func batch(_ count: Int) -> [Doc] {
+            (0..<count).map { n in
+                let head = n % 3 == 0 ? "a-key-head-of-sixteen-bytes/" : n % 3 == 1 ? "a-key\u{0}" : "\u{E9}"
+                let body = (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+                    terms.randomElement(using: &rng) ?? "graph"
+                }.joined(separator: " ")
+                return Doc(id: head + String(Int.random(in: 0..<400, using: &rng)), body: body)
+            }
+        }
+        var model: [[UInt8]: String] = [:]
+        func expected() -> [String] {
+            model.filter { $0.value.split(separator: " ").contains { $0.hasPrefix("graph") } }.keys
+                .sorted { $0.lexicographicallyPrecedes($1) }.map { String(decoding: $0, as: UTF8.self) }
+        }
+        // One large write (segments), then small ones (single entries, replacing some).
+        for (round, count) in [300, 5, 5, 200, 3].enumerated() {
+            let written = batch(count)
+            if round == 1 || round == 2 || round == 4 {
+                for doc in written { try docs.store(doc) }
+            } else {
+                try docs.store(written)
+            }
+            for doc in written { model[Array(doc.id.utf8)] = doc.body }
+            #expect(try docs.searchKeys("body", "graph*") == expected(), "after round \(round)")
+        }
+    }
+
     @Test func aFormat12DatabaseReadsAsItIsAndItsFirstLargeWriteUpgradesIt() throws {
         // A database as format 12 left it: every posting single.
         let t = try TestDatabase(.leveldb)

@@ -72,7 +72,7 @@ struct TextSearcher {
         case .term(let term):
             return try termKeys(term)
         case .prefix(let start):
-            return try keys(under: startPrefix(start)).sortedUnique()
+            return try distinctKeys(under: startPrefix(start))
         case .phrase(let terms, let lastIsPrefix):
             return try phrase(terms, lastIsPrefix: lastIsPrefix)
         case .or(let operands):
@@ -247,13 +247,20 @@ struct TextSearcher {
             }
             do {
                 let layout = index.text?.entryLayout ?? 1
+                guard wanted else {
+                    // Checked as `decode` would read it, with no positions array made.
+                    try cursor.withValue { raw in
+                        Result { () throws(FormatError) in try TextEntries.validate(raw, layout: layout) }
+                    }.get()
+                    return (key, [], nil)
+                }
                 let decoded = try cursor.withValue { raw in
                     Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
                         try TextEntries.decode(raw, layout: layout)
                     }
                 }
                 let (length, positions) = try decoded.get()
-                return (key, wanted ? positions : [], length)
+                return (key, positions, length)
             } catch {
                 throw .corruption(
                     bucket: bucket.name, key: String(decoding: key, as: UTF8.self), index: index.name,
@@ -276,16 +283,66 @@ struct TextSearcher {
         return result
     }
 
-    /// The object keys of the entries under `keyPrefix`, in cursor (key) order.
-    private func keys(under keyPrefix: [UInt8]) throws(BuriError) -> Keys {
-        var result: Keys = []
+    /// The distinct object keys of the entries under `keyPrefix` (several terms, for a prefix),
+    /// in key order, each entry's value checked. The keys are gathered in one buffer and sorted
+    /// there, an array made only for each distinct key.
+    private func distinctKeys(under keyPrefix: [UInt8]) throws(BuriError) -> Keys {
+        let layout = index.text?.entryLayout ?? 1
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
         try bucket.run {
             let cursor = try reader.cursor(in: .prefix(keyPrefix))
             _ = cursor.deferStatusChecks()
-            while try cursor.next() { result.append(try entry(cursor, positions: false).key) }
+            while try cursor.next() {
+                try appendObjectKey(cursor, layout: layout, to: &bytes)
+                ends.append(bytes.count)
+            }
             try cursor.checkStatus()
         }
-        return result
+        let keyEnds = ends
+        return bytes.withUnsafeBytes { buffer in
+            func key(_ i: Int) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(rebasing: buffer[(i == 0 ? 0 : keyEnds[i - 1])..<keyEnds[i]])
+            }
+            // By each key's first 16 bytes as integers, then by its bytes.
+            let heads = keyEnds.indices.map { key($0).orderedHead }
+            let order = keyEnds.indices.sorted { a, b in
+                heads[a] != heads[b] ? heads[a] < heads[b] : compareBytes(key(a), key(b)) < 0
+            }
+            var result: Keys = []
+            result.reserveCapacity(order.count)
+            var last: Int?
+            for i in order {
+                if let last, heads[last] == heads[i], compareBytes(key(last), key(i)) == 0 { continue }
+                result.append(Array(key(i)))
+                last = i
+            }
+            return result
+        }
+    }
+
+    /// Appends the object key of the entry `cursor` is on to `bytes`, after checking that its
+    /// value reads as positions (what ``entry(_:positions:)`` checks, with no arrays made).
+    private func appendObjectKey(
+        _ cursor: any StorageCursor, layout: Int, to bytes: inout [UInt8]
+    ) throws(BuriError) {
+        let start = bytes.count
+        do {
+            try cursor.withKey { raw in
+                bytes.append(
+                    contentsOf: UnsafeRawBufferPointer(
+                        rebasing: raw[try Keyspace.splitIndexEntry(raw, arity: 1).objectKey]))
+            }
+        } catch {
+            throw .corruption(bucket: bucket.name, key: nil, index: index.name, reason: "index entry key: \(error)")
+        }
+        do {
+            try cursor.withValue { raw in try TextEntries.validate(raw, layout: layout) }
+        } catch {
+            throw .corruption(
+                bucket: bucket.name, key: String(decoding: bytes[start...], as: UTF8.self), index: index.name,
+                reason: "text entry value: \(error)")
+        }
     }
 
     /// The positions of each object under `keyPrefix`; several terms of one object (a prefix)
@@ -492,8 +549,14 @@ struct TextSearcher {
 extension [[UInt8]] {
     /// Sorted bytewise, each once.
     fileprivate func sortedUnique() -> [[UInt8]] {
+        // By each key's first 16 bytes as integers, then by its bytes.
+        let heads = map { $0.withUnsafeBytes { $0.orderedHead } }
+        let order = indices.sorted { a, b in
+            heads[a] != heads[b] ? heads[a] < heads[b] : self[a].lexicographicallyPrecedes(self[b])
+        }
         var result: [[UInt8]] = []
-        for key in sorted(by: { $0.lexicographicallyPrecedes($1) }) where result.last != key { result.append(key) }
+        result.reserveCapacity(count)
+        for i in order where result.last != self[i] { result.append(self[i]) }
         return result
     }
 }
