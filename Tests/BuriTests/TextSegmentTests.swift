@@ -354,3 +354,26 @@ import Testing
         }
     }
 }
+
+@Suite struct SharedPrefixTests {
+    /// Against a byte-by-byte count, for random pairs that share 0 to 40 bytes, of every length
+    /// around the eight-byte steps, differing at every position (high and low bits alike).
+    @Test func countsTheBytesTwoKeysShare() {
+        var rng = SeededGenerator(seed: 5)
+        for _ in 0..<5_000 {
+            let shared = Int.random(in: 0...40, using: &rng)
+            let head = (0..<shared).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var a = head + (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var b = head + (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if Bool.random(using: &rng), a.count > shared, b.count > shared {
+                // Differing in one bit only.
+                b[shared] = a[shared] ^ (1 << UInt8.random(in: 0...7, using: &rng))
+            }
+            if Bool.random(using: &rng) { a = Array(a.prefix(shared)) }
+            var expected = 0
+            while expected < min(a.count, b.count), a[expected] == b[expected] { expected += 1 }
+            let found = a.withUnsafeBytes { ra in b.withUnsafeBytes { TextSegmentWriter.sharedPrefix(ra, $0) } }
+            #expect(found == expected, "\(a) \(b)")
+        }
+    }
+}
