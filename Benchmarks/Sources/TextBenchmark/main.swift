@@ -2,7 +2,10 @@ import Foundation
 
 // buri-text-bench: Buri's text index against SQLite FTS5 (through GRDB) on Debian's package
 // descriptions, side by side in one run: build time, size, and each query's latency (median and
-// 99th percentile) and matches, unranked and ranked (top 20). docs/BENCHMARK.md, "Text rows".
+// 99th percentile) and matches, unranked and ranked (top 20). FTS5 runs in two setups: a bare
+// FTS5 table (its fastest build) and GRDB's synchronized table (documents keyed by `key`, as
+// Buri's are, with an external-content FTS5 index kept by triggers: the setup GRDB documents,
+// and the faster one to query). docs/BENCHMARK.md, "Text rows".
 
 struct TextQueryCase: Sendable {
     var title: String
@@ -26,6 +29,8 @@ struct Options {
     var documents = 0
     var times = 50
     var json = false
+    /// The systems to run (`--only`, for profiling one of them): all when empty.
+    var only: Set<String> = []
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -42,13 +47,20 @@ struct Options {
                 }
                 times = n
             case "--json": json = true
+            case "--only":
+                guard let value = rest.popFirst(), !value.isEmpty else {
+                    throw Failure("--only needs system names (fts5, buri, fts5-table), comma-separated")
+                }
+                only = Set(value.split(separator: ",").map(String.init))
             case "--help", "-h":
                 print(
                     """
-                    usage: buri-text-bench [--documents N] [--times T] [--json]
+                    usage: buri-text-bench [--documents N] [--times T] [--only SYSTEMS] [--json]
                       --documents N  N documents derived from the descriptions (pairs; default: the
                                      descriptions themselves, one document per package)
                       --times T      each query asked T times (default 50); median and p99 reported
+                      --only SYSTEMS comma-separated: fts5, buri, fts5-table, buri-concurrently
+                                     (default: all; comparisons need fts5 first)
                     """)
                 exit(0)
             default: throw Failure("unknown argument \(argument) (see --help)")
@@ -120,10 +132,13 @@ func main() throws {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
 
-    let systems: [(String, () throws -> any TextSystem)] = [
-        (FTS5System.name, { try FTS5System(directory: directory) }),
-        (BuriTextSystem.name, { try BuriTextSystem(directory: directory) }),
+    let wanted = { (id: String) in options.only.isEmpty || options.only.contains(id) }
+    let all: [(id: String, name: String, make: () throws -> any TextSystem)] = [
+        ("fts5", FTS5System.name, { try FTS5System(directory: directory) }),
+        ("buri", BuriTextSystem.name, { try BuriTextSystem(directory: directory) }),
+        ("fts5-table", FTS5TableSystem.name, { try FTS5TableSystem(directory: directory) }),
     ]
+    let systems = all.filter { wanted($0.id) }.map { ($0.name, $0.make) }
     var table: [(name: String, build: Double, size: Int, results: [QueryResult], fetch: (Latency, Int))] = []
     for (name, make) in systems {
         let system = try make()
@@ -133,20 +148,22 @@ func main() throws {
 
     // The same build with `storeConcurrently` (encoding and tokenizing on every core), for the
     // build row only: its index is the one `store` builds.
-    let concurrent = try BuriTextSystem(directory: directory, concurrently: true)
-    let (concurrentBuild, _) = try time { try concurrent.build(corpus) }
-    let concurrentSize = try concurrent.size()
+    var concurrentRow: [(String, Double, Int)] = []
+    if wanted("buri-concurrently") {
+        let concurrent = try BuriTextSystem(directory: directory, concurrently: true)
+        let (build, _) = try time { try concurrent.build(corpus) }
+        concurrentRow = [
+            (
+                "Buri, storeConcurrently (\(ProcessInfo.processInfo.activeProcessorCount) cores)", build,
+                try concurrent.size()
+            )
+        ]
+    }
 
     print("## Text search: \(corpus.name), each query \(options.times) times\n")
     print("| System | Build (s) | Size (MiB) |")
     print("|---|---:|---:|")
-    let builds =
-        table.map { ($0.name, $0.build, $0.size) } + [
-            (
-                "Buri, storeConcurrently (\(ProcessInfo.processInfo.activeProcessorCount) cores)", concurrentBuild,
-                concurrentSize
-            )
-        ]
+    let builds = table.map { ($0.name, $0.build, $0.size) } + concurrentRow
     for (name, build, size) in builds {
         print("| \(name) | \(String(format: "%.2f", build)) | \(String(format: "%.1f", Double(size) / 1_048_576)) |")
     }
@@ -167,14 +184,18 @@ func main() throws {
     }
     // Rankings side by side: how many of each system's top 20 the other has too.
     if table.count > 1 {
-        print("\n| Query | Top-20 keys both rank (of) |")
-        print("|---|---:|")
+        let others = table.dropFirst()
+        print(
+            "\n| Query | "
+                + others.map { "\($0.name): top-20 keys \(table[0].name) ranks too (of)" }.joined(separator: " | ")
+                + " |")
+        print("|---|" + others.map { _ in "---:|" }.joined())
         for (i, query) in cases.enumerated() {
             let first = table[0].results[i].top
-            for row in table.dropFirst() {
-                let shared = Set(first).intersection(row.results[i].top).count
-                print("| \(query.title) | \(shared) (\(max(first.count, row.results[i].top.count))) |")
+            let cells = others.map { row in
+                "\(Set(first).intersection(row.results[i].top).count) (\(max(first.count, row.results[i].top.count)))"
             }
+            print("| \(query.title) | " + cells.joined(separator: " | ") + " |")
         }
     }
     // Result sets side by side: all-words queries must agree; any difference is listed.
