@@ -12,14 +12,7 @@ final class FTS5System: TextSystem {
 
     init(directory: String) throws {
         path = directory + "/fts5.sqlite"
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = OFF")
-            try db.execute(sql: "PRAGMA cache_size = -32768")
-        }
-        queue = try DatabaseQueue(path: path, configuration: configuration)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
+        queue = try fts5Queue(path: path) { db in
             try db.execute(
                 sql: """
                     CREATE VIRTUAL TABLE doc USING fts5(key UNINDEXED, body, \
@@ -29,14 +22,7 @@ final class FTS5System: TextSystem {
     }
 
     func build(_ corpus: Corpus) throws {
-        try queue.write { db in
-            let insert = try db.cachedStatement(sql: "INSERT INTO doc (key, body) VALUES (?, ?)")
-            for i in 0..<corpus.count {
-                insert.setUncheckedArguments([corpus.keys[i], corpus.texts[i]])
-                try insert.execute()
-            }
-        }
-        try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try insertAll(corpus, into: queue, sql: "INSERT INTO doc (key, body) VALUES (?, ?)")
     }
 
     func size() throws -> Int { directorySize(path) + directorySize(path + "-wal") }
@@ -62,4 +48,33 @@ final class FTS5System: TextSystem {
             return rows.map { (key: $0[0], text: $0[1]) }
         }
     }
+}
+
+/// A GRDB queue on `path` as both FTS5 setups open it (WAL, `synchronous = OFF` as the main
+/// benchmark's GRDB, a 32 MiB page cache), with the tables `schema` makes.
+func fts5Queue(path: String, schema: (Database) throws -> Void) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.prepareDatabase { db in
+        try db.execute(sql: "PRAGMA synchronous = OFF")
+        try db.execute(sql: "PRAGMA cache_size = -32768")
+    }
+    let queue = try DatabaseQueue(path: path, configuration: configuration)
+    try queue.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA journal_mode = WAL")
+        try schema(db)
+    }
+    return queue
+}
+
+/// Every document of `corpus` inserted by `sql` (key, body) in one transaction through one
+/// cached statement, then the WAL checkpointed (part of the build, as Buri's compaction is not).
+func insertAll(_ corpus: Corpus, into queue: DatabaseQueue, sql: String) throws {
+    try queue.write { db in
+        let insert = try db.cachedStatement(sql: sql)
+        for i in 0..<corpus.count {
+            insert.setUncheckedArguments([corpus.keys[i], corpus.texts[i]])
+            try insert.execute()
+        }
+    }
+    try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
 }

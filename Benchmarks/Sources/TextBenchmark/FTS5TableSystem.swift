@@ -12,14 +12,7 @@ final class FTS5TableSystem: TextSystem {
 
     init(directory: String) throws {
         path = directory + "/fts5-table.sqlite"
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = OFF")
-            try db.execute(sql: "PRAGMA cache_size = -32768")
-        }
-        queue = try DatabaseQueue(path: path, configuration: configuration)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
+        queue = try fts5Queue(path: path) { db in
             try db.create(table: "document") { t in
                 t.primaryKey("key", .text)
                 t.column("body", .text).notNull()
@@ -33,14 +26,7 @@ final class FTS5TableSystem: TextSystem {
     }
 
     func build(_ corpus: Corpus) throws {
-        try queue.write { db in
-            let insert = try db.cachedStatement(sql: "INSERT INTO document (key, body) VALUES (?, ?)")
-            for i in 0..<corpus.count {
-                insert.setUncheckedArguments([corpus.keys[i], corpus.texts[i]])
-                try insert.execute()
-            }
-        }
-        try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try insertAll(corpus, into: queue, sql: "INSERT INTO document (key, body) VALUES (?, ?)")
     }
 
     func size() throws -> Int { directorySize(path) + directorySize(path + "-wal") }
