@@ -150,7 +150,9 @@ final class GroupedPostingsReader: StorageReader {
             walk = known
         } else {
             walk = ForwardWalk(try base.cursor(in: .prefix(prefix + [tag])))
-            walks[prefix] = walk
+            // Kept for the next term only over a snapshot, whose view never moves; a reader that
+            // may see later writes (a transaction's) gets a cursor of its own each time.
+            if base is any StorageSnapshot { walks[prefix] = walk }
         }
         do {
             try walk.entries(under: keyPrefix, body)
