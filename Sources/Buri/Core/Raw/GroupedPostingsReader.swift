@@ -283,9 +283,13 @@ final class ForwardWalk {
             positioned = false
         }
         if !positioned {
+            // The bound holds again only once the cursor has moved onto its entry (or past the
+            // last) without an error.
+            bound = nil
             cursor.seek(prefix)
+            let on = try cursor.next()
             bound = prefix
-            guard try cursor.next() else { return }
+            guard on else { return }
         } else if !cursor.isOnEntry {
             return
         }
