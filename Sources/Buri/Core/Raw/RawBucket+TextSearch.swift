@@ -236,6 +236,12 @@ struct TextSearcher {
     private func entry(
         _ cursor: any StorageCursor, positions wanted: Bool
     ) throws(BuriError) -> (key: [UInt8], positions: [UInt64], length: UInt64?) {
+        guard wanted else {
+            // The key alone, its value checked as `decode` would read it, no positions made.
+            var key: [UInt8] = []
+            try appendObjectKey(cursor, layout: index.text?.entryLayout ?? 1, to: &key)
+            return (key, [], nil)
+        }
         let split = Result { () throws(BuriError) -> (key: [UInt8], positions: [UInt64], length: UInt64?) in
             let key: [UInt8]
             do {
@@ -247,13 +253,6 @@ struct TextSearcher {
             }
             do {
                 let layout = index.text?.entryLayout ?? 1
-                guard wanted else {
-                    // Checked as `decode` would read it, with no positions array made.
-                    try cursor.withValue { raw in
-                        Result { () throws(FormatError) in try TextEntries.validate(raw, layout: layout) }
-                    }.get()
-                    return (key, [], nil)
-                }
                 let decoded = try cursor.withValue { raw in
                     Result { () throws(FormatError) -> (length: UInt64?, positions: [UInt64]) in
                         try TextEntries.decode(raw, layout: layout)
