@@ -30,10 +30,13 @@ struct FormatDiskTests {
                 IndexDefinition(id: 0, name: "age", components: [.numeric]),
             ])
         let header = personHeader
+        var payload: [UInt8] = []
+        try CBOREncoder().encode(
+            FormatPerson(objectId: "p1", name: "Dirk", locale: "EN", age: 20), appendingTo: &payload)
+        try bucket.write([RawBucket.RecordWrite(key: "p1", header: header, payload: payload)])
         var value: [UInt8] = []
         header.append(to: &value)
-        try CBOREncoder().encode(FormatPerson(objectId: "p1", name: "Dirk", locale: "EN", age: 20), appendingTo: &value)
-        try bucket.write([RawBucket.RecordWrite(key: "p1", header: header, value: value)])
+        value += payload
         #expect(try bucket.keys(.index("locale", equals: "EN")) == ["p1"])
         #expect(try bucket.keys(.index("locale", equals: "E")) == [])
         #expect(try bucket.keys(.index("age", in: 20...20)) == ["p1"])
@@ -66,11 +69,8 @@ struct FormatDiskTests {
         let a = try db.createBucket(named: "a")
         let ab = try db.createBucket(named: "ab")
         func write(_ bucket: RawBucket, _ key: String) throws {
-            var value: [UInt8] = []
-            RecordHeader(schemaVersion: 0, entries: []).append(to: &value)
-            value.append(0xA0)
             try bucket.write([
-                RawBucket.RecordWrite(key: key, header: RecordHeader(schemaVersion: 0, entries: []), value: value)
+                RawBucket.RecordWrite(key: key, header: RecordHeader(schemaVersion: 0, entries: []), payload: [0xA0])
             ])
         }
         try write(a, "1")

@@ -400,32 +400,6 @@ import Testing
         }
     }
 
-    @Test func stampsSplicedIntoAHeaderAreTheHeaderEncodedWithThem() throws {
-        let stamps = [
-            RecordHeader.TextStamp(index: 3, stamp: [UInt8](repeating: 0xAB, count: 16), length: 300),
-            RecordHeader.TextStamp(index: 9, stamp: [UInt8](repeating: 0x00, count: 16), length: 0),
-        ]
-        let payload: [UInt8] = [0xA1, 0x61, 0x61, 0x01]
-        let entries = [
-            RecordHeader.Entry(index: 3, tuple: IndexValue("t").encoded),
-            RecordHeader.Entry(index: 5, tuple: IndexValue("r").encoded),
-        ]
-        for derived in [[], [RecordHeader.Derived(index: 5, path: [Array("refs".utf8)])]] {
-            var header = RecordHeader(schemaVersion: 2, entries: entries, derived: derived)
-            var value: [UInt8] = []
-            header.append(to: &value)
-            let payloadStart = value.count
-            value += payload
-            let spliced = try #require(RecordHeader.stamping(value, payloadStart: payloadStart, stamps: stamps))
-            header.textStamps = stamps
-            var encoded: [UInt8] = []
-            header.append(to: &encoded)
-            #expect(spliced == encoded + payload)
-            let offset = try spliced.withUnsafeBytes { raw in try RecordHeader.payloadOffset(raw) }
-            #expect(offset == encoded.count)
-        }
-    }
-
     @Test func segmentIdsCountUpFromTheStampCarryingAcrossBytes() {
         let id: [UInt8] = [UInt8](repeating: 0x11, count: 13) + [0x00, 0xFF, 0xFF]
         var key: [UInt8] = []

@@ -158,44 +158,30 @@ public final class Bucket<T: BuriSupport>: Sendable {
             if checking { computed.append((definition, tuples)) }
         }
         var header = RecordHeader(schemaVersion: UInt64(Swift.max(0, schema.schemaVersion)), entries: entries)
-        var value: [UInt8] = []
-        let payloadStart: Int
+        var payload: [UInt8] = []
+        // The header is serialized in front of the payload as the batch is written.
+        payload.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count })
+        do {
+            try CBOREncoder().encode(object, appendingTo: &payload)
+        } catch {
+            throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
+        }
         if hasRelationships {
             // A relationship's entries are left out of the header when the payload gives exactly
-            // them (docs/FORMAT.md §10, "Derived entries"): the payload is encoded first.
-            var payload: [UInt8] = []
-            do {
-                try CBOREncoder().encode(object, appendingTo: &payload)
-            } catch {
-                throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
-            }
+            // them (docs/FORMAT.md §10, "Derived entries").
             header.derived = Self.derivable(declared.map { $0.definition }, entries: entries, payload: payload)
-            value.reserveCapacity(64 + payload.count)
-            header.append(to: &value)
-            payloadStart = value.count
-            value.append(contentsOf: payload)
-        } else {
-            value.reserveCapacity(64 + entries.reduce(0) { $0 + $1.tuple.count + 4 })
-            header.append(to: &value)
-            payloadStart = value.count
-            do {
-                try CBOREncoder().encode(object, appendingTo: &value)
-            } catch {
-                throw .encodingFailed(bucket: name, key: key, reason: String(describing: error))
-            }
         }
         if checking {
             if fieldCheckPending.load(ordering: .relaxed) {
-                try checkDeclaredFields(computed, payload: Array(value[payloadStart...]), key: key)
+                try checkDeclaredFields(computed, payload: payload, key: key)
                 fieldCheckPending.store(false, ordering: .relaxed)
             }
             if roundTripPending.load(ordering: .relaxed) {
-                try checkStoredValues(computed, payload: Array(value[payloadStart...]), key: key)
+                try checkStoredValues(computed, payload: payload, key: key)
                 roundTripPending.store(false, ordering: .relaxed)
             }
         }
-        return RawBucket.RecordWrite(
-            key: key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart)
+        return RawBucket.RecordWrite(key: key, header: header, payload: payload, entryValues: entryValues)
     }
 
     /// The relationships among `definitions` whose entries (in `entries`) are exactly what the

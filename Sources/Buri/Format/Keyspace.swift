@@ -204,10 +204,18 @@ enum Keyspace {
     static func recordKey(bucket: UInt32, key: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(recordPrefixLength + key.utf8.count)
+        writeRecordKey(bucket: bucket, key: key, into: &out)
+        return out
+    }
+
+    /// Writes the record key of `key` in `bucket` into `out`, replacing its contents (a buffer a
+    /// batch's writes share).
+    @inline(__always)
+    static func writeRecordKey(bucket: UInt32, key: String, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
         out.append(recordTag)
         appendBigEndian(bucket, to: &out)
         out.append(contentsOf: key.utf8)
-        return out
     }
 
     /// The object key of a record key of `bucket`.

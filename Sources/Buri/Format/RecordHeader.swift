@@ -122,37 +122,6 @@ struct RecordHeader: Equatable, Sendable {
         }
     }
 
-    /// The record value `value`, whose header of layout 1 or 2 ends at `payloadStart`, with
-    /// `stamps` added to its header (layout 3), its other bytes copied as they are; `nil` for a
-    /// header of another layout.
-    static func stamping(_ value: [UInt8], payloadStart: Int, stamps: [TextStamp]) -> [UInt8]? {
-        guard payloadStart >= 2, payloadStart <= value.count,
-            value[0] == layoutVersion || value[0] == derivedLayoutVersion
-        else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(value.count + 24 * stamps.count + 4)
-        out.append(stampedLayoutVersion)
-        out.append(contentsOf: value[1..<payloadStart])
-        // Layout 1 has no derived section; layout 3 has one, here empty.
-        if value[0] == layoutVersion { out.append(0) }
-        append(stamps, to: &out)
-        out.append(contentsOf: value[payloadStart...])
-        return out
-    }
-
-    /// The record value `value` (a header, then the payload) with this header in front of its
-    /// payload instead: what a write that moves the object's postings into segments stores.
-    func replacingHeader(of value: [UInt8]) throws(FormatError) -> [UInt8] {
-        let offset = try value.withUnsafeBytes { raw in
-            Result { () throws(FormatError) -> Int in try Self.payloadOffset(raw) }
-        }.get()
-        var out: [UInt8] = []
-        out.reserveCapacity(value.count + 24 * textStamps.count + 8)
-        append(to: &out)
-        out.append(contentsOf: value[offset...])
-        return out
-    }
-
     private static func append(_ entry: Entry, to out: inout [UInt8]) {
         Varint.append(UInt64(entry.index), to: &out)
         Varint.append(UInt64(entry.tuple.count), to: &out)

@@ -242,20 +242,7 @@ struct TextSegment {
         stamps: [[UInt8]], count: Int,
         _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
     ) throws(FormatError) -> [UInt8] {
-        var out: [UInt8] = []
-        try encode(stamps: stamps, count: count, into: &out, posting)
-        return out
-    }
-
-    /// ``encode(stamps:count:_:)`` into `out`, which it empties first (a writer of many segments
-    /// reuses one buffer).
-    static func encode(
-        stamps: [[UInt8]], count: Int, into out: inout [UInt8],
-        _ posting: (Int, ([UInt8], Int, UnsafeRawBufferPointer) throws(FormatError) -> Void) throws(FormatError) -> Void
-    ) throws(FormatError) {
         var writer = TextSegmentWriter(validatingValues: true)
-        swap(&writer.bytes, &out)
-        defer { swap(&writer.bytes, &out) }
         try writer.begin(stamps: stamps, count: count)
         for index in 0..<count {
             try posting(index) { key, stamp, value throws(FormatError) in
@@ -263,6 +250,7 @@ struct TextSegment {
             }
         }
         try writer.finish()
+        return writer.bytes
     }
 }
 
@@ -274,20 +262,20 @@ struct TextSegment {
 /// var writer = TextSegmentWriter(validatingValues: false)
 /// try writer.begin(stamps: [stamp], count: 1)
 /// writer.append(key: key, stamp: 0, value: value)
-/// try writer.finish()                     // writer.bytes: the segment
+/// try writer.finish()                     // writer.bytes (or withBytes): the segment
 /// ```
 ///
 /// ``append(key:stamp:value:)`` does not throw: the first fault it finds (keys not strictly
 /// increasing, an empty key, a stamp out of range, a value that is not a layout-2 entry value when
 /// `validatingValues`) is kept, and ``finish()`` throws it, so a segment that would not read is
 /// never handed out.
-struct TextSegmentWriter {
+struct TextSegmentWriter: ~Copyable {
     /// The segment being written, complete once ``finish()`` returns.
-    var bytes: [UInt8] = []
+    private var out = ByteWriter(capacity: 4096)
     /// Whether each value is checked as a layout-2 entry value (off where the values were just
     /// read and checked, as in a merge).
     let validatingValues: Bool
-    private var previous: [UInt8] = []
+    private var previous = ByteWriter(capacity: 64)
     private var expected = 0
     private var written = 0
     private var stampCount = 0
@@ -299,6 +287,12 @@ struct TextSegmentWriter {
 
     init(validatingValues: Bool) { self.validatingValues = validatingValues }
 
+    /// The segment written, as an array.
+    var bytes: [UInt8] { out.array }
+
+    /// Calls `body` with the segment written (valid only during the call).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { out.withBytes(body) }
+
     /// Starts a segment of `count` postings naming `stamps` (16 bytes each, in increasing order),
     /// emptying ``bytes``.
     mutating func begin(stamps: [[UInt8]], count: Int) throws(FormatError) {
@@ -309,14 +303,14 @@ struct TextSegmentWriter {
         for (a, b) in zip(stamps, stamps.dropFirst()) where !a.lexicographicallyPrecedes(b) {
             throw FormatError("a text segment's stamps must be in increasing byte order")
         }
-        bytes.removeAll(keepingCapacity: true)
-        bytes.append(TextSegment.version)
-        Varint.append(UInt64(count), to: &bytes)
-        Varint.append(UInt64(stamps.count), to: &bytes)
-        for stamp in stamps { bytes.append(contentsOf: stamp) }
-        restartsAt = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 4 * TextSegment.restartCount(of: count)))
-        postingsAt = bytes.count
+        out.removeAll()
+        out.append(TextSegment.version)
+        out.appendVarint(UInt64(count))
+        out.appendVarint(UInt64(stamps.count))
+        for stamp in stamps { out.append(stamp) }
+        restartsAt = out.count
+        out.appendZeros(4 * TextSegment.restartCount(of: count))
+        postingsAt = out.count
         expected = count
         written = 0
         stampCount = stamps.count
@@ -325,7 +319,7 @@ struct TextSegmentWriter {
         } else {
             used = [Bool](repeating: false, count: stamps.count)
         }
-        previous.removeAll(keepingCapacity: true)
+        previous.removeAll()
         fault = nil
     }
 
@@ -339,7 +333,7 @@ struct TextSegmentWriter {
         // The bytes shared with the key before, and from them whether this key follows it: it
         // does when it is longer and starts with the whole of it, or its first differing byte
         // is larger. One pass, eight bytes at a time.
-        let common = index == 0 ? 0 : previous.withUnsafeBytes { Self.sharedPrefix(key, $0) }
+        let common = index == 0 ? 0 : previous.withBytes { Self.sharedPrefix(key, $0) }
         if index > 0 {
             let follows =
                 common == previous.count
@@ -360,24 +354,24 @@ struct TextSegmentWriter {
         }
         var shared = 0
         if index % TextSegment.restartInterval == 0 {
-            guard bytes.count - postingsAt <= Int(UInt32.max) else { return fail("a text segment is limited to 4 GiB") }
-            let offset = UInt32(truncatingIfNeeded: bytes.count - postingsAt)
+            guard out.count - postingsAt <= Int(UInt32.max) else { return fail("a text segment is limited to 4 GiB") }
+            let offset = UInt32(truncatingIfNeeded: out.count - postingsAt)
             let at = restartsAt + 4 * (index / TextSegment.restartInterval)
-            bytes[at] = UInt8(truncatingIfNeeded: offset >> 24)
-            bytes[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
-            bytes[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
-            bytes[at + 3] = UInt8(truncatingIfNeeded: offset)
+            out[at] = UInt8(truncatingIfNeeded: offset >> 24)
+            out[at + 1] = UInt8(truncatingIfNeeded: offset >> 16)
+            out[at + 2] = UInt8(truncatingIfNeeded: offset >> 8)
+            out[at + 3] = UInt8(truncatingIfNeeded: offset)
         } else {
             shared = common
         }
-        Varint.append(UInt64(shared), to: &bytes)
-        Varint.append(UInt64(key.count - shared), to: &bytes)
-        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[shared...]).bindMemoryAsUInt8())
-        Varint.append(UInt64(stamp), to: &bytes)
-        Varint.append(UInt64(value.count), to: &bytes)
-        bytes.append(contentsOf: value.bindMemoryAsUInt8())
-        previous.removeAll(keepingCapacity: true)
-        previous.append(contentsOf: key.bindMemoryAsUInt8())
+        out.appendVarint(UInt64(shared))
+        out.appendVarint(UInt64(key.count - shared))
+        out.append(UnsafeRawBufferPointer(rebasing: key[shared...]))
+        out.appendVarint(UInt64(stamp))
+        out.appendVarint(UInt64(value.count))
+        out.append(value)
+        previous.removeAll()
+        previous.append(key)
         written += 1
     }
 

@@ -194,7 +194,7 @@ extension RawBucket {
                 bucket: bucketId, index: index, tuple: tuple, tier: Self.segmentTier(ofCount: to - from), id: id,
                 plus: number, into: &key)
             number &+= 1
-            batch.put(key, writer.bytes)
+            key.withUnsafeBytes { key in writer.withBytes { batch.put(key, $0) } }
             counts.segmentsWritten += 1
             from = to
         }

@@ -40,8 +40,9 @@ extension RawBucket {
     /// into the header (with the document length) of every object having terms in it. Nothing
     /// changes on a shared engine (segments would make concurrent writers conflict over merges),
     /// or when the batch names a key twice (its earlier version's postings would have to leave
-    /// the segment). The writes are changed in place, each once (no copy of the batch).
-    func stampForSegments(_ writes: inout [RecordWrite]) throws(BuriError) {
+    /// the segment). Only the headers change, in place: the record values are serialized from
+    /// them as the batch is written. `keys` holds each write's key as UTF-8 bytes.
+    func stampForSegments(_ writes: inout [RecordWrite], keys: [[UInt8]]) {
         guard writes.count >= Self.segmentThreshold, !database.engine.isShared else { return }
         let candidates = madeDescriptor.indexes.filter { $0.text?.keepsLengths == true }
         guard !candidates.isEmpty else { return }
@@ -56,38 +57,18 @@ extension RawBucket {
             if holding >= Self.segmentThreshold { ordered.append((index.id, Self.randomStamp())) }
         }
         guard !ordered.isEmpty else { return }
-        var keys = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
-        for position in writes.indices where !keys.insert(ObjectKeyBytes(Array(writes[position].key.utf8))).inserted {
+        var seen = Set<ObjectKeyBytes>(minimumCapacity: keys.count)
+        for key in keys where !seen.insert(ObjectKeyBytes(key)).inserted {
             return
         }
-        var added: [RecordHeader.TextStamp] = []
         for position in writes.indices {
-            added.removeAll(keepingCapacity: true)
             for (index, stamp) in ordered {
                 guard let entry = writes[position].header.entries.firstIndex(where: { $0.index == index }) else {
                     continue
                 }
                 let length = writes[position].entryValues.withValue(at: entry) { Self.documentLength($0) }
-                added.append(.init(index: index, stamp: stamp, length: UInt64(length)))
+                writes[position].header.textStamps.append(.init(index: index, stamp: stamp, length: UInt64(length)))
             }
-            guard !added.isEmpty else { continue }
-            writes[position].header.textStamps += added
-            // The stamps spliced into the header as written, when the writer says where it ends.
-            if let start = writes[position].payloadStart,
-                let value = RecordHeader.stamping(writes[position].value, payloadStart: start, stamps: added)
-            {
-                let payload = writes[position].value.count - start
-                writes[position].value = value
-                writes[position].payloadStart = value.count - payload
-                continue
-            }
-            do {
-                writes[position].value = try writes[position].header.replacingHeader(of: writes[position].value)
-            } catch {
-                throw .corruption(
-                    bucket: name, key: writes[position].key, index: nil, reason: "record header: \(error)")
-            }
-            writes[position].payloadStart = nil
         }
     }
 
@@ -283,7 +264,7 @@ extension SegmentCollector.IndexPostings {
                     tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
                     into: &key)
                 number &+= 1
-                key.withUnsafeBytes { key in writer.bytes.withUnsafeBytes { batch.put(key, $0) } }
+                key.withUnsafeBytes { key in writer.withBytes { batch.put(key, $0) } }
                 from = to
             }
         }

@@ -50,29 +50,49 @@ struct EntryValues {
 }
 
 extension RawBucket {
-    /// One object to write: its key, its header (index entries) and the complete record value.
+    /// One object to write: its key, its header (index entries) and its payload. The record value
+    /// stored is the header followed by the payload (``appendValue(to:)``), serialized as the batch
+    /// is written: a header that gains text stamps on the way (``stampForSegments(_:)``) is then
+    /// written once, not spliced into a copy.
     struct RecordWrite {
         var key: String
         var header: RecordHeader
-        var value: [UInt8]
+        /// The encoded object (CBOR), stored after the header.
+        var payload: [UInt8]
         /// The value stored under each entry's key, in the order of `header.entries` (none: no
         /// entry has one), for indexes whose entries carry one (a text index's positions,
         /// `docs/FORMAT.md` §5b); other entries have empty values. An entry with a value is written
         /// even when the old record lists it too, as its value may have changed.
         var entryValues = EntryValues()
-        /// Where the payload starts in `value`, when the writer knows it (the header's length).
-        var payloadStart: Int? = nil
 
         /// The value to store under the key of `header.entries[position]`, as an array.
         func value(at position: Int) -> [UInt8] {
             entryValues.withValue(at: position) { Array($0) }
+        }
+
+        /// Appends the record value (the header, then the payload) to `out`.
+        func appendValue(to out: inout [UInt8]) {
+            header.append(to: &out)
+            out.append(contentsOf: payload)
+        }
+
+        /// The record value as stored: the header, then the payload.
+        var value: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(payload.count + 16 + header.entries.count * 8)
+            appendValue(to: &out)
+            return out
         }
     }
 
     /// Writes records and their index entries in one atomic batch, replacing each object's previous
     /// entries with its new ones. Checks unique indexes first; on any error nothing is written.
     func write(_ writes: consuming [RecordWrite], sync: Bool? = nil) throws(BuriError) {
-        try stampForSegments(&writes)
+        // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
+        // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
+        /// Each write's key as UTF-8 bytes, made once for the batch (not needed without indexes).
+        let batchKeys = madeDescriptor.indexes.isEmpty ? [] : writes.map { Array($0.key.utf8) }
+        stampForSegments(&writes, keys: batchKeys)
         /// Tombstones the batch writes, and whether it writes segments: for the merge schedule.
         var tombstones = 0
         var segmented = false
@@ -86,10 +106,9 @@ extension RawBucket {
                 writer.adjustCount(of: bucketId, bucket: name, by: added)
                 return
             }
-            // Keys are compared as UTF-8 bytes throughout, never as Swift Strings: String equality is
-            // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
-            /// Headers as they will be once the batch is applied, for keys written earlier in it.
-            var pending: [ObjectKeyBytes: RecordHeader?] = [:]
+            /// The position of the last write of each key earlier in this batch (its header is the
+            /// one the key has once the batch is applied).
+            var pending: [ObjectKeyBytes: Int] = [:]
             pending.reserveCapacity(writes.count)
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
@@ -105,8 +124,7 @@ extension RawBucket {
             let walking =
                 !bucketIsEmpty && writes.count >= Self.walkThreshold && !reader.prefersBatchedReads
                 && !database.engine.isShared
-            let allKeyBytes = walking ? writes.map { Array($0.key.utf8) } : []
-            let walked = walking ? try walkOldHeaders(allKeyBytes, reader: reader) : nil
+            let walked = walking ? try walkOldHeaders(batchKeys, reader: reader) : nil
             /// Objects new to the bucket (not stored, and not earlier in this batch): the count's change
             /// (if a later object fails, a transaction's statement savepoint takes it back with the puts).
             var added = 0
@@ -115,7 +133,7 @@ extension RawBucket {
             /// objects written earlier in this batch (their stored entries are not theirs any more).
             let lengthIds = lengthKeepingIndexIds
             var tokenDeltas = [Int](repeating: 0, count: lengthIds.count)
-            var pendingLengths: [ObjectKeyBytes: [Int]] = [:]
+            var lengths = [Int](repeating: 0, count: lengthIds.isEmpty ? 0 : writes.count * lengthIds.count)
             defer {
                 for (index, delta) in zip(lengthIds, tokenDeltas) {
                     writer.adjustTextTotal(of: bucketId, index: index, bucket: name, by: delta)
@@ -127,17 +145,19 @@ extension RawBucket {
             let relationships = stagingMarker == nil ? madeDescriptor.indexes.filter { $0.references != nil } : []
             var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
             var keyBuffer: [UInt8] = []
+            var valueBuffer: [UInt8] = []
             /// The postings this batch puts in segments.
             var segments = SegmentCollector()
             for (position, write) in writes.enumerated() {
                 let writePosition = position
-                let keyBytes = walking ? allKeyBytes[position] : Array(write.key.utf8)
+                let keyBytes = batchKeys[position]
                 let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
                 /// Not stored and not earlier in this batch (a stored record, even a damaged one, has a header here).
                 let isNew: Bool
-                if let known = pending[pendingKey] {
-                    old = known
+                let earlier = pending[pendingKey]
+                if let earlier {
+                    old = writes[earlier].header
                     isNew = false
                 } else if bucketIsEmpty {
                     old = nil
@@ -149,22 +169,18 @@ extension RawBucket {
                     old = try currentHeader(forKey: write.key, reader: reader)
                     isNew = old == nil
                 }
-                if !lengthIds.isEmpty {
-                    var lengths: [Int] = []
-                    for (slot, index) in lengthIds.enumerated() {
-                        let length = Self.documentLength(of: write, index: index)
-                        lengths.append(length)
-                        let before: Int
-                        if let known = pendingLengths[pendingKey] {
-                            before = known[slot]
-                        } else if let old {
-                            before = try storedDocumentLength(old, index: index, key: write.key, reader: reader)
-                        } else {
-                            before = 0
-                        }
-                        tokenDeltas[slot] += length - before
+                for (slot, index) in lengthIds.enumerated() {
+                    let length = Self.documentLength(of: write, index: index)
+                    lengths[position * lengthIds.count + slot] = length
+                    let before: Int
+                    if let earlier {
+                        before = lengths[earlier * lengthIds.count + slot]
+                    } else if let old {
+                        before = try storedDocumentLength(old, index: index, key: write.key, reader: reader)
+                    } else {
+                        before = 0
                     }
-                    pendingLengths[pendingKey] = lengths
+                    tokenDeltas[slot] += length - before
                 }
                 let oldEntries = old?.entries ?? []
                 let newEntries = write.header.entries
@@ -172,9 +188,12 @@ extension RawBucket {
                 /// postings are all removed (tombstoned where in segments) and the new ones all
                 /// written, none kept in place.
                 let oldStamps = old?.textStamps ?? []
-                let grouped =
-                    oldStamps.isEmpty && write.header.textStamps.isEmpty
-                    ? [] : Set(oldStamps.map(\.index) + write.header.textStamps.map(\.index))
+                let newStamps = write.header.textStamps
+                let anyGrouped = !oldStamps.isEmpty || !newStamps.isEmpty
+                func isGrouped(_ index: UInt32) -> Bool {
+                    anyGrouped
+                        && (oldStamps.contains { $0.index == index } || newStamps.contains { $0.index == index })
+                }
                 // Which entries stay: looked up in sets when both lists are long (a long text's
                 // terms), so that replacing an object is not quadratic in its entries.
                 let sets = oldEntries.count > 16 && newEntries.count > 16
@@ -185,7 +204,7 @@ extension RawBucket {
                 )
                     -> Bool
                 {
-                    !grouped.contains(entry.index) && (sets ? set.contains(entry) : entries.contains(entry))
+                    !isGrouped(entry.index) && (sets ? set.contains(entry) : entries.contains(entry))
                 }
                 for entry in oldEntries where !isKept(entry, in: newEntries, newSet) {
                     if claims[entry] == keyBytes { claims[entry] = nil }
@@ -202,7 +221,7 @@ extension RawBucket {
                     keyBuffer.withUnsafeBytes { batch.put($0, value) }
                 }
                 for (position, entry) in newEntries.enumerated() {
-                    if !grouped.isEmpty, let stamp = write.header.textStamp(of: entry.index) {
+                    if anyGrouped, let stamp = write.header.textStamp(of: entry.index) {
                         write.entryValues.withValue(at: position) { value in
                             segments.add(
                                 index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, position: writePosition,
@@ -221,14 +240,16 @@ extension RawBucket {
                         newReferences.append((write.key, index, entry.tuple))
                     }
                     if uniqueIds.contains(entry.index) {
-                        try checkUnique(entry, for: keyBytes, pending: pending, claims: claims, reader: reader)
+                        try checkUnique(entry, for: keyBytes, claims: claims, reader: reader) { holder in
+                            pending[holder].map { writes[$0].header }
+                        }
                         claims[entry] = keyBytes
                     }
                     write.entryValues.withValue(at: position) { put(entry, $0) }
                 }
-                batch.put(recordKey(write.key), write.value)
+                putRecord(write, into: batch, keyBuffer: &keyBuffer, valueBuffer: &valueBuffer)
                 if isNew { added += 1 }
-                pending[pendingKey] = .some(write.header)
+                pending[pendingKey] = position
             }
             if !segments.isEmpty {
                 segmented = true
@@ -245,13 +266,25 @@ extension RawBucket {
         noteSegmentWork(segmentedCommits: segmented ? 1 : 0, tombstones: tombstones)
     }
 
+    /// Puts `write`'s record (its header, then its payload), the key and value built in buffers
+    /// the batch's writes share.
+    @inline(__always)
+    private func putRecord(
+        _ write: RecordWrite, into batch: any StorageBatch, keyBuffer: inout [UInt8], valueBuffer: inout [UInt8]
+    ) {
+        Keyspace.writeRecordKey(bucket: bucketId, key: write.key, into: &keyBuffer)
+        valueBuffer.removeAll(keepingCapacity: true)
+        write.appendValue(to: &valueBuffer)
+        keyBuffer.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
+    }
+
     /// Refuses references to objects that do not exist (``BuriError/danglingReference(bucket:key:index:targetBucket:target:)``):
     /// each target is read through the writer's reader (so it is a condition of the commit on a
     /// shared engine, and a transaction sees its own writes); an object of this bucket written
     /// earlier in the same batch counts as there.
     private func checkTargets(
         _ references: [(key: String, index: IndexDefinition, tuple: [UInt8])],
-        writtenHere: [ObjectKeyBytes: RecordHeader?], writer: Writer
+        writtenHere: [ObjectKeyBytes: Int], writer: Writer
     ) throws(BuriError) {
         var targetIds: [String: UInt32?] = [:]
         var recordKeys: [[UInt8]] = []
@@ -305,11 +338,17 @@ extension RawBucket {
         }
         var seen = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
         var added = 0
+        var valueBuffer: [UInt8] = []
+        func put(_ key: [UInt8], _ write: RecordWrite) {
+            valueBuffer.removeAll(keepingCapacity: true)
+            write.appendValue(to: &valueBuffer)
+            key.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
+        }
         if try hasNoRecords(writer.reader) {
             for write in writes {
                 let key = recordKey(write.key)
                 if seen.insert(ObjectKeyBytes(key)).inserted { added += 1 }
-                batch.put(key, write.value)
+                put(key, write)
             }
             return added
         }
@@ -327,7 +366,7 @@ extension RawBucket {
                 }
                 if !exists { added += 1 }
             }
-            batch.put(key, write.value)
+            put(key, write)
         }
         return added
     }
@@ -390,6 +429,7 @@ extension RawBucket {
         order.sort { a, b in a.head != b.head ? a.head < b.head : compareBytes(keys[a.index], keys[b.index]) < 0 }
         var slots = [WalkedHeaders.Slot](repeating: .absent, count: keys.count)
         var bytes: [UInt8] = []
+        let recordPrefix = recordPrefix
         try run {
             let cursor = try reader.cursor(in: .prefix(recordPrefix))
             var target = recordPrefix
@@ -445,8 +485,8 @@ extension RawBucket {
     }
 
     private func checkUnique(
-        _ entry: RecordHeader.Entry, for key: [UInt8], pending: [ObjectKeyBytes: RecordHeader?],
-        claims: [RecordHeader.Entry: [UInt8]], reader: any StorageReader
+        _ entry: RecordHeader.Entry, for key: [UInt8], claims: [RecordHeader.Entry: [UInt8]],
+        reader: any StorageReader, pending: (ObjectKeyBytes) -> RecordHeader?
     ) throws(BuriError) {
         let indexName = madeDescriptor.indexes.first { $0.id == entry.index }?.name ?? "#\(entry.index)"
         func violation(_ holder: [UInt8]) -> BuriError {
@@ -462,7 +502,7 @@ extension RawBucket {
                 let holder = cursor.withKey { raw in Array(raw[prefix.count...]) }
                 if holder == key { continue }
                 // Released earlier in this batch?
-                if let after = pending[ObjectKeyBytes(holder)], !(after?.entries.contains(entry) ?? false) { continue }
+                if let after = pending(ObjectKeyBytes(holder)), !after.entries.contains(entry) { continue }
                 throw violation(holder)
             }
         }

@@ -95,15 +95,8 @@ extension RawBucket {
             // catalog says its objects are written at (docs/FORMAT.md §10).
             let header = RecordHeader(
                 schemaVersion: object.schemaVersion ?? madeDescriptor.schemaVersion, entries: entries)
-            var value: [UInt8] = []
-            value.reserveCapacity(object.payload.count + 32)
-            header.append(to: &value)
-            let payloadStart = value.count
-            value.append(contentsOf: object.payload)
             writes.append(
-                RecordWrite(
-                    key: object.key, header: header, value: value, entryValues: entryValues, payloadStart: payloadStart)
-            )
+                RecordWrite(key: object.key, header: header, payload: object.payload, entryValues: entryValues))
         }
         if !writes.isEmpty { try write(writes, sync: sync) }
     }
