@@ -377,3 +377,57 @@ import Testing
         }
     }
 }
+
+/// The buffer segments are written through, against an array given the same appends.
+@Suite struct ByteWriterTests {
+    @Test func holdsWhatAnArrayGivenTheSameAppendsHolds() {
+        var rng = SeededGenerator(seed: 11)
+        var writer = ByteWriter(capacity: 1)
+        for round in 0..<200 {
+            var model: [UInt8] = []
+            writer.removeAll()
+            for _ in 0..<Int.random(in: 0...60, using: &rng) {
+                switch Int.random(in: 0...4, using: &rng) {
+                case 0:
+                    let byte = UInt8.random(in: 0...255, using: &rng)
+                    writer.append(byte)
+                    model.append(byte)
+                case 1:
+                    // Up to 3 KiB at once: past the capacity, so the buffer grows mid-append.
+                    let bytes = (0..<Int.random(in: 0...3_000, using: &rng)).map { _ in
+                        UInt8.random(in: 0...255, using: &rng)
+                    }
+                    bytes.withUnsafeBytes { writer.append($0) }
+                    model += bytes
+                case 2:
+                    let value: UInt64 = [0, 1, 127, 128, 16_383, 16_384, UInt64.max, .random(in: 0...UInt64.max, using: &rng)]
+                        .randomElement(using: &rng) ?? 0
+                    writer.appendVarint(value)
+                    Varint.append(value, to: &model)
+                case 3:
+                    let count = Int.random(in: 0...40, using: &rng)
+                    writer.appendZeros(count)
+                    model += [UInt8](repeating: 0, count: count)
+                default:
+                    // Overwriting a byte already written, as a segment's restart offsets are.
+                    guard !model.isEmpty else { continue }
+                    let at = Int.random(in: 0..<model.count, using: &rng)
+                    let byte = UInt8.random(in: 0...255, using: &rng)
+                    writer[at] = byte
+                    model[at] = byte
+                    #expect(writer[at] == byte)
+                }
+            }
+            #expect(writer.count == model.count, "round \(round)")
+            #expect(writer.array == model, "round \(round)")
+            #expect(writer.withBytes { Array($0) } == model, "round \(round)")
+        }
+        // Empty appends change nothing.
+        writer.removeAll()
+        writer.append(UnsafeRawBufferPointer(start: nil, count: 0))
+        writer.append([])
+        writer.appendZeros(0)
+        #expect(writer.count == 0)
+        #expect(writer.array == [])
+    }
+}

@@ -25,6 +25,14 @@ extension RawBucket {
         return tier
     }
 
+    /// The lowest tier below the top holding at least ``segmentsPerTier`` of a term's segments
+    /// (whose tiers are `tiers`), which makes a pass merge them with every lower tier's.
+    static func fullTier(of tiers: [UInt8]) -> Int? {
+        var perTier = [Int](repeating: 0, count: Int(topSegmentTier))
+        for tier in tiers where tier < topSegmentTier { perTier[Int(tier)] += 1 }
+        return perTier.firstIndex { $0 >= segmentsPerTier }
+    }
+
     /// What a merge pass did.
     struct SegmentMergeCounts: Equatable, Sendable {
         /// Terms some of whose segments were merged.
@@ -87,19 +95,34 @@ extension RawBucket {
                 key: Array(key[stampEnd...]), stamp: Array(key[tupleEnd..<stampEnd]))
             tombstones[tuple, default: []].insert(identity)
         }
-        var term: [UInt8]? = nil
+        // A term's segments are gathered (keys, tiers, and their values copied into one buffer)
+        // and read only when something of the term is due: most terms of a pass have no tier
+        // full and no tombstone, which their keys' tiers alone tell.
+        var term: [UInt8] = []
+        var haveTerm = false
+        var gathered: [(key: [UInt8], tier: UInt8, value: Range<Int>)] = []
+        var values = ByteWriter(capacity: 4096)
         var segments: [(key: [UInt8], tier: UInt8, segment: TextSegment)] = []
         // The ids of the segments the pass writes: one random id counted up (ids need only
         // differ among one term's segments, and another pass draws another 128 random bits).
         let id = Self.randomStamp()
         var number: UInt64 = 0
         func finishTerm() throws {
-            guard let tuple = term else { return }
-            let cancelled = tombstones.removeValue(forKey: tuple) ?? []
-            try mergeTerm(
-                index: index, tuple: tuple, segments: segments, tombstones: cancelled, everything: everything,
-                batch: batch, id: id, number: &number, counts: &counts)
+            guard haveTerm else { return }
+            defer {
+                gathered.removeAll(keepingCapacity: true)
+                values.removeAll()
+            }
+            let cancelled = tombstones.removeValue(forKey: term) ?? []
+            if !everything, cancelled.isEmpty, Self.fullTier(of: gathered.map(\.tier)) == nil { return }
             segments.removeAll(keepingCapacity: true)
+            for segment in gathered {
+                let bytes = values.withBytes { Array(UnsafeRawBufferPointer(rebasing: $0[segment.value])) }
+                segments.append((segment.key, segment.tier, try TextSegment(bytes, checkingPostings: false)))
+            }
+            try mergeTerm(
+                index: index, tuple: term, segments: segments, tombstones: cancelled, everything: everything,
+                batch: batch, id: id, number: &number, counts: &counts)
         }
         let segmentCursor = try reader.cursor(in: .prefix(prefix + [GroupedPostingKeys.segmentTag]))
         while try segmentCursor.next() {
@@ -110,13 +133,17 @@ extension RawBucket {
                 throw FormatError(
                     "a text segment key of \(key.count) bytes is not a segment key (term, tier, 16-byte id)")
             }
-            let tuple = Array(key[tupleStart..<tupleEnd])
-            if tuple != term {
+            let sameTerm =
+                haveTerm && term.count == tupleEnd - tupleStart && term.elementsEqual(key[tupleStart..<tupleEnd])
+            if !sameTerm {
                 try finishTerm()
-                term = tuple
+                term = Array(key[tupleStart..<tupleEnd])
+                haveTerm = true
             }
-            let segment = try TextSegment(try segmentCursor.value, checkingPostings: false)
-            segments.append((key, key[tupleEnd], segment))
+            let tier = key[tupleEnd]
+            let start = values.count
+            try segmentCursor.withValue { values.append($0) }
+            gathered.append((key, tier, start..<values.count))
         }
         try finishTerm()
         // Tombstones of terms without a segment cancel nothing (stamps never repeat): they go.
@@ -152,9 +179,7 @@ extension RawBucket {
             chosen = segments
         } else {
             // The lowest tier below the top holding enough segments, merged with every lower one.
-            var perTier = [Int](repeating: 0, count: Int(Self.topSegmentTier))
-            for segment in segments where segment.tier < Self.topSegmentTier { perTier[Int(segment.tier)] += 1 }
-            guard let full = perTier.firstIndex(where: { $0 >= Self.segmentsPerTier }) else { return }
+            guard let full = Self.fullTier(of: segments.map(\.tier)) else { return }
             chosen = segments.filter { Int($0.tier) <= full }
         }
         let merged = try MergedTermPostings(chosen.map(\.segment), tombstones: tombstones)
