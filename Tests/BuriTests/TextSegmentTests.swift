@@ -400,7 +400,8 @@ import Testing
                     bytes.withUnsafeBytes { writer.append($0) }
                     model += bytes
                 case 2:
-                    let value: UInt64 = [0, 1, 127, 128, 16_383, 16_384, UInt64.max, .random(in: 0...UInt64.max, using: &rng)]
+                    let value: UInt64 =
+                        [0, 1, 127, 128, 16_383, 16_384, UInt64.max, .random(in: 0...UInt64.max, using: &rng)]
                         .randomElement(using: &rng) ?? 0
                     writer.appendVarint(value)
                     Varint.append(value, to: &model)

@@ -52,7 +52,7 @@ struct EntryValues {
 extension RawBucket {
     /// One object to write: its key, its header (index entries) and its payload. The record value
     /// stored is the header followed by the payload (``appendValue(to:)``), serialized as the batch
-    /// is written: a header that gains text stamps on the way (``stampForSegments(_:)``) is then
+    /// is written: a header that gains text stamps on the way (``stampForSegments(_:keys:)``) is then
     /// written once, not spliced into a copy.
     struct RecordWrite {
         var key: String
