@@ -68,6 +68,36 @@ final class IndexKindTests {
         #expect(try notes.keys(.index("email", equals: "a@x.org")) == ["mallory"])
     }
 
+    /// A unique value is free within a batch once an earlier write of the batch released it, and
+    /// only then: a release later in the batch does not count, nor does one undone by a later
+    /// write of the same key.
+    @Test(arguments: Engine.allCases) func aUniqueValueReleasedEarlierInABatchIsFreeInIt(engine: Engine) throws {
+        try setUp(engine)
+        try notes.store([Note("alice", email: "x"), Note("bob", email: "y")])
+        // Bob takes x after Alice (stored with x) let it go earlier in the same batch.
+        try notes.store([Note("alice", email: "z"), Note("bob", email: "x")])
+        #expect(try notes.keys(.index("email", equals: "x")) == ["bob"])
+        #expect(try notes.keys(.index("email", equals: "z")) == ["alice"])
+        let before = try t.rawKeys()
+        // Bob lets x go after Alice claims it: Bob still holds it when Alice's write is checked.
+        #expect(throws: BuriError.uniqueViolation(bucket: "Note", index: "email", value: "\"x\"", holder: "bob")) {
+            try notes.store([Note("alice", email: "x"), Note("bob", email: "w")])
+        }
+        // Bob lets x go, Alice takes it, Bob takes it back: Alice holds it then.
+        #expect(throws: BuriError.uniqueViolation(bucket: "Note", index: "email", value: "\"x\"", holder: "alice")) {
+            try notes.store([Note("bob", email: "w"), Note("alice", email: "x"), Note("bob", email: "x")])
+        }
+        // Bob lets x go and takes it again before Alice's write: he holds it when hers is checked.
+        #expect(throws: BuriError.uniqueViolation(bucket: "Note", index: "email", value: "\"x\"", holder: "bob")) {
+            try notes.store([Note("bob", email: "w"), Note("bob", email: "x"), Note("alice", email: "x")])
+        }
+        #expect(try t.rawKeys() == before)
+        // Released twice over (Bob's last write before Alice's has no x): free.
+        try notes.store([Note("bob", email: "v"), Note("bob", email: "w"), Note("alice", email: "x")])
+        #expect(try notes.keys(.index("email", equals: "x")) == ["alice"])
+        #expect(try t.db.check().isConsistent)
+    }
+
     @Test(arguments: Engine.allCases) func canonicallyEquivalentKeysAreDistinctObjects(engine: Engine) throws {
         try setUp(engine)
         // "é" precomposed and decomposed are equal Swift Strings but different keys on disk.

@@ -40,9 +40,9 @@ extension RawBucket {
     /// into the header (with the document length) of every object having terms in it. Nothing
     /// changes on a shared engine (segments would make concurrent writers conflict over merges),
     /// or when the batch names a key twice (its earlier version's postings would have to leave
-    /// the segment). Only the headers change, in place: the record values are serialized from
-    /// them as the batch is written. `keys` holds each write's key as UTF-8 bytes.
-    func stampForSegments(_ writes: inout [RecordWrite], keys: [[UInt8]]) {
+    /// the segment: `namesAKeyTwice`, keys compared as bytes). Only the headers change, in place:
+    /// the record values are serialized from them as the batch is written.
+    func stampForSegments(_ writes: inout [RecordWrite], namesAKeyTwice: Bool) {
         guard writes.count >= Self.segmentThreshold, !database.engine.isShared else { return }
         let candidates = madeDescriptor.indexes.filter { $0.text?.keepsLengths == true }
         guard !candidates.isEmpty else { return }
@@ -56,11 +56,7 @@ extension RawBucket {
             }
             if holding >= Self.segmentThreshold { ordered.append((index.id, Self.randomStamp())) }
         }
-        guard !ordered.isEmpty else { return }
-        var seen = Set<ObjectKeyBytes>(minimumCapacity: keys.count)
-        for key in keys where !seen.insert(ObjectKeyBytes(key)).inserted {
-            return
-        }
+        guard !ordered.isEmpty, !namesAKeyTwice else { return }
         for position in writes.indices {
             for (index, stamp) in ordered {
                 guard let entry = writes[position].header.entries.firstIndex(where: { $0.index == index }) else {

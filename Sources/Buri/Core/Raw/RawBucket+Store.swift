@@ -52,7 +52,7 @@ struct EntryValues {
 extension RawBucket {
     /// One object to write: its key, its header (index entries) and its payload. The record value
     /// stored is the header followed by the payload (``appendValue(to:)``), serialized as the batch
-    /// is written: a header that gains text stamps on the way (``stampForSegments(_:keys:)``) is then
+    /// is written: a header that gains text stamps on the way (``stampForSegments(_:namesAKeyTwice:)``) is then
     /// written once, not spliced into a copy.
     struct RecordWrite {
         var key: String
@@ -92,7 +92,14 @@ extension RawBucket {
         // canonical equivalence, so "é" and "e\u{301}" would be one key to a String but are two on disk.
         /// Each write's key as UTF-8 bytes, made once for the batch (not needed without indexes).
         let batchKeys = madeDescriptor.indexes.isEmpty ? [] : writes.map { Array($0.key.utf8) }
-        stampForSegments(&writes, keys: batchKeys)
+        /// For each write, the position of the write of the same key before it in the batch (-1:
+        /// none), and each key's last position: one hash of each key for the whole batch.
+        var previousWrite = [Int](repeating: -1, count: batchKeys.count)
+        var lastWrite = [ObjectKeyBytes: Int](minimumCapacity: batchKeys.count)
+        for (position, key) in batchKeys.enumerated() {
+            previousWrite[position] = lastWrite.updateValue(position, forKey: ObjectKeyBytes(key)) ?? -1
+        }
+        stampForSegments(&writes, namesAKeyTwice: lastWrite.count < batchKeys.count)
         /// Tombstones the batch writes, and whether it writes segments: for the merge schedule.
         var tombstones = 0
         var segmented = false
@@ -106,15 +113,11 @@ extension RawBucket {
                 writer.adjustCount(of: bucketId, bucket: name, by: added)
                 return
             }
-            /// The position of the last write of each key earlier in this batch (its header is the
-            /// one the key has once the batch is applied).
-            var pending: [ObjectKeyBytes: Int] = [:]
-            pending.reserveCapacity(writes.count)
             /// Unique values claimed by objects earlier in this batch.
             var claims: [RecordHeader.Entry: [UInt8]] = [:]
             let uniqueIds = Set(madeDescriptor.indexes.filter(\.isUnique).map(\.id))
             // A bucket with no record at the writer's view has no old header to read for any key:
-            // the only earlier versions are those in this batch (`pending`). One seek instead of a
+            // the only earlier versions are those in this batch (`previousWrite`). One seek instead of a
             // point read per object; through a shared engine's recording reader the scanned range
             // becomes a commit condition, so a record another client adds meanwhile is a conflict.
             let bucketIsEmpty = writes.count > 1 ? try hasNoRecords(writer.reader) : false
@@ -151,11 +154,10 @@ extension RawBucket {
             for (position, write) in writes.enumerated() {
                 let writePosition = position
                 let keyBytes = batchKeys[position]
-                let pendingKey = ObjectKeyBytes(keyBytes)
                 let old: RecordHeader?
                 /// Not stored and not earlier in this batch (a stored record, even a damaged one, has a header here).
                 let isNew: Bool
-                let earlier = pending[pendingKey]
+                let earlier: Int? = previousWrite[position] >= 0 ? previousWrite[position] : nil
                 if let earlier {
                     old = writes[earlier].header
                     isNew = false
@@ -241,7 +243,13 @@ extension RawBucket {
                     }
                     if uniqueIds.contains(entry.index) {
                         try checkUnique(entry, for: keyBytes, claims: claims, reader: reader) { holder in
-                            pending[holder].map { writes[$0].header }
+                            // The holder's last write before this one, if the batch has one.
+                            guard var at = lastWrite[holder] else { return nil }
+                            while at >= writePosition {
+                                at = previousWrite[at]
+                                if at < 0 { return nil }
+                            }
+                            return writes[at].header
                         }
                         claims[entry] = keyBytes
                     }
@@ -249,7 +257,6 @@ extension RawBucket {
                 }
                 putRecord(write, into: batch, keyBuffer: &keyBuffer, valueBuffer: &valueBuffer)
                 if isNew { added += 1 }
-                pending[pendingKey] = position
             }
             if !segments.isEmpty {
                 segmented = true
@@ -260,7 +267,7 @@ extension RawBucket {
                 }
             }
             if !newReferences.isEmpty {
-                try checkTargets(newReferences, writtenHere: pending, writer: writer)
+                try checkTargets(newReferences, writtenHere: lastWrite, writer: writer)
             }
         }
         noteSegmentWork(segmentedCommits: segmented ? 1 : 0, tombstones: tombstones)
