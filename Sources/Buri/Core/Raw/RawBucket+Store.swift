@@ -255,7 +255,8 @@ extension RawBucket {
                     }
                     write.entryValues.withValue(at: position) { put(entry, $0) }
                 }
-                putRecord(write, into: batch, keyBuffer: &keyBuffer, valueBuffer: &valueBuffer)
+                Keyspace.writeRecordKey(bucket: bucketId, key: write.key, into: &keyBuffer)
+                putRecord(write, key: keyBuffer, into: batch, valueBuffer: &valueBuffer)
                 if isNew { added += 1 }
             }
             if !segments.isEmpty {
@@ -273,16 +274,15 @@ extension RawBucket {
         noteSegmentWork(segmentedCommits: segmented ? 1 : 0, tombstones: tombstones)
     }
 
-    /// Puts `write`'s record (its header, then its payload), the key and value built in buffers
-    /// the batch's writes share.
+    /// Puts `write`'s record (its header, then its payload) under record key `key`, the value
+    /// built in a buffer the batch's writes share.
     @inline(__always)
     private func putRecord(
-        _ write: RecordWrite, into batch: any StorageBatch, keyBuffer: inout [UInt8], valueBuffer: inout [UInt8]
+        _ write: RecordWrite, key: [UInt8], into batch: any StorageBatch, valueBuffer: inout [UInt8]
     ) {
-        Keyspace.writeRecordKey(bucket: bucketId, key: write.key, into: &keyBuffer)
         valueBuffer.removeAll(keepingCapacity: true)
         write.appendValue(to: &valueBuffer)
-        keyBuffer.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
+        key.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
     }
 
     /// Refuses references to objects that do not exist (``BuriError/danglingReference(bucket:key:index:targetBucket:target:)``):
@@ -346,16 +346,11 @@ extension RawBucket {
         var seen = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
         var added = 0
         var valueBuffer: [UInt8] = []
-        func put(_ key: [UInt8], _ write: RecordWrite) {
-            valueBuffer.removeAll(keepingCapacity: true)
-            write.appendValue(to: &valueBuffer)
-            key.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
-        }
         if try hasNoRecords(writer.reader) {
             for write in writes {
                 let key = recordKey(write.key)
                 if seen.insert(ObjectKeyBytes(key)).inserted { added += 1 }
-                put(key, write)
+                putRecord(write, key: key, into: batch, valueBuffer: &valueBuffer)
             }
             return added
         }
@@ -373,7 +368,7 @@ extension RawBucket {
                 }
                 if !exists { added += 1 }
             }
-            put(key, write)
+            putRecord(write, key: key, into: batch, valueBuffer: &valueBuffer)
         }
         return added
     }
