@@ -536,7 +536,9 @@ final class _CBOREncodingState: Encoder {
             writeText(unsafeBitCast(value, to: URL.self).absoluteString)
         } else if T.self == Date.self {
             writeDate(unsafeBitCast(value, to: Date.self))
-        } else if let textual = value as? any CBORTextValue {
+        } else if T.self is any CBORTextValue.Type, let textual = value as? any CBORTextValue {
+            // The metatype first: casting the value boxes it (a heap box past 24 bytes) for every
+            // object and nested value, and few types are text values.
             writeText(textual.cborText)
         } else {
             return false

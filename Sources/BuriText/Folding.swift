@@ -6,6 +6,7 @@
 // (its `_nfd` and `_caseFolded`, SPI that swift-foundation uses as well): Swift 6.3 has no public
 // normalization API, and these keep BuriText free of Foundation and of tables of its own.
 @_spi(_Unicode) import Swift
+import Synchronization
 
 /// What a scalar is to the tokenizer, in the top three bits of a fold entry.
 enum ScalarKind: UInt32 {
@@ -54,39 +55,105 @@ struct FoldEntry {
     var value: UInt32 { raw & 0x1F_FFFF }
 }
 
-/// The folds of every scalar of the Basic Multilingual Plane, built once per process on first use
-/// (a few milliseconds); scalars above it are folded on demand (see `AstralFolds`).
-final class FoldTable: Sendable {
+/// The folds of the scalars of the Basic Multilingual Plane, computed a block of 256 at a time the
+/// first time a process meets a scalar of the block; scalars above it are folded on demand (see
+/// `AstralFolds`).
+final class FoldTable: @unchecked Sendable {
+    // Unchecked: a block's entries are published by release stores after its classes and extra
+    // scalars are written (under `filling`), and read by acquire loads before them; nothing is
+    // ever freed (`shared` lives as long as the process).
     static let shared = FoldTable()
 
-    /// Index: the scalar's value; 0x10000 entries.
-    let bmp: [UInt32]
-    /// The scalars of the entries that fold to several (ß → s s, が → か U+3099).
-    let extra: [UInt32]
+    /// An entry not filled yet: kind bits 7, which no entry has.
+    static let unfilled = UInt32.max
+    /// Scalars per block: a block's entries are computed together, the first time a scalar of it
+    /// is looked up, so that a process pays only for the blocks its text uses (the whole BMP takes
+    /// about 100 M instructions, most of them for blocks of scripts a text never has).
+    static let blockBits: UInt32 = 8
+
+    /// Per BMP scalar: its entry, or ``unfilled`` until its block is filled.
+    private let entries: UnsafeMutablePointer<Atomic<UInt32>>
+    /// Per BMP scalar: its canonical combining class if it is a kept mark, else 0 (valid once its
+    /// block is filled).
+    private let classes: UnsafeMutablePointer<UInt8>
+    /// Per block: the scalars of its entries that fold to several (ß → s s, が → か U+3099), which
+    /// those entries index; nil for a block without any.
+    private let extras: UnsafeMutablePointer<UnsafeMutablePointer<UInt32>?>
     /// ASCII: 0 for a separator, else the folded byte (A–Z lowered).
     let ascii: [UInt8]
-    /// The canonical combining class of every kept mark of the BMP (0 for everything else), for
-    /// putting kept marks in canonical order.
-    let classes: [UInt8]
+    private let filling = Mutex(())
 
-    private init() {
-        var bmp = [UInt32](repeating: 0, count: 0x10000)
-        var classes = [UInt8](repeating: 0, count: 0x10000)
-        var extra: [UInt32] = []
-        for value in 0..<UInt32(0x10000) {
-            let entry = Self.entry(value, extra: &extra)
-            bmp[Int(value)] = entry.raw
-            if entry.kindBits == ScalarKind.mark.rawValue { classes[Int(value)] = Self.combiningClass(value) }
-        }
-        self.bmp = bmp
-        self.extra = extra
-        self.classes = classes
+    /// An empty table: the tokenizer uses ``shared``; tests make their own to see blocks filled.
+    init() {
+        entries = .allocate(capacity: 0x10000)
+        for value in 0..<0x10000 { (entries + value).initialize(to: Atomic(Self.unfilled)) }
+        classes = .allocate(capacity: 0x10000)
+        classes.initialize(repeating: 0, count: 0x10000)
+        let blocks = 0x10000 >> Int(Self.blockBits)
+        extras = .allocate(capacity: blocks)
+        extras.initialize(repeating: nil, count: blocks)
         ascii = (0..<128).map { byte in
             switch UInt8(byte) {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): UInt8(byte) + 32
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte)
             default: 0
             }
+        }
+    }
+
+    deinit {
+        entries.deinitialize(count: 0x10000)
+        entries.deallocate()
+        classes.deallocate()
+        for block in 0..<(0x10000 >> Int(Self.blockBits)) { extras[block]?.deallocate() }
+        extras.deallocate()
+    }
+
+    /// The entry of BMP scalar `value` (below 0x10000).
+    @inline(__always)
+    func entry(_ value: UInt32) -> FoldEntry {
+        let raw = entries[Int(value)].load(ordering: .acquiring)
+        if raw != Self.unfilled { return FoldEntry(raw: raw) }
+        fill(block: value >> Self.blockBits)
+        return FoldEntry(raw: entries[Int(value)].load(ordering: .acquiring))
+    }
+
+    /// Scalar `index` of the several that BMP scalar `value`'s entry folds to.
+    @inline(__always)
+    func extra(of value: UInt32, at index: Int) -> UInt32 {
+        // The entry naming `index` was read (acquiring) before, so the block's extras are there.
+        extras[Int(value >> Self.blockBits)].map { $0[index] } ?? 0
+    }
+
+    /// The canonical combining class of BMP scalar `value` if it is a kept mark, else 0.
+    @inline(__always)
+    func keptMarkClass(_ value: UInt32) -> UInt8 {
+        _ = entry(value)  // fills its block if need be
+        return classes[Int(value)]
+    }
+
+    /// Computes and publishes the entries of one block, once.
+    @inline(never)
+    private func fill(block: UInt32) {
+        filling.withLock { _ in
+            let first = Int(block << Self.blockBits)
+            let count = 1 << Int(Self.blockBits)
+            guard entries[first].load(ordering: .relaxed) == Self.unfilled else { return }
+            var extra: [UInt32] = []
+            var raws = [UInt32](repeating: 0, count: count)
+            for offset in 0..<count {
+                let value = UInt32(first + offset)
+                let entry = Self.entry(value, extra: &extra)
+                raws[offset] = entry.raw
+                if entry.kindBits == ScalarKind.mark.rawValue { classes[first + offset] = Self.combiningClass(value) }
+            }
+            if !extra.isEmpty {
+                let stored = UnsafeMutablePointer<UInt32>.allocate(capacity: extra.count)
+                stored.initialize(from: extra, count: extra.count)
+                extras[Int(block)] = stored
+            }
+            // Published last: a reader that sees an entry sees its classes and extra scalars.
+            for offset in 0..<count { entries[first + offset].store(raws[offset], ordering: .releasing) }
         }
     }
 

@@ -14,20 +14,12 @@ extension TextTokenizer {
         let table = FoldTable.shared
         let stopWords = keepingStopWords || stopWordList.isEmpty ? nil : stopWordList
         try text.withUTF8 { utf8 in
-            try table.bmp.withUnsafeBufferPointer { bmp in
-                try table.extra.withUnsafeBufferPointer { extra in
-                    try table.ascii.withUnsafeBufferPointer { ascii in
-                        try table.classes.withUnsafeBufferPointer { classes in
-                            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TokenScanner.capacity) {
-                                term in
-                                guard let term = term.baseAddress else { return }
-                                var scanner = TokenScanner(
-                                    bytes: utf8, bmp: bmp, extra: extra, ascii: ascii, classes: classes, term: term,
-                                    stopWords: stopWords)
-                                try scanner.run(body)
-                            }
-                        }
-                    }
+            try table.ascii.withUnsafeBufferPointer { ascii in
+                try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TokenScanner.capacity) { term in
+                    guard let term = term.baseAddress else { return }
+                    var scanner = TokenScanner(
+                        bytes: utf8, table: table, ascii: ascii, term: term, stopWords: stopWords)
+                    try scanner.run(body)
                 }
             }
         }
@@ -44,10 +36,9 @@ struct TokenScanner {
     static let capacity = 512
 
     let bytes: UnsafeBufferPointer<UInt8>
-    let bmp: UnsafeBufferPointer<UInt32>
-    let extra: UnsafeBufferPointer<UInt32>
+    /// The BMP's folds (filled as blocks are met) and ASCII's.
+    let table: FoldTable
     let ascii: UnsafeBufferPointer<UInt8>
-    let classes: UnsafeBufferPointer<UInt8>
     /// The term being built: a word's folded UTF-8 from the start, or the open CJK run's units
     /// (its last two, from `previousStart`, are the bigram emitted once the second can no longer
     /// change).
@@ -73,15 +64,12 @@ struct TokenScanner {
     var astral = AstralFolds()
 
     init(
-        bytes: UnsafeBufferPointer<UInt8>, bmp: UnsafeBufferPointer<UInt32>, extra: UnsafeBufferPointer<UInt32>,
-        ascii: UnsafeBufferPointer<UInt8>, classes: UnsafeBufferPointer<UInt8>, term: UnsafeMutablePointer<UInt8>,
-        stopWords: StopWordList?
+        bytes: UnsafeBufferPointer<UInt8>, table: FoldTable, ascii: UnsafeBufferPointer<UInt8>,
+        term: UnsafeMutablePointer<UInt8>, stopWords: StopWordList?
     ) {
         self.bytes = bytes
-        self.bmp = bmp
-        self.extra = extra
+        self.table = table
         self.ascii = ascii
-        self.classes = classes
         self.term = term
         self.stopWords = stopWords
     }
@@ -135,7 +123,7 @@ struct TokenScanner {
     @inline(__always)
     private mutating func take(_ value: UInt32, _ body: Body) rethrows {
         guard value < 0x10000 else { return try takeOther(value, astral.entry(value), body) }
-        let entry = FoldEntry(raw: bmp[Int(value)])
+        let entry = table.entry(value)
         switch entry.kindBits {
         case ScalarKind.separator.rawValue:
             try endToken(body)
@@ -156,7 +144,6 @@ struct TokenScanner {
     /// several scalars or with marks to put in order.
     @inline(never)
     private mutating func takeOther(_ value: UInt32, _ entry: FoldEntry, _ body: Body) rethrows {
-        let isAstral = value >= 0x10000
         switch entry.kindBits {
         case ScalarKind.separator.rawValue:
             try endToken(body)
@@ -164,20 +151,20 @@ struct TokenScanner {
             return
         case ScalarKind.word.rawValue:
             if pending != 0 { try endRun(body) }
-            appendFold(entry, from: 0, isAstral: isAstral)
+            appendFold(entry, of: value, from: 0)
         case ScalarKind.mark.rawValue:
             // Part of the word or CJK unit before it; with neither, it starts a word.
             openPendingUnit()
-            appendFold(entry, from: 0, isAstral: isAstral)
+            appendFold(entry, of: value, from: 0)
         default:
             if pending == 0 && length > 0 { try endWord(body) }
             if entry.count == 0 {
                 try addUnit(entry.value, body)
             } else {
                 // A unit and the kept marks of its decomposition (が → か U+3099).
-                try addUnit(folded(entry, Int(entry.value), isAstral: isAstral), body)
+                try addUnit(folded(Int(entry.value), of: value), body)
                 openPendingUnit()
-                appendFold(entry, from: 1, isAstral: isAstral)
+                appendFold(entry, of: value, from: 1)
             }
         }
     }
@@ -187,21 +174,22 @@ struct TokenScanner {
         if pending != 0 && length - unitStart == Self.width(pending) { limit = unitStart + Self.unitBytes }
     }
 
+    /// Scalar `index` of the several that `source`'s entry folds to.
     @inline(__always)
-    private func folded(_ entry: FoldEntry, _ index: Int, isAstral: Bool) -> UInt32 {
-        isAstral ? astral.extra[index] : extra[index]
+    private func folded(_ index: Int, of source: UInt32) -> UInt32 {
+        source >= 0x10000 ? astral.extra[index] : table.extra(of: source, at: index)
     }
 
     /// Appends the scalars of a fold from its `first` on.
     @inline(__always)
-    private mutating func appendFold(_ entry: FoldEntry, from first: Int, isAstral: Bool) {
+    private mutating func appendFold(_ entry: FoldEntry, of source: UInt32, from first: Int) {
         if entry.count == 0 {
             if entry.reorders { add(entry.value) } else { append(entry.value) }
             return
         }
         let start = Int(entry.value)
         for index in start + first..<start + entry.count {
-            let value = folded(entry, index, isAstral: isAstral)
+            let value = folded(index, of: source)
             if entry.reorders { add(value) } else { append(value) }
         }
     }
@@ -209,13 +197,13 @@ struct TokenScanner {
     /// Appends a scalar of any combining class.
     @inline(never)
     private mutating func add(_ value: UInt32) {
-        let combiningClass = Self.combiningClass(value, classes)
+        let combiningClass = classOf(value)
         if combiningClass == 0 { append(value) } else { insert(value, combiningClass) }
     }
 
     @inline(__always)
-    private static func combiningClass(_ value: UInt32, _ classes: UnsafeBufferPointer<UInt8>) -> UInt8 {
-        value < 0x10000 ? classes[Int(value)] : FoldTable.combiningClass(value)
+    private func classOf(_ value: UInt32) -> UInt8 {
+        value < 0x10000 ? table.keptMarkClass(value) : FoldTable.combiningClass(value)
     }
 
     /// Appends a starter's UTF-8 to the term, unless it would pass the limit (which then closes).
@@ -243,7 +231,7 @@ struct TokenScanner {
         while at > 0 {
             var start = at - 1
             while start > 0 && term[start] & 0xC0 == 0x80 { start -= 1 }
-            if Self.combiningClass(scalar(at: start), classes) <= combiningClass { break }
+            if classOf(scalar(at: start)) <= combiningClass { break }
             at = start
         }
         guard at + width <= cap else {
@@ -256,7 +244,7 @@ struct TokenScanner {
         while end < length {
             let next = Self.width(leadByte: term[end])
             if end + next + width > cap {
-                let cut = Self.combiningClass(scalar(at: end), classes)
+                let cut = classOf(scalar(at: end))
                 cutClass = limit < 0 ? min(cutClass, cut) : cut
                 limit = -1
                 break

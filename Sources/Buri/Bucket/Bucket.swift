@@ -89,6 +89,15 @@ public final class Bucket<T: BuriSupport>: Sendable {
     let hasRelationships: Bool
     /// Whether the bucket declares a text index (a batch then shares its terms' tuples).
     let hasTextIndexes: Bool
+    /// `declared`'s text sources, in its order (`nil` for other indexes), and the key's offset in
+    /// an object when the key is a stored property of a struct: `prepare` reads them without
+    /// copying a `BuriIndex<T>` or projecting a key path, each of which looks up generic metadata
+    /// per object in this unspecialized code.
+    let textSources: [TextIndexSource?]
+    let keyOffset: Int?
+    /// `declared`'s and `sealedDeclared`'s definitions, for the same reason.
+    let definitions: [IndexDefinition]
+    let sealedDefinitions: [IndexDefinition]?
 
     init(raw: RawBucket, schema: BuriSchema<T>) {
         self.raw = raw
@@ -107,7 +116,18 @@ public final class Bucket<T: BuriSupport>: Sendable {
         }
         fieldCheckPending = Atomic(declared.contains { $0.0.uncomputableReason == nil })
         hasRelationships = declared.contains { $0.0.references != nil }
-        hasTextIndexes = declared.contains { $0.1.text != nil }
+        textSources = declared.map(\.1.text)
+        definitions = declared.map(\.0)
+        sealedDefinitions = sealedDeclared?.map(\.definition)
+        hasTextIndexes = textSources.contains { $0 != nil }
+        keyOffset = MemoryLayout<T>.offset(of: schema.key)
+    }
+
+    /// `object`'s key, read from its offset where there is one.
+    @inline(__always)
+    func key(of object: T) -> String {
+        guard let keyOffset else { return object[keyPath: schema.key] }
+        return withUnsafeBytes(of: object) { $0.load(fromByteOffset: keyOffset, as: String.self) }
     }
 
     /// `declared`, or its definitions with tokens once this view writes a sealed generation.
@@ -124,19 +144,22 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// The header (index entries) and complete record value for `object`; a batch passes one
     /// `interner` for all its objects, so that equal text terms share one tuple array.
     func prepare(_ object: T, interner: TextTupleInterner? = nil) throws(BuriError) -> RawBucket.RecordWrite {
-        let key = object[keyPath: schema.key]
+        let key = key(of: object)
         try raw.validateKey(key)
-        let declared = currentDeclared
+        let sealed = sealedDeclared != nil && raw.followsIntoSealed
+        let definitions = sealed ? sealedDefinitions ?? definitions : definitions
         let checking = fieldCheckPending.load(ordering: .relaxed) || roundTripPending.load(ordering: .relaxed)
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
-        entries.reserveCapacity(declared.count)
+        // A text index reserves for its terms; reserving here too would allocate twice.
+        if !hasTextIndexes { entries.reserveCapacity(definitions.count) }
         /// Values parallel to `entries` once a text index gives one (the others' are empty).
         var entryValues = EntryValues()
-        for (definition, index) in declared {
-            if let text = index.text {
+        for slot in definitions.indices {
+            if let text = textSources[slot] {
                 // One tokenization gives the terms (the header's tuples) and their positions (the
                 // entries' values).
+                let definition = definitions[slot]
                 entryValues.appendEmpty(upTo: entries.count)
                 let terms = text.entries(object, values: &entryValues, interner: interner)
                 var tuples: [[IndexValue]] = []
@@ -148,6 +171,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
                 if checking { computed.append((definition, tuples)) }
                 continue
             }
+            let definition = definitions[slot]
+            let index = declared[slot].index
             let tuples: [[IndexValue]]
             do {
                 tuples = try index.tuples(object)
@@ -169,7 +194,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
         if hasRelationships {
             // A relationship's entries are left out of the header when the payload gives exactly
             // them (docs/FORMAT.md §10, "Derived entries").
-            header.derived = Self.derivable(declared.map { $0.definition }, entries: entries, payload: payload)
+            header.derived = Self.derivable(definitions, entries: entries, payload: payload)
         }
         if checking {
             if fieldCheckPending.load(ordering: .relaxed) {
@@ -368,7 +393,7 @@ public final class Bucket<T: BuriSupport>: Sendable {
     /// `object` was changed since.
     @discardableResult
     public func delete(_ object: T) throws(BuriError) -> Bool {
-        try delete(key: object[keyPath: schema.key])
+        try delete(key: key(of: object))
     }
 
     /// Deletes every object and index entry of the bucket, atomically. Returns how many objects there were.

@@ -103,13 +103,13 @@ public struct BuriIndex<T>: Sendable {
     public private(set) var isPlaintext = false
     /// For a full-text index (`.text`, TextIndex.swift): its catalog definition, the tokenizer it
     /// uses and the texts it reads from an object (one, or an array's elements in order).
-    let text: TextIndexSource<T>?
+    let text: TextIndexSource?
 
     init(
         name: String, components: [IndexKind], unique: Bool, multi: Bool, version: Int,
         fields: [(name: String, form: IndexFieldForm)]? = nil, computed: Bool = false,
         keyPath: (AnyKeyPath & Sendable)? = nil, reference: (bucket: @Sendable () -> String, rule: DeleteRule)? = nil,
-        declarationError: String? = nil, text: TextIndexSource<T>? = nil,
+        declarationError: String? = nil, text: TextIndexSource? = nil,
         tuples: @escaping @Sendable (T) throws(BuriError) -> [[IndexValue]]
     ) {
         self.keyPath = keyPath

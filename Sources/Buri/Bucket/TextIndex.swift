@@ -1,23 +1,44 @@
 import BuriText
 
 /// How a `.text` index reads an object: its catalog definition, its tokenizer and the texts.
-struct TextIndexSource<T>: Sendable {
+/// Not generic: the write path of a `Bucket<T>` runs unspecialized, where every use of a type
+/// generic over `T` looks up its metadata, so the texts are read from the object's address.
+struct TextIndexSource: Sendable {
     let definition: TextIndexDefinition
     let tokenizer: TextTokenizer
-    let texts: @Sendable (T) -> [String]
+    /// The texts of the object at the address given, which holds an object of the index's type.
+    let textsAt: @Sendable (UnsafeRawPointer) -> [String]
+
+    /// The texts of `object` (one, or an array's elements in order).
+    @inline(__always)
+    func texts<T>(_ object: T) -> [String] {
+        withUnsafePointer(to: object) { textsAt(UnsafeRawPointer($0)) }
+    }
 
     /// The object's distinct terms in byte order, each as its encoded tuple with its positions
     /// value.
-    func entries(_ object: T) -> [(tuple: [UInt8], value: [UInt8])] {
+    func entries<T>(_ object: T) -> [(tuple: [UInt8], value: [UInt8])] {
         TextEntries.entries(of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout)
     }
 
     /// The object's distinct terms in byte order as encoded tuples, their positions values
     /// appended to `values` in the same order (the write path's form).
-    func entries(_ object: T, values: inout EntryValues, interner: TextTupleInterner? = nil) -> [[UInt8]] {
+    func entries<T>(_ object: T, values: inout EntryValues, interner: TextTupleInterner? = nil) -> [[UInt8]] {
         TextEntries.appendEntries(
             of: texts(object), tokenizer: tokenizer, layout: definition.entryLayout, values: &values,
             interner: interner)
+    }
+
+    /// A reader of the `Value` property `keyPath` names, as `textsAt` takes it: straight from its
+    /// offset when it is a stored property of a struct (no key path projection per object), else
+    /// through the key path.
+    static func reader<T, Value>(
+        _ keyPath: KeyPath<T, Value> & Sendable, texts: @escaping @Sendable (Value) -> [String]
+    ) -> @Sendable (UnsafeRawPointer) -> [String] {
+        if let offset = MemoryLayout<T>.offset(of: keyPath) {
+            return { texts($0.load(fromByteOffset: offset, as: Value.self)) }
+        }
+        return { texts($0.assumingMemoryBound(to: T.self).pointee[keyPath: keyPath]) }
     }
 }
 
@@ -41,7 +62,9 @@ extension BuriIndex {
         _ name: String, _ keyPath: KeyPath<T, String> & Sendable, field: String? = nil, stopWords: [String] = [],
         version: Int = 0
     ) -> BuriIndex {
-        textIndex(name, field: field, stopWords: stopWords, version: version) { [$0[keyPath: keyPath]] }
+        textIndex(
+            name, field: field, stopWords: stopWords, version: version,
+            textsAt: TextIndexSource.reader(keyPath) { [$0] })
     }
 
     /// A full-text index over an optional string property: no entry when `nil`.
@@ -53,9 +76,9 @@ extension BuriIndex {
         _ name: String, _ keyPath: KeyPath<T, String?> & Sendable, field: String? = nil, stopWords: [String] = [],
         version: Int = 0
     ) -> BuriIndex {
-        textIndex(name, field: field, stopWords: stopWords, version: version) {
-            $0[keyPath: keyPath].map { [$0] } ?? []
-        }
+        textIndex(
+            name, field: field, stopWords: stopWords, version: version,
+            textsAt: TextIndexSource.reader(keyPath) { $0.map { [$0] } ?? [] })
     }
 
     /// A full-text index over an array of strings: the elements' terms, with positions that
@@ -69,17 +92,19 @@ extension BuriIndex {
         _ name: String, _ keyPath: KeyPath<T, [String]> & Sendable, field: String? = nil, stopWords: [String] = [],
         version: Int = 0
     ) -> BuriIndex {
-        textIndex(name, field: field, stopWords: stopWords, version: version) { $0[keyPath: keyPath] }
+        textIndex(
+            name, field: field, stopWords: stopWords, version: version,
+            textsAt: TextIndexSource.reader(keyPath) { $0 })
     }
 
     private static func textIndex(
         _ name: String, field: String?, stopWords: [String], version: Int,
-        texts: @escaping @Sendable (T) -> [String]
+        textsAt: @escaping @Sendable (UnsafeRawPointer) -> [String]
     ) -> BuriIndex {
         let tokenizer = TextTokenizer(version: 1, stopWords: stopWords) ?? .v1
         let source = TextIndexSource(
             definition: TextIndexDefinition(tokenizer: Int(tokenizer.version), stopWords: stopWords),
-            tokenizer: tokenizer, texts: texts)
+            tokenizer: tokenizer, textsAt: textsAt)
         // Components stay [.binary]: a term is one binary element, so every path that handles
         // multi-valued binary indexes (headers, deletes, generations, tools) handles text entries.
         return BuriIndex(

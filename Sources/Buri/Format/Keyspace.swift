@@ -392,9 +392,18 @@ enum Keyspace {
 
     /// `0x03` + bucket id + index id: the prefix of every entry of one index.
     static func indexPrefix(bucket: UInt32, index: UInt32) -> [UInt8] {
-        var key = indexSpacePrefix(bucket: bucket)
-        appendBigEndian(index, to: &key)
+        var key: [UInt8] = []
+        key.reserveCapacity(indexPrefixLength)
+        appendIndexPrefix(bucket: bucket, index: index, to: &key)
         return key
+    }
+
+    /// Appends ``indexPrefix(bucket:index:)`` to `out`, for keys built in a reused buffer.
+    @inline(__always)
+    static func appendIndexPrefix(bucket: UInt32, index: UInt32, to out: inout [UInt8]) {
+        out.append(indexTag)
+        appendBigEndian(bucket, to: &out)
+        appendBigEndian(index, to: &out)
     }
 
     static let indexPrefixLength = 9
@@ -441,9 +450,7 @@ enum Keyspace {
         bucket: UInt32, index: UInt32, tuple: [UInt8], objectKey: [UInt8], into out: inout [UInt8]
     ) {
         out.removeAll(keepingCapacity: true)
-        out.append(indexTag)
-        appendBigEndian(bucket, to: &out)
-        appendBigEndian(index, to: &out)
+        appendIndexPrefix(bucket: bucket, index: index, to: &out)
         out.append(contentsOf: tuple)
         out.append(contentsOf: objectKey)
     }

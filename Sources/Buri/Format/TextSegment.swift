@@ -469,7 +469,7 @@ enum GroupedPostingKeys {
         bucket: UInt32, index: UInt32, tuple: [UInt8], tier: UInt8, id: [UInt8], plus: UInt64, into key: inout [UInt8]
     ) {
         key.removeAll(keepingCapacity: true)
-        key.append(contentsOf: Keyspace.indexPrefix(bucket: bucket, index: index))
+        Keyspace.appendIndexPrefix(bucket: bucket, index: index, to: &key)
         key.append(segmentTag)
         key.append(contentsOf: tuple)
         key.append(tier)
