@@ -88,13 +88,14 @@ enum TextEntries {
     ) -> [[UInt8]] {
         // Every token's term goes into one buffer (no array per token); the tokens are then
         // sorted by term bytes and position, and each run of one term is one entry.
-        var arena: [UInt8] = []
         var tokens: [Token] = []
         var bytes = 0
         for text in texts { bytes += text.utf8.count }
         // Folding rarely lengthens a term; a word and its separator take 6 bytes or more in most
         // text (a text of short words grows the array once or twice more).
-        arena.reserveCapacity(bytes + 16)
+        // (A ByteWriter: appending a term is a capacity check and a copy, where an array's
+        // append(contentsOf:) costs about a hundred instructions.)
+        var arena = ByteWriter(capacity: bytes + 16)
         tokens.reserveCapacity(bytes / 6 + 4)
         var base: UInt64 = 0
         for text in texts {
@@ -102,14 +103,14 @@ enum TextEntries {
             tokenizer.forEachToken(in: text) { term, position in
                 let absolute = base + UInt64(position)
                 tokens.append(Token(start: arena.count, count: term.count, position: absolute))
-                arena.append(contentsOf: term)
+                arena.append(UnsafeRawBufferPointer(term))
                 last = absolute
             }
             if let last { base = last + 1 + elementGap }
         }
         guard !tokens.isEmpty else { return [] }
-        return arena.withUnsafeBufferPointer { buffer -> [[UInt8]] in
-            guard let origin = buffer.baseAddress else { return [] }
+        return arena.withBytes { buffer -> [[UInt8]] in
+            guard let origin = buffer.bindMemory(to: UInt8.self).baseAddress else { return [] }
             @inline(__always)
             func term(_ token: Token) -> UnsafeBufferPointer<UInt8> {
                 UnsafeBufferPointer(start: origin + token.start, count: token.count)

@@ -113,8 +113,9 @@ extension RawBucket {
 
 /// The postings a write puts in segments, flushed into the batch as one segment per term (or
 /// several, past ``RawBucket/segmentPostingLimit``) once every object is written. Held in a few
-/// flat arrays per index (a term id and an object number per posting, the values one after
-/// another), sorted by term with a counting sort at the end.
+/// flat arrays per index (a term id, an object number and the entry's place in its object's
+/// header per posting: the values stay in the writes until they are copied into the segments),
+/// sorted by term with a counting sort at the end.
 struct SegmentCollector {
     fileprivate struct IndexPostings {
         var index: UInt32
@@ -130,26 +131,29 @@ struct SegmentCollector {
         var tuples: [[UInt8]] = []
         var postingTerm: [Int32] = []
         var postingObject: [Int32] = []
-        var values: [UInt8] = []
-        var valueEnds: [Int] = []
+        /// The posting's entry among its object's header entries (and entry values).
+        var postingEntry: [Int32] = []
     }
     private var indexes: [IndexPostings] = []
-    /// The object keys (UTF-8), numbered in the order their first posting came.
+    /// The object keys (UTF-8), numbered in the order their first posting came, and the batch
+    /// position of each object's write.
     private var objectKeys: [[UInt8]] = []
+    private var objectPositions: [Int] = []
     /// The number of the object the last posting was of (`position` given to ``add``).
     private var lastPosition = -1
 
     var isEmpty: Bool { indexes.isEmpty }
 
-    /// Adds the posting of the object at batch position `position` (positions come in increasing
-    /// order, each object's postings together).
+    /// Adds the posting of entry `entry` of the write at batch position `position` (positions come
+    /// in increasing order, each object's postings together); its value is read from the write's
+    /// entry values when the segments are flushed.
     mutating func add(
-        index: UInt32, stamp: [UInt8], tuple: [UInt8], position: Int, objectKey: [UInt8],
-        value: UnsafeRawBufferPointer
+        index: UInt32, stamp: [UInt8], tuple: [UInt8], position: Int, objectKey: [UInt8], entry: Int
     ) {
         if position != lastPosition {
             lastPosition = position
             objectKeys.append(objectKey)
+            objectPositions.append(position)
         }
         let slot: Int
         if let found = indexes.firstIndex(where: { $0.index == index }) {
@@ -158,11 +162,14 @@ struct SegmentCollector {
             indexes.append(IndexPostings(index: index, stamp: stamp))
             slot = indexes.count - 1
         }
-        indexes[slot].add(tuple: tuple, object: Int32(objectKeys.count - 1), value: value)
+        indexes[slot].add(tuple: tuple, object: Int32(objectKeys.count - 1), entry: Int32(entry))
     }
 
-    /// Puts every term's segments into `batch`.
-    func flush(bucket: UInt32, into batch: any StorageBatch) throws(FormatError) {
+    /// Puts every term's segments into `batch`; `writes` are the batch's writes, whose entry
+    /// values the postings hold.
+    func flush(
+        bucket: UInt32, writes: borrowing [RawBucket.RecordWrite], into batch: any StorageBatch
+    ) throws(FormatError) {
         // Each object's rank in key order: a term's postings are written in that order.
         var byKey = Array(objectKeys.indices)
         var sorted = true
@@ -180,13 +187,15 @@ struct SegmentCollector {
             }
         }
         for postings in indexes {
-            try postings.flush(bucket: bucket, objectKeys: objectKeys, byKey: byKey, into: batch)
+            try postings.flush(
+                bucket: bucket, objectKeys: objectKeys, objectPositions: objectPositions, writes: writes,
+                byKey: byKey, into: batch)
         }
     }
 }
 
 extension SegmentCollector.IndexPostings {
-    fileprivate mutating func add(tuple: [UInt8], object: Int32, value: UnsafeRawBufferPointer) {
+    fileprivate mutating func add(tuple: [UInt8], object: Int32, entry: Int32) {
         let term: Int32
         let address = tuple.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
         if address != 0, let known = byAddress.find(address) {
@@ -207,12 +216,12 @@ extension SegmentCollector.IndexPostings {
         }
         postingTerm.append(term)
         postingObject.append(object)
-        values.append(contentsOf: value.bindMemoryAsUInt8())
-        valueEnds.append(values.count)
+        postingEntry.append(entry)
     }
 
     fileprivate func flush(
-        bucket: UInt32, objectKeys: [[UInt8]], byKey: [Int], into batch: any StorageBatch
+        bucket: UInt32, objectKeys: [[UInt8]], objectPositions: [Int], writes: borrowing [RawBucket.RecordWrite],
+        byKey: [Int], into batch: any StorageBatch
     ) throws(FormatError) {
         // The postings in their objects' key order: an object's postings came together, so each
         // object's run of them is taken whole, objects in key order.
@@ -234,8 +243,10 @@ extension SegmentCollector.IndexPostings {
         }
         // One buffer for every segment and one for its key; each segment's id is the commit's
         // stamp plus the segment's number in this flush (ids need only differ among a term's
-        // segments, and another commit's stamp is another 128 random bits).
-        var writer = TextSegmentWriter(validatingValues: true)
+        // segments, and another commit's stamp is another 128 random bits). The values are not
+        // validated again: `TextEntries.appendEntries` wrote them in this batch, and every read
+        // of a segment validates what it reads.
+        var writer = TextSegmentWriter(validatingValues: false)
         var key: [UInt8] = []
         var number: UInt64 = 0
         let stamps = [stamp]
@@ -245,13 +256,10 @@ extension SegmentCollector.IndexPostings {
             while from < run.endIndex {
                 let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
                 try writer.begin(stamps: stamps, count: to - from)
-                values.withUnsafeBytes { values in
-                    for posting in run[from..<to] {
-                        let start = posting == 0 ? 0 : valueEnds[posting - 1]
-                        let value = UnsafeRawBufferPointer(rebasing: values[start..<valueEnds[posting]])
-                        objectKeys[Int(postingObject[posting])].withUnsafeBytes { key in
-                            writer.append(key: key, stamp: 0, value: value)
-                        }
+                for posting in run[from..<to] {
+                    let object = Int(postingObject[posting])
+                    writes[objectPositions[object]].entryValues.withValue(at: Int(postingEntry[posting])) { value in
+                        objectKeys[object].withUnsafeBytes { key in writer.append(key: key, stamp: 0, value: value) }
                     }
                 }
                 try writer.finish()

@@ -224,11 +224,9 @@ extension RawBucket {
                 }
                 for (position, entry) in newEntries.enumerated() {
                     if anyGrouped, let stamp = write.header.textStamp(of: entry.index) {
-                        write.entryValues.withValue(at: position) { value in
-                            segments.add(
-                                index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, position: writePosition,
-                                objectKey: keyBytes, value: value)
-                        }
+                        segments.add(
+                            index: entry.index, stamp: stamp.stamp, tuple: entry.tuple, position: writePosition,
+                            objectKey: keyBytes, entry: position)
                         continue
                     }
                     guard !isKept(entry, in: oldEntries, oldSet) else {
@@ -262,7 +260,7 @@ extension RawBucket {
             if !segments.isEmpty {
                 segmented = true
                 do {
-                    try segments.flush(bucket: bucketId, into: batch)
+                    try segments.flush(bucket: bucketId, writes: writes, into: batch)
                 } catch {
                     throw .corruption(bucket: name, key: nil, index: nil, reason: "text segment: \(error)")
                 }
