@@ -82,50 +82,55 @@ struct RecordHeader: Equatable, Sendable {
         textStamps.isEmpty ? nil : textStamps.first { $0.index == index }
     }
 
+    /// Appends the header's bytes (`docs/FORMAT.md` §4) to `out`.
     func append(to out: inout [UInt8]) {
+        var writer = ByteWriter(capacity: 16 + 8 * entries.count)
+        write(to: &writer)
+        writer.withBytes { out.append(contentsOf: $0) }
+    }
+
+    /// Writes the header's bytes (`docs/FORMAT.md` §4) to `out`: the one encoder of headers (the
+    /// write path serializes each record's value into a ByteWriter the batch reuses).
+    func write(to out: inout ByteWriter) {
         let layout =
             !textStamps.isEmpty
             ? RecordHeader.stampedLayoutVersion
             : derived.isEmpty ? RecordHeader.layoutVersion : RecordHeader.derivedLayoutVersion
         out.append(layout)
         out.append(RecordHeader.cborCodec)
-        Varint.append(schemaVersion, to: &out)
+        out.appendVarint(schemaVersion)
         if derived.isEmpty {
-            Varint.append(UInt64(entries.count), to: &out)
-            for entry in entries { Self.append(entry, to: &out) }
+            out.appendVarint(UInt64(entries.count))
+            for index in entries.indices { Self.write(entries[index], to: &out) }
         } else {
             let listed = entries.filter { entry in !derived.contains { $0.index == entry.index } }
-            Varint.append(UInt64(listed.count), to: &out)
-            for entry in listed { Self.append(entry, to: &out) }
+            out.appendVarint(UInt64(listed.count))
+            for entry in listed { Self.write(entry, to: &out) }
         }
         guard layout != RecordHeader.layoutVersion else { return }
-        Varint.append(UInt64(derived.count), to: &out)
+        out.appendVarint(UInt64(derived.count))
         for index in derived {
-            Varint.append(UInt64(index.index), to: &out)
-            Varint.append(UInt64(index.path.count), to: &out)
+            out.appendVarint(UInt64(index.index))
+            out.appendVarint(UInt64(index.path.count))
             for field in index.path {
-                Varint.append(UInt64(field.count), to: &out)
-                out.append(contentsOf: field)
+                out.appendVarint(UInt64(field.count))
+                out.append(field)
             }
         }
         guard layout == RecordHeader.stampedLayoutVersion else { return }
-        Self.append(textStamps, to: &out)
-    }
-
-    /// The text stamps section of a layout-3 header.
-    private static func append(_ stamps: [TextStamp], to out: inout [UInt8]) {
-        Varint.append(UInt64(stamps.count), to: &out)
-        for stamp in stamps {
-            Varint.append(UInt64(stamp.index), to: &out)
-            out.append(contentsOf: stamp.stamp)
-            Varint.append(stamp.length, to: &out)
+        out.appendVarint(UInt64(textStamps.count))
+        for stamp in textStamps {
+            out.appendVarint(UInt64(stamp.index))
+            out.append(stamp.stamp)
+            out.appendVarint(stamp.length)
         }
     }
 
-    private static func append(_ entry: Entry, to out: inout [UInt8]) {
-        Varint.append(UInt64(entry.index), to: &out)
-        Varint.append(UInt64(entry.tuple.count), to: &out)
-        out.append(contentsOf: entry.tuple)
+    @inline(__always)
+    private static func write(_ entry: Entry, to out: inout ByteWriter) {
+        out.appendVarint(UInt64(entry.index))
+        out.appendVarint(UInt64(entry.tuple.count))
+        out.append(entry.tuple)
     }
 
     /// The offset where the payload of `value` starts, after checking the header exactly as

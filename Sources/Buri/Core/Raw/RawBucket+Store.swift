@@ -71,17 +71,16 @@ extension RawBucket {
         }
 
         /// Appends the record value (the header, then the payload) to `out`.
-        func appendValue(to out: inout [UInt8]) {
-            header.append(to: &out)
-            out.append(contentsOf: payload)
+        func appendValue(to out: inout ByteWriter) {
+            header.write(to: &out)
+            out.append(payload)
         }
 
         /// The record value as stored: the header, then the payload.
         var value: [UInt8] {
-            var out: [UInt8] = []
-            out.reserveCapacity(payload.count + 16 + header.entries.count * 8)
+            var out = ByteWriter(capacity: payload.count + 16 + header.entries.count * 8)
             appendValue(to: &out)
-            return out
+            return out.array
         }
     }
 
@@ -148,7 +147,7 @@ extension RawBucket {
             let relationships = stagingMarker == nil ? madeDescriptor.indexes.filter { $0.references != nil } : []
             var newReferences: [(key: String, index: IndexDefinition, tuple: [UInt8])] = []
             var keyBuffer: [UInt8] = []
-            var valueBuffer: [UInt8] = []
+            var valueBuffer = ByteWriter()
             /// The postings this batch puts in segments.
             var segments = SegmentCollector()
             for (position, write) in writes.enumerated() {
@@ -276,11 +275,11 @@ extension RawBucket {
     /// built in a buffer the batch's writes share.
     @inline(__always)
     private func putRecord(
-        _ write: RecordWrite, key: [UInt8], into batch: any StorageBatch, valueBuffer: inout [UInt8]
+        _ write: RecordWrite, key: [UInt8], into batch: any StorageBatch, valueBuffer: inout ByteWriter
     ) {
-        valueBuffer.removeAll(keepingCapacity: true)
+        valueBuffer.removeAll()
         write.appendValue(to: &valueBuffer)
-        key.withUnsafeBytes { key in valueBuffer.withUnsafeBytes { batch.put(key, $0) } }
+        key.withUnsafeBytes { key in valueBuffer.withBytes { batch.put(key, $0) } }
     }
 
     /// Refuses references to objects that do not exist (``BuriError/danglingReference(bucket:key:index:targetBucket:target:)``):
@@ -343,7 +342,7 @@ extension RawBucket {
         }
         var seen = Set<ObjectKeyBytes>(minimumCapacity: writes.count)
         var added = 0
-        var valueBuffer: [UInt8] = []
+        var valueBuffer = ByteWriter()
         if try hasNoRecords(writer.reader) {
             for write in writes {
                 let key = recordKey(write.key)
