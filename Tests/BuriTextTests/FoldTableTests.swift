@@ -57,7 +57,9 @@ struct FoldTableTests {
         // Eight threads ask for the same scalars of untouched blocks at the same moment: whoever
         // fills a block, every thread reads complete entries, marks and multi-scalar folds.
         let table = FoldTable()
-        let scalars: [UInt32] = [0x00DF, 0x00E9, 0x0130, 0x0345, 0x093C, 0x0929, 0x1E9E, 0x304C, 0x3099, 0xAC00, 0xFB01]
+        let scalars: [UInt32] = [
+            0x00DF, 0x00E9, 0x0130, 0x0345, 0x093C, 0x0929, 0x1E9E, 0x304C, 0x3099, 0xAC00, 0xFB01,
+        ]
         let threads = 8
         nonisolated(unsafe) var mismatches = [Int](repeating: 0, count: threads)
         mismatches.withUnsafeMutableBufferPointer { counts in

@@ -250,26 +250,30 @@ extension SegmentCollector.IndexPostings {
         var key: [UInt8] = []
         var number: UInt64 = 0
         let stamps = [stamp]
-        for term in tuples.indices {
-            let run = order[starts[term]..<starts[term + 1]]
-            var from = run.startIndex
-            while from < run.endIndex {
-                let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
-                try writer.begin(stamps: stamps, count: to - from)
-                for posting in run[from..<to] {
-                    let object = Int(postingObject[posting])
-                    writes[objectPositions[object]].entryValues.withValue(at: Int(postingEntry[posting])) { value in
-                        objectKeys[object].withUnsafeBytes { key in writer.append(key: key, stamp: 0, value: value) }
+        // The writes through a buffer pointer: reading an entry value borrows it in place.
+        try writes.withUnsafeBufferPointer { (writes) throws(FormatError) in
+            for term in tuples.indices {
+                let run = order[starts[term]..<starts[term + 1]]
+                var from = run.startIndex
+                while from < run.endIndex {
+                    let to = Swift.min(from + RawBucket.segmentPostingLimit, run.endIndex)
+                    try writer.begin(stamps: stamps, count: to - from)
+                    for posting in run[from..<to] {
+                        let object = Int(postingObject[posting])
+                        writes[objectPositions[object]].entryValues.withValue(at: Int(postingEntry[posting])) { value in
+                            objectKeys[object].withUnsafeBytes { key in writer.append(key: key, stamp: 0, value: value)
+                            }
+                        }
                     }
+                    try writer.finish()
+                    GroupedPostingKeys.writeSegmentKey(
+                        bucket: bucket, index: index, tuple: tuples[term],
+                        tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
+                        into: &key)
+                    number &+= 1
+                    key.withUnsafeBytes { key in writer.withBytes { batch.put(key, $0) } }
+                    from = to
                 }
-                try writer.finish()
-                GroupedPostingKeys.writeSegmentKey(
-                    bucket: bucket, index: index, tuple: tuples[term],
-                    tier: RawBucket.segmentTier(ofCount: to - from), id: stamp, plus: number,
-                    into: &key)
-                number &+= 1
-                key.withUnsafeBytes { key in writer.withBytes { batch.put(key, $0) } }
-                from = to
             }
         }
     }
