@@ -130,12 +130,6 @@ public final class Bucket<T: BuriSupport>: Sendable {
         return withUnsafeBytes(of: object) { $0.load(fromByteOffset: keyOffset, as: String.self) }
     }
 
-    /// `declared`, or its definitions with tokens once this view writes a sealed generation.
-    var currentDeclared: [(definition: IndexDefinition, index: BuriIndex<T>)] {
-        if let sealedDeclared, raw.followsIntoSealed { return sealedDeclared }
-        return declared
-    }
-
     /// The bucket's name.
     public var name: String { raw.name }
 
@@ -146,8 +140,8 @@ public final class Bucket<T: BuriSupport>: Sendable {
     func prepare(_ object: T, interner: TextTupleInterner? = nil) throws(BuriError) -> RawBucket.RecordWrite {
         let key = key(of: object)
         try raw.validateKey(key)
-        let sealed = sealedDeclared != nil && raw.followsIntoSealed
-        let definitions = sealed ? sealedDefinitions ?? definitions : definitions
+        // The definitions with tokens once this view writes a sealed generation.
+        let definitions = raw.followsIntoSealed ? sealedDefinitions ?? definitions : definitions
         let checking = fieldCheckPending.load(ordering: .relaxed) || roundTripPending.load(ordering: .relaxed)
         var computed: [(IndexDefinition, [[IndexValue]])] = []
         var entries: [RecordHeader.Entry] = []
